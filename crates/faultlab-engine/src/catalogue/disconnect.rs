@@ -1,0 +1,18 @@
+//! `disconnect`: the connection goes away instead of the reply.
+//!
+//! **What it does on the wire.** stdio: the server's stdout is closed and the process ends, so the client reads
+//! EOF. HTTP: the active response stream is aborted mid-body (the TCP connection is reset); the listener stays
+//! up and other requests are unaffected.
+//!
+//! **What a robust client should do.** Report a transport failure for the pending request (never success), then
+//! reconnect (stdio: start a new process; HTTP: a new request, a new session if the old one is gone).
+//!
+//! **Example.** `{"type": "disconnect"}`
+//!
+//! **How it is graded.** The call's outcome must be a transport loss; a later call on a new connection succeeds.
+
+use super::{Reply, WireAction};
+
+pub(super) fn apply(_reply: Reply<'_>) -> Vec<WireAction> {
+    vec![WireAction::Close]
+}

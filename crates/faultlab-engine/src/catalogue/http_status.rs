@@ -1,0 +1,38 @@
+//! `http_status`: an HTTP error status instead of the reply.
+//!
+//! **What it does on the wire.** HTTP: the response has the given status (401, 403, 404, 429, 500 or 503) and a
+//! JSON-RPC error body with the request's id; 401 carries `WWW-Authenticate: Bearer`, 429 and 503 carry
+//! `Retry-After` when `retry_after_sec` is set. stdio has no status line, so the same JSON-RPC error is written
+//! as the reply.
+//!
+//! **What a robust client should do.** 401: re-authenticate. 403: stop. 404 on a session: start a new session.
+//! 429 / 503: back off for `Retry-After`, then retry. 500: retry a bounded number of times or fail.
+//!
+//! **Example.** `{"type": "http_status", "status": 429, "retry_after_sec": 2}`
+//!
+//! **How it is graded.** The call fails with an error naming the status; a retry honours `Retry-After`.
+
+use super::{Reply, WireAction};
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+/// The statuses the fault can produce.
+pub const ALLOWED: [u16; 6] = [401, 403, 404, 429, 500, 503];
+
+pub(super) fn apply(reply: Reply<'_>, status: u16, retry_after_sec: Option<u32>) -> Vec<WireAction> {
+    let id = reply.frame.id().map_or(Value::Null, |id| id.to_value());
+    let (code, text) = match status {
+        401 => (-32001, "Unauthorized: authentication expired"),
+        403 => (-32003, "Forbidden"),
+        404 => (-32001, "Not found"),
+        429 => (-32029, "Too many requests"),
+        503 => (-32030, "Service unavailable"),
+        _ => (-32603, "Internal server error"),
+    };
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": code, "message": format!("HTTP {status}: {text}"), "data": {"httpStatus": status}}
+    });
+    vec![WireAction::HttpStatus { status, retry_after_sec, body: Bytes::from(body.to_string()) }]
+}

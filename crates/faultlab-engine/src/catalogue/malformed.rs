@@ -1,0 +1,58 @@
+//! `malformed`: valid JSON, invalid JSON-RPC.
+//!
+//! **What it does on the wire.** The reply is rewritten once: `missing-jsonrpc` deletes the `jsonrpc` member,
+//! `invalid-jsonrpc-version` sets it to `"1.0"`, `result-with-error` adds an `error` object next to `result`
+//! (code -32603). Everything else (id, key order, unknown fields) is kept.
+//!
+//! **What a robust client should do.** Reject the message as invalid and fail the pending request with a
+//! protocol error, without treating it as success and without closing a connection other requests still use.
+//!
+//! **Example.** `{"type": "malformed", "variant": "result-with-error"}`
+//!
+//! **How it is graded.** The call's outcome is an error; a follow-up call on the same connection succeeds.
+
+use super::{MalformedVariant, Reply, WireAction, edit, unchanged};
+use serde_json::json;
+
+pub(super) fn apply(reply: Reply<'_>, variant: MalformedVariant) -> Vec<WireAction> {
+    let changed = edit(reply, |obj| match variant {
+        MalformedVariant::MissingJsonrpc => {
+            obj.shift_remove("jsonrpc");
+        }
+        MalformedVariant::InvalidJsonrpcVersion => {
+            obj.insert("jsonrpc".into(), json!("1.0"));
+        }
+        MalformedVariant::ResultWithError => {
+            obj.insert(
+                "error".into(),
+                json!({"code": -32603, "message": "Injected response contains both result and error"}),
+            );
+        }
+    });
+    match changed {
+        Some(bytes) => vec![WireAction::Send(bytes)],
+        None => unchanged(reply),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::*;
+    use super::*;
+
+    fn run(variant: MalformedVariant) -> serde_json::Value {
+        let reply = frame(RESULT);
+        let out = sent(&apply(Reply { frame: &reply, request: None }, variant));
+        out[0].value().unwrap().clone()
+    }
+
+    #[test]
+    fn each_variant_breaks_json_rpc_and_keeps_the_id() {
+        let missing = run(MalformedVariant::MissingJsonrpc);
+        assert!(missing.get("jsonrpc").is_none());
+        assert_eq!(missing["id"], 7);
+        assert_eq!(run(MalformedVariant::InvalidJsonrpcVersion)["jsonrpc"], "1.0");
+        let both = run(MalformedVariant::ResultWithError);
+        assert!(both.get("result").is_some() && both["error"]["code"] == -32603);
+    }
+}

@@ -1,0 +1,22 @@
+//! `missing_id`: the reply carries no id.
+//!
+//! **What it does on the wire.** The `id` member is removed from the reply; everything else is kept. A result
+//! without an id is invalid JSON-RPC; an error without an id is what a peer sends when it could not read the id.
+//!
+//! **What a robust client should do.** Not match it to any request; the request times out at the client's
+//! deadline. An id-less *error* may be surfaced as a connection-level problem.
+//!
+//! **Example.** `{"type": "missing_id"}`
+//!
+//! **How it is graded.** The call times out or errors, never succeeds; the connection stays usable.
+
+use super::{Reply, WireAction, edit, unchanged};
+
+pub(super) fn apply(reply: Reply<'_>) -> Vec<WireAction> {
+    match edit(reply, |obj| {
+        obj.shift_remove("id");
+    }) {
+        Some(bytes) => vec![WireAction::Send(bytes)],
+        None => unchanged(reply),
+    }
+}

@@ -1,0 +1,21 @@
+//! The fault engine: what can go wrong on the wire, and the one place that makes it happen.
+//!
+//! - [`catalogue`]: one closed enum, [`FaultKind`], with one file per fault. A fault only transforms one reply
+//!   into a list of [`WireAction`]s (bytes to write, pauses, a close, an HTTP status); it never decides *which*
+//!   message it applies to.
+//! - [`engine`]: decides which message gets which fault. Today a fault is armed on a request id (the server's
+//!   tool handlers arm faults on their own response); the proxy's rules go through the same engine.
+//! - [`render`]: turns actions into bytes for a transport: stdio lines or SSE events.
+//! - [`recorder`]: the documented diagnostics event schema, written as JSON lines.
+//!
+//! All time comes from the tokio clock, so tests run under a paused clock.
+
+pub mod catalogue;
+pub mod engine;
+pub mod outlet;
+pub mod recorder;
+pub mod render;
+
+pub use catalogue::{FaultKind, Framing, MalformedVariant, WireAction};
+pub use engine::{ArmError, Engine, MAX_PENDING_FAULTS};
+pub use recorder::{Event, Recorder};

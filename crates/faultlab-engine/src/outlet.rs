@@ -1,0 +1,85 @@
+//! The queue in front of one connection's writer (a stdio pipe, or one HTTP response stream).
+//!
+//! Whatever writes to a connection takes [`Batch`]es from one channel and performs each batch in order, so the
+//! frames of a batch are never interleaved with others. [`Outlet::send`] splits a reply's steps at each
+//! [`Step::Pause`] and hands the part after the pause to a timer task: a latency fault holds back its own reply
+//! and nothing else (no head-of-line blocking).
+
+use crate::render::Step;
+use tokio::sync::mpsc;
+
+/// Steps a writer performs back to back.
+pub type Batch = Vec<Step>;
+
+/// The sending side of a connection's writer queue. Cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Outlet {
+    tx: mpsc::UnboundedSender<Batch>,
+}
+
+impl Outlet {
+    /// A new queue; the writer owns the receiver.
+    pub fn new() -> (Self, mpsc::UnboundedReceiver<Batch>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Self { tx }, rx)
+    }
+
+    /// Queues `steps`; anything after a pause is queued when the pause has elapsed. Returns false when the
+    /// writer is gone (the connection has closed), in which case there is nobody to write to.
+    pub fn send(&self, steps: Vec<Step>) -> bool {
+        let Some(pause_at) = steps.iter().position(|s| matches!(s, Step::Pause(_))) else {
+            return steps.is_empty() || self.tx.send(steps).is_ok();
+        };
+        let mut now = steps;
+        let later = now.split_off(pause_at);
+        if !now.is_empty() && self.tx.send(now).is_err() {
+            return false;
+        }
+        let tx = self.tx.clone();
+        tokio::spawn(async move {
+            let mut batch = Vec::new();
+            for step in later {
+                match step {
+                    Step::Pause(d) => {
+                        if !batch.is_empty() && tx.send(std::mem::take(&mut batch)).is_err() {
+                            return;
+                        }
+                        tokio::time::sleep(d).await;
+                    }
+                    other => batch.push(other),
+                }
+            }
+            if !batch.is_empty() {
+                let _ = tx.send(batch);
+            }
+        });
+        true
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use std::time::Duration;
+
+    fn write(s: &'static str) -> Step {
+        Step::Write(Bytes::from_static(s.as_bytes()))
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_paused_reply_does_not_hold_up_later_ones() {
+        let (outlet, mut rx) = Outlet::new();
+        let start = tokio::time::Instant::now();
+        outlet.send(vec![Step::Pause(Duration::from_millis(200)), write("slow")]);
+        outlet.send(vec![write("fast")]);
+        assert_eq!(rx.recv().await.unwrap(), vec![write("fast")]);
+        assert_eq!(start.elapsed(), Duration::ZERO);
+        assert_eq!(rx.recv().await.unwrap(), vec![write("slow")]);
+        assert_eq!(start.elapsed(), Duration::from_millis(200));
+    }
+}

@@ -1,0 +1,161 @@
+//! The diagnostics recorder: one JSON object per line for every fault activation, protocol ping and transport
+//! event, with the request id it belongs to.
+//!
+//! The schema is [`Record`] (shipped as `schemas/diagnostic-event.schema.json`); the server writes it to stderr,
+//! and the proxy's trajectory uses the same events. Times are milliseconds on the tokio clock since the recorder
+//! was created, so a paused-clock test gets exact values.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+use std::io::Write as _;
+use std::sync::{Arc, Mutex};
+use tokio::time::Instant;
+
+/// One line of the diagnostics stream.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Record {
+    /// Milliseconds since the recorder started (tokio clock).
+    pub ts_ms: f64,
+    /// Which connection the event belongs to: `stdio`, `http`, or `session:<id>`.
+    pub scope: String,
+    #[serde(flatten)]
+    pub event: Event,
+}
+
+/// What happened.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(tag = "event", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum Event {
+    /// A tool armed a fault on its own response.
+    FaultArmed { fault: String, request_id: Value },
+    /// A fault changed what went on the wire.
+    FaultActivated { fault: String, request_id: Value },
+    /// The outcome of one server-to-client protocol ping (`protocol_ping_liveness`).
+    ProtocolPingLiveness { request_id: Value, protocol_ping: PingOutcome, transport: TransportOutcome },
+    /// A transport event: a closure requested, done, failed or impossible; a connection ending.
+    Transport { outcome: TransportEventKind, request_id: Option<Value>, detail: Option<String> },
+    /// An inbound frame the wire layer could not pass on (over the size limit).
+    FrameRejected { reason: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct PingOutcome {
+    pub outcome: PingResult,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PingResult {
+    Success,
+    Unsupported,
+    InvalidResponse,
+    Timeout,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct TransportOutcome {
+    pub outcome: TransportEventKind,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TransportEventKind {
+    /// The connection is kept.
+    Retained,
+    /// A closure was asked for (written before the closure starts).
+    ClosureRequested,
+    Closed,
+    CloseFailed,
+    /// The transport cannot close for one request without hurting others (stdio), so it did not.
+    ClosureUnavailable,
+}
+
+#[derive(Clone)]
+enum Sink {
+    Stderr,
+    Memory(Arc<Mutex<Vec<Record>>>),
+    Discard,
+}
+
+/// Where diagnostics go. Cheap to clone; every clone shares the start time and sink.
+#[derive(Clone)]
+pub struct Recorder {
+    sink: Sink,
+    start: Instant,
+    scope: Arc<str>,
+}
+
+impl Recorder {
+    /// JSON lines on stderr (the server's default: stdout is reserved for MCP frames).
+    pub fn stderr() -> Self {
+        Self::with_sink(Sink::Stderr)
+    }
+
+    /// Keeps records in memory, for tests; read them with [`Recorder::records`].
+    pub fn memory() -> Self {
+        Self::with_sink(Sink::Memory(Arc::default()))
+    }
+
+    pub fn discard() -> Self {
+        Self::with_sink(Sink::Discard)
+    }
+
+    fn with_sink(sink: Sink) -> Self {
+        Self { sink, start: Instant::now(), scope: Arc::from("") }
+    }
+
+    /// The same sink and clock, labelling events with another scope.
+    pub fn scoped(&self, scope: impl Into<Arc<str>>) -> Self {
+        Self { scope: scope.into(), ..self.clone() }
+    }
+
+    pub fn record(&self, event: Event) {
+        let record = Record {
+            ts_ms: self.start.elapsed().as_secs_f64() * 1000.0,
+            scope: self.scope.to_string(),
+            event,
+        };
+        match &self.sink {
+            Sink::Stderr => {
+                if let Ok(mut line) = serde_json::to_vec(&record) {
+                    line.push(b'\n');
+                    // One write per line keeps lines whole when several tasks record at once.
+                    let _ = std::io::stderr().lock().write_all(&line);
+                }
+            }
+            Sink::Memory(records) => records.lock().unwrap_or_else(|e| e.into_inner()).push(record),
+            Sink::Discard => {}
+        }
+    }
+
+    /// The records kept by a [`Recorder::memory`] recorder (empty for other sinks).
+    pub fn records(&self) -> Vec<Record> {
+        match &self.sink {
+            Sink::Memory(records) => records.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_serialise_with_event_tag_and_camel_case_fields() {
+        let rec = Recorder::memory().scoped("stdio");
+        rec.record(Event::ProtocolPingLiveness {
+            request_id: 3.into(),
+            protocol_ping: PingOutcome { outcome: PingResult::Timeout },
+            transport: TransportOutcome { outcome: TransportEventKind::ClosureUnavailable },
+        });
+        let json = serde_json::to_value(&rec.records()[0]).unwrap();
+        assert_eq!(json["event"], "protocol_ping_liveness");
+        assert_eq!(json["scope"], "stdio");
+        assert_eq!(json["requestId"], 3);
+        assert_eq!(json["protocolPing"]["outcome"], "timeout");
+        assert_eq!(json["transport"]["outcome"], "closure_unavailable");
+    }
+}

@@ -1,0 +1,2 @@
+//! Streamable HTTP front (filled in next).
+pub mod sessions;

@@ -1,0 +1,23 @@
+//! The faulty MCP server: rmcp for the protocol, the project's wire layer for the faults.
+//!
+//! Read in this order:
+//! - [`tools`]: the fault tools. Each handler either misbehaves itself (sleeps, hangs, pings the client) or arms a
+//!   catalogue fault on its own response through its connection's [`Scope`].
+//! - [`stdio`]: rmcp runs over an in-memory pipe; the stdio wire layer sits between that pipe and the real
+//!   stdin/stdout, showing every line to the fault engine.
+//! - [`http`]: the Streamable HTTP front: validation (path, Host, Origin, body size), routing between the
+//!   stateless service (2026-07-28 and sessionless legacy requests) and legacy sessions, the session registry
+//!   (cap, idle reclaim, loss), and the response-body middleware that applies faults to JSON bodies and SSE events.
+//! - [`probe`]: the `lab_probe` harness mode chosen by `LAB_SCENARIO`.
+
+pub mod http;
+pub mod probe;
+pub mod scope;
+pub mod stdio;
+pub mod tools;
+
+pub use scope::{Scope, TransportKind};
+pub use tools::FaultServer;
+
+/// The name the server reports in `serverInfo`.
+pub const SERVER_NAME: &str = "faultlab";

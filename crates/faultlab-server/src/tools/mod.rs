@@ -1,0 +1,121 @@
+//! The fault tools, one file per family, combined into one rmcp tool router.
+//!
+//! Which tools a client sees depends on where it connects: `response_after_cancellation` needs a channel that
+//! can still carry a reply after a cancel (stdio, legacy HTTP sessions); `session_loss` needs a session;
+//! `http_status` needs HTTP. Everything else exists everywhere.
+
+mod basic;
+mod cancellation;
+mod liveness;
+mod session;
+mod wire;
+
+use crate::scope::{Scope, TransportKind};
+use faultlab_engine::{ArmError, FaultKind};
+use faultlab_wire::MessageId;
+use rmcp::handler::server::tool::ToolRouter;
+use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
+
+/// Tools that only exist on some transports, and where.
+const STDIO_AND_SESSIONS: &[&str] = &["response_after_cancellation"];
+const SESSIONS_ONLY: &[&str] = &["session_loss"];
+const HTTP_ONLY: &[&str] = &["http_status"];
+
+/// The faulty MCP server. One instance per stdio connection, per legacy HTTP session, or per stateless request.
+#[derive(Clone)]
+pub struct FaultServer {
+    router: ToolRouter<Self>,
+    /// The scope for transports that have one connection-wide scope (stdio). HTTP requests bring theirs in the
+    /// request extensions instead.
+    scope: Option<Scope>,
+}
+
+impl FaultServer {
+    /// A server for one stdio connection.
+    pub fn stdio(scope: Scope) -> Self {
+        Self { router: Self::router_for(TransportKind::Stdio), scope: Some(scope) }
+    }
+
+    /// A server for HTTP requests of `transport` kind; each request's scope comes from its extensions.
+    pub fn http(transport: TransportKind) -> Self {
+        Self { router: Self::router_for(transport), scope: None }
+    }
+
+    fn router_for(transport: TransportKind) -> ToolRouter<Self> {
+        let mut router = Self::basic_router()
+            + Self::wire_router()
+            + Self::cancellation_router()
+            + Self::session_router()
+            + Self::liveness_router();
+        let absent: &[&[&str]] = match transport {
+            TransportKind::Stdio => &[SESSIONS_ONLY, HTTP_ONLY],
+            TransportKind::HttpStateless => &[STDIO_AND_SESSIONS, SESSIONS_ONLY],
+            TransportKind::HttpSession => &[],
+        };
+        for name in absent.iter().flat_map(|names| names.iter()) {
+            router.remove_route(name);
+        }
+        router
+    }
+
+    /// The scope of the request behind `ctx`.
+    fn scope(&self, ctx: &RequestContext<RoleServer>) -> Result<Scope, ErrorData> {
+        ctx.extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Scope>().cloned())
+            .or_else(|| self.scope.clone())
+            .ok_or_else(|| ErrorData::internal_error("request arrived without a connection scope", None))
+    }
+
+    /// Arms `fault` on this request's own response and returns `text` as the nominal result, which the fault
+    /// then changes on its way out. Arming errors (too many pending faults) become a tool error.
+    fn arm_own_response(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        fault: FaultKind,
+        text: String,
+    ) -> Result<CallToolResult, ErrorData> {
+        let scope = self.scope(ctx)?;
+        match scope.engine.arm(request_id(ctx), fault) {
+            Ok(()) => Ok(text_result(text)),
+            Err(err @ (ArmError::TooMany { .. } | ArmError::AlreadyArmed(_) | ArmError::Invalid(_))) => {
+                Ok(tool_error(err.to_string()))
+            }
+        }
+    }
+}
+
+#[tool_handler(router = self.router)]
+impl ServerHandler for FaultServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+            .with_server_info(Implementation::new(crate::SERVER_NAME, env!("CARGO_PKG_VERSION")))
+            .with_instructions("MCP Failure Lab: every tool fails on purpose, in a documented way.")
+    }
+}
+
+/// The request's id as the wire layer keys it.
+pub(crate) fn request_id(ctx: &RequestContext<RoleServer>) -> MessageId {
+    let value = serde_json::to_value(&ctx.id).unwrap_or_default();
+    MessageId::from_value(&value).unwrap_or_else(|| MessageId::from(0))
+}
+
+pub(crate) fn text_result(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(text)])
+}
+
+/// A tool-level error (`isError: true`): the call was understood and failed, and the model can read why.
+pub(crate) fn tool_error(text: impl Into<String>) -> CallToolResult {
+    CallToolResult::error(vec![ContentBlock::text(text)])
+}
+
+/// Checks an integer argument's range; the error names the argument and the range.
+pub(crate) fn check_range(name: &str, value: u64, min: u64, max: u64) -> Result<(), CallToolResult> {
+    if (min..=max).contains(&value) {
+        Ok(())
+    } else {
+        Err(tool_error(format!("{name} must be an integer between {min} and {max}")))
+    }
+}

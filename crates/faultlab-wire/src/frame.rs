@@ -1,0 +1,225 @@
+//! One JSON-RPC message as bytes plus its parsed view.
+
+use bytes::Bytes;
+use serde_json::Value;
+use std::fmt;
+
+/// The identity of a JSON-RPC request as it appeared on the wire.
+///
+/// JSON-RPC ids are strings or numbers, and `1` and `"1"` are different ids, so the key is the id's compact JSON
+/// text (`1` vs `"1"`). Built from the parsed value, so `1` and `1 ` (with a space) are the same id.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MessageId(String);
+
+impl MessageId {
+    /// The key of a JSON id value; `None` for values JSON-RPC does not allow as ids (null, objects, arrays, bools).
+    pub fn from_value(id: &Value) -> Option<Self> {
+        match id {
+            Value::String(_) | Value::Number(_) => Some(Self(id.to_string())),
+            _ => None,
+        }
+    }
+
+    /// The id as a JSON value again (for writing it into a message).
+    pub fn to_value(&self) -> Value {
+        // The text was produced by `Value::to_string`, so it parses back to the same value.
+        serde_json::from_str(&self.0).unwrap_or(Value::Null)
+    }
+
+    /// The compact JSON text of the id, e.g. `7` or `"req-7"`.
+    pub fn as_json(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for MessageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl fmt::Display for MessageId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl From<i64> for MessageId {
+    fn from(n: i64) -> Self {
+        Self(n.to_string())
+    }
+}
+
+/// What a frame is, as far as JSON-RPC 2.0 shape goes. Lenient on purpose: a frame with a wrong `jsonrpc` version
+/// still classifies by its other members, so the lab can both produce and recognise broken messages.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Kind {
+    Request { id: MessageId, method: String },
+    Notification { method: String },
+    /// A success response (`result` present).
+    Response { id: MessageId },
+    /// An error response; the id may be absent or null when the peer could not read the request's id.
+    Error { id: Option<MessageId> },
+    /// JSON, but not a JSON-RPC message (an array, a scalar, an object of unknown shape).
+    Other,
+    /// Not JSON at all (truncated, garbage, not UTF-8).
+    Unparsable,
+}
+
+/// One message exactly as it crossed the wire, without its framing (no trailing newline, no `data:` prefix).
+#[derive(Clone)]
+pub struct Frame {
+    bytes: Bytes,
+    value: Option<Value>,
+    kind: Kind,
+}
+
+impl Frame {
+    /// Parses `bytes`; never fails, because unparsable input is itself something to record or forward.
+    pub fn parse(bytes: impl Into<Bytes>) -> Self {
+        let bytes = bytes.into();
+        let value = serde_json::from_slice::<Value>(&bytes).ok();
+        let kind = value.as_ref().map_or(Kind::Unparsable, classify);
+        Self { bytes, value, kind }
+    }
+
+    /// A frame for a value built in memory, serialised compactly (never contains a newline).
+    pub fn from_value(value: Value) -> Self {
+        let bytes = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
+        let kind = classify(&value);
+        Self { bytes, value: Some(value), kind }
+    }
+
+    pub fn bytes(&self) -> &Bytes {
+        &self.bytes
+    }
+
+    pub fn value(&self) -> Option<&Value> {
+        self.value.as_ref()
+    }
+
+    pub fn kind(&self) -> &Kind {
+        &self.kind
+    }
+
+    /// The id of a request or response (`None` for notifications, id-less errors and non-messages).
+    pub fn id(&self) -> Option<&MessageId> {
+        match &self.kind {
+            Kind::Request { id, .. } | Kind::Response { id } => Some(id),
+            Kind::Error { id } => id.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The method of a request or notification.
+    pub fn method(&self) -> Option<&str> {
+        match &self.kind {
+            Kind::Request { method, .. } | Kind::Notification { method } => Some(method),
+            _ => None,
+        }
+    }
+
+    /// `params.name` of a `tools/call` request.
+    pub fn tool_name(&self) -> Option<&str> {
+        if self.method() != Some("tools/call") {
+            return None;
+        }
+        self.value.as_ref()?.pointer("/params/name")?.as_str()
+    }
+
+    /// `params._meta.progressToken` of a request, if the sender asked for progress.
+    pub fn progress_token(&self) -> Option<&Value> {
+        self.value.as_ref()?.pointer("/params/_meta/progressToken")
+    }
+
+    /// True for a response or error answering a request (what faults armed on a request id act on).
+    pub fn is_reply(&self) -> bool {
+        matches!(self.kind, Kind::Response { .. } | Kind::Error { .. })
+    }
+}
+
+impl fmt::Debug for Frame {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Frame")
+            .field("kind", &self.kind)
+            .field("bytes", &String::from_utf8_lossy(&self.bytes))
+            .finish()
+    }
+}
+
+fn classify(value: &Value) -> Kind {
+    let Some(obj) = value.as_object() else {
+        return Kind::Other;
+    };
+    let id = obj.get("id");
+    let method = obj.get("method").and_then(Value::as_str);
+    match (method, id) {
+        (Some(method), Some(id)) => match MessageId::from_value(id) {
+            Some(id) => Kind::Request { id, method: method.to_owned() },
+            None => Kind::Other,
+        },
+        (Some(method), None) => Kind::Notification { method: method.to_owned() },
+        (None, _) if obj.contains_key("error") => Kind::Error { id: id.and_then(MessageId::from_value) },
+        (None, Some(id)) if obj.contains_key("result") => match MessageId::from_value(id) {
+            Some(id) => Kind::Response { id },
+            None => Kind::Other,
+        },
+        _ => Kind::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn classifies_each_message_shape() {
+        let req = Frame::parse(&br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hang"}}"#[..]);
+        assert_eq!(req.kind(), &Kind::Request { id: 1.into(), method: "tools/call".into() });
+        assert_eq!(req.tool_name(), Some("hang"));
+        let note = Frame::parse(&br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#[..]);
+        assert_eq!(note.method(), Some("notifications/cancelled"));
+        let resp = Frame::parse(&br#"{"jsonrpc":"2.0","id":"a","result":{}}"#[..]);
+        assert_eq!(resp.id().map(MessageId::as_json), Some("\"a\""));
+        let idless = Frame::parse(&br#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"x"}}"#[..]);
+        assert_eq!(idless.kind(), &Kind::Error { id: None });
+        assert_eq!(Frame::parse(&b"{\"jsonrpc\":"[..]).kind(), &Kind::Unparsable);
+        assert_eq!(Frame::parse(&b"[1,2]"[..]).kind(), &Kind::Other);
+    }
+
+    #[test]
+    fn string_and_number_ids_differ() {
+        let a = MessageId::from_value(&serde_json::json!(1)).unwrap();
+        let b = MessageId::from_value(&serde_json::json!("1")).unwrap();
+        assert_ne!(a, b);
+        assert_eq!(b.to_value(), serde_json::json!("1"));
+    }
+
+    #[test]
+    fn keeps_original_bytes_and_key_order() {
+        let raw = br#"{"z":1,"jsonrpc":"2.0","id":3,"result":{"b":1,"a":2},"x-extra":true}"#;
+        let frame = Frame::parse(&raw[..]);
+        assert_eq!(frame.bytes().as_ref(), raw);
+        let keys: Vec<_> = frame.value().unwrap().as_object().unwrap().keys().cloned().collect();
+        assert_eq!(keys, ["z", "jsonrpc", "id", "result", "x-extra"]);
+    }
+
+    proptest! {
+        #[test]
+        fn never_panics_on_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let frame = Frame::parse(bytes.clone());
+            prop_assert_eq!(frame.bytes().as_ref(), &bytes[..]);
+            let _ = (frame.id(), frame.method(), frame.tool_name(), frame.progress_token());
+        }
+
+        #[test]
+        fn truncations_of_a_valid_message_never_panic(cut in 0usize..80) {
+            let raw = br#"{"jsonrpc":"2.0","id":12,"method":"tools/call","params":{"name":"delay","arguments":{"delayMs":5}}}"#;
+            let frame = Frame::parse(&raw[..cut.min(raw.len())]);
+            if cut < raw.len() {
+                prop_assert_eq!(frame.kind(), &Kind::Unparsable);
+            }
+        }
+    }
+}

@@ -1,0 +1,18 @@
+//! The wire layer: what crosses a stdio pipe or an HTTP body, kept exactly as it was sent.
+//!
+//! Everything above this crate (the fault engine, the server's wire middleware, the proxy, the observing client)
+//! works on [`Frame`]s: the original bytes of one message plus, when they parse, an order-preserving
+//! `serde_json::Value` for inspection. Forwarding always uses the bytes, so a message nobody changes passes
+//! untouched, unknown fields and key order included.
+//!
+//! - [`frame`]: one JSON-RPC message, classified (request, notification, response, error, not JSON-RPC).
+//! - [`line`]: newline-delimited framing for stdio, with a line-size limit.
+//! - [`sse`]: Server-Sent Events blocks for Streamable HTTP, split without re-encoding.
+
+pub mod frame;
+pub mod line;
+pub mod sse;
+
+pub use frame::{Frame, Kind, MessageId};
+pub use line::{Line, LineCodec, MAX_LINE_BYTES};
+pub use sse::{SseDecoder, SseError, SseEvent};
