@@ -59,6 +59,11 @@ impl Outlet {
     pub fn is_closed(&self) -> bool {
         self.tx.is_closed()
     }
+
+    /// Resolves when the writer is gone (the client went away).
+    pub async fn closed(&self) {
+        self.tx.closed().await
+    }
 }
 
 #[cfg(test)]

@@ -25,3 +25,20 @@ pub struct Scope {
     pub transport: TransportKind,
     pub session: Option<SessionHandle>,
 }
+
+impl Scope {
+    /// The scope of the request behind `ctx`: the HTTP front puts it in the request's extensions; a stdio server
+    /// passes its connection-wide `fallback`.
+    pub fn of(
+        ctx: &rmcp::service::RequestContext<rmcp::RoleServer>,
+        fallback: Option<&Scope>,
+    ) -> Result<Scope, rmcp::ErrorData> {
+        ctx.extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| parts.extensions.get::<Scope>().cloned())
+            .or_else(|| fallback.cloned())
+            .ok_or_else(|| {
+                rmcp::ErrorData::internal_error("request arrived without a connection scope", None)
+            })
+    }
+}

@@ -10,10 +10,10 @@
 //! so a fault's frames are never interleaved with others.
 
 use bytes::{Bytes, BytesMut};
+use faultlab_engine::Engine;
 use faultlab_engine::outlet::{Batch, Outlet};
 use faultlab_engine::recorder::{Event, TransportEventKind};
 use faultlab_engine::render::{self, Step};
-use faultlab_engine::Engine;
 use faultlab_wire::line::Line;
 use faultlab_wire::{Frame, LineCodec};
 use futures::StreamExt;
@@ -60,8 +60,20 @@ where
     let (outlet, queue) = Outlet::new();
     let (end_tx, end_rx) = mpsc::unbounded_channel::<()>();
 
-    let inbound = tokio::spawn(pump_inbound(input, to_server, engine.clone(), outlet.clone(), max_line_bytes));
-    let outbound = tokio::spawn(pump_outbound(from_server, engine.clone(), outlet, end_tx, max_line_bytes));
+    let inbound = tokio::spawn(pump_inbound(
+        input,
+        to_server,
+        engine.clone(),
+        outlet.clone(),
+        max_line_bytes,
+    ));
+    let outbound = tokio::spawn(pump_outbound(
+        from_server,
+        engine.clone(),
+        outlet,
+        end_tx,
+        max_line_bytes,
+    ));
     let end = write(output, queue, end_rx, &engine).await;
 
     inbound.abort();
@@ -73,8 +85,13 @@ where
 
 /// Client to server: every line goes to rmcp unchanged; the engine sees it first (a cancel may release a
 /// late response).
-async fn pump_inbound<R, W>(input: R, mut to_server: W, engine: Arc<Engine>, outlet: Outlet, max_line_bytes: usize)
-where
+async fn pump_inbound<R, W>(
+    input: R,
+    mut to_server: W,
+    engine: Arc<Engine>,
+    outlet: Outlet,
+    max_line_bytes: usize,
+) where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
@@ -157,7 +174,11 @@ where
     }
 }
 
-async fn perform<W: AsyncWrite + Unpin>(output: &mut W, batch: Batch, engine: &Engine) -> std::io::Result<StdioEnd> {
+async fn perform<W: AsyncWrite + Unpin>(
+    output: &mut W,
+    batch: Batch,
+    engine: &Engine,
+) -> std::io::Result<StdioEnd> {
     for step in batch {
         match step {
             Step::Write(bytes) => write_flush(output, &bytes).await?,
@@ -172,7 +193,11 @@ async fn perform<W: AsyncWrite + Unpin>(output: &mut W, batch: Batch, engine: &E
                     Ok(()) => TransportEventKind::Closed,
                     Err(_) => TransportEventKind::CloseFailed,
                 };
-                engine.recorder().record(Event::Transport { outcome, request_id: None, detail: None });
+                engine.recorder().record(Event::Transport {
+                    outcome,
+                    request_id: None,
+                    detail: None,
+                });
                 return Ok(StdioEnd::Disconnected);
             }
             // render::line never produces a status; an HTTP status has no meaning on a pipe.

@@ -54,12 +54,21 @@ impl From<i64> for MessageId {
 /// still classifies by its other members, so the lab can both produce and recognise broken messages.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
-    Request { id: MessageId, method: String },
-    Notification { method: String },
+    Request {
+        id: MessageId,
+        method: String,
+    },
+    Notification {
+        method: String,
+    },
     /// A success response (`result` present).
-    Response { id: MessageId },
+    Response {
+        id: MessageId,
+    },
     /// An error response; the id may be absent or null when the peer could not read the request's id.
-    Error { id: Option<MessageId> },
+    Error {
+        id: Option<MessageId>,
+    },
     /// JSON, but not a JSON-RPC message (an array, a scalar, an object of unknown shape).
     Other,
     /// Not JSON at all (truncated, garbage, not UTF-8).
@@ -87,7 +96,11 @@ impl Frame {
     pub fn from_value(value: Value) -> Self {
         let bytes = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
         let kind = classify(&value);
-        Self { bytes, value: Some(value), kind }
+        Self {
+            bytes,
+            value: Some(value),
+            kind,
+        }
     }
 
     pub fn bytes(&self) -> &Bytes {
@@ -155,11 +168,18 @@ fn classify(value: &Value) -> Kind {
     let method = obj.get("method").and_then(Value::as_str);
     match (method, id) {
         (Some(method), Some(id)) => match MessageId::from_value(id) {
-            Some(id) => Kind::Request { id, method: method.to_owned() },
+            Some(id) => Kind::Request {
+                id,
+                method: method.to_owned(),
+            },
             None => Kind::Other,
         },
-        (Some(method), None) => Kind::Notification { method: method.to_owned() },
-        (None, _) if obj.contains_key("error") => Kind::Error { id: id.and_then(MessageId::from_value) },
+        (Some(method), None) => Kind::Notification {
+            method: method.to_owned(),
+        },
+        (None, _) if obj.contains_key("error") => Kind::Error {
+            id: id.and_then(MessageId::from_value),
+        },
         (None, Some(id)) if obj.contains_key("result") => match MessageId::from_value(id) {
             Some(id) => Kind::Response { id },
             None => Kind::Other,
@@ -175,16 +195,28 @@ mod tests {
 
     #[test]
     fn classifies_each_message_shape() {
-        let req = Frame::parse(&br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hang"}}"#[..]);
-        assert_eq!(req.kind(), &Kind::Request { id: 1.into(), method: "tools/call".into() });
+        let req = Frame::parse(
+            &br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hang"}}"#[..],
+        );
+        assert_eq!(
+            req.kind(),
+            &Kind::Request {
+                id: 1.into(),
+                method: "tools/call".into()
+            }
+        );
         assert_eq!(req.tool_name(), Some("hang"));
         let note = Frame::parse(&br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#[..]);
         assert_eq!(note.method(), Some("notifications/cancelled"));
         let resp = Frame::parse(&br#"{"jsonrpc":"2.0","id":"a","result":{}}"#[..]);
         assert_eq!(resp.id().map(MessageId::as_json), Some("\"a\""));
-        let idless = Frame::parse(&br#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"x"}}"#[..]);
+        let idless =
+            Frame::parse(&br#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"x"}}"#[..]);
         assert_eq!(idless.kind(), &Kind::Error { id: None });
-        assert_eq!(Frame::parse(&b"{\"jsonrpc\":"[..]).kind(), &Kind::Unparsable);
+        assert_eq!(
+            Frame::parse(&b"{\"jsonrpc\":"[..]).kind(),
+            &Kind::Unparsable
+        );
         assert_eq!(Frame::parse(&b"[1,2]"[..]).kind(), &Kind::Other);
     }
 
@@ -201,7 +233,14 @@ mod tests {
         let raw = br#"{"z":1,"jsonrpc":"2.0","id":3,"result":{"b":1,"a":2},"x-extra":true}"#;
         let frame = Frame::parse(&raw[..]);
         assert_eq!(frame.bytes().as_ref(), raw);
-        let keys: Vec<_> = frame.value().unwrap().as_object().unwrap().keys().cloned().collect();
+        let keys: Vec<_> = frame
+            .value()
+            .unwrap()
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
         assert_eq!(keys, ["z", "jsonrpc", "id", "result", "x-extra"]);
     }
 

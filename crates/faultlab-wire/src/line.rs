@@ -16,7 +16,6 @@ pub enum Line {
     TooLong,
 }
 
-
 /// Splits a byte stream into lines with a size limit. An over-long line does not end the stream: it is reported
 /// as [`Line::TooLong`] and the codec resynchronises at the next newline.
 #[derive(Debug)]
@@ -26,7 +25,13 @@ pub struct LineCodec {
 
 impl LineCodec {
     pub fn new(max_line_bytes: usize) -> Self {
-        Self { inner: AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), max_line_bytes) }
+        Self {
+            inner: AnyDelimiterCodec::new_with_max_length(
+                b"\n".to_vec(),
+                Vec::new(),
+                max_line_bytes,
+            ),
+        }
     }
 }
 
@@ -91,7 +96,10 @@ mod tests {
     #[test]
     fn an_overlong_line_is_reported_and_the_next_one_still_arrives() {
         let lines = decode_all(&mut LineCodec::new(8), b"0123456789abcdef\nok\n");
-        assert_eq!(lines, vec![Line::TooLong, Line::Bytes(Bytes::from_static(b"ok"))]);
+        assert_eq!(
+            lines,
+            vec![Line::TooLong, Line::Bytes(Bytes::from_static(b"ok"))]
+        );
     }
 
     proptest! {

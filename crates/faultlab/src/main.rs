@@ -1,1 +1,59 @@
-fn main() {}
+//! `faultlab`: parse the command line, run the chosen command, map the outcome to the documented exit code.
+//!
+//! Exit codes: 0 success; 1 the command could not do its job (a runtime failure); 2 the input was wrong (an
+//! unknown flag, a bad value, a bad `LAB_*` variable). Every error names what to fix.
+
+mod cli;
+mod serve;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let cli = cli::Cli::parse();
+    init_tracing();
+    let result = match cli.command {
+        cli::Command::Serve(args) => serve::run(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("faultlab: {:#}", failure.error);
+            ExitCode::from(failure.code)
+        }
+    }
+}
+
+/// An error and the exit code it maps to.
+pub struct Failure {
+    pub code: u8,
+    pub error: anyhow::Error,
+}
+
+impl Failure {
+    /// Bad input: exit 2.
+    pub fn usage(error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            code: 2,
+            error: error.into(),
+        }
+    }
+
+    /// The command could not do its job: exit 1.
+    pub fn runtime(error: impl Into<anyhow::Error>) -> Self {
+        Self {
+            code: 1,
+            error: error.into(),
+        }
+    }
+}
+
+/// Logs go to stderr (stdout may be the MCP channel); `FAULTLAB_LOG` sets the filter (default: warnings).
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("FAULTLAB_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
+}

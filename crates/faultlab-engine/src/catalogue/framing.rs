@@ -17,5 +17,8 @@ pub(super) fn apply(reply: Reply<'_>, style: FramingStyle) -> Vec<WireAction> {
         FramingStyle::Crlf => Framing::Crlf,
         FramingStyle::Bom => Framing::Bom,
     };
-    vec![WireAction::SendFramed { bytes: reply.frame.bytes().clone(), framing }]
+    vec![WireAction::SendFramed {
+        bytes: reply.frame.bytes().clone(),
+        framing,
+    }]
 }

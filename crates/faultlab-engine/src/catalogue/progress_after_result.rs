@@ -26,7 +26,10 @@ pub(super) fn apply(reply: Reply<'_>) -> Vec<WireAction> {
         "method": "notifications/progress",
         "params": {"progressToken": token, "progress": 1, "total": 1, "message": "progress after the result"}
     });
-    vec![WireAction::Send(reply.frame.bytes().clone()), WireAction::Send(Bytes::from(note.to_string()))]
+    vec![
+        WireAction::Send(reply.frame.bytes().clone()),
+        WireAction::Send(Bytes::from(note.to_string())),
+    ]
 }
 
 #[cfg(test)]
@@ -36,10 +39,14 @@ mod tests {
 
     #[test]
     fn uses_the_requests_token_after_the_reply() {
-        let request =
-            frame(r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"tok"}}}"#);
+        let request = frame(
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"tok"}}}"#,
+        );
         let reply = frame(RESULT);
-        let out = sent(&apply(Reply { frame: &reply, request: Some(&request) }));
+        let out = sent(&apply(Reply {
+            frame: &reply,
+            request: Some(&request),
+        }));
         assert_eq!(out[0].bytes(), reply.bytes());
         assert_eq!(out[1].value().unwrap()["params"]["progressToken"], "tok");
     }

@@ -1,2 +1,355 @@
-//! Streamable HTTP front (filled in next).
+//! The Streamable HTTP front.
+//!
+//! Every request passes, in order: shutdown (503), endpoint path (404), `Host` and `Origin` (403), body size
+//! (413); then it is routed:
+//! - a request carrying `Mcp-Session-Id` goes to its legacy session (404 with JSON-RPC -32001 if the registry
+//!   does not know the id);
+//! - an `initialize` opens a new legacy session if the cap allows (503 otherwise);
+//! - everything else (all 2026-07-28 requests, and legacy requests without a session) is served statelessly.
+//!
+//! Two rmcp services do the protocol work: one stateless (JSON bodies when the reply is the only message), one
+//! with legacy sessions. Their responses pass through [`body`], which applies armed faults to JSON bodies and
+//! SSE events.
+
+pub mod body;
+pub mod guard;
 pub mod sessions;
+
+use crate::scope::{Scope, TransportKind};
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use body::Exchange;
+use bytes::Bytes;
+use faultlab_engine::render;
+use faultlab_engine::{Engine, Recorder};
+use faultlab_wire::{Frame, Kind};
+use guard::AllowedHosts;
+use http::{HeaderValue, Method, StatusCode, header};
+use http_body_util::{BodyExt, Full, Limited};
+use rmcp::ServerHandler;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{
+    SessionManager, StreamableHttpServerConfig, StreamableHttpService,
+};
+use serde_json::{Value, json};
+use sessions::{Registry, SessionHandle};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tower::ServiceExt as _;
+
+/// Largest request body accepted, in bytes (4 MiB, rmcp's default).
+pub const MAX_REQUEST_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+
+/// How the front is set up.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// The one endpoint path, e.g. `/mcp` (already validated with [`guard::endpoint_path`]).
+    pub path: String,
+    pub allowed_hosts: AllowedHosts,
+    pub max_body_bytes: usize,
+    pub max_sessions: usize,
+    /// A session idle this long is closed.
+    pub session_idle: Duration,
+}
+
+impl HttpOptions {
+    pub fn new(path: String, allowed_hosts: AllowedHosts) -> Self {
+        Self {
+            path,
+            allowed_hosts,
+            max_body_bytes: MAX_REQUEST_BODY_BYTES,
+            max_sessions: sessions::MAX_SESSIONS,
+            session_idle: sessions::SESSION_IDLE,
+        }
+    }
+}
+
+struct Front<S: ServerHandler> {
+    options: HttpOptions,
+    stateless: StreamableHttpService<S, NeverSessionManager>,
+    sessions: StreamableHttpService<S, LocalSessionManager>,
+    manager: Arc<LocalSessionManager>,
+    registry: Arc<Registry>,
+    recorder: Recorder,
+    shutdown: CancellationToken,
+}
+
+/// Serves MCP over Streamable HTTP on `listener` until `shutdown` is cancelled; then stops taking requests,
+/// ends open streams and closes every session.
+pub async fn serve<S, F>(
+    listener: TcpListener,
+    options: HttpOptions,
+    make: F,
+    recorder: Recorder,
+    shutdown: CancellationToken,
+) -> std::io::Result<()>
+where
+    S: ServerHandler,
+    F: Fn(TransportKind) -> S + Send + Sync + Clone + 'static,
+{
+    let base = StreamableHttpServerConfig::default()
+        // Host and Origin are checked here, before dispatch, against the bound address.
+        .disable_allowed_hosts()
+        .with_max_request_body_bytes(options.max_body_bytes)
+        .with_cancellation_token(shutdown.child_token());
+    let mut manager = LocalSessionManager::default();
+    // The registry reclaims idle sessions (and counts them against the cap); rmcp must not do it behind its back.
+    manager.session_config.keep_alive = None;
+    let manager = Arc::new(manager);
+    let stateless_make = make.clone();
+    let front = Arc::new(Front {
+        stateless: StreamableHttpService::new(
+            move || Ok(stateless_make(TransportKind::HttpStateless)),
+            Arc::new(NeverSessionManager::default()),
+            base.clone()
+                .with_legacy_session_mode(false)
+                .with_json_response(true),
+        ),
+        sessions: StreamableHttpService::new(
+            move || Ok(make(TransportKind::HttpSession)),
+            manager.clone(),
+            base.with_legacy_session_mode(true),
+        ),
+        manager,
+        registry: Registry::new(options.max_sessions, recorder.clone()),
+        recorder,
+        shutdown: shutdown.clone(),
+        options,
+    });
+    tokio::spawn(reclaim_idle(front.clone()));
+    let app = axum::Router::new()
+        .fallback(handle::<S>)
+        .with_state(front.clone());
+    let stop = shutdown.clone();
+    let served = axum::serve(listener, app)
+        .with_graceful_shutdown(async move { stop.cancelled().await })
+        .await;
+    for id in front.registry.take_all() {
+        let _ = front.manager.close_session(&Arc::from(id)).await;
+    }
+    served
+}
+
+/// Closes sessions idle for the configured time, checking a tenth as often (every 30 s by default).
+async fn reclaim_idle<S: ServerHandler>(front: Arc<Front<S>>) {
+    let period = (front.options.session_idle / 10).max(Duration::from_millis(10));
+    let mut tick = tokio::time::interval(period);
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            () = front.shutdown.cancelled() => return,
+        }
+        for id in front.registry.take_idle(front.options.session_idle) {
+            let _ = front.manager.close_session(&Arc::from(id)).await;
+        }
+    }
+}
+
+async fn handle<S: ServerHandler>(
+    State(front): State<Arc<Front<S>>>,
+    request: Request,
+) -> Response {
+    if front.shutdown.is_cancelled() {
+        let mut response =
+            (StatusCode::SERVICE_UNAVAILABLE, "Server shutting down").into_response();
+        response
+            .headers_mut()
+            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return response;
+    }
+    if request.uri().path() != front.options.path {
+        return (StatusCode::NOT_FOUND, "Not found").into_response();
+    }
+    let headers = request.headers();
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    if !host.is_some_and(|h| front.options.allowed_hosts.host_ok(h)) {
+        return rpc_error(
+            StatusCode::FORBIDDEN,
+            -32600,
+            "Forbidden: Host header is not an allowed loopback host",
+            None,
+        );
+    }
+    if let Some(origin) = headers.get(header::ORIGIN)
+        && !origin
+            .to_str()
+            .is_ok_and(|o| front.options.allowed_hosts.origin_ok(o))
+    {
+        return rpc_error(
+            StatusCode::FORBIDDEN,
+            -32600,
+            "Forbidden: Origin is not an allowed loopback origin",
+            None,
+        );
+    }
+    match *request.method() {
+        Method::POST => post(front, request).await,
+        Method::GET | Method::DELETE => get_or_delete(front, request).await,
+        _ => {
+            let mut response =
+                (StatusCode::METHOD_NOT_ALLOWED, "Method not allowed").into_response();
+            response
+                .headers_mut()
+                .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+            response
+        }
+    }
+}
+
+async fn post<S: ServerHandler>(front: Arc<Front<S>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let bytes = match Limited::new(body, front.options.max_body_bytes)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => {
+            let message = format!(
+                "Request body exceeds {} bytes",
+                front.options.max_body_bytes
+            );
+            return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, &message, None);
+        }
+    };
+    let frame = Frame::parse(bytes.clone());
+    let id_value = frame.id().map(|id| id.to_value());
+    if let Some(session_id) = parts
+        .headers
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+    {
+        let Some(session) = front.registry.get(session_id) else {
+            return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found", id_value);
+        };
+        let active = session.begin_request();
+        if let Some((id, actions)) = session.engine.inbound(&frame)
+            && let Some(link) = session.stream(&id)
+        {
+            // A cancel released a late response: it goes on the stream of the request it answers, which then
+            // ends, since that request has had its reply.
+            link.outlet
+                .send(actions.iter().flat_map(|a| render::sse(a, None)).collect());
+            session.unlink_stream(&id);
+            link.finish.cancel();
+        }
+        let scope = Scope {
+            engine: session.engine.clone(),
+            transport: TransportKind::HttpSession,
+            session: Some(SessionHandle(session.clone())),
+        };
+        let response = call(&front.sessions, parts, bytes, Some(scope)).await;
+        let exchange = Exchange::new(&frame, session.engine.clone(), &front.shutdown).in_session(
+            session,
+            front.manager.clone(),
+            active,
+        );
+        return body::wrap(response, exchange).await;
+    }
+    if frame.method() == Some("initialize") {
+        let Some(reservation) = front.registry.reserve() else {
+            return rpc_error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                -32603,
+                "Too many active sessions",
+                id_value,
+            );
+        };
+        let response = call(&front.sessions, parts, bytes, None).await;
+        if let Some(id) = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|v| v.to_str().ok())
+        {
+            front.registry.commit(reservation, id.to_owned());
+        }
+        return response;
+    }
+    let engine = Arc::new(Engine::new(front.recorder.scoped("http")));
+    engine.inbound(&frame);
+    let scope = Scope {
+        engine: engine.clone(),
+        transport: TransportKind::HttpStateless,
+        session: None,
+    };
+    let response = call(&front.stateless, parts, bytes, Some(scope)).await;
+    body::wrap(response, Exchange::new(&frame, engine, &front.shutdown)).await
+}
+
+async fn get_or_delete<S: ServerHandler>(front: Arc<Front<S>>, request: Request) -> Response {
+    let session_id = request
+        .headers()
+        .get(SESSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let Some(session_id) = session_id else {
+        // Without a session there is nothing to stream or end: the stateless service answers 405.
+        let (parts, _) = request.into_parts();
+        return call(&front.stateless, parts, Bytes::new(), None).await;
+    };
+    let Some(session) = front.registry.get(&session_id) else {
+        return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found", None);
+    };
+    let is_delete = request.method() == Method::DELETE;
+    let active = session.begin_request();
+    let (parts, _) = request.into_parts();
+    let response = call(&front.sessions, parts, Bytes::new(), None).await;
+    if is_delete && response.status().is_success() {
+        front.registry.remove(&session_id);
+    }
+    // A standalone GET stream keeps the session busy (not idle) for as long as it is open.
+    let (parts, inner) = response.into_parts();
+    let inner = inner.into_data_stream();
+    let held = futures::StreamExt::map(inner, move |chunk| {
+        let _ = &active;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(held))
+}
+
+/// Hands a request to an rmcp service, with the request's scope in its extensions for the tool handlers.
+async fn call<Svc>(
+    service: &Svc,
+    parts: http::request::Parts,
+    bytes: Bytes,
+    scope: Option<Scope>,
+) -> Response
+where
+    Svc: tower::Service<http::Request<Full<Bytes>>, Error = std::convert::Infallible> + Clone,
+    Svc::Response: IntoResponse,
+{
+    let mut request = http::Request::from_parts(parts, Full::new(bytes));
+    if let Some(scope) = scope {
+        request.extensions_mut().insert(scope);
+    }
+    match service.clone().oneshot(request).await {
+        Ok(response) => response.into_response(),
+        Err(never) => match never {},
+    }
+}
+
+/// A JSON-RPC error as an HTTP response (the id is `null` when the request's id could not be read).
+pub(crate) fn rpc_error(
+    status: StatusCode,
+    code: i64,
+    message: &str,
+    id: Option<Value>,
+) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id.unwrap_or(Value::Null), "error": {"code": code, "message": message}});
+    let mut response = (status, body.to_string()).into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// Whether a frame is a request (only requests get replies that faults act on).
+pub(crate) fn is_request(frame: &Frame) -> bool {
+    matches!(frame.kind(), Kind::Request { .. })
+}

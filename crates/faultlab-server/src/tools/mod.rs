@@ -11,7 +11,7 @@ mod session;
 mod wire;
 
 use crate::scope::{Scope, TransportKind};
-use faultlab_engine::{ArmError, FaultKind};
+use faultlab_engine::FaultKind;
 use faultlab_wire::MessageId;
 use rmcp::handler::server::tool::ToolRouter;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
@@ -35,12 +35,18 @@ pub struct FaultServer {
 impl FaultServer {
     /// A server for one stdio connection.
     pub fn stdio(scope: Scope) -> Self {
-        Self { router: Self::router_for(TransportKind::Stdio), scope: Some(scope) }
+        Self {
+            router: Self::router_for(TransportKind::Stdio),
+            scope: Some(scope),
+        }
     }
 
     /// A server for HTTP requests of `transport` kind; each request's scope comes from its extensions.
     pub fn http(transport: TransportKind) -> Self {
-        Self { router: Self::router_for(transport), scope: None }
+        Self {
+            router: Self::router_for(transport),
+            scope: None,
+        }
     }
 
     fn router_for(transport: TransportKind) -> ToolRouter<Self> {
@@ -60,39 +66,48 @@ impl FaultServer {
         router
     }
 
-    /// The scope of the request behind `ctx`.
     fn scope(&self, ctx: &RequestContext<RoleServer>) -> Result<Scope, ErrorData> {
-        ctx.extensions
-            .get::<http::request::Parts>()
-            .and_then(|parts| parts.extensions.get::<Scope>().cloned())
-            .or_else(|| self.scope.clone())
-            .ok_or_else(|| ErrorData::internal_error("request arrived without a connection scope", None))
+        Scope::of(ctx, self.scope.as_ref())
     }
 
-    /// Arms `fault` on this request's own response and returns `text` as the nominal result, which the fault
-    /// then changes on its way out. Arming errors (too many pending faults) become a tool error.
     fn arm_own_response(
         &self,
         ctx: &RequestContext<RoleServer>,
         fault: FaultKind,
         text: String,
     ) -> Result<CallToolResult, ErrorData> {
-        let scope = self.scope(ctx)?;
-        match scope.engine.arm(request_id(ctx), fault) {
-            Ok(()) => Ok(text_result(text)),
-            Err(err @ (ArmError::TooMany { .. } | ArmError::AlreadyArmed(_) | ArmError::Invalid(_))) => {
-                Ok(tool_error(err.to_string()))
-            }
-        }
+        arm_own_response(&self.scope(ctx)?, ctx, fault, text)
+    }
+}
+
+/// Arms `fault` on this request's own response and returns `text` as the nominal result, which the fault then
+/// changes on its way out. Arming errors (too many pending faults) become a tool error the client can read.
+pub(crate) fn arm_own_response(
+    scope: &Scope,
+    ctx: &RequestContext<RoleServer>,
+    fault: FaultKind,
+    text: String,
+) -> Result<CallToolResult, ErrorData> {
+    match scope.engine.arm(request_id(ctx), fault) {
+        Ok(()) => Ok(text_result(text)),
+        Err(err) => Ok(tool_error(err.to_string())),
     }
 }
 
 #[tool_handler(router = self.router)]
 impl ServerHandler for FaultServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
-            .with_server_info(Implementation::new(crate::SERVER_NAME, env!("CARGO_PKG_VERSION")))
-            .with_instructions("MCP Failure Lab: every tool fails on purpose, in a documented way.")
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+        .with_server_info(Implementation::new(
+            crate::SERVER_NAME,
+            env!("CARGO_PKG_VERSION"),
+        ))
+        .with_instructions("MCP Failure Lab: every tool fails on purpose, in a documented way.")
     }
 }
 
@@ -112,10 +127,10 @@ pub(crate) fn tool_error(text: impl Into<String>) -> CallToolResult {
 }
 
 /// Checks an integer argument's range; the error names the argument and the range.
-pub(crate) fn check_range(name: &str, value: u64, min: u64, max: u64) -> Result<(), CallToolResult> {
+pub(crate) fn check_range(name: &str, value: u64, min: u64, max: u64) -> Result<(), String> {
     if (min..=max).contains(&value) {
         Ok(())
     } else {
-        Err(tool_error(format!("{name} must be an integer between {min} and {max}")))
+        Err(format!("{name} must be an integer between {min} and {max}"))
     }
 }

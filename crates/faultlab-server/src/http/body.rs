@@ -1,0 +1,369 @@
+//! Response bodies on their way out: where armed faults meet HTTP.
+//!
+//! A JSON body is one reply: it is read whole, shown to the engine, and sent as it was, changed, as an HTTP
+//! status, or (when a fault makes several frames of it, or closes the stream) as an SSE stream. An SSE body is
+//! split into events as it arrives; events that carry a reply go through the engine, all others pass byte for
+//! byte. The headers of an SSE response are held until its first JSON-RPC message, because only then is it
+//! known whether an `http_status` fault replaces the whole response.
+
+use super::sessions::{ActiveRequest, Session, StreamLink};
+use super::{is_request, rpc_error};
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use bytes::{Bytes, BytesMut};
+use faultlab_engine::outlet::{Batch, Outlet};
+use faultlab_engine::recorder::{Event, TransportEventKind};
+use faultlab_engine::render::{self, Step};
+use faultlab_engine::{Engine, Recorder, WireAction};
+use faultlab_wire::{Frame, MessageId, SseDecoder, SseEvent};
+use http::{HeaderValue, StatusCode, header};
+use http_body_util::BodyExt;
+use rmcp::transport::streamable_http_server::SessionManager;
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use std::sync::Arc;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::codec::Decoder;
+use tokio_util::sync::CancellationToken;
+
+/// Largest JSON body read whole, in bytes (the 64 MiB `oversized` ceiling plus room for the envelope).
+const MAX_JSON_BODY_BYTES: usize = 80 * 1024 * 1024;
+/// Body chunks buffered between the writer and hyper.
+const BODY_CHANNEL: usize = 16;
+
+/// One request/response exchange as the body middleware needs it.
+pub struct Exchange {
+    request_id: Option<MessageId>,
+    engine: Arc<Engine>,
+    recorder: Recorder,
+    shutdown: CancellationToken,
+    session: Option<(Arc<Session>, Arc<LocalSessionManager>)>,
+    active: Option<ActiveRequest>,
+}
+
+impl Exchange {
+    pub fn new(request: &Frame, engine: Arc<Engine>, shutdown: &CancellationToken) -> Self {
+        Self {
+            request_id: if is_request(request) {
+                request.id().cloned()
+            } else {
+                None
+            },
+            // The engine's recorder already carries the exchange's scope (`http` or `session:<id>`).
+            recorder: engine.recorder().clone(),
+            engine,
+            shutdown: shutdown.clone(),
+            session: None,
+            active: None,
+        }
+    }
+
+    /// The exchange belongs to a legacy session: its stream can receive late responses, it keeps the session
+    /// busy until the body ends, and a session lost during it is closed in rmcp when it ends.
+    pub fn in_session(
+        mut self,
+        session: Arc<Session>,
+        manager: Arc<LocalSessionManager>,
+        active: ActiveRequest,
+    ) -> Self {
+        self.session = Some((session, manager));
+        self.active = Some(active);
+        self
+    }
+}
+
+/// Applies the exchange's faults to rmcp's response.
+pub async fn wrap(response: Response, exchange: Exchange) -> Response {
+    if exchange.request_id.is_none() {
+        return finish_plain(response, exchange);
+    }
+    let content_type = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    if content_type.starts_with("application/json") {
+        json(response, exchange).await
+    } else if content_type.starts_with("text/event-stream") {
+        sse(response, exchange).await
+    } else {
+        finish_plain(response, exchange)
+    }
+}
+
+/// A response no fault touches (202 for a notification, an rmcp error): sent as is.
+fn finish_plain(response: Response, exchange: Exchange) -> Response {
+    close_if_lost(&exchange);
+    response
+}
+
+async fn json(response: Response, exchange: Exchange) -> Response {
+    let (mut parts, inner) = response.into_parts();
+    let bytes = match http_body_util::Limited::new(inner, MAX_JSON_BODY_BYTES)
+        .collect()
+        .await
+    {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => {
+            return rpc_error(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                -32603,
+                "response body unreadable",
+                None,
+            );
+        }
+    };
+    let frame = Frame::parse(bytes);
+    let actions = exchange.engine.outbound(&frame);
+    match actions.as_slice() {
+        [WireAction::Send(out)] => {
+            parts.headers.remove(header::CONTENT_LENGTH);
+            close_if_lost(&exchange);
+            Response::from_parts(parts, Body::from(out.clone()))
+        }
+        [
+            WireAction::HttpStatus {
+                status,
+                retry_after_sec,
+                body,
+            },
+            ..,
+        ] => {
+            close_if_lost(&exchange);
+            status_response(*status, *retry_after_sec, body.clone())
+        }
+        _ => {
+            // Several frames, a pause or a close: only an event stream can carry them.
+            let (outlet, queue) = Outlet::new();
+            outlet.send(actions.iter().flat_map(|a| render::sse(a, None)).collect());
+            drop(outlet);
+            parts.headers.remove(header::CONTENT_LENGTH);
+            parts.headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/event-stream"),
+            );
+            Response::from_parts(parts, writer(queue, exchange))
+        }
+    }
+}
+
+enum Head {
+    Stream,
+    Status(Response),
+}
+
+async fn sse(response: Response, exchange: Exchange) -> Response {
+    let (parts, inner) = response.into_parts();
+    let (outlet, queue) = Outlet::new();
+    let finish = CancellationToken::new();
+    if let (Some((session, _)), Some(id)) = (&exchange.session, &exchange.request_id) {
+        session.link_stream(
+            id.clone(),
+            StreamLink {
+                outlet: outlet.clone(),
+                finish: finish.clone(),
+            },
+        );
+    }
+    let (head_tx, head_rx) = oneshot::channel();
+    let unlink = exchange
+        .session
+        .as_ref()
+        .map(|(s, _)| s.clone())
+        .zip(exchange.request_id.clone());
+    tokio::spawn(pump(
+        inner,
+        exchange.engine.clone(),
+        outlet,
+        head_tx,
+        finish,
+        exchange.shutdown.clone(),
+        unlink,
+    ));
+    match head_rx.await {
+        Ok(Head::Status(response)) => {
+            close_if_lost(&exchange);
+            response
+        }
+        Ok(Head::Stream) | Err(_) => Response::from_parts(parts, writer(queue, exchange)),
+    }
+}
+
+/// Reads rmcp's event stream, passes each event through the engine, and queues the result for the writer.
+async fn pump(
+    mut inner: Body,
+    engine: Arc<Engine>,
+    outlet: Outlet,
+    head: oneshot::Sender<Head>,
+    finish: CancellationToken,
+    shutdown: CancellationToken,
+    unlink: Option<(Arc<Session>, MessageId)>,
+) {
+    let mut head = Some(head);
+    let mut decoder = SseDecoder::default();
+    let mut buf = BytesMut::new();
+    'read: loop {
+        let chunk = tokio::select! {
+            chunk = inner.frame() => chunk,
+            () = outlet.closed() => break,
+            () = finish.cancelled() => break,
+            () = shutdown.cancelled() => break,
+        };
+        let at_end = match chunk {
+            Some(Ok(frame)) => {
+                if let Ok(data) = frame.into_data() {
+                    buf.extend_from_slice(&data);
+                }
+                false
+            }
+            _ => true,
+        };
+        loop {
+            let event = if at_end {
+                decoder.decode_eof(&mut buf)
+            } else {
+                decoder.decode(&mut buf)
+            };
+            let Ok(Some(event)) = event else { break };
+            if !forward(event, &engine, &outlet, &mut head) {
+                break 'read;
+            }
+        }
+        if at_end {
+            break;
+        }
+    }
+    if let Some((session, id)) = unlink {
+        session.unlink_stream(&id);
+    }
+    if let Some(head) = head.take() {
+        let _ = head.send(Head::Stream);
+    }
+}
+
+/// Queues one event (changed or not). False when the response has been replaced by an HTTP status.
+fn forward(
+    event: SseEvent,
+    engine: &Engine,
+    outlet: &Outlet,
+    head: &mut Option<oneshot::Sender<Head>>,
+) -> bool {
+    let Some(data) = event.data.as_deref().filter(|d| !d.is_empty()) else {
+        outlet.send(vec![Step::Write(event.raw)]);
+        return true;
+    };
+    let frame = Frame::parse(Bytes::copy_from_slice(data.as_bytes()));
+    let actions = engine.outbound(&frame);
+    let steps: Vec<Step> = match actions.as_slice() {
+        [WireAction::Send(out)] if out == frame.bytes() => vec![Step::Write(event.raw.clone())],
+        _ => actions
+            .iter()
+            .flat_map(|a| render::sse(a, event.id.as_deref()))
+            .collect(),
+    };
+    if let Some(first) = head.take() {
+        if let Some(Step::Status {
+            status,
+            retry_after_sec,
+            body,
+        }) = steps.first()
+        {
+            let _ = first.send(Head::Status(status_response(
+                *status,
+                *retry_after_sec,
+                body.clone(),
+            )));
+            return false;
+        }
+        let _ = first.send(Head::Stream);
+    }
+    outlet.send(steps);
+    true
+}
+
+/// The response body: performs the queued steps in order. A `Close` step aborts the body mid-stream, which makes
+/// hyper drop the connection; the client sees the response cut off.
+fn writer(mut queue: mpsc::UnboundedReceiver<Batch>, exchange: Exchange) -> Body {
+    let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(BODY_CHANNEL);
+    tokio::spawn(async move {
+        'outer: loop {
+            let batch = tokio::select! {
+                batch = queue.recv() => batch,
+                () = tx.closed() => None,
+                () = exchange.shutdown.cancelled() => None,
+            };
+            let Some(batch) = batch else { break };
+            for step in batch {
+                match step {
+                    Step::Write(bytes) => {
+                        if tx.send(Ok(bytes)).await.is_err() {
+                            break 'outer;
+                        }
+                    }
+                    Step::Gap(d) | Step::Pause(d) => tokio::time::sleep(d).await,
+                    Step::Close => {
+                        let request_id = exchange.request_id.as_ref().map(MessageId::to_value);
+                        exchange.recorder.record(Event::Transport {
+                            outcome: TransportEventKind::ClosureRequested,
+                            request_id: request_id.clone(),
+                            detail: Some("http: aborting the response stream".into()),
+                        });
+                        let _ = tx
+                            .send(Err(std::io::Error::other("faultlab: disconnect fault")))
+                            .await;
+                        exchange.recorder.record(Event::Transport {
+                            outcome: TransportEventKind::Closed,
+                            request_id,
+                            detail: None,
+                        });
+                        break 'outer;
+                    }
+                    // Headers are already out: the status can only be told as a JSON-RPC error event.
+                    Step::Status { body, .. } => {
+                        let event = SseEvent::message(&String::from_utf8_lossy(&body));
+                        if tx.send(Ok(event)).await.is_err() {
+                            break 'outer;
+                        }
+                    }
+                }
+            }
+        }
+        close_if_lost(&exchange);
+    });
+    let stream = futures::stream::unfold(rx, |mut rx| async move {
+        rx.recv().await.map(|item| (item, rx))
+    });
+    Body::from_stream(stream)
+}
+
+/// After the activating exchange of a lost session, rmcp closes the session too.
+fn close_if_lost(exchange: &Exchange) {
+    if let Some((session, manager)) = &exchange.session
+        && session.is_lost()
+    {
+        let (manager, id) = (manager.clone(), Arc::from(session.id.as_str()));
+        tokio::spawn(async move {
+            let _ = manager.close_session(&id).await;
+        });
+    }
+}
+
+/// The answer for an `http_status` fault.
+fn status_response(status: u16, retry_after_sec: Option<u32>, body: Bytes) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut response = (status, body).into_response();
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if status == StatusCode::UNAUTHORIZED {
+        headers.insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static("Bearer error=\"invalid_token\""),
+        );
+    }
+    if let Some(secs) = retry_after_sec {
+        headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
+    }
+    response
+}
