@@ -1,0 +1,18 @@
+//! Integration tests of the faulty server, each observing faults on the wire with a raw client.
+//!
+//! - `stdio`: every tool over an in-process stdio connection (paused clock where time matters).
+//! - `http_modern`: every tool over 2026-07-28 stateless HTTP.
+//! - `http_legacy`: every tool inside 2025-11-25 sessions, plus session loss, DELETE and the registry.
+//! - `isolation`: many calls in flight, only the activating one affected.
+//! - `front`: path, Host, Origin, body size and method checks before dispatch.
+//! - `load`: 1,000 concurrent legacy initializes against the session cap.
+//! - `frames`: property tests, no panic on random or truncated input lines.
+
+mod frames;
+mod front;
+mod http_legacy;
+mod http_modern;
+mod isolation;
+mod load;
+mod stdio;
+mod util;
