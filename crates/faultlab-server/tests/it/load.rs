@@ -22,7 +22,8 @@ async fn exactly_128_sessions_are_admitted_and_the_server_stays_responsive() {
     let results = futures::future::join_all(attempts).await;
     let admitted: Vec<String> = results
         .iter()
-        .filter_map(|(s, sid)| (*s == 200).then(|| sid.clone().unwrap()))
+        .filter(|(s, _)| *s == 200)
+        .map(|(_, sid)| sid.clone().unwrap())
         .collect();
     let refused = results.iter().filter(|(s, _)| *s == 503).count();
     assert_eq!(admitted.len(), 128);
