@@ -22,9 +22,7 @@ const MAX_TRACKED_REQUESTS: usize = 4096;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum ArmError {
-    #[error(
-        "too many pending faults on this connection (at most {limit}); let earlier calls finish first"
-    )]
+    #[error("too many pending faults on this connection (at most {limit}); let earlier calls finish first")]
     TooMany { limit: usize },
     #[error("a fault is already armed for request {0}")]
     AlreadyArmed(MessageId),
@@ -45,10 +43,7 @@ pub struct Engine {
 
 impl Engine {
     pub fn new(recorder: Recorder) -> Self {
-        Self {
-            state: Mutex::default(),
-            recorder,
-        }
+        Self { state: Mutex::default(), recorder }
     }
 
     pub fn recorder(&self) -> &Recorder {
@@ -70,16 +65,11 @@ impl Engine {
                 return Err(ArmError::AlreadyArmed(id));
             }
             if state.armed.len() >= MAX_PENDING_FAULTS {
-                return Err(ArmError::TooMany {
-                    limit: MAX_PENDING_FAULTS,
-                });
+                return Err(ArmError::TooMany { limit: MAX_PENDING_FAULTS });
             }
             state.armed.insert(id.clone(), fault);
         }
-        self.recorder.record(Event::FaultArmed {
-            fault: name.into(),
-            request_id: id.to_value(),
-        });
+        self.recorder.record(Event::FaultArmed { fault: name.into(), request_id: id.to_value() });
         Ok(())
     }
 
@@ -109,10 +99,8 @@ impl Engine {
                 }
                 // Keep the fault armed: it still swallows the framework's own reply if one comes after this.
                 drop(state);
-                self.recorder.record(Event::FaultActivated {
-                    fault: "late_response".into(),
-                    request_id: id.to_value(),
-                });
+                self.recorder
+                    .record(Event::FaultActivated { fault: "late_response".into(), request_id: id.to_value() });
                 Some((id.clone(), late_response::late_result(&id)))
             }
             _ => None,
@@ -126,10 +114,7 @@ impl Engine {
             (true, Some(id)) => {
                 let mut state = self.state();
                 let request = state.requests.remove(id);
-                state
-                    .armed
-                    .remove(id)
-                    .map(|fault| (id.clone(), fault, request))
+                state.armed.remove(id).map(|fault| (id.clone(), fault, request))
             }
             _ => None,
         };
@@ -139,15 +124,9 @@ impl Engine {
         // The late-response fault was already reported when the cancel arrived; swallowing the framework's
         // reply is its second half, not a second activation.
         if fault != FaultKind::LateResponse {
-            self.recorder.record(Event::FaultActivated {
-                fault: fault.name().into(),
-                request_id: id.to_value(),
-            });
+            self.recorder.record(Event::FaultActivated { fault: fault.name().into(), request_id: id.to_value() });
         }
-        fault.apply(Reply {
-            frame,
-            request: request.as_ref(),
-        })
+        fault.apply(Reply { frame, request: request.as_ref() })
     }
 
     /// Forgets everything armed (the connection or session is closing).
@@ -168,30 +147,16 @@ mod tests {
         let engine = Engine::new(Recorder::memory());
         engine.arm(7.into(), FaultKind::Duplicate).unwrap();
         let other = frame(r#"{"jsonrpc":"2.0","id":8,"result":{}}"#);
-        assert_eq!(
-            engine.outbound(&other),
-            vec![WireAction::Send(other.bytes().clone())]
-        );
+        assert_eq!(engine.outbound(&other), vec![WireAction::Send(other.bytes().clone())]);
         let reply = frame(RESULT);
         assert_eq!(engine.outbound(&reply).len(), 2);
         assert_eq!(engine.outbound(&reply).len(), 1, "a fault fires once");
-        let kinds: Vec<_> = engine
-            .recorder()
-            .records()
-            .into_iter()
-            .map(|r| r.event)
-            .collect();
+        let kinds: Vec<_> = engine.recorder().records().into_iter().map(|r| r.event).collect();
         assert_eq!(
             kinds,
             vec![
-                Event::FaultArmed {
-                    fault: "duplicate".into(),
-                    request_id: 7.into()
-                },
-                Event::FaultActivated {
-                    fault: "duplicate".into(),
-                    request_id: 7.into()
-                },
+                Event::FaultArmed { fault: "duplicate".into(), request_id: 7.into() },
+                Event::FaultActivated { fault: "duplicate".into(), request_id: 7.into() },
             ]
         );
     }
@@ -213,32 +178,21 @@ mod tests {
     fn late_response_answers_the_cancel_and_swallows_the_framework_reply() {
         let engine = Engine::new(Recorder::memory());
         engine.arm(7.into(), FaultKind::LateResponse).unwrap();
-        let unrelated = frame(
-            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}"#,
-        );
+        let unrelated = frame(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}"#);
         assert!(engine.inbound(&unrelated).is_none());
-        let cancel = frame(
-            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#,
-        );
+        let cancel = frame(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#);
         let (id, actions) = engine.inbound(&cancel).unwrap();
         assert_eq!(id, 7.into());
-        let WireAction::Send(late) = &actions[0] else {
-            panic!("{actions:?}")
-        };
+        let WireAction::Send(late) = &actions[0] else { panic!("{actions:?}") };
         let late = Frame::parse(late.clone());
         assert_eq!(late.id(), Some(&7.into()));
-        assert!(
-            engine.outbound(&frame(RESULT)).is_empty(),
-            "the framework's reply is swallowed"
-        );
+        assert!(engine.outbound(&frame(RESULT)).is_empty(), "the framework's reply is swallowed");
     }
 
     #[test]
     fn invalid_parameters_are_refused_at_arming() {
         let engine = Engine::new(Recorder::discard());
-        let err = engine
-            .arm(1.into(), FaultKind::SplitWrite { parts: 0 })
-            .unwrap_err();
+        let err = engine.arm(1.into(), FaultKind::SplitWrite { parts: 0 }).unwrap_err();
         assert!(matches!(err, ArmError::Invalid(m) if m.contains("parts")));
     }
 }

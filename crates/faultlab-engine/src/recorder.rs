@@ -26,28 +26,16 @@ pub struct Record {
 
 /// What happened.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
-#[serde(
-    tag = "event",
-    rename_all = "snake_case",
-    rename_all_fields = "camelCase"
-)]
+#[serde(tag = "event", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum Event {
     /// A tool armed a fault on its own response.
     FaultArmed { fault: String, request_id: Value },
     /// A fault changed what went on the wire.
     FaultActivated { fault: String, request_id: Value },
     /// The outcome of one server-to-client protocol ping (`protocol_ping_liveness`).
-    ProtocolPingLiveness {
-        request_id: Value,
-        protocol_ping: PingOutcome,
-        transport: TransportOutcome,
-    },
+    ProtocolPingLiveness { request_id: Value, protocol_ping: PingOutcome, transport: TransportOutcome },
     /// A transport event: a closure requested, done, failed or impossible; a connection ending.
-    Transport {
-        outcome: TransportEventKind,
-        request_id: Option<Value>,
-        detail: Option<String>,
-    },
+    Transport { outcome: TransportEventKind, request_id: Option<Value>, detail: Option<String> },
     /// An inbound frame the wire layer could not pass on (over the size limit).
     FrameRejected { reason: String },
 }
@@ -115,27 +103,17 @@ impl Recorder {
     }
 
     fn with_sink(sink: Sink) -> Self {
-        Self {
-            sink,
-            start: Instant::now(),
-            scope: Arc::from(""),
-        }
+        Self { sink, start: Instant::now(), scope: Arc::from("") }
     }
 
     /// The same sink and clock, labelling events with another scope.
     pub fn scoped(&self, scope: impl Into<Arc<str>>) -> Self {
-        Self {
-            scope: scope.into(),
-            ..self.clone()
-        }
+        Self { scope: scope.into(), ..self.clone() }
     }
 
     pub fn record(&self, event: Event) {
-        let record = Record {
-            ts_ms: self.start.elapsed().as_secs_f64() * 1000.0,
-            scope: self.scope.to_string(),
-            event,
-        };
+        let record =
+            Record { ts_ms: self.start.elapsed().as_secs_f64() * 1000.0, scope: self.scope.to_string(), event };
         match &self.sink {
             Sink::Stderr => {
                 if let Ok(mut line) = serde_json::to_vec(&record) {
@@ -144,10 +122,7 @@ impl Recorder {
                     let _ = std::io::stderr().lock().write_all(&line);
                 }
             }
-            Sink::Memory(records) => records
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push(record),
+            Sink::Memory(records) => records.lock().unwrap_or_else(|e| e.into_inner()).push(record),
             Sink::Discard => {}
         }
     }
@@ -170,12 +145,8 @@ mod tests {
         let rec = Recorder::memory().scoped("stdio");
         rec.record(Event::ProtocolPingLiveness {
             request_id: 3.into(),
-            protocol_ping: PingOutcome {
-                outcome: PingResult::Timeout,
-            },
-            transport: TransportOutcome {
-                outcome: TransportEventKind::ClosureUnavailable,
-            },
+            protocol_ping: PingOutcome { outcome: PingResult::Timeout },
+            transport: TransportOutcome { outcome: TransportEventKind::ClosureUnavailable },
         });
         let json = serde_json::to_value(&rec.records()[0]).unwrap();
         assert_eq!(json["event"], "protocol_ping_liveness");

@@ -27,11 +27,7 @@ pub enum Step {
     /// Close the connection or abort the stream; stop performing steps.
     Close,
     /// Replace the HTTP response with this status (only meaningful before any body byte is sent).
-    Status {
-        status: u16,
-        retry_after_sec: Option<u32>,
-        body: Bytes,
-    },
+    Status { status: u16, retry_after_sec: Option<u32>, body: Bytes },
 }
 
 /// Steps for a newline-delimited stream (stdio).
@@ -55,45 +51,19 @@ pub fn line(action: &WireAction) -> Vec<Step> {
 pub fn sse(action: &WireAction, event_id: Option<&str>) -> Vec<Step> {
     let text = |b: &Bytes| String::from_utf8_lossy(b).into_owned();
     match action {
-        WireAction::Send(bytes) => vec![Step::Write(SseEvent::encode(
-            Some("message"),
-            &text(bytes),
-            event_id,
-            "\n",
-        ))],
+        WireAction::Send(bytes) => vec![Step::Write(SseEvent::encode(Some("message"), &text(bytes), event_id, "\n"))],
         WireAction::SendFramed { bytes, framing } => match *framing {
-            Framing::Crlf => vec![Step::Write(SseEvent::encode(
-                Some("message"),
-                &text(bytes),
-                event_id,
-                "\r\n",
-            ))],
+            Framing::Crlf => vec![Step::Write(SseEvent::encode(Some("message"), &text(bytes), event_id, "\r\n"))],
             Framing::Bom => {
                 let data = format!("\u{feff}{}", text(bytes));
-                vec![Step::Write(SseEvent::encode(
-                    Some("message"),
-                    &data,
-                    event_id,
-                    "\n",
-                ))]
+                vec![Step::Write(SseEvent::encode(Some("message"), &data, event_id, "\n"))]
             }
-            Framing::Split { parts } => split(
-                SseEvent::encode(Some("message"), &text(bytes), event_id, "\n"),
-                parts,
-            ),
+            Framing::Split { parts } => split(SseEvent::encode(Some("message"), &text(bytes), event_id, "\n"), parts),
         },
         WireAction::Pause(d) => vec![Step::Pause(*d)],
         WireAction::Close => vec![Step::Close],
-        WireAction::HttpStatus {
-            status,
-            retry_after_sec,
-            body,
-        } => {
-            vec![Step::Status {
-                status: *status,
-                retry_after_sec: *retry_after_sec,
-                body: body.clone(),
-            }]
+        WireAction::HttpStatus { status, retry_after_sec, body } => {
+            vec![Step::Status { status: *status, retry_after_sec: *retry_after_sec, body: body.clone() }]
         }
     }
 }
@@ -147,15 +117,9 @@ mod tests {
     fn line_framings() {
         let b = Bytes::from_static(b"{}");
         assert_eq!(written(&line(&WireAction::Send(b.clone()))), b"{}\n");
-        let crlf = WireAction::SendFramed {
-            bytes: b.clone(),
-            framing: Framing::Crlf,
-        };
+        let crlf = WireAction::SendFramed { bytes: b.clone(), framing: Framing::Crlf };
         assert_eq!(written(&line(&crlf)), b"{}\r\n");
-        let bom = WireAction::SendFramed {
-            bytes: b.clone(),
-            framing: Framing::Bom,
-        };
+        let bom = WireAction::SendFramed { bytes: b.clone(), framing: Framing::Bom };
         assert_eq!(written(&line(&bom)), b"\xEF\xBB\xBF{}\n");
     }
 

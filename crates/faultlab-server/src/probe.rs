@@ -36,14 +36,8 @@ pub enum Scenario {
 }
 
 impl Scenario {
-    pub const NAMES: [&'static str; 6] = [
-        "healthy",
-        "tool-error",
-        "transient-error",
-        "delay",
-        "malformed",
-        "disconnect",
-    ];
+    pub const NAMES: [&'static str; 6] =
+        ["healthy", "tool-error", "transient-error", "delay", "malformed", "disconnect"];
 
     fn parse(name: &str) -> Option<Self> {
         Some(match name {
@@ -71,31 +65,20 @@ pub enum ProbeConfigError {
     #[error("LAB_SCENARIO must be one of {names}; got {0:?}", names = Scenario::NAMES.join(", "))]
     UnknownScenario(String),
     #[error("{name} must be a decimal integer from {min} to {max}; got {value:?}")]
-    BadNumber {
-        name: &'static str,
-        value: String,
-        min: u64,
-        max: u64,
-    },
+    BadNumber { name: &'static str, value: String, min: u64, max: u64 },
 }
 
 impl ProbeConfig {
     /// Reads the configuration through `var` (the process environment, or a map in tests). `Ok(None)` when
     /// `LAB_SCENARIO` is unset or empty: the server then runs in its normal mode.
-    pub fn from_vars(
-        var: impl Fn(&str) -> Option<String>,
-    ) -> Result<Option<Self>, ProbeConfigError> {
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<Self>, ProbeConfigError> {
         let Some(name) = var("LAB_SCENARIO").filter(|v| !v.is_empty()) else {
             return Ok(None);
         };
         let scenario = Scenario::parse(&name).ok_or(ProbeConfigError::UnknownScenario(name))?;
         let delay_ms = number(&var, "LAB_DELAY_MS", 1000, 10_000)?;
         let failures = number(&var, "LAB_FAILURES", 2, 10)? as u32;
-        Ok(Some(Self {
-            scenario,
-            delay_ms,
-            failures,
-        }))
+        Ok(Some(Self { scenario, delay_ms, failures }))
     }
 }
 
@@ -109,20 +92,11 @@ fn number(
     let Some(value) = var(name).filter(|v| !v.is_empty()) else {
         return Ok(default);
     };
-    let bad = || ProbeConfigError::BadNumber {
-        name,
-        value: value.clone(),
-        min: 0,
-        max,
-    };
+    let bad = || ProbeConfigError::BadNumber { name, value: value.clone(), min: 0, max };
     if !value.bytes().all(|b| b.is_ascii_digit()) {
         return Err(bad());
     }
-    value
-        .parse::<u64>()
-        .ok()
-        .filter(|n| *n <= max)
-        .ok_or_else(bad)
+    value.parse::<u64>().ok().filter(|n| *n <= max).ok_or_else(bad)
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -142,20 +116,12 @@ pub struct ProbeServer {
 
 impl ProbeServer {
     pub fn new(config: ProbeConfig, scope: Option<Scope>) -> Self {
-        Self {
-            router: Self::probe_router(),
-            config,
-            calls: Arc::default(),
-            scope,
-        }
+        Self { router: Self::probe_router(), config, calls: Arc::default(), scope }
     }
 
     /// Another server (an HTTP session's or request's) sharing this one's configuration and call counter.
     pub fn sibling(&self) -> Self {
-        Self {
-            scope: None,
-            ..self.clone()
-        }
+        Self { scope: None, ..self.clone() }
     }
 }
 
@@ -172,10 +138,9 @@ impl ProbeServer {
         match self.config.scenario {
             Scenario::Healthy => Ok(ok()),
             Scenario::ToolError => Ok(tool_error("lab_probe failed: injected tool error")),
-            Scenario::TransientError if call <= self.config.failures => Ok(tool_error(format!(
-                "lab_probe failed: transient error {call} of {}",
-                self.config.failures
-            ))),
+            Scenario::TransientError if call <= self.config.failures => {
+                Ok(tool_error(format!("lab_probe failed: transient error {call} of {}", self.config.failures)))
+            }
             Scenario::TransientError => Ok(ok()),
             Scenario::Delay => tokio::select! {
                 () = tokio::time::sleep(Duration::from_millis(self.config.delay_ms)) => Ok(ok()),
@@ -183,21 +148,11 @@ impl ProbeServer {
             },
             Scenario::Malformed => {
                 let scope = Scope::of(&ctx, self.scope.as_ref())?;
-                arm_own_response(
-                    &scope,
-                    &ctx,
-                    FaultKind::InvalidResult,
-                    format!("lab_probe ok: {}", args.message),
-                )
+                arm_own_response(&scope, &ctx, FaultKind::InvalidResult, format!("lab_probe ok: {}", args.message))
             }
             Scenario::Disconnect => {
                 let scope = Scope::of(&ctx, self.scope.as_ref())?;
-                arm_own_response(
-                    &scope,
-                    &ctx,
-                    FaultKind::Disconnect,
-                    "lab_probe disconnecting".into(),
-                )
+                arm_own_response(&scope, &ctx, FaultKind::Disconnect, "lab_probe disconnecting".into())
             }
         }
     }
@@ -206,9 +161,8 @@ impl ProbeServer {
 #[tool_handler(router = self.router)]
 impl ServerHandler for ProbeServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
-            Implementation::new(crate::SERVER_NAME, env!("CARGO_PKG_VERSION")),
-        )
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+            .with_server_info(Implementation::new(crate::SERVER_NAME, env!("CARGO_PKG_VERSION")))
     }
 }
 
@@ -218,10 +172,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn parse(pairs: &[(&str, &str)]) -> Result<Option<ProbeConfig>, ProbeConfigError> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let map: HashMap<String, String> = pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
         ProbeConfig::from_vars(|k| map.get(k).cloned())
     }
 
@@ -233,34 +184,18 @@ mod tests {
 
     #[test]
     fn defaults_apply_when_unset_or_empty() {
-        let config = parse(&[("LAB_SCENARIO", "delay"), ("LAB_FAILURES", "")])
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            config,
-            ProbeConfig {
-                scenario: Scenario::Delay,
-                delay_ms: 1000,
-                failures: 2
-            }
-        );
+        let config = parse(&[("LAB_SCENARIO", "delay"), ("LAB_FAILURES", "")]).unwrap().unwrap();
+        assert_eq!(config, ProbeConfig { scenario: Scenario::Delay, delay_ms: 1000, failures: 2 });
     }
 
     #[test]
     fn only_plain_decimal_digits_in_range_are_accepted() {
         for bad in ["0x10", "1e3", " 7", "7 ", "-1", "+1", "10001", "1.5"] {
             let err = parse(&[("LAB_SCENARIO", "delay"), ("LAB_DELAY_MS", bad)]).unwrap_err();
-            assert!(
-                err.to_string().starts_with("LAB_DELAY_MS must be"),
-                "{bad}: {err}"
-            );
+            assert!(err.to_string().starts_with("LAB_DELAY_MS must be"), "{bad}: {err}");
         }
         assert!(parse(&[("LAB_SCENARIO", "healthy"), ("LAB_FAILURES", "11")]).is_err());
-        let ok = parse(&[
-            ("LAB_SCENARIO", "healthy"),
-            ("LAB_DELAY_MS", "10000"),
-            ("LAB_FAILURES", "0"),
-        ]);
+        let ok = parse(&[("LAB_SCENARIO", "healthy"), ("LAB_DELAY_MS", "10000"), ("LAB_FAILURES", "0")]);
         assert_eq!(ok.unwrap().unwrap().delay_ms, 10_000);
     }
 

@@ -37,8 +37,6 @@ impl Scope {
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<Scope>().cloned())
             .or_else(|| fallback.cloned())
-            .ok_or_else(|| {
-                rmcp::ErrorData::internal_error("request arrived without a connection scope", None)
-            })
+            .ok_or_else(|| rmcp::ErrorData::internal_error("request arrived without a connection scope", None))
     }
 }

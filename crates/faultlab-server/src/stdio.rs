@@ -60,20 +60,8 @@ where
     let (outlet, queue) = Outlet::new();
     let (end_tx, end_rx) = mpsc::unbounded_channel::<()>();
 
-    let inbound = tokio::spawn(pump_inbound(
-        input,
-        to_server,
-        engine.clone(),
-        outlet.clone(),
-        max_line_bytes,
-    ));
-    let outbound = tokio::spawn(pump_outbound(
-        from_server,
-        engine.clone(),
-        outlet,
-        end_tx,
-        max_line_bytes,
-    ));
+    let inbound = tokio::spawn(pump_inbound(input, to_server, engine.clone(), outlet.clone(), max_line_bytes));
+    let outbound = tokio::spawn(pump_outbound(from_server, engine.clone(), outlet, end_tx, max_line_bytes));
     let end = write(output, queue, end_rx, &engine).await;
 
     inbound.abort();
@@ -85,13 +73,8 @@ where
 
 /// Client to server: every line goes to rmcp unchanged; the engine sees it first (a cancel may release a
 /// late response).
-async fn pump_inbound<R, W>(
-    input: R,
-    mut to_server: W,
-    engine: Arc<Engine>,
-    outlet: Outlet,
-    max_line_bytes: usize,
-) where
+async fn pump_inbound<R, W>(input: R, mut to_server: W, engine: Arc<Engine>, outlet: Outlet, max_line_bytes: usize)
+where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
@@ -174,11 +157,7 @@ where
     }
 }
 
-async fn perform<W: AsyncWrite + Unpin>(
-    output: &mut W,
-    batch: Batch,
-    engine: &Engine,
-) -> std::io::Result<StdioEnd> {
+async fn perform<W: AsyncWrite + Unpin>(output: &mut W, batch: Batch, engine: &Engine) -> std::io::Result<StdioEnd> {
     for step in batch {
         match step {
             Step::Write(bytes) => write_flush(output, &bytes).await?,
@@ -193,11 +172,7 @@ async fn perform<W: AsyncWrite + Unpin>(
                     Ok(()) => TransportEventKind::Closed,
                     Err(_) => TransportEventKind::CloseFailed,
                 };
-                engine.recorder().record(Event::Transport {
-                    outcome,
-                    request_id: None,
-                    detail: None,
-                });
+                engine.recorder().record(Event::Transport { outcome, request_id: None, detail: None });
                 return Ok(StdioEnd::Disconnected);
             }
             // render::line never produces a status; an HTTP status has no meaning on a pipe.

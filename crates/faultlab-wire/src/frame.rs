@@ -96,11 +96,7 @@ impl Frame {
     pub fn from_value(value: Value) -> Self {
         let bytes = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
         let kind = classify(&value);
-        Self {
-            bytes,
-            value: Some(value),
-            kind,
-        }
+        Self { bytes, value: Some(value), kind }
     }
 
     pub fn bytes(&self) -> &Bytes {
@@ -153,10 +149,7 @@ impl Frame {
 
 impl fmt::Debug for Frame {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Frame")
-            .field("kind", &self.kind)
-            .field("bytes", &String::from_utf8_lossy(&self.bytes))
-            .finish()
+        f.debug_struct("Frame").field("kind", &self.kind).field("bytes", &String::from_utf8_lossy(&self.bytes)).finish()
     }
 }
 
@@ -168,18 +161,11 @@ fn classify(value: &Value) -> Kind {
     let method = obj.get("method").and_then(Value::as_str);
     match (method, id) {
         (Some(method), Some(id)) => match MessageId::from_value(id) {
-            Some(id) => Kind::Request {
-                id,
-                method: method.to_owned(),
-            },
+            Some(id) => Kind::Request { id, method: method.to_owned() },
             None => Kind::Other,
         },
-        (Some(method), None) => Kind::Notification {
-            method: method.to_owned(),
-        },
-        (None, _) if obj.contains_key("error") => Kind::Error {
-            id: id.and_then(MessageId::from_value),
-        },
+        (Some(method), None) => Kind::Notification { method: method.to_owned() },
+        (None, _) if obj.contains_key("error") => Kind::Error { id: id.and_then(MessageId::from_value) },
         (None, Some(id)) if obj.contains_key("result") => match MessageId::from_value(id) {
             Some(id) => Kind::Response { id },
             None => Kind::Other,
@@ -195,28 +181,16 @@ mod tests {
 
     #[test]
     fn classifies_each_message_shape() {
-        let req = Frame::parse(
-            &br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hang"}}"#[..],
-        );
-        assert_eq!(
-            req.kind(),
-            &Kind::Request {
-                id: 1.into(),
-                method: "tools/call".into()
-            }
-        );
+        let req = Frame::parse(&br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hang"}}"#[..]);
+        assert_eq!(req.kind(), &Kind::Request { id: 1.into(), method: "tools/call".into() });
         assert_eq!(req.tool_name(), Some("hang"));
         let note = Frame::parse(&br#"{"jsonrpc":"2.0","method":"notifications/cancelled"}"#[..]);
         assert_eq!(note.method(), Some("notifications/cancelled"));
         let resp = Frame::parse(&br#"{"jsonrpc":"2.0","id":"a","result":{}}"#[..]);
         assert_eq!(resp.id().map(MessageId::as_json), Some("\"a\""));
-        let idless =
-            Frame::parse(&br#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"x"}}"#[..]);
+        let idless = Frame::parse(&br#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"x"}}"#[..]);
         assert_eq!(idless.kind(), &Kind::Error { id: None });
-        assert_eq!(
-            Frame::parse(&b"{\"jsonrpc\":"[..]).kind(),
-            &Kind::Unparsable
-        );
+        assert_eq!(Frame::parse(&b"{\"jsonrpc\":"[..]).kind(), &Kind::Unparsable);
         assert_eq!(Frame::parse(&b"[1,2]"[..]).kind(), &Kind::Other);
     }
 
@@ -233,14 +207,7 @@ mod tests {
         let raw = br#"{"z":1,"jsonrpc":"2.0","id":3,"result":{"b":1,"a":2},"x-extra":true}"#;
         let frame = Frame::parse(&raw[..]);
         assert_eq!(frame.bytes().as_ref(), raw);
-        let keys: Vec<_> = frame
-            .value()
-            .unwrap()
-            .as_object()
-            .unwrap()
-            .keys()
-            .cloned()
-            .collect();
+        let keys: Vec<_> = frame.value().unwrap().as_object().unwrap().keys().cloned().collect();
         assert_eq!(keys, ["z", "jsonrpc", "id", "result", "x-extra"]);
     }
 

@@ -25,13 +25,7 @@ pub struct LineCodec {
 
 impl LineCodec {
     pub fn new(max_line_bytes: usize) -> Self {
-        Self {
-            inner: AnyDelimiterCodec::new_with_max_length(
-                b"\n".to_vec(),
-                Vec::new(),
-                max_line_bytes,
-            ),
-        }
+        Self { inner: AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), Vec::new(), max_line_bytes) }
     }
 }
 
@@ -96,10 +90,7 @@ mod tests {
     #[test]
     fn an_overlong_line_is_reported_and_the_next_one_still_arrives() {
         let lines = decode_all(&mut LineCodec::new(8), b"0123456789abcdef\nok\n");
-        assert_eq!(
-            lines,
-            vec![Line::TooLong, Line::Bytes(Bytes::from_static(b"ok"))]
-        );
+        assert_eq!(lines, vec![Line::TooLong, Line::Bytes(Bytes::from_static(b"ok"))]);
     }
 
     proptest! {

@@ -65,11 +65,7 @@ pub struct SseDecoder {
 
 impl SseDecoder {
     pub fn new(max_event_bytes: usize) -> Self {
-        Self {
-            max_event_bytes,
-            scanned: 0,
-            at_stream_start: true,
-        }
+        Self { max_event_bytes, scanned: 0, at_stream_start: true }
     }
 
     /// Finds the end of the first event block in `buf`: the index just past its blank line.
@@ -110,10 +106,7 @@ impl SseDecoder {
     }
 
     fn parse_block(&mut self, raw: Bytes) -> SseEvent {
-        let mut event = SseEvent {
-            raw: raw.clone(),
-            ..SseEvent::default()
-        };
+        let mut event = SseEvent { raw: raw.clone(), ..SseEvent::default() };
         let mut text = String::from_utf8_lossy(&raw).into_owned();
         if std::mem::take(&mut self.at_stream_start) && text.starts_with('\u{feff}') {
             text.drain(..'\u{feff}'.len_utf8());
@@ -153,11 +146,7 @@ impl Default for SseDecoder {
 }
 
 impl SseDecoder {
-    fn decode_inner(
-        &mut self,
-        src: &mut BytesMut,
-        eof: bool,
-    ) -> Result<Option<SseEvent>, SseError> {
+    fn decode_inner(&mut self, src: &mut BytesMut, eof: bool) -> Result<Option<SseEvent>, SseError> {
         let end = self.find_block_end(src, eof);
         match end {
             Some(end) => {
@@ -165,9 +154,7 @@ impl SseDecoder {
                 let raw = src.split_to(end).freeze();
                 Ok(Some(self.parse_block(raw)))
             }
-            None if src.len() > self.max_event_bytes => Err(SseError::TooLarge {
-                limit: self.max_event_bytes,
-            }),
+            None if src.len() > self.max_event_bytes => Err(SseError::TooLarge { limit: self.max_event_bytes }),
             None if eof && !src.is_empty() => {
                 // A stream that ends mid-event: the spec says an incomplete event is discarded, but we still hand
                 // over its bytes so a proxy can forward exactly what it received.
@@ -218,8 +205,7 @@ mod tests {
 
     #[test]
     fn parses_fields_and_keeps_raw_bytes() {
-        let body =
-            b": keep-alive\n\nid: 0/1\nretry: 3000\ndata:\n\nevent: message\ndata: {\"id\":1}\n\n";
+        let body = b": keep-alive\n\nid: 0/1\nretry: 3000\ndata:\n\nevent: message\ndata: {\"id\":1}\n\n";
         let events = decode_chunks(&[body]);
         assert_eq!(events.len(), 3);
         assert_eq!(events[0].data, None);
@@ -256,10 +242,7 @@ mod tests {
     fn an_event_over_the_limit_is_an_error() {
         let mut dec = SseDecoder::new(8);
         let mut buf = BytesMut::from(&b"data: 0123456789"[..]);
-        assert!(matches!(
-            dec.decode(&mut buf),
-            Err(SseError::TooLarge { limit: 8 })
-        ));
+        assert!(matches!(dec.decode(&mut buf), Err(SseError::TooLarge { limit: 8 })));
     }
 
     proptest! {

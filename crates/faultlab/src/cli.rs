@@ -3,11 +3,7 @@
 use clap::{Parser, Subcommand, ValueEnum};
 
 #[derive(Debug, Parser)]
-#[command(
-    name = "faultlab",
-    version,
-    about = "MCP Failure Lab: prove whether an MCP client or agent survives failure"
-)]
+#[command(name = "faultlab", version, about = "MCP Failure Lab: prove whether an MCP client or agent survives failure")]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -26,11 +22,9 @@ pub enum Transport {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "With LAB_SCENARIO set (healthy, tool-error, transient-error, delay, malformed, disconnect), \
+#[command(after_help = "With LAB_SCENARIO set (healthy, tool-error, transient-error, delay, malformed, disconnect), \
 the server offers the single tool lab_probe instead; LAB_DELAY_MS (0-10000, default 1000) and LAB_FAILURES \
-(0-10, default 2) tune it.\n\nDiagnostics (fault activations, pings, transport events) are JSON lines on stderr."
-)]
+(0-10, default 2) tune it.\n\nDiagnostics (fault activations, pings, transport events) are JSON lines on stderr.")]
 pub struct ServeArgs {
     /// stdio: MCP over stdin/stdout. http: Streamable HTTP on --host/--port/--path.
     #[arg(long, value_enum, default_value_t = Transport::Stdio)]

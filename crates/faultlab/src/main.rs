@@ -33,18 +33,12 @@ pub struct Failure {
 impl Failure {
     /// Bad input: exit 2.
     pub fn usage(error: impl Into<anyhow::Error>) -> Self {
-        Self {
-            code: 2,
-            error: error.into(),
-        }
+        Self { code: 2, error: error.into() }
     }
 
     /// The command could not do its job: exit 1.
     pub fn runtime(error: impl Into<anyhow::Error>) -> Self {
-        Self {
-            code: 1,
-            error: error.into(),
-        }
+        Self { code: 1, error: error.into() }
     }
 }
 
@@ -52,8 +46,5 @@ impl Failure {
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("FAULTLAB_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .try_init();
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }

@@ -25,21 +25,18 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
     match args.transport {
         Transport::Stdio => {
             if args.host.is_some() || args.port.is_some() || args.path.is_some() {
-                return Err(Failure::usage(anyhow::anyhow!(
-                    "--host, --port and --path require --transport http"
-                )));
+                return Err(Failure::usage(anyhow::anyhow!("--host, --port and --path require --transport http")));
             }
-            runtime()?
-                .block_on(serve_stdio(probe))
-                .map_err(Failure::runtime)?;
-            // Reading stdin blocks a runtime thread that cannot be interrupted; leave without waiting for it.
-            std::process::exit(0);
+            let runtime = runtime()?;
+            let served = runtime.block_on(serve_stdio(probe));
+            // Reading stdin blocks a runtime thread that nothing can interrupt; dropping the runtime would wait for
+            // it (until the client closes stdin). The process is about to exit, so leave it be.
+            std::mem::forget(runtime);
+            served.map_err(Failure::runtime)
         }
         Transport::Http => {
-            let ip = guard::bind_address(args.host.as_deref().unwrap_or(DEFAULT_HOST))
-                .map_err(Failure::usage)?;
-            let path = guard::endpoint_path(args.path.as_deref().unwrap_or(DEFAULT_PATH))
-                .map_err(Failure::usage)?;
+            let ip = guard::bind_address(args.host.as_deref().unwrap_or(DEFAULT_HOST)).map_err(Failure::usage)?;
+            let path = guard::endpoint_path(args.path.as_deref().unwrap_or(DEFAULT_PATH)).map_err(Failure::usage)?;
             let addr = SocketAddr::new(ip, args.port.unwrap_or(DEFAULT_PORT));
             runtime()?.block_on(serve_http(addr, path, probe))
         }
@@ -47,9 +44,7 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
-    tokio::runtime::Runtime::new()
-        .context("cannot start the async runtime")
-        .map_err(Failure::runtime)
+    tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)
 }
 
 async fn serve_stdio(probe: Option<ProbeConfig>) -> anyhow::Result<()> {
@@ -62,51 +57,24 @@ async fn serve_stdio(probe: Option<ProbeConfig>) -> anyhow::Result<()> {
     let (stdin, stdout) = (tokio::io::stdin(), tokio::io::stdout());
     match probe {
         Some(config) => {
-            stdio::serve(
-                ProbeServer::new(config, Some(scope)),
-                engine,
-                stdin,
-                stdout,
-                MAX_LINE_BYTES,
-            )
-            .await?
+            stdio::serve(ProbeServer::new(config, Some(scope)), engine, stdin, stdout, MAX_LINE_BYTES).await?
         }
-        None => {
-            stdio::serve(
-                FaultServer::stdio(scope),
-                engine,
-                stdin,
-                stdout,
-                MAX_LINE_BYTES,
-            )
-            .await?
-        }
+        None => stdio::serve(FaultServer::stdio(scope), engine, stdin, stdout, MAX_LINE_BYTES).await?,
     };
     Ok(())
 }
 
-async fn serve_http(
-    addr: SocketAddr,
-    path: String,
-    probe: Option<ProbeConfig>,
-) -> Result<(), Failure> {
+async fn serve_http(addr: SocketAddr, path: String, probe: Option<ProbeConfig>) -> Result<(), Failure> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .with_context(|| {
-            format!("cannot listen on {addr}; is the port in use? choose another with --port")
-        })
+        .with_context(|| format!("cannot listen on {addr}; is the port in use? choose another with --port"))
         .map_err(Failure::runtime)?;
-    let bound = listener
-        .local_addr()
-        .map_err(|e| Failure::runtime(anyhow::Error::from(e)))?;
+    let bound = listener.local_addr().map_err(|e| Failure::runtime(anyhow::Error::from(e)))?;
     let host = match bound.ip() {
         IpAddr::V4(v4) => v4.to_string(),
         IpAddr::V6(v6) => format!("[{v6}]"),
     };
-    eprintln!(
-        "faultlab: listening at http://{host}:{}{path}",
-        bound.port()
-    );
+    eprintln!("faultlab: listening at http://{host}:{}{path}", bound.port());
     let options = HttpOptions::new(path, AllowedHosts::for_bind(bound.ip()));
     let shutdown = CancellationToken::new();
     tokio::spawn(stop_on_signal(shutdown.clone()));
@@ -114,29 +82,11 @@ async fn serve_http(
     let served = match probe {
         Some(config) => {
             let probe = ProbeServer::new(config, None);
-            front::serve(
-                listener,
-                options,
-                move |_| probe.sibling(),
-                recorder,
-                shutdown.clone(),
-            )
-            .await
+            front::serve(listener, options, move |_| probe.sibling(), recorder, shutdown.clone()).await
         }
-        None => {
-            front::serve(
-                listener,
-                options,
-                FaultServer::http,
-                recorder,
-                shutdown.clone(),
-            )
-            .await
-        }
+        None => front::serve(listener, options, FaultServer::http, recorder, shutdown.clone()).await,
     };
-    served
-        .context("the HTTP server failed")
-        .map_err(Failure::runtime)
+    served.context("the HTTP server failed").map_err(Failure::runtime)
 }
 
 /// Cancels `shutdown` on SIGINT or SIGTERM; exits the process if the server has not stopped within the grace
@@ -146,19 +96,13 @@ async fn stop_on_signal(shutdown: CancellationToken) {
     eprintln!("faultlab: received {signal}; shutting down");
     shutdown.cancel();
     tokio::time::sleep(SHUTDOWN_GRACE).await;
-    eprintln!(
-        "faultlab: streams still open after {} s; exiting",
-        SHUTDOWN_GRACE.as_secs()
-    );
+    eprintln!("faultlab: streams still open after {} s; exiting", SHUTDOWN_GRACE.as_secs());
     std::process::exit(0);
 }
 
 async fn wait_for_signal() -> &'static str {
     use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (
-        signal(SignalKind::interrupt()),
-        signal(SignalKind::terminate()),
-    ) else {
+    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
         // Without signal handlers there is nothing to wait for; Ctrl-C then ends the process by default.
         std::future::pending::<()>().await;
         unreachable!()

@@ -17,8 +17,5 @@ pub(super) fn apply(reply: Reply<'_>, style: FramingStyle) -> Vec<WireAction> {
         FramingStyle::Crlf => Framing::Crlf,
         FramingStyle::Bom => Framing::Bom,
     };
-    vec![WireAction::SendFramed {
-        bytes: reply.frame.bytes().clone(),
-        framing,
-    }]
+    vec![WireAction::SendFramed { bytes: reply.frame.bytes().clone(), framing }]
 }

@@ -19,11 +19,7 @@ use serde_json::{Value, json};
 /// The statuses the fault can produce.
 pub const ALLOWED: [u16; 6] = [401, 403, 404, 429, 500, 503];
 
-pub(super) fn apply(
-    reply: Reply<'_>,
-    status: u16,
-    retry_after_sec: Option<u32>,
-) -> Vec<WireAction> {
+pub(super) fn apply(reply: Reply<'_>, status: u16, retry_after_sec: Option<u32>) -> Vec<WireAction> {
     let id = reply.frame.id().map_or(Value::Null, |id| id.to_value());
     let (code, text) = match status {
         401 => (-32001, "Unauthorized: authentication expired"),
@@ -38,9 +34,5 @@ pub(super) fn apply(
         "id": id,
         "error": {"code": code, "message": format!("HTTP {status}: {text}"), "data": {"httpStatus": status}}
     });
-    vec![WireAction::HttpStatus {
-        status,
-        retry_after_sec,
-        body: Bytes::from(body.to_string()),
-    }]
+    vec![WireAction::HttpStatus { status, retry_after_sec, body: Bytes::from(body.to_string()) }]
 }

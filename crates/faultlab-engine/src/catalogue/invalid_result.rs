@@ -15,8 +15,7 @@ use serde_json::{Value, json};
 
 pub(super) fn apply(reply: Reply<'_>) -> Vec<WireAction> {
     let changed = edit(reply, |obj| {
-        let Some(Value::Array(content)) = obj.get_mut("result").and_then(|r| r.get_mut("content"))
-        else {
+        let Some(Value::Array(content)) = obj.get_mut("result").and_then(|r| r.get_mut("content")) else {
             return;
         };
         for block in content.iter_mut().filter(|b| b["type"] == "text") {
@@ -37,10 +36,7 @@ mod tests {
     #[test]
     fn text_becomes_a_number_and_the_envelope_stays_valid() {
         let reply = frame(RESULT);
-        let out = sent(&apply(Reply {
-            frame: &reply,
-            request: None,
-        }));
+        let out = sent(&apply(Reply { frame: &reply, request: None }));
         let value = out[0].value().unwrap();
         assert_eq!(value["jsonrpc"], "2.0");
         assert_eq!(value["id"], 7);

@@ -15,10 +15,7 @@ use super::{Reply, WireAction};
 use std::time::Duration;
 
 pub(super) fn apply(reply: Reply<'_>, delay_ms: u64) -> Vec<WireAction> {
-    vec![
-        WireAction::Pause(Duration::from_millis(delay_ms)),
-        WireAction::Send(reply.frame.bytes().clone()),
-    ]
+    vec![WireAction::Pause(Duration::from_millis(delay_ms)), WireAction::Send(reply.frame.bytes().clone())]
 }
 
 #[cfg(test)]
@@ -29,13 +26,7 @@ mod tests {
     #[test]
     fn pauses_then_sends_the_same_bytes() {
         let reply = frame(RESULT);
-        let actions = apply(
-            Reply {
-                frame: &reply,
-                request: None,
-            },
-            250,
-        );
+        let actions = apply(Reply { frame: &reply, request: None }, 250);
         assert_eq!(actions[0], WireAction::Pause(Duration::from_millis(250)));
         assert_eq!(actions[1], WireAction::Send(reply.bytes().clone()));
     }

@@ -42,13 +42,7 @@ mod tests {
 
     fn run(variant: MalformedVariant) -> serde_json::Value {
         let reply = frame(RESULT);
-        let out = sent(&apply(
-            Reply {
-                frame: &reply,
-                request: None,
-            },
-            variant,
-        ));
+        let out = sent(&apply(Reply { frame: &reply, request: None }, variant));
         out[0].value().unwrap().clone()
     }
 
@@ -57,10 +51,7 @@ mod tests {
         let missing = run(MalformedVariant::MissingJsonrpc);
         assert!(missing.get("jsonrpc").is_none());
         assert_eq!(missing["id"], 7);
-        assert_eq!(
-            run(MalformedVariant::InvalidJsonrpcVersion)["jsonrpc"],
-            "1.0"
-        );
+        assert_eq!(run(MalformedVariant::InvalidJsonrpcVersion)["jsonrpc"], "1.0");
         let both = run(MalformedVariant::ResultWithError);
         assert!(both.get("result").is_some() && both["error"]["code"] == -32603);
     }

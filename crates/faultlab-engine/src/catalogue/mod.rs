@@ -113,11 +113,7 @@ pub enum WireAction {
     /// Close the connection (stdio) or abort the response stream (HTTP). Nothing after it is sent.
     Close,
     /// Answer with an HTTP status instead (HTTP); stdio writes `body`, a JSON-RPC error, as a line.
-    HttpStatus {
-        status: u16,
-        retry_after_sec: Option<u32>,
-        body: Bytes,
-    },
+    HttpStatus { status: u16, retry_after_sec: Option<u32>, body: Bytes },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -198,10 +194,7 @@ impl FaultKind {
             Self::SplitWrite { parts } => split_write::apply(reply, parts),
             Self::ProgressAfterResult => progress_after_result::apply(reply),
             Self::ListChangedStorm { count } => list_changed_storm::apply(reply, count),
-            Self::HttpStatus {
-                status,
-                retry_after_sec,
-            } => http_status::apply(reply, status, retry_after_sec),
+            Self::HttpStatus { status, retry_after_sec } => http_status::apply(reply, status, retry_after_sec),
             Self::LateResponse => late_response::apply(reply),
             Self::InvalidResult => invalid_result::apply(reply),
         }
@@ -209,10 +202,7 @@ impl FaultKind {
 }
 
 /// Re-serialises a changed copy of the reply's JSON; `None` when the reply is not a JSON object.
-fn edit(
-    reply: Reply<'_>,
-    change: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>),
-) -> Option<Bytes> {
+fn edit(reply: Reply<'_>, change: impl FnOnce(&mut serde_json::Map<String, serde_json::Value>)) -> Option<Bytes> {
     let mut value = reply.frame.value()?.clone();
     change(value.as_object_mut()?);
     serde_json::to_vec(&value).ok().map(Bytes::from)
@@ -231,16 +221,13 @@ pub(crate) mod tests {
         Frame::parse(Bytes::copy_from_slice(json.as_bytes()))
     }
 
-    pub(crate) const RESULT: &str =
-        r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"ok"}]}}"#;
+    pub(crate) const RESULT: &str = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"ok"}]}}"#;
 
     pub(crate) fn sent(actions: &[WireAction]) -> Vec<Frame> {
         actions
             .iter()
             .filter_map(|a| match a {
-                WireAction::Send(b) | WireAction::SendFramed { bytes: b, .. } => {
-                    Some(Frame::parse(b.clone()))
-                }
+                WireAction::Send(b) | WireAction::SendFramed { bytes: b, .. } => Some(Frame::parse(b.clone())),
                 _ => None,
             })
             .collect()
@@ -251,25 +238,18 @@ pub(crate) mod tests {
         let all = [
             FaultKind::Latency { delay_ms: 1 },
             FaultKind::Disconnect,
-            FaultKind::Malformed {
-                variant: MalformedVariant::MissingJsonrpc,
-            },
+            FaultKind::Malformed { variant: MalformedVariant::MissingJsonrpc },
             FaultKind::Duplicate,
             FaultKind::WrongId,
             FaultKind::MissingId,
             FaultKind::Truncated,
             FaultKind::NonJsonLine,
-            FaultKind::Framing {
-                style: FramingStyle::Bom,
-            },
+            FaultKind::Framing { style: FramingStyle::Bom },
             FaultKind::Oversized { bytes: 1 },
             FaultKind::SplitWrite { parts: 2 },
             FaultKind::ProgressAfterResult,
             FaultKind::ListChangedStorm { count: 1 },
-            FaultKind::HttpStatus {
-                status: 429,
-                retry_after_sec: Some(1),
-            },
+            FaultKind::HttpStatus { status: 429, retry_after_sec: Some(1) },
             FaultKind::LateResponse,
             FaultKind::InvalidResult,
         ];
@@ -283,34 +263,16 @@ pub(crate) mod tests {
 
     #[test]
     fn unknown_keys_are_rejected() {
-        let err =
-            serde_json::from_str::<FaultKind>(r#"{"type":"latency","delay_ms":1,"jitter":2}"#)
-                .unwrap_err();
+        let err = serde_json::from_str::<FaultKind>(r#"{"type":"latency","delay_ms":1,"jitter":2}"#).unwrap_err();
         assert!(err.to_string().contains("jitter"), "{err}");
     }
 
     #[test]
     fn out_of_range_parameters_name_the_parameter() {
+        assert!(FaultKind::Latency { delay_ms: 30_001 }.validate().unwrap_err().contains("delay_ms"));
+        assert!(FaultKind::SplitWrite { parts: 1 }.validate().unwrap_err().contains("parts"));
         assert!(
-            FaultKind::Latency { delay_ms: 30_001 }
-                .validate()
-                .unwrap_err()
-                .contains("delay_ms")
-        );
-        assert!(
-            FaultKind::SplitWrite { parts: 1 }
-                .validate()
-                .unwrap_err()
-                .contains("parts")
-        );
-        assert!(
-            FaultKind::HttpStatus {
-                status: 200,
-                retry_after_sec: None
-            }
-            .validate()
-            .unwrap_err()
-            .contains("status")
+            FaultKind::HttpStatus { status: 200, retry_after_sec: None }.validate().unwrap_err().contains("status")
         );
     }
 }

@@ -17,8 +17,5 @@ use bytes::Bytes;
 pub const NON_JSON_TEXT: &str = "faultlab: this line is not JSON-RPC";
 
 pub(super) fn apply(reply: Reply<'_>) -> Vec<WireAction> {
-    vec![
-        WireAction::Send(Bytes::from_static(NON_JSON_TEXT.as_bytes())),
-        WireAction::Send(reply.frame.bytes().clone()),
-    ]
+    vec![WireAction::Send(Bytes::from_static(NON_JSON_TEXT.as_bytes())), WireAction::Send(reply.frame.bytes().clone())]
 }

@@ -16,9 +16,7 @@ use serde_json::{Value, json};
 pub(super) fn apply(reply: Reply<'_>, bytes: usize) -> Vec<WireAction> {
     let padding = json!({"type": "text", "text": "x".repeat(bytes)});
     let changed = edit(reply, |obj| {
-        if let Some(Value::Array(content)) =
-            obj.get_mut("result").and_then(|r| r.get_mut("content"))
-        {
+        if let Some(Value::Array(content)) = obj.get_mut("result").and_then(|r| r.get_mut("content")) {
             content.push(padding);
         } else if let Some(Value::Object(error)) = obj.get_mut("error") {
             error.insert("data".into(), padding);
@@ -40,18 +38,9 @@ mod tests {
     #[test]
     fn grows_by_at_least_the_padding_and_stays_valid() {
         let reply = frame(RESULT);
-        let out = sent(&apply(
-            Reply {
-                frame: &reply,
-                request: None,
-            },
-            100_000,
-        ));
+        let out = sent(&apply(Reply { frame: &reply, request: None }, 100_000));
         assert!(out[0].bytes().len() >= RESULT.len() + 100_000);
-        let content = out[0].value().unwrap()["result"]["content"]
-            .as_array()
-            .unwrap()
-            .clone();
+        let content = out[0].value().unwrap()["result"]["content"].as_array().unwrap().clone();
         assert_eq!(content[0]["text"], "ok");
         assert_eq!(content[1]["text"].as_str().unwrap().len(), 100_000);
     }

@@ -16,20 +16,14 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 pub(super) fn apply(reply: Reply<'_>) -> Vec<WireAction> {
-    let token = reply
-        .request
-        .and_then(|r| r.progress_token())
-        .cloned()
-        .unwrap_or_else(|| Value::from("faultlab-stale"));
+    let token =
+        reply.request.and_then(|r| r.progress_token()).cloned().unwrap_or_else(|| Value::from("faultlab-stale"));
     let note = json!({
         "jsonrpc": "2.0",
         "method": "notifications/progress",
         "params": {"progressToken": token, "progress": 1, "total": 1, "message": "progress after the result"}
     });
-    vec![
-        WireAction::Send(reply.frame.bytes().clone()),
-        WireAction::Send(Bytes::from(note.to_string())),
-    ]
+    vec![WireAction::Send(reply.frame.bytes().clone()), WireAction::Send(Bytes::from(note.to_string()))]
 }
 
 #[cfg(test)]
@@ -43,10 +37,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"tok"}}}"#,
         );
         let reply = frame(RESULT);
-        let out = sent(&apply(Reply {
-            frame: &reply,
-            request: Some(&request),
-        }));
+        let out = sent(&apply(Reply { frame: &reply, request: Some(&request) }));
         assert_eq!(out[0].bytes(), reply.bytes());
         assert_eq!(out[1].value().unwrap()["params"]["progressToken"], "tok");
     }

@@ -13,8 +13,5 @@
 use super::{Framing, Reply, WireAction};
 
 pub(super) fn apply(reply: Reply<'_>, parts: u8) -> Vec<WireAction> {
-    vec![WireAction::SendFramed {
-        bytes: reply.frame.bytes().clone(),
-        framing: Framing::Split { parts },
-    }]
+    vec![WireAction::SendFramed { bytes: reply.frame.bytes().clone(), framing: Framing::Split { parts } }]
 }

@@ -26,10 +26,7 @@ mod tests {
     #[test]
     fn half_the_bytes_and_not_json() {
         let reply = frame(RESULT);
-        let out = sent(&apply(Reply {
-            frame: &reply,
-            request: None,
-        }));
+        let out = sent(&apply(Reply { frame: &reply, request: None }));
         assert_eq!(out[0].bytes().len(), RESULT.len() / 2);
         assert_eq!(out[0].kind(), &Kind::Unparsable);
     }

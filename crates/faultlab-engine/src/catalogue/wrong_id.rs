@@ -34,10 +34,7 @@ mod tests {
     #[test]
     fn the_id_changes_and_nothing_else() {
         let reply = frame(RESULT);
-        let out = sent(&apply(Reply {
-            frame: &reply,
-            request: None,
-        }));
+        let out = sent(&apply(Reply { frame: &reply, request: None }));
         let mut value = out[0].value().unwrap().clone();
         assert_eq!(value["id"], "7-wrong");
         value["id"] = 7.into();

@@ -43,11 +43,7 @@ pub struct Exchange {
 impl Exchange {
     pub fn new(request: &Frame, engine: Arc<Engine>, shutdown: &CancellationToken) -> Self {
         Self {
-            request_id: if is_request(request) {
-                request.id().cloned()
-            } else {
-                None
-            },
+            request_id: if is_request(request) { request.id().cloned() } else { None },
             // The engine's recorder already carries the exchange's scope (`http` or `session:<id>`).
             recorder: engine.recorder().clone(),
             engine,
@@ -76,11 +72,7 @@ pub async fn wrap(response: Response, exchange: Exchange) -> Response {
     if exchange.request_id.is_none() {
         return finish_plain(response, exchange);
     }
-    let content_type = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("");
+    let content_type = response.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
     if content_type.starts_with("application/json") {
         json(response, exchange).await
     } else if content_type.starts_with("text/event-stream") {
@@ -98,18 +90,10 @@ fn finish_plain(response: Response, exchange: Exchange) -> Response {
 
 async fn json(response: Response, exchange: Exchange) -> Response {
     let (mut parts, inner) = response.into_parts();
-    let bytes = match http_body_util::Limited::new(inner, MAX_JSON_BODY_BYTES)
-        .collect()
-        .await
-    {
+    let bytes = match http_body_util::Limited::new(inner, MAX_JSON_BODY_BYTES).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(_) => {
-            return rpc_error(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                -32603,
-                "response body unreadable",
-                None,
-            );
+            return rpc_error(StatusCode::INTERNAL_SERVER_ERROR, -32603, "response body unreadable", None);
         }
     };
     let frame = Frame::parse(bytes);
@@ -120,14 +104,7 @@ async fn json(response: Response, exchange: Exchange) -> Response {
             close_if_lost(&exchange);
             Response::from_parts(parts, Body::from(out.clone()))
         }
-        [
-            WireAction::HttpStatus {
-                status,
-                retry_after_sec,
-                body,
-            },
-            ..,
-        ] => {
+        [WireAction::HttpStatus { status, retry_after_sec, body }, ..] => {
             close_if_lost(&exchange);
             status_response(*status, *retry_after_sec, body.clone())
         }
@@ -137,10 +114,7 @@ async fn json(response: Response, exchange: Exchange) -> Response {
             outlet.send(actions.iter().flat_map(|a| render::sse(a, None)).collect());
             drop(outlet);
             parts.headers.remove(header::CONTENT_LENGTH);
-            parts.headers.insert(
-                header::CONTENT_TYPE,
-                HeaderValue::from_static("text/event-stream"),
-            );
+            parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
             Response::from_parts(parts, writer(queue, exchange))
         }
     }
@@ -156,29 +130,11 @@ async fn sse(response: Response, exchange: Exchange) -> Response {
     let (outlet, queue) = Outlet::new();
     let finish = CancellationToken::new();
     if let (Some((session, _)), Some(id)) = (&exchange.session, &exchange.request_id) {
-        session.link_stream(
-            id.clone(),
-            StreamLink {
-                outlet: outlet.clone(),
-                finish: finish.clone(),
-            },
-        );
+        session.link_stream(id.clone(), StreamLink { outlet: outlet.clone(), finish: finish.clone() });
     }
     let (head_tx, head_rx) = oneshot::channel();
-    let unlink = exchange
-        .session
-        .as_ref()
-        .map(|(s, _)| s.clone())
-        .zip(exchange.request_id.clone());
-    tokio::spawn(pump(
-        inner,
-        exchange.engine.clone(),
-        outlet,
-        head_tx,
-        finish,
-        exchange.shutdown.clone(),
-        unlink,
-    ));
+    let unlink = exchange.session.as_ref().map(|(s, _)| s.clone()).zip(exchange.request_id.clone());
+    tokio::spawn(pump(inner, exchange.engine.clone(), outlet, head_tx, finish, exchange.shutdown.clone(), unlink));
     match head_rx.await {
         Ok(Head::Status(response)) => {
             close_if_lost(&exchange);
@@ -218,11 +174,7 @@ async fn pump(
             _ => true,
         };
         loop {
-            let event = if at_end {
-                decoder.decode_eof(&mut buf)
-            } else {
-                decoder.decode(&mut buf)
-            };
+            let event = if at_end { decoder.decode_eof(&mut buf) } else { decoder.decode(&mut buf) };
             let Ok(Some(event)) = event else { break };
             if !forward(event, &engine, &outlet, &mut head) {
                 break 'read;
@@ -241,12 +193,7 @@ async fn pump(
 }
 
 /// Queues one event (changed or not). False when the response has been replaced by an HTTP status.
-fn forward(
-    event: SseEvent,
-    engine: &Engine,
-    outlet: &Outlet,
-    head: &mut Option<oneshot::Sender<Head>>,
-) -> bool {
+fn forward(event: SseEvent, engine: &Engine, outlet: &Outlet, head: &mut Option<oneshot::Sender<Head>>) -> bool {
     let Some(data) = event.data.as_deref().filter(|d| !d.is_empty()) else {
         outlet.send(vec![Step::Write(event.raw)]);
         return true;
@@ -255,23 +202,11 @@ fn forward(
     let actions = engine.outbound(&frame);
     let steps: Vec<Step> = match actions.as_slice() {
         [WireAction::Send(out)] if out == frame.bytes() => vec![Step::Write(event.raw.clone())],
-        _ => actions
-            .iter()
-            .flat_map(|a| render::sse(a, event.id.as_deref()))
-            .collect(),
+        _ => actions.iter().flat_map(|a| render::sse(a, event.id.as_deref())).collect(),
     };
     if let Some(first) = head.take() {
-        if let Some(Step::Status {
-            status,
-            retry_after_sec,
-            body,
-        }) = steps.first()
-        {
-            let _ = first.send(Head::Status(status_response(
-                *status,
-                *retry_after_sec,
-                body.clone(),
-            )));
+        if let Some(Step::Status { status, retry_after_sec, body }) = steps.first() {
+            let _ = first.send(Head::Status(status_response(*status, *retry_after_sec, body.clone())));
             return false;
         }
         let _ = first.send(Head::Stream);
@@ -307,9 +242,7 @@ fn writer(mut queue: mpsc::UnboundedReceiver<Batch>, exchange: Exchange) -> Body
                             request_id: request_id.clone(),
                             detail: Some("http: aborting the response stream".into()),
                         });
-                        let _ = tx
-                            .send(Err(std::io::Error::other("faultlab: disconnect fault")))
-                            .await;
+                        let _ = tx.send(Err(std::io::Error::other("faultlab: disconnect fault"))).await;
                         exchange.recorder.record(Event::Transport {
                             outcome: TransportEventKind::Closed,
                             request_id,
@@ -329,9 +262,7 @@ fn writer(mut queue: mpsc::UnboundedReceiver<Batch>, exchange: Exchange) -> Body
         }
         close_if_lost(&exchange);
     });
-    let stream = futures::stream::unfold(rx, |mut rx| async move {
-        rx.recv().await.map(|item| (item, rx))
-    });
+    let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
     Body::from_stream(stream)
 }
 
@@ -352,15 +283,9 @@ fn status_response(status: u16, retry_after_sec: Option<u32>, body: Bytes) -> Re
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();
-    headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if status == StatusCode::UNAUTHORIZED {
-        headers.insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static("Bearer error=\"invalid_token\""),
-        );
+        headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer error=\"invalid_token\""));
     }
     if let Some(secs) = retry_after_sec {
         headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));

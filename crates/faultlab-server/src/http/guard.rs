@@ -5,17 +5,13 @@ use std::net::{IpAddr, Ipv4Addr};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum BindError {
-    #[error(
-        "--host {0} is a wildcard address; faultlab listens on loopback only (use 127.0.0.1, ::1 or localhost)"
-    )]
+    #[error("--host {0} is a wildcard address; faultlab listens on loopback only (use 127.0.0.1, ::1 or localhost)")]
     Wildcard(String),
     #[error(
         "--host {0} is not a loopback address; faultlab listens on loopback only (use 127.0.0.1, ::1 or localhost)"
     )]
     NotLoopback(String),
-    #[error(
-        "--host {0} is not an IP address or localhost; give a loopback address such as 127.0.0.1 or ::1"
-    )]
+    #[error("--host {0} is not an IP address or localhost; give a loopback address such as 127.0.0.1 or ::1")]
     NotAnAddress(String),
     #[error(
         "--path {0:?} must start with '/', have no query or fragment, use only URL-safe characters, and be at most 1024 bytes"
@@ -26,10 +22,7 @@ pub enum BindError {
 /// The address to bind for `--host`, refusing every spelling of the wildcard address and anything that is not
 /// loopback.
 pub fn bind_address(host: &str) -> Result<IpAddr, BindError> {
-    let bare = host
-        .strip_prefix('[')
-        .and_then(|h| h.strip_suffix(']'))
-        .unwrap_or(host);
+    let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);
     if bare.eq_ignore_ascii_case("localhost") {
         return Ok(IpAddr::V4(Ipv4Addr::LOCALHOST));
     }
@@ -37,9 +30,7 @@ pub fn bind_address(host: &str) -> Result<IpAddr, BindError> {
         Ok(ip) => ip,
         // Browsers and URL parsers accept shorthand IPv4 such as `0`, `0.0` or `0x7f.1`; a bind of `0` would be
         // a wildcard, so such spellings are resolved rather than passed on.
-        Err(_) => legacy_ipv4(bare)
-            .map(IpAddr::V4)
-            .ok_or_else(|| BindError::NotAnAddress(host.into()))?,
+        Err(_) => legacy_ipv4(bare).map(IpAddr::V4).ok_or_else(|| BindError::NotAnAddress(host.into()))?,
     };
     let ip = match ip {
         IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
@@ -75,11 +66,7 @@ fn legacy_ipv4(s: &str) -> Option<Ipv4Addr> {
 
 fn parse_part(p: &str) -> Option<u64> {
     if let Some(hex) = p.strip_prefix("0x").or_else(|| p.strip_prefix("0X")) {
-        return if hex.is_empty() {
-            Some(0)
-        } else {
-            u64::from_str_radix(hex, 16).ok()
-        };
+        return if hex.is_empty() { Some(0) } else { u64::from_str_radix(hex, 16).ok() };
     }
     if p.len() > 1 && p.starts_with('0') {
         return u64::from_str_radix(&p[1..], 8).ok();
@@ -101,10 +88,7 @@ pub fn endpoint_path(path: &str) -> Result<String, BindError> {
     let mut i = 0;
     while i < bytes.len() {
         match bytes[i] {
-            b'%' if i + 2 < bytes.len()
-                && bytes[i + 1].is_ascii_hexdigit()
-                && bytes[i + 2].is_ascii_hexdigit() =>
-            {
+            b'%' if i + 2 < bytes.len() && bytes[i + 1].is_ascii_hexdigit() && bytes[i + 2].is_ascii_hexdigit() => {
                 i += 3;
                 continue;
             }
@@ -138,17 +122,12 @@ impl AllowedHosts {
 
     /// `Host: name[:port]`.
     pub fn host_ok(&self, host: &str) -> bool {
-        self.names
-            .iter()
-            .any(|n| n.eq_ignore_ascii_case(strip_port(host)))
+        self.names.iter().any(|n| n.eq_ignore_ascii_case(strip_port(host)))
     }
 
     /// `Origin: scheme://name[:port]`; `null` and other schemes are refused.
     pub fn origin_ok(&self, origin: &str) -> bool {
-        let Some(rest) = origin
-            .strip_prefix("http://")
-            .or_else(|| origin.strip_prefix("https://"))
-        else {
+        let Some(rest) = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://")) else {
             return false;
         };
         !rest.contains('/') && self.host_ok(rest)
@@ -158,19 +137,11 @@ impl AllowedHosts {
 fn strip_port(authority: &str) -> &str {
     if authority.starts_with('[') {
         // [v6]:port or [v6]
-        return authority
-            .find(']')
-            .map_or(authority, |end| &authority[..=end]);
+        return authority.find(']').map_or(authority, |end| &authority[..=end]);
     }
     authority
         .rsplit_once(':')
-        .map_or(authority, |(host, port)| {
-            if port.bytes().all(|b| b.is_ascii_digit()) {
-                host
-            } else {
-                authority
-            }
-        })
+        .map_or(authority, |(host, port)| if port.bytes().all(|b| b.is_ascii_digit()) { host } else { authority })
 }
 
 #[cfg(test)]
@@ -179,47 +150,19 @@ mod tests {
 
     #[test]
     fn every_wildcard_spelling_is_refused() {
-        for host in [
-            "0.0.0.0",
-            "0",
-            "0.0",
-            "0.0.0.00",
-            "0x0",
-            "::",
-            "::0",
-            "0:0:0:0:0:0:0:0",
-            "[::]",
-            "::ffff:0.0.0.0",
-        ] {
-            assert!(
-                matches!(bind_address(host), Err(BindError::Wildcard(_))),
-                "{host}"
-            );
+        for host in ["0.0.0.0", "0", "0.0", "0.0.0.00", "0x0", "::", "::0", "0:0:0:0:0:0:0:0", "[::]", "::ffff:0.0.0.0"]
+        {
+            assert!(matches!(bind_address(host), Err(BindError::Wildcard(_))), "{host}");
         }
     }
 
     #[test]
     fn loopback_spellings_are_accepted_and_others_refused() {
-        for host in [
-            "127.0.0.1",
-            "localhost",
-            "LOCALHOST",
-            "::1",
-            "[::1]",
-            "127.1",
-            "0x7f.1",
-            "127.0.0.2",
-        ] {
+        for host in ["127.0.0.1", "localhost", "LOCALHOST", "::1", "[::1]", "127.1", "0x7f.1", "127.0.0.2"] {
             assert!(bind_address(host).is_ok(), "{host}");
         }
-        assert!(matches!(
-            bind_address("192.168.1.5"),
-            Err(BindError::NotLoopback(_))
-        ));
-        assert!(matches!(
-            bind_address("example.com"),
-            Err(BindError::NotAnAddress(_))
-        ));
+        assert!(matches!(bind_address("192.168.1.5"), Err(BindError::NotLoopback(_))));
+        assert!(matches!(bind_address("example.com"), Err(BindError::NotAnAddress(_))));
     }
 
     #[test]
@@ -234,15 +177,9 @@ mod tests {
     #[test]
     fn host_and_origin_checks() {
         let allowed = AllowedHosts::for_bind(IpAddr::V4(Ipv4Addr::LOCALHOST));
-        assert!(
-            allowed.host_ok("localhost:3000")
-                && allowed.host_ok("127.0.0.1")
-                && allowed.host_ok("[::1]:80")
-        );
+        assert!(allowed.host_ok("localhost:3000") && allowed.host_ok("127.0.0.1") && allowed.host_ok("[::1]:80"));
         assert!(!allowed.host_ok("evil.example") && !allowed.host_ok("evil.example:3000"));
-        assert!(
-            allowed.origin_ok("http://localhost:5173") && allowed.origin_ok("https://127.0.0.1")
-        );
+        assert!(allowed.origin_ok("http://localhost:5173") && allowed.origin_ok("https://127.0.0.1"));
         assert!(!allowed.origin_ok("http://evil.example") && !allowed.origin_ok("null"));
     }
 }

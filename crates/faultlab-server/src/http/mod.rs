@@ -30,9 +30,7 @@ use http_body_util::{BodyExt, Full, Limited};
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
-use rmcp::transport::streamable_http_server::{
-    SessionManager, StreamableHttpServerConfig, StreamableHttpService,
-};
+use rmcp::transport::streamable_http_server::{SessionManager, StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::{Value, json};
 use sessions::{Registry, SessionHandle};
 use std::sync::Arc;
@@ -107,9 +105,7 @@ where
         stateless: StreamableHttpService::new(
             move || Ok(stateless_make(TransportKind::HttpStateless)),
             Arc::new(NeverSessionManager::default()),
-            base.clone()
-                .with_legacy_session_mode(false)
-                .with_json_response(true),
+            base.clone().with_legacy_session_mode(false).with_json_response(true),
         ),
         sessions: StreamableHttpService::new(
             move || Ok(make(TransportKind::HttpSession)),
@@ -123,13 +119,9 @@ where
         options,
     });
     tokio::spawn(reclaim_idle(front.clone()));
-    let app = axum::Router::new()
-        .fallback(handle::<S>)
-        .with_state(front.clone());
+    let app = axum::Router::new().fallback(handle::<S>).with_state(front.clone());
     let stop = shutdown.clone();
-    let served = axum::serve(listener, app)
-        .with_graceful_shutdown(async move { stop.cancelled().await })
-        .await;
+    let served = axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await }).await;
     for id in front.registry.take_all() {
         let _ = front.manager.close_session(&Arc::from(id)).await;
     }
@@ -151,16 +143,10 @@ async fn reclaim_idle<S: ServerHandler>(front: Arc<Front<S>>) {
     }
 }
 
-async fn handle<S: ServerHandler>(
-    State(front): State<Arc<Front<S>>>,
-    request: Request,
-) -> Response {
+async fn handle<S: ServerHandler>(State(front): State<Arc<Front<S>>>, request: Request) -> Response {
     if front.shutdown.is_cancelled() {
-        let mut response =
-            (StatusCode::SERVICE_UNAVAILABLE, "Server shutting down").into_response();
-        response
-            .headers_mut()
-            .insert(header::CONNECTION, HeaderValue::from_static("close"));
+        let mut response = (StatusCode::SERVICE_UNAVAILABLE, "Server shutting down").into_response();
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
         return response;
     }
     if request.uri().path() != front.options.path {
@@ -177,26 +163,16 @@ async fn handle<S: ServerHandler>(
         );
     }
     if let Some(origin) = headers.get(header::ORIGIN)
-        && !origin
-            .to_str()
-            .is_ok_and(|o| front.options.allowed_hosts.origin_ok(o))
+        && !origin.to_str().is_ok_and(|o| front.options.allowed_hosts.origin_ok(o))
     {
-        return rpc_error(
-            StatusCode::FORBIDDEN,
-            -32600,
-            "Forbidden: Origin is not an allowed loopback origin",
-            None,
-        );
+        return rpc_error(StatusCode::FORBIDDEN, -32600, "Forbidden: Origin is not an allowed loopback origin", None);
     }
     match *request.method() {
         Method::POST => post(front, request).await,
         Method::GET | Method::DELETE => get_or_delete(front, request).await,
         _ => {
-            let mut response =
-                (StatusCode::METHOD_NOT_ALLOWED, "Method not allowed").into_response();
-            response
-                .headers_mut()
-                .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+            let mut response = (StatusCode::METHOD_NOT_ALLOWED, "Method not allowed").into_response();
+            response.headers_mut().insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
             response
         }
     }
@@ -204,26 +180,16 @@ async fn handle<S: ServerHandler>(
 
 async fn post<S: ServerHandler>(front: Arc<Front<S>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    let bytes = match Limited::new(body, front.options.max_body_bytes)
-        .collect()
-        .await
-    {
+    let bytes = match Limited::new(body, front.options.max_body_bytes).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(_) => {
-            let message = format!(
-                "Request body exceeds {} bytes",
-                front.options.max_body_bytes
-            );
+            let message = format!("Request body exceeds {} bytes", front.options.max_body_bytes);
             return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, &message, None);
         }
     };
     let frame = Frame::parse(bytes.clone());
     let id_value = frame.id().map(|id| id.to_value());
-    if let Some(session_id) = parts
-        .headers
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-    {
+    if let Some(session_id) = parts.headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
         let Some(session) = front.registry.get(session_id) else {
             return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found", id_value);
         };
@@ -233,8 +199,7 @@ async fn post<S: ServerHandler>(front: Arc<Front<S>>, request: Request) -> Respo
         {
             // A cancel released a late response: it goes on the stream of the request it answers, which then
             // ends, since that request has had its reply.
-            link.outlet
-                .send(actions.iter().flat_map(|a| render::sse(a, None)).collect());
+            link.outlet.send(actions.iter().flat_map(|a| render::sse(a, None)).collect());
             session.unlink_stream(&id);
             link.finish.cancel();
         }
@@ -253,40 +218,23 @@ async fn post<S: ServerHandler>(front: Arc<Front<S>>, request: Request) -> Respo
     }
     if frame.method() == Some("initialize") {
         let Some(reservation) = front.registry.reserve() else {
-            return rpc_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                -32603,
-                "Too many active sessions",
-                id_value,
-            );
+            return rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32603, "Too many active sessions", id_value);
         };
         let response = call(&front.sessions, parts, bytes, None).await;
-        if let Some(id) = response
-            .headers()
-            .get(SESSION_HEADER)
-            .and_then(|v| v.to_str().ok())
-        {
+        if let Some(id) = response.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
             front.registry.commit(reservation, id.to_owned());
         }
         return response;
     }
     let engine = Arc::new(Engine::new(front.recorder.scoped("http")));
     engine.inbound(&frame);
-    let scope = Scope {
-        engine: engine.clone(),
-        transport: TransportKind::HttpStateless,
-        session: None,
-    };
+    let scope = Scope { engine: engine.clone(), transport: TransportKind::HttpStateless, session: None };
     let response = call(&front.stateless, parts, bytes, Some(scope)).await;
     body::wrap(response, Exchange::new(&frame, engine, &front.shutdown)).await
 }
 
 async fn get_or_delete<S: ServerHandler>(front: Arc<Front<S>>, request: Request) -> Response {
-    let session_id = request
-        .headers()
-        .get(SESSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_owned);
+    let session_id = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
     let Some(session_id) = session_id else {
         // Without a session there is nothing to stream or end: the stateless service answers 405.
         let (parts, _) = request.into_parts();
@@ -313,12 +261,7 @@ async fn get_or_delete<S: ServerHandler>(front: Arc<Front<S>>, request: Request)
 }
 
 /// Hands a request to an rmcp service, with the request's scope in its extensions for the tool handlers.
-async fn call<Svc>(
-    service: &Svc,
-    parts: http::request::Parts,
-    bytes: Bytes,
-    scope: Option<Scope>,
-) -> Response
+async fn call<Svc>(service: &Svc, parts: http::request::Parts, bytes: Bytes, scope: Option<Scope>) -> Response
 where
     Svc: tower::Service<http::Request<Full<Bytes>>, Error = std::convert::Infallible> + Clone,
     Svc::Response: IntoResponse,
@@ -334,18 +277,10 @@ where
 }
 
 /// A JSON-RPC error as an HTTP response (the id is `null` when the request's id could not be read).
-pub(crate) fn rpc_error(
-    status: StatusCode,
-    code: i64,
-    message: &str,
-    id: Option<Value>,
-) -> Response {
+pub(crate) fn rpc_error(status: StatusCode, code: i64, message: &str, id: Option<Value>) -> Response {
     let body = json!({"jsonrpc": "2.0", "id": id.unwrap_or(Value::Null), "error": {"code": code, "message": message}});
     let mut response = (status, body.to_string()).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
 

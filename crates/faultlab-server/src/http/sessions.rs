@@ -139,12 +139,7 @@ pub struct Reservation {
 
 impl Registry {
     pub fn new(max_sessions: usize, recorder: Recorder) -> Arc<Self> {
-        Arc::new(Self {
-            sessions: Mutex::default(),
-            reserved: AtomicUsize::new(0),
-            max_sessions,
-            recorder,
-        })
+        Arc::new(Self { sessions: Mutex::default(), reserved: AtomicUsize::new(0), max_sessions, recorder })
     }
 
     /// Holds a place for a new session, or `None` when the cap is reached.
@@ -155,10 +150,7 @@ impl Registry {
             return None;
         }
         self.reserved.fetch_add(1, Ordering::SeqCst);
-        Some(Reservation {
-            registry: self.clone(),
-            committed: false,
-        })
+        Some(Reservation { registry: self.clone(), committed: false })
     }
 
     /// Turns a reservation into a registered session with the id rmcp minted.
@@ -205,10 +197,7 @@ impl Registry {
         let mut sessions = lock(&self.sessions);
         let idle_ids: Vec<String> = sessions
             .values()
-            .filter(|s| {
-                s.active.load(Ordering::SeqCst) == 0
-                    && now.duration_since(*lock(&s.last_active)) >= idle
-            })
+            .filter(|s| s.active.load(Ordering::SeqCst) == 0 && now.duration_since(*lock(&s.last_active)) >= idle)
             .map(|s| s.id.clone())
             .collect();
         for id in &idle_ids {
@@ -249,10 +238,7 @@ mod tests {
         let c = registry.reserve().unwrap();
         registry.commit(c, "s1".into());
         assert_eq!(registry.len(), 1);
-        assert!(
-            registry.reserve().is_none(),
-            "one session and one reservation fill a cap of 2"
-        );
+        assert!(registry.reserve().is_none(), "one session and one reservation fill a cap of 2");
     }
 
     #[test]
@@ -264,10 +250,7 @@ mod tests {
         handle.lose(LossActivation::AfterResponse).unwrap();
         assert!(registry.get("s1").is_none());
         assert!(registry.get("s2").is_some() && !other.is_lost());
-        assert_eq!(
-            handle.lose(LossActivation::DuringRequest),
-            Err(LossError::AlreadyLost)
-        );
+        assert_eq!(handle.lose(LossActivation::DuringRequest), Err(LossError::AlreadyLost));
     }
 
     #[tokio::test(start_paused = true)]

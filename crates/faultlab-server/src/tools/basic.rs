@@ -25,14 +25,10 @@ impl FaultServer {
     #[tool(description = "Check whether the MCP server is responsive.")]
     async fn ping(&self) -> Result<CallToolResult, ErrorData> {
         let timestamp = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
-        Ok(text_result(
-            json!({"status": "ok", "timestamp": timestamp}).to_string(),
-        ))
+        Ok(text_result(json!({"status": "ok", "timestamp": timestamp}).to_string()))
     }
 
-    #[tool(
-        description = "Answer after delayMs milliseconds (0 to 30000). Cancelling the request stops the wait."
-    )]
+    #[tool(description = "Answer after delayMs milliseconds (0 to 30000). Cancelling the request stops the wait.")]
     async fn delay(
         &self,
         Parameters(args): Parameters<DelayArgs>,
@@ -49,23 +45,16 @@ impl FaultServer {
         }
     }
 
-    #[tool(
-        description = "Never answer. The request stays open until the client cancels it or gives up."
-    )]
+    #[tool(description = "Never answer. The request stays open until the client cancels it or gives up.")]
     async fn hang(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
         ctx.ct.cancelled().await;
         // Nobody reads this: rmcp drops responses to cancelled requests. It exists so the handler ends.
         Ok(tool_error("The request was cancelled."))
     }
 
-    #[tool(
-        description = "Drop the connection instead of answering. stdio: the server closes stdout and exits. \
-                          HTTP: this response stream is aborted; the server keeps listening."
-    )]
-    async fn disconnect(
-        &self,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    #[tool(description = "Drop the connection instead of answering. stdio: the server closes stdout and exits. \
+                          HTTP: this response stream is aborted; the server keeps listening.")]
+    async fn disconnect(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
         self.arm_own_response(&ctx, FaultKind::Disconnect, "transport disconnected".into())
     }
 }

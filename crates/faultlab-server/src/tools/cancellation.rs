@@ -12,20 +12,13 @@ pub const LATE_RESPONSE_DEADLINE: Duration = Duration::from_secs(5);
 
 #[tool_router(router = cancellation_router, vis = "pub(super)")]
 impl FaultServer {
-    #[tool(
-        description = "Wait for this request to be cancelled, then send a result for it anyway. Sends one \
+    #[tool(description = "Wait for this request to be cancelled, then send a result for it anyway. Sends one \
                           progress notification first if the request asked for progress. Fails if no cancellation \
-                          arrives within 5 seconds."
-    )]
-    async fn response_after_cancellation(
-        &self,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+                          arrives within 5 seconds.")]
+    async fn response_after_cancellation(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
         let scope = self.scope(&ctx)?;
         if ctx.ct.is_cancelled() {
-            return Ok(tool_error(
-                "The request was already cancelled before the fault could be armed.",
-            ));
+            return Ok(tool_error("The request was already cancelled before the fault could be armed."));
         }
         let id = request_id(&ctx);
         // The wire layer writes the late result itself when it sees the cancel go by: rmcp would drop any

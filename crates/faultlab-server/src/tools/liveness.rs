@@ -3,14 +3,9 @@
 use super::{FaultServer, check_range, request_id, tool_error};
 use crate::scope::TransportKind;
 use faultlab_engine::FaultKind;
-use faultlab_engine::recorder::{
-    Event, PingOutcome, PingResult, TransportEventKind, TransportOutcome,
-};
+use faultlab_engine::recorder::{Event, PingOutcome, PingResult, TransportEventKind, TransportOutcome};
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{
-    CallToolResult, ClientResult, ContentBlock, ErrorCode, PingRequest, ProtocolVersion,
-    ServerRequest,
-};
+use rmcp::model::{CallToolResult, ClientResult, ContentBlock, ErrorCode, PingRequest, ProtocolVersion, ServerRequest};
 use rmcp::service::{PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{ErrorData, RoleServer, schemars, tool, tool_router};
 use serde::Deserialize;
@@ -38,12 +33,10 @@ pub struct LivenessArgs {
 
 #[tool_router(router = liveness_router, vis = "pub(super)")]
 impl FaultServer {
-    #[tool(
-        description = "After pingAfterMs, send the client one JSON-RPC ping related to this request and wait \
+    #[tool(description = "After pingAfterMs, send the client one JSON-RPC ping related to this request and wait \
                           livenessTimeoutMs for the answer. Outcomes: success, unsupported (2026-07-28 has no \
                           ping), invalid_response, timeout. With closeOnFailure, a failed ping closes this \
-                          request's transport where that is possible."
-    )]
+                          request's transport where that is possible.")]
     async fn protocol_ping_liveness(
         &self,
         Parameters(args): Parameters<LivenessArgs>,
@@ -79,12 +72,7 @@ impl FaultServer {
             if !wait(&ctx, args.completion_delay_ms).await {
                 return Ok(tool_error("The request was cancelled."));
             }
-            return Ok(report(
-                "protocol_ping_succeeded",
-                ping,
-                TransportEventKind::Retained,
-                false,
-            ));
+            return Ok(report("protocol_ping_succeeded", ping, TransportEventKind::Retained, false));
         }
         if transport == TransportEventKind::ClosureRequested {
             // The wire layer aborts this response instead of sending it and records `closed`.
@@ -94,19 +82,9 @@ impl FaultServer {
                     request_id: None,
                     detail: Some(err.to_string()),
                 });
-                return Ok(report(
-                    "protocol_ping_failed",
-                    ping,
-                    TransportEventKind::CloseFailed,
-                    true,
-                ));
+                return Ok(report("protocol_ping_failed", ping, TransportEventKind::CloseFailed, true));
             }
-            return Ok(report(
-                "protocol_ping_failed",
-                ping,
-                TransportEventKind::Closed,
-                true,
-            ));
+            return Ok(report("protocol_ping_failed", ping, TransportEventKind::Closed, true));
         }
         Ok(report("protocol_ping_failed", ping, transport, true))
     }
@@ -122,18 +100,11 @@ async fn wait(ctx: &RequestContext<RoleServer>, ms: u64) -> bool {
 
 async fn ping_client(ctx: &RequestContext<RoleServer>, timeout: Duration) -> PingResult {
     // 2026-07-28 removed ping and forbids server-to-client requests; there is nothing to send.
-    if ctx
-        .protocol_version()
-        .is_some_and(|v| !v.has_initialize() || v == ProtocolVersion::V_2026_07_28)
-    {
+    if ctx.protocol_version().is_some_and(|v| !v.has_initialize() || v == ProtocolVersion::V_2026_07_28) {
         return PingResult::Unsupported;
     }
     let request = ServerRequest::PingRequest(PingRequest::default());
-    let handle = match ctx
-        .peer
-        .send_cancellable_request(request, PeerRequestOptions::with_timeout(timeout))
-        .await
-    {
+    let handle = match ctx.peer.send_cancellable_request(request, PeerRequestOptions::with_timeout(timeout)).await {
         Ok(handle) => handle,
         Err(err) => return classify(err),
     };
@@ -147,24 +118,13 @@ async fn ping_client(ctx: &RequestContext<RoleServer>, timeout: Duration) -> Pin
 fn classify(err: ServiceError) -> PingResult {
     match err {
         ServiceError::Timeout { .. } => PingResult::Timeout,
-        ServiceError::McpError(e) if e.code == ErrorCode::METHOD_NOT_FOUND => {
-            PingResult::Unsupported
-        }
+        ServiceError::McpError(e) if e.code == ErrorCode::METHOD_NOT_FOUND => PingResult::Unsupported,
         _ => PingResult::InvalidResponse,
     }
 }
 
-fn report(
-    status: &str,
-    ping: PingResult,
-    transport: TransportEventKind,
-    is_error: bool,
-) -> CallToolResult {
+fn report(status: &str, ping: PingResult, transport: TransportEventKind, is_error: bool) -> CallToolResult {
     let body = json!({"status": status, "protocolPing": {"outcome": ping}, "transport": {"outcome": transport}});
     let content = vec![ContentBlock::text(body.to_string())];
-    if is_error {
-        CallToolResult::error(content)
-    } else {
-        CallToolResult::success(content)
-    }
+    if is_error { CallToolResult::error(content) } else { CallToolResult::success(content) }
 }

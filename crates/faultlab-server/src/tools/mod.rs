@@ -35,18 +35,12 @@ pub struct FaultServer {
 impl FaultServer {
     /// A server for one stdio connection.
     pub fn stdio(scope: Scope) -> Self {
-        Self {
-            router: Self::router_for(TransportKind::Stdio),
-            scope: Some(scope),
-        }
+        Self { router: Self::router_for(TransportKind::Stdio), scope: Some(scope) }
     }
 
     /// A server for HTTP requests of `transport` kind; each request's scope comes from its extensions.
     pub fn http(transport: TransportKind) -> Self {
-        Self {
-            router: Self::router_for(transport),
-            scope: None,
-        }
+        Self { router: Self::router_for(transport), scope: None }
     }
 
     fn router_for(transport: TransportKind) -> ToolRouter<Self> {
@@ -97,17 +91,9 @@ pub(crate) fn arm_own_response(
 #[tool_handler(router = self.router)]
 impl ServerHandler for FaultServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_tool_list_changed()
-                .build(),
-        )
-        .with_server_info(Implementation::new(
-            crate::SERVER_NAME,
-            env!("CARGO_PKG_VERSION"),
-        ))
-        .with_instructions("MCP Failure Lab: every tool fails on purpose, in a documented way.")
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
+            .with_server_info(Implementation::new(crate::SERVER_NAME, env!("CARGO_PKG_VERSION")))
+            .with_instructions("MCP Failure Lab: every tool fails on purpose, in a documented way.")
     }
 }
 

@@ -18,10 +18,8 @@ pub struct SessionLossArgs {
 
 #[tool_router(router = session_router, vis = "pub(super)")]
 impl FaultServer {
-    #[tool(
-        description = "Lose this legacy HTTP session: it leaves the registry at once, its id is never reused, \
-                          and later requests with it get 404 (JSON-RPC -32001). Other sessions are unaffected."
-    )]
+    #[tool(description = "Lose this legacy HTTP session: it leaves the registry at once, its id is never reused, \
+                          and later requests with it get 404 (JSON-RPC -32001). Other sessions are unaffected.")]
     async fn session_loss(
         &self,
         Parameters(args): Parameters<SessionLossArgs>,
@@ -29,18 +27,14 @@ impl FaultServer {
     ) -> Result<CallToolResult, ErrorData> {
         let scope = self.scope(&ctx)?;
         let Some(session) = scope.session else {
-            return Ok(tool_error(
-                "session_loss requires a 2025-11-25 HTTP session.",
-            ));
+            return Ok(tool_error("session_loss requires a 2025-11-25 HTTP session."));
         };
         if let Err(err) = session.lose(args.activation) {
             return Ok(tool_error(err.to_string()));
         }
         let text = format!("session loss activated {}", args.activation.as_str());
         match args.activation {
-            LossActivation::DuringRequest => {
-                self.arm_own_response(&ctx, FaultKind::Disconnect, text)
-            }
+            LossActivation::DuringRequest => self.arm_own_response(&ctx, FaultKind::Disconnect, text),
             LossActivation::AfterResponse => Ok(text_result(text)),
         }
     }

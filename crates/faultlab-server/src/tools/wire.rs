@@ -57,35 +57,20 @@ const MAX_RETRY_AFTER_SEC: u64 = 86_400;
 
 #[tool_router(router = wire_router, vis = "pub(super)")]
 impl FaultServer {
-    #[tool(
-        description = "Answer with valid JSON that is invalid JSON-RPC: variant missing-jsonrpc, \
-                          invalid-jsonrpc-version or result-with-error. Only this response is changed."
-    )]
+    #[tool(description = "Answer with valid JSON that is invalid JSON-RPC: variant missing-jsonrpc, \
+                          invalid-jsonrpc-version or result-with-error. Only this response is changed.")]
     async fn malformed_message(
         &self,
         Parameters(args): Parameters<MalformedArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let text = json!({"status": "fault-activated", "variant": args.variant}).to_string();
-        self.arm_own_response(
-            &ctx,
-            FaultKind::Malformed {
-                variant: args.variant,
-            },
-            text,
-        )
+        self.arm_own_response(&ctx, FaultKind::Malformed { variant: args.variant }, text)
     }
 
     #[tool(description = "Send this response twice, with the same id.")]
-    async fn duplicate_response(
-        &self,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.arm_own_response(
-            &ctx,
-            FaultKind::Duplicate,
-            "duplicate response activated".into(),
-        )
+    async fn duplicate_response(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+        self.arm_own_response(&ctx, FaultKind::Duplicate, "duplicate response activated".into())
     }
 
     #[tool(description = "Answer with an id that no request used.")]
@@ -94,50 +79,27 @@ impl FaultServer {
     }
 
     #[tool(description = "Answer without an id.")]
-    async fn missing_id(
-        &self,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
+    async fn missing_id(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
         self.arm_own_response(&ctx, FaultKind::MissingId, "missing id activated".into())
     }
 
     #[tool(description = "Send only the first half of this response's bytes, then end the frame.")]
-    async fn truncated_response(
-        &self,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.arm_own_response(
-            &ctx,
-            FaultKind::Truncated,
-            "truncated response activated".into(),
-        )
+    async fn truncated_response(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+        self.arm_own_response(&ctx, FaultKind::Truncated, "truncated response activated".into())
     }
 
     #[tool(description = "Write a line that is not JSON before this response.")]
-    async fn non_json_line(
-        &self,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.arm_own_response(
-            &ctx,
-            FaultKind::NonJsonLine,
-            "non-JSON line activated".into(),
-        )
+    async fn non_json_line(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+        self.arm_own_response(&ctx, FaultKind::NonJsonLine, "non-JSON line activated".into())
     }
 
-    #[tool(
-        description = "Frame this response unusually: style crlf (CRLF line ending) or bom (byte-order mark)."
-    )]
+    #[tool(description = "Frame this response unusually: style crlf (CRLF line ending) or bom (byte-order mark).")]
     async fn framing(
         &self,
         Parameters(args): Parameters<FramingArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.arm_own_response(
-            &ctx,
-            FaultKind::Framing { style: args.style },
-            "framing activated".into(),
-        )
+        self.arm_own_response(&ctx, FaultKind::Framing { style: args.style }, "framing activated".into())
     }
 
     #[tool(description = "Pad this response with `bytes` bytes of text content (1 to 67108864).")]
@@ -149,9 +111,7 @@ impl FaultServer {
         if let Err(error) = check_range("bytes", args.bytes, 1, MAX_OVERSIZED_BYTES as u64) {
             return Ok(tool_error(error));
         }
-        let fault = FaultKind::Oversized {
-            bytes: args.bytes as usize,
-        };
+        let fault = FaultKind::Oversized { bytes: args.bytes as usize };
         self.arm_own_response(&ctx, fault, "oversized response activated".into())
     }
 
@@ -164,27 +124,16 @@ impl FaultServer {
         if let Err(error) = check_range("parts", args.parts, 2, u64::from(MAX_SPLIT_PARTS)) {
             return Ok(tool_error(error));
         }
-        let fault = FaultKind::SplitWrite {
-            parts: args.parts as u8,
-        };
+        let fault = FaultKind::SplitWrite { parts: args.parts as u8 };
         self.arm_own_response(&ctx, fault, "split response activated".into())
     }
 
     #[tool(description = "Send a progress notification for this request after its result.")]
-    async fn progress_after_result(
-        &self,
-        ctx: RequestContext<RoleServer>,
-    ) -> Result<CallToolResult, ErrorData> {
-        self.arm_own_response(
-            &ctx,
-            FaultKind::ProgressAfterResult,
-            "progress after result activated".into(),
-        )
+    async fn progress_after_result(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+        self.arm_own_response(&ctx, FaultKind::ProgressAfterResult, "progress after result activated".into())
     }
 
-    #[tool(
-        description = "Send `count` notifications/tools/list_changed before this response (1 to 10000)."
-    )]
+    #[tool(description = "Send `count` notifications/tools/list_changed before this response (1 to 10000).")]
     async fn list_changed_storm(
         &self,
         Parameters(args): Parameters<StormArgs>,
@@ -193,35 +142,23 @@ impl FaultServer {
         if let Err(error) = check_range("count", args.count, 1, u64::from(MAX_STORM_COUNT)) {
             return Ok(tool_error(error));
         }
-        let fault = FaultKind::ListChangedStorm {
-            count: args.count as u32,
-        };
+        let fault = FaultKind::ListChangedStorm { count: args.count as u32 };
         self.arm_own_response(&ctx, fault, "list_changed storm activated".into())
     }
 
-    #[tool(
-        description = "Answer this request with an HTTP error status (401, 403, 404, 429, 500 or 503) and a \
-                          JSON-RPC error body; 429 and 503 carry Retry-After when retryAfterSec is given."
-    )]
+    #[tool(description = "Answer this request with an HTTP error status (401, 403, 404, 429, 500 or 503) and a \
+                          JSON-RPC error body; 429 and 503 carry Retry-After when retryAfterSec is given.")]
     async fn http_status(
         &self,
         Parameters(args): Parameters<HttpStatusArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         if let Some(secs) = args.retry_after_sec
-            && let Err(error) =
-                check_range("retryAfterSec", u64::from(secs), 0, MAX_RETRY_AFTER_SEC)
+            && let Err(error) = check_range("retryAfterSec", u64::from(secs), 0, MAX_RETRY_AFTER_SEC)
         {
             return Ok(tool_error(error));
         }
-        let fault = FaultKind::HttpStatus {
-            status: args.status,
-            retry_after_sec: args.retry_after_sec,
-        };
-        self.arm_own_response(
-            &ctx,
-            fault,
-            format!("http status {} activated", args.status),
-        )
+        let fault = FaultKind::HttpStatus { status: args.status, retry_after_sec: args.retry_after_sec };
+        self.arm_own_response(&ctx, fault, format!("http status {} activated", args.status))
     }
 }

@@ -4,15 +4,11 @@ use crate::util::*;
 use proptest::prelude::*;
 use serde_json::json;
 
-const VALID: &str =
-    r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ping","arguments":{}}}"#;
+const VALID: &str = r#"{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"ping","arguments":{}}}"#;
 
 fn garbage_line() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
-        proptest::collection::vec(
-            any::<u8>().prop_filter("no newline", |b| *b != b'\n'),
-            0..200
-        ),
+        proptest::collection::vec(any::<u8>().prop_filter("no newline", |b| *b != b'\n'), 0..200),
         (0usize..VALID.len()).prop_map(|cut| VALID.as_bytes()[..cut].to_vec()),
         Just(br#"{"jsonrpc":"2.0","id":null,"result":{}}"#.to_vec()),
         Just(br#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#.to_vec()),

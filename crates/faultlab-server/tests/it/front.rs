@@ -8,46 +8,22 @@ async fn path_host_origin_method_and_size_checks() {
     let server = HttpServer::start().await;
     let ping = call(1, "ping", json!({}), Some(modern_meta()));
 
-    let wrong_path = server
-        .http
-        .post(format!("http://{}/other", server.addr))
-        .body("{}")
-        .send()
-        .await
-        .unwrap();
+    let wrong_path = server.http.post(format!("http://{}/other", server.addr)).body("{}").send().await.unwrap();
     assert_eq!(wrong_path.status(), 404);
 
-    let (status, _, body) = exchange(
-        server
-            .post_modern_call(1, "ping", json!({}))
-            .header("host", "evil.example"),
-    )
-    .await;
+    let (status, _, body) =
+        exchange(server.post_modern_call(1, "ping", json!({})).header("host", "evil.example")).await;
     assert_eq!(status, 403);
     assert!(String::from_utf8_lossy(&body.unwrap()).contains("Host"));
 
-    let (status, _, _) = exchange(
-        server
-            .post_modern_call(1, "ping", json!({}))
-            .header("origin", "http://evil.example"),
-    )
-    .await;
+    let (status, _, _) =
+        exchange(server.post_modern_call(1, "ping", json!({})).header("origin", "http://evil.example")).await;
     assert_eq!(status, 403);
-    let (status, _, _) = exchange(
-        server
-            .post_modern_call(1, "ping", json!({}))
-            .header("origin", "http://localhost:8080"),
-    )
-    .await;
+    let (status, _, _) =
+        exchange(server.post_modern_call(1, "ping", json!({})).header("origin", "http://localhost:8080")).await;
     assert_eq!(status, 200, "a loopback origin is allowed");
 
-    let put = server
-        .http
-        .put(&server.url)
-        .body(ping.to_string())
-        .send()
-        .await
-        .unwrap();
+    let put = server.http.put(&server.url).body(ping.to_string()).send().await.unwrap();
     assert_eq!(put.status(), 405);
 
     let huge = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
@@ -59,14 +35,10 @@ async fn path_host_origin_method_and_size_checks() {
 #[tokio::test]
 async fn an_unknown_session_is_404_with_json_rpc_error() {
     let server = HttpServer::start().await;
-    let (status, _, body) =
-        exchange(server.post(&call(7, "ping", json!({}), None), Some("no-such-session"))).await;
+    let (status, _, body) = exchange(server.post(&call(7, "ping", json!({}), None), Some("no-such-session"))).await;
     assert_eq!(status, 404);
     let error: serde_json::Value = serde_json::from_slice(&body.unwrap()).unwrap();
-    assert_eq!(
-        (error["id"].clone(), error["error"]["code"].clone()),
-        (json!(7), json!(-32001))
-    );
+    assert_eq!((error["id"].clone(), error["error"]["code"].clone()), (json!(7), json!(-32001)));
 }
 
 #[tokio::test]
@@ -74,19 +46,11 @@ async fn shutdown_refuses_new_requests_and_ends_the_server() {
     let mut server = HttpServer::start().await;
     let sid = server.open_session().await;
     // A request held open must not keep the server from stopping.
-    let hanging = server
-        .post(&call(2, "hang", json!({}), None), Some(&sid))
-        .send();
+    let hanging = server.post(&call(2, "hang", json!({}), None), Some(&sid)).send();
     let hanging = tokio::spawn(hanging);
     server.shutdown.cancel();
-    within("server shutdown", &mut server.task)
-        .await
-        .unwrap()
-        .unwrap();
+    within("server shutdown", &mut server.task).await.unwrap().unwrap();
     let after = server.post_modern_call(3, "ping", json!({})).send().await;
-    assert!(
-        after.is_err() || after.unwrap().status() == 503,
-        "nothing is served after shutdown"
-    );
+    assert!(after.is_err() || after.unwrap().status() == 503, "nothing is served after shutdown");
     let _ = within("the held request to end", hanging).await;
 }

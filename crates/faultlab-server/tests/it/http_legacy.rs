@@ -5,15 +5,8 @@ use faultlab_engine::recorder::{Event, TransportEventKind};
 use faultlab_wire::MessageId;
 use serde_json::{Value, json};
 
-async fn session_call(
-    server: &HttpServer,
-    sid: &str,
-    id: i64,
-    tool: &str,
-    args: Value,
-) -> Vec<faultlab_wire::Frame> {
-    let (status, content_type, body) =
-        exchange(server.post(&call(id, tool, args, None), Some(sid))).await;
+async fn session_call(server: &HttpServer, sid: &str, id: i64, tool: &str, args: Value) -> Vec<faultlab_wire::Frame> {
+    let (status, content_type, body) = exchange(server.post(&call(id, tool, args, None), Some(sid))).await;
     assert_eq!(status, 200);
     messages(&content_type, &body.expect("a complete body"))
 }
@@ -27,39 +20,19 @@ async fn wire_faults_work_inside_a_session_on_event_streams() {
     let frames = session_call(&server, &sid, 3, "duplicate_response", json!({})).await;
     assert_eq!(frames.len(), 2);
     assert_eq!(frames[0].bytes(), frames[1].bytes());
-    let frames = session_call(
-        &server,
-        &sid,
-        4,
-        "malformed_message",
-        json!({"variant": "missing-jsonrpc"}),
-    )
-    .await;
+    let frames = session_call(&server, &sid, 4, "malformed_message", json!({"variant": "missing-jsonrpc"})).await;
     assert!(frames[0].value().unwrap().get("jsonrpc").is_none());
     let frames = session_call(&server, &sid, 5, "list_changed_storm", json!({"count": 3})).await;
     assert_eq!(frames.len(), 4);
     let frames = session_call(&server, &sid, 6, "wrong_id", json!({})).await;
     assert_eq!(frames[0].value().unwrap()["id"], "6-wrong");
-    let response = server.post(
-        &call(
-            7,
-            "http_status",
-            json!({"status": 503, "retryAfterSec": 1}),
-            None,
-        ),
-        Some(&sid),
-    );
+    let response = server.post(&call(7, "http_status", json!({"status": 503, "retryAfterSec": 1}), None), Some(&sid));
     let (status, _, _) = exchange(response).await;
     assert_eq!(status, 503);
-    let (_, _, body) =
-        exchange(server.post(&call(8, "disconnect", json!({}), None), Some(&sid))).await;
+    let (_, _, body) = exchange(server.post(&call(8, "disconnect", json!({}), None), Some(&sid))).await;
     assert!(body.is_err(), "the session's response stream is aborted");
     let frames = session_call(&server, &sid, 9, "ping", json!({})).await;
-    assert_eq!(
-        frames[0].id(),
-        Some(&MessageId::from(9)),
-        "the session survives a stream abort"
-    );
+    assert_eq!(frames[0].id(), Some(&MessageId::from(9)), "the session survives a stream abort");
 }
 
 #[tokio::test]
@@ -72,24 +45,12 @@ async fn response_after_cancellation_answers_on_the_open_stream() {
     let mut events = EventReader::new(response);
     let progress = events.next().await.unwrap().unwrap();
     assert_eq!(progress.method(), Some("notifications/progress"));
-    let cancel =
-        json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}});
-    assert_eq!(
-        server
-            .post(&cancel, Some(&sid))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        202
-    );
+    let cancel = json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}});
+    assert_eq!(server.post(&cancel, Some(&sid)).send().await.unwrap().status(), 202);
     let late = events.next().await.unwrap().unwrap();
     assert_eq!(late.id(), Some(&MessageId::from(2)));
     assert_eq!(text_of(&late), "response sent after cancellation");
-    assert!(
-        events.next().await.is_none(),
-        "exactly one late result, then the stream ends"
-    );
+    assert!(events.next().await.is_none(), "exactly one late result, then the stream ends");
 }
 
 #[tokio::test]
@@ -97,43 +58,24 @@ async fn session_loss_during_request_interrupts_and_then_404s() {
     let server = HttpServer::start().await;
     let lost = server.open_session().await;
     let healthy = server.open_session().await;
-    let (_, _, body) = exchange(server.post(
-        &call(
-            2,
-            "session_loss",
-            json!({"activation": "during_request"}),
-            None,
-        ),
-        Some(&lost),
-    ))
-    .await;
+    let (_, _, body) =
+        exchange(server.post(&call(2, "session_loss", json!({"activation": "during_request"}), None), Some(&lost)))
+            .await;
     assert!(body.is_err(), "no tool result: the response is interrupted");
-    let (status, _, body) =
-        exchange(server.post(&call(3, "ping", json!({}), None), Some(&lost))).await;
+    let (status, _, body) = exchange(server.post(&call(3, "ping", json!({}), None), Some(&lost))).await;
     assert_eq!(status, 404);
     let error: Value = serde_json::from_slice(&body.unwrap()).unwrap();
     assert_eq!(error["error"]["code"], -32001);
     assert_eq!(error["id"], 3);
     let frames = session_call(&server, &healthy, 4, "ping", json!({})).await;
-    assert_eq!(
-        frames[0].id(),
-        Some(&MessageId::from(4)),
-        "other sessions are unaffected"
-    );
+    assert_eq!(frames[0].id(), Some(&MessageId::from(4)), "other sessions are unaffected");
 }
 
 #[tokio::test]
 async fn session_loss_after_response_delivers_the_result_first() {
     let server = HttpServer::start().await;
     let sid = server.open_session().await;
-    let frames = session_call(
-        &server,
-        &sid,
-        2,
-        "session_loss",
-        json!({"activation": "after_response"}),
-    )
-    .await;
+    let frames = session_call(&server, &sid, 2, "session_loss", json!({"activation": "after_response"})).await;
     assert_eq!(text_of(&frames[0]), "session loss activated after_response");
     let (status, _, _) = exchange(server.post(&call(3, "ping", json!({}), None), Some(&sid))).await;
     assert_eq!(status, 404);
@@ -141,21 +83,11 @@ async fn session_loss_after_response_delivers_the_result_first() {
 
 #[tokio::test]
 async fn delete_ends_a_session_and_frees_its_place() {
-    let server = HttpServer::start_with(|o| faultlab_server::http::HttpOptions {
-        max_sessions: 1,
-        ..o
-    })
-    .await;
+    let server = HttpServer::start_with(|o| faultlab_server::http::HttpOptions { max_sessions: 1, ..o }).await;
     let sid = server.open_session().await;
     let (status, _, _) = exchange(server.post(&initialize(1, "2025-11-25"), None)).await;
     assert_eq!(status, 503, "the cap of 1 is reached");
-    let deleted = server
-        .http
-        .delete(&server.url)
-        .header("mcp-session-id", &sid)
-        .send()
-        .await
-        .unwrap();
+    let deleted = server.http.delete(&server.url).header("mcp-session-id", &sid).send().await.unwrap();
     assert!(deleted.status().is_success(), "{}", deleted.status());
     let (status, _, _) = exchange(server.post(&call(2, "ping", json!({}), None), Some(&sid))).await;
     assert_eq!(status, 404);
@@ -174,8 +106,7 @@ async fn idle_sessions_are_reclaimed_by_the_timer() {
     // No new session is asked for: only the timer can free the place. Poll until it has.
     within("idle reclaim", async {
         loop {
-            let (status, _, _) =
-                exchange(server.post(&call(2, "ping", json!({}), None), Some(&sid))).await;
+            let (status, _, _) = exchange(server.post(&call(2, "ping", json!({}), None), Some(&sid))).await;
             if status == 404 {
                 break;
             }
@@ -191,29 +122,14 @@ async fn protocol_ping_liveness_round_trip_in_a_session() {
     let server = HttpServer::start().await;
     let sid = server.open_session().await;
     let args = json!({"pingAfterMs": 0, "livenessTimeoutMs": 5000});
-    let response = server
-        .post(&call(2, "protocol_ping_liveness", args, None), Some(&sid))
-        .send()
-        .await
-        .unwrap();
+    let response = server.post(&call(2, "protocol_ping_liveness", args, None), Some(&sid)).send().await.unwrap();
     let mut events = EventReader::new(response);
     let ping = events.next().await.unwrap().unwrap();
     assert_eq!(ping.method(), Some("ping"), "{ping:?}");
     let answer = json!({"jsonrpc": "2.0", "id": ping.value().unwrap()["id"], "result": {}});
-    assert_eq!(
-        server
-            .post(&answer, Some(&sid))
-            .send()
-            .await
-            .unwrap()
-            .status(),
-        202
-    );
+    assert_eq!(server.post(&answer, Some(&sid)).send().await.unwrap().status(), 202);
     let result = events.next().await.unwrap().unwrap();
-    assert!(
-        text_of(&result).contains("protocol_ping_succeeded"),
-        "{result:?}"
-    );
+    assert!(text_of(&result).contains("protocol_ping_succeeded"), "{result:?}");
 }
 
 #[tokio::test]
@@ -221,19 +137,12 @@ async fn a_failed_ping_with_close_on_failure_aborts_the_stream() {
     let server = HttpServer::start().await;
     let sid = server.open_session().await;
     let args = json!({"pingAfterMs": 0, "livenessTimeoutMs": 50, "closeOnFailure": true});
-    let response = server
-        .post(&call(2, "protocol_ping_liveness", args, None), Some(&sid))
-        .send()
-        .await
-        .unwrap();
+    let response = server.post(&call(2, "protocol_ping_liveness", args, None), Some(&sid)).send().await.unwrap();
     let mut events = EventReader::new(response);
     assert_eq!(events.next().await.unwrap().unwrap().method(), Some("ping"));
     loop {
         match events.next().await {
-            Some(Ok(frame)) => assert!(
-                frame.id() != Some(&MessageId::from(2)),
-                "no result may arrive: {frame:?}"
-            ),
+            Some(Ok(frame)) => assert!(frame.id() != Some(&MessageId::from(2)), "no result may arrive: {frame:?}"),
             Some(Err(_)) => break,
             None => panic!("the stream must break off, not end cleanly"),
         }
@@ -249,11 +158,7 @@ async fn a_failed_ping_with_close_on_failure_aborts_the_stream() {
         .collect();
     assert_eq!(
         outcomes,
-        [
-            TransportEventKind::ClosureRequested,
-            TransportEventKind::ClosureRequested,
-            TransportEventKind::Closed
-        ]
+        [TransportEventKind::ClosureRequested, TransportEventKind::ClosureRequested, TransportEventKind::Closed]
     );
 }
 
@@ -261,27 +166,12 @@ async fn a_failed_ping_with_close_on_failure_aborts_the_stream() {
 async fn sessions_list_the_session_tools() {
     let server = HttpServer::start().await;
     let sid = server.open_session().await;
-    let (_, content_type, body) = exchange(server.post(
-        &json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
-        Some(&sid),
-    ))
-    .await;
-    let list = messages(&content_type, &body.unwrap())[0]
-        .value()
-        .unwrap()
-        .clone();
-    let names: Vec<&str> = list["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["name"].as_str().unwrap())
-        .collect();
-    for name in [
-        "session_loss",
-        "response_after_cancellation",
-        "http_status",
-        "protocol_ping_liveness",
-    ] {
+    let (_, content_type, body) =
+        exchange(server.post(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}), Some(&sid))).await;
+    let list = messages(&content_type, &body.unwrap())[0].value().unwrap().clone();
+    let names: Vec<&str> =
+        list["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    for name in ["session_loss", "response_after_cancellation", "http_status", "protocol_ping_liveness"] {
         assert!(names.contains(&name), "{name} missing: {names:?}");
     }
 }

@@ -19,20 +19,14 @@ fn workload(faulted_id: i64) -> Vec<(i64, &'static str, serde_json::Value)> {
 fn assert_only_the_faulted_call_is_touched(frames: &[Frame], faulted: i64) {
     let mut seen: HashMap<MessageId, Vec<&Frame>> = HashMap::new();
     for frame in frames {
-        seen.entry(frame.id().cloned().expect("every reply has an id"))
-            .or_default()
-            .push(frame);
+        seen.entry(frame.id().cloned().expect("every reply has an id")).or_default().push(frame);
     }
     for id in 1..=41 {
         let replies = &seen[&MessageId::from(id)];
         let expected = if id == faulted { 2 } else { 1 };
         assert_eq!(replies.len(), expected, "id {id}: {replies:?}");
         assert_eq!(replies[0].value().unwrap()["jsonrpc"], "2.0");
-        assert_eq!(
-            replies[0].value().unwrap()["result"]["isError"],
-            false,
-            "id {id}"
-        );
+        assert_eq!(replies[0].value().unwrap()["result"]["isError"], false, "id {id}");
     }
 }
 
@@ -52,9 +46,7 @@ async fn stdio_many_in_flight() {
 #[tokio::test]
 async fn http_modern_many_in_flight() {
     let server = HttpServer::start().await;
-    let calls = workload(23)
-        .into_iter()
-        .map(|(id, tool, args)| exchange(server.post_modern_call(id, tool, args)));
+    let calls = workload(23).into_iter().map(|(id, tool, args)| exchange(server.post_modern_call(id, tool, args)));
     let mut frames = Vec::new();
     for (status, content_type, body) in futures::future::join_all(calls).await {
         assert_eq!(status, 200);
@@ -67,9 +59,8 @@ async fn http_modern_many_in_flight() {
 async fn http_legacy_many_in_flight_in_one_session() {
     let server = HttpServer::start().await;
     let sid = server.open_session().await;
-    let calls = workload(5)
-        .into_iter()
-        .map(|(id, tool, args)| exchange(server.post(&call(id, tool, args, None), Some(&sid))));
+    let calls =
+        workload(5).into_iter().map(|(id, tool, args)| exchange(server.post(&call(id, tool, args, None), Some(&sid))));
     let mut frames = Vec::new();
     for (status, content_type, body) in futures::future::join_all(calls).await {
         assert_eq!(status, 200);
@@ -81,17 +72,11 @@ async fn http_legacy_many_in_flight_in_one_session() {
 #[tokio::test]
 async fn a_disconnect_aborts_only_its_own_stream() {
     let server = HttpServer::start().await;
-    let mut calls: Vec<_> = (1..=20)
-        .map(|id| exchange(server.post_modern_call(id, "delay", json!({"delayMs": 20}))))
-        .collect();
-    calls.push(exchange(server.post_modern_call(
-        99,
-        "disconnect",
-        json!({}),
-    )));
+    let mut calls: Vec<_> =
+        (1..=20).map(|id| exchange(server.post_modern_call(id, "delay", json!({"delayMs": 20})))).collect();
+    calls.push(exchange(server.post_modern_call(99, "disconnect", json!({}))));
     let results = futures::future::join_all(calls).await;
-    let (aborted, completed): (Vec<_>, Vec<_>) =
-        results.into_iter().partition(|(_, _, body)| body.is_err());
+    let (aborted, completed): (Vec<_>, Vec<_>) = results.into_iter().partition(|(_, _, body)| body.is_err());
     assert_eq!(aborted.len(), 1);
     assert_eq!(completed.len(), 20);
 }

@@ -44,14 +44,9 @@ async fn hang_answers_nothing_and_a_cancel_frees_it_without_a_reply() {
     c.call(3, "delay", json!({"delayMs": 10_000})).await;
     // The delay answers after 10 s; the hang, still pending, must not have answered before it.
     assert_eq!(c.recv().await.id(), Some(&MessageId::from(3)));
-    c.send(&json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}}))
-        .await;
+    c.send(&json!({"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2}})).await;
     c.call(4, "ping", json!({})).await;
-    assert_eq!(
-        c.recv().await.id(),
-        Some(&MessageId::from(4)),
-        "no reply for the cancelled hang"
-    );
+    assert_eq!(c.recv().await.id(), Some(&MessageId::from(4)), "no reply for the cancelled hang");
 }
 
 #[tokio::test]
@@ -59,10 +54,7 @@ async fn disconnect_closes_the_connection_and_ends_the_server() {
     let mut c = StdioClient::start(LEGACY).await;
     c.call(2, "disconnect", json!({})).await;
     assert_eq!(c.recv_raw().await, None, "EOF instead of a reply");
-    assert_eq!(
-        within("server end", &mut c.server).await.unwrap().unwrap(),
-        StdioEnd::Disconnected
-    );
+    assert_eq!(within("server end", &mut c.server).await.unwrap().unwrap(), StdioEnd::Disconnected);
     let outcomes: Vec<_> = c
         .records()
         .into_iter()
@@ -71,25 +63,14 @@ async fn disconnect_closes_the_connection_and_ends_the_server() {
             _ => None,
         })
         .collect();
-    assert_eq!(
-        outcomes,
-        [
-            TransportEventKind::ClosureRequested,
-            TransportEventKind::Closed
-        ]
-    );
+    assert_eq!(outcomes, [TransportEventKind::ClosureRequested, TransportEventKind::Closed]);
 }
 
 #[tokio::test]
 async fn malformed_message_variants_change_only_the_envelope() {
     let mut c = StdioClient::start(LEGACY).await;
-    for (id, variant) in [
-        (2, "missing-jsonrpc"),
-        (3, "invalid-jsonrpc-version"),
-        (4, "result-with-error"),
-    ] {
-        c.call(id, "malformed_message", json!({"variant": variant}))
-            .await;
+    for (id, variant) in [(2, "missing-jsonrpc"), (3, "invalid-jsonrpc-version"), (4, "result-with-error")] {
+        c.call(id, "malformed_message", json!({"variant": variant})).await;
         let reply = c.recv().await;
         let v = reply.value().unwrap();
         assert_eq!(v["id"], id);
@@ -100,11 +81,7 @@ async fn malformed_message_variants_change_only_the_envelope() {
         }
     }
     c.call(5, "ping", json!({})).await;
-    assert_eq!(
-        c.recv().await.value().unwrap()["jsonrpc"],
-        "2.0",
-        "the next reply is untouched"
-    );
+    assert_eq!(c.recv().await.value().unwrap()["jsonrpc"], "2.0", "the next reply is untouched");
 }
 
 #[tokio::test]
@@ -114,10 +91,7 @@ async fn duplicate_response_writes_the_same_line_twice() {
     let first = c.recv_raw().await.unwrap();
     let second = c.recv_raw().await.unwrap();
     assert_eq!(first, second);
-    assert_eq!(
-        Frame::parse(first.trim_ascii_end().to_vec()).id(),
-        Some(&MessageId::from(2))
-    );
+    assert_eq!(Frame::parse(first.trim_ascii_end().to_vec()).id(), Some(&MessageId::from(2)));
 }
 
 use faultlab_wire::Frame;
@@ -129,10 +103,7 @@ async fn wrong_and_missing_ids() {
     assert_eq!(c.recv().await.value().unwrap()["id"], "2-wrong");
     c.call(3, "missing_id", json!({})).await;
     let reply = c.recv().await;
-    assert!(
-        reply.value().unwrap().get("id").is_none()
-            && reply.value().unwrap().get("result").is_some()
-    );
+    assert!(reply.value().unwrap().get("id").is_none() && reply.value().unwrap().get("result").is_some());
 }
 
 #[tokio::test]
@@ -143,15 +114,8 @@ async fn truncated_and_non_json_lines_are_really_not_json() {
     assert_eq!(cut.kind(), &Kind::Unparsable);
     assert!(cut.bytes().starts_with(br#"{"jsonrpc":"2.0","id":2"#));
     c.call(3, "non_json_line", json!({})).await;
-    assert_eq!(
-        c.recv().await.bytes().as_ref(),
-        b"faultlab: this line is not JSON-RPC"
-    );
-    assert_eq!(
-        c.recv().await.id(),
-        Some(&MessageId::from(3)),
-        "the reply follows the bad line"
-    );
+    assert_eq!(c.recv().await.bytes().as_ref(), b"faultlab: this line is not JSON-RPC");
+    assert_eq!(c.recv().await.id(), Some(&MessageId::from(3)), "the reply follows the bad line");
 }
 
 #[tokio::test]
@@ -167,17 +131,10 @@ async fn crlf_and_bom_framing() {
 #[tokio::test]
 async fn oversized_response_is_at_least_the_asked_size() {
     let mut c = StdioClient::start(LEGACY).await;
-    c.call(2, "oversized_response", json!({"bytes": 3_000_000}))
-        .await;
+    c.call(2, "oversized_response", json!({"bytes": 3_000_000})).await;
     let reply = c.recv().await;
     assert!(reply.bytes().len() > 3_000_000);
-    assert_eq!(
-        reply.value().unwrap()["result"]["content"][1]["text"]
-            .as_str()
-            .unwrap()
-            .len(),
-        3_000_000
-    );
+    assert_eq!(reply.value().unwrap()["result"]["content"][1]["text"].as_str().unwrap().len(), 3_000_000);
 }
 
 #[tokio::test(start_paused = true)]
@@ -188,11 +145,7 @@ async fn split_response_arrives_in_pieces_that_join_to_the_reply() {
     let reply = c.recv().await;
     assert_eq!(reply.id(), Some(&MessageId::from(2)));
     // Three 5 ms gaps between four writes.
-    assert!(
-        start.elapsed() >= Duration::from_millis(15),
-        "{:?}",
-        start.elapsed()
-    );
+    assert!(start.elapsed() >= Duration::from_millis(15), "{:?}", start.elapsed());
 }
 
 #[tokio::test]
@@ -212,10 +165,7 @@ async fn list_changed_storm_precedes_the_reply() {
     let mut c = StdioClient::start(LEGACY).await;
     c.call(2, "list_changed_storm", json!({"count": 50})).await;
     for _ in 0..50 {
-        assert_eq!(
-            c.recv().await.method(),
-            Some("notifications/tools/list_changed")
-        );
+        assert_eq!(c.recv().await.method(), Some("notifications/tools/list_changed"));
     }
     assert_eq!(c.recv().await.id(), Some(&MessageId::from(2)));
 }
@@ -234,11 +184,7 @@ async fn response_after_cancellation_sends_one_late_result() {
     assert_eq!(late.id(), Some(&MessageId::from(2)));
     assert_eq!(text_of(&late), "response sent after cancellation");
     c.call(3, "ping", json!({})).await;
-    assert_eq!(
-        c.recv().await.id(),
-        Some(&MessageId::from(3)),
-        "exactly one late result, nothing else for id 2"
-    );
+    assert_eq!(c.recv().await.id(), Some(&MessageId::from(3)), "exactly one late result, nothing else for id 2");
 }
 
 #[tokio::test(start_paused = true)]
@@ -255,8 +201,7 @@ async fn response_after_cancellation_gives_up_after_five_seconds() {
 async fn pending_faults_are_capped_at_128_per_connection() {
     let mut c = StdioClient::start(LEGACY).await;
     for id in 0..128 {
-        c.call(100 + id, "response_after_cancellation", json!({}))
-            .await;
+        c.call(100 + id, "response_after_cancellation", json!({})).await;
     }
     c.call(999, "duplicate_response", json!({})).await;
     let refused = c.recv().await;
@@ -267,57 +212,33 @@ async fn pending_faults_are_capped_at_128_per_connection() {
 #[tokio::test]
 async fn protocol_ping_liveness_succeeds_when_the_client_answers() {
     let mut c = StdioClient::start(LEGACY).await;
-    c.call(
-        2,
-        "protocol_ping_liveness",
-        json!({"pingAfterMs": 0, "livenessTimeoutMs": 5000}),
-    )
-    .await;
+    c.call(2, "protocol_ping_liveness", json!({"pingAfterMs": 0, "livenessTimeoutMs": 5000})).await;
     let ping = c.recv().await;
-    assert_eq!(
-        ping.method(),
-        Some("ping"),
-        "a server-to-client JSON-RPC ping: {ping:?}"
-    );
+    assert_eq!(ping.method(), Some("ping"), "a server-to-client JSON-RPC ping: {ping:?}");
     let ping_id = ping.value().unwrap()["id"].clone();
-    c.send(&json!({"jsonrpc": "2.0", "id": ping_id, "result": {}}))
-        .await;
+    c.send(&json!({"jsonrpc": "2.0", "id": ping_id, "result": {}})).await;
     let result = c.recv().await;
-    assert!(
-        text_of(&result).contains("protocol_ping_succeeded"),
-        "{result:?}"
-    );
+    assert!(text_of(&result).contains("protocol_ping_succeeded"), "{result:?}");
 }
 
 #[tokio::test(start_paused = true)]
 async fn protocol_ping_liveness_times_out_and_stdio_keeps_the_connection() {
     let mut c = StdioClient::start(LEGACY).await;
-    c.call(
-        2,
-        "protocol_ping_liveness",
-        json!({"pingAfterMs": 0, "livenessTimeoutMs": 1000, "closeOnFailure": true}),
-    )
-    .await;
+    c.call(2, "protocol_ping_liveness", json!({"pingAfterMs": 0, "livenessTimeoutMs": 1000, "closeOnFailure": true}))
+        .await;
     c.call(3, "delay", json!({"delayMs": 3000})).await;
     let ping = c.recv().await;
     assert_eq!(ping.method(), Some("ping"));
     // The server gives up on its ping after 1 s and says so, as the spec asks.
     let cancel = c.recv().await;
     assert_eq!(cancel.method(), Some("notifications/cancelled"));
-    assert_eq!(
-        cancel.value().unwrap()["params"]["requestId"],
-        ping.value().unwrap()["id"]
-    );
+    assert_eq!(cancel.value().unwrap()["params"]["requestId"], ping.value().unwrap()["id"]);
     let failed = c.recv().await;
     assert_eq!(failed.id(), Some(&MessageId::from(2)));
     let body: Value = serde_json::from_str(&text_of(&failed)).unwrap();
     assert_eq!(body["protocolPing"]["outcome"], "timeout");
     assert_eq!(body["transport"]["outcome"], "closure_unavailable");
-    assert_eq!(
-        c.recv().await.id(),
-        Some(&MessageId::from(3)),
-        "the unrelated delay still completes"
-    );
+    assert_eq!(c.recv().await.id(), Some(&MessageId::from(3)), "the unrelated delay still completes");
     let recorded = c.records().into_iter().any(|r| {
         matches!(r.event, Event::ProtocolPingLiveness { ref protocol_ping, .. } if protocol_ping.outcome == PingResult::Timeout)
     });
@@ -335,17 +256,13 @@ async fn protocol_ping_liveness_is_unsupported_in_the_modern_era() {
     ))
     .await;
     let reply = c.recv().await;
-    assert!(
-        text_of(&reply).contains(r#""outcome":"unsupported""#),
-        "{reply:?}"
-    );
+    assert!(text_of(&reply).contains(r#""outcome":"unsupported""#), "{reply:?}");
 }
 
 #[tokio::test]
 async fn stdio_lists_its_tools_and_not_the_http_ones() {
     let mut c = StdioClient::start(LEGACY).await;
-    c.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}))
-        .await;
+    c.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
     let list = c.recv().await;
     let names: Vec<String> = list.value().unwrap()["result"]["tools"]
         .as_array()
@@ -372,24 +289,15 @@ async fn stdio_lists_its_tools_and_not_the_http_ones() {
         "progress_after_result",
         "list_changed_storm",
     ] {
-        assert!(
-            names.contains(&name.to_owned()),
-            "{name} missing from {names:?}"
-        );
+        assert!(names.contains(&name.to_owned()), "{name} missing from {names:?}");
     }
-    assert!(
-        !names
-            .iter()
-            .any(|n| n == "session_loss" || n == "http_status"),
-        "{names:?}"
-    );
+    assert!(!names.iter().any(|n| n == "session_loss" || n == "http_status"), "{names:?}");
 }
 
 #[tokio::test]
 async fn bad_lines_are_ignored_and_the_connection_survives() {
     let mut c = StdioClient::start(LEGACY).await;
-    c.send_raw(b"this is not json\n{\"jsonrpc\":\n\xff\xfe\n")
-        .await;
+    c.send_raw(b"this is not json\n{\"jsonrpc\":\n\xff\xfe\n").await;
     c.call(2, "ping", json!({})).await;
     let mut reply = c.recv().await;
     // rmcp answers a bad-shape JSON line with an id-less error; skip those to the ping's reply.

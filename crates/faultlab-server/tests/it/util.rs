@@ -19,9 +19,7 @@ use tokio_util::sync::CancellationToken;
 pub const PATIENCE: Duration = Duration::from_secs(20);
 
 pub async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) -> T {
-    tokio::time::timeout(PATIENCE, fut)
-        .await
-        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+    tokio::time::timeout(PATIENCE, fut).await.unwrap_or_else(|_| panic!("timed out waiting for {what}"))
 }
 
 // ---------- stdio ----------
@@ -39,18 +37,8 @@ impl StdioClient {
     pub async fn start(protocol_version: Option<&str>) -> Self {
         let recorder = Recorder::memory().scoped("stdio");
         let engine = Arc::new(Engine::new(recorder.clone()));
-        let scope = Scope {
-            engine: engine.clone(),
-            transport: TransportKind::Stdio,
-            session: None,
-        };
-        Self::start_with(
-            FaultServer::stdio(scope),
-            engine,
-            recorder,
-            protocol_version,
-        )
-        .await
+        let scope = Scope { engine: engine.clone(), transport: TransportKind::Stdio, session: None };
+        Self::start_with(FaultServer::stdio(scope), engine, recorder, protocol_version).await
     }
 
     pub async fn start_with<S: rmcp::ServerHandler>(
@@ -61,31 +49,14 @@ impl StdioClient {
     ) -> Self {
         let (client_io, server_io) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(server_io);
-        let server = tokio::spawn(stdio::serve(
-            server,
-            engine,
-            server_read,
-            server_write,
-            MAX_LINE_BYTES,
-        ));
+        let server = tokio::spawn(stdio::serve(server, engine, server_read, server_write, MAX_LINE_BYTES));
         let (reader, writer) = tokio::io::split(client_io);
-        let mut client = Self {
-            writer,
-            reader: BufReader::new(reader),
-            recorder,
-            server,
-        };
+        let mut client = Self { writer, reader: BufReader::new(reader), recorder, server };
         if let Some(version) = protocol_version {
             client.send(&initialize(1, version)).await;
             let reply = client.recv().await;
-            assert_eq!(
-                reply.value().unwrap()["result"]["protocolVersion"],
-                version,
-                "{reply:?}"
-            );
-            client
-                .send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-                .await;
+            assert_eq!(reply.value().unwrap()["result"]["protocolVersion"], version, "{reply:?}");
+            client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
         }
         client
     }
@@ -104,21 +75,13 @@ impl StdioClient {
     /// The next line from the server, with its line ending, or `None` at EOF.
     pub async fn recv_raw(&mut self) -> Option<Vec<u8>> {
         let mut line = Vec::new();
-        let n = within(
-            "a line from the server",
-            self.reader.read_until(b'\n', &mut line),
-        )
-        .await
-        .unwrap();
+        let n = within("a line from the server", self.reader.read_until(b'\n', &mut line)).await.unwrap();
         (n > 0).then_some(line)
     }
 
     /// The next frame (line ending stripped).
     pub async fn recv(&mut self) -> Frame {
-        let mut line = self
-            .recv_raw()
-            .await
-            .expect("the server closed the connection");
+        let mut line = self.recv_raw().await.expect("the server closed the connection");
         while matches!(line.last(), Some(b'\n' | b'\r')) {
             line.pop();
         }
@@ -182,35 +145,14 @@ impl HttpServer {
     }
 
     pub async fn start_with(tune: impl FnOnce(HttpOptions) -> HttpOptions) -> Self {
-        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-            .await
-            .unwrap();
+        let listener = tokio::net::TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let options = tune(HttpOptions::new(
-            "/mcp".into(),
-            AllowedHosts::for_bind(IpAddr::V4(Ipv4Addr::LOCALHOST)),
-        ));
+        let options = tune(HttpOptions::new("/mcp".into(), AllowedHosts::for_bind(IpAddr::V4(Ipv4Addr::LOCALHOST))));
         let recorder = Recorder::memory();
         let shutdown = CancellationToken::new();
-        let task = tokio::spawn(http::serve(
-            listener,
-            options,
-            FaultServer::http,
-            recorder.clone(),
-            shutdown.clone(),
-        ));
-        let http = reqwest::Client::builder()
-            .pool_max_idle_per_host(0)
-            .build()
-            .unwrap();
-        Self {
-            url: format!("http://{addr}/mcp"),
-            addr,
-            recorder,
-            shutdown,
-            task,
-            http,
-        }
+        let task = tokio::spawn(http::serve(listener, options, FaultServer::http, recorder.clone(), shutdown.clone()));
+        let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+        Self { url: format!("http://{addr}/mcp"), addr, recorder, shutdown, task, http }
     }
 
     /// A POST with the MCP headers; `session` adds `Mcp-Session-Id` and the legacy version header.
@@ -222,9 +164,7 @@ impl HttpServer {
             .header("accept", "application/json, text/event-stream")
             .body(body.to_string());
         if let Some(sid) = session {
-            req = req
-                .header("mcp-session-id", sid)
-                .header("mcp-protocol-version", "2025-11-25");
+            req = req.header("mcp-session-id", sid).header("mcp-protocol-version", "2025-11-25");
         }
         req
     }
@@ -239,17 +179,9 @@ impl HttpServer {
 
     /// Opens a 2025-11-25 session and returns its id.
     pub async fn open_session(&self) -> String {
-        let response = within(
-            "initialize",
-            self.post(&initialize(1, "2025-11-25"), None).send(),
-        )
-        .await
-        .unwrap();
+        let response = within("initialize", self.post(&initialize(1, "2025-11-25"), None).send()).await.unwrap();
         assert_eq!(response.status(), 200);
-        let sid = response.headers()["mcp-session-id"]
-            .to_str()
-            .unwrap()
-            .to_owned();
+        let sid = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
         let _ = response.bytes().await;
         let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
         let ack = self.post(&initialized, Some(&sid)).send().await.unwrap();
@@ -273,11 +205,7 @@ pub fn messages(content_type: &str, body: &[u8]) -> Vec<Frame> {
     if content_type.starts_with("application/json") {
         return vec![Frame::parse(Bytes::copy_from_slice(body))];
     }
-    sse_data(body)
-        .into_iter()
-        .filter(|d| !d.is_empty())
-        .map(|d| Frame::parse(Bytes::from(d)))
-        .collect()
+    sse_data(body).into_iter().filter(|d| !d.is_empty()).map(|d| Frame::parse(Bytes::from(d))).collect()
 }
 
 /// The `data` of every SSE event in `body`, in order.
@@ -295,17 +223,11 @@ pub fn sse_data(body: &[u8]) -> Vec<String> {
 }
 
 /// Sends and reads a whole response: status, content type, body bytes (or the body error if the stream broke).
-pub async fn exchange(
-    req: reqwest::RequestBuilder,
-) -> (u16, String, Result<Bytes, reqwest::Error>) {
+pub async fn exchange(req: reqwest::RequestBuilder) -> (u16, String, Result<Bytes, reqwest::Error>) {
     let response = within("a response", req.send()).await.unwrap();
     let status = response.status().as_u16();
-    let content_type = response
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or_default()
-        .to_owned();
+    let content_type =
+        response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
     let body = within("a response body", response.bytes()).await;
     (status, content_type, body)
 }
@@ -319,11 +241,7 @@ pub struct EventReader {
 
 impl EventReader {
     pub fn new(response: reqwest::Response) -> Self {
-        Self {
-            stream: Box::pin(response.bytes_stream()),
-            decoder: Default::default(),
-            buf: Default::default(),
-        }
+        Self { stream: Box::pin(response.bytes_stream()), decoder: Default::default(), buf: Default::default() }
     }
 
     /// The next message, skipping priming and keep-alive events; `None` when the stream ends cleanly, `Some(Err)`

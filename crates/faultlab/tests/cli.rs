@@ -1,0 +1,205 @@
+//! The `faultlab` binary end to end: exit codes and messages for bad input, stdio and HTTP serving, lab_probe.
+
+use assert_cmd::Command;
+use predicates::str::contains;
+use serde_json::{Value, json};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn faultlab() -> Command {
+    let mut cmd = Command::cargo_bin("faultlab").unwrap();
+    for var in ["LAB_SCENARIO", "LAB_DELAY_MS", "LAB_FAILURES"] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+#[test]
+fn bad_flags_and_values_exit_2_naming_what_to_fix() {
+    faultlab().arg("--bogus").assert().code(2).stderr(contains("--bogus"));
+    faultlab().args(["serve", "--transport", "carrier-pigeon"]).assert().code(2).stderr(contains("--transport"));
+    faultlab().args(["serve", "--transport", "http", "--port", "70000"]).assert().code(2).stderr(contains("--port"));
+    faultlab().args(["serve", "--port", "3000"]).assert().code(2).stderr(contains("require --transport http"));
+    for host in ["0.0.0.0", "::", "0", "[::]", "0:0:0:0:0:0:0:0"] {
+        faultlab().args(["serve", "--transport", "http", "--host", host]).assert().code(2).stderr(contains("wildcard"));
+    }
+    faultlab()
+        .args(["serve", "--transport", "http", "--host", "192.168.1.9"])
+        .assert()
+        .code(2)
+        .stderr(contains("loopback"));
+    faultlab().args(["serve", "--transport", "http", "--path", "mcp"]).assert().code(2).stderr(contains("--path"));
+}
+
+#[test]
+fn bad_lab_variables_exit_2_naming_the_variable() {
+    faultlab().args(["serve"]).env("LAB_SCENARIO", "flaky").assert().code(2).stderr(contains("LAB_SCENARIO"));
+    for bad in ["0x10", "1e3", " 7", "10001"] {
+        faultlab()
+            .args(["serve"])
+            .env("LAB_SCENARIO", "delay")
+            .env("LAB_DELAY_MS", bad)
+            .assert()
+            .code(2)
+            .stderr(contains("LAB_DELAY_MS"));
+    }
+    faultlab()
+        .args(["serve"])
+        .env("LAB_SCENARIO", "transient-error")
+        .env("LAB_FAILURES", "11")
+        .assert()
+        .code(2)
+        .stderr(contains("LAB_FAILURES"));
+}
+
+/// A `faultlab serve` child on stdio.
+struct Child {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: BufReader<tokio::process::ChildStdout>,
+}
+
+impl Child {
+    fn spawn(env: &[(&str, &str)]) -> Self {
+        let mut cmd = tokio::process::Command::new(assert_cmd::cargo::cargo_bin("faultlab"));
+        cmd.arg("serve").stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::null()).kill_on_drop(true);
+        for var in ["LAB_SCENARIO", "LAB_DELAY_MS", "LAB_FAILURES"] {
+            cmd.env_remove(var);
+        }
+        cmd.envs(env.iter().copied());
+        let mut child = cmd.spawn().unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Self { child, stdin, stdout }
+    }
+
+    async fn send(&mut self, value: Value) {
+        let mut line = serde_json::to_vec(&value).unwrap();
+        line.push(b'\n');
+        self.stdin.write_all(&line).await.unwrap();
+    }
+
+    async fn recv(&mut self) -> Option<Value> {
+        let mut line = String::new();
+        let n =
+            tokio::time::timeout(PATIENCE, self.stdout.read_line(&mut line)).await.expect("a line in time").unwrap();
+        (n > 0).then(|| serde_json::from_str(&line).unwrap())
+    }
+
+    async fn initialize(&mut self) {
+        self.send(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",
+            "capabilities":{},"clientInfo":{"name":"cli-test","version":"1"}}}))
+            .await;
+        assert_eq!(self.recv().await.unwrap()["result"]["serverInfo"]["name"], "faultlab");
+        self.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
+    }
+
+    async fn call(&mut self, id: i64, tool: &str, args: Value) -> Option<Value> {
+        self.send(json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}})).await;
+        self.recv().await
+    }
+
+    async fn exit_code(mut self) -> Option<i32> {
+        drop(self.stdin);
+        tokio::time::timeout(PATIENCE, self.child.wait()).await.expect("exit in time").unwrap().code()
+    }
+}
+
+#[tokio::test]
+async fn stdio_serves_then_disconnect_ends_the_process() {
+    let mut child = Child::spawn(&[]);
+    child.initialize().await;
+    let ping = child.call(1, "ping", json!({})).await.unwrap();
+    assert!(ping["result"]["content"][0]["text"].as_str().unwrap().contains("ok"));
+    assert_eq!(child.call(2, "disconnect", json!({})).await, None, "EOF instead of a result");
+    assert_eq!(child.exit_code().await, Some(0));
+}
+
+#[tokio::test]
+async fn stdio_exits_0_when_the_client_closes_stdin() {
+    let mut child = Child::spawn(&[]);
+    child.initialize().await;
+    assert_eq!(child.exit_code().await, Some(0));
+}
+
+fn text(reply: &Value) -> &str {
+    reply["result"]["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+#[tokio::test]
+async fn lab_probe_scenarios() {
+    let message = json!({"message": "probe"});
+    let mut healthy = Child::spawn(&[("LAB_SCENARIO", "healthy")]);
+    healthy.initialize().await;
+    healthy.send(json!({"jsonrpc":"2.0","id":1,"method":"tools/list"})).await;
+    let tools = healthy.recv().await.unwrap();
+    assert_eq!(tools["result"]["tools"].as_array().unwrap().len(), 1, "only lab_probe");
+    assert_eq!(text(&healthy.call(2, "lab_probe", message.clone()).await.unwrap()), "lab_probe ok: probe");
+
+    let mut failing = Child::spawn(&[("LAB_SCENARIO", "tool-error")]);
+    failing.initialize().await;
+    assert_eq!(failing.call(1, "lab_probe", message.clone()).await.unwrap()["result"]["isError"], true);
+
+    let mut transient = Child::spawn(&[("LAB_SCENARIO", "transient-error"), ("LAB_FAILURES", "2")]);
+    transient.initialize().await;
+    let outcomes: Vec<bool> = {
+        let mut v = Vec::new();
+        for id in 1..=3 {
+            v.push(transient.call(id, "lab_probe", message.clone()).await.unwrap()["result"]["isError"] == true);
+        }
+        v
+    };
+    assert_eq!(outcomes, [true, true, false]);
+
+    let mut delayed = Child::spawn(&[("LAB_SCENARIO", "delay"), ("LAB_DELAY_MS", "10")]);
+    delayed.initialize().await;
+    assert_eq!(text(&delayed.call(1, "lab_probe", message.clone()).await.unwrap()), "lab_probe ok: probe");
+
+    let mut malformed = Child::spawn(&[("LAB_SCENARIO", "malformed")]);
+    malformed.initialize().await;
+    let reply = malformed.call(1, "lab_probe", message.clone()).await.unwrap();
+    assert_eq!(reply["jsonrpc"], "2.0");
+    assert!(reply["result"]["content"][0]["text"].is_number(), "{reply}");
+
+    let mut gone = Child::spawn(&[("LAB_SCENARIO", "disconnect")]);
+    gone.initialize().await;
+    assert_eq!(gone.call(1, "lab_probe", message).await, None);
+    assert_eq!(gone.exit_code().await, Some(0));
+}
+
+#[tokio::test]
+async fn http_prints_its_address_serves_and_exits_0_on_sigterm() {
+    let mut child = tokio::process::Command::new(assert_cmd::cargo::cargo_bin("faultlab"))
+        .args(["serve", "--transport", "http", "--port", "0"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    tokio::time::timeout(PATIENCE, stderr.read_line(&mut line)).await.unwrap().unwrap();
+    let url = line.trim().strip_prefix("faultlab: listening at ").expect("the listening line").to_owned();
+    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
+    let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ping","arguments":{},
+        "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}});
+    let response = reqwest::Client::new()
+        .post(&url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "ping")
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let pid = child.id().unwrap().to_string();
+    std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    let status = tokio::time::timeout(PATIENCE, child.wait()).await.unwrap().unwrap();
+    assert_eq!(status.code(), Some(0));
+}
