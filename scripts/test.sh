@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Runs every test of the project:
+#   1. formatting and lints (rustfmt, clippy with warnings as errors);
+#   2. the Rust test suite of the whole workspace;
+#   3. the official MCP conformance suite against `faultlab serve --transport http`;
+#   4. real-SDK interop: the official Python MCP SDK against `faultlab serve` over stdio and HTTP.
+# Steps 3 and 4 install their own pinned Node and Python dependencies under .cache/ (git-ignored).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+cargo fmt --all -- --check
+cargo clippy --workspace --all-targets --locked -- -D warnings
+cargo test --workspace --locked
+
+export FAULTLAB_BIN="$PWD/target/debug/faultlab"
+scripts/conformance.sh
+scripts/interop-python.sh
