@@ -13,6 +13,15 @@ pub struct Cli {
 pub enum Command {
     /// Run the deliberately faulty MCP server (stdio by default, or Streamable HTTP).
     Serve(ServeArgs),
+    /// The whole lab on built-in parts: reference-client runs against the faulty server, with reports.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct DemoArgs {
+    /// Folder for the JSON report, JUnit XML and traces (created if missing).
+    #[arg(long, default_value = "faultlab-demo")]
+    pub out: std::path::PathBuf,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

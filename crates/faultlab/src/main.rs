@@ -4,6 +4,7 @@
 //! unknown flag, a bad value, a bad `LAB_*` variable). Every error names what to fix.
 
 mod cli;
+mod demo;
 mod serve;
 
 use clap::Parser;
@@ -14,6 +15,7 @@ fn main() -> ExitCode {
     init_tracing();
     let result = match cli.command {
         cli::Command::Serve(args) => serve::run(args),
+        cli::Command::Demo(args) => demo::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -45,6 +47,7 @@ impl Failure {
 /// Logs go to stderr (stdout may be the MCP channel); `FAULTLAB_LOG` sets the filter (default: warnings).
 fn init_tracing() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("FAULTLAB_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        // rmcp logs an abandoned request (a client that gave up on `hang`) as an error; here that is the point.
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn,rmcp::service=off"));
     let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).try_init();
 }

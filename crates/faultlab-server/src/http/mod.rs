@@ -249,6 +249,9 @@ async fn get_or_delete<S: ServerHandler>(front: Arc<Front<S>>, request: Request)
     let response = call(&front.sessions, parts, Bytes::new(), None).await;
     if is_delete && response.status().is_success() {
         front.registry.remove(&session_id);
+        // rmcp answers 202; clients expect the plain success of a completed DELETE (the Python SDK logs 202 as a
+        // failed termination).
+        return StatusCode::OK.into_response();
     }
     // A standalone GET stream keeps the session busy (not idle) for as long as it is open.
     let (parts, inner) = response.into_parts();

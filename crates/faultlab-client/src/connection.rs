@@ -1,0 +1,387 @@
+//! One connection to a server: the handshake, the pending-request map, dispatch of everything that arrives, calls
+//! with deadlines and cancellation, and the tally of anomalies.
+
+use crate::outcome::{ErrorKind, Observation, Outcome, classify_tool_reply};
+use crate::transport::http::HttpTargetError;
+use crate::transport::{HttpTransport, Incoming, StdioTransport, Target};
+use bytes::Bytes;
+use faultlab_wire::{Frame, Kind, MessageId};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio::time::Instant;
+
+/// The protocol era a connection speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
+pub enum Era {
+    /// 2025-11-25: `initialize` handshake; sessions over HTTP.
+    #[serde(rename = "2025-11-25")]
+    Legacy,
+    /// 2026-07-28: no handshake, per-request `_meta`, stateless HTTP.
+    #[serde(rename = "2026-07-28")]
+    Modern,
+}
+
+impl Era {
+    pub fn version(self) -> &'static str {
+        match self {
+            Self::Legacy => "2025-11-25",
+            Self::Modern => "2026-07-28",
+        }
+    }
+}
+
+/// Anomalies seen on a connection: everything an SDK client would hide.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Anomalies {
+    /// A second (or later) response for a request already answered.
+    pub duplicate_responses: u32,
+    /// A response for a request the client had cancelled or given up on.
+    pub late_responses: u32,
+    /// A response whose id matches no request the client sent.
+    pub unknown_id_responses: u32,
+    /// An error response without an id.
+    pub idless_errors: u32,
+    /// A frame that is not JSON.
+    pub unparsable_frames: u32,
+    /// JSON that is not a JSON-RPC message.
+    pub non_message_frames: u32,
+    /// A response that overtook the response to an earlier, still pending request.
+    pub out_of_order_responses: u32,
+    /// Requests the server sent to the client (e.g. `ping`).
+    pub server_requests: u32,
+    /// Notifications received, by method.
+    pub notifications: BTreeMap<String, u32>,
+}
+
+enum Reply {
+    Frame(Frame),
+    Http { status: u16, retry_after: Option<String>, body: Bytes },
+    Lost(String),
+}
+
+struct Pending {
+    tx: oneshot::Sender<Reply>,
+    /// Send order, to notice replies that overtake earlier requests.
+    seq: u64,
+}
+
+#[derive(Default)]
+struct Book {
+    pending: HashMap<MessageId, Pending>,
+    answered: HashSet<MessageId>,
+    abandoned: HashSet<MessageId>,
+    responses: HashMap<MessageId, u32>,
+    anomalies: Anomalies,
+    closed: bool,
+}
+
+enum Wire {
+    Stdio(StdioTransport),
+    Http(HttpTransport),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("cannot start the server command {command:?}: {source}")]
+    Spawn { command: String, source: std::io::Error },
+    #[error(transparent)]
+    Http(#[from] HttpTargetError),
+    #[error("the server did not complete the initialize handshake: {0}")]
+    Handshake(String),
+}
+
+/// A connection to one server.
+pub struct Connection {
+    wire: Arc<Wire>,
+    era: Era,
+    book: Arc<Mutex<Book>>,
+    next_id: AtomicI64,
+    next_seq: AtomicI64,
+}
+
+impl Connection {
+    /// Connects and, in the legacy era, performs the `initialize` handshake within `deadline`.
+    pub async fn open(target: &Target, era: Era, deadline: Duration) -> Result<Self, ConnectError> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let wire = match target {
+            Target::Stdio { command, args, cwd, env } => Wire::Stdio(
+                StdioTransport::spawn(command, args, cwd.as_ref(), env, tx)
+                    .map_err(|source| ConnectError::Spawn { command: command.clone(), source })?,
+            ),
+            Target::Http { url, headers } => Wire::Http(HttpTransport::new(url, headers, tx)?),
+        };
+        let book = Arc::new(Mutex::new(Book::default()));
+        let wire = Arc::new(wire);
+        tokio::spawn(dispatch(rx, book.clone(), wire.clone()));
+        let connection = Self { wire, era, book, next_id: AtomicI64::new(1), next_seq: AtomicI64::new(0) };
+        if era == Era::Modern {
+            if let Wire::Http(http) = &*connection.wire {
+                http.set_protocol(era.version());
+            }
+            return Ok(connection);
+        }
+        let params = json!({
+            "protocolVersion": era.version(),
+            "capabilities": {},
+            "clientInfo": {"name": "faultlab-reference-client", "version": env!("CARGO_PKG_VERSION")}
+        });
+        let (reply, _) = connection.request("initialize", params, deadline).await;
+        match reply {
+            Some(Reply::Frame(frame)) if frame.value().is_some_and(|v| v.get("result").is_some()) => {}
+            Some(Reply::Frame(frame)) => {
+                return Err(ConnectError::Handshake(String::from_utf8_lossy(frame.bytes()).into()));
+            }
+            Some(Reply::Http { status, .. }) => return Err(ConnectError::Handshake(format!("HTTP {status}"))),
+            Some(Reply::Lost(detail)) => return Err(ConnectError::Handshake(detail)),
+            None => return Err(ConnectError::Handshake(format!("no answer within {} ms", deadline.as_millis()))),
+        }
+        if let Wire::Http(http) = &*connection.wire {
+            http.set_protocol(era.version());
+        }
+        connection.notify("notifications/initialized", None).await;
+        Ok(connection)
+    }
+
+    pub fn era(&self) -> Era {
+        self.era
+    }
+
+    /// Calls a tool, waiting at most `deadline`; on timeout the request is cancelled as the transport requires.
+    pub async fn call_tool(&self, name: &str, arguments: Value, deadline: Duration) -> Observation {
+        let start = Instant::now();
+        let (reply, id) = self.request("tools/call", json!({"name": name, "arguments": arguments}), deadline).await;
+        let elapsed = start.elapsed().as_secs_f64() * 1000.0;
+        let mut obs = Observation::new(Outcome::Timeout, id.to_value(), elapsed);
+        match reply {
+            None => {
+                self.cancel(&id, "deadline exceeded").await;
+                obs.error = Some(Value::from(format!("no reply within {} ms", deadline.as_millis())));
+                obs
+            }
+            Some(Reply::Frame(frame)) => classify_tool_reply(&frame, obs),
+            Some(Reply::Http { status, retry_after, body }) => {
+                obs.outcome = Outcome::Error;
+                obs.error_kind = Some(ErrorKind::HttpStatus);
+                obs.http_status = Some(status);
+                let body: Value = serde_json::from_slice(&body)
+                    .unwrap_or_else(|_| Value::from(String::from_utf8_lossy(&body).into_owned()));
+                obs.error = Some(json!({"message": format!("HTTP {status}"), "retryAfter": retry_after, "body": body}));
+                obs
+            }
+            Some(Reply::Lost(detail)) => {
+                obs.outcome = Outcome::TransportLoss;
+                obs.error = Some(Value::from(detail));
+                obs
+            }
+        }
+    }
+
+    /// Sends a request and waits for its reply; `None` when the deadline passed first. The request's pending
+    /// entry is gone either way (a late reply then counts as late).
+    async fn request(&self, method: &str, params: Value, deadline: Duration) -> (Option<Reply>, MessageId) {
+        let id = MessageId::from(self.next_id.fetch_add(1, Ordering::SeqCst));
+        let (tx, rx) = oneshot::channel();
+        let seq = self.next_seq.fetch_add(1, Ordering::SeqCst) as u64;
+        {
+            let mut book = lock(&self.book);
+            if book.closed {
+                return (Some(Reply::Lost("the connection is closed".into())), id);
+            }
+            book.pending.insert(id.clone(), Pending { tx, seq });
+        }
+        let message =
+            json!({"jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": self.with_meta(params)});
+        self.send(&Frame::from_value(message)).await;
+        let reply = tokio::time::timeout(deadline, rx).await;
+        match reply {
+            Ok(Ok(reply)) => (Some(reply), id),
+            // The sender was dropped: the dispatcher has stopped, so the connection is gone.
+            Ok(Err(_)) => (Some(Reply::Lost("the connection closed".into())), id),
+            Err(_) => {
+                let mut book = lock(&self.book);
+                book.pending.remove(&id);
+                book.abandoned.insert(id.clone());
+                (None, id)
+            }
+        }
+    }
+
+    /// Cancels request `id`: stdio sends `notifications/cancelled`; 2026-07-28 HTTP drops the response stream;
+    /// 2025-11-25 HTTP POSTs the notification and keeps reading the stream (to see a late reply).
+    pub async fn cancel(&self, id: &MessageId, reason: &str) {
+        {
+            let mut book = lock(&self.book);
+            book.pending.remove(id);
+            book.abandoned.insert(id.clone());
+        }
+        match (&*self.wire, self.era) {
+            (Wire::Http(http), Era::Modern) => http.drop_stream(id),
+            _ => {
+                let params = json!({"requestId": id.to_value(), "reason": reason});
+                self.notify("notifications/cancelled", Some(params)).await;
+            }
+        }
+    }
+
+    pub async fn notify(&self, method: &str, params: Option<Value>) {
+        let mut message = json!({"jsonrpc": "2.0", "method": method});
+        if let Some(params) = params {
+            message["params"] = params;
+        }
+        self.send(&Frame::from_value(message)).await;
+    }
+
+    async fn send(&self, frame: &Frame) {
+        self.wire.send(frame, &self.book).await;
+    }
+
+    /// 2026-07-28 requests carry the protocol version and capabilities in `params._meta`.
+    fn with_meta(&self, params: Value) -> Value {
+        if self.era != Era::Modern {
+            return params;
+        }
+        let mut params = if params.is_object() { params } else { json!({}) };
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": Era::Modern.version(),
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "faultlab-reference-client", "version": env!("CARGO_PKG_VERSION")}
+        });
+        params
+    }
+
+    /// Every anomaly seen so far.
+    pub fn anomalies(&self) -> Anomalies {
+        lock(&self.book).anomalies.clone()
+    }
+
+    /// How many responses (first, duplicates, late) carried request `id`.
+    pub fn responses_for(&self, id: &Value) -> u32 {
+        MessageId::from_value(id).and_then(|id| lock(&self.book).responses.get(&id).copied()).unwrap_or(0)
+    }
+
+    /// False once the server closed the connection.
+    pub fn is_alive(&self) -> bool {
+        !lock(&self.book).closed
+    }
+
+    /// Ends the connection: DELETE for a legacy HTTP session; for stdio, close stdin, then SIGTERM, then SIGKILL.
+    pub async fn close(&self) {
+        match &*self.wire {
+            Wire::Stdio(stdio) => stdio.close().await,
+            Wire::Http(http) => {
+                if self.era == Era::Legacy {
+                    http.end_session().await;
+                }
+            }
+        }
+        fail_all(&self.book, "the connection was closed by the client");
+    }
+}
+
+impl Wire {
+    async fn send(&self, frame: &Frame, book: &Mutex<Book>) {
+        match self {
+            Wire::Stdio(stdio) => {
+                if stdio.send(frame.bytes()).await.is_err() {
+                    fail_all(book, "cannot write to the server's stdin");
+                }
+            }
+            Wire::Http(http) => http.post(frame),
+        }
+    }
+}
+
+/// Takes everything that arrives and routes it: replies to their waiting request, server requests answered,
+/// everything else counted.
+async fn dispatch(mut rx: mpsc::UnboundedReceiver<Incoming>, book: Arc<Mutex<Book>>, wire: Arc<Wire>) {
+    while let Some(incoming) = rx.recv().await {
+        match incoming {
+            Incoming::Frame(frame) => {
+                if let Some(answer) = route(&frame, &book) {
+                    wire.send(&answer, &book).await;
+                }
+            }
+            Incoming::HttpStatus { id, status, retry_after, body } => {
+                let waiting = lock(&book).pending.remove(&id);
+                if let Some(pending) = waiting {
+                    let _ = pending.tx.send(Reply::Http { status, retry_after, body });
+                }
+            }
+            Incoming::Lost { id: Some(id), detail } => {
+                let waiting = lock(&book).pending.remove(&id);
+                if let Some(pending) = waiting {
+                    let _ = pending.tx.send(Reply::Lost(detail));
+                }
+            }
+            Incoming::Lost { id: None, detail } => fail_all(&book, &detail),
+        }
+    }
+}
+
+/// Files one frame; returns the answer to send back when it was a server-to-client request.
+fn route(frame: &Frame, book: &Mutex<Book>) -> Option<Frame> {
+    let mut book = lock(book);
+    match frame.kind() {
+        Kind::Response { id } | Kind::Error { id: Some(id) } => {
+            *book.responses.entry(id.clone()).or_default() += 1;
+            if let Some(pending) = book.pending.remove(id) {
+                if book.pending.values().any(|p| p.seq < pending.seq) {
+                    book.anomalies.out_of_order_responses += 1;
+                }
+                book.answered.insert(id.clone());
+                let _ = pending.tx.send(Reply::Frame(frame.clone()));
+            } else if book.answered.contains(id) {
+                book.anomalies.duplicate_responses += 1;
+            } else if book.abandoned.contains(id) {
+                book.anomalies.late_responses += 1;
+            } else {
+                book.anomalies.unknown_id_responses += 1;
+            }
+            None
+        }
+        Kind::Error { id: None } => {
+            book.anomalies.idless_errors += 1;
+            None
+        }
+        Kind::Request { id, method } => {
+            book.anomalies.server_requests += 1;
+            let answer = if method == "ping" {
+                json!({"jsonrpc": "2.0", "id": id.to_value(), "result": {}})
+            } else {
+                json!({"jsonrpc": "2.0", "id": id.to_value(), "error": {"code": -32601, "message": "Method not found"}})
+            };
+            Some(Frame::from_value(answer))
+        }
+        Kind::Notification { method } => {
+            *book.anomalies.notifications.entry(method.clone()).or_default() += 1;
+            None
+        }
+        Kind::Other => {
+            book.anomalies.non_message_frames += 1;
+            None
+        }
+        Kind::Unparsable => {
+            book.anomalies.unparsable_frames += 1;
+            None
+        }
+    }
+}
+
+/// The connection is gone: every waiting request ends in transport loss.
+fn fail_all(book: &Mutex<Book>, detail: &str) {
+    let mut book = lock(book);
+    book.closed = true;
+    for (_, pending) in book.pending.drain() {
+        let _ = pending.tx.send(Reply::Lost(detail.to_owned()));
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

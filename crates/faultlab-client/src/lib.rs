@@ -1,0 +1,22 @@
+//! The reference client: a small MCP client on raw frames that **observes what SDK clients hide**.
+//!
+//! It speaks both protocol eras over a spawned stdio child or Streamable HTTP, bounds every call with a deadline,
+//! cancels the way each transport requires, and counts every anomaly it sees on the way: duplicate and late
+//! responses, responses to ids it never sent, id-less errors, unparsable frames, replies out of order.
+//!
+//! - [`transport`]: moving frames (stdio child, HTTP POSTs with JSON or SSE answers).
+//! - [`connection`]: the pending-request map, dispatch, the handshake, calls with deadlines and cancellation.
+//! - [`outcome`]: what one call came to (success, error, timeout, cancelled, transport loss), validated.
+//! - [`retry`]: the bounded retry policy (only explicit tool errors are retried).
+//! - [`trace`]: OpenAI-message-shaped traces of the calls.
+
+pub mod connection;
+pub mod outcome;
+pub mod retry;
+pub mod trace;
+pub mod transport;
+
+pub use connection::{Anomalies, ConnectError, Connection, Era};
+pub use outcome::{ErrorKind, Observation, Outcome};
+pub use retry::{Backoff, RetryPolicy, RetryRun};
+pub use transport::Target;

@@ -1,0 +1,204 @@
+//! Streamable HTTP: every client message is a POST; answers come back as a JSON body or an SSE stream.
+
+use super::{Incoming, IncomingTx};
+use bytes::{Bytes, BytesMut};
+use faultlab_wire::{Frame, MessageId, SseDecoder};
+use futures::StreamExt;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use tokio::task::AbortHandle;
+use tokio_util::codec::Decoder;
+
+pub struct HttpTransport {
+    client: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+    /// `Mcp-Session-Id` once a legacy `initialize` has minted one; set by the reader of that answer.
+    session: Arc<Mutex<Option<String>>>,
+    /// The `MCP-Protocol-Version` header to send.
+    protocol: Mutex<Option<String>>,
+    incoming: IncomingTx,
+    /// The answer readers of requests in flight, so a modern cancel can drop the stream.
+    readers: Mutex<HashMap<MessageId, AbortHandle>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum HttpTargetError {
+    #[error("HTTP targets must be plain http:// URLs on a loopback host (localhost, 127.x.y.z, [::1]); got {0}")]
+    NotLoopback(String),
+    #[error("header {0:?} is not a valid HTTP header")]
+    BadHeader(String),
+    #[error("cannot build the HTTP client: {0}")]
+    Client(#[from] reqwest::Error),
+}
+
+impl HttpTransport {
+    pub fn new(url: &str, headers: &BTreeMap<String, String>, incoming: IncomingTx) -> Result<Self, HttpTargetError> {
+        let parsed = reqwest::Url::parse(url).map_err(|_| HttpTargetError::NotLoopback(url.into()))?;
+        let loopback = match parsed.host() {
+            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+            None => false,
+        };
+        if parsed.scheme() != "http" || !loopback {
+            return Err(HttpTargetError::NotLoopback(url.into()));
+        }
+        let mut map = HeaderMap::new();
+        for (name, value) in headers {
+            let bad = || HttpTargetError::BadHeader(name.clone());
+            let name_ = HeaderName::try_from(name.as_str()).map_err(|_| bad())?;
+            map.insert(name_, HeaderValue::try_from(value).map_err(|_| bad())?);
+        }
+        // Redirects are errors: a test target that redirects is not the target that was named.
+        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build()?;
+        Ok(Self {
+            client,
+            url: url.to_owned(),
+            headers: map,
+            session: Arc::default(),
+            protocol: Mutex::default(),
+            incoming,
+            readers: Mutex::default(),
+        })
+    }
+
+    pub fn set_protocol(&self, version: &str) {
+        *lock(&self.protocol) = Some(version.to_owned());
+    }
+
+    pub fn session(&self) -> Option<String> {
+        lock(&self.session).clone()
+    }
+
+    /// POSTs one message. Whatever answers it (frames, an error status, a broken stream) arrives on the incoming
+    /// channel, tagged with the request id when the message was a request.
+    pub fn post(&self, frame: &Frame) {
+        let protocol = lock(&self.protocol).clone();
+        let mut request = self
+            .client
+            .post(&self.url)
+            .headers(self.headers.clone())
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(frame.bytes().clone());
+        if let Some(session) = self.session() {
+            request = request.header("mcp-session-id", session);
+        }
+        if let Some(version) = &protocol {
+            request = request.header("mcp-protocol-version", version);
+            // 2026-07-28 mirrors the method and the tool name in headers.
+            if version.as_str() >= "2026-07-28"
+                && let Some(method) = frame.method()
+            {
+                request = request.header("mcp-method", method);
+                if let Some(name) = frame.tool_name() {
+                    request = request.header("mcp-name", name);
+                }
+            }
+        }
+        let id = frame.method().and(frame.id().cloned());
+        let task = tokio::spawn(read_answer(request, id.clone(), self.incoming.clone(), self.session.clone()));
+        if let Some(id) = id {
+            lock(&self.readers).insert(id, task.abort_handle());
+        }
+    }
+
+    /// Drops the answer stream of request `id` (how 2026-07-28 cancels over HTTP).
+    pub fn drop_stream(&self, id: &MessageId) {
+        if let Some(reader) = lock(&self.readers).remove(id) {
+            reader.abort();
+        }
+    }
+
+    /// Ends a legacy session with DELETE (a server may answer 405: nothing to end).
+    pub async fn end_session(&self) {
+        let Some(session) = self.session() else { return };
+        let mut request = self.client.delete(&self.url).headers(self.headers.clone()).header("mcp-session-id", session);
+        if let Some(version) = lock(&self.protocol).clone() {
+            request = request.header("mcp-protocol-version", version);
+        }
+        let _ = request.send().await;
+    }
+}
+
+async fn read_answer(
+    request: reqwest::RequestBuilder,
+    id: Option<MessageId>,
+    incoming: IncomingTx,
+    session: Arc<Mutex<Option<String>>>,
+) {
+    // Only a request can be lost; a notification's failed POST has nothing waiting on it.
+    let lost = |detail: String| {
+        if let Some(id) = &id {
+            let _ = incoming.send(Incoming::Lost { id: Some(id.clone()), detail });
+        }
+    };
+    let response = match request.send().await {
+        Ok(response) => response,
+        Err(e) => {
+            lost(format!("HTTP request failed: {e}"));
+            return;
+        }
+    };
+    if let Some(minted) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
+        *lock(&session) = Some(minted.to_owned());
+    }
+    let status = response.status().as_u16();
+    let content_type =
+        response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
+    if !(200..300).contains(&status) {
+        let retry_after = response.headers().get("retry-after").and_then(|v| v.to_str().ok()).map(str::to_owned);
+        let body = response.bytes().await.unwrap_or_default();
+        if let Some(id) = id {
+            let _ = incoming.send(Incoming::HttpStatus { id, status, retry_after, body });
+        }
+        return;
+    }
+    if content_type.starts_with("text/event-stream") {
+        let mut stream = response.bytes_stream();
+        let mut decoder = SseDecoder::default();
+        let mut buf = BytesMut::new();
+        loop {
+            let chunk = stream.next().await;
+            let at_end = !matches!(chunk, Some(Ok(_)));
+            match chunk {
+                Some(Ok(bytes)) => buf.extend_from_slice(&bytes),
+                Some(Err(e)) => {
+                    lost(format!("the response stream broke off: {e}"));
+                    return;
+                }
+                None => {}
+            }
+            loop {
+                let event = if at_end { decoder.decode_eof(&mut buf) } else { decoder.decode(&mut buf) };
+                let Ok(Some(event)) = event else { break };
+                if let Some(data) = event.data.filter(|d| !d.is_empty()) {
+                    let _ = incoming.send(Incoming::Frame(Frame::parse(Bytes::from(data))));
+                }
+            }
+            if at_end {
+                break;
+            }
+        }
+    } else {
+        match response.bytes().await {
+            Ok(body) if body.is_empty() => {}
+            Ok(body) => {
+                let _ = incoming.send(Incoming::Frame(Frame::parse(body)));
+            }
+            Err(e) => {
+                lost(format!("the response body broke off: {e}"));
+                return;
+            }
+        }
+    }
+    // The answer is complete. If it did not answer the request (a wrong id, say), nothing else will: over HTTP a
+    // request's answer only ever comes on its own response. (Ignored when the request was answered.)
+    lost("the response ended without answering the request".into());
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

@@ -1,0 +1,51 @@
+//! Moving frames between the client and a server. A transport only carries bytes; the connection interprets them.
+
+pub mod http;
+mod stdio;
+
+use bytes::Bytes;
+use faultlab_wire::{Frame, MessageId};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use tokio::sync::mpsc;
+
+pub use http::HttpTransport;
+pub use stdio::StdioTransport;
+
+/// Where the server is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub enum Target {
+    /// A server process spoken to over its stdin/stdout.
+    Stdio {
+        command: String,
+        #[serde(default)]
+        args: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        cwd: Option<PathBuf>,
+        /// Variables set for the child on top of the inherited environment.
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        env: BTreeMap<String, String>,
+    },
+    /// A Streamable HTTP endpoint (plain HTTP, loopback only).
+    Http {
+        url: String,
+        #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// Something that arrived from the server side.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A frame, as received (it may be anything, including garbage).
+    Frame(Frame),
+    /// HTTP: the POST carrying request `id` was answered with an error status instead of a message.
+    HttpStatus { id: MessageId, status: u16, retry_after: Option<String>, body: Bytes },
+    /// The channel carrying request `id` broke (an aborted HTTP response), or with `id: None`, the whole
+    /// connection closed (stdio EOF, the child exited).
+    Lost { id: Option<MessageId>, detail: String },
+}
+
+pub type IncomingTx = mpsc::UnboundedSender<Incoming>;

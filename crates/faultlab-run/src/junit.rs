@@ -1,0 +1,94 @@
+//! JUnit XML: one `<testsuite>` of `<testcase>`s, escaped so any text is valid XML 1.0.
+
+use std::fmt::Write as _;
+
+/// One test case.
+pub struct Case {
+    pub name: String,
+    pub classname: String,
+    pub seconds: f64,
+    /// `None` when it passed; otherwise the failure message and details.
+    pub failure: Option<(String, String)>,
+    pub system_out: Option<String>,
+}
+
+/// Renders a suite.
+pub fn render(suite: &str, cases: &[Case]) -> String {
+    let failures = cases.iter().filter(|c| c.failure.is_some()).count();
+    let time: f64 = cases.iter().map(|c| c.seconds).sum();
+    let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    let _ = writeln!(
+        out,
+        "<testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" time=\"{time:.6}\">",
+        escape(suite),
+        cases.len()
+    );
+    for case in cases {
+        let _ = write!(
+            out,
+            "  <testcase name=\"{}\" classname=\"{}\" time=\"{:.6}\"",
+            escape(&case.name),
+            escape(&case.classname),
+            case.seconds
+        );
+        if case.failure.is_none() && case.system_out.is_none() {
+            out.push_str("/>\n");
+            continue;
+        }
+        out.push_str(">\n");
+        if let Some((message, details)) = &case.failure {
+            let _ = writeln!(out, "    <failure message=\"{}\">{}</failure>", escape(message), escape(details));
+        }
+        if let Some(text) = &case.system_out {
+            let _ = writeln!(out, "    <system-out>{}</system-out>", escape(text));
+        }
+        out.push_str("  </testcase>\n");
+    }
+    out.push_str("</testsuite>\n");
+    out
+}
+
+/// Escapes markup characters and replaces characters XML 1.0 does not allow with U+FFFD.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&apos;"),
+            '\t' | '\n' | '\r' => out.push(c),
+            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_markup_and_invalid_characters() {
+        assert_eq!(escape("a<b>&\"'\u{1}"), "a&lt;b&gt;&amp;&quot;&apos;\u{FFFD}");
+    }
+
+    #[test]
+    fn counts_failures() {
+        let cases = [
+            Case { name: "ok".into(), classname: "c".into(), seconds: 0.5, failure: None, system_out: None },
+            Case {
+                name: "bad".into(),
+                classname: "c".into(),
+                seconds: 0.25,
+                failure: Some(("boom".into(), "details".into())),
+                system_out: None,
+            },
+        ];
+        let xml = render("suite", &cases);
+        assert!(xml.contains("tests=\"2\" failures=\"1\"") && xml.contains("time=\"0.750000\""));
+        assert!(xml.contains("<failure message=\"boom\">details</failure>"));
+    }
+}

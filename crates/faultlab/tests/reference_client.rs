@@ -1,0 +1,145 @@
+//! The reference client against the real `faultlab serve`: it reaches the right outcome for each fault and counts
+//! what SDK clients hide (duplicates, late and unknown-id responses, unparsable frames) on every transport.
+
+use faultlab_client::{Anomalies, Connection, Era, ErrorKind, Outcome, Target};
+use serde_json::json;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::AsyncBufReadExt;
+
+const SETUP: Duration = Duration::from_secs(10);
+const DEADLINE: Duration = Duration::from_secs(5);
+
+fn stdio_target() -> Target {
+    Target::Stdio {
+        command: env!("CARGO_BIN_EXE_faultlab").into(),
+        args: vec!["serve".into()],
+        cwd: None,
+        env: Default::default(),
+    }
+}
+
+async fn http_server() -> (tokio::process::Child, Target) {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_faultlab"))
+        .args(["serve", "--transport", "http", "--port", "0"])
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    tokio::time::timeout(SETUP, stderr.read_line(&mut line)).await.unwrap().unwrap();
+    tokio::spawn(async move { while stderr.read_line(&mut String::new()).await.is_ok_and(|n| n > 0) {} });
+    let url = line.trim().trim_start_matches("faultlab: listening at ").to_owned();
+    (child, Target::Http { url, headers: Default::default() })
+}
+
+/// Faults every transport shares; returns the anomalies seen. A reply with a wrong id answers nothing: on stdio
+/// the call times out; over HTTP the response ends without an answer, which the client knows at once.
+async fn common_faults(connection: &Connection, unanswered: Outcome) -> Anomalies {
+    let ping = connection.call_tool("ping", json!({}), DEADLINE).await;
+    assert_eq!(ping.outcome, Outcome::Success, "{ping:?}");
+
+    let dup = connection.call_tool("duplicate_response", json!({}), DEADLINE).await;
+    assert_eq!(dup.outcome, Outcome::Success);
+    let malformed = connection.call_tool("malformed_message", json!({"variant": "result-with-error"}), DEADLINE).await;
+    assert_eq!(malformed.error_kind, Some(ErrorKind::InvalidResponse), "{malformed:?}");
+
+    let wrong = connection.call_tool("wrong_id", json!({}), Duration::from_millis(300)).await;
+    assert_eq!(wrong.outcome, unanswered, "a reply to an unknown id answers nothing");
+
+    let noisy = connection.call_tool("non_json_line", json!({}), DEADLINE).await;
+    assert_eq!(noisy.outcome, Outcome::Success, "a stray line is skipped");
+
+    let hung = connection.call_tool("hang", json!({}), Duration::from_millis(200)).await;
+    assert_eq!(hung.outcome, Outcome::Timeout);
+
+    let after = connection.call_tool("ping", json!({}), DEADLINE).await;
+    assert_eq!(after.outcome, Outcome::Success, "the connection survives all of it");
+    assert_eq!(connection.responses_for(&dup.request_id), 2, "both copies were seen");
+    connection.anomalies()
+}
+
+#[tokio::test]
+async fn stdio_legacy() {
+    let connection = Connection::open(&stdio_target(), Era::Legacy, SETUP).await.unwrap();
+    let anomalies = common_faults(&connection, Outcome::Timeout).await;
+    assert_eq!((anomalies.duplicate_responses, anomalies.unknown_id_responses), (1, 1));
+    assert_eq!(anomalies.unparsable_frames, 1, "{anomalies:?}");
+
+    let cut = connection.call_tool("truncated_response", json!({}), Duration::from_millis(300)).await;
+    assert_eq!(cut.outcome, Outcome::Timeout);
+    assert_eq!(connection.anomalies().unparsable_frames, 2);
+
+    let late = connection.call_tool("response_after_cancellation", json!({}), Duration::from_millis(200)).await;
+    assert_eq!(late.outcome, Outcome::Timeout);
+    // The late result arrives after the cancel; the next call's reply follows it on the same pipe.
+    connection.call_tool("ping", json!({}), DEADLINE).await;
+    assert_eq!(connection.anomalies().late_responses, 1);
+
+    let gone = connection.call_tool("disconnect", json!({}), DEADLINE).await;
+    assert_eq!(gone.outcome, Outcome::TransportLoss);
+    assert!(!connection.is_alive());
+}
+
+#[tokio::test]
+async fn stdio_modern() {
+    let connection = Connection::open(&stdio_target(), Era::Modern, SETUP).await.unwrap();
+    let anomalies = common_faults(&connection, Outcome::Timeout).await;
+    assert_eq!(anomalies.duplicate_responses, 1);
+}
+
+#[tokio::test]
+async fn http_legacy_session() {
+    let (_server, target) = http_server().await;
+    let connection = Connection::open(&target, Era::Legacy, SETUP).await.unwrap();
+    let anomalies = common_faults(&connection, Outcome::TransportLoss).await;
+    assert_eq!(anomalies.duplicate_responses, 1);
+
+    let limited = connection.call_tool("http_status", json!({"status": 429, "retryAfterSec": 3}), DEADLINE).await;
+    assert_eq!((limited.error_kind, limited.http_status), (Some(ErrorKind::HttpStatus), Some(429)));
+    assert_eq!(limited.error.as_ref().unwrap()["retryAfter"], "3");
+
+    let cut = connection.call_tool("disconnect", json!({}), DEADLINE).await;
+    assert_eq!(cut.outcome, Outcome::TransportLoss);
+    let lost = connection.call_tool("session_loss", json!({"activation": "after_response"}), DEADLINE).await;
+    assert_eq!(lost.outcome, Outcome::Success);
+    let after = connection.call_tool("ping", json!({}), DEADLINE).await;
+    assert_eq!((after.error_kind, after.http_status), (Some(ErrorKind::HttpStatus), Some(404)));
+    connection.close().await;
+}
+
+#[tokio::test]
+async fn http_modern() {
+    let (_server, target) = http_server().await;
+    let connection = Connection::open(&target, Era::Modern, SETUP).await.unwrap();
+    let anomalies = common_faults(&connection, Outcome::TransportLoss).await;
+    assert_eq!(anomalies.duplicate_responses, 1);
+    let cut = connection.call_tool("disconnect", json!({}), DEADLINE).await;
+    assert_eq!(cut.outcome, Outcome::TransportLoss);
+    assert_eq!(connection.call_tool("ping", json!({}), DEADLINE).await.outcome, Outcome::Success);
+}
+
+#[tokio::test]
+async fn the_demo_passes_and_writes_its_reports() {
+    let out = tempfile::tempdir().unwrap();
+    let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_faultlab"))
+        .args(["demo", "--out"])
+        .arg(out.path())
+        .stdout(Stdio::null())
+        .status()
+        .await
+        .unwrap();
+    assert_eq!(status.code(), Some(0));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("demo.json")).unwrap()).unwrap();
+    assert_eq!(report["passed"], true);
+    assert_eq!(report["results"].as_array().unwrap().len(), 7);
+    let trace: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("traces/tool-error.json")).unwrap()).unwrap();
+    let calls = trace.as_array().unwrap().iter().filter(|m| m["role"] == "assistant").count();
+    assert_eq!(calls, 5, "the tool-error trace shows every retried call");
+    let junit = std::fs::read_to_string(out.path().join("junit.xml")).unwrap();
+    assert!(junit.contains("tests=\"7\" failures=\"0\""));
+}
