@@ -12,7 +12,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tokio::time::Instant;
 
 /// The protocol era a connection speaks.
@@ -61,8 +61,14 @@ pub struct Anomalies {
 
 enum Reply {
     Frame(Frame),
-    Http { status: u16, retry_after: Option<String>, body: Bytes },
+    Http {
+        status: u16,
+        retry_after: Option<String>,
+        body: Bytes,
+    },
     Lost(String),
+    /// The client itself cancelled the request while it was waiting.
+    Cancelled,
 }
 
 struct Pending {
@@ -77,6 +83,8 @@ struct Book {
     answered: HashSet<MessageId>,
     abandoned: HashSet<MessageId>,
     responses: HashMap<MessageId, u32>,
+    /// HTTP requests whose answer is complete.
+    ended: HashSet<MessageId>,
     anomalies: Anomalies,
     closed: bool,
 }
@@ -101,6 +109,8 @@ pub struct Connection {
     wire: Arc<Wire>,
     era: Era,
     book: Arc<Mutex<Book>>,
+    /// Woken whenever the dispatcher has filed something.
+    changed: Arc<Notify>,
     next_id: AtomicI64,
     next_seq: AtomicI64,
 }
@@ -118,8 +128,9 @@ impl Connection {
         };
         let book = Arc::new(Mutex::new(Book::default()));
         let wire = Arc::new(wire);
-        tokio::spawn(dispatch(rx, book.clone(), wire.clone()));
-        let connection = Self { wire, era, book, next_id: AtomicI64::new(1), next_seq: AtomicI64::new(0) };
+        let changed = Arc::new(Notify::new());
+        tokio::spawn(dispatch(rx, book.clone(), wire.clone(), changed.clone()));
+        let connection = Self { wire, era, book, changed, next_id: AtomicI64::new(1), next_seq: AtomicI64::new(0) };
         if era == Era::Modern {
             if let Wire::Http(http) = &*connection.wire {
                 http.set_protocol(era.version());
@@ -139,6 +150,7 @@ impl Connection {
             }
             Some(Reply::Http { status, .. }) => return Err(ConnectError::Handshake(format!("HTTP {status}"))),
             Some(Reply::Lost(detail)) => return Err(ConnectError::Handshake(detail)),
+            Some(Reply::Cancelled) => return Err(ConnectError::Handshake("cancelled".into())),
             None => return Err(ConnectError::Handshake(format!("no answer within {} ms", deadline.as_millis()))),
         }
         if let Wire::Http(http) = &*connection.wire {
@@ -179,6 +191,11 @@ impl Connection {
                 obs.error = Some(Value::from(detail));
                 obs
             }
+            Some(Reply::Cancelled) => {
+                obs.outcome = Outcome::Cancelled;
+                obs.error = Some(Value::from("cancelled by the client"));
+                obs
+            }
         }
     }
 
@@ -217,11 +234,18 @@ impl Connection {
     pub async fn cancel(&self, id: &MessageId, reason: &str) {
         {
             let mut book = lock(&self.book);
-            book.pending.remove(id);
+            if let Some(pending) = book.pending.remove(id) {
+                let _ = pending.tx.send(Reply::Cancelled);
+            }
             book.abandoned.insert(id.clone());
         }
         match (&*self.wire, self.era) {
-            (Wire::Http(http), Era::Modern) => http.drop_stream(id),
+            (Wire::Http(http), Era::Modern) => {
+                http.drop_stream(id);
+                // Dropping the stream ends the answer: nothing more can arrive for this request.
+                lock(&self.book).ended.insert(id.clone());
+                self.changed.notify_waiters();
+            }
             _ => {
                 let params = json!({"requestId": id.to_value(), "reason": reason});
                 self.notify("notifications/cancelled", Some(params)).await;
@@ -253,6 +277,43 @@ impl Connection {
             "io.modelcontextprotocol/clientInfo": {"name": "faultlab-reference-client", "version": env!("CARGO_PKG_VERSION")}
         });
         params
+    }
+
+    /// Waits (at most `deadline`) until everything the server sent about request `id` has been filed, so that
+    /// counts of duplicates and notifications are complete. HTTP: until the request's answer has ended. stdio: a
+    /// `tools/list` round trip, since the server writes in order and the pipe keeps it.
+    pub async fn settle(&self, id: &Value, deadline: Duration) {
+        let Some(id) = MessageId::from_value(id) else { return };
+        match &*self.wire {
+            Wire::Http(_) => {
+                let _ = tokio::time::timeout(deadline, async {
+                    loop {
+                        let notified = self.changed.notified();
+                        {
+                            let book = lock(&self.book);
+                            if book.ended.contains(&id) || book.closed {
+                                return;
+                            }
+                        }
+                        notified.await;
+                    }
+                })
+                .await;
+            }
+            Wire::Stdio(_) => {
+                if self.is_alive() {
+                    let _ = self.request("tools/list", json!({}), deadline).await;
+                }
+            }
+        }
+    }
+
+    /// Cancels every request still waiting (the adapter's `cancel`).
+    pub async fn cancel_all(&self, reason: &str) {
+        let ids: Vec<MessageId> = lock(&self.book).pending.keys().cloned().collect();
+        for id in ids {
+            self.cancel(&id, reason).await;
+        }
     }
 
     /// Every anomaly seen so far.
@@ -299,7 +360,12 @@ impl Wire {
 
 /// Takes everything that arrives and routes it: replies to their waiting request, server requests answered,
 /// everything else counted.
-async fn dispatch(mut rx: mpsc::UnboundedReceiver<Incoming>, book: Arc<Mutex<Book>>, wire: Arc<Wire>) {
+async fn dispatch(
+    mut rx: mpsc::UnboundedReceiver<Incoming>,
+    book: Arc<Mutex<Book>>,
+    wire: Arc<Wire>,
+    changed: Arc<Notify>,
+) {
     while let Some(incoming) = rx.recv().await {
         match incoming {
             Incoming::Frame(frame) => {
@@ -320,7 +386,15 @@ async fn dispatch(mut rx: mpsc::UnboundedReceiver<Incoming>, book: Arc<Mutex<Boo
                 }
             }
             Incoming::Lost { id: None, detail } => fail_all(&book, &detail),
+            Incoming::Ended { id } => {
+                let mut book = lock(&book);
+                book.ended.insert(id.clone());
+                if let Some(pending) = book.pending.remove(&id) {
+                    let _ = pending.tx.send(Reply::Lost("the response ended without answering the request".into()));
+                }
+            }
         }
+        changed.notify_waiters();
     }
 }
 

@@ -1,7 +1,21 @@
 //! Running the reference client against servers and reporting what happened.
 //!
-//! - [`probe`]: the seven deterministic `lab_probe` runs that cover all six probe scenarios.
-//! - [`junit`]: JUnit XML for CI systems.
+//! - [`scenario`]: scenario files (strict YAML or JSON) and their plan of calls.
+//! - [`expect`]: checking a call against its expectations.
+//! - [`adapter`]: the target-client adapter contract; [`mcp`] is the reference client behind it, [`fake`] a
+//!   deterministic stand-in with a virtual clock.
+//! - [`runner`]: setup, steps, cancel, cleanup on every path.
+//! - [`target`]: external target files.
+//! - [`report`]: console, JSON and JUnit renderings of the results.
+//! - [`probe`]: the seven deterministic `lab_probe` runs of the demo.
 
+pub mod adapter;
+pub mod expect;
+pub mod fake;
 pub mod junit;
+pub mod mcp;
 pub mod probe;
+pub mod report;
+pub mod runner;
+pub mod scenario;
+pub mod target;

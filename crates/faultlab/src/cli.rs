@@ -13,8 +13,47 @@ pub struct Cli {
 pub enum Command {
     /// Run the deliberately faulty MCP server (stdio by default, or Streamable HTTP).
     Serve(ServeArgs),
+    /// Run scenario files with the reference client against the built-in server or an external target.
+    Run(RunArgs),
     /// The whole lab on built-in parts: reference-client runs against the faulty server, with reports.
     Demo(DemoArgs),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ReportFormat {
+    Console,
+    Json,
+    Junit,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Era {
+    #[value(name = "2026-07-28")]
+    Modern,
+    #[value(name = "2025-11-25")]
+    Legacy,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Exit codes: 0 every scenario passed (an expected error or timeout is a pass); 2 an \
+expectation failed; 1 the run could not happen (a bad file or argument, a target that did not start).")]
+pub struct RunArgs {
+    /// Scenario files (YAML, or JSON by the .json extension).
+    #[arg(required = true)]
+    pub scenarios: Vec<std::path::PathBuf>,
+    /// A target file naming an external MCP server (stdio command or loopback HTTP URL). Without it, the built-in
+    /// faulty server runs in this process.
+    #[arg(long)]
+    pub target: Option<std::path::PathBuf>,
+    /// The era for scenarios that do not name one.
+    #[arg(long, value_enum, default_value_t = Era::Modern)]
+    pub protocol_version: Era,
+    /// How results are printed on stdout.
+    #[arg(long, value_enum, default_value_t = ReportFormat::Console)]
+    pub report: ReportFormat,
+    /// Also write report.json, junit.xml and traces/ here.
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -31,10 +31,10 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
     if passed == results.len() {
         Ok(())
     } else {
-        Err(Failure {
-            code: 2,
-            error: anyhow::anyhow!("{} of {} runs did not behave as expected", results.len() - passed, results.len()),
-        })
+        Err(Failure::new(
+            2,
+            anyhow::anyhow!("{} of {} runs did not behave as expected", results.len() - passed, results.len()),
+        ))
     }
 }
 

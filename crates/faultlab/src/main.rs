@@ -3,8 +3,10 @@
 //! Exit codes: 0 success; 1 the command could not do its job (a runtime failure); 2 the input was wrong (an
 //! unknown flag, a bad value, a bad `LAB_*` variable). Every error names what to fix.
 
+mod builtin;
 mod cli;
 mod demo;
+mod run;
 mod serve;
 
 use clap::Parser;
@@ -15,12 +17,15 @@ fn main() -> ExitCode {
     init_tracing();
     let result = match cli.command {
         cli::Command::Serve(args) => serve::run(args),
+        cli::Command::Run(args) => run::run(args),
         cli::Command::Demo(args) => demo::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("faultlab: {:#}", failure.error);
+            if !failure.silent {
+                eprintln!("faultlab: {:#}", failure.error);
+            }
             ExitCode::from(failure.code)
         }
     }
@@ -30,17 +35,28 @@ fn main() -> ExitCode {
 pub struct Failure {
     pub code: u8,
     pub error: anyhow::Error,
+    /// Already reported in the command's own output format; main only sets the exit code.
+    pub silent: bool,
 }
 
 impl Failure {
     /// Bad input: exit 2.
     pub fn usage(error: impl Into<anyhow::Error>) -> Self {
-        Self { code: 2, error: error.into() }
+        Self { code: 2, error: error.into(), silent: false }
+    }
+
+    pub fn new(code: u8, error: anyhow::Error) -> Self {
+        Self { code, error, silent: false }
+    }
+
+    /// The error has been reported already.
+    pub fn silenced(self) -> Self {
+        Self { silent: true, ..self }
     }
 
     /// The command could not do its job: exit 1.
     pub fn runtime(error: impl Into<anyhow::Error>) -> Self {
-        Self { code: 1, error: error.into() }
+        Self { code: 1, error: error.into(), silent: false }
     }
 }
 

@@ -22,4 +22,6 @@ fn check(name: &str, schema: schemars::Schema) {
 fn shipped_schemas_match_the_types() {
     check("diagnostic-event.schema.json", schemars::schema_for!(faultlab_engine::recorder::Record));
     check("fault.schema.json", schemars::schema_for!(faultlab_engine::FaultKind));
+    check("scenario.schema.json", schemars::schema_for!(faultlab_run::scenario::Scenario));
+    check("target.schema.json", schemars::schema_for!(faultlab_run::target::TargetFile));
 }

@@ -129,6 +129,20 @@ async fn read_answer(
     incoming: IncomingTx,
     session: Arc<Mutex<Option<String>>>,
 ) {
+    read_answer_body(request, id.clone(), &incoming, session).await;
+    // The answer is over, however it ended. If it did not answer the request (a wrong id, say), nothing else will:
+    // over HTTP a request's answer only ever comes on its own response.
+    if let Some(id) = id {
+        let _ = incoming.send(Incoming::Ended { id });
+    }
+}
+
+async fn read_answer_body(
+    request: reqwest::RequestBuilder,
+    id: Option<MessageId>,
+    incoming: &IncomingTx,
+    session: Arc<Mutex<Option<String>>>,
+) {
     // Only a request can be lost; a notification's failed POST has nothing waiting on it.
     let lost = |detail: String| {
         if let Some(id) = &id {
@@ -188,15 +202,9 @@ async fn read_answer(
             Ok(body) => {
                 let _ = incoming.send(Incoming::Frame(Frame::parse(body)));
             }
-            Err(e) => {
-                lost(format!("the response body broke off: {e}"));
-                return;
-            }
+            Err(e) => lost(format!("the response body broke off: {e}")),
         }
     }
-    // The answer is complete. If it did not answer the request (a wrong id, say), nothing else will: over HTTP a
-    // request's answer only ever comes on its own response. (Ignored when the request was answered.)
-    lost("the response ended without answering the request".into());
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -46,6 +46,8 @@ pub enum Incoming {
     /// The channel carrying request `id` broke (an aborted HTTP response), or with `id: None`, the whole
     /// connection closed (stdio EOF, the child exited).
     Lost { id: Option<MessageId>, detail: String },
+    /// HTTP: the answer to request `id` is complete; nothing more can arrive for it.
+    Ended { id: MessageId },
 }
 
 pub type IncomingTx = mpsc::UnboundedSender<Incoming>;

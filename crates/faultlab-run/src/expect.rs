@@ -1,0 +1,159 @@
+//! Checking what a call came to against a step's expectations. Each failed expectation is one readable line.
+
+use crate::scenario::{ConnectionState, Expect};
+use faultlab_client::{Anomalies, Observation};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// Anomaly names an expectation may use (the camelCase fields of [`Anomalies`] that are counts).
+pub const ANOMALY_NAMES: [&str; 8] = [
+    "duplicateResponses",
+    "lateResponses",
+    "unknownIdResponses",
+    "idlessErrors",
+    "unparsableFrames",
+    "nonMessageFrames",
+    "outOfOrderResponses",
+    "serverRequests",
+];
+
+/// A call and what the connection saw because of it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StepObservation {
+    pub observation: Observation,
+    /// Responses that carried the call's id.
+    pub responses: u32,
+    /// Anomalies the call added to the connection's tally.
+    pub anomalies: BTreeMap<String, u32>,
+    /// Notifications received during the call, by method.
+    pub notifications: BTreeMap<String, u32>,
+    /// Whether the connection was still usable afterwards.
+    pub connection_alive: bool,
+}
+
+/// The anomaly counts that grew from `before` to `after`, by name.
+pub fn anomaly_delta(before: &Anomalies, after: &Anomalies) -> (BTreeMap<String, u32>, BTreeMap<String, u32>) {
+    let counts = |a: &Anomalies| -> BTreeMap<String, u32> {
+        let value = serde_json::to_value(a).unwrap_or_default();
+        ANOMALY_NAMES.iter().map(|n| (n.to_string(), value[n].as_u64().unwrap_or(0) as u32)).collect()
+    };
+    let (b, a) = (counts(before), counts(after));
+    let anomalies = a.iter().filter(|(k, v)| *v > &b[*k]).map(|(k, v)| (k.clone(), v - b[k])).collect();
+    let notifications = after
+        .notifications
+        .iter()
+        .filter_map(|(k, v)| {
+            let was = before.notifications.get(k).copied().unwrap_or(0);
+            (*v > was).then(|| (k.clone(), v - was))
+        })
+        .collect();
+    (anomalies, notifications)
+}
+
+/// Every expectation of `expect` that `seen` does not meet.
+pub fn check(expect: &Expect, seen: &StepObservation) -> Vec<String> {
+    let obs = &seen.observation;
+    let mut failures = Vec::new();
+    let name = |v: Value| v.as_str().unwrap_or_default().to_owned();
+    if let Some(outcome) = expect.outcome
+        && outcome != obs.outcome
+    {
+        let detail = match obs.message() {
+            m if m.is_empty() => String::new(),
+            m => format!(" ({m})"),
+        };
+        failures.push(format!(
+            "expected outcome {}, received {}{detail}",
+            name(serde_json::json!(outcome)),
+            name(serde_json::json!(obs.outcome))
+        ));
+    }
+    if let Some(kind) = expect.error_kind
+        && Some(kind) != obs.error_kind
+    {
+        let got = obs.error_kind.map_or("none".to_owned(), |k| name(serde_json::json!(k)));
+        failures.push(format!("expected error kind {}, received {got}", name(serde_json::json!(kind))));
+    }
+    if let Some(max) = expect.max_duration_ms
+        && obs.duration_ms > max
+    {
+        failures.push(format!("expected duration at most {max}ms, received {:.2}ms", obs.duration_ms));
+    }
+    if let Some(min) = expect.min_duration_ms
+        && obs.duration_ms < min
+    {
+        failures.push(format!("expected duration at least {min}ms, received {:.2}ms", obs.duration_ms));
+    }
+    if let Some(result) = &expect.result {
+        match &obs.result {
+            None => failures.push("expected a result, but no result was received".into()),
+            Some(value) => check_result(result, value, &obs.text(), &mut failures),
+        }
+    }
+    if let Some(code) = expect.error_code {
+        let got = obs.error.as_ref().and_then(|e| e.get("code")).and_then(Value::as_i64);
+        if got != Some(code) {
+            failures
+                .push(format!("expected error code {code}, received {}", got.map_or("none".into(), |c| c.to_string())));
+        }
+    }
+    if let Some(status) = expect.http_status
+        && obs.http_status != Some(status)
+    {
+        let got = obs.http_status.map_or("none".into(), |s| s.to_string());
+        failures.push(format!("expected HTTP status {status}, received {got}"));
+    }
+    if let Some(n) = expect.responses
+        && seen.responses != n
+    {
+        failures.push(format!("expected {n} responses with the call's id, received {}", seen.responses));
+    }
+    for (method, at_least) in &expect.notifications {
+        let got = seen.notifications.get(method).copied().unwrap_or(0);
+        if got < *at_least {
+            failures.push(format!("expected at least {at_least} {method} notifications, received {got}"));
+        }
+    }
+    for (anomaly, n) in &expect.anomalies {
+        let got = seen.anomalies.get(anomaly).copied().unwrap_or(0);
+        if got != *n {
+            failures.push(format!("expected {n} {anomaly}, observed {got}"));
+        }
+    }
+    if let Some(state) = expect.connection {
+        let alive = state == ConnectionState::Alive;
+        if alive != seen.connection_alive {
+            let say = |a: bool| if a { "alive" } else { "dead" };
+            failures.push(format!("expected the connection {}, found it {}", say(alive), say(seen.connection_alive)));
+        }
+    }
+    failures
+}
+
+fn check_result(expect: &crate::scenario::ResultExpect, result: &Value, text: &str, failures: &mut Vec<String>) {
+    if let Some(is_error) = expect.is_error {
+        let got = result.get("isError").and_then(Value::as_bool).unwrap_or(false);
+        if got != is_error {
+            failures.push(format!("expected result isError {is_error}, received {got}"));
+        }
+    }
+    if let Some(needle) = &expect.text_contains
+        && !text.contains(needle.as_str())
+    {
+        failures.push(format!("expected result text to contain {needle:?}"));
+    }
+    if let Some(pattern) = &expect.text_matches
+        && !regex::Regex::new(pattern).is_ok_and(|re| re.is_match(text))
+    {
+        failures.push(format!("expected result text to match /{pattern}/"));
+    }
+    for (pointer, want) in &expect.pointer {
+        match result.pointer(pointer) {
+            Some(got) if got == want => {}
+            Some(got) => failures.push(format!("expected result{pointer} to be {want}, received {got}")),
+            None => failures.push(format!("expected result{pointer} to exist")),
+        }
+    }
+}

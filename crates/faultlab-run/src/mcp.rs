@@ -1,0 +1,149 @@
+//! The `mcp` adapter: the reference client as the client under test, against any MCP server target.
+
+use crate::adapter::{Adapter, Budget, OpFailure, OpRecord, Operation, Recording, Session, since};
+use crate::expect::{StepObservation, anomaly_delta};
+use crate::scenario::PlannedStep;
+use faultlab_client::{Connection, Era, Outcome, Target};
+use serde_json::Value;
+use std::future::Future;
+use std::time::Duration;
+use tokio::sync::OnceCell;
+use tokio::time::Instant;
+
+/// How long a call's trailing frames (a duplicate, a late progress) get to arrive before counting them, in ms.
+const SETTLE: Duration = Duration::from_secs(2);
+
+pub struct McpAdapter {
+    target: Target,
+    era: Era,
+    origin: Instant,
+}
+
+impl McpAdapter {
+    pub fn new(target: Target, era: Era) -> Self {
+        Self { target, era, origin: Instant::now() }
+    }
+}
+
+pub struct McpSession {
+    connection: Connection,
+    origin: Instant,
+    cleaned: OnceCell<OpRecord>,
+}
+
+/// Runs `work` under `budget`, timing it into a record.
+async fn timed<T>(
+    origin: Instant,
+    operation: Operation,
+    operation_id: String,
+    budget: Budget,
+    work: impl Future<Output = Result<(Outcome, T), OpFailure>>,
+) -> Recording<T> {
+    let started = since(origin);
+    let result = tokio::time::timeout(budget.duration(), work).await;
+    let ended = since(origin);
+    let (outcome, value, failure) = match result {
+        Ok(Ok((outcome, value))) => (outcome, Some(value), None),
+        Ok(Err(failure)) => (Outcome::Error, None, Some(failure)),
+        Err(_) => (
+            Outcome::Timeout,
+            None,
+            Some(OpFailure {
+                message: format!("operation exceeded {} ms", budget.duration().as_millis()),
+                code: Some("deadline_exceeded".into()),
+            }),
+        ),
+    };
+    Recording {
+        record: OpRecord {
+            operation,
+            operation_id,
+            started_at_ms: started,
+            ended_at_ms: ended,
+            duration_ms: ended - started,
+            outcome,
+            failure,
+        },
+        value,
+    }
+}
+
+impl Adapter for McpAdapter {
+    type Session = McpSession;
+
+    async fn setup(&self, operation_id: String, budget: Budget) -> Recording<McpSession> {
+        timed(self.origin, Operation::Setup, operation_id, budget, async {
+            let connection = Connection::open(&self.target, self.era, budget.duration())
+                .await
+                .map_err(|e| OpFailure { message: e.to_string(), code: Some("setup_failed".into()) })?;
+            Ok((Outcome::Success, McpSession { connection, origin: self.origin, cleaned: OnceCell::new() }))
+        })
+        .await
+    }
+}
+
+impl McpSession {
+    async fn call(
+        &self,
+        operation: Operation,
+        operation_id: String,
+        step: &PlannedStep,
+        budget: Budget,
+    ) -> Recording<StepObservation> {
+        let deadline = Duration::from_millis(step.timeout_ms).min(budget.duration());
+        // The call's own deadline ends it; the budget only bounds the settling afterwards.
+        let budget =
+            Budget::from_millis(budget.duration().as_millis() as u64 + SETTLE.as_millis() as u64).unwrap_or(budget);
+        timed(self.origin, operation, operation_id, budget, async {
+            let before = self.connection.anomalies();
+            let observation =
+                self.connection.call_tool(&step.call.tool, Value::Object(step.call.args.clone()), deadline).await;
+            self.connection.settle(&observation.request_id, SETTLE).await;
+            let (anomalies, notifications) = anomaly_delta(&before, &self.connection.anomalies());
+            let seen = StepObservation {
+                responses: self.connection.responses_for(&observation.request_id),
+                connection_alive: self.connection.is_alive(),
+                anomalies,
+                notifications,
+                observation,
+            };
+            Ok((seen.observation.outcome, seen))
+        })
+        .await
+    }
+}
+
+impl Session for McpSession {
+    async fn execute(&self, operation_id: String, step: &PlannedStep, budget: Budget) -> Recording<StepObservation> {
+        self.call(Operation::Execute, operation_id, step, budget).await
+    }
+
+    async fn observe(&self, operation_id: String, step: &PlannedStep, budget: Budget) -> Recording<StepObservation> {
+        self.call(Operation::Observe, operation_id, step, budget).await
+    }
+
+    async fn cancel(&self, operation_id: String, budget: Budget) -> Recording<()> {
+        timed(self.origin, Operation::Cancel, operation_id, budget, async {
+            self.connection.cancel_all("cancelled by the orchestrator").await;
+            Ok((Outcome::Success, ()))
+        })
+        .await
+    }
+
+    async fn cleanup(&self, operation_id: String, budget: Budget) -> Recording<()> {
+        let record = self
+            .cleaned
+            .get_or_init(|| async {
+                timed(self.origin, Operation::Cleanup, operation_id, budget, async {
+                    self.connection.close().await;
+                    Ok((Outcome::Success, ()))
+                })
+                .await
+                .record
+            })
+            .await
+            .clone();
+        let value = (record.outcome == Outcome::Success).then_some(());
+        Recording { record, value }
+    }
+}

@@ -1,0 +1,111 @@
+//! The results of `faultlab run` as a console summary, JSON, or JUnit XML. One report model, one small
+//! renderer per format.
+
+use crate::junit;
+use crate::runner::ScenarioReport;
+use serde_json::json;
+use std::fmt::Write as _;
+
+/// Console: one line per scenario, failures indented under it, a closing count.
+pub fn console(reports: &[ScenarioReport]) -> String {
+    let mut out = String::new();
+    for r in reports {
+        let verdict = match (&r.skipped, r.passed) {
+            (Some(_), _) => "SKIP",
+            (None, true) => "PASS",
+            (None, false) => "FAIL",
+        };
+        let version = serde_json::to_value(r.protocol_version).ok().and_then(|v| v.as_str().map(str::to_owned));
+        let _ = writeln!(
+            out,
+            "{verdict}  {}  [{} {}]  {} call{}, {:.0} ms",
+            r.name,
+            r.target,
+            version.unwrap_or_default(),
+            r.steps.len(),
+            if r.steps.len() == 1 { "" } else { "s" },
+            r.duration_ms
+        );
+        for failure in &r.failures {
+            let _ = writeln!(out, "      - {failure}");
+        }
+        for step in r.steps.iter().filter(|s| !s.passed) {
+            for failure in &step.failures {
+                let _ = writeln!(out, "      - {}: {failure}", step.label);
+            }
+        }
+    }
+    let skipped = reports.iter().filter(|r| r.skipped.is_some()).count();
+    let passed = reports.iter().filter(|r| r.passed).count() - skipped;
+    let failed = reports.len() - passed - skipped;
+    let _ = writeln!(out, "{passed} passed, {failed} failed, {skipped} skipped");
+    out
+}
+
+/// JSON: every scenario with its steps, observations, adapter diagnostics and trace.
+pub fn json(reports: &[ScenarioReport]) -> String {
+    let passed = reports.iter().all(|r| r.passed);
+    serde_json::to_string_pretty(&json!({"passed": passed, "scenarios": reports})).unwrap_or_default() + "\n"
+}
+
+/// JUnit: a test case per step call (primary and observer) and one per scenario's adapter lifecycle.
+pub fn junit_xml(reports: &[ScenarioReport]) -> String {
+    let mut cases = Vec::new();
+    for r in reports.iter().filter(|r| r.skipped.is_none()) {
+        for step in &r.steps {
+            let kind = if step.observer { "observer" } else { "primary" };
+            let name = if step.repeat > 1 { format!("{} #{}", step.label, step.repeat) } else { step.label.clone() };
+            cases.push(junit::Case {
+                name: format!("{} / {name}", r.name),
+                classname: format!("faultlab.{}.{kind}", r.target),
+                seconds: step.duration_ms / 1000.0,
+                failure: (!step.passed).then(|| (step.failures[0].clone(), step.failures.join("\n"))),
+                system_out: None,
+            });
+        }
+        let lifecycle: Vec<String> = r
+            .diagnostics
+            .iter()
+            .map(|d| {
+                let outcome = serde_json::to_value(d.outcome).ok().and_then(|v| v.as_str().map(str::to_owned));
+                format!(
+                    "{} {}: {} ({:.2} ms)",
+                    d.operation_id,
+                    json!(d.operation),
+                    outcome.unwrap_or_default(),
+                    d.duration_ms
+                )
+            })
+            .collect();
+        cases.push(junit::Case {
+            name: format!("{} (execution)", r.name),
+            classname: format!("faultlab.{}.execution", r.target),
+            seconds: r.duration_ms / 1000.0,
+            failure: r.failures.first().map(|f| (f.clone(), r.failures.join("\n"))),
+            system_out: Some(lifecycle.join("\n")),
+        });
+    }
+    junit::render("faultlab run", &cases)
+}
+
+/// An error that stopped the run before any scenario ran, in the chosen format.
+pub fn error(format: &str, code: &str, message: &str) -> String {
+    match format {
+        "json" => {
+            serde_json::to_string_pretty(&json!({"passed": false, "error": {"code": code, "message": message}}))
+                .unwrap_or_default()
+                + "\n"
+        }
+        "junit" => junit::render(
+            code,
+            &[junit::Case {
+                name: code.into(),
+                classname: "faultlab.execution".into(),
+                seconds: 0.0,
+                failure: Some((message.into(), message.into())),
+                system_out: None,
+            }],
+        ),
+        _ => format!("faultlab run: {message}\n"),
+    }
+}

@@ -1,0 +1,129 @@
+//! `faultlab run`: scenario files, the reference client, the built-in server or an external target, reports.
+
+use crate::Failure;
+use crate::builtin::Builtin;
+use crate::cli::{Era, ReportFormat, RunArgs};
+use anyhow::Context as _;
+use faultlab_client::Target;
+use faultlab_run::mcp::McpAdapter;
+use faultlab_run::report;
+use faultlab_run::runner::{self, RunContext, ScenarioReport};
+use faultlab_run::scenario::{ProtocolVersion, Scenario, TransportName};
+use faultlab_run::target::TargetFile;
+use std::path::Path;
+
+/// Budget for connecting and for cleaning up, in ms.
+const SETUP_MS: u64 = 10_000;
+
+pub fn run(args: RunArgs) -> Result<(), Failure> {
+    let format = match args.report {
+        ReportFormat::Console => "console",
+        ReportFormat::Json => "json",
+        ReportFormat::Junit => "junit",
+    };
+    // Errors before any scenario runs still come out in the chosen format.
+    let fail = |code: &str, message: String| {
+        let text = report::error(format, code, &message);
+        if format == "console" {
+            eprint!("{text}")
+        } else {
+            print!("{text}")
+        }
+        Failure::new(1, anyhow::anyhow!("{message}")).silenced()
+    };
+    let mut scenarios = Vec::new();
+    for path in &args.scenarios {
+        match Scenario::load(path) {
+            Ok(s) => scenarios.push(s),
+            Err(e) => return Err(fail("scenario_load_failed", e.to_string())),
+        }
+    }
+    let external = match &args.target {
+        Some(path) => {
+            let file = TargetFile::load(path).map_err(|e| fail("target_load_failed", e.to_string()))?;
+            let target = file
+                .resolve(|name| std::env::var(name).ok())
+                .map_err(|e| fail("target_load_failed", format!("target file {}: {e}", path.display())))?;
+            Some(target)
+        }
+        None => None,
+    };
+    let default_era = match args.protocol_version {
+        Era::Modern => ProtocolVersion::Modern,
+        Era::Legacy => ProtocolVersion::Legacy,
+    };
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)?;
+    let reports = runtime
+        .block_on(async {
+            let builtin = match external {
+                Some(_) => None,
+                None => Some(Builtin::start().await?),
+            };
+            let (target, name) = match (external, &builtin) {
+                (Some(target), _) => (target, "external"),
+                (None, Some(b)) => (Target::Http { url: b.url.clone(), headers: Default::default() }, "builtin"),
+                (None, None) => unreachable!("a built-in server is started when there is no target"),
+            };
+            Ok::<_, std::io::Error>(run_all(&scenarios, &target, name, default_era).await)
+        })
+        .map_err(|e| fail("target_start_failed", format!("cannot start the built-in server: {e}")))?;
+    let text = match args.report {
+        ReportFormat::Console => report::console(&reports),
+        ReportFormat::Json => report::json(&reports),
+        ReportFormat::Junit => report::junit_xml(&reports),
+    };
+    print!("{text}");
+    if let Some(out) = &args.out {
+        write_outputs(out, &reports).map_err(Failure::runtime)?;
+    }
+    if reports.iter().all(|r| r.passed) {
+        Ok(())
+    } else {
+        let failed = reports.iter().filter(|r| !r.passed).count();
+        Err(Failure::new(2, anyhow::anyhow!("{failed} scenario(s) failed")).silenced())
+    }
+}
+
+/// Runs every scenario against `target`, each on its own connection, in the scenario's era or `default_era`.
+pub async fn run_all(
+    scenarios: &[Scenario],
+    target: &Target,
+    name: &str,
+    default_era: ProtocolVersion,
+) -> Vec<ScenarioReport> {
+    let transport = match target {
+        Target::Stdio { .. } => TransportName::Stdio,
+        Target::Http { .. } => TransportName::Http,
+    };
+    let mut reports = Vec::new();
+    for scenario in scenarios {
+        let era = scenario.protocol_version.unwrap_or(default_era);
+        let client_era = match era {
+            ProtocolVersion::Modern => faultlab_client::Era::Modern,
+            ProtocolVersion::Legacy => faultlab_client::Era::Legacy,
+        };
+        let adapter = McpAdapter::new(target.clone(), client_era);
+        let context = RunContext { target: name.to_owned(), transport, era, setup_ms: SETUP_MS };
+        reports.push(runner::run(&adapter, scenario, &context).await);
+    }
+    reports
+}
+
+/// report.json, junit.xml and one trace per scenario.
+pub fn write_outputs(out: &Path, reports: &[ScenarioReport]) -> anyhow::Result<()> {
+    let traces = out.join("traces");
+    std::fs::create_dir_all(&traces).with_context(|| format!("cannot create the output folder {}", out.display()))?;
+    std::fs::write(out.join("report.json"), report::json(reports))?;
+    std::fs::write(out.join("junit.xml"), report::junit_xml(reports))?;
+    for r in reports.iter().filter(|r| r.skipped.is_none()) {
+        let file = format!("{}-{}-{}.json", slug(&r.name), r.target, slug(&format!("{:?}", r.protocol_version)));
+        std::fs::write(traces.join(file), serde_json::to_string_pretty(&r.trace)? + "\n")?;
+    }
+    Ok(())
+}
+
+fn slug(text: &str) -> String {
+    let s: String =
+        text.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    s.split('-').filter(|p| !p.is_empty()).collect::<Vec<_>>().join("-")
+}

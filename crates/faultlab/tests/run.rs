@@ -1,0 +1,159 @@
+//! `faultlab run` end to end: every example scenario against the built-in server (both eras), against the
+//! faultlab binary as an external stdio target and as an external HTTP target; bad files; report snapshots.
+
+use assert_cmd::Command;
+use predicates::str::contains;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::AsyncBufReadExt;
+
+fn examples() -> Vec<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scenarios");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    files
+}
+
+fn faultlab() -> Command {
+    Command::cargo_bin("faultlab").unwrap()
+}
+
+/// Runs every example with `extra` arguments and returns the JSON report; the run must pass.
+fn run_examples(extra: &[&str]) -> Value {
+    let output = faultlab().arg("run").args(examples()).args(["--report", "json"]).args(extra).output().unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let failed: Vec<&Value> = report["scenarios"].as_array().unwrap().iter().filter(|s| s["passed"] != true).collect();
+    assert!(failed.is_empty(), "failed scenarios: {failed:#?}");
+    assert_eq!(output.status.code(), Some(0));
+    report
+}
+
+fn ran(report: &Value) -> usize {
+    report["scenarios"].as_array().unwrap().iter().filter(|s| s.get("skipped").is_none()).count()
+}
+
+#[test]
+fn every_example_passes_against_the_builtin_server_in_both_eras() {
+    for era in ["2026-07-28", "2025-11-25"] {
+        let report = run_examples(&["--protocol-version", era]);
+        assert_eq!(ran(&report), examples().len() - 1, "only the stdio disconnect is skipped over HTTP");
+    }
+}
+
+#[test]
+fn every_example_passes_against_the_binary_as_an_external_stdio_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("stdio.json");
+    let config = serde_json::json!({"adapter": "mcp", "config": {"stdio": {"command": env!("CARGO_BIN_EXE_faultlab"), "args": ["serve"]}}});
+    std::fs::write(&target, config.to_string()).unwrap();
+    for era in ["2026-07-28", "2025-11-25"] {
+        let report = run_examples(&["--protocol-version", era, "--target", target.to_str().unwrap()]);
+        assert_eq!(ran(&report), examples().len() - 3, "the three HTTP-only examples are skipped");
+    }
+}
+
+#[tokio::test]
+async fn every_example_passes_against_the_binary_as_an_external_http_target() {
+    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_faultlab"))
+        .args(["serve", "--transport", "http", "--port", "0"])
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stderr = tokio::io::BufReader::new(server.stderr.take().unwrap());
+    let mut line = String::new();
+    tokio::time::timeout(Duration::from_secs(20), stderr.read_line(&mut line)).await.unwrap().unwrap();
+    tokio::spawn(async move { while stderr.read_line(&mut String::new()).await.is_ok_and(|n| n > 0) {} });
+    let url = line.trim().trim_start_matches("faultlab: listening at ").to_owned();
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("http.yaml");
+    std::fs::write(&target, format!("adapter: mcp\nconfig:\n  http:\n    url: {url}\n")).unwrap();
+    let target = target.to_str().unwrap().to_owned();
+    tokio::task::spawn_blocking(move || {
+        for era in ["2026-07-28", "2025-11-25"] {
+            let report = run_examples(&["--protocol-version", era, "--target", &target]);
+            assert_eq!(ran(&report), examples().len() - 1);
+        }
+    })
+    .await
+    .unwrap();
+}
+
+#[test]
+fn bad_scenario_and_target_files_name_the_file_and_key_and_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "name: x\ncall: {tool: ping}\nexpect:\n  outcome: success\n  colour: red\n").unwrap();
+    faultlab()
+        .args(["run", bad.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stderr(contains("bad.yaml"))
+        .stderr(contains("colour"));
+    let out = faultlab().args(["run", bad.to_str().unwrap(), "--report", "json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let error: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(error["error"]["code"], "scenario_load_failed");
+    let out = faultlab().args(["run", bad.to_str().unwrap(), "--report", "junit"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&out.stdout).contains("<testsuite name=\"scenario_load_failed\""));
+
+    let target = dir.path().join("target.json");
+    std::fs::write(&target, r#"{"adapter":"mcp","config":{"http":{"url":"http://example.com/mcp"}}}"#).unwrap();
+    let ping = examples().into_iter().find(|p| p.ends_with("ping.yaml")).unwrap();
+    faultlab()
+        .args(["run", ping.to_str().unwrap(), "--target", target.to_str().unwrap()])
+        .assert()
+        .code(1)
+        .stderr(contains("target.json"))
+        .stderr(contains("loopback"));
+    faultlab().args(["run", "no-such-file.yaml"]).assert().code(1).stderr(contains("no-such-file.yaml"));
+}
+
+#[test]
+fn a_failed_expectation_exits_2() {
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = dir.path().join("wrong.yaml");
+    std::fs::write(&wrong, "name: wrong\ncall: {tool: ping}\ntimeoutMs: 5000\nexpect: {outcome: error}\n").unwrap();
+    faultlab()
+        .args(["run", wrong.to_str().unwrap()])
+        .assert()
+        .code(2)
+        .stdout(contains("expected outcome error, received success"));
+}
+
+fn snapshot_files() -> Vec<PathBuf> {
+    examples()
+        .into_iter()
+        .filter(|p| ["duplicate-response.yaml", "malformed-message.yaml", "hang.yaml"].iter().any(|n| p.ends_with(n)))
+        .collect()
+}
+
+fn report(format: &str) -> String {
+    let out = faultlab().arg("run").args(snapshot_files()).args(["--report", format]).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn console_json_and_junit_reports_are_stable() {
+    let mut settings = insta::Settings::clone_current();
+    settings.add_filter(r"\d+(\.\d+)? ms", "[ms]");
+    settings.add_filter(r#"time="[0-9.]+""#, r#"time="[s]""#);
+    settings.add_filter(r"\(\d+\.\d+ ms\)", "([ms])");
+    settings.add_filter(r#"\\"timestamp\\":\\"[^\\]+\\""#, "[timestamp]");
+    let _bound = settings.bind_to_scope();
+    insta::assert_snapshot!("console", report("console"));
+    insta::assert_snapshot!("junit", report("junit"));
+    let json: Value = serde_json::from_str(&report("json")).unwrap();
+    insta::assert_json_snapshot!("json", json, {
+        ".scenarios[].durationMs" => "[ms]",
+        ".scenarios[].diagnostics[].startedAtMs" => "[ms]",
+        ".scenarios[].diagnostics[].endedAtMs" => "[ms]",
+        ".scenarios[].diagnostics[].durationMs" => "[ms]",
+        ".scenarios[].steps[].durationMs" => "[ms]",
+        ".scenarios[].steps[].seen.observation.durationMs" => "[ms]",
+        ".scenarios[].trace[].content" => "[text]",
+    });
+}
