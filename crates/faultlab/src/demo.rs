@@ -2,12 +2,40 @@
 //! scenario; the console gets a summary, the output folder gets JSON, JUnit XML and OpenAI-message traces.
 
 use crate::Failure;
+use crate::builtin::Builtin;
 use crate::cli::DemoArgs;
 use anyhow::Context as _;
+use faultlab_client::Target;
 use faultlab_run::junit;
 use faultlab_run::probe::{self, ProbeResult};
+use faultlab_run::runner::ScenarioReport;
+use faultlab_run::scenario::{ProtocolVersion, Scenario};
 use serde_json::json;
 use std::path::Path;
+
+/// The built-in scenario suite: the example scenarios, one per fault tool, compiled into the binary.
+const SUITE: &[(&str, &str)] = &[
+    ("delay.yaml", include_str!("../../../examples/scenarios/delay.yaml")),
+    ("disconnect-http.yaml", include_str!("../../../examples/scenarios/disconnect-http.yaml")),
+    ("disconnect-stdio.yaml", include_str!("../../../examples/scenarios/disconnect-stdio.yaml")),
+    ("duplicate-response.yaml", include_str!("../../../examples/scenarios/duplicate-response.yaml")),
+    ("framing.yaml", include_str!("../../../examples/scenarios/framing.yaml")),
+    ("hang.yaml", include_str!("../../../examples/scenarios/hang.yaml")),
+    ("http-status.yaml", include_str!("../../../examples/scenarios/http-status.yaml")),
+    ("list-changed-storm.yaml", include_str!("../../../examples/scenarios/list-changed-storm.yaml")),
+    ("malformed-message.yaml", include_str!("../../../examples/scenarios/malformed-message.yaml")),
+    ("missing-id.yaml", include_str!("../../../examples/scenarios/missing-id.yaml")),
+    ("non-json-line.yaml", include_str!("../../../examples/scenarios/non-json-line.yaml")),
+    ("oversized-response.yaml", include_str!("../../../examples/scenarios/oversized-response.yaml")),
+    ("ping.yaml", include_str!("../../../examples/scenarios/ping.yaml")),
+    ("progress-after-result.yaml", include_str!("../../../examples/scenarios/progress-after-result.yaml")),
+    ("protocol-ping-liveness.yaml", include_str!("../../../examples/scenarios/protocol-ping-liveness.yaml")),
+    ("response-after-cancellation.yaml", include_str!("../../../examples/scenarios/response-after-cancellation.yaml")),
+    ("session-loss.yaml", include_str!("../../../examples/scenarios/session-loss.yaml")),
+    ("split-response.yaml", include_str!("../../../examples/scenarios/split-response.yaml")),
+    ("truncated-response.yaml", include_str!("../../../examples/scenarios/truncated-response.yaml")),
+    ("wrong-id.yaml", include_str!("../../../examples/scenarios/wrong-id.yaml")),
+];
 
 pub fn run(args: DemoArgs) -> Result<(), Failure> {
     let exe = std::env::current_exe().context("cannot find the faultlab executable").map_err(Failure::runtime)?;
@@ -27,9 +55,21 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
     write_reports(&args.out, &results).map_err(Failure::runtime)?;
     let passed = results.iter().filter(|r| r.passed).count();
     println!("\n{passed} of {} runs behaved as a robust client should.", results.len());
-    println!("Reports: {0}/demo.json, {0}/junit.xml, {0}/traces/<run>.json", args.out.display());
-    if passed == results.len() {
+
+    println!("\nThe built-in scenario suite ({} scenarios, one per fault tool) over every transport:\n", SUITE.len());
+    let suite: Vec<Scenario> = SUITE
+        .iter()
+        .map(|(name, text)| Scenario::parse(text, false).map_err(|e| anyhow::anyhow!("built-in scenario {name}: {e}")))
+        .collect::<Result<_, _>>()
+        .map_err(Failure::runtime)?;
+    let reports = runtime.block_on(run_suite(&suite, &exe)).map_err(Failure::runtime)?;
+    crate::run::write_outputs(&args.out.join("suite"), &reports).map_err(Failure::runtime)?;
+    let suite_failed = reports.iter().filter(|r| !r.passed).count();
+    println!("\nReports: {0}/demo.json, {0}/junit.xml, {0}/traces/ and {0}/suite/", args.out.display());
+    if passed == results.len() && suite_failed == 0 {
         Ok(())
+    } else if suite_failed > 0 {
+        Err(Failure::new(2, anyhow::anyhow!("{suite_failed} suite scenario run(s) failed")))
     } else {
         Err(Failure::new(
             2,
@@ -85,4 +125,41 @@ fn write_reports(out: &Path, results: &[ProbeResult]) -> anyhow::Result<()> {
         .collect();
     std::fs::write(out.join("junit.xml"), junit::render("faultlab demo", &cases))?;
     Ok(())
+}
+
+/// Runs the suite over stdio (a `faultlab serve` child) and the in-process HTTP server, in both eras.
+async fn run_suite(suite: &[Scenario], exe: &str) -> anyhow::Result<Vec<ScenarioReport>> {
+    let builtin = Builtin::start().await.context("cannot start the built-in HTTP server")?;
+    let stdio =
+        Target::Stdio { command: exe.to_owned(), args: vec!["serve".into()], cwd: None, env: Default::default() };
+    let http = Target::Http { url: builtin.url.clone(), headers: Default::default() };
+    let mut all = Vec::new();
+    for (target, name) in [(&stdio, "stdio"), (&http, "http")] {
+        for era in [ProtocolVersion::Modern, ProtocolVersion::Legacy] {
+            // The suite's scenarios that pin an era run once per transport, in their own era.
+            let scenarios: Vec<Scenario> =
+                suite.iter().filter(|s| s.protocol_version.is_none_or(|v| v == era)).cloned().collect();
+            let reports = crate::run::run_all(&scenarios, target, name, era).await;
+            let ran: Vec<&ScenarioReport> = reports.iter().filter(|r| r.skipped.is_none()).collect();
+            let passed = ran.iter().filter(|r| r.passed).count();
+            let version = if era == ProtocolVersion::Modern { "2026-07-28" } else { "2025-11-25" };
+            let verdict = if passed == ran.len() { "PASS" } else { "FAIL" };
+            println!("  {verdict}  {name:<6} {version}  {passed} of {} scenarios passed", ran.len());
+            for r in ran.iter().filter(|r| !r.passed) {
+                println!("        {}: {}", r.name, failure_summary(r));
+            }
+            all.extend(reports);
+        }
+    }
+    Ok(all)
+}
+
+fn failure_summary(report: &ScenarioReport) -> String {
+    report
+        .failures
+        .iter()
+        .chain(report.steps.iter().flat_map(|s| s.failures.iter()))
+        .next()
+        .cloned()
+        .unwrap_or_default()
 }
