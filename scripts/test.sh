@@ -2,7 +2,8 @@
 # Runs every test of the project:
 #   1. formatting and lints (rustfmt, clippy with warnings as errors);
 #   2. the Rust test suite of the whole workspace;
-#   3. the official MCP conformance suite against `faultlab serve --transport http`;
+#   3. the official MCP conformance suite: its server scenarios against `faultlab serve --transport http`, and
+#      its client scenarios with the reference client as the client under test;
 #   4. real-SDK interop: the official Python MCP SDK against `faultlab serve` over stdio and HTTP.
 # Steps 3 and 4 install their own pinned Node and Python dependencies under .cache/ (git-ignored).
 set -euo pipefail
@@ -14,4 +15,5 @@ cargo test --workspace --locked
 
 export FAULTLAB_BIN="$PWD/target/debug/faultlab"
 scripts/conformance.sh
+scripts/conformance-client.sh
 scripts/interop-python.sh

@@ -118,6 +118,7 @@ pub struct Connection {
 impl Connection {
     /// Connects and, in the legacy era, performs the `initialize` handshake within `deadline`.
     pub async fn open(target: &Target, era: Era, deadline: Duration) -> Result<Self, ConnectError> {
+        let started = Instant::now();
         let (tx, rx) = mpsc::unbounded_channel();
         let wire = match target {
             Target::Stdio { command, args, cwd, env } => Wire::Stdio(
@@ -156,7 +157,17 @@ impl Connection {
         if let Wire::Http(http) = &*connection.wire {
             http.set_protocol(era.version());
         }
-        connection.notify("notifications/initialized", None).await;
+        match &*connection.wire {
+            // Over HTTP the notification's POST is a task of its own: wait (within what is left of the deadline)
+            // until the server has answered it, as SDK clients do, so that the next request cannot overtake it and
+            // a client that closes at once does not lose it.
+            Wire::Http(http) => {
+                let initialized = Frame::from_value(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+                let left = deadline.saturating_sub(started.elapsed());
+                let _ = tokio::time::timeout(left, http.post(&initialized)).await;
+            }
+            Wire::Stdio(_) => connection.notify("notifications/initialized", None).await,
+        }
         Ok(connection)
     }
 
@@ -353,7 +364,9 @@ impl Wire {
                     fail_all(book, "cannot write to the server's stdin");
                 }
             }
-            Wire::Http(http) => http.post(frame),
+            Wire::Http(http) => {
+                http.post(frame);
+            }
         }
     }
 }

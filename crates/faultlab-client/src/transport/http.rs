@@ -73,8 +73,9 @@ impl HttpTransport {
     }
 
     /// POSTs one message. Whatever answers it (frames, an error status, a broken stream) arrives on the incoming
-    /// channel, tagged with the request id when the message was a request.
-    pub fn post(&self, frame: &Frame) {
+    /// channel, tagged with the request id when the message was a request. The returned task ends when the answer
+    /// has been read (dropping the handle does not stop it).
+    pub fn post(&self, frame: &Frame) -> tokio::task::JoinHandle<()> {
         let protocol = lock(&self.protocol).clone();
         let mut request = self
             .client
@@ -103,6 +104,7 @@ impl HttpTransport {
         if let Some(id) = id {
             lock(&self.readers).insert(id, task.abort_handle());
         }
+        task
     }
 
     /// Drops the answer stream of request `id` (how 2026-07-28 cancels over HTTP).
