@@ -4,8 +4,9 @@
 #   2. the Rust test suite of the whole workspace;
 #   3. the official MCP conformance suite: its server scenarios against `faultlab serve --transport http`, and
 #      its client scenarios with the reference client as the client under test;
-#   4. real-SDK interop: the official Python MCP SDK against `faultlab serve` over stdio and HTTP.
-# Steps 3 and 4 install their own pinned Node and Python dependencies under .cache/ (git-ignored).
+#   4. real-SDK interop: the official Python MCP SDK against `faultlab serve` over stdio and HTTP;
+#   5. JUnit output (demo, run: passing, failing, not run) validated against the common junit-10.xsd.
+# Steps 3 to 5 install their own pinned Node and Python dependencies under .cache/ (git-ignored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,3 +18,4 @@ export FAULTLAB_BIN="$PWD/target/debug/faultlab"
 scripts/conformance.sh
 scripts/conformance-client.sh
 scripts/interop-python.sh
+scripts/junit-validate.sh

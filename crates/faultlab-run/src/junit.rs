@@ -9,24 +9,27 @@ pub struct Case {
     pub seconds: f64,
     /// `None` when it passed; otherwise the failure message and details.
     pub failure: Option<(String, String)>,
+    /// The failure was an error (the test could not run) rather than an unmet expectation.
+    pub error: bool,
     pub system_out: Option<String>,
 }
 
 /// Renders a suite.
 pub fn render(suite: &str, cases: &[Case]) -> String {
-    let failures = cases.iter().filter(|c| c.failure.is_some()).count();
+    let failures = cases.iter().filter(|c| c.failure.is_some() && !c.error).count();
+    let errors = cases.iter().filter(|c| c.failure.is_some() && c.error).count();
     let time: f64 = cases.iter().map(|c| c.seconds).sum();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        "<testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"0\" time=\"{time:.6}\">",
+        "<testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{time:.3}\">",
         escape(suite),
         cases.len()
     );
     for case in cases {
         let _ = write!(
             out,
-            "  <testcase name=\"{}\" classname=\"{}\" time=\"{:.6}\"",
+            "  <testcase name=\"{}\" classname=\"{}\" time=\"{:.3}\"",
             escape(&case.name),
             escape(&case.classname),
             case.seconds
@@ -37,7 +40,8 @@ pub fn render(suite: &str, cases: &[Case]) -> String {
         }
         out.push_str(">\n");
         if let Some((message, details)) = &case.failure {
-            let _ = writeln!(out, "    <failure message=\"{}\">{}</failure>", escape(message), escape(details));
+            let element = if case.error { "error" } else { "failure" };
+            let _ = writeln!(out, "    <{element} message=\"{}\">{}</{element}>", escape(message), escape(details));
         }
         if let Some(text) = &case.system_out {
             let _ = writeln!(out, "    <system-out>{}</system-out>", escape(text));
@@ -78,17 +82,25 @@ mod tests {
     #[test]
     fn counts_failures() {
         let cases = [
-            Case { name: "ok".into(), classname: "c".into(), seconds: 0.5, failure: None, system_out: None },
+            Case {
+                name: "ok".into(),
+                classname: "c".into(),
+                seconds: 0.5,
+                failure: None,
+                error: false,
+                system_out: None,
+            },
             Case {
                 name: "bad".into(),
                 classname: "c".into(),
                 seconds: 0.25,
                 failure: Some(("boom".into(), "details".into())),
+                error: false,
                 system_out: None,
             },
         ];
         let xml = render("suite", &cases);
-        assert!(xml.contains("tests=\"2\" failures=\"1\"") && xml.contains("time=\"0.750000\""));
+        assert!(xml.contains("tests=\"2\" failures=\"1\"") && xml.contains("time=\"0.750\""));
         assert!(xml.contains("<failure message=\"boom\">details</failure>"));
     }
 }

@@ -60,6 +60,7 @@ pub fn junit_xml(reports: &[ScenarioReport]) -> String {
                 classname: format!("faultlab.{}.{kind}", r.target),
                 seconds: step.duration_ms / 1000.0,
                 failure: (!step.passed).then(|| (step.failures[0].clone(), step.failures.join("\n"))),
+                error: false,
                 system_out: None,
             });
         }
@@ -82,6 +83,8 @@ pub fn junit_xml(reports: &[ScenarioReport]) -> String {
             classname: format!("faultlab.{}.execution", r.target),
             seconds: r.duration_ms / 1000.0,
             failure: r.failures.first().map(|f| (f.clone(), r.failures.join("\n"))),
+            // A failed setup or cleanup means the scenario could not run as planned.
+            error: true,
             system_out: Some(lifecycle.join("\n")),
         });
     }
@@ -103,6 +106,7 @@ pub fn error(format: &str, code: &str, message: &str) -> String {
                 classname: "faultlab.execution".into(),
                 seconds: 0.0,
                 failure: Some((message.into(), message.into())),
+                error: true,
                 system_out: None,
             }],
         ),
