@@ -110,6 +110,11 @@ impl Engine {
     /// What to write for a server-to-client frame: unchanged unless it is the reply to a request with an armed
     /// fault, in which case the fault fires (once) and decides.
     pub fn outbound(&self, frame: &Frame) -> Vec<WireAction> {
+        self.outbound_fired(frame).1
+    }
+
+    /// As [`Engine::outbound`], also saying which fault fired, if any.
+    pub fn outbound_fired(&self, frame: &Frame) -> (Option<FaultKind>, Vec<WireAction>) {
         let fired = match (frame.is_reply(), frame.id()) {
             (true, Some(id)) => {
                 let mut state = self.state();
@@ -119,14 +124,15 @@ impl Engine {
             _ => None,
         };
         let Some((id, fault, request)) = fired else {
-            return vec![WireAction::Send(frame.bytes().clone())];
+            return (None, vec![WireAction::Send(frame.bytes().clone())]);
         };
         // The late-response fault was already reported when the cancel arrived; swallowing the framework's
         // reply is its second half, not a second activation.
         if fault != FaultKind::LateResponse {
             self.recorder.record(Event::FaultActivated { fault: fault.name().into(), request_id: id.to_value() });
         }
-        fault.apply(Reply { frame, request: request.as_ref() })
+        let actions = fault.apply(Reply { frame, request: request.as_ref() });
+        (Some(fault), actions)
     }
 
     /// Forgets everything armed (the connection or session is closing).

@@ -5,7 +5,10 @@
 //! [`Step::Pause`] and hands the part after the pause to a timer task: a latency fault holds back its own reply
 //! and nothing else (no head-of-line blocking).
 
+use crate::recorder::{Event, Recorder, TransportEventKind};
 use crate::render::Step;
+use bytes::Bytes;
+use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 /// Steps a writer performs back to back.
@@ -64,6 +67,81 @@ impl Outlet {
     pub async fn closed(&self) {
         self.tx.closed().await
     }
+}
+
+/// How a byte-stream writer ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriterEnd {
+    /// The source finished and everything queued was written.
+    Finished,
+    /// A `Close` step closed the stream (a disconnect fault).
+    Closed,
+}
+
+/// The single writer of a byte stream (a stdio pipe): performs queued batches in order until `done` fires (then
+/// writes what is already queued and stops) or a `Close` step closes the stream. Replies still held by a latency
+/// pause when `done` fires are dropped: their reader has gone. `written` is told about every write (for ledgers).
+pub async fn write_stream<W: AsyncWrite + Unpin>(
+    mut output: W,
+    mut queue: mpsc::UnboundedReceiver<Batch>,
+    mut done: mpsc::UnboundedReceiver<()>,
+    recorder: &Recorder,
+    written: impl Fn(&Bytes),
+) -> std::io::Result<WriterEnd> {
+    loop {
+        let batch = tokio::select! {
+            biased;
+            batch = queue.recv() => batch,
+            _ = done.recv() => {
+                while let Ok(batch) = queue.try_recv() {
+                    if perform(&mut output, batch, recorder, &written).await? == WriterEnd::Closed {
+                        return Ok(WriterEnd::Closed);
+                    }
+                }
+                let _ = output.shutdown().await;
+                return Ok(WriterEnd::Finished);
+            }
+        };
+        let Some(batch) = batch else {
+            return Ok(WriterEnd::Finished);
+        };
+        if perform(&mut output, batch, recorder, &written).await? == WriterEnd::Closed {
+            return Ok(WriterEnd::Closed);
+        }
+    }
+}
+
+async fn perform<W: AsyncWrite + Unpin>(
+    output: &mut W,
+    batch: Batch,
+    recorder: &Recorder,
+    written: &impl Fn(&Bytes),
+) -> std::io::Result<WriterEnd> {
+    for step in batch {
+        match step {
+            // A status has no meaning on a byte stream; its JSON-RPC body stands in for it.
+            Step::Write(bytes) | Step::Status { body: bytes, .. } => {
+                output.write_all(&bytes).await?;
+                output.flush().await?;
+                written(&bytes);
+            }
+            Step::Gap(d) | Step::Pause(d) => tokio::time::sleep(d).await,
+            Step::Close => {
+                recorder.record(Event::Transport {
+                    outcome: TransportEventKind::ClosureRequested,
+                    request_id: None,
+                    detail: Some("closing the stream".into()),
+                });
+                let outcome = match output.shutdown().await {
+                    Ok(()) => TransportEventKind::Closed,
+                    Err(_) => TransportEventKind::CloseFailed,
+                };
+                recorder.record(Event::Transport { outcome, request_id: None, detail: None });
+                return Ok(WriterEnd::Closed);
+            }
+        }
+    }
+    Ok(WriterEnd::Finished)
 }
 
 #[cfg(test)]

@@ -38,6 +38,41 @@ pub enum Event {
     Transport { outcome: TransportEventKind, request_id: Option<Value>, detail: Option<String> },
     /// An inbound frame the wire layer could not pass on (over the size limit).
     FrameRejected { reason: String },
+    /// A proxy run starts: the seed that drives every random choice, and how many rules are active.
+    RunStarted { seed: u64, rules: usize },
+    /// One frame crossed the proxy (the trajectory).
+    Frame {
+        direction: Direction,
+        /// What happened to it: forwarded unchanged, changed by a fault, consumed (not forwarded), or injected by
+        /// the proxy itself.
+        action: FrameAction,
+        id: Option<Value>,
+        method: Option<String>,
+        tool: Option<String>,
+        rule: Option<String>,
+        fault: Option<String>,
+        /// For a reply: whether the upstream executed the request (false when a rule answered instead).
+        executed: Option<bool>,
+        bytes: usize,
+    },
+    /// Totals at the end of a proxy run: frames in = frames out + frames consumed - frames injected.
+    Ledger { frames_in: u64, frames_out: u64, consumed: u64, injected: u64 },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    ClientToServer,
+    ServerToClient,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FrameAction {
+    Forwarded,
+    Faulted,
+    Consumed,
+    Injected,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
@@ -75,6 +110,9 @@ pub enum TransportEventKind {
 #[derive(Clone)]
 enum Sink {
     Stderr,
+    /// An append-only file, written line by line (each event reaches the file before the next is recorded, so a
+    /// killed process loses nothing it recorded).
+    File(Arc<Mutex<std::fs::File>>),
     Memory(Arc<Mutex<Vec<Record>>>),
     Discard,
 }
@@ -96,6 +134,12 @@ impl Recorder {
     /// Keeps records in memory, for tests; read them with [`Recorder::records`].
     pub fn memory() -> Self {
         Self::with_sink(Sink::Memory(Arc::default()))
+    }
+
+    /// Appends JSON lines to `path` (created if missing).
+    pub fn file(path: &std::path::Path) -> std::io::Result<Self> {
+        let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
+        Ok(Self::with_sink(Sink::File(Arc::new(Mutex::new(file)))))
     }
 
     pub fn discard() -> Self {
@@ -120,6 +164,12 @@ impl Recorder {
                     line.push(b'\n');
                     // One write per line keeps lines whole when several tasks record at once.
                     let _ = std::io::stderr().lock().write_all(&line);
+                }
+            }
+            Sink::File(file) => {
+                if let Ok(mut line) = serde_json::to_vec(&record) {
+                    line.push(b'\n');
+                    let _ = file.lock().unwrap_or_else(|e| e.into_inner()).write_all(&line);
                 }
             }
             Sink::Memory(records) => records.lock().unwrap_or_else(|e| e.into_inner()).push(record),

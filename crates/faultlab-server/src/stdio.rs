@@ -9,11 +9,11 @@
 //! fault engine; lines pass on byte for byte unless a fault fired. The writer is the only task that touches stdout,
 //! so a fault's frames are never interleaved with others.
 
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use faultlab_engine::Engine;
-use faultlab_engine::outlet::{Batch, Outlet};
-use faultlab_engine::recorder::{Event, TransportEventKind};
-use faultlab_engine::render::{self, Step};
+use faultlab_engine::outlet::{self, Outlet, WriterEnd};
+use faultlab_engine::recorder::Event;
+use faultlab_engine::render;
 use faultlab_wire::line::Line;
 use faultlab_wire::{Frame, LineCodec};
 use futures::StreamExt;
@@ -62,7 +62,10 @@ where
 
     let inbound = tokio::spawn(pump_inbound(input, to_server, engine.clone(), outlet.clone(), max_line_bytes));
     let outbound = tokio::spawn(pump_outbound(from_server, engine.clone(), outlet, end_tx, max_line_bytes));
-    let end = write(output, queue, end_rx, &engine).await;
+    let end = outlet::write_stream(output, queue, end_rx, engine.recorder(), |_| {}).await.map(|end| match end {
+        WriterEnd::Finished => StdioEnd::ClientClosed,
+        WriterEnd::Closed => StdioEnd::Disconnected,
+    });
 
     inbound.abort();
     outbound.abort();
@@ -120,69 +123,4 @@ async fn pump_outbound<R>(
         outlet.send(actions.iter().flat_map(render::line).collect());
     }
     let _ = end.send(());
-}
-
-/// The only task that writes to the client. Ends when the server has finished and its output is written, or
-/// when a fault closes the connection.
-async fn write<W>(
-    mut output: W,
-    mut queue: mpsc::UnboundedReceiver<Batch>,
-    mut server_done: mpsc::UnboundedReceiver<()>,
-    engine: &Engine,
-) -> std::io::Result<StdioEnd>
-where
-    W: AsyncWrite + Unpin,
-{
-    loop {
-        let batch = tokio::select! {
-            biased;
-            batch = queue.recv() => batch,
-            _ = server_done.recv() => {
-                // Write what is already queued; replies still held by a latency fault have no reader left.
-                while let Ok(batch) = queue.try_recv() {
-                    if perform(&mut output, batch, engine).await? == StdioEnd::Disconnected {
-                        return Ok(StdioEnd::Disconnected);
-                    }
-                }
-                let _ = output.shutdown().await;
-                return Ok(StdioEnd::ClientClosed);
-            }
-        };
-        let Some(batch) = batch else {
-            return Ok(StdioEnd::ClientClosed);
-        };
-        if perform(&mut output, batch, engine).await? == StdioEnd::Disconnected {
-            return Ok(StdioEnd::Disconnected);
-        }
-    }
-}
-
-async fn perform<W: AsyncWrite + Unpin>(output: &mut W, batch: Batch, engine: &Engine) -> std::io::Result<StdioEnd> {
-    for step in batch {
-        match step {
-            Step::Write(bytes) => write_flush(output, &bytes).await?,
-            Step::Gap(d) | Step::Pause(d) => tokio::time::sleep(d).await,
-            Step::Close => {
-                engine.recorder().record(Event::Transport {
-                    outcome: TransportEventKind::ClosureRequested,
-                    request_id: None,
-                    detail: Some("stdio: closing stdout".into()),
-                });
-                let outcome = match output.shutdown().await {
-                    Ok(()) => TransportEventKind::Closed,
-                    Err(_) => TransportEventKind::CloseFailed,
-                };
-                engine.recorder().record(Event::Transport { outcome, request_id: None, detail: None });
-                return Ok(StdioEnd::Disconnected);
-            }
-            // render::line never produces a status; an HTTP status has no meaning on a pipe.
-            Step::Status { body, .. } => write_flush(output, &body).await?,
-        }
-    }
-    Ok(StdioEnd::ClientClosed)
-}
-
-async fn write_flush<W: AsyncWrite + Unpin>(output: &mut W, bytes: &Bytes) -> std::io::Result<()> {
-    output.write_all(bytes).await?;
-    output.flush().await
 }

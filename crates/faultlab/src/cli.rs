@@ -13,6 +13,8 @@ pub struct Cli {
 pub enum Command {
     /// Run the deliberately faulty MCP server (stdio by default, or Streamable HTTP).
     Serve(ServeArgs),
+    /// Stand between an MCP client and a real MCP server and inject faults by rules.
+    Proxy(ProxyArgs),
     /// Run scenario files with the reference client against the built-in server or an external target.
     Run(RunArgs),
     /// The whole lab on built-in parts: reference-client runs against the faulty server, with reports.
@@ -86,4 +88,28 @@ pub struct ServeArgs {
     /// Endpoint path (HTTP only), e.g. /mcp.
     #[arg(long)]
     pub path: Option<String>,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Example: faultlab proxy --rules faults.yaml -- npx @modelcontextprotocol/server-everything\n\
+A --fault SPEC is one rule as a YAML flow mapping, e.g. \
+--fault '{match: {tool: echo}, fault: {type: latency, delay_ms: 200}}'.\n\
+Exit codes: 0 the session ended; 1 the upstream could not start; 2 bad rules or arguments.")]
+pub struct ProxyArgs {
+    /// Rules file (YAML, or JSON by the .json extension); see schemas/rules.schema.json.
+    #[arg(long)]
+    pub rules: Option<std::path::PathBuf>,
+    /// One more rule, written inline (may be repeated; applied after the file's rules).
+    #[arg(long = "fault", value_name = "SPEC")]
+    pub faults: Vec<String>,
+    /// Seed for every random choice (overrides the rules file's seed).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Append the trajectory (every frame, the rule and fault applied, the ledger) as JSON lines to this file;
+    /// without it the trajectory goes to stderr.
+    #[arg(long)]
+    pub record: Option<std::path::PathBuf>,
+    /// The upstream MCP server command and its arguments, after `--`.
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub upstream: Vec<String>,
 }

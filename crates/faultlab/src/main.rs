@@ -6,6 +6,7 @@
 mod builtin;
 mod cli;
 mod demo;
+mod proxy;
 mod run;
 mod serve;
 
@@ -17,6 +18,7 @@ fn main() -> ExitCode {
     init_tracing();
     let result = match cli.command {
         cli::Command::Serve(args) => serve::run(args),
+        cli::Command::Proxy(args) => proxy::run(args),
         cli::Command::Run(args) => run::run(args),
         cli::Command::Demo(args) => demo::run(args),
     };

@@ -24,4 +24,5 @@ fn shipped_schemas_match_the_types() {
     check("fault.schema.json", schemars::schema_for!(faultlab_engine::FaultKind));
     check("scenario.schema.json", schemars::schema_for!(faultlab_run::scenario::Scenario));
     check("target.schema.json", schemars::schema_for!(faultlab_run::target::TargetFile));
+    check("rules.schema.json", schemars::schema_for!(faultlab_proxy::rules::RulesFile));
 }

@@ -25,6 +25,7 @@ mod non_json_line;
 mod oversized;
 mod progress_after_result;
 mod split_write;
+mod timeout;
 mod truncated;
 mod wrong_id;
 
@@ -78,6 +79,8 @@ pub enum FaultKind {
     LateResponse,
     /// The result's text content blocks carry a number instead of a string.
     InvalidResult,
+    /// The reply is never sent: the request stays open until the client gives up.
+    Timeout,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -153,6 +156,7 @@ impl FaultKind {
             Self::HttpStatus { .. } => "http_status",
             Self::LateResponse => "late_response",
             Self::InvalidResult => "invalid_result",
+            Self::Timeout => "timeout",
         }
     }
 
@@ -197,6 +201,7 @@ impl FaultKind {
             Self::HttpStatus { status, retry_after_sec } => http_status::apply(reply, status, retry_after_sec),
             Self::LateResponse => late_response::apply(reply),
             Self::InvalidResult => invalid_result::apply(reply),
+            Self::Timeout => timeout::apply(reply),
         }
     }
 }
@@ -252,6 +257,7 @@ pub(crate) mod tests {
             FaultKind::HttpStatus { status: 429, retry_after_sec: Some(1) },
             FaultKind::LateResponse,
             FaultKind::InvalidResult,
+            FaultKind::Timeout,
         ];
         for fault in all {
             let json = serde_json::to_value(&fault).unwrap();

@@ -1,0 +1,9 @@
+//! `faultlab proxy`: stands between an MCP client and a real MCP server and puts faults on the wire.
+//!
+//! - [`rules`]: the rules file (strict YAML or JSON): which request gets which catalogue fault, when, how often,
+//!   and in which mode (`instead` of the upstream, `before` forwarding, or `after` the upstream executed).
+//! - [`stdio`]: the stdio front with a child-process upstream; every frame passes byte for byte unless a rule
+//!   fires, and every frame is written to the trajectory.
+
+pub mod rules;
+pub mod stdio;

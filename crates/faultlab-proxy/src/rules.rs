@@ -1,0 +1,346 @@
+//! Rules: which message gets which fault. Matching, counting, probability and time windows live here and only
+//! here; the faults themselves are the engine's catalogue.
+
+use faultlab_engine::FaultKind;
+use faultlab_wire::Frame;
+use rand::{RngExt, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::path::Path;
+use std::time::Duration;
+
+/// A rules file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RulesFile {
+    /// Seeds every random choice (probabilities); written into the trajectory. Default 0.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    #[serde(default)]
+    pub rules: Vec<Rule>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    pub name: String,
+    /// Which requests the rule applies to; empty matches every request.
+    #[serde(rename = "match", default)]
+    pub matcher: Match,
+    /// `after` (default): forward, let the upstream execute, then fault the reply. `instead`: do not forward;
+    /// the proxy answers with the fault. `before`: the fault's delay or disconnect happens before forwarding.
+    #[serde(default)]
+    pub mode: Mode,
+    pub fault: FaultKind,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Instead,
+    Before,
+    #[default]
+    After,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Match {
+    /// The JSON-RPC method, exactly (e.g. `tools/call`, `resources/read`).
+    #[serde(default)]
+    pub method: Option<String>,
+    /// The tool name of a `tools/call`, as a glob (`write_*`).
+    #[serde(default)]
+    pub tool: Option<String>,
+    /// A condition on the request's `params.arguments`.
+    #[serde(default)]
+    pub argument: Option<ArgumentMatch>,
+    /// Only the n-th matching request (1-based).
+    #[serde(default)]
+    pub nth: Option<u64>,
+    /// Only matching requests after the first N.
+    #[serde(default)]
+    pub after: Option<u64>,
+    /// Only every K-th matching request.
+    #[serde(default)]
+    pub every: Option<u64>,
+    /// Chance (0 to 1) that a matching request is faulted, drawn from the seeded generator.
+    #[serde(default)]
+    pub probability: Option<f64>,
+    /// Only while the proxy has run at least `from_ms` and less than `until_ms`.
+    #[serde(default)]
+    pub window: Option<Window>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ArgumentMatch {
+    /// A JSON pointer into `params.arguments`, e.g. `/path`.
+    pub pointer: String,
+    /// The value there must equal this.
+    #[serde(default)]
+    pub equals: Option<Value>,
+    /// The value there must be a string matching this regex.
+    #[serde(default)]
+    pub regex: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Window {
+    #[serde(default)]
+    pub from_ms: u64,
+    #[serde(default)]
+    pub until_ms: Option<u64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RulesError {
+    #[error("cannot read rules file {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("rules file {path} is invalid: {message}")]
+    Invalid { path: String, message: String },
+    #[error("--fault {spec:?} is invalid: {message}")]
+    BadSpec { spec: String, message: String },
+}
+
+impl RulesFile {
+    pub fn load(path: &Path) -> Result<Self, RulesError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| RulesError::Read { path: shown.clone(), source })?;
+        let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        let file: Self = if is_json {
+            serde_json::from_str(&text).map_err(|e| e.to_string())
+        } else {
+            yaml_serde::from_str(&text).map_err(|e| e.to_string())
+        }
+        .map_err(|message| RulesError::Invalid { path: shown.clone(), message })?;
+        for rule in &file.rules {
+            rule.check().map_err(|message| RulesError::Invalid { path: shown.clone(), message })?;
+        }
+        Ok(file)
+    }
+
+    /// A one-line rule from `--fault`, written as a YAML flow mapping of a rule without its name, e.g.
+    /// `{match: {tool: echo}, fault: {type: latency, delay_ms: 200}}`.
+    pub fn parse_spec(spec: &str, index: usize) -> Result<Rule, RulesError> {
+        let bad = |message: String| RulesError::BadSpec { spec: spec.into(), message };
+        let mut value: Value = yaml_serde::from_str(spec).map_err(|e| bad(e.to_string()))?;
+        if let Some(map) = value.as_object_mut() {
+            map.entry("name").or_insert_with(|| Value::from(format!("cli-{index}")));
+        }
+        let rule: Rule = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
+        rule.check().map_err(bad)?;
+        Ok(rule)
+    }
+}
+
+impl Rule {
+    fn check(&self) -> Result<(), String> {
+        let at = |m: String| format!("rule {:?}: {m}", self.name);
+        self.fault.validate().map_err(|m| at(format!("fault: {m}")))?;
+        let m = &self.matcher;
+        if let Some(p) = m.probability
+            && !(0.0..=1.0).contains(&p)
+        {
+            return Err(at("match.probability must be between 0 and 1".into()));
+        }
+        if m.nth == Some(0) || m.every == Some(0) {
+            return Err(at("match.nth and match.every count from 1".into()));
+        }
+        if let Some(tool) = &m.tool {
+            glob::Pattern::new(tool).map_err(|e| at(format!("match.tool is not a valid glob: {e}")))?;
+        }
+        if let Some(arg) = &m.argument {
+            if let Some(re) = &arg.regex {
+                regex::Regex::new(re).map_err(|e| at(format!("match.argument.regex is invalid: {e}")))?;
+            }
+            if !arg.pointer.is_empty() && !arg.pointer.starts_with('/') {
+                return Err(at("match.argument.pointer must be a JSON pointer starting with '/'".into()));
+            }
+        }
+        if self.mode == Mode::Before && !matches!(self.fault, FaultKind::Latency { .. } | FaultKind::Disconnect) {
+            return Err(at("mode before applies to latency and disconnect only".into()));
+        }
+        Ok(())
+    }
+}
+
+/// A rule that fired for a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fired {
+    pub rule: String,
+    pub mode: Mode,
+    pub fault: FaultKind,
+}
+
+/// Rules with their counters and the seeded generator.
+pub struct RuleSet {
+    rules: Vec<(Rule, u64, Option<glob::Pattern>, Option<regex::Regex>)>,
+    rng: ChaCha8Rng,
+    seed: u64,
+}
+
+impl RuleSet {
+    pub fn new(file: RulesFile) -> Self {
+        let seed = file.seed.unwrap_or(0);
+        let rules = file
+            .rules
+            .into_iter()
+            .map(|r| {
+                let glob = r.matcher.tool.as_deref().and_then(|t| glob::Pattern::new(t).ok());
+                let re = r
+                    .matcher
+                    .argument
+                    .as_ref()
+                    .and_then(|a| a.regex.as_deref())
+                    .and_then(|x| regex::Regex::new(x).ok());
+                (r, 0, glob, re)
+            })
+            .collect();
+        Self { rules, rng: ChaCha8Rng::seed_from_u64(seed), seed }
+    }
+
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    pub fn len(&self) -> usize {
+        self.rules.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.rules.is_empty()
+    }
+
+    /// The first rule that fires for this client request, `elapsed` after the proxy started. Counters advance for
+    /// every rule whose static conditions match, fired or not, so `nth` counts requests, not firings.
+    pub fn decide(&mut self, request: &Frame, elapsed: Duration) -> Option<Fired> {
+        let method = request.method()?;
+        request.id()?;
+        let elapsed_ms = elapsed.as_millis() as u64;
+        let mut fired = None;
+        for (rule, count, glob, re) in &mut self.rules {
+            let m = &rule.matcher;
+            if m.method.as_deref().is_some_and(|want| want != method) {
+                continue;
+            }
+            if let Some(glob) = glob
+                && !request.tool_name().is_some_and(|t| glob.matches(t))
+            {
+                continue;
+            }
+            if let Some(arg) = &m.argument {
+                let value = request.value().and_then(|v| v.pointer(&format!("/params/arguments{}", arg.pointer)));
+                let Some(value) = value else { continue };
+                if arg.equals.as_ref().is_some_and(|want| want != value) {
+                    continue;
+                }
+                if let Some(re) = re
+                    && !value.as_str().is_some_and(|s| re.is_match(s))
+                {
+                    continue;
+                }
+            }
+            *count += 1;
+            let n = *count;
+            if fired.is_some()
+                || m.nth.is_some_and(|k| n != k)
+                || m.after.is_some_and(|k| n <= k)
+                || m.every.is_some_and(|k| n % k != 0)
+                || m.window
+                    .as_ref()
+                    .is_some_and(|w| elapsed_ms < w.from_ms || w.until_ms.is_some_and(|u| elapsed_ms >= u))
+            {
+                continue;
+            }
+            // Drawn only for otherwise-matching requests, so the sequence of draws depends on the traffic and seed.
+            if let Some(p) = m.probability
+                && self.rng.random::<f64>() >= p
+            {
+                continue;
+            }
+            fired = Some(Fired { rule: rule.name.clone(), mode: rule.mode, fault: rule.fault.clone() });
+        }
+        fired
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: i64, tool: &str, args: Value) -> Frame {
+        let v =
+            serde_json::json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}});
+        Frame::from_value(v)
+    }
+
+    fn rules(yaml: &str) -> RuleSet {
+        let file: RulesFile = yaml_serde::from_str(yaml).unwrap();
+        for r in &file.rules {
+            r.check().unwrap();
+        }
+        RuleSet::new(file)
+    }
+
+    #[test]
+    fn the_issue_example_matches_by_glob_and_nth() {
+        let mut set = rules(
+            "seed: 7\nrules:\n  - name: slow-echo\n    match: { tool: echo }\n    fault: { type: latency, delay_ms: 200 }\n  - name: first-write\n    match: { tool: \"write_*\", nth: 1 }\n    mode: after\n    fault: { type: timeout }\n",
+        );
+        let t = Duration::ZERO;
+        assert_eq!(set.decide(&call(1, "echo", Value::Null), t).unwrap().rule, "slow-echo");
+        assert_eq!(set.decide(&call(2, "write_file", Value::Null), t).unwrap().fault, FaultKind::Timeout);
+        assert!(set.decide(&call(3, "write_file", Value::Null), t).is_none(), "only the first write");
+        assert!(set.decide(&call(4, "read_file", Value::Null), t).is_none());
+    }
+
+    #[test]
+    fn arguments_counts_and_windows() {
+        let mut set = rules(
+            "rules:\n  - name: a\n    match: { argument: { pointer: /path, regex: '^/etc' }, every: 2 }\n    fault: { type: duplicate }\n",
+        );
+        let t = Duration::ZERO;
+        let etc = serde_json::json!({"path": "/etc/passwd"});
+        assert!(set.decide(&call(1, "read", etc.clone()), t).is_none());
+        assert!(set.decide(&call(2, "read", serde_json::json!({"path": "/tmp"})), t).is_none());
+        assert!(set.decide(&call(3, "read", etc), t).is_some(), "the second matching request");
+        let mut windowed = rules(
+            "rules:\n  - name: w\n    match: { window: { from_ms: 100, until_ms: 200 } }\n    fault: { type: timeout }\n",
+        );
+        assert!(windowed.decide(&call(1, "x", Value::Null), Duration::from_millis(50)).is_none());
+        assert!(windowed.decide(&call(2, "x", Value::Null), Duration::from_millis(150)).is_some());
+        assert!(windowed.decide(&call(3, "x", Value::Null), Duration::from_millis(250)).is_none());
+    }
+
+    #[test]
+    fn probability_is_repeatable_under_a_seed() {
+        let yaml = "seed: 42\nrules:\n  - name: p\n    match: { probability: 0.5 }\n    fault: { type: timeout }\n";
+        let draws = |mut set: RuleSet| -> Vec<bool> {
+            (0..64).map(|i| set.decide(&call(i, "x", Value::Null), Duration::ZERO).is_some()).collect()
+        };
+        let a = draws(rules(yaml));
+        assert_eq!(a, draws(rules(yaml)));
+        let hits = a.iter().filter(|h| **h).count();
+        assert!((16..=48).contains(&hits), "{hits} of 64");
+    }
+
+    #[test]
+    fn bad_rules_name_the_rule_and_key() {
+        let dir = std::env::temp_dir().join(format!("faultlab-rules-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("bad.yaml");
+        std::fs::write(&path, "rules:\n  - name: r\n    match: { toool: echo }\n    fault: { type: timeout }\n")
+            .unwrap();
+        let err = RulesFile::load(&path).unwrap_err().to_string();
+        assert!(err.contains("bad.yaml") && err.contains("toool") && err.contains("line 3"), "{err}");
+        std::fs::write(&path, "rules:\n  - name: r\n    match: { probability: 2 }\n    fault: { type: timeout }\n")
+            .unwrap();
+        assert!(RulesFile::load(&path).unwrap_err().to_string().contains("probability"));
+        assert!(RulesFile::parse_spec("{fault: {type: latency, delay_ms: 5}}", 1).is_ok());
+        assert!(RulesFile::parse_spec("{fault: {type: nope}}", 1).is_err());
+    }
+}

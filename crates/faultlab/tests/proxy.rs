@@ -1,0 +1,207 @@
+//! `faultlab proxy` in front of a real MCP server (`faultlab serve` as the upstream child): transparency without
+//! rules, each rule mode on the wire, the trajectory and its ledger, bad rules.
+
+use assert_cmd::Command;
+use predicates::str::contains;
+use serde_json::{Value, json};
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+const PATIENCE: Duration = Duration::from_secs(20);
+const BIN: &str = env!("CARGO_BIN_EXE_faultlab");
+
+/// A client on stdio, to the proxy or straight to the server.
+struct Client {
+    child: tokio::process::Child,
+    stdin: Option<tokio::process::ChildStdin>,
+    stdout: BufReader<tokio::process::ChildStdout>,
+}
+
+impl Client {
+    fn spawn(args: &[&str]) -> Self {
+        let mut child = tokio::process::Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Self { child, stdin, stdout }
+    }
+
+    fn proxied(extra: &[&str]) -> Self {
+        let mut args = vec!["proxy"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", BIN, "serve"]);
+        Self::spawn(&args)
+    }
+
+    async fn send(&mut self, value: &Value) {
+        let mut line = serde_json::to_vec(value).unwrap();
+        line.push(b'\n');
+        self.stdin.as_mut().unwrap().write_all(&line).await.unwrap();
+    }
+
+    async fn recv_raw(&mut self) -> Option<String> {
+        let mut line = String::new();
+        let n =
+            tokio::time::timeout(PATIENCE, self.stdout.read_line(&mut line)).await.expect("a line in time").unwrap();
+        (n > 0).then_some(line)
+    }
+
+    async fn recv(&mut self) -> Value {
+        serde_json::from_str(&self.recv_raw().await.expect("a line, not EOF")).unwrap()
+    }
+
+    async fn initialize(&mut self) -> String {
+        self.send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",
+            "capabilities":{},"clientInfo":{"name":"proxy-test","version":"1"}}}))
+            .await;
+        let line = self.recv_raw().await.unwrap();
+        self.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
+        line
+    }
+
+    async fn call(&mut self, id: i64, tool: &str, args: Value) {
+        self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}))
+            .await;
+    }
+
+    async fn finish(mut self) -> Option<i32> {
+        drop(self.stdin.take());
+        tokio::time::timeout(PATIENCE, self.child.wait()).await.unwrap().unwrap().code()
+    }
+}
+
+/// The same conversation, straight to the server and through a proxy without rules, gives identical bytes.
+#[tokio::test]
+async fn without_rules_the_proxy_is_byte_for_byte_transparent() {
+    async fn conversation(mut client: Client) -> Vec<String> {
+        let mut lines = vec![client.initialize().await];
+        client.send(&json!({"jsonrpc":"2.0","id":1,"method":"tools/list"})).await;
+        lines.push(client.recv_raw().await.unwrap());
+        for (id, tool, args) in [
+            (2, "delay", json!({"delayMs": 5})),
+            (3, "duplicate_response", json!({})),
+            (4, "framing", json!({"style": "crlf"})),
+            (5, "malformed_message", json!({"variant": "missing-jsonrpc"})),
+        ] {
+            client.call(id, tool, args).await;
+            lines.push(client.recv_raw().await.unwrap());
+        }
+        lines.push(client.recv_raw().await.unwrap()); // the duplicate's second copy... or the next reply
+        client.finish().await;
+        lines
+    }
+    let direct = conversation(Client::spawn(&["serve"])).await;
+    let proxied = conversation(Client::proxied(&[])).await;
+    assert_eq!(direct, proxied);
+}
+
+fn trajectory(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+}
+
+#[tokio::test]
+async fn after_mode_timeout_lets_the_upstream_execute_and_swallows_the_reply() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("trajectory.jsonl");
+    let rules = dir.path().join("rules.yaml");
+    std::fs::write(&rules, "seed: 7\nrules:\n  - name: first-delay-times-out\n    match: { tool: \"del*\", nth: 1 }\n    mode: after\n    fault: { type: timeout }\n").unwrap();
+    let mut client = Client::proxied(&["--rules", rules.to_str().unwrap(), "--record", record.to_str().unwrap()]);
+    client.initialize().await;
+    client.call(1, "delay", json!({"delayMs": 1})).await;
+    // Answered well after the first, so the first reply has crossed the proxy (and been swallowed) by then.
+    client.call(2, "delay", json!({"delayMs": 300})).await;
+    assert_eq!(client.recv().await["id"], 2, "the first reply never comes; the second is untouched");
+    assert_eq!(client.finish().await, Some(0));
+
+    let events = trajectory(&record);
+    assert_eq!(events[0]["event"], "run_started");
+    assert_eq!(events[0]["seed"], 7);
+    let swallowed =
+        events.iter().find(|e| e["event"] == "frame" && e["direction"] == "server_to_client" && e["id"] == 1).unwrap();
+    assert_eq!((swallowed["action"].clone(), swallowed["executed"].clone()), (json!("consumed"), json!(true)));
+    assert_eq!(swallowed["rule"], "first-delay-times-out");
+    let ledger = events.iter().find(|e| e["event"] == "ledger").unwrap();
+    let n = |k: &str| ledger[k].as_u64().unwrap();
+    assert_eq!(n("framesIn"), n("framesOut") + n("consumed") - n("injected"), "{ledger}");
+    assert_eq!(n("consumed"), 1);
+}
+
+#[tokio::test]
+async fn instead_mode_answers_without_the_upstream() {
+    let mut client = Client::proxied(&[
+        "--fault",
+        "{match: {tool: ping}, mode: instead, fault: {type: http_status, status: 429, retry_after_sec: 3}}",
+    ]);
+    client.initialize().await;
+    client.call(1, "ping", json!({})).await;
+    let reply = client.recv().await;
+    assert_eq!(reply["id"], 1);
+    assert_eq!(reply["error"]["data"]["httpStatus"], 429);
+    client.call(2, "delay", json!({"delayMs": 1})).await;
+    assert_eq!(client.recv().await["result"]["isError"], false, "other tools pass through");
+}
+
+#[tokio::test]
+async fn latency_delays_only_the_matching_reply() {
+    let mut client = Client::proxied(&["--fault", "{match: {tool: ping}, fault: {type: latency, delay_ms: 400}}"]);
+    client.initialize().await;
+    client.call(1, "ping", json!({})).await;
+    client.call(2, "delay", json!({"delayMs": 1})).await;
+    assert_eq!(client.recv().await["id"], 2, "the unrelated reply overtakes the delayed one");
+    assert_eq!(client.recv().await["id"], 1);
+}
+
+#[tokio::test]
+async fn wire_faults_from_the_catalogue_apply_to_upstream_replies() {
+    let mut client = Client::proxied(&[
+        "--fault",
+        "{match: {tool: ping}, fault: {type: duplicate}}",
+        "--fault",
+        "{match: {tool: delay}, fault: {type: malformed, variant: invalid-jsonrpc-version}}",
+    ]);
+    client.initialize().await;
+    client.call(1, "ping", json!({})).await;
+    let (a, b) = (client.recv_raw().await.unwrap(), client.recv_raw().await.unwrap());
+    assert_eq!(a, b);
+    client.call(2, "delay", json!({"delayMs": 1})).await;
+    assert_eq!(client.recv().await["jsonrpc"], "1.0");
+}
+
+#[tokio::test]
+async fn a_disconnect_closes_the_client_and_ends_the_upstream() {
+    let mut client = Client::proxied(&["--fault", "{match: {tool: ping}, mode: before, fault: {type: disconnect}}"]);
+    client.initialize().await;
+    client.call(1, "ping", json!({})).await;
+    assert_eq!(client.recv_raw().await, None);
+    assert_eq!(client.finish().await, Some(0));
+}
+
+#[test]
+fn bad_rules_exit_2_naming_file_line_and_key_and_a_missing_upstream_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.yaml");
+    std::fs::write(&rules, "rules:\n  - name: r\n    match: { toool: echo }\n    fault: { type: timeout }\n").unwrap();
+    Command::cargo_bin("faultlab")
+        .unwrap()
+        .args(["proxy", "--rules", rules.to_str().unwrap(), "--", "true"])
+        .assert()
+        .code(2)
+        .stderr(contains("rules.yaml"))
+        .stderr(contains("toool"))
+        .stderr(contains("line 3"));
+    Command::cargo_bin("faultlab")
+        .unwrap()
+        .args(["proxy", "--", "/no/such/server"])
+        .write_stdin("")
+        .assert()
+        .code(1)
+        .stderr(contains("/no/such/server"));
+}
