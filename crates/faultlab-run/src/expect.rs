@@ -22,7 +22,11 @@ pub const ANOMALY_NAMES: [&str; 8] = [
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StepObservation {
+    /// The call's (last attempt's) observation.
     pub observation: Observation,
+    /// Earlier attempts, when a retry policy made several.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_attempts: Vec<Observation>,
     /// Responses that carried the call's id.
     pub responses: u32,
     /// Anomalies the call added to the connection's tally.
@@ -120,6 +124,12 @@ pub fn check(expect: &Expect, seen: &StepObservation) -> Vec<String> {
         let got = seen.anomalies.get(anomaly).copied().unwrap_or(0);
         if got != *n {
             failures.push(format!("expected {n} {anomaly}, observed {got}"));
+        }
+    }
+    if let Some(n) = expect.attempts {
+        let made = seen.earlier_attempts.len() as u32 + 1;
+        if made != n {
+            failures.push(format!("expected {n} attempts, made {made}"));
         }
     }
     if let Some(state) = expect.connection {

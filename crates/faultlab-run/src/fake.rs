@@ -141,6 +141,7 @@ fn observation(record: &OpRecord, step: Option<FakeStep>) -> Option<StepObservat
     observation.result = step.result;
     Some(StepObservation {
         observation,
+        earlier_attempts: Vec::new(),
         responses: 1,
         anomalies: Default::default(),
         notifications: Default::default(),

@@ -96,11 +96,16 @@ impl McpSession {
             Budget::from_millis(budget.duration().as_millis() as u64 + SETTLE.as_millis() as u64).unwrap_or(budget);
         timed(self.origin, operation, operation_id, budget, async {
             let before = self.connection.anomalies();
-            let observation =
-                self.connection.call_tool(&step.call.tool, Value::Object(step.call.args.clone()), deadline).await;
+            let args = Value::Object(step.call.args.clone());
+            let mut attempts = match &step.retry {
+                Some(policy) => policy.run(&self.connection, &step.call.tool, &args, deadline, 0).await.attempts,
+                None => vec![self.connection.call_tool(&step.call.tool, args, deadline).await],
+            };
+            let observation = attempts.pop().expect("a call makes at least one attempt");
             self.connection.settle(&observation.request_id, SETTLE).await;
             let (anomalies, notifications) = anomaly_delta(&before, &self.connection.anomalies());
             let seen = StepObservation {
+                earlier_attempts: attempts,
                 responses: self.connection.responses_for(&observation.request_id),
                 connection_alive: self.connection.is_alive(),
                 anomalies,

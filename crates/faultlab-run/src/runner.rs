@@ -163,7 +163,10 @@ fn scenario_trace(scenario: &Scenario, plan: &[crate::scenario::PlannedStep], st
     let calls: Vec<(&str, &Value, &faultlab_client::Observation)> = steps
         .iter()
         .zip(&args)
-        .filter_map(|(s, (tool, a))| s.seen.as_ref().map(|seen| (tool.as_str(), a, &seen.observation)))
+        .filter_map(|(s, (tool, a))| s.seen.as_ref().map(|seen| (tool.as_str(), a, seen)))
+        .flat_map(|(tool, a, seen)| {
+            seen.earlier_attempts.iter().chain(std::iter::once(&seen.observation)).map(move |o| (tool, a, o))
+        })
         .collect();
     trace::calls_messages(&format!("Scenario: {}", scenario.name), &calls)
 }

@@ -4,7 +4,7 @@
 //! calls, each with repeats and richer expectations. Files are YAML or JSON (by extension), strict: unknown keys
 //! are errors naming the file, the line and the key.
 
-use faultlab_client::{ErrorKind, Outcome};
+use faultlab_client::{ErrorKind, Outcome, RetryPolicy};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -39,6 +39,9 @@ pub struct Scenario {
     /// Expectations on `call`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expect: Option<Expect>,
+    /// Retry `call` under the reference client's policy (only explicit tool errors are retried).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryPolicy>,
     /// A second call on the same connection after the first, with its own expectations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observe: Option<Observe>,
@@ -91,6 +94,9 @@ pub struct Step {
     /// Run the call this many times in a row (each checked against `expect`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<u32>,
+    /// Retry the call under the reference client's policy (only explicit tool errors are retried).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<RetryPolicy>,
     pub expect: Expect,
 }
 
@@ -117,6 +123,8 @@ pub struct Expect {
     pub anomalies: BTreeMap<String, u32>,
     /// The connection's state after the call.
     pub connection: Option<ConnectionState>,
+    /// How many attempts the retry policy made.
+    pub attempts: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -157,6 +165,7 @@ pub struct PlannedStep {
     pub expect: Expect,
     /// The seed's observer call (reported as such).
     pub observer: bool,
+    pub retry: Option<RetryPolicy>,
 }
 
 impl Scenario {
@@ -195,6 +204,7 @@ impl Scenario {
                     repeat: 1,
                     expect,
                     observer: false,
+                    retry: self.retry,
                 });
             }
             (None, false) => {
@@ -209,6 +219,7 @@ impl Scenario {
                         repeat: step.repeat.unwrap_or(1),
                         expect: step.expect.clone(),
                         observer: false,
+                        retry: step.retry,
                     });
                 }
             }
@@ -223,11 +234,15 @@ impl Scenario {
                 repeat: 1,
                 expect: observe.expect.clone(),
                 observer: true,
+                retry: None,
             });
         }
         for step in &planned {
             if step.timeout_ms == 0 || step.timeout_ms > MAX_TIMEOUT_MS {
                 return Err(format!("{}: timeoutMs must be between 1 and {MAX_TIMEOUT_MS}", step.label));
+            }
+            if let Some(retry) = &step.retry {
+                retry.validate().map_err(|e| format!("{}: retry: {e}", step.label))?;
             }
             if step.repeat == 0 || step.repeat > MAX_REPEAT {
                 return Err(format!("{}: repeat must be between 1 and {MAX_REPEAT}", step.label));

@@ -157,3 +157,30 @@ fn console_json_and_junit_reports_are_stable() {
         ".scenarios[].trace[].content" => "[text]",
     });
 }
+
+#[test]
+fn a_retry_policy_recovers_from_transient_tool_errors_and_every_attempt_is_traced() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("probe.json");
+    let config = serde_json::json!({"adapter": "mcp", "config": {"stdio": {
+        "command": env!("CARGO_BIN_EXE_faultlab"), "args": ["serve"],
+        "env": {"LAB_SCENARIO": "transient-error", "LAB_FAILURES": "2"}}}});
+    std::fs::write(&target, config.to_string()).unwrap();
+    let scenario = dir.path().join("retry.yaml");
+    std::fs::write(
+        &scenario,
+        "name: transient errors are retried\ncall: {tool: lab_probe, args: {message: probe}}\ntimeoutMs: 5000\n\
+         retry: {maxAttempts: 5, backoff: {kind: exponential, base_ms: 1, max_ms: 4, jitter: 0.5}}\n\
+         expect: {outcome: success, attempts: 3}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    faultlab()
+        .args(["run", scenario.to_str().unwrap(), "--target", target.to_str().unwrap(), "--out", out.to_str().unwrap()])
+        .assert()
+        .code(0);
+    let trace_file = std::fs::read_dir(out.join("traces")).unwrap().next().unwrap().unwrap().path();
+    let trace: Value = serde_json::from_slice(&std::fs::read(trace_file).unwrap()).unwrap();
+    let calls = trace.as_array().unwrap().iter().filter(|m| m["role"] == "assistant").count();
+    assert_eq!(calls, 3, "two failed attempts and the recovery");
+}
