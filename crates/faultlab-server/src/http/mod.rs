@@ -121,6 +121,11 @@ where
     tokio::spawn(reclaim_idle(front.clone()));
     let app = axum::Router::new().fallback(handle::<S>).with_state(front.clone());
     let stop = shutdown.clone();
+    // Small SSE writes (headers, then each event) must not wait for delayed ACKs: without TCP_NODELAY a
+    // keep-alive client waits ~40 ms per response (Nagle's algorithm).
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     let served = axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await }).await;
     for id in front.registry.take_all() {
         let _ = front.manager.close_session(&Arc::from(id)).await;

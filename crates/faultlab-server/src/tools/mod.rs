@@ -17,6 +17,7 @@ use rmcp::handler::server::tool::ToolRouter;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
+use std::sync::{Arc, OnceLock};
 
 /// Tools that only exist on some transports, and where.
 const STDIO_AND_SESSIONS: &[&str] = &["response_after_cancellation"];
@@ -26,7 +27,9 @@ const HTTP_ONLY: &[&str] = &["http_status"];
 /// The faulty MCP server. One instance per stdio connection, per legacy HTTP session, or per stateless request.
 #[derive(Clone)]
 pub struct FaultServer {
-    router: ToolRouter<Self>,
+    /// Built once per transport kind and shared: a stateless HTTP server builds a `FaultServer` per request, and
+    /// assembling and validating the routes each time cost about half of a request's CPU.
+    router: Arc<ToolRouter<Self>>,
     /// The scope for transports that have one connection-wide scope (stdio). HTTP requests bring theirs in the
     /// request extensions instead.
     scope: Option<Scope>,
@@ -35,12 +38,23 @@ pub struct FaultServer {
 impl FaultServer {
     /// A server for one stdio connection.
     pub fn stdio(scope: Scope) -> Self {
-        Self { router: Self::router_for(TransportKind::Stdio), scope: Some(scope) }
+        Self { router: Self::shared_router(TransportKind::Stdio), scope: Some(scope) }
     }
 
     /// A server for HTTP requests of `transport` kind; each request's scope comes from its extensions.
     pub fn http(transport: TransportKind) -> Self {
-        Self { router: Self::router_for(transport), scope: None }
+        Self { router: Self::shared_router(transport), scope: None }
+    }
+
+    fn shared_router(transport: TransportKind) -> Arc<ToolRouter<Self>> {
+        static ROUTERS: [OnceLock<Arc<ToolRouter<FaultServer>>>; 3] =
+            [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+        let slot = match transport {
+            TransportKind::Stdio => 0,
+            TransportKind::HttpStateless => 1,
+            TransportKind::HttpSession => 2,
+        };
+        ROUTERS[slot].get_or_init(|| Arc::new(Self::router_for(transport))).clone()
     }
 
     fn router_for(transport: TransportKind) -> ToolRouter<Self> {
