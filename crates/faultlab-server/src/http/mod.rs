@@ -11,19 +11,20 @@
 //! with legacy sessions. Their responses pass through [`body`], which applies armed faults to JSON bodies and
 //! SSE events.
 
-pub mod body;
-pub mod guard;
 pub mod sessions;
+
+pub use faultlab_http::{body, guard};
 
 use crate::scope::{Scope, TransportKind};
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
-use body::Exchange;
+use body::{Exchange, StreamRegistry};
 use bytes::Bytes;
 use faultlab_engine::render;
 use faultlab_engine::{Engine, Recorder};
-use faultlab_wire::{Frame, Kind};
+use faultlab_http::rpc_error;
+use faultlab_wire::Frame;
 use guard::AllowedHosts;
 use http::{HeaderValue, Method, StatusCode, header};
 use http_body_util::{BodyExt, Full, Limited};
@@ -31,7 +32,6 @@ use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{SessionManager, StreamableHttpServerConfig, StreamableHttpService};
-use serde_json::{Value, json};
 use sessions::{Registry, SessionHandle};
 use std::sync::Arc;
 use std::time::Duration;
@@ -214,11 +214,19 @@ async fn post<S: ServerHandler>(front: Arc<Front<S>>, request: Request) -> Respo
             session: Some(SessionHandle(session.clone())),
         };
         let response = call(&front.sessions, parts, bytes, Some(scope)).await;
-        let exchange = Exchange::new(&frame, session.engine.clone(), &front.shutdown).in_session(
-            session,
-            front.manager.clone(),
-            active,
-        );
+        let (manager, lost) = (front.manager.clone(), session.clone());
+        let exchange = Exchange::new(&frame, session.engine.clone(), &front.shutdown)
+            .with_streams(session.clone() as Arc<dyn StreamRegistry>)
+            .on_end(move || {
+                // The request is over: the session may go idle; a session lost during it is closed in rmcp.
+                drop(active);
+                if lost.is_lost() {
+                    let id = Arc::from(lost.id.as_str());
+                    tokio::spawn(async move {
+                        let _ = manager.close_session(&id).await;
+                    });
+                }
+            });
         return body::wrap(response, exchange).await;
     }
     if frame.method() == Some("initialize") {
@@ -282,17 +290,4 @@ where
         Ok(response) => response.into_response(),
         Err(never) => match never {},
     }
-}
-
-/// A JSON-RPC error as an HTTP response (the id is `null` when the request's id could not be read).
-pub(crate) fn rpc_error(status: StatusCode, code: i64, message: &str, id: Option<Value>) -> Response {
-    let body = json!({"jsonrpc": "2.0", "id": id.unwrap_or(Value::Null), "error": {"code": code, "message": message}});
-    let mut response = (status, body.to_string()).into_response();
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    response
-}
-
-/// Whether a frame is a request (only requests get replies that faults act on).
-pub(crate) fn is_request(frame: &Frame) -> bool {
-    matches!(frame.kind(), Kind::Request { .. })
 }

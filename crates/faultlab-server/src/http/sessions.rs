@@ -6,7 +6,6 @@
 //! at once. Ids are rmcp's random UUIDs; a removed id is never admitted again because only `initialize`
 //! responses add ids, and each carries a fresh one.
 
-use faultlab_engine::outlet::Outlet;
 use faultlab_engine::{Engine, Recorder};
 use faultlab_wire::MessageId;
 use rmcp::schemars;
@@ -16,7 +15,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
+
+pub use faultlab_http::body::StreamLink;
 
 /// Most legacy sessions open at once; `initialize` past it gets 503.
 pub const MAX_SESSIONS: usize = 128;
@@ -45,14 +45,6 @@ impl LossActivation {
 pub enum LossError {
     #[error("Session loss is already active")]
     AlreadyLost,
-}
-
-/// Where the reply to one request goes: the response stream of the POST that carried the request.
-#[derive(Clone)]
-pub struct StreamLink {
-    pub outlet: Outlet,
-    /// Ends the stream cleanly once its reply has been written by someone else (a late response).
-    pub finish: CancellationToken,
 }
 
 /// One legacy session as the front sees it.
@@ -110,6 +102,16 @@ impl Session {
 
     pub fn stream(&self, id: &MessageId) -> Option<StreamLink> {
         lock(&self.streams).get(id).cloned()
+    }
+}
+
+impl faultlab_http::body::StreamRegistry for Session {
+    fn link(&self, id: MessageId, link: StreamLink) {
+        self.link_stream(id, link);
+    }
+
+    fn unlink(&self, id: &MessageId) {
+        self.unlink_stream(id);
     }
 }
 

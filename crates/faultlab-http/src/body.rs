@@ -6,8 +6,7 @@
 //! byte. The headers of an SSE response are held until its first JSON-RPC message, because only then is it
 //! known whether an `http_status` fault replaces the whole response.
 
-use super::sessions::{ActiveRequest, Session, StreamLink};
-use super::{is_request, rpc_error};
+use crate::rpc_error;
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
@@ -15,11 +14,9 @@ use faultlab_engine::outlet::{Batch, Outlet};
 use faultlab_engine::recorder::{Event, TransportEventKind};
 use faultlab_engine::render::{self, Step};
 use faultlab_engine::{Engine, Recorder, WireAction};
-use faultlab_wire::{Frame, MessageId, SseDecoder, SseEvent};
+use faultlab_wire::{Frame, Kind, MessageId, SseDecoder, SseEvent};
 use http::{HeaderValue, StatusCode, header};
 use http_body_util::BodyExt;
-use rmcp::transport::streamable_http_server::SessionManager;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use std::sync::Arc;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::codec::Decoder;
@@ -30,44 +27,65 @@ const MAX_JSON_BODY_BYTES: usize = 80 * 1024 * 1024;
 /// Body chunks buffered between the writer and hyper.
 const BODY_CHANNEL: usize = 16;
 
+/// Where the reply to one request goes: the response stream of the POST that carried the request.
+#[derive(Clone)]
+pub struct StreamLink {
+    pub outlet: Outlet,
+    /// Ends the stream cleanly once its reply has been written by someone else (a late response).
+    pub finish: CancellationToken,
+}
+
+/// Something that keeps track of open response streams by request id (a legacy session does, so that a cancel
+/// arriving on another POST can put a late response on the right stream).
+pub trait StreamRegistry: Send + Sync {
+    fn link(&self, id: MessageId, link: StreamLink);
+    fn unlink(&self, id: &MessageId);
+}
+
 /// One request/response exchange as the body middleware needs it.
 pub struct Exchange {
     request_id: Option<MessageId>,
     engine: Arc<Engine>,
     recorder: Recorder,
     shutdown: CancellationToken,
-    session: Option<(Arc<Session>, Arc<LocalSessionManager>)>,
-    active: Option<ActiveRequest>,
+    streams: Option<Arc<dyn StreamRegistry>>,
+    /// Runs once when the response is over (sent, abandoned or replaced): releases what the exchange held.
+    on_end: Option<Box<dyn FnOnce() + Send>>,
 }
 
 impl Exchange {
     pub fn new(request: &Frame, engine: Arc<Engine>, shutdown: &CancellationToken) -> Self {
         Self {
-            request_id: if is_request(request) { request.id().cloned() } else { None },
+            request_id: if matches!(request.kind(), Kind::Request { .. }) { request.id().cloned() } else { None },
             // The engine's recorder already carries the exchange's scope (`http` or `session:<id>`).
             recorder: engine.recorder().clone(),
             engine,
             shutdown: shutdown.clone(),
-            session: None,
-            active: None,
+            streams: None,
+            on_end: None,
         }
     }
 
-    /// The exchange belongs to a legacy session: its stream can receive late responses, it keeps the session
-    /// busy until the body ends, and a session lost during it is closed in rmcp when it ends.
-    pub fn in_session(
-        mut self,
-        session: Arc<Session>,
-        manager: Arc<LocalSessionManager>,
-        active: ActiveRequest,
-    ) -> Self {
-        self.session = Some((session, manager));
-        self.active = Some(active);
+    /// Registers the response stream under the request id while it is open.
+    pub fn with_streams(mut self, streams: Arc<dyn StreamRegistry>) -> Self {
+        self.streams = Some(streams);
         self
+    }
+
+    /// Runs `end` once the response is over.
+    pub fn on_end(mut self, end: impl FnOnce() + Send + 'static) -> Self {
+        self.on_end = Some(Box::new(end));
+        self
+    }
+
+    fn end(&mut self) {
+        if let Some(end) = self.on_end.take() {
+            end();
+        }
     }
 }
 
-/// Applies the exchange's faults to rmcp's response.
+/// Applies the exchange's faults to the MCP layer's response.
 pub async fn wrap(response: Response, exchange: Exchange) -> Response {
     if exchange.request_id.is_none() {
         return finish_plain(response, exchange);
@@ -82,13 +100,13 @@ pub async fn wrap(response: Response, exchange: Exchange) -> Response {
     }
 }
 
-/// A response no fault touches (202 for a notification, an rmcp error): sent as is.
-fn finish_plain(response: Response, exchange: Exchange) -> Response {
-    close_if_lost(&exchange);
+/// A response no fault touches (202 for a notification, an error from the MCP layer): sent as is.
+fn finish_plain(response: Response, mut exchange: Exchange) -> Response {
+    exchange.end();
     response
 }
 
-async fn json(response: Response, exchange: Exchange) -> Response {
+async fn json(response: Response, mut exchange: Exchange) -> Response {
     let (mut parts, inner) = response.into_parts();
     let bytes = match http_body_util::Limited::new(inner, MAX_JSON_BODY_BYTES).collect().await {
         Ok(collected) => collected.to_bytes(),
@@ -101,11 +119,11 @@ async fn json(response: Response, exchange: Exchange) -> Response {
     match actions.as_slice() {
         [WireAction::Send(out)] => {
             parts.headers.remove(header::CONTENT_LENGTH);
-            close_if_lost(&exchange);
+            exchange.end();
             Response::from_parts(parts, Body::from(out.clone()))
         }
         [WireAction::HttpStatus { status, retry_after_sec, body }, ..] => {
-            close_if_lost(&exchange);
+            exchange.end();
             status_response(*status, *retry_after_sec, body.clone())
         }
         _ => {
@@ -125,26 +143,26 @@ enum Head {
     Status(Response),
 }
 
-async fn sse(response: Response, exchange: Exchange) -> Response {
+async fn sse(response: Response, mut exchange: Exchange) -> Response {
     let (parts, inner) = response.into_parts();
     let (outlet, queue) = Outlet::new();
     let finish = CancellationToken::new();
-    if let (Some((session, _)), Some(id)) = (&exchange.session, &exchange.request_id) {
-        session.link_stream(id.clone(), StreamLink { outlet: outlet.clone(), finish: finish.clone() });
+    if let (Some(streams), Some(id)) = (&exchange.streams, &exchange.request_id) {
+        streams.link(id.clone(), StreamLink { outlet: outlet.clone(), finish: finish.clone() });
     }
     let (head_tx, head_rx) = oneshot::channel();
-    let unlink = exchange.session.as_ref().map(|(s, _)| s.clone()).zip(exchange.request_id.clone());
+    let unlink = exchange.streams.clone().zip(exchange.request_id.clone());
     tokio::spawn(pump(inner, exchange.engine.clone(), outlet, head_tx, finish, exchange.shutdown.clone(), unlink));
     match head_rx.await {
         Ok(Head::Status(response)) => {
-            close_if_lost(&exchange);
+            exchange.end();
             response
         }
         Ok(Head::Stream) | Err(_) => Response::from_parts(parts, writer(queue, exchange)),
     }
 }
 
-/// Reads rmcp's event stream, passes each event through the engine, and queues the result for the writer.
+/// Reads the MCP layer's event stream, passes each event through the engine, and queues the result for the writer.
 async fn pump(
     mut inner: Body,
     engine: Arc<Engine>,
@@ -152,7 +170,7 @@ async fn pump(
     head: oneshot::Sender<Head>,
     finish: CancellationToken,
     shutdown: CancellationToken,
-    unlink: Option<(Arc<Session>, MessageId)>,
+    unlink: Option<(Arc<dyn StreamRegistry>, MessageId)>,
 ) {
     let mut head = Some(head);
     let mut decoder = SseDecoder::default();
@@ -184,8 +202,8 @@ async fn pump(
             break;
         }
     }
-    if let Some((session, id)) = unlink {
-        session.unlink_stream(&id);
+    if let Some((streams, id)) = unlink {
+        streams.unlink(&id);
     }
     if let Some(head) = head.take() {
         let _ = head.send(Head::Stream);
@@ -217,7 +235,7 @@ fn forward(event: SseEvent, engine: &Engine, outlet: &Outlet, head: &mut Option<
 
 /// The response body: performs the queued steps in order. A `Close` step aborts the body mid-stream, which makes
 /// hyper drop the connection; the client sees the response cut off.
-fn writer(mut queue: mpsc::UnboundedReceiver<Batch>, exchange: Exchange) -> Body {
+fn writer(mut queue: mpsc::UnboundedReceiver<Batch>, mut exchange: Exchange) -> Body {
     let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(BODY_CHANNEL);
     tokio::spawn(async move {
         'outer: loop {
@@ -260,22 +278,10 @@ fn writer(mut queue: mpsc::UnboundedReceiver<Batch>, exchange: Exchange) -> Body
                 }
             }
         }
-        close_if_lost(&exchange);
+        exchange.end();
     });
     let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
     Body::from_stream(stream)
-}
-
-/// After the activating exchange of a lost session, rmcp closes the session too.
-fn close_if_lost(exchange: &Exchange) {
-    if let Some((session, manager)) = &exchange.session
-        && session.is_lost()
-    {
-        let (manager, id) = (manager.clone(), Arc::from(session.id.as_str()));
-        tokio::spawn(async move {
-            let _ = manager.close_session(&id).await;
-        });
-    }
 }
 
 /// The answer for an `http_status` fault.

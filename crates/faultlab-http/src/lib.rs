@@ -1,0 +1,20 @@
+//! Streamable HTTP pieces shared by the faulty server and the proxy (no MCP SDK here).
+//!
+//! - [`guard`]: where a listener may bind (loopback only, no wildcard spelling), canonical endpoint paths, and
+//!   the `Host` / `Origin` checks that protect a local server from DNS rebinding.
+//! - [`body`]: response bodies on their way out, where armed faults meet HTTP (JSON bodies and SSE events).
+
+pub mod body;
+pub mod guard;
+
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, StatusCode, header};
+use serde_json::{Value, json};
+
+/// A JSON-RPC error as an HTTP response (the id is `null` when the request's id could not be read).
+pub fn rpc_error(status: StatusCode, code: i64, message: &str, id: Option<Value>) -> Response {
+    let body = json!({"jsonrpc": "2.0", "id": id.unwrap_or(Value::Null), "error": {"code": code, "message": message}});
+    let mut response = (status, body.to_string()).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
