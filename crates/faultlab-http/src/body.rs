@@ -13,7 +13,7 @@ use bytes::{Bytes, BytesMut};
 use faultlab_engine::outlet::{Batch, Outlet};
 use faultlab_engine::recorder::{Event, TransportEventKind};
 use faultlab_engine::render::{self, Step};
-use faultlab_engine::{Engine, Recorder, WireAction};
+use faultlab_engine::{Engine, FaultKind, Recorder, WireAction};
 use faultlab_wire::{Frame, Kind, MessageId, SseDecoder, SseEvent};
 use http::{HeaderValue, StatusCode, header};
 use http_body_util::BodyExt;
@@ -42,6 +42,10 @@ pub trait StreamRegistry: Send + Sync {
     fn unlink(&self, id: &MessageId);
 }
 
+/// Told about every message the server sends in a response, the fault that fired on it (if any) and what went
+/// out instead (the proxy's trajectory).
+pub type FrameObserver = Arc<dyn Fn(&Frame, Option<&FaultKind>, &[WireAction]) + Send + Sync>;
+
 /// One request/response exchange as the body middleware needs it.
 pub struct Exchange {
     request_id: Option<MessageId>,
@@ -51,6 +55,7 @@ pub struct Exchange {
     streams: Option<Arc<dyn StreamRegistry>>,
     /// Runs once when the response is over (sent, abandoned or replaced): releases what the exchange held.
     on_end: Option<Box<dyn FnOnce() + Send>>,
+    observer: Option<FrameObserver>,
 }
 
 impl Exchange {
@@ -63,7 +68,14 @@ impl Exchange {
             shutdown: shutdown.clone(),
             streams: None,
             on_end: None,
+            observer: None,
         }
+    }
+
+    /// Tells `observer` about every message of the response.
+    pub fn observe(mut self, observer: FrameObserver) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     /// Registers the response stream under the request id while it is open.
@@ -115,7 +127,10 @@ async fn json(response: Response, mut exchange: Exchange) -> Response {
         }
     };
     let frame = Frame::parse(bytes);
-    let actions = exchange.engine.outbound(&frame);
+    let (fired, actions) = exchange.engine.outbound_fired(&frame);
+    if let Some(observer) = &exchange.observer {
+        observer(&frame, fired.as_ref(), &actions);
+    }
     match actions.as_slice() {
         [WireAction::Send(out)] => {
             parts.headers.remove(header::CONTENT_LENGTH);
@@ -127,10 +142,14 @@ async fn json(response: Response, mut exchange: Exchange) -> Response {
             status_response(*status, *retry_after_sec, body.clone())
         }
         _ => {
-            // Several frames, a pause or a close: only an event stream can carry them.
+            // Several frames, a pause, a close or nothing at all: only an event stream can carry them.
             let (outlet, queue) = Outlet::new();
             outlet.send(actions.iter().flat_map(|a| render::sse(a, None)).collect());
-            drop(outlet);
+            if fired == Some(FaultKind::Timeout) {
+                hold_open(outlet, exchange.shutdown.clone());
+            } else {
+                drop(outlet);
+            }
             parts.headers.remove(header::CONTENT_LENGTH);
             parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
             Response::from_parts(parts, writer(queue, exchange))
@@ -152,7 +171,8 @@ async fn sse(response: Response, mut exchange: Exchange) -> Response {
     }
     let (head_tx, head_rx) = oneshot::channel();
     let unlink = exchange.streams.clone().zip(exchange.request_id.clone());
-    tokio::spawn(pump(inner, exchange.engine.clone(), outlet, head_tx, finish, exchange.shutdown.clone(), unlink));
+    let pumping = Pumping { engine: exchange.engine.clone(), observer: exchange.observer.clone(), holding: false };
+    tokio::spawn(pump(inner, pumping, outlet, head_tx, finish, exchange.shutdown.clone(), unlink));
     match head_rx.await {
         Ok(Head::Status(response)) => {
             exchange.end();
@@ -163,9 +183,17 @@ async fn sse(response: Response, mut exchange: Exchange) -> Response {
 }
 
 /// Reads the MCP layer's event stream, passes each event through the engine, and queues the result for the writer.
+/// What the event pump needs from the exchange.
+struct Pumping {
+    engine: Arc<Engine>,
+    observer: Option<FrameObserver>,
+    /// A `timeout` swallowed the reply: the stream stays open until the client gives up.
+    holding: bool,
+}
+
 async fn pump(
     mut inner: Body,
-    engine: Arc<Engine>,
+    mut pumping: Pumping,
     outlet: Outlet,
     head: oneshot::Sender<Head>,
     finish: CancellationToken,
@@ -194,7 +222,7 @@ async fn pump(
         loop {
             let event = if at_end { decoder.decode_eof(&mut buf) } else { decoder.decode(&mut buf) };
             let Ok(Some(event)) = event else { break };
-            if !forward(event, &engine, &outlet, &mut head) {
+            if !forward(event, &mut pumping, &outlet, &mut head) {
                 break 'read;
             }
         }
@@ -208,16 +236,34 @@ async fn pump(
     if let Some(head) = head.take() {
         let _ = head.send(Head::Stream);
     }
+    if pumping.holding {
+        hold_open(outlet, shutdown);
+    }
+}
+
+/// Keeps a response stream open (nothing more is written) until the client goes away or the server shuts down:
+/// how a `timeout` fault holds a request open over HTTP.
+fn hold_open(outlet: Outlet, shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        tokio::select! {
+            () = outlet.closed() => {}
+            () = shutdown.cancelled() => {}
+        }
+    });
 }
 
 /// Queues one event (changed or not). False when the response has been replaced by an HTTP status.
-fn forward(event: SseEvent, engine: &Engine, outlet: &Outlet, head: &mut Option<oneshot::Sender<Head>>) -> bool {
+fn forward(event: SseEvent, pumping: &mut Pumping, outlet: &Outlet, head: &mut Option<oneshot::Sender<Head>>) -> bool {
     let Some(data) = event.data.as_deref().filter(|d| !d.is_empty()) else {
         outlet.send(vec![Step::Write(event.raw)]);
         return true;
     };
     let frame = Frame::parse(Bytes::copy_from_slice(data.as_bytes()));
-    let actions = engine.outbound(&frame);
+    let (fired, actions) = pumping.engine.outbound_fired(&frame);
+    if let Some(observer) = &pumping.observer {
+        observer(&frame, fired.as_ref(), &actions);
+    }
+    pumping.holding |= fired == Some(FaultKind::Timeout);
     let steps: Vec<Step> = match actions.as_slice() {
         [WireAction::Send(out)] if out == frame.bytes() => vec![Step::Write(event.raw.clone())],
         _ => actions.iter().flat_map(|a| render::sse(a, event.id.as_deref())).collect(),

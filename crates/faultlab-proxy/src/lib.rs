@@ -4,6 +4,11 @@
 //!   and in which mode (`instead` of the upstream, `before` forwarding, or `after` the upstream executed).
 //! - [`stdio`]: the stdio front with a child-process upstream; every frame passes byte for byte unless a rule
 //!   fires, and every frame is written to the trajectory.
+//! - [`http`]: the Streamable HTTP front with an HTTP upstream, through the same fault-applying body as the
+//!   server's.
+//! - [`trajectory`]: the frame log and its ledger, shared by both fronts.
 
+pub mod http;
 pub mod rules;
 pub mod stdio;
+pub mod trajectory;

@@ -9,19 +9,19 @@
 //! `before` delays or disconnects before forwarding. Every frame is recorded, and the run ends with a ledger.
 
 use crate::rules::{Fired, Mode, RuleSet};
+use crate::trajectory::{Trajectory, frames_written};
 use bytes::{Bytes, BytesMut};
 use faultlab_engine::catalogue::Reply;
 use faultlab_engine::outlet::{self, Outlet, WriterEnd};
-use faultlab_engine::recorder::{Direction, Event, FrameAction};
+use faultlab_engine::recorder::{Direction, FrameAction};
 use faultlab_engine::render::{self, Step};
-use faultlab_engine::{Engine, FaultKind, Recorder, WireAction};
+use faultlab_engine::{Engine, FaultKind};
 use faultlab_wire::line::Line;
 use faultlab_wire::{Frame, LineCodec, MAX_LINE_BYTES, MessageId};
 use futures::StreamExt;
 use serde_json::json;
 use std::collections::HashMap;
 use std::process::Stdio;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
@@ -50,30 +50,9 @@ pub enum ProxyError {
     Io(#[from] std::io::Error),
 }
 
-#[derive(Default)]
-struct Ledger {
-    frames_in: AtomicU64,
-    frames_out: AtomicU64,
-    consumed: AtomicU64,
-    injected: AtomicU64,
-}
-
-impl Ledger {
-    /// Accounts for one frame in that left as `out` frames.
-    fn account(&self, out: u64) {
-        self.frames_in.fetch_add(1, Ordering::Relaxed);
-        self.frames_out.fetch_add(out, Ordering::Relaxed);
-        match out {
-            0 => self.consumed.fetch_add(1, Ordering::Relaxed),
-            n => self.injected.fetch_add(n - 1, Ordering::Relaxed),
-        };
-    }
-}
-
 struct Shared {
     engine: Engine,
-    recorder: Recorder,
-    ledger: Ledger,
+    trajectory: Arc<Trajectory>,
     /// Which rule armed a fault on which request id (to name it when the reply passes).
     armed_by: Mutex<HashMap<MessageId, String>>,
     start: Instant,
@@ -83,7 +62,7 @@ struct Shared {
 pub async fn run<R, W>(
     mut command: Command,
     mut rules: RuleSet,
-    recorder: Recorder,
+    trajectory: Arc<Trajectory>,
     input: R,
     output: W,
 ) -> Result<ProxyEnd, ProxyError>
@@ -103,11 +82,11 @@ where
     let mut child = command.spawn().map_err(|source| ProxyError::Spawn { command: shown, source })?;
     let child_stdin = Arc::new(tokio::sync::Mutex::new(child.stdin.take()));
     let child_stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("the upstream has no stdout"))?;
-    recorder.record(Event::RunStarted { seed: rules.seed(), rules: rules.len() });
+    trajectory.started(rules.seed(), rules.len());
+    let recorder = trajectory.recorder().clone();
     let shared = Arc::new(Shared {
         engine: Engine::new(recorder.clone()),
-        recorder: recorder.clone(),
-        ledger: Ledger::default(),
+        trajectory: trajectory.clone(),
         armed_by: Mutex::default(),
         start: Instant::now(),
     });
@@ -142,13 +121,7 @@ where
     client.abort();
     server.abort();
     shut_down(&mut child, &child_stdin).await;
-    let ledger = &shared.ledger;
-    recorder.record(Event::Ledger {
-        frames_in: ledger.frames_in.load(Ordering::Relaxed),
-        frames_out: ledger.frames_out.load(Ordering::Relaxed),
-        consumed: ledger.consumed.load(Ordering::Relaxed),
-        injected: ledger.injected.load(Ordering::Relaxed),
-    });
+    trajectory.finish();
     Ok(match end? {
         WriterEnd::Finished => ProxyEnd::Finished,
         WriterEnd::Closed => ProxyEnd::Disconnected,
@@ -169,28 +142,6 @@ async fn shut_down(child: &mut tokio::process::Child, stdin: &tokio::sync::Mutex
     }
 }
 
-fn record(
-    shared: &Shared,
-    direction: Direction,
-    action: FrameAction,
-    frame: &Frame,
-    rule: Option<&str>,
-    fault: Option<&FaultKind>,
-    executed: Option<bool>,
-) {
-    shared.recorder.record(Event::Frame {
-        direction,
-        action,
-        id: frame.id().map(MessageId::to_value),
-        method: frame.method().map(str::to_owned),
-        tool: frame.tool_name().map(str::to_owned),
-        rule: rule.map(str::to_owned),
-        fault: fault.map(|f| f.name().to_owned()),
-        executed,
-        bytes: frame.bytes().len(),
-    });
-}
-
 async fn forward(stdin: &tokio::sync::Mutex<Option<ChildStdin>>, bytes: &Bytes) -> bool {
     let mut line = BytesMut::with_capacity(bytes.len() + 1);
     line.extend_from_slice(bytes);
@@ -209,12 +160,13 @@ async fn from_client(
     fired: Option<Fired>,
 ) {
     shared.engine.inbound(&frame);
-    let c2s = Direction::ClientToServer;
+    let t = &shared.trajectory;
     let Some(fired) = fired else {
-        shared.ledger.account(u64::from(forward(stdin, frame.bytes()).await));
-        record(shared, c2s, FrameAction::Forwarded, &frame, None, None, None);
+        let out = u64::from(forward(stdin, frame.bytes()).await);
+        t.client_frame(&frame, FrameAction::Forwarded, None, None, out);
         return;
     };
+    let (rule, fault) = (Some(fired.rule.as_str()), Some(&fired.fault));
     let id = frame.id().cloned();
     match fired.mode {
         Mode::After => {
@@ -223,48 +175,38 @@ async fn from_client(
             {
                 shared.armed_by.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), fired.rule.clone());
             }
-            shared.ledger.account(u64::from(forward(stdin, frame.bytes()).await));
-            record(shared, c2s, FrameAction::Forwarded, &frame, Some(&fired.rule), Some(&fired.fault), None);
+            let out = u64::from(forward(stdin, frame.bytes()).await);
+            t.client_frame(&frame, FrameAction::Forwarded, rule, fault, out);
         }
         Mode::Instead => {
             // The upstream never sees the request; the proxy answers as the fault says.
-            shared.ledger.account(0);
-            record(shared, c2s, FrameAction::Consumed, &frame, Some(&fired.rule), Some(&fired.fault), Some(false));
+            t.client_frame(&frame, FrameAction::Consumed, rule, fault, 0);
             let Some(id) = id else { return };
             let stand_in = Frame::from_value(json!({
                 "jsonrpc": "2.0", "id": id.to_value(),
                 "result": {"content": [{"type": "text", "text": format!("answered by faultlab rule {}", fired.rule)}]}
             }));
             let actions = fired.fault.apply(Reply { frame: &stand_in, request: Some(&frame) });
-            let sent = count_frames(&actions);
-            shared.ledger.frames_out.fetch_add(sent, Ordering::Relaxed);
-            shared.ledger.injected.fetch_add(sent, Ordering::Relaxed);
+            let sent = frames_written(&actions);
+            t.injected(sent);
             if sent > 0 {
-                record(
-                    shared,
-                    Direction::ServerToClient,
-                    FrameAction::Injected,
-                    &stand_in,
-                    Some(&fired.rule),
-                    Some(&fired.fault),
-                    Some(false),
-                );
+                t.record(Direction::ServerToClient, FrameAction::Injected, &stand_in, rule, fault, Some(false));
             }
             outlet.send(actions.iter().flat_map(render::line).collect());
         }
         Mode::Before => match fired.fault {
             FaultKind::Latency { delay_ms } => {
-                record(shared, c2s, FrameAction::Faulted, &frame, Some(&fired.rule), Some(&fired.fault), None);
                 // Held back on its own task: later requests are not held up behind it.
                 let (shared, stdin) = (shared.clone(), stdin.clone());
                 tokio::spawn(async move {
                     tokio::time::sleep(Duration::from_millis(delay_ms)).await;
-                    shared.ledger.account(u64::from(forward(&stdin, frame.bytes()).await));
+                    let out = u64::from(forward(&stdin, frame.bytes()).await);
+                    let (rule, fault) = (Some(fired.rule.as_str()), Some(&fired.fault));
+                    shared.trajectory.client_frame(&frame, FrameAction::Faulted, rule, fault, out);
                 });
             }
             _ => {
-                shared.ledger.account(0);
-                record(shared, c2s, FrameAction::Consumed, &frame, Some(&fired.rule), Some(&fired.fault), Some(false));
+                t.client_frame(&frame, FrameAction::Consumed, rule, fault, 0);
                 outlet.send(vec![Step::Close]);
             }
         },
@@ -273,24 +215,10 @@ async fn from_client(
 
 fn from_server(shared: &Shared, outlet: &Outlet, frame: Frame) {
     let (fired, actions) = shared.engine.outbound_fired(&frame);
-    let sent = count_frames(&actions);
-    shared.ledger.account(sent);
-    let s2c = Direction::ServerToClient;
-    match fired {
-        None => record(shared, s2c, FrameAction::Forwarded, &frame, None, None, None),
-        Some(fault) => {
-            let rule = frame.id().and_then(|id| shared.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(id));
-            let action = if sent == 0 { FrameAction::Consumed } else { FrameAction::Faulted };
-            record(shared, s2c, action, &frame, rule.as_deref(), Some(&fault), Some(true));
-        }
-    }
+    let rule = match (&fired, frame.id()) {
+        (Some(_), Some(id)) => shared.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(id),
+        _ => None,
+    };
+    shared.trajectory.server_frame(&frame, rule.as_deref(), fired.as_ref(), &actions, true);
     outlet.send(actions.iter().flat_map(render::line).collect());
-}
-
-/// How many frames a list of actions writes.
-fn count_frames(actions: &[WireAction]) -> u64 {
-    actions
-        .iter()
-        .filter(|a| matches!(a, WireAction::Send(_) | WireAction::SendFramed { .. } | WireAction::HttpStatus { .. }))
-        .count() as u64
 }

@@ -109,7 +109,13 @@ pub struct ProxyArgs {
     /// without it the trajectory goes to stderr.
     #[arg(long)]
     pub record: Option<std::path::PathBuf>,
-    /// The upstream MCP server command and its arguments, after `--`.
-    #[arg(last = true, required = true, value_name = "CMD")]
-    pub upstream: Vec<String>,
+    /// Serve Streamable HTTP on this loopback address (e.g. 127.0.0.1:0) instead of stdio; needs --upstream.
+    #[arg(long, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// The upstream MCP server's Streamable HTTP URL (loopback), e.g. http://127.0.0.1:3000/mcp.
+    #[arg(long, value_name = "URL", conflicts_with = "command")]
+    pub upstream: Option<String>,
+    /// The upstream MCP server command and its arguments, after `--` (a stdio upstream).
+    #[arg(last = true, value_name = "CMD", id = "command")]
+    pub command: Vec<String>,
 }

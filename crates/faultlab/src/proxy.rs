@@ -1,11 +1,17 @@
-//! `faultlab proxy`: load the rules, start the upstream, relay stdio through the fault engine.
+//! `faultlab proxy`: load the rules, then relay stdio to a child upstream, or Streamable HTTP to an HTTP upstream.
 
 use crate::Failure;
 use crate::cli::ProxyArgs;
-use anyhow::Context as _;
+use anyhow::{Context as _, anyhow};
 use faultlab_engine::Recorder;
+use faultlab_http::guard::{self, AllowedHosts};
+use faultlab_proxy::http::{self as front, HttpProxyOptions};
 use faultlab_proxy::rules::{RuleSet, RulesFile};
-use faultlab_proxy::stdio::{self, ProxyError};
+use faultlab_proxy::stdio;
+use faultlab_proxy::trajectory::Trajectory;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tokio_util::sync::CancellationToken;
 
 pub fn run(args: ProxyArgs) -> Result<(), Failure> {
     let mut file = match &args.rules {
@@ -24,27 +30,85 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
             .map_err(Failure::usage)?,
         None => Recorder::stderr(),
     };
-    let (program, rest) = args.upstream.split_first().expect("clap requires the upstream command");
-    let mut command = tokio::process::Command::new(program);
-    command.args(rest);
+    let trajectory = Arc::new(Trajectory::new(recorder));
+    let rules = RuleSet::new(file);
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)?;
-    let served = runtime.block_on(async {
-        let run = stdio::run(command, RuleSet::new(file), recorder, tokio::io::stdin(), tokio::io::stdout());
-        tokio::select! {
-            result = run => result.map(|_| ()),
-            signal = wait_for_signal() => {
-                eprintln!("faultlab: received {signal}; shutting down");
-                Ok(())
-            }
+    match (&args.listen, &args.upstream, args.command.split_first()) {
+        (None, None, Some((program, rest))) => {
+            let mut command = tokio::process::Command::new(program);
+            command.args(rest);
+            let served = runtime.block_on(async {
+                let run = stdio::run(command, rules, trajectory, tokio::io::stdin(), tokio::io::stdout());
+                tokio::select! {
+                    result = run => result.map(|_| ()).map_err(Failure::runtime),
+                    signal = wait_for_signal() => {
+                        eprintln!("faultlab: received {signal}; shutting down");
+                        Ok(())
+                    }
+                }
+            });
+            // A blocking stdin read may still be pending; the process is about to exit, so do not wait for it.
+            std::mem::forget(runtime);
+            served
         }
-    });
-    // A blocking stdin read may still be pending; the process is about to exit, so do not wait for it.
-    std::mem::forget(runtime);
-    match served {
-        Ok(()) => Ok(()),
-        Err(e @ ProxyError::Spawn { .. }) => Err(Failure::runtime(e)),
-        Err(e) => Err(Failure::runtime(e)),
+        (Some(listen), Some(upstream), None) => {
+            let addr = listen_address(listen).map_err(Failure::usage)?;
+            let upstream = upstream_url(upstream).map_err(Failure::usage)?;
+            runtime.block_on(serve_http(addr, upstream, rules, trajectory))
+        }
+        (None, Some(_), _) => Err(Failure::usage(anyhow!(
+            "a stdio front with an HTTP upstream is not available yet; add --listen 127.0.0.1:PORT for an HTTP front"
+        ))),
+        (Some(_), None, _) => Err(Failure::usage(anyhow!(
+            "an HTTP front with a stdio upstream is not available yet; give the upstream as --upstream URL"
+        ))),
+        _ => Err(Failure::usage(anyhow!("name the upstream: -- CMD ARGS (stdio) or --upstream URL (HTTP)"))),
     }
+}
+
+fn listen_address(listen: &str) -> anyhow::Result<SocketAddr> {
+    let (host, port) =
+        listen.rsplit_once(':').ok_or_else(|| anyhow!("--listen {listen:?} must be HOST:PORT, e.g. 127.0.0.1:0"))?;
+    let port: u16 = port.parse().map_err(|_| anyhow!("--listen {listen:?}: the port must be 0 to 65535"))?;
+    Ok(SocketAddr::new(guard::bind_address(host)?, port))
+}
+
+fn upstream_url(url: &str) -> anyhow::Result<reqwest::Url> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| anyhow!("--upstream {url:?} is not a URL: {e}"))?;
+    let loopback = match parsed.host_str() {
+        Some(h) => guard::bind_address(h).is_ok(),
+        None => false,
+    };
+    if parsed.scheme() != "http" || !loopback {
+        return Err(anyhow!("--upstream {url:?} must be a plain http:// URL on a loopback host"));
+    }
+    Ok(parsed)
+}
+
+async fn serve_http(
+    addr: SocketAddr,
+    upstream: reqwest::Url,
+    rules: RuleSet,
+    trajectory: Arc<Trajectory>,
+) -> Result<(), Failure> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}; is the port in use? choose another in --listen"))
+        .map_err(Failure::runtime)?;
+    let bound = listener.local_addr().map_err(|e| Failure::runtime(anyhow::Error::from(e)))?;
+    eprintln!("faultlab: proxy listening at http://{bound}{} for {upstream}", upstream.path());
+    let options = HttpProxyOptions { allowed_hosts: AllowedHosts::for_bind(bound.ip()), upstream };
+    let shutdown = CancellationToken::new();
+    let stop = shutdown.clone();
+    tokio::spawn(async move {
+        let signal = wait_for_signal().await;
+        eprintln!("faultlab: received {signal}; shutting down");
+        stop.cancel();
+    });
+    front::serve(listener, options, rules, trajectory, shutdown)
+        .await
+        .context("the HTTP proxy failed")
+        .map_err(Failure::runtime)
 }
 
 async fn wait_for_signal() -> &'static str {

@@ -1,0 +1,201 @@
+//! The Streamable HTTP proxy: an HTTP front (loopback) in front of an HTTP upstream.
+//!
+//! Every request is checked like `faultlab serve` checks them (path, `Host`, `Origin`, size), shown to the rules,
+//! and forwarded with its headers (MCP headers and `Mcp-Session-Id` included; `Host` becomes the upstream's; hop-by-
+//! hop headers are dropped). The upstream's answer streams back through the same fault-applying body as the
+//! server's, so a reply is faulted on the response of the POST that carried its request. A client that goes away
+//! drops the upstream request too.
+
+use crate::rules::{Fired, Mode, RuleSet};
+use crate::trajectory::Trajectory;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use faultlab_engine::recorder::FrameAction;
+use faultlab_engine::{Engine, FaultKind};
+use faultlab_http::body::{self, Exchange};
+use faultlab_http::guard::AllowedHosts;
+use faultlab_http::rpc_error;
+use faultlab_wire::Frame;
+use http::{HeaderMap, StatusCode, header};
+use http_body_util::{BodyExt, Limited};
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::TcpListener;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Largest request body accepted, in bytes (4 MiB, as `faultlab serve`).
+const MAX_REQUEST_BODY_BYTES: usize = 4 * 1024 * 1024;
+
+/// Headers that belong to one connection, not to the message, and so are not forwarded (RFC 9110 §7.6.1), plus
+/// `host` (rewritten for the upstream) and `content-length` (recomputed).
+const HOP_BY_HOP: [&str; 10] = [
+    "connection",
+    "keep-alive",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "host",
+    "content-length",
+];
+
+pub struct HttpProxyOptions {
+    pub upstream: reqwest::Url,
+    pub allowed_hosts: AllowedHosts,
+}
+
+struct Proxy {
+    options: HttpProxyOptions,
+    rules: Mutex<RuleSet>,
+    trajectory: Arc<Trajectory>,
+    client: reqwest::Client,
+    start: Instant,
+    shutdown: CancellationToken,
+}
+
+/// Serves until `shutdown` is cancelled.
+pub async fn serve(
+    listener: TcpListener,
+    options: HttpProxyOptions,
+    rules: RuleSet,
+    trajectory: Arc<Trajectory>,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
+    trajectory.started(rules.seed(), rules.len());
+    // Redirects are not followed: the upstream is the server that was named.
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(std::io::Error::other)?;
+    let proxy = Arc::new(Proxy {
+        options,
+        rules: Mutex::new(rules),
+        trajectory: trajectory.clone(),
+        client,
+        start: Instant::now(),
+        shutdown: shutdown.clone(),
+    });
+    let app = axum::Router::new().fallback(handle).with_state(proxy);
+    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
+    let served = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
+    trajectory.finish();
+    served
+}
+
+async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
+    if request.uri().path() != proxy.options.upstream.path() {
+        return (StatusCode::NOT_FOUND, "Not found").into_response();
+    }
+    let headers = request.headers();
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    if !host.is_some_and(|h| proxy.options.allowed_hosts.host_ok(h)) {
+        return rpc_error(
+            StatusCode::FORBIDDEN,
+            -32600,
+            "Forbidden: Host header is not an allowed loopback host",
+            None,
+        );
+    }
+    if let Some(origin) = headers.get(header::ORIGIN)
+        && !origin.to_str().is_ok_and(|o| proxy.options.allowed_hosts.origin_ok(o))
+    {
+        return rpc_error(StatusCode::FORBIDDEN, -32600, "Forbidden: Origin is not an allowed loopback origin", None);
+    }
+    let (parts, body) = request.into_parts();
+    let bytes = match Limited::new(body, MAX_REQUEST_BODY_BYTES).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(_) => {
+            let message = format!("Request body exceeds {MAX_REQUEST_BODY_BYTES} bytes");
+            return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, &message, None);
+        }
+    };
+    if parts.method != http::Method::POST {
+        // GET streams and DELETE pass untouched: rules act on requests, which only POST carries.
+        return forward(&proxy, parts.method, &parts.headers, bytes).await;
+    }
+    let frame = Frame::parse(bytes.clone());
+    let fired = proxy.rules.lock().unwrap_or_else(|e| e.into_inner()).decide(&frame, proxy.start.elapsed());
+    // One engine per exchange: over HTTP a reply always comes on the response of the POST that carried its
+    // request, so faults armed here fire there and cannot meet another client's equal id.
+    let engine = Arc::new(Engine::new(proxy.trajectory.recorder().clone()));
+    engine.inbound(&frame);
+    let executed = fired.as_ref().is_none_or(|f| f.mode == Mode::After);
+    let exchange = {
+        let (trajectory, rule) = (proxy.trajectory.clone(), fired.as_ref().map(|f| f.rule.clone()));
+        Exchange::new(&frame, engine.clone(), &proxy.shutdown).observe(Arc::new(move |reply, fault, actions| {
+            trajectory.server_frame(reply, rule.as_deref().filter(|_| fault.is_some()), fault, actions, executed);
+        }))
+    };
+    let Some(Fired { rule, mode, fault }) = fired else {
+        proxy.trajectory.client_frame(&frame, FrameAction::Forwarded, None, None, 1);
+        let response = forward(&proxy, parts.method, &parts.headers, bytes).await;
+        return body::wrap(response, exchange).await;
+    };
+    if let Some(id) = frame.id() {
+        let _ = engine.arm(id.clone(), fault.clone());
+    }
+    match (mode, &fault) {
+        (Mode::After, _) => {
+            proxy.trajectory.client_frame(&frame, FrameAction::Forwarded, Some(&rule), Some(&fault), 1);
+            let response = forward(&proxy, parts.method, &parts.headers, bytes).await;
+            body::wrap(response, exchange).await
+        }
+        (Mode::Before, FaultKind::Latency { delay_ms }) => {
+            proxy.trajectory.client_frame(&frame, FrameAction::Faulted, Some(&rule), Some(&fault), 1);
+            engine.disarm(&frame.id().cloned().unwrap_or_else(|| 0.into()));
+            // This request's own task waits; other requests are served meanwhile.
+            tokio::time::sleep(Duration::from_millis(*delay_ms)).await;
+            let response = forward(&proxy, parts.method, &parts.headers, bytes).await;
+            body::wrap(response, exchange).await
+        }
+        // `instead`, and `before` with a disconnect: the upstream never sees the request.
+        _ => {
+            proxy.trajectory.client_frame(&frame, FrameAction::Consumed, Some(&rule), Some(&fault), 0);
+            body::wrap(stand_in(&frame, &rule), exchange).await
+        }
+    }
+}
+
+/// A plain result for a request the proxy answers itself; the armed fault then turns it into what the rule says.
+fn stand_in(frame: &Frame, rule: &str) -> Response {
+    let id = frame.id().map(|id| id.to_value());
+    let reply = json!({"jsonrpc": "2.0", "id": id,
+        "result": {"content": [{"type": "text", "text": format!("answered by faultlab rule {rule}")}]}});
+    let mut response = (StatusCode::OK, reply.to_string()).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static("application/json"));
+    response
+}
+
+/// Sends the request upstream and streams the answer back as it arrives.
+async fn forward(proxy: &Proxy, method: http::Method, headers: &HeaderMap, bytes: Bytes) -> Response {
+    let mut request = proxy.client.request(method, proxy.options.upstream.clone()).body(bytes);
+    for (name, value) in headers {
+        if !HOP_BY_HOP.contains(&name.as_str()) {
+            request = request.header(name, value);
+        }
+    }
+    let upstream = match request.send().await {
+        Ok(response) => response,
+        Err(e) => {
+            let message = format!("the upstream did not answer: {e}");
+            return rpc_error(StatusCode::BAD_GATEWAY, -32603, &message, None);
+        }
+    };
+    let mut response = Response::builder().status(upstream.status().as_u16());
+    for (name, value) in upstream.headers() {
+        if !HOP_BY_HOP.contains(&name.as_str()) {
+            response = response.header(name, value);
+        }
+    }
+    response.body(Body::from_stream(upstream.bytes_stream())).unwrap_or_else(|_| {
+        rpc_error(StatusCode::BAD_GATEWAY, -32603, "the upstream's answer was not valid HTTP", None)
+    })
+}

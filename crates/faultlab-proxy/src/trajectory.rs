@@ -1,0 +1,124 @@
+//! The trajectory: every frame that crossed the proxy, the rule and fault applied to it, and a closing ledger
+//! (frames in = frames out + frames consumed - frames injected). Same event schema as the server's recorder.
+
+use faultlab_engine::recorder::{Direction, Event, FrameAction};
+use faultlab_engine::{FaultKind, Recorder, WireAction};
+use faultlab_wire::{Frame, MessageId};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+pub struct Trajectory {
+    recorder: Recorder,
+    frames_in: AtomicU64,
+    frames_out: AtomicU64,
+    consumed: AtomicU64,
+    injected: AtomicU64,
+}
+
+impl Trajectory {
+    pub fn new(recorder: Recorder) -> Self {
+        Self {
+            recorder,
+            frames_in: AtomicU64::new(0),
+            frames_out: AtomicU64::new(0),
+            consumed: AtomicU64::new(0),
+            injected: AtomicU64::new(0),
+        }
+    }
+
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    pub fn started(&self, seed: u64, rules: usize) {
+        self.recorder.record(Event::RunStarted { seed, rules });
+    }
+
+    /// Accounts for one frame in that left as `out` frames.
+    pub fn account(&self, out: u64) {
+        self.frames_in.fetch_add(1, Ordering::Relaxed);
+        self.frames_out.fetch_add(out, Ordering::Relaxed);
+        match out {
+            0 => self.consumed.fetch_add(1, Ordering::Relaxed),
+            n => self.injected.fetch_add(n - 1, Ordering::Relaxed),
+        };
+    }
+
+    /// Frames the proxy wrote that no peer sent.
+    pub fn injected(&self, n: u64) {
+        self.frames_out.fetch_add(n, Ordering::Relaxed);
+        self.injected.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// A client-to-server frame that left as `out` frames.
+    pub fn client_frame(
+        &self,
+        frame: &Frame,
+        action: FrameAction,
+        rule: Option<&str>,
+        fault: Option<&FaultKind>,
+        out: u64,
+    ) {
+        self.account(out);
+        let executed = (action == FrameAction::Consumed).then_some(false);
+        self.record(Direction::ClientToServer, action, frame, rule, fault, executed);
+    }
+
+    /// A server-to-client frame and what went out for it.
+    pub fn server_frame(
+        &self,
+        frame: &Frame,
+        rule: Option<&str>,
+        fault: Option<&FaultKind>,
+        actions: &[WireAction],
+        executed: bool,
+    ) {
+        let out = frames_written(actions);
+        self.account(out);
+        let action = match (fault, out) {
+            (None, _) => FrameAction::Forwarded,
+            (Some(_), 0) => FrameAction::Consumed,
+            (Some(_), _) => FrameAction::Faulted,
+        };
+        self.record(Direction::ServerToClient, action, frame, rule, fault, fault.map(|_| executed));
+    }
+
+    pub fn record(
+        &self,
+        direction: Direction,
+        action: FrameAction,
+        frame: &Frame,
+        rule: Option<&str>,
+        fault: Option<&FaultKind>,
+        executed: Option<bool>,
+    ) {
+        self.recorder.record(Event::Frame {
+            direction,
+            action,
+            id: frame.id().map(MessageId::to_value),
+            method: frame.method().map(str::to_owned),
+            tool: frame.tool_name().map(str::to_owned),
+            rule: rule.map(str::to_owned),
+            fault: fault.map(|f| f.name().to_owned()),
+            executed,
+            bytes: frame.bytes().len(),
+        });
+    }
+
+    /// Writes the ledger.
+    pub fn finish(&self) {
+        self.recorder.record(Event::Ledger {
+            frames_in: self.frames_in.load(Ordering::Relaxed),
+            frames_out: self.frames_out.load(Ordering::Relaxed),
+            consumed: self.consumed.load(Ordering::Relaxed),
+            injected: self.injected.load(Ordering::Relaxed),
+        });
+    }
+}
+
+/// How many frames a list of actions writes.
+pub fn frames_written(actions: &[WireAction]) -> u64 {
+    actions
+        .iter()
+        .filter(|a| matches!(a, WireAction::Send(_) | WireAction::SendFramed { .. } | WireAction::HttpStatus { .. }))
+        .count() as u64
+}

@@ -1,0 +1,112 @@
+//! `faultlab proxy --listen ... --upstream URL`: the HTTP front in front of `faultlab serve --transport http`,
+//! driven by the reference client in both eras.
+
+use faultlab_client::{Connection, Era, ErrorKind, Outcome, Target};
+use serde_json::{Value, json};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::AsyncBufReadExt;
+
+const BIN: &str = env!("CARGO_BIN_EXE_faultlab");
+const SETUP: Duration = Duration::from_secs(10);
+const DEADLINE: Duration = Duration::from_secs(5);
+
+/// Starts `faultlab` with `args` and returns it with the URL it printed on stderr after `marker`.
+async fn start(args: &[&str], marker: &str) -> (tokio::process::Child, String) {
+    let mut child = tokio::process::Command::new(BIN)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    tokio::time::timeout(SETUP, stderr.read_line(&mut line)).await.unwrap().unwrap();
+    tokio::spawn(async move { while stderr.read_line(&mut String::new()).await.is_ok_and(|n| n > 0) {} });
+    let url =
+        line.trim().strip_prefix(marker).unwrap_or_else(|| panic!("{line}")).split(' ').next().unwrap().to_owned();
+    (child, url)
+}
+
+/// An upstream server and a proxy in front of it with `extra` proxy arguments; returns the proxy's target.
+async fn proxied(extra: &[&str]) -> (Vec<tokio::process::Child>, Target) {
+    let (server, upstream) = start(&["serve", "--transport", "http", "--port", "0"], "faultlab: listening at ").await;
+    let mut args = vec!["proxy", "--listen", "127.0.0.1:0", "--upstream", &upstream];
+    args.extend_from_slice(extra);
+    let (proxy, url) = start(&args, "faultlab: proxy listening at ").await;
+    (vec![server, proxy], Target::Http { url, headers: Default::default() })
+}
+
+#[tokio::test]
+async fn without_rules_both_eras_pass_through_with_the_upstreams_own_faults() {
+    let (_children, target) = proxied(&[]).await;
+    for era in [Era::Modern, Era::Legacy] {
+        let connection = Connection::open(&target, era, SETUP).await.unwrap();
+        assert_eq!(connection.call_tool("ping", json!({}), DEADLINE).await.outcome, Outcome::Success);
+        let dup = connection.call_tool("duplicate_response", json!({}), DEADLINE).await;
+        connection.settle(&dup.request_id, DEADLINE).await;
+        assert_eq!(connection.responses_for(&dup.request_id), 2, "the upstream's duplicate arrives through the proxy");
+        let cut = connection.call_tool("disconnect", json!({}), DEADLINE).await;
+        assert_eq!(cut.outcome, Outcome::TransportLoss, "an aborted upstream stream reaches the client");
+        assert_eq!(connection.call_tool("ping", json!({}), DEADLINE).await.outcome, Outcome::Success);
+        connection.close().await;
+    }
+}
+
+#[tokio::test]
+async fn instead_rules_answer_with_a_real_http_status() {
+    let rule = "{match: {tool: ping}, mode: instead, fault: {type: http_status, status: 429, retry_after_sec: 2}}";
+    let (_children, target) = proxied(&["--fault", rule]).await;
+    let connection = Connection::open(&target, Era::Modern, SETUP).await.unwrap();
+    let limited = connection.call_tool("ping", json!({}), DEADLINE).await;
+    assert_eq!((limited.error_kind, limited.http_status), (Some(ErrorKind::HttpStatus), Some(429)));
+    assert_eq!(limited.error.as_ref().unwrap()["retryAfter"], "2");
+    let other = connection.call_tool("delay", json!({"delayMs": 1}), DEADLINE).await;
+    assert_eq!(other.outcome, Outcome::Success, "other tools pass");
+}
+
+#[tokio::test]
+async fn after_rules_fault_the_upstreams_reply_and_a_timeout_holds_the_request_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("trajectory.jsonl");
+    let (_children, target) = proxied(&[
+        "--record",
+        record.to_str().unwrap(),
+        "--fault",
+        "{match: {tool: delay}, fault: {type: malformed, variant: missing-jsonrpc}}",
+        "--fault",
+        "{match: {tool: hang_not_used}, fault: {type: duplicate}}",
+        "--fault",
+        "{match: {tool: ping}, fault: {type: timeout}}",
+    ])
+    .await;
+    for era in [Era::Modern, Era::Legacy] {
+        let connection = Connection::open(&target, era, SETUP).await.unwrap();
+        let bad = connection.call_tool("delay", json!({"delayMs": 1}), DEADLINE).await;
+        assert_eq!(bad.error_kind, Some(ErrorKind::InvalidResponse), "{bad:?}");
+        let held = connection.call_tool("ping", json!({}), Duration::from_millis(400)).await;
+        assert_eq!(held.outcome, Outcome::Timeout, "the reply is withheld and the request stays open: {held:?}");
+        connection.close().await;
+    }
+    let events: Vec<Value> =
+        std::fs::read_to_string(&record).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let swallowed = events
+        .iter()
+        .filter(|e| e["event"] == "frame" && e["direction"] == "server_to_client" && e["fault"] == "timeout")
+        .count();
+    assert_eq!(swallowed, 2, "one per era, recorded with its rule");
+    assert!(events.iter().any(|e| e["event"] == "frame" && e["rule"] == "cli-1" && e["executed"] == true));
+}
+
+#[tokio::test]
+async fn the_front_checks_host_and_path_like_serve() {
+    let (_children, target) = proxied(&[]).await;
+    let Target::Http { url, .. } = target else { unreachable!() };
+    let client = reqwest::Client::new();
+    let wrong_host = client.post(&url).header("host", "evil.example").body("{}").send().await.unwrap();
+    assert_eq!(wrong_host.status(), 403);
+    let wrong_path = client.post(url.replace("/mcp", "/other")).body("{}").send().await.unwrap();
+    assert_eq!(wrong_path.status(), 404);
+}
