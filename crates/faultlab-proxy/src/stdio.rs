@@ -10,7 +10,7 @@
 
 use crate::rules::{Fired, Mode, RuleSet};
 use crate::trajectory::{Trajectory, frames_written};
-use bytes::{Bytes, BytesMut};
+use bytes::BytesMut;
 use faultlab_engine::catalogue::Reply;
 use faultlab_engine::outlet::{self, Outlet, WriterEnd};
 use faultlab_engine::recorder::{Direction, FrameAction};
@@ -50,18 +50,19 @@ pub enum ProxyError {
     Io(#[from] std::io::Error),
 }
 
-struct Shared {
-    engine: Engine,
-    trajectory: Arc<Trajectory>,
+/// What both pumps share.
+pub(crate) struct Shared {
+    pub(crate) engine: Engine,
+    pub(crate) trajectory: Arc<Trajectory>,
     /// Which rule armed a fault on which request id (to name it when the reply passes).
-    armed_by: Mutex<HashMap<MessageId, String>>,
-    start: Instant,
+    pub(crate) armed_by: Mutex<HashMap<MessageId, String>>,
+    pub(crate) start: Instant,
 }
 
 /// Runs the proxy until the client leaves, the upstream exits, or a fault disconnects the client.
 pub async fn run<R, W>(
     mut command: Command,
-    mut rules: RuleSet,
+    rules: RuleSet,
     trajectory: Arc<Trajectory>,
     input: R,
     output: W,
@@ -93,20 +94,8 @@ where
     let (outlet, queue) = Outlet::new();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
 
-    let client = {
-        let (shared, outlet, child_stdin) = (shared.clone(), outlet.clone(), child_stdin.clone());
-        tokio::spawn(async move {
-            let mut lines = FramedRead::new(input, LineCodec::new(MAX_LINE_BYTES));
-            while let Some(Ok(line)) = lines.next().await {
-                let Line::Bytes(bytes) = line else { continue };
-                let frame = Frame::parse(bytes);
-                let fired = rules.decide(&frame, shared.start.elapsed());
-                from_client(&shared, &outlet, &child_stdin, frame, fired).await;
-            }
-            // The client left: close the upstream's stdin, the first step of its shutdown.
-            drop(child_stdin.lock().await.take());
-        })
-    };
+    let upstream = Arc::new(ChildUpstream(child_stdin.clone()));
+    let client = tokio::spawn(pump_client(input, rules, shared.clone(), outlet.clone(), upstream));
     let server = {
         let shared = shared.clone();
         tokio::spawn(async move {
@@ -142,27 +131,66 @@ async fn shut_down(child: &mut tokio::process::Child, stdin: &tokio::sync::Mutex
     }
 }
 
-async fn forward(stdin: &tokio::sync::Mutex<Option<ChildStdin>>, bytes: &Bytes) -> bool {
-    let mut line = BytesMut::with_capacity(bytes.len() + 1);
-    line.extend_from_slice(bytes);
-    line.extend_from_slice(b"\n");
-    match stdin.lock().await.as_mut() {
-        Some(stdin) => stdin.write_all(&line).await.is_ok() && stdin.flush().await.is_ok(),
-        None => false,
+/// Where client frames go: a child's stdin, or an HTTP endpoint.
+pub(crate) trait Upstream: Send + Sync + 'static {
+    /// Sends one frame; false when the upstream is gone.
+    fn send(&self, frame: &Frame) -> impl std::future::Future<Output = bool> + Send;
+    /// The client has left.
+    fn client_left(&self) -> impl std::future::Future<Output = ()> + Send;
+}
+
+struct ChildUpstream(Arc<tokio::sync::Mutex<Option<ChildStdin>>>);
+
+impl Upstream for ChildUpstream {
+    async fn send(&self, frame: &Frame) -> bool {
+        let bytes = frame.bytes();
+        let mut line = BytesMut::with_capacity(bytes.len() + 1);
+        line.extend_from_slice(bytes);
+        line.extend_from_slice(b"\n");
+        match self.0.lock().await.as_mut() {
+            Some(stdin) => stdin.write_all(&line).await.is_ok() && stdin.flush().await.is_ok(),
+            None => false,
+        }
+    }
+
+    async fn client_left(&self) {
+        // Closing the upstream's stdin is the first step of its shutdown.
+        drop(self.0.lock().await.take());
     }
 }
 
-async fn from_client(
+/// Reads the client's lines, asks the rules, and hands each frame on.
+pub(crate) async fn pump_client<R, U>(
+    input: R,
+    mut rules: RuleSet,
+    shared: Arc<Shared>,
+    outlet: Outlet,
+    upstream: Arc<U>,
+) where
+    R: AsyncRead + Unpin,
+    U: Upstream,
+{
+    let mut lines = FramedRead::new(input, LineCodec::new(MAX_LINE_BYTES));
+    while let Some(Ok(line)) = lines.next().await {
+        let Line::Bytes(bytes) = line else { continue };
+        let frame = Frame::parse(bytes);
+        let fired = rules.decide(&frame, shared.start.elapsed());
+        from_client(&shared, &outlet, &upstream, frame, fired).await;
+    }
+    upstream.client_left().await;
+}
+
+async fn from_client<U: Upstream>(
     shared: &Arc<Shared>,
     outlet: &Outlet,
-    stdin: &Arc<tokio::sync::Mutex<Option<ChildStdin>>>,
+    upstream: &Arc<U>,
     frame: Frame,
     fired: Option<Fired>,
 ) {
     shared.engine.inbound(&frame);
     let t = &shared.trajectory;
     let Some(fired) = fired else {
-        let out = u64::from(forward(stdin, frame.bytes()).await);
+        let out = u64::from(upstream.send(&frame).await);
         t.client_frame(&frame, FrameAction::Forwarded, None, None, out);
         return;
     };
@@ -175,7 +203,7 @@ async fn from_client(
             {
                 shared.armed_by.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), fired.rule.clone());
             }
-            let out = u64::from(forward(stdin, frame.bytes()).await);
+            let out = u64::from(upstream.send(&frame).await);
             t.client_frame(&frame, FrameAction::Forwarded, rule, fault, out);
         }
         Mode::Instead => {
@@ -197,10 +225,10 @@ async fn from_client(
         Mode::Before => match fired.fault {
             FaultKind::Latency { delay_ms } => {
                 // Held back on its own task: later requests are not held up behind it.
-                let (shared, stdin) = (shared.clone(), stdin.clone());
+                let (shared, upstream) = (shared.clone(), upstream.clone());
                 tokio::spawn(async move {
                     tokio::time::sleep(Duration::from_millis(delay_ms)).await;
-                    let out = u64::from(forward(&stdin, frame.bytes()).await);
+                    let out = u64::from(upstream.send(&frame).await);
                     let (rule, fault) = (Some(fired.rule.as_str()), Some(&fired.fault));
                     shared.trajectory.client_frame(&frame, FrameAction::Faulted, rule, fault, out);
                 });
@@ -213,7 +241,8 @@ async fn from_client(
     }
 }
 
-fn from_server(shared: &Shared, outlet: &Outlet, frame: Frame) {
+/// Passes one upstream frame through the engine to the client.
+pub(crate) fn from_server(shared: &Shared, outlet: &Outlet, frame: Frame) {
     let (fired, actions) = shared.engine.outbound_fired(&frame);
     let rule = match (&fired, frame.id()) {
         (Some(_), Some(id)) => shared.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(id),

@@ -7,8 +7,8 @@ use faultlab_engine::Recorder;
 use faultlab_http::guard::{self, AllowedHosts};
 use faultlab_proxy::http::{self as front, HttpProxyOptions};
 use faultlab_proxy::rules::{RuleSet, RulesFile};
-use faultlab_proxy::stdio;
 use faultlab_proxy::trajectory::Trajectory;
+use faultlab_proxy::{stdio, stdio_http};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -56,9 +56,22 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
             let upstream = upstream_url(upstream).map_err(Failure::usage)?;
             runtime.block_on(serve_http(addr, upstream, rules, trajectory))
         }
-        (None, Some(_), _) => Err(Failure::usage(anyhow!(
-            "a stdio front with an HTTP upstream is not available yet; add --listen 127.0.0.1:PORT for an HTTP front"
-        ))),
+        (None, Some(upstream), None) => {
+            let url = upstream_url(upstream).map_err(Failure::usage)?;
+            let served = runtime.block_on(async {
+                let run = stdio_http::run(url.as_str(), rules, trajectory, tokio::io::stdin(), tokio::io::stdout());
+                tokio::select! {
+                    result = run => result.map(|_| ()).map_err(Failure::runtime),
+                    signal = wait_for_signal() => {
+                        eprintln!("faultlab: received {signal}; shutting down");
+                        Ok(())
+                    }
+                }
+            });
+            // A blocking stdin read may still be pending; the process is about to exit, so do not wait for it.
+            std::mem::forget(runtime);
+            served
+        }
         (Some(_), None, _) => Err(Failure::usage(anyhow!(
             "an HTTP front with a stdio upstream is not available yet; give the upstream as --upstream URL"
         ))),

@@ -110,3 +110,75 @@ async fn the_front_checks_host_and_path_like_serve() {
     let wrong_path = client.post(url.replace("/mcp", "/other")).body("{}").send().await.unwrap();
     assert_eq!(wrong_path.status(), 404);
 }
+
+/// A stdio client in front of the proxy, the proxy in front of an HTTP server.
+mod stdio_front {
+    use super::*;
+    use tokio::io::{AsyncWriteExt, BufReader};
+
+    struct Lines {
+        stdin: tokio::process::ChildStdin,
+        stdout: BufReader<tokio::process::ChildStdout>,
+        _children: Vec<tokio::process::Child>,
+    }
+
+    impl Lines {
+        async fn start(extra: &[&str]) -> Self {
+            let (server, upstream) =
+                start(&["serve", "--transport", "http", "--port", "0"], "faultlab: listening at ").await;
+            let mut proxy = tokio::process::Command::new(BIN)
+                .args(["proxy", "--upstream", &upstream])
+                .args(extra)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap();
+            let stdin = proxy.stdin.take().unwrap();
+            let stdout = BufReader::new(proxy.stdout.take().unwrap());
+            Self { stdin, stdout, _children: vec![server, proxy] }
+        }
+
+        async fn send(&mut self, value: Value) {
+            let mut line = serde_json::to_vec(&value).unwrap();
+            line.push(b'\n');
+            self.stdin.write_all(&line).await.unwrap();
+        }
+
+        async fn recv(&mut self) -> Value {
+            let mut line = String::new();
+            tokio::time::timeout(SETUP, self.stdout.read_line(&mut line)).await.unwrap().unwrap();
+            serde_json::from_str(&line).unwrap()
+        }
+    }
+
+    fn call(id: i64, tool: &str, args: Value) -> Value {
+        json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}})
+    }
+
+    #[tokio::test]
+    async fn a_legacy_session_and_modern_requests_work_over_a_stdio_front() {
+        let rule = "{match: {tool: delay}, mode: instead, fault: {type: http_status, status: 503}}";
+        let mut c = Lines::start(&["--fault", rule]).await;
+        c.send(json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",
+            "capabilities":{},"clientInfo":{"name":"t","version":"1"}}}))
+            .await;
+        assert_eq!(c.recv().await["result"]["protocolVersion"], "2025-11-25");
+        c.send(json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
+        c.send(call(1, "duplicate_response", json!({}))).await;
+        let (a, b) = (c.recv().await, c.recv().await);
+        assert_eq!((a["id"].clone(), b["id"].clone()), (json!(1), json!(1)), "the upstream's duplicate comes through");
+        c.send(call(2, "delay", json!({"delayMs": 1}))).await;
+        assert_eq!(c.recv().await["error"]["data"]["httpStatus"], 503, "the rule answered instead");
+        c.send(call(3, "disconnect", json!({}))).await;
+        let lost = c.recv().await;
+        assert_eq!(lost["id"], 3);
+        assert!(lost["error"]["message"].as_str().unwrap().contains("lost"), "{lost}");
+        let mut modern = call(4, "ping", json!({}));
+        modern["params"]["_meta"] = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {}});
+        c.send(modern).await;
+        assert_eq!(c.recv().await["result"]["isError"], false);
+    }
+}

@@ -87,7 +87,14 @@ impl HttpTransport {
         if let Some(session) = self.session() {
             request = request.header("mcp-session-id", session);
         }
-        if let Some(version) = &protocol {
+        // A 2026-07-28 request names its version itself; a legacy request uses the one its session negotiated.
+        let own = frame
+            .value()
+            .and_then(|v| v.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion"))
+            .and_then(|v| v.as_str())
+            .map(str::to_owned);
+        if let Some(version) = own.or(protocol) {
+            let version = &version;
             request = request.header("mcp-protocol-version", version);
             // 2026-07-28 mirrors the method and the tool name in headers.
             if version.as_str() >= "2026-07-28"

@@ -1,0 +1,119 @@
+//! A stdio front with a Streamable HTTP upstream: the client speaks lines to us; we POST each message upstream
+//! (keeping its session and protocol-version headers as the protocol asks) and write every message of the answers
+//! back as lines, through the same engine and rules as the stdio-to-child proxy.
+
+use crate::rules::RuleSet;
+use crate::stdio::{ProxyEnd, ProxyError, Shared, Upstream, from_server, pump_client};
+use crate::trajectory::Trajectory;
+use faultlab_client::transport::http::HttpTransport;
+use faultlab_client::transport::{Incoming, IncomingTx};
+use faultlab_engine::Engine;
+use faultlab_engine::outlet::{self, Outlet, WriterEnd};
+use faultlab_wire::{Frame, MessageId};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+struct HttpUpstream {
+    transport: HttpTransport,
+    /// The id of the client's `initialize`, to learn the negotiated version from its reply.
+    initialize: Mutex<Option<MessageId>>,
+    done: mpsc::UnboundedSender<()>,
+}
+
+impl Upstream for HttpUpstream {
+    async fn send(&self, frame: &Frame) -> bool {
+        if frame.method() == Some("initialize") {
+            *self.initialize.lock().unwrap_or_else(|e| e.into_inner()) = frame.id().cloned();
+        }
+        self.transport.post(frame);
+        true
+    }
+
+    async fn client_left(&self) {
+        // The client is gone: end its legacy session as a client should, then finish.
+        self.transport.end_session().await;
+        let _ = self.done.send(());
+    }
+}
+
+/// Runs until the client leaves or a fault disconnects it.
+pub async fn run<R, W>(
+    url: &str,
+    rules: RuleSet,
+    trajectory: Arc<Trajectory>,
+    input: R,
+    output: W,
+) -> Result<ProxyEnd, ProxyError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, mut rx): (IncomingTx, _) = mpsc::unbounded_channel();
+    let transport = HttpTransport::new(url, &BTreeMap::new(), tx)
+        .map_err(|e| ProxyError::Spawn { command: url.to_owned(), source: std::io::Error::other(e) })?;
+    trajectory.started(rules.seed(), rules.len());
+    let recorder = trajectory.recorder().clone();
+    let shared = Arc::new(Shared {
+        engine: Engine::new(recorder.clone()),
+        trajectory: trajectory.clone(),
+        armed_by: Mutex::default(),
+        start: Instant::now(),
+    });
+    let (outlet, queue) = Outlet::new();
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let upstream = Arc::new(HttpUpstream { transport, initialize: Mutex::default(), done: done_tx });
+    let client = tokio::spawn(pump_client(input, rules, shared.clone(), outlet.clone(), upstream.clone()));
+    let server = {
+        let (shared, upstream) = (shared.clone(), upstream.clone());
+        tokio::spawn(async move {
+            while let Some(incoming) = rx.recv().await {
+                if let Some(frame) = as_frame(&upstream, incoming) {
+                    from_server(&shared, &outlet, frame);
+                }
+            }
+        })
+    };
+    let end = outlet::write_stream(output, queue, done_rx, &recorder, |_| {}).await;
+    client.abort();
+    server.abort();
+    trajectory.finish();
+    Ok(match end? {
+        WriterEnd::Finished => ProxyEnd::Finished,
+        WriterEnd::Closed => ProxyEnd::Disconnected,
+    })
+}
+
+/// What the stdio client gets for something that arrived from the HTTP side.
+fn as_frame(upstream: &HttpUpstream, incoming: Incoming) -> Option<Frame> {
+    match incoming {
+        Incoming::Frame(frame) => {
+            let initialize = upstream.initialize.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            if initialize.is_some() && frame.id() == initialize.as_ref() {
+                let version = frame.value().and_then(|v| v.pointer("/result/protocolVersion")).and_then(|v| v.as_str());
+                if let Some(version) = version {
+                    upstream.transport.set_protocol(version);
+                }
+            }
+            Some(frame)
+        }
+        // An HTTP error has no line of its own on stdio: its JSON-RPC body if it has one, else an error naming it.
+        Incoming::HttpStatus { id, status, body, .. } => {
+            let parsed = Frame::parse(body);
+            if parsed.id() == Some(&id) {
+                return Some(parsed);
+            }
+            Some(Frame::from_value(json!({"jsonrpc": "2.0", "id": id.to_value(),
+                "error": {"code": -32603, "message": format!("the upstream answered HTTP {status}"), "data": {"httpStatus": status}}})))
+        }
+        // A response stream that broke off: without an answer the stdio client would wait forever.
+        Incoming::Lost { id: Some(id), detail } => {
+            Some(Frame::from_value(json!({"jsonrpc": "2.0", "id": id.to_value(),
+            "error": {"code": -32603, "message": format!("the upstream connection was lost: {detail}")}})))
+        }
+        Incoming::Lost { id: None, .. } | Incoming::Ended { .. } => None,
+    }
+}
