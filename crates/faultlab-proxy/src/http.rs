@@ -46,15 +46,35 @@ const HOP_BY_HOP: [&str; 10] = [
 ];
 
 pub struct HttpProxyOptions {
-    pub upstream: reqwest::Url,
+    /// The front's endpoint path (the upstream URL's path for an HTTP upstream).
+    pub path: String,
     pub allowed_hosts: AllowedHosts,
+}
+
+/// Where the HTTP front sends what it does not answer itself.
+pub enum HttpUpstream {
+    /// Another Streamable HTTP server.
+    Url { url: reqwest::Url, client: reqwest::Client },
+    /// A stdio server child, bridged: one line per POST, its reply as the POST's answer.
+    Child(crate::http_stdio::Bridge),
+}
+
+impl HttpUpstream {
+    /// An HTTP upstream at `url` (redirects are not followed: the upstream is the server that was named).
+    pub fn url(url: reqwest::Url) -> std::io::Result<Self> {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(std::io::Error::other)?;
+        Ok(Self::Url { url, client })
+    }
 }
 
 struct Proxy {
     options: HttpProxyOptions,
     rules: Mutex<RuleSet>,
     trajectory: Arc<Trajectory>,
-    client: reqwest::Client,
+    upstream: HttpUpstream,
     start: Instant,
     shutdown: CancellationToken,
 }
@@ -63,21 +83,17 @@ struct Proxy {
 pub async fn serve(
     listener: TcpListener,
     options: HttpProxyOptions,
+    upstream: HttpUpstream,
     rules: RuleSet,
     trajectory: Arc<Trajectory>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     trajectory.started(rules.seed(), rules.len());
-    // Redirects are not followed: the upstream is the server that was named.
-    let client = reqwest::Client::builder()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(std::io::Error::other)?;
     let proxy = Arc::new(Proxy {
         options,
         rules: Mutex::new(rules),
         trajectory: trajectory.clone(),
-        client,
+        upstream,
         start: Instant::now(),
         shutdown: shutdown.clone(),
     });
@@ -91,7 +107,7 @@ pub async fn serve(
 }
 
 async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
-    if request.uri().path() != proxy.options.upstream.path() {
+    if request.uri().path() != proxy.options.path {
         return (StatusCode::NOT_FOUND, "Not found").into_response();
     }
     let headers = request.headers();
@@ -119,7 +135,7 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     };
     if parts.method != http::Method::POST {
         // GET streams and DELETE pass untouched: rules act on requests, which only POST carries.
-        return forward(&proxy, parts.method, &parts.headers, bytes).await;
+        return forward(&proxy, parts.method, &parts.headers, bytes, None).await;
     }
     let frame = Frame::parse(bytes.clone());
     let fired = proxy.rules.lock().unwrap_or_else(|e| e.into_inner()).decide(&frame, proxy.start.elapsed());
@@ -136,7 +152,7 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     };
     let Some(Fired { rule, mode, fault }) = fired else {
         proxy.trajectory.client_frame(&frame, FrameAction::Forwarded, None, None, 1);
-        let response = forward(&proxy, parts.method, &parts.headers, bytes).await;
+        let response = forward(&proxy, parts.method, &parts.headers, bytes, Some(&frame)).await;
         return body::wrap(response, exchange).await;
     };
     if let Some(id) = frame.id() {
@@ -145,7 +161,7 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     match (mode, &fault) {
         (Mode::After, _) => {
             proxy.trajectory.client_frame(&frame, FrameAction::Forwarded, Some(&rule), Some(&fault), 1);
-            let response = forward(&proxy, parts.method, &parts.headers, bytes).await;
+            let response = forward(&proxy, parts.method, &parts.headers, bytes, Some(&frame)).await;
             body::wrap(response, exchange).await
         }
         (Mode::Before, FaultKind::Latency { delay_ms }) => {
@@ -153,7 +169,7 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
             engine.disarm(&frame.id().cloned().unwrap_or_else(|| 0.into()));
             // This request's own task waits; other requests are served meanwhile.
             tokio::time::sleep(Duration::from_millis(*delay_ms)).await;
-            let response = forward(&proxy, parts.method, &parts.headers, bytes).await;
+            let response = forward(&proxy, parts.method, &parts.headers, bytes, Some(&frame)).await;
             body::wrap(response, exchange).await
         }
         // `instead`, and `before` with a disconnect: the upstream never sees the request.
@@ -175,8 +191,18 @@ fn stand_in(frame: &Frame, rule: &str) -> Response {
 }
 
 /// Sends the request upstream and streams the answer back as it arrives.
-async fn forward(proxy: &Proxy, method: http::Method, headers: &HeaderMap, bytes: Bytes) -> Response {
-    let mut request = proxy.client.request(method, proxy.options.upstream.clone()).body(bytes);
+async fn forward(
+    proxy: &Proxy,
+    method: http::Method,
+    headers: &HeaderMap,
+    bytes: Bytes,
+    frame: Option<&Frame>,
+) -> Response {
+    let (url, client) = match &proxy.upstream {
+        HttpUpstream::Url { url, client } => (url, client),
+        HttpUpstream::Child(bridge) => return bridge.forward(method, frame).await,
+    };
+    let mut request = client.request(method, url.clone()).body(bytes);
     for (name, value) in headers {
         if !HOP_BY_HOP.contains(&name.as_str()) {
             request = request.header(name, value);

@@ -6,10 +6,12 @@
 //!   fires, and every frame is written to the trajectory.
 //! - [`http`]: the Streamable HTTP front with an HTTP upstream, through the same fault-applying body as the
 //!   server's.
+//! - [`http_stdio`]: the bridge behind the HTTP front when the upstream is a stdio child.
 //! - [`stdio_http`]: the stdio front with an HTTP upstream (each line POSTed, answers written back as lines).
 //! - [`trajectory`]: the frame log and its ledger, shared by both fronts.
 
 pub mod http;
+pub mod http_stdio;
 pub mod rules;
 pub mod stdio;
 pub mod stdio_http;

@@ -73,13 +73,7 @@ where
 {
     let shown = format!("{:?}", command.as_std().get_program());
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
-    // SAFETY: the closure only calls prctl, which is async-signal-safe, between fork and exec.
-    unsafe {
-        command.pre_exec(|| {
-            // If the proxy dies (even by SIGKILL), the kernel sends the upstream SIGTERM: no orphan is left.
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM).map_err(std::io::Error::from)
-        });
-    }
+    die_with_parent(&mut command);
     let mut child = command.spawn().map_err(|source| ProxyError::Spawn { command: shown, source })?;
     let child_stdin = Arc::new(tokio::sync::Mutex::new(child.stdin.take()));
     let child_stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("the upstream has no stdout"))?;
@@ -115,6 +109,16 @@ where
         WriterEnd::Finished => ProxyEnd::Finished,
         WriterEnd::Closed => ProxyEnd::Disconnected,
     })
+}
+
+/// Makes the kernel send the child SIGTERM if the proxy dies (even by SIGKILL): no orphan is left.
+pub(crate) fn die_with_parent(command: &mut Command) {
+    // SAFETY: the closure only calls prctl, which is async-signal-safe, between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM).map_err(std::io::Error::from)
+        });
+    }
 }
 
 /// Closes the upstream's stdin, waits, then SIGTERM, waits, then SIGKILL.

@@ -5,7 +5,8 @@ use crate::cli::ProxyArgs;
 use anyhow::{Context as _, anyhow};
 use faultlab_engine::Recorder;
 use faultlab_http::guard::{self, AllowedHosts};
-use faultlab_proxy::http::{self as front, HttpProxyOptions};
+use faultlab_proxy::http::{self as front, HttpProxyOptions, HttpUpstream};
+use faultlab_proxy::http_stdio::Bridge;
 use faultlab_proxy::rules::{RuleSet, RulesFile};
 use faultlab_proxy::trajectory::Trajectory;
 use faultlab_proxy::{stdio, stdio_http};
@@ -51,11 +52,6 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
             std::mem::forget(runtime);
             served
         }
-        (Some(listen), Some(upstream), None) => {
-            let addr = listen_address(listen).map_err(Failure::usage)?;
-            let upstream = upstream_url(upstream).map_err(Failure::usage)?;
-            runtime.block_on(serve_http(addr, upstream, rules, trajectory))
-        }
         (None, Some(upstream), None) => {
             let url = upstream_url(upstream).map_err(Failure::usage)?;
             let served = runtime.block_on(async {
@@ -72,9 +68,24 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
             std::mem::forget(runtime);
             served
         }
-        (Some(_), None, _) => Err(Failure::usage(anyhow!(
-            "an HTTP front with a stdio upstream is not available yet; give the upstream as --upstream URL"
-        ))),
+        (Some(listen), Some(upstream), None) => {
+            let addr = listen_address(listen).map_err(Failure::usage)?;
+            let url = upstream_url(upstream).map_err(Failure::usage)?;
+            let path = url.path().to_owned();
+            let upstream = HttpUpstream::url(url).map_err(Failure::runtime)?;
+            runtime.block_on(serve_http(addr, path, upstream, rules, trajectory))
+        }
+        (Some(listen), None, Some((program, rest))) => {
+            let addr = listen_address(listen).map_err(Failure::usage)?;
+            let mut command = tokio::process::Command::new(program);
+            command.args(rest);
+            runtime.block_on(async {
+                let bridge = Bridge::spawn(command, trajectory.clone())
+                    .with_context(|| format!("cannot start the upstream server {program:?}"))
+                    .map_err(Failure::runtime)?;
+                serve_http(addr, "/mcp".into(), HttpUpstream::Child(bridge), rules, trajectory).await
+            })
+        }
         _ => Err(Failure::usage(anyhow!("name the upstream: -- CMD ARGS (stdio) or --upstream URL (HTTP)"))),
     }
 }
@@ -100,7 +111,8 @@ fn upstream_url(url: &str) -> anyhow::Result<reqwest::Url> {
 
 async fn serve_http(
     addr: SocketAddr,
-    upstream: reqwest::Url,
+    path: String,
+    upstream: HttpUpstream,
     rules: RuleSet,
     trajectory: Arc<Trajectory>,
 ) -> Result<(), Failure> {
@@ -109,8 +121,12 @@ async fn serve_http(
         .with_context(|| format!("cannot listen on {addr}; is the port in use? choose another in --listen"))
         .map_err(Failure::runtime)?;
     let bound = listener.local_addr().map_err(|e| Failure::runtime(anyhow::Error::from(e)))?;
-    eprintln!("faultlab: proxy listening at http://{bound}{} for {upstream}", upstream.path());
-    let options = HttpProxyOptions { allowed_hosts: AllowedHosts::for_bind(bound.ip()), upstream };
+    let target = match &upstream {
+        HttpUpstream::Url { url, .. } => url.to_string(),
+        HttpUpstream::Child(_) => "the stdio upstream".into(),
+    };
+    eprintln!("faultlab: proxy listening at http://{bound}{path} for {target}");
+    let options = HttpProxyOptions { allowed_hosts: AllowedHosts::for_bind(bound.ip()), path };
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
     tokio::spawn(async move {
@@ -118,7 +134,7 @@ async fn serve_http(
         eprintln!("faultlab: received {signal}; shutting down");
         stop.cancel();
     });
-    front::serve(listener, options, rules, trajectory, shutdown)
+    front::serve(listener, options, upstream, rules, trajectory, shutdown)
         .await
         .context("the HTTP proxy failed")
         .map_err(Failure::runtime)

@@ -182,3 +182,22 @@ mod stdio_front {
         assert_eq!(c.recv().await["result"]["isError"], false);
     }
 }
+
+#[tokio::test]
+async fn an_http_front_bridges_to_a_stdio_upstream() {
+    let rule = "{match: {tool: ping}, fault: {type: duplicate}}";
+    let (_proxy, url) = start(
+        &["proxy", "--listen", "127.0.0.1:0", "--fault", rule, "--", BIN, "serve"],
+        "faultlab: proxy listening at ",
+    )
+    .await;
+    let target = Target::Http { url, headers: Default::default() };
+    let connection = Connection::open(&target, Era::Legacy, SETUP).await.unwrap();
+    let delay = connection.call_tool("delay", json!({"delayMs": 1}), DEADLINE).await;
+    assert_eq!(delay.outcome, Outcome::Success);
+    let dup = connection.call_tool("ping", json!({}), DEADLINE).await;
+    connection.settle(&dup.request_id, DEADLINE).await;
+    assert_eq!(connection.responses_for(&dup.request_id), 2, "the rule's duplicate reaches the HTTP client");
+    let modern = Connection::open(&target, Era::Modern, SETUP).await.unwrap();
+    assert_eq!(modern.call_tool("delay", json!({"delayMs": 1}), DEADLINE).await.outcome, Outcome::Success);
+}
