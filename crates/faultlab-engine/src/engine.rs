@@ -5,11 +5,15 @@
 //! [`Engine::outbound`] for server-to-client frames; the engine answers with the [`WireAction`]s to perform.
 //! A fault is armed on a request id (by a tool handler, for its own response) and fires once, on the reply with
 //! that id. A std `Mutex` guards the state: critical sections are short and never held across an `.await`.
+//!
+//! The engine also keeps a small history of earlier tool replies, for the faults that resend one (`stale`,
+//! `replayed`): see [`History`].
 
-use crate::catalogue::{FaultKind, Reply, WireAction, late_response};
+use crate::catalogue::{Earlier, FaultKind, Reply, WireAction, late_response};
 use crate::recorder::{Event, Recorder};
+use bytes::Bytes;
 use faultlab_wire::{Frame, Kind, MessageId};
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
 /// Most faults armed and not yet fired on one connection scope. Past it, arming fails with a clear error rather
@@ -30,10 +34,50 @@ pub enum ArmError {
     Invalid(String),
 }
 
+/// Most tools whose last reply one scope remembers for `stale`; past it the tool answered least recently is
+/// forgotten.
+const MAX_REMEMBERED_TOOLS: usize = 32;
+
+/// Largest reply remembered, in bytes (1 MiB). Larger replies (an `oversized` payload, a big file) are not kept,
+/// so a scope never pins more than about 33 MiB (32 tools plus the last reply) of history.
+const MAX_REMEMBERED_REPLY_BYTES: usize = 1024 * 1024;
+
 #[derive(Default)]
 struct State {
     armed: HashMap<MessageId, FaultKind>,
     requests: HashMap<MessageId, Frame>,
+    history: History,
+}
+
+/// The last replies to `tools/call` requests that no fault fired on: per tool (for `stale`) and overall (for
+/// `replayed`). Bounded by [`MAX_REMEMBERED_TOOLS`] and [`MAX_REMEMBERED_REPLY_BYTES`].
+#[derive(Default)]
+struct History {
+    /// At most one entry per tool, the tool answered least recently first.
+    by_tool: VecDeque<(String, Bytes)>,
+    last: Option<Bytes>,
+}
+
+impl History {
+    fn remember(&mut self, tool: &str, reply: &Bytes) {
+        if reply.len() > MAX_REMEMBERED_REPLY_BYTES {
+            return;
+        }
+        // A copy, not a slice: a line read from a pipe may share (and would pin) the reader's whole buffer.
+        let reply = Bytes::copy_from_slice(reply);
+        self.by_tool.retain(|(name, _)| name != tool);
+        if self.by_tool.len() >= MAX_REMEMBERED_TOOLS {
+            self.by_tool.pop_front();
+        }
+        self.by_tool.push_back((tool.to_owned(), reply.clone()));
+        self.last = Some(reply);
+    }
+
+    fn earlier(&self, tool: Option<&str>) -> Earlier {
+        let same_tool =
+            tool.and_then(|tool| self.by_tool.iter().find(|(name, _)| name == tool)).map(|(_, reply)| reply.clone());
+        Earlier { same_tool, any_tool: self.last.clone() }
+    }
 }
 
 pub struct Engine {
@@ -113,17 +157,30 @@ impl Engine {
         self.outbound_fired(frame).1
     }
 
-    /// As [`Engine::outbound`], also saying which fault fired, if any.
+    /// As [`Engine::outbound`], also saying which fault fired, if any. A tool reply no fault fires on is
+    /// remembered for `stale` and `replayed`.
     pub fn outbound_fired(&self, frame: &Frame) -> (Option<FaultKind>, Vec<WireAction>) {
         let fired = match (frame.is_reply(), frame.id()) {
             (true, Some(id)) => {
                 let mut state = self.state();
                 let request = state.requests.remove(id);
-                state.armed.remove(id).map(|fault| (id.clone(), fault, request))
+                let tool = request.as_ref().and_then(Frame::tool_name);
+                match state.armed.remove(id) {
+                    Some(fault) => {
+                        let earlier = state.history.earlier(tool);
+                        Some((id.clone(), fault, request, earlier))
+                    }
+                    None => {
+                        if let Some(tool) = tool {
+                            state.history.remember(tool, frame.bytes());
+                        }
+                        None
+                    }
+                }
             }
             _ => None,
         };
-        let Some((id, fault, request)) = fired else {
+        let Some((id, fault, request, earlier)) = fired else {
             return (None, vec![WireAction::Send(frame.bytes().clone())]);
         };
         // The late-response fault was already reported when the cancel arrived; swallowing the framework's
@@ -131,15 +188,16 @@ impl Engine {
         if fault != FaultKind::LateResponse {
             self.recorder.record(Event::FaultActivated { fault: fault.name().into(), request_id: id.to_value() });
         }
-        let actions = fault.apply(Reply { frame, request: request.as_ref() });
+        let actions = fault.apply_with(Reply { frame, request: request.as_ref() }, &earlier);
         (Some(fault), actions)
     }
 
-    /// Forgets everything armed (the connection or session is closing).
+    /// Forgets everything armed and remembered (the connection or session is closing).
     pub fn clear(&self) {
         let mut state = self.state();
         state.armed.clear();
         state.requests.clear();
+        state.history = History::default();
     }
 }
 
@@ -193,6 +251,79 @@ mod tests {
         let late = Frame::parse(late.clone());
         assert_eq!(late.id(), Some(&7.into()));
         assert!(engine.outbound(&frame(RESULT)).is_empty(), "the framework's reply is swallowed");
+    }
+
+    fn call(engine: &Engine, id: i64, tool: &str) {
+        let request = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":"{tool}"}}}}"#);
+        assert!(engine.inbound(&frame(&request)).is_none());
+    }
+
+    fn reply(id: i64, text: &str) -> Frame {
+        frame(&format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#))
+    }
+
+    fn sent_texts(actions: &[WireAction]) -> Vec<(serde_json::Value, serde_json::Value)> {
+        crate::catalogue::tests::sent(actions)
+            .iter()
+            .map(|f| (f.value().unwrap()["id"].clone(), f.value().unwrap()["result"]["content"][0]["text"].clone()))
+            .collect()
+    }
+
+    #[test]
+    fn stale_serves_the_last_unfaulted_reply_of_the_same_tool() {
+        let engine = Engine::new(Recorder::discard());
+        call(&engine, 1, "read");
+        engine.outbound(&reply(1, "v1"));
+        call(&engine, 2, "other");
+        engine.outbound(&reply(2, "x"));
+        for id in [3, 4] {
+            call(&engine, id, "read");
+            engine.arm(id.into(), FaultKind::Stale).unwrap();
+            let actions = engine.outbound(&reply(id, &format!("v{id}")));
+            assert_eq!(sent_texts(&actions), vec![(id.into(), "v1".into())], "a faulted reply is not remembered");
+        }
+        call(&engine, 5, "new_tool");
+        engine.arm(5.into(), FaultKind::Stale).unwrap();
+        assert_eq!(sent_texts(&engine.outbound(&reply(5, "fresh"))), vec![(5.into(), "fresh".into())]);
+    }
+
+    #[test]
+    fn replayed_resends_the_last_tool_reply_with_its_old_id() {
+        let engine = Engine::new(Recorder::discard());
+        call(&engine, 1, "a");
+        engine.arm(1.into(), FaultKind::Replayed).unwrap();
+        assert_eq!(engine.outbound(&reply(1, "first")).len(), 1, "nothing earlier to replay");
+        call(&engine, 2, "b");
+        let real = reply(2, "two");
+        engine.outbound(&real);
+        call(&engine, 3, "a");
+        engine.arm(3.into(), FaultKind::Replayed).unwrap();
+        let now = reply(3, "three");
+        assert_eq!(
+            engine.outbound(&now),
+            vec![WireAction::Send(now.bytes().clone()), WireAction::Send(real.bytes().clone())]
+        );
+    }
+
+    #[test]
+    fn history_is_bounded_and_cleared() {
+        let engine = Engine::new(Recorder::discard());
+        for i in 0..=MAX_REMEMBERED_TOOLS as i64 {
+            call(&engine, i, &format!("tool{i}"));
+            engine.outbound(&reply(i, "r"));
+        }
+        let huge = "x".repeat(MAX_REMEMBERED_REPLY_BYTES);
+        call(&engine, 100, "tool1");
+        engine.outbound(&reply(100, &huge));
+        {
+            let state = engine.state();
+            assert_eq!(state.history.by_tool.len(), MAX_REMEMBERED_TOOLS);
+            assert!(state.history.earlier(Some("tool0")).same_tool.is_none(), "the oldest tool was forgotten");
+            let kept = state.history.earlier(Some("tool1")).same_tool.unwrap();
+            assert!(kept.len() < 100, "an over-large reply is not remembered");
+        }
+        engine.clear();
+        assert!(engine.state().history.earlier(Some("tool1")).any_tool.is_none());
     }
 
     #[test]

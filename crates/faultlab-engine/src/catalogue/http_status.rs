@@ -20,7 +20,6 @@ use serde_json::{Value, json};
 pub const ALLOWED: [u16; 6] = [401, 403, 404, 429, 500, 503];
 
 pub(super) fn apply(reply: Reply<'_>, status: u16, retry_after_sec: Option<u32>) -> Vec<WireAction> {
-    let id = reply.frame.id().map_or(Value::Null, |id| id.to_value());
     let (code, text) = match status {
         401 => (-32001, "Unauthorized: authentication expired"),
         403 => (-32003, "Forbidden"),
@@ -29,10 +28,37 @@ pub(super) fn apply(reply: Reply<'_>, status: u16, retry_after_sec: Option<u32>)
         503 => (-32030, "Service unavailable"),
         _ => (-32603, "Internal server error"),
     };
-    let body = json!({
-        "jsonrpc": "2.0",
-        "id": id,
-        "error": {"code": code, "message": format!("HTTP {status}: {text}"), "data": {"httpStatus": status}}
-    });
+    let error = json!({"code": code, "message": format!("HTTP {status}: {text}"), "data": {"httpStatus": status}});
+    replace_with_status(reply, status, retry_after_sec, error)
+}
+
+/// The reply replaced by HTTP `status` whose body is a JSON-RPC error (`error`) with the request's id. The other
+/// status faults (`rate_limit`, `auth_expired`, `forbidden`) answer through here too, so the HTTP front renders
+/// them as real statuses and stdio writes the same error as the reply line.
+pub(super) fn replace_with_status(
+    reply: Reply<'_>,
+    status: u16,
+    retry_after_sec: Option<u32>,
+    error: Value,
+) -> Vec<WireAction> {
+    let id = reply.frame.id().map_or(Value::Null, |id| id.to_value());
+    let body = json!({"jsonrpc": "2.0", "id": id, "error": error});
     vec![WireAction::HttpStatus { status, retry_after_sec, body: Bytes::from(body.to_string()) }]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::*;
+    use super::*;
+
+    #[test]
+    fn a_status_with_a_json_rpc_error_for_the_request() {
+        let reply = frame(RESULT);
+        let actions = apply(Reply { frame: &reply, request: None }, 429, Some(2));
+        let expected = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32029,"message":"HTTP 429: Too many requests","data":{"httpStatus":429}}}"#;
+        assert_eq!(
+            actions,
+            vec![WireAction::HttpStatus { status: 429, retry_after_sec: Some(2), body: Bytes::from(expected) }]
+        );
+    }
 }

@@ -10,9 +10,22 @@
 //!
 //! **How it is graded.** Success if the reply is used within the client's deadline; a timeout is correct when the
 //! delay exceeds the deadline, and the late reply must not be mistaken for another request's.
+//!
+//! **`delayed`.** MCP-Faultline lists `delayed` (temporal) beside `latency` (transport); both hold a reply back by
+//! `delay_ms`, so here they are one fault: `{"type": "delayed", "delay_ms": 200}` is read as this `latency` and
+//! recorded under that name. One entry keeps one behaviour (including `mode: before` in the proxy) instead of two
+//! copies that could drift apart.
 
 use super::{Reply, WireAction};
 use std::time::Duration;
+
+/// Lets the JSON Schema accept `delayed` as well, as serde does (schemars ignores serde aliases).
+pub(super) fn accept_delayed_alias(schema: &mut schemars::Schema) {
+    if let Some(tag) = schema.get_mut("properties").and_then(|p| p.get_mut("type")).and_then(|t| t.as_object_mut()) {
+        tag.remove("const");
+        tag.insert("enum".into(), serde_json::json!(["latency", "delayed"]));
+    }
+}
 
 pub(super) fn apply(reply: Reply<'_>, delay_ms: u64) -> Vec<WireAction> {
     vec![WireAction::Pause(Duration::from_millis(delay_ms)), WireAction::Send(reply.frame.bytes().clone())]

@@ -11,23 +11,34 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
+mod auth_expired;
+mod contradictory;
 mod disconnect;
 mod duplicate;
+mod empty;
+mod forbidden;
 mod framing;
 mod http_status;
 mod invalid_result;
+mod invalid_schema;
 pub mod late_response;
 mod latency;
 mod list_changed_storm;
 mod malformed;
+mod missing_field;
 mod missing_id;
 mod non_json_line;
 mod oversized;
+mod partial_result;
 mod progress_after_result;
+mod rate_limit;
+mod replayed;
 mod split_write;
+mod stale;
 mod timeout;
 mod truncated;
 mod wrong_id;
+mod wrong_value;
 
 /// Largest padding the `oversized` fault adds, in bytes (64 MiB: four times the usual 16 MiB line limit, enough
 /// to trip any client's limit without exhausting the machine).
@@ -38,12 +49,18 @@ pub const MAX_STORM_COUNT: u32 = 10_000;
 pub const MAX_SPLIT_PARTS: u8 = 64;
 /// Longest `latency`, in ms (the same 30 s ceiling as the `delay` tool).
 pub const MAX_LATENCY_MS: u64 = 30_000;
+/// Longest `retry_after_sec` of `rate_limit`, in seconds (one day, as for the server's `http_status` tool).
+pub const MAX_RETRY_AFTER_SEC: u32 = 86_400;
+/// Where `missing_field` removes a member when no pointer is given.
+pub const DEFAULT_MISSING_POINTER: &str = "/result/content";
 
 /// What happens to one reply on the wire. Closed on purpose: a new fault is a new variant and a new file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum FaultKind {
-    /// Hold the reply for `delay_ms` before writing it.
+    /// Hold the reply for `delay_ms` before writing it. Also accepted as `delayed` (MCP-Faultline's name).
+    #[serde(alias = "delayed")]
+    #[schemars(transform = latency::accept_delayed_alias)]
     Latency { delay_ms: u64 },
     /// Close the connection (stdio) or abort the response stream (HTTP) instead of replying.
     Disconnect,
@@ -81,6 +98,38 @@ pub enum FaultKind {
     InvalidResult,
     /// The reply is never sent: the request stays open until the client gives up.
     Timeout,
+    /// Rate limited: HTTP 429 with `Retry-After` (stdio: the JSON-RPC error, code -32029, `data.retryAfterSec`).
+    RateLimit {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        retry_after_sec: Option<u32>,
+    },
+    /// Credentials expired: HTTP 401 with `WWW-Authenticate` (stdio: the JSON-RPC error, code -32001).
+    AuthExpired,
+    /// Access denied: HTTP 403 (stdio: the JSON-RPC error, code -32003).
+    Forbidden,
+    /// The tool result's `content` is an object (keyed "0", "1", ...) where the schema requires an array.
+    InvalidSchema,
+    /// One member of the reply is removed, at a JSON pointer into the whole message.
+    MissingField {
+        #[serde(default = "default_missing_pointer")]
+        pointer: String,
+    },
+    /// A valid tool result with nothing in it: `content` is `[]`, `structuredContent` (if any) is `{}`.
+    Empty,
+    /// Only the first half of the content blocks (of a single text block: the first half of its text).
+    PartialResult,
+    /// `value` is written at `pointer`, a JSON pointer inside the reply's `result`.
+    WrongValue { pointer: String, value: serde_json::Value },
+    /// The result plus one more text block that states something else (a changed value).
+    Contradictory,
+    /// The last earlier reply of the same tool, with this request's id, instead of this reply.
+    Stale,
+    /// This reply, then the last earlier tool reply again, with its original id.
+    Replayed,
+}
+
+fn default_missing_pointer() -> String {
+    DEFAULT_MISSING_POINTER.into()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -136,6 +185,16 @@ pub struct Reply<'a> {
     pub request: Option<&'a Frame>,
 }
 
+/// Earlier replies on the same connection scope, remembered by the [`Engine`](crate::Engine) for the faults that
+/// resend them (`stale`, `replayed`). Only replies to `tools/call` that no fault fired on are remembered.
+#[derive(Debug, Clone, Default)]
+pub struct Earlier {
+    /// The last such reply to a call of the same tool as the request this reply answers.
+    pub same_tool: Option<Bytes>,
+    /// The last such reply to a call of any tool.
+    pub any_tool: Option<Bytes>,
+}
+
 impl FaultKind {
     /// The fault's name as written in rules and diagnostics (`latency`, `http_status`, ...).
     pub fn name(&self) -> &'static str {
@@ -157,6 +216,17 @@ impl FaultKind {
             Self::LateResponse => "late_response",
             Self::InvalidResult => "invalid_result",
             Self::Timeout => "timeout",
+            Self::RateLimit { .. } => "rate_limit",
+            Self::AuthExpired => "auth_expired",
+            Self::Forbidden => "forbidden",
+            Self::InvalidSchema => "invalid_schema",
+            Self::MissingField { .. } => "missing_field",
+            Self::Empty => "empty",
+            Self::PartialResult => "partial_result",
+            Self::WrongValue { .. } => "wrong_value",
+            Self::Contradictory => "contradictory",
+            Self::Stale => "stale",
+            Self::Replayed => "replayed",
         }
     }
 
@@ -178,12 +248,25 @@ impl FaultKind {
             Self::HttpStatus { status, .. } if !http_status::ALLOWED.contains(&status) => {
                 Err(format!("status must be one of {:?}", http_status::ALLOWED))
             }
+            Self::RateLimit { retry_after_sec: Some(secs) } if secs > MAX_RETRY_AFTER_SEC => {
+                Err(format!("retry_after_sec must be between 0 and {MAX_RETRY_AFTER_SEC}"))
+            }
+            // An empty pointer names the whole message (or result), which cannot be removed or replaced in place.
+            Self::MissingField { ref pointer } | Self::WrongValue { ref pointer, .. } if !pointer.starts_with('/') => {
+                Err(format!("pointer must be a JSON pointer starting with '/', not {pointer:?}"))
+            }
             _ => Ok(()),
         }
     }
 
-    /// What the wire does with `reply` under this fault.
+    /// What the wire does with `reply` under this fault, with no earlier replies known (`stale` and `replayed`
+    /// then send the reply unchanged).
     pub fn apply(&self, reply: Reply<'_>) -> Vec<WireAction> {
+        self.apply_with(reply, &Earlier::default())
+    }
+
+    /// What the wire does with `reply` under this fault, given the connection's earlier replies.
+    pub fn apply_with(&self, reply: Reply<'_>, earlier: &Earlier) -> Vec<WireAction> {
         match *self {
             Self::Latency { delay_ms } => latency::apply(reply, delay_ms),
             Self::Disconnect => disconnect::apply(reply),
@@ -202,6 +285,17 @@ impl FaultKind {
             Self::LateResponse => late_response::apply(reply),
             Self::InvalidResult => invalid_result::apply(reply),
             Self::Timeout => timeout::apply(reply),
+            Self::RateLimit { retry_after_sec } => rate_limit::apply(reply, retry_after_sec),
+            Self::AuthExpired => auth_expired::apply(reply),
+            Self::Forbidden => forbidden::apply(reply),
+            Self::InvalidSchema => invalid_schema::apply(reply),
+            Self::MissingField { ref pointer } => missing_field::apply(reply, pointer),
+            Self::Empty => empty::apply(reply),
+            Self::PartialResult => partial_result::apply(reply),
+            Self::WrongValue { ref pointer, ref value } => wrong_value::apply(reply, pointer, value),
+            Self::Contradictory => contradictory::apply(reply),
+            Self::Stale => stale::apply(reply, earlier.same_tool.as_ref()),
+            Self::Replayed => replayed::apply(reply, earlier.any_tool.as_ref()),
         }
     }
 }
@@ -211,6 +305,28 @@ fn edit(reply: Reply<'_>, change: impl FnOnce(&mut serde_json::Map<String, serde
     let mut value = reply.frame.value()?.clone();
     change(value.as_object_mut()?);
     serde_json::to_vec(&value).ok().map(Bytes::from)
+}
+
+/// The reply with `change` applied to its JSON value, re-serialised; byte for byte unchanged when `change`
+/// returns false (nothing to change) or the reply is not JSON.
+fn rewrite(reply: Reply<'_>, change: impl FnOnce(&mut serde_json::Value) -> bool) -> Vec<WireAction> {
+    let Some(mut value) = reply.frame.value().cloned() else {
+        return unchanged(reply);
+    };
+    if !change(&mut value) {
+        return unchanged(reply);
+    }
+    match serde_json::to_vec(&value) {
+        Ok(bytes) => vec![WireAction::Send(Bytes::from(bytes))],
+        Err(_) => unchanged(reply),
+    }
+}
+
+/// A JSON pointer split into its parent's pointer and its last reference token (unescaped: `~1` is `/`, `~0` is
+/// `~`). `None` for the empty pointer, which has no parent.
+fn split_pointer(pointer: &str) -> Option<(&str, String)> {
+    let (parent, last) = pointer.rsplit_once('/')?;
+    Some((parent, last.replace("~1", "/").replace("~0", "~")))
 }
 
 /// The reply unchanged, as a one-action list.
@@ -258,6 +374,17 @@ pub(crate) mod tests {
             FaultKind::LateResponse,
             FaultKind::InvalidResult,
             FaultKind::Timeout,
+            FaultKind::RateLimit { retry_after_sec: Some(3) },
+            FaultKind::AuthExpired,
+            FaultKind::Forbidden,
+            FaultKind::InvalidSchema,
+            FaultKind::MissingField { pointer: "/result/isError".into() },
+            FaultKind::Empty,
+            FaultKind::PartialResult,
+            FaultKind::WrongValue { pointer: "/content/0/text".into(), value: serde_json::json!({"n": 1.5}) },
+            FaultKind::Contradictory,
+            FaultKind::Stale,
+            FaultKind::Replayed,
         ];
         for fault in all {
             let json = serde_json::to_value(&fault).unwrap();
@@ -265,6 +392,26 @@ pub(crate) mod tests {
             assert_eq!(serde_json::from_value::<FaultKind>(json).unwrap(), fault);
             assert!(fault.validate().is_ok(), "{fault:?}");
         }
+    }
+
+    #[test]
+    fn defaults_and_the_delayed_alias() {
+        let delayed: FaultKind = serde_json::from_str(r#"{"type":"delayed","delay_ms":5}"#).unwrap();
+        assert_eq!(delayed, FaultKind::Latency { delay_ms: 5 });
+        let missing: FaultKind = serde_json::from_str(r#"{"type":"missing_field"}"#).unwrap();
+        assert_eq!(missing, FaultKind::MissingField { pointer: DEFAULT_MISSING_POINTER.into() });
+        let limit: FaultKind = serde_json::from_str(r#"{"type":"rate_limit"}"#).unwrap();
+        assert_eq!(limit, FaultKind::RateLimit { retry_after_sec: None });
+        let schema = serde_json::to_string(&schemars::schema_for!(FaultKind)).unwrap();
+        assert!(schema.contains(r#"["latency","delayed"]"#), "the schema accepts what serde accepts");
+    }
+
+    #[test]
+    fn pointers_split_and_unescape() {
+        assert_eq!(split_pointer("/result/content"), Some(("/result", "content".into())));
+        assert_eq!(split_pointer("/a~1b/c~0d"), Some(("/a~1b", "c~d".into())));
+        assert_eq!(split_pointer("/x"), Some(("", "x".into())));
+        assert_eq!(split_pointer(""), None);
     }
 
     #[test]
@@ -280,5 +427,10 @@ pub(crate) mod tests {
         assert!(
             FaultKind::HttpStatus { status: 200, retry_after_sec: None }.validate().unwrap_err().contains("status")
         );
+        let limit = FaultKind::RateLimit { retry_after_sec: Some(MAX_RETRY_AFTER_SEC + 1) };
+        assert!(limit.validate().unwrap_err().contains("retry_after_sec"));
+        assert!(FaultKind::MissingField { pointer: "result".into() }.validate().unwrap_err().contains("pointer"));
+        let wrong = FaultKind::WrongValue { pointer: String::new(), value: serde_json::Value::Null };
+        assert!(wrong.validate().unwrap_err().contains("pointer"));
     }
 }

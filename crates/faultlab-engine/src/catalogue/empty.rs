@@ -1,0 +1,53 @@
+//! `empty`: a valid tool result with nothing in it.
+//!
+//! **What it does on the wire.** The result's `content` becomes `[]` (added if it was absent) and its
+//! `structuredContent`, if present, becomes `{}`. `jsonrpc`, `id`, `isError` and every other member are kept, so
+//! the reply is valid JSON-RPC and a schema-valid `CallToolResult` (an `outputSchema` with required properties
+//! will no longer match the empty `structuredContent`, as with a real server that lost its data). An error reply
+//! is sent unchanged: it already carries no content.
+//!
+//! **What a robust client should do.** Not treat "nothing" as success with data: notice the empty result, retry
+//! or report it, and never invent content (an agent must not claim it read something).
+//!
+//! **Example.** `{"type": "empty"}`
+//!
+//! **How it is graded.** The call succeeds with no content; what happens next decides: a retry, a fallback or an
+//! honest report passes, a claimed success with data that never arrived fails (false recovery).
+
+use super::{Reply, WireAction, rewrite};
+use serde_json::{Value, json};
+
+pub(super) fn apply(reply: Reply<'_>) -> Vec<WireAction> {
+    rewrite(reply, |message| {
+        let Some(Value::Object(result)) = message.get_mut("result") else {
+            return false;
+        };
+        result.insert("content".into(), json!([]));
+        if let Some(structured) = result.get_mut("structuredContent") {
+            *structured = json!({});
+        }
+        true
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::*;
+    use super::*;
+    use bytes::Bytes;
+
+    #[test]
+    fn content_and_structured_content_are_emptied() {
+        let reply = frame(
+            r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"{\"n\":1}"}],"structuredContent":{"n":1},"isError":false}}"#,
+        );
+        let expected = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"structuredContent":{},"isError":false}}"#;
+        assert_eq!(apply(Reply { frame: &reply, request: None }), vec![WireAction::Send(Bytes::from(expected))]);
+    }
+
+    #[test]
+    fn errors_pass_unchanged() {
+        let error = frame(r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"bad"}}"#);
+        assert_eq!(apply(Reply { frame: &error, request: None }), vec![WireAction::Send(error.bytes().clone())]);
+    }
+}
