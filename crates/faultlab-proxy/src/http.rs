@@ -6,7 +6,7 @@
 //! server's, so a reply is faulted on the response of the POST that carried its request. A client that goes away
 //! drops the upstream request too.
 
-use crate::rules::{Fired, Mode, RuleSet};
+use crate::rules::{Fired, Mode, SharedRules};
 use crate::trajectory::Trajectory;
 use axum::body::Body;
 use axum::extract::{Request, State};
@@ -21,7 +21,7 @@ use faultlab_wire::Frame;
 use http::{HeaderMap, StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use serde_json::json;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpListener;
 use tokio::time::Instant;
@@ -72,7 +72,7 @@ impl HttpUpstream {
 
 struct Proxy {
     options: HttpProxyOptions,
-    rules: Mutex<RuleSet>,
+    rules: SharedRules,
     trajectory: Arc<Trajectory>,
     upstream: HttpUpstream,
     start: Instant,
@@ -84,14 +84,17 @@ pub async fn serve(
     listener: TcpListener,
     options: HttpProxyOptions,
     upstream: HttpUpstream,
-    rules: RuleSet,
+    rules: SharedRules,
     trajectory: Arc<Trajectory>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
-    trajectory.started(rules.seed(), rules.len());
+    {
+        let rules = rules.lock().unwrap_or_else(|e| e.into_inner());
+        trajectory.started(rules.seed(), rules.len());
+    }
     let proxy = Arc::new(Proxy {
         options,
-        rules: Mutex::new(rules),
+        rules,
         trajectory: trajectory.clone(),
         upstream,
         start: Instant::now(),

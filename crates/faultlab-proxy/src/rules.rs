@@ -178,29 +178,67 @@ pub struct Fired {
 
 /// Rules with their counters and the seeded generator.
 pub struct RuleSet {
-    rules: Vec<(Rule, u64, Option<glob::Pattern>, Option<regex::Regex>)>,
+    rules: Vec<Compiled>,
     rng: ChaCha8Rng,
     seed: u64,
+}
+
+/// A rule set shared by the proxy's pumps and its control API.
+pub type SharedRules = std::sync::Arc<std::sync::Mutex<RuleSet>>;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ControlError {
+    #[error("a rule named {0:?} already exists")]
+    Exists(String),
+    #[error("{0}")]
+    Invalid(String),
+}
+
+type Compiled = (Rule, u64, Option<glob::Pattern>, Option<regex::Regex>);
+
+fn compile(r: Rule) -> Compiled {
+    let glob = r.matcher.tool.as_deref().and_then(|t| glob::Pattern::new(t).ok());
+    let re = r.matcher.argument.as_ref().and_then(|a| a.regex.as_deref()).and_then(|x| regex::Regex::new(x).ok());
+    (r, 0, glob, re)
 }
 
 impl RuleSet {
     pub fn new(file: RulesFile) -> Self {
         let seed = file.seed.unwrap_or(0);
-        let rules = file
-            .rules
-            .into_iter()
-            .map(|r| {
-                let glob = r.matcher.tool.as_deref().and_then(|t| glob::Pattern::new(t).ok());
-                let re = r
-                    .matcher
-                    .argument
-                    .as_ref()
-                    .and_then(|a| a.regex.as_deref())
-                    .and_then(|x| regex::Regex::new(x).ok());
-                (r, 0, glob, re)
-            })
-            .collect();
+        let rules = file.rules.into_iter().map(compile).collect();
         Self { rules, rng: ChaCha8Rng::seed_from_u64(seed), seed }
+    }
+
+    pub fn shared(self) -> SharedRules {
+        std::sync::Arc::new(std::sync::Mutex::new(self))
+    }
+
+    /// The rules as they stand (for the control API).
+    pub fn snapshot(&self) -> RulesFile {
+        RulesFile { seed: Some(self.seed), rules: self.rules.iter().map(|(r, ..)| r.clone()).collect() }
+    }
+
+    /// Adds a rule while traffic flows; names are unique.
+    pub fn add(&mut self, rule: Rule) -> Result<(), ControlError> {
+        rule.check().map_err(ControlError::Invalid)?;
+        if self.rules.iter().any(|(r, ..)| r.name == rule.name) {
+            return Err(ControlError::Exists(rule.name));
+        }
+        self.rules.push(compile(rule));
+        Ok(())
+    }
+
+    /// Removes the rule called `name`; false when there is none.
+    pub fn remove(&mut self, name: &str) -> bool {
+        let before = self.rules.len();
+        self.rules.retain(|(r, ..)| r.name != name);
+        self.rules.len() != before
+    }
+
+    /// Removes every rule and starts the generator again from the seed.
+    pub fn reset(&mut self) {
+        self.rules.clear();
+        self.rng = ChaCha8Rng::seed_from_u64(self.seed);
     }
 
     pub fn seed(&self) -> u64 {

@@ -8,7 +8,7 @@
 //! fault engine, which applies it to the upstream's reply; `instead` answers from the proxy without forwarding;
 //! `before` delays or disconnects before forwarding. Every frame is recorded, and the run ends with a ledger.
 
-use crate::rules::{Fired, Mode, RuleSet};
+use crate::rules::{Fired, Mode, SharedRules};
 use crate::trajectory::{Trajectory, frames_written};
 use bytes::BytesMut;
 use faultlab_engine::catalogue::Reply;
@@ -62,7 +62,7 @@ pub(crate) struct Shared {
 /// Runs the proxy until the client leaves, the upstream exits, or a fault disconnects the client.
 pub async fn run<R, W>(
     mut command: Command,
-    rules: RuleSet,
+    rules: SharedRules,
     trajectory: Arc<Trajectory>,
     input: R,
     output: W,
@@ -77,7 +77,10 @@ where
     let mut child = command.spawn().map_err(|source| ProxyError::Spawn { command: shown, source })?;
     let child_stdin = Arc::new(tokio::sync::Mutex::new(child.stdin.take()));
     let child_stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("the upstream has no stdout"))?;
-    trajectory.started(rules.seed(), rules.len());
+    {
+        let rules = rules.lock().unwrap_or_else(|e| e.into_inner());
+        trajectory.started(rules.seed(), rules.len());
+    }
     let recorder = trajectory.recorder().clone();
     let shared = Arc::new(Shared {
         engine: Engine::new(recorder.clone()),
@@ -166,7 +169,7 @@ impl Upstream for ChildUpstream {
 /// Reads the client's lines, asks the rules, and hands each frame on.
 pub(crate) async fn pump_client<R, U>(
     input: R,
-    mut rules: RuleSet,
+    rules: SharedRules,
     shared: Arc<Shared>,
     outlet: Outlet,
     upstream: Arc<U>,
@@ -178,7 +181,7 @@ pub(crate) async fn pump_client<R, U>(
     while let Some(Ok(line)) = lines.next().await {
         let Line::Bytes(bytes) = line else { continue };
         let frame = Frame::parse(bytes);
-        let fired = rules.decide(&frame, shared.start.elapsed());
+        let fired = rules.lock().unwrap_or_else(|e| e.into_inner()).decide(&frame, shared.start.elapsed());
         from_client(&shared, &outlet, &upstream, frame, fired).await;
     }
     upstream.client_left().await;

@@ -2,7 +2,7 @@
 //! (keeping its session and protocol-version headers as the protocol asks) and write every message of the answers
 //! back as lines, through the same engine and rules as the stdio-to-child proxy.
 
-use crate::rules::RuleSet;
+use crate::rules::SharedRules;
 use crate::stdio::{ProxyEnd, ProxyError, Shared, Upstream, from_server, pump_client};
 use crate::trajectory::Trajectory;
 use faultlab_client::transport::http::HttpTransport;
@@ -43,7 +43,7 @@ impl Upstream for HttpUpstream {
 /// Runs until the client leaves or a fault disconnects it.
 pub async fn run<R, W>(
     url: &str,
-    rules: RuleSet,
+    rules: SharedRules,
     trajectory: Arc<Trajectory>,
     input: R,
     output: W,
@@ -55,7 +55,10 @@ where
     let (tx, mut rx): (IncomingTx, _) = mpsc::unbounded_channel();
     let transport = HttpTransport::new(url, &BTreeMap::new(), tx)
         .map_err(|e| ProxyError::Spawn { command: url.to_owned(), source: std::io::Error::other(e) })?;
-    trajectory.started(rules.seed(), rules.len());
+    {
+        let rules = rules.lock().unwrap_or_else(|e| e.into_inner());
+        trajectory.started(rules.seed(), rules.len());
+    }
     let recorder = trajectory.recorder().clone();
     let shared = Arc::new(Shared {
         engine: Engine::new(recorder.clone()),

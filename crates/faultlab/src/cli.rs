@@ -109,7 +109,11 @@ pub struct ProxyArgs {
     /// without it the trajectory goes to stderr.
     #[arg(long)]
     pub record: Option<std::path::PathBuf>,
-    /// Serve Streamable HTTP on this loopback address (e.g. 127.0.0.1:0) instead of stdio; needs --upstream.
+    /// Serve the live control API (JSON over HTTP: GET/POST /rules, DELETE /rules/NAME, POST /reset) on this
+    /// loopback address, e.g. 127.0.0.1:0 (the bound address is printed on stderr).
+    #[arg(long, value_name = "ADDR")]
+    pub control: Option<String>,
+    /// Serve Streamable HTTP on this loopback address (e.g. 127.0.0.1:0) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
     /// The upstream MCP server's Streamable HTTP URL (loopback), e.g. http://127.0.0.1:3000/mcp.

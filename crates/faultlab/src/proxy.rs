@@ -7,7 +7,7 @@ use faultlab_engine::Recorder;
 use faultlab_http::guard::{self, AllowedHosts};
 use faultlab_proxy::http::{self as front, HttpProxyOptions, HttpUpstream};
 use faultlab_proxy::http_stdio::Bridge;
-use faultlab_proxy::rules::{RuleSet, RulesFile};
+use faultlab_proxy::rules::{RuleSet, RulesFile, SharedRules};
 use faultlab_proxy::trajectory::Trajectory;
 use faultlab_proxy::{stdio, stdio_http};
 use std::net::SocketAddr;
@@ -32,8 +32,26 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         None => Recorder::stderr(),
     };
     let trajectory = Arc::new(Trajectory::new(recorder));
-    let rules = RuleSet::new(file);
+    let rules = RuleSet::new(file).shared();
+    let control = match &args.control {
+        Some(addr) => Some(listen_address(addr).map_err(Failure::usage)?),
+        None => None,
+    };
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)?;
+    if let Some(addr) = control {
+        let rules = rules.clone();
+        runtime.block_on(async {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("cannot listen on {addr} for the control API; choose another --control"))
+                .map_err(Failure::runtime)?;
+            let bound = listener.local_addr().map_err(|e| Failure::runtime(anyhow::Error::from(e)))?;
+            eprintln!("faultlab: control API at http://{bound}/rules");
+            let allowed = AllowedHosts::for_bind(bound.ip());
+            tokio::spawn(faultlab_proxy::control::serve(listener, rules, allowed, CancellationToken::new()));
+            Ok::<_, Failure>(())
+        })?;
+    }
     match (&args.listen, &args.upstream, args.command.split_first()) {
         (None, None, Some((program, rest))) => {
             let mut command = tokio::process::Command::new(program);
@@ -113,7 +131,7 @@ async fn serve_http(
     addr: SocketAddr,
     path: String,
     upstream: HttpUpstream,
-    rules: RuleSet,
+    rules: SharedRules,
     trajectory: Arc<Trajectory>,
 ) -> Result<(), Failure> {
     let listener = tokio::net::TcpListener::bind(addr)

@@ -201,3 +201,53 @@ async fn an_http_front_bridges_to_a_stdio_upstream() {
     let modern = Connection::open(&target, Era::Modern, SETUP).await.unwrap();
     assert_eq!(modern.call_tool("delay", json!({"delayMs": 1}), DEADLINE).await.outcome, Outcome::Success);
 }
+
+#[tokio::test]
+async fn the_control_api_changes_rules_while_traffic_flows() {
+    let (_server, upstream) = start(&["serve", "--transport", "http", "--port", "0"], "faultlab: listening at ").await;
+    let mut proxy = tokio::process::Command::new(BIN)
+        .args(["proxy", "--control", "127.0.0.1:0", "--listen", "127.0.0.1:0", "--upstream", &upstream])
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stderr = tokio::io::BufReader::new(proxy.stderr.take().unwrap());
+    let (mut control, mut url) = (String::new(), String::new());
+    while control.is_empty() || url.is_empty() {
+        let mut line = String::new();
+        tokio::time::timeout(SETUP, stderr.read_line(&mut line)).await.unwrap().unwrap();
+        if let Some(rest) = line.trim().strip_prefix("faultlab: control API at ") {
+            control = rest.to_owned();
+        } else if let Some(rest) = line.trim().strip_prefix("faultlab: proxy listening at ") {
+            url = rest.split(' ').next().unwrap().to_owned();
+        }
+    }
+    let target = Target::Http { url, headers: Default::default() };
+    let connection = Connection::open(&target, Era::Modern, SETUP).await.unwrap();
+    assert_eq!(connection.call_tool("ping", json!({}), DEADLINE).await.outcome, Outcome::Success);
+
+    let http = reqwest::Client::new();
+    let rule = json!({"name": "outage", "match": {"tool": "ping"}, "mode": "instead",
+        "fault": {"type": "http_status", "status": 503}});
+    let added = http.post(&control).body(rule.to_string()).send().await.unwrap();
+    assert_eq!(added.status(), 201);
+    let limited = connection.call_tool("ping", json!({}), DEADLINE).await;
+    assert_eq!(limited.http_status, Some(503), "the new rule applies at once");
+    assert_eq!(http.post(&control).body(rule.to_string()).send().await.unwrap().status(), 409);
+    let listed: Value =
+        serde_json::from_slice(&http.get(&control).send().await.unwrap().bytes().await.unwrap()).unwrap();
+    assert_eq!(listed["rules"][0]["name"], "outage");
+
+    let bad = http.post(&control).body(r#"{"name":"x","fault":{"type":"latency","delay_ms":1},"colour":1}"#).send();
+    let bad = bad.await.unwrap();
+    assert_eq!(bad.status(), 400);
+    assert!(String::from_utf8_lossy(&bad.bytes().await.unwrap()).contains("colour"));
+    let forged = http.get(&control).header("host", "evil.example").send().await.unwrap();
+    assert_eq!(forged.status(), 403);
+
+    assert_eq!(http.delete(format!("{control}/outage")).send().await.unwrap().status(), 204);
+    assert_eq!(connection.call_tool("ping", json!({}), DEADLINE).await.outcome, Outcome::Success);
+    assert_eq!(http.delete(format!("{control}/outage")).send().await.unwrap().status(), 404);
+    let reset = http.post(control.replace("/rules", "/reset")).send().await.unwrap();
+    assert_eq!(reset.status(), 204);
+}
