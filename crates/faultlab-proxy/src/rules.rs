@@ -181,6 +181,8 @@ pub struct RuleSet {
     rules: Vec<Compiled>,
     rng: ChaCha8Rng,
     seed: u64,
+    /// A server outage under way: the rule that started it, its fault, and when it ends (ms since start).
+    outage: Option<(String, FaultKind, u64)>,
 }
 
 /// A rule set shared by the proxy's pumps and its control API.
@@ -194,19 +196,56 @@ pub enum ControlError {
     Invalid(String),
 }
 
-type Compiled = (Rule, u64, Option<glob::Pattern>, Option<regex::Regex>);
+/// A rule with its compiled patterns and its counters.
+struct Compiled {
+    rule: Rule,
+    /// Requests that met the rule's method, tool and argument conditions so far.
+    count: u64,
+    /// Requests still to fail in a `burst_failure` under way.
+    burst_left: u32,
+    glob: Option<glob::Pattern>,
+    re: Option<regex::Regex>,
+}
 
-fn compile(r: Rule) -> Compiled {
-    let glob = r.matcher.tool.as_deref().and_then(|t| glob::Pattern::new(t).ok());
-    let re = r.matcher.argument.as_ref().and_then(|a| a.regex.as_deref()).and_then(|x| regex::Regex::new(x).ok());
-    (r, 0, glob, re)
+fn compile(rule: Rule) -> Compiled {
+    let glob = rule.matcher.tool.as_deref().and_then(|t| glob::Pattern::new(t).ok());
+    let re = rule.matcher.argument.as_ref().and_then(|a| a.regex.as_deref()).and_then(|x| regex::Regex::new(x).ok());
+    Compiled { rule, count: 0, burst_left: 0, glob, re }
+}
+
+impl Compiled {
+    /// The rule's static conditions: method, tool glob, argument.
+    fn matches(&self, request: &Frame, method: &str) -> bool {
+        let m = &self.rule.matcher;
+        if m.method.as_deref().is_some_and(|want| want != method) {
+            return false;
+        }
+        if let Some(glob) = &self.glob
+            && !request.tool_name().is_some_and(|t| glob.matches(t))
+        {
+            return false;
+        }
+        if let Some(arg) = &m.argument {
+            let value = request.value().and_then(|v| v.pointer(&format!("/params/arguments{}", arg.pointer)));
+            let Some(value) = value else { return false };
+            if arg.equals.as_ref().is_some_and(|want| want != value) {
+                return false;
+            }
+            if let Some(re) = &self.re
+                && !value.as_str().is_some_and(|s| re.is_match(s))
+            {
+                return false;
+            }
+        }
+        true
+    }
 }
 
 impl RuleSet {
     pub fn new(file: RulesFile) -> Self {
         let seed = file.seed.unwrap_or(0);
         let rules = file.rules.into_iter().map(compile).collect();
-        Self { rules, rng: ChaCha8Rng::seed_from_u64(seed), seed }
+        Self { rules, rng: ChaCha8Rng::seed_from_u64(seed), seed, outage: None }
     }
 
     pub fn shared(self) -> SharedRules {
@@ -215,13 +254,13 @@ impl RuleSet {
 
     /// The rules as they stand (for the control API).
     pub fn snapshot(&self) -> RulesFile {
-        RulesFile { seed: Some(self.seed), rules: self.rules.iter().map(|(r, ..)| r.clone()).collect() }
+        RulesFile { seed: Some(self.seed), rules: self.rules.iter().map(|c| c.rule.clone()).collect() }
     }
 
     /// Adds a rule while traffic flows; names are unique.
     pub fn add(&mut self, rule: Rule) -> Result<(), ControlError> {
         rule.check().map_err(ControlError::Invalid)?;
-        if self.rules.iter().any(|(r, ..)| r.name == rule.name) {
+        if self.rules.iter().any(|c| c.rule.name == rule.name) {
             return Err(ControlError::Exists(rule.name));
         }
         self.rules.push(compile(rule));
@@ -231,13 +270,14 @@ impl RuleSet {
     /// Removes the rule called `name`; false when there is none.
     pub fn remove(&mut self, name: &str) -> bool {
         let before = self.rules.len();
-        self.rules.retain(|(r, ..)| r.name != name);
+        self.rules.retain(|c| c.rule.name != name);
         self.rules.len() != before
     }
 
     /// Removes every rule and starts the generator again from the seed.
     pub fn reset(&mut self) {
         self.rules.clear();
+        self.outage = None;
         self.rng = ChaCha8Rng::seed_from_u64(self.seed);
     }
 
@@ -259,33 +299,32 @@ impl RuleSet {
         let method = request.method()?;
         request.id()?;
         let elapsed_ms = elapsed.as_millis() as u64;
+        // During a server outage every request fails, whatever rule matches it; the server is down, so nothing
+        // reaches it.
+        if let Some((rule, fault, until_ms)) = &self.outage {
+            if elapsed_ms < *until_ms {
+                return Some(Fired { rule: rule.clone(), mode: Mode::Instead, fault: fault.clone() });
+            }
+            self.outage = None;
+        }
         let mut fired = None;
-        for (rule, count, glob, re) in &mut self.rules {
-            let m = &rule.matcher;
-            if m.method.as_deref().is_some_and(|want| want != method) {
+        for c in &mut self.rules {
+            if !c.matches(request, method) {
                 continue;
             }
-            if let Some(glob) = glob
-                && !request.tool_name().is_some_and(|t| glob.matches(t))
-            {
+            c.count += 1;
+            if fired.is_some() {
                 continue;
             }
-            if let Some(arg) = &m.argument {
-                let value = request.value().and_then(|v| v.pointer(&format!("/params/arguments{}", arg.pointer)));
-                let Some(value) = value else { continue };
-                if arg.equals.as_ref().is_some_and(|want| want != value) {
-                    continue;
-                }
-                if let Some(re) = re
-                    && !value.as_str().is_some_and(|s| re.is_match(s))
-                {
-                    continue;
-                }
+            let rule = &c.rule;
+            // A burst under way keeps failing the rule's requests, whatever the other conditions say.
+            if c.burst_left > 0 {
+                c.burst_left -= 1;
+                fired = Some(Fired { rule: rule.name.clone(), mode: rule.mode, fault: rule.fault.clone() });
+                continue;
             }
-            *count += 1;
-            let n = *count;
-            if fired.is_some()
-                || m.nth.is_some_and(|k| n != k)
+            let (m, n) = (&rule.matcher, c.count);
+            if m.nth.is_some_and(|k| n != k)
                 || m.after.is_some_and(|k| n <= k)
                 || m.every.is_some_and(|k| n % k != 0)
                 || m.window
@@ -299,6 +338,13 @@ impl RuleSet {
                 && self.rng.random::<f64>() >= p
             {
                 continue;
+            }
+            match rule.fault {
+                FaultKind::BurstFailure { count } => c.burst_left = count.saturating_sub(1),
+                FaultKind::ServerOutage { duration_ms } => {
+                    self.outage = Some((rule.name.clone(), rule.fault.clone(), elapsed_ms.saturating_add(duration_ms)));
+                }
+                _ => {}
             }
             fired = Some(Fired { rule: rule.name.clone(), mode: rule.mode, fault: rule.fault.clone() });
         }
@@ -352,6 +398,30 @@ mod tests {
         assert!(windowed.decide(&call(1, "x", Value::Null), Duration::from_millis(50)).is_none());
         assert!(windowed.decide(&call(2, "x", Value::Null), Duration::from_millis(150)).is_some());
         assert!(windowed.decide(&call(3, "x", Value::Null), Duration::from_millis(250)).is_none());
+    }
+
+    #[test]
+    fn a_burst_fails_consecutive_matching_requests_and_ends() {
+        let mut set = rules(
+            "rules:\n  - name: b\n    match: { tool: x, nth: 2 }\n    fault: { type: burst_failure, count: 3 }\n",
+        );
+        let t = Duration::ZERO;
+        let fired: Vec<bool> = (1..=6).map(|i| set.decide(&call(i, "x", Value::Null), t).is_some()).collect();
+        assert_eq!(fired, [false, true, true, true, false, false]);
+        assert!(set.decide(&call(9, "y", Value::Null), t).is_none(), "other tools are not in the burst");
+    }
+
+    #[test]
+    fn an_outage_fails_every_request_for_its_window() {
+        let mut set = rules(
+            "rules:\n  - name: down\n    match: { tool: x }\n    fault: { type: server_outage, duration_ms: 100 }\n",
+        );
+        let at = Duration::from_millis;
+        assert!(set.decide(&call(1, "y", Value::Null), at(0)).is_none());
+        assert_eq!(set.decide(&call(2, "x", Value::Null), at(10)).unwrap().rule, "down");
+        let other = set.decide(&call(3, "y", Value::Null), at(50)).unwrap();
+        assert_eq!((other.rule.as_str(), other.mode), ("down", Mode::Instead), "any tool fails during the outage");
+        assert!(set.decide(&call(4, "y", Value::Null), at(111)).is_none(), "service resumes after the window");
     }
 
     #[test]

@@ -206,3 +206,40 @@ fn bad_rules_exit_2_naming_file_line_and_key_and_a_missing_upstream_exits_1() {
         .code(1)
         .stderr(contains("/no/such/server"));
 }
+
+#[tokio::test]
+async fn a_burst_fails_consecutive_calls_then_service_resumes() {
+    let mut client =
+        Client::proxied(&["--fault", "{match: {tool: delay, nth: 1}, fault: {type: burst_failure, count: 2}}"]);
+    client.initialize().await;
+    let mut statuses = Vec::new();
+    for id in 1..=4 {
+        client.call(id, "delay", json!({"delayMs": 1})).await;
+        let reply = client.recv().await;
+        statuses.push(reply["error"]["data"]["httpStatus"].as_u64().unwrap_or(200));
+    }
+    assert_eq!(statuses, [503, 503, 200, 200]);
+}
+
+#[tokio::test]
+async fn an_outage_fails_every_tool_until_its_window_ends() {
+    let rule = "{match: {tool: ping}, mode: instead, fault: {type: server_outage, duration_ms: 300}}";
+    let mut client = Client::proxied(&["--fault", rule]);
+    client.initialize().await;
+    client.call(1, "ping", json!({})).await;
+    assert_eq!(client.recv().await["error"]["data"]["fault"], "server_outage");
+    client.call(2, "delay", json!({"delayMs": 1})).await;
+    assert_eq!(client.recv().await["error"]["data"]["httpStatus"], 503, "another tool fails too");
+    // The window ends by the clock; ask until the service answers again (bounded by PATIENCE).
+    let recovered = tokio::time::timeout(PATIENCE, async {
+        for id in 3.. {
+            client.call(id, "delay", json!({"delayMs": 1})).await;
+            if client.recv().await.get("result").is_some() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(recovered.is_ok(), "service resumes after the outage");
+}

@@ -37,6 +37,7 @@ mod split_write;
 mod stale;
 mod timeout;
 mod truncated;
+mod unavailable;
 mod wrong_id;
 mod wrong_value;
 
@@ -47,6 +48,10 @@ pub const MAX_OVERSIZED_BYTES: usize = 64 * 1024 * 1024;
 pub const MAX_STORM_COUNT: u32 = 10_000;
 /// Most pieces one `split_write` cuts a reply into.
 pub const MAX_SPLIT_PARTS: u8 = 64;
+/// Most consecutive failures of one `burst_failure`.
+pub const MAX_BURST: u32 = 10_000;
+/// Longest `server_outage`, in ms (10 minutes).
+pub const MAX_OUTAGE_MS: u64 = 600_000;
 /// Longest `latency`, in ms (the same 30 s ceiling as the `delay` tool).
 pub const MAX_LATENCY_MS: u64 = 30_000;
 /// Longest `retry_after_sec` of `rate_limit`, in seconds (one day, as for the server's `http_status` tool).
@@ -126,6 +131,10 @@ pub enum FaultKind {
     Stale,
     /// This reply, then the last earlier tool reply again, with its original id.
     Replayed,
+    /// 503 for this and the next `count - 1` requests matching the same rule.
+    BurstFailure { count: u32 },
+    /// 503 for every request, whatever its tool, for `duration_ms` from this one on.
+    ServerOutage { duration_ms: u64 },
 }
 
 fn default_missing_pointer() -> String {
@@ -227,6 +236,8 @@ impl FaultKind {
             Self::Contradictory => "contradictory",
             Self::Stale => "stale",
             Self::Replayed => "replayed",
+            Self::BurstFailure { .. } => "burst_failure",
+            Self::ServerOutage { .. } => "server_outage",
         }
     }
 
@@ -254,6 +265,12 @@ impl FaultKind {
             // An empty pointer names the whole message (or result), which cannot be removed or replaced in place.
             Self::MissingField { ref pointer } | Self::WrongValue { ref pointer, .. } if !pointer.starts_with('/') => {
                 Err(format!("pointer must be a JSON pointer starting with '/', not {pointer:?}"))
+            }
+            Self::BurstFailure { count } if count == 0 || count > MAX_BURST => {
+                Err(format!("count must be between 1 and {MAX_BURST}"))
+            }
+            Self::ServerOutage { duration_ms } if duration_ms == 0 || duration_ms > MAX_OUTAGE_MS => {
+                Err(format!("duration_ms must be between 1 and {MAX_OUTAGE_MS}"))
             }
             _ => Ok(()),
         }
@@ -296,6 +313,7 @@ impl FaultKind {
             Self::Contradictory => contradictory::apply(reply),
             Self::Stale => stale::apply(reply, earlier.same_tool.as_ref()),
             Self::Replayed => replayed::apply(reply, earlier.any_tool.as_ref()),
+            Self::BurstFailure { .. } | Self::ServerOutage { .. } => unavailable::apply(reply, self.name()),
         }
     }
 }
@@ -374,6 +392,8 @@ pub(crate) mod tests {
             FaultKind::LateResponse,
             FaultKind::InvalidResult,
             FaultKind::Timeout,
+            FaultKind::BurstFailure { count: 3 },
+            FaultKind::ServerOutage { duration_ms: 1000 },
             FaultKind::RateLimit { retry_after_sec: Some(3) },
             FaultKind::AuthExpired,
             FaultKind::Forbidden,
