@@ -183,6 +183,8 @@ pub struct RuleSet {
     seed: u64,
     /// A server outage under way: the rule that started it, its fault, and when it ends (ms since start).
     outage: Option<(String, FaultKind, u64)>,
+    /// A cascade under way: the rule that started it, its fault, and how many requests it still takes down.
+    cascade: Option<(String, FaultKind, u32)>,
 }
 
 /// A rule set shared by the proxy's pumps and its control API.
@@ -245,7 +247,7 @@ impl RuleSet {
     pub fn new(file: RulesFile) -> Self {
         let seed = file.seed.unwrap_or(0);
         let rules = file.rules.into_iter().map(compile).collect();
-        Self { rules, rng: ChaCha8Rng::seed_from_u64(seed), seed, outage: None }
+        Self { rules, rng: ChaCha8Rng::seed_from_u64(seed), seed, outage: None, cascade: None }
     }
 
     pub fn shared(self) -> SharedRules {
@@ -278,6 +280,7 @@ impl RuleSet {
     pub fn reset(&mut self) {
         self.rules.clear();
         self.outage = None;
+        self.cascade = None;
         self.rng = ChaCha8Rng::seed_from_u64(self.seed);
     }
 
@@ -306,6 +309,14 @@ impl RuleSet {
                 return Some(Fired { rule: rule.clone(), mode: Mode::Instead, fault: fault.clone() });
             }
             self.outage = None;
+        }
+        if let Some((rule, fault, left)) = &mut self.cascade {
+            let fired = Fired { rule: rule.clone(), mode: Mode::Instead, fault: fault.clone() };
+            *left -= 1;
+            if *left == 0 {
+                self.cascade = None;
+            }
+            return Some(fired);
         }
         let mut fired = None;
         for c in &mut self.rules {
@@ -343,6 +354,9 @@ impl RuleSet {
                 FaultKind::BurstFailure { count } => c.burst_left = count.saturating_sub(1),
                 FaultKind::ServerOutage { duration_ms } => {
                     self.outage = Some((rule.name.clone(), rule.fault.clone(), elapsed_ms.saturating_add(duration_ms)));
+                }
+                FaultKind::CascadingFailure { spread } if spread > 0 => {
+                    self.cascade = Some((rule.name.clone(), rule.fault.clone(), spread));
                 }
                 _ => {}
             }
@@ -422,6 +436,20 @@ mod tests {
         let other = set.decide(&call(3, "y", Value::Null), at(50)).unwrap();
         assert_eq!((other.rule.as_str(), other.mode), ("down", Mode::Instead), "any tool fails during the outage");
         assert!(set.decide(&call(4, "y", Value::Null), at(111)).is_none(), "service resumes after the window");
+    }
+
+    #[test]
+    fn a_cascade_takes_down_the_next_requests_whatever_their_tool() {
+        let mut set =
+            rules("rules:\n  - name: c\n    match: { tool: db }\n    fault: { type: cascading_failure, spread: 2 }\n");
+        let t = Duration::ZERO;
+        let tools = ["web", "db", "web", "cache", "web"];
+        let fired: Vec<bool> = tools
+            .iter()
+            .enumerate()
+            .map(|(i, tool)| set.decide(&call(i as i64, tool, Value::Null), t).is_some())
+            .collect();
+        assert_eq!(fired, [false, true, true, true, false]);
     }
 
     #[test]

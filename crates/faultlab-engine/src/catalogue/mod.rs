@@ -135,6 +135,8 @@ pub enum FaultKind {
     BurstFailure { count: u32 },
     /// 503 for every request, whatever its tool, for `duration_ms` from this one on.
     ServerOutage { duration_ms: u64 },
+    /// 503 for this request, and the failure spreads: the next `spread` requests fail too, whatever their tool.
+    CascadingFailure { spread: u32 },
 }
 
 fn default_missing_pointer() -> String {
@@ -238,6 +240,7 @@ impl FaultKind {
             Self::Replayed => "replayed",
             Self::BurstFailure { .. } => "burst_failure",
             Self::ServerOutage { .. } => "server_outage",
+            Self::CascadingFailure { .. } => "cascading_failure",
         }
     }
 
@@ -268,6 +271,9 @@ impl FaultKind {
             }
             Self::BurstFailure { count } if count == 0 || count > MAX_BURST => {
                 Err(format!("count must be between 1 and {MAX_BURST}"))
+            }
+            Self::CascadingFailure { spread } if spread > MAX_BURST => {
+                Err(format!("spread must be between 0 and {MAX_BURST}"))
             }
             Self::ServerOutage { duration_ms } if duration_ms == 0 || duration_ms > MAX_OUTAGE_MS => {
                 Err(format!("duration_ms must be between 1 and {MAX_OUTAGE_MS}"))
@@ -313,7 +319,9 @@ impl FaultKind {
             Self::Contradictory => contradictory::apply(reply),
             Self::Stale => stale::apply(reply, earlier.same_tool.as_ref()),
             Self::Replayed => replayed::apply(reply, earlier.any_tool.as_ref()),
-            Self::BurstFailure { .. } | Self::ServerOutage { .. } => unavailable::apply(reply, self.name()),
+            Self::BurstFailure { .. } | Self::ServerOutage { .. } | Self::CascadingFailure { .. } => {
+                unavailable::apply(reply, self.name())
+            }
         }
     }
 }
@@ -394,6 +402,7 @@ pub(crate) mod tests {
             FaultKind::Timeout,
             FaultKind::BurstFailure { count: 3 },
             FaultKind::ServerOutage { duration_ms: 1000 },
+            FaultKind::CascadingFailure { spread: 2 },
             FaultKind::RateLimit { retry_after_sec: Some(3) },
             FaultKind::AuthExpired,
             FaultKind::Forbidden,

@@ -1,16 +1,19 @@
-//! `burst_failure` and `server_outage`: the systemic faults. Each reply they fire on becomes "service
+//! `burst_failure`, `server_outage` and `cascading_failure`: the systemic faults. Each reply they fire on becomes "service
 //! unavailable"; how many replies that is belongs to the rule layer, which keeps firing them.
 //!
 //! **What it does on the wire.** The reply is replaced: HTTP 503 with a JSON-RPC error body; stdio the same error
 //! as the reply line (`code -32030`, `data.httpStatus: 503`, `data.fault` naming the fault). `burst_failure
 //! {count}`: the request that triggers it and the next `count - 1` requests matching the same rule fail in a row.
 //! `server_outage {duration_ms}`: from the triggering request on, *every* request, whatever its tool, fails for
-//! `duration_ms` (with `mode: instead` none reaches the upstream), then service resumes.
+//! `duration_ms` (none reaches the upstream), then service resumes. `cascading_failure {spread}`: the triggering
+//! request fails, and the failure spreads to the next `spread` requests whatever their tool (a dependency that
+//! fails takes its callers down with it).
 //!
 //! **What a robust client should do.** Back off instead of hammering (a burst ends; retries in a tight loop only
 //! prolong an outage), keep a bound on attempts, and report the outage rather than claiming success.
 //!
-//! **Example.** `{"type": "burst_failure", "count": 3}`, `{"type": "server_outage", "duration_ms": 2000}`
+//! **Example.** `{"type": "burst_failure", "count": 3}`, `{"type": "server_outage", "duration_ms": 2000}`,
+//! `{"type": "cascading_failure", "spread": 4}`
 //!
 //! **How it is graded.** The calls inside the burst or window fail with 503; the client's retries are bounded and
 //! spaced; a call after the window succeeds.
