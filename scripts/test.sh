@@ -5,8 +5,9 @@
 #   3. the official MCP conformance suite: its server scenarios against `faultlab serve --transport http`, and
 #      its client scenarios with the reference client as the client under test;
 #   4. real-SDK interop: the official Python MCP SDK against `faultlab serve` over stdio and HTTP;
-#   5. JUnit output (demo, run: passing, failing, not run) validated against the common junit-10.xsd.
-# Steps 3 to 5 install their own pinned Node and Python dependencies under .cache/ (git-ignored).
+#   5. JUnit output (demo, run: passing, failing, not run) validated against the common junit-10.xsd;
+#   6. the diagnose HTML report opened in headless Chromium (Debian's package, installed by the script).
+# Steps 3 to 6 install their own pinned Node and Python dependencies under .cache/ (git-ignored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,3 +20,4 @@ scripts/conformance.sh
 scripts/conformance-client.sh
 scripts/interop-python.sh
 scripts/junit-validate.sh
+scripts/diagnose-html.sh

@@ -19,6 +19,8 @@ pub enum Command {
     Run(RunArgs),
     /// The whole lab on built-in parts: reference-client runs against the faulty server, with reports.
     Demo(DemoArgs),
+    /// Read agent traces and name what went wrong (loops, retry storms, false success, …), with evidence.
+    Diagnose(DiagnoseArgs),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -122,4 +124,50 @@ pub struct ProxyArgs {
     /// The upstream MCP server command and its arguments, after `--` (a stdio upstream).
     #[arg(last = true, value_name = "CMD", id = "command")]
     pub command: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum DiagnoseFormat {
+    Console,
+    Json,
+    Md,
+    Html,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Findings: tool_loop, retry_storm, unhandled_tool_error, false_success, ignored_timeout, \
+duplicate_side_effect, retry_without_backoff, error_swallowed, corrected_retry. Each is a heuristic; the report says \
+which detectors a trace lacks the data for (trajectories record no arguments or agent messages).\n\
+Exit codes: 0 diagnosed (findings alone do not fail); 2 a finding named by --fail-on is present; 1 a trace could \
+not be read or parsed (the error names the file and the message index or line), or a bad --fail-on name or \
+threshold.")]
+pub struct DiagnoseArgs {
+    /// Traces: OpenAI-message JSON (from faultlab run, faultlab demo or an agent) or proxy trajectories (JSON lines
+    /// from faultlab proxy --record).
+    #[arg(required = true, value_name = "TRACE")]
+    pub traces: Vec<std::path::PathBuf>,
+    /// How the report is written; html is one self-contained page.
+    #[arg(long, value_enum, default_value_t = DiagnoseFormat::Console)]
+    pub format: DiagnoseFormat,
+    /// Write the report to this file instead of stdout.
+    #[arg(long)]
+    pub out: Option<std::path::PathBuf>,
+    /// Exit 2 when one of these findings is present (comma-separated or repeated; `any` for every finding).
+    #[arg(long, value_name = "FINDING", value_delimiter = ',')]
+    pub fail_on: Vec<String>,
+    /// tool_loop: identical calls in a row (same arguments, same answer) that make a loop [default: 3].
+    #[arg(long, value_name = "N")]
+    pub loop_min_calls: Option<usize>,
+    /// retry_storm: retries in a row after failures that make a storm [default: 3].
+    #[arg(long, value_name = "N")]
+    pub storm_min_retries: Option<usize>,
+    /// retry_without_backoff: a retry sooner than this after the failure is immediate, in ms [default: 100].
+    #[arg(long, value_name = "MS")]
+    pub min_backoff_ms: Option<f64>,
+    /// retry_without_backoff: immediate retries in one run that make a finding [default: 2].
+    #[arg(long, value_name = "N")]
+    pub quick_retries: Option<usize>,
+    /// duplicate_side_effect: treat this tool as a write besides names with a write verb (may be repeated).
+    #[arg(long = "write-tool", value_name = "TOOL")]
+    pub write_tools: Vec<String>,
 }

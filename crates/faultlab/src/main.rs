@@ -6,6 +6,7 @@
 mod builtin;
 mod cli;
 mod demo;
+mod diagnose;
 mod proxy;
 mod run;
 mod serve;
@@ -21,6 +22,7 @@ fn main() -> ExitCode {
         cli::Command::Proxy(args) => proxy::run(args),
         cli::Command::Run(args) => run::run(args),
         cli::Command::Demo(args) => demo::run(args),
+        cli::Command::Diagnose(args) => diagnose::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

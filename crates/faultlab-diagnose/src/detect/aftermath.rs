@@ -1,0 +1,85 @@
+//! What the agent did after a failure it never recovered from, shared by `unhandled_tool_error`, `false_success`,
+//! `ignored_timeout` and `error_swallowed` so the four never report the same failure twice.
+//!
+//! A failure is *unrecovered* when it is the last call of its tool (no later call of the tool succeeded or was even
+//! tried). Recovery through a different tool is not recognised, which is why those detectors list a fallback as a
+//! false positive unless the agent's message mentions the failure.
+
+use crate::language;
+use crate::model::{Call, Status, Trace};
+
+/// What the agent's messages after the failure say about it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// A later message admits a failure: handled, whatever else happened.
+    Reported,
+    /// A later message claims success, and none admits the failure.
+    ClaimedSuccess { at: usize },
+    /// Later messages say nothing about it (`first` is the first of them), or there are none.
+    Silent { first: Option<usize> },
+}
+
+/// A tool's last call, failed, with the failures in a row before it.
+pub struct Unrecovered<'a> {
+    pub tool: &'a str,
+    pub last: &'a Call,
+    /// The failed calls in a row that end with `last`.
+    pub failures: Vec<&'a Call>,
+    pub status: Status,
+    /// Where the last failure's answer is.
+    pub at: usize,
+    pub verdict: Verdict,
+}
+
+impl Unrecovered<'_> {
+    /// Calls and answers of the failures, as evidence.
+    pub fn evidence(&self) -> Vec<usize> {
+        let mut evidence: Vec<usize> = self.failures.iter().map(|c| c.at).collect();
+        evidence.extend(self.failures.iter().filter_map(|c| c.result.as_ref().map(|r| r.at)));
+        evidence
+    }
+
+    /// `lab_probe failed 5 times in a row (last: "Error: …")` / `search timed out (…)`.
+    pub fn describe(&self) -> String {
+        let verb = match self.status {
+            Status::Timeout => "timed out",
+            Status::Lost => "lost its connection",
+            _ => "failed",
+        };
+        let n = self.failures.len();
+        let attempts = if n == 1 { String::new() } else { format!(" {n} times in a row") };
+        let last = match self.last.result.as_ref().and_then(|r| r.text.as_deref()) {
+            Some(text) if !text.trim().is_empty() => {
+                let label = if n == 1 { "" } else { "last: " };
+                format!(" ({label}\"{}\")", crate::model::shorten(text, 70))
+            }
+            _ => String::new(),
+        };
+        format!("{} {verb}{attempts}{last}", self.tool)
+    }
+}
+
+/// Every tool whose last call failed, with the verdict on what followed.
+pub fn unrecovered(trace: &Trace) -> Vec<Unrecovered<'_>> {
+    let mut found = Vec::new();
+    for tool in trace.tools() {
+        let calls: Vec<&Call> = trace.calls_of(tool).map(|i| &trace.calls[i]).collect();
+        let Some(last) = calls.last().copied() else { continue };
+        let Some(result) = last.result.as_ref().filter(|r| r.status.failed()) else { continue };
+        let failures: Vec<&Call> = {
+            let mut run: Vec<&Call> = calls.iter().rev().take_while(|c| c.failed()).copied().collect();
+            run.reverse();
+            run
+        };
+        let texts: Vec<(usize, &str)> = trace.agent_texts_after(result.at).collect();
+        let verdict = if texts.iter().any(|(_, t)| language::admits_failure(t)) {
+            Verdict::Reported
+        } else if let Some((at, _)) = texts.iter().find(|(_, t)| language::claims_success(t)) {
+            Verdict::ClaimedSuccess { at: *at }
+        } else {
+            Verdict::Silent { first: texts.first().map(|(at, _)| *at) }
+        };
+        found.push(Unrecovered { tool, last, failures, status: result.status, at: result.at, verdict });
+    }
+    found
+}

@@ -1,0 +1,82 @@
+//! `corrected_retry`
+//!
+//! **What it finds.** A call that failed with an error (not a timeout or a lost connection), followed by the next
+//! call of the same tool with different arguments. The finding names the argument keys added, removed and changed,
+//! and whether the corrected call worked.
+//!
+//! **Why it matters.** It is a hint about the tool more than the agent: when agents keep getting a call wrong the
+//! first time, the schema or description is unclear (a missing `enum`, an ambiguous name, an undocumented format).
+//! Every correction costs a round trip.
+//!
+//! **What a robust agent does instead.** Nothing different, often — correcting is right. Fix the schema so the
+//! first call is right: precise types, enums, examples, and error messages that name the field.
+//!
+//! **False positives.** An agent changing its mind on purpose after a legitimate error (a search with no results,
+//! retried with other terms) looks the same. Needs arguments: it does not run on trajectories.
+
+use super::positions;
+use crate::finding::{Finding, FindingKind};
+use crate::model::{Call, Status, Trace};
+use serde_json::Value;
+
+pub const ROBUST: &str =
+    "gets the call right the first time because the schema says what it needs: make types, enums and errors precise";
+
+pub fn detect(trace: &Trace) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for tool in trace.tools() {
+        let calls: Vec<&Call> = trace.calls_of(tool).map(|i| &trace.calls[i]).collect();
+        for pair in calls.windows(2) {
+            let (failed, retry) = (pair[0], pair[1]);
+            if failed.status() != Some(Status::Error) {
+                continue;
+            }
+            let (Some(before), Some(after)) = (&failed.arguments, &retry.arguments) else { continue };
+            if failed.arguments_key() == retry.arguments_key() {
+                continue;
+            }
+            findings.push(finding(trace, failed, retry, &changes(before, after)));
+        }
+    }
+    findings
+}
+
+/// `added x; removed y; changed z` for two argument objects; "changed the arguments" for anything else.
+fn changes(before: &Value, after: &Value) -> String {
+    let (Value::Object(before), Value::Object(after)) = (before, after) else {
+        return "changed the arguments".into();
+    };
+    let list = |keys: Vec<&String>| keys.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ");
+    let added: Vec<&String> = after.keys().filter(|k| !before.contains_key(*k)).collect();
+    let removed: Vec<&String> = before.keys().filter(|k| !after.contains_key(*k)).collect();
+    let changed: Vec<&String> = before
+        .iter()
+        .filter(|(k, v)| after.get(*k).is_some_and(|w| crate::model::canonical(w) != crate::model::canonical(v)))
+        .map(|(k, _)| k)
+        .collect();
+    let mut parts = Vec::new();
+    for (verb, keys) in [("added", added), ("removed", removed), ("changed", changed)] {
+        if !keys.is_empty() {
+            parts.push(format!("{verb} {}", list(keys)));
+        }
+    }
+    parts.join("; ")
+}
+
+fn finding(trace: &Trace, failed: &Call, retry: &Call, changes: &str) -> Finding {
+    let error_at = failed.result.as_ref().map_or(failed.at, |r| r.at);
+    let outcome = match retry.status() {
+        Some(Status::Success) => "and the corrected call worked",
+        Some(_) => "and the corrected call failed too",
+        None => "with no answer in the trace",
+    };
+    let summary = format!(
+        "{} failed at {}; the retry at {} {changes}, {outcome}",
+        failed.tool,
+        positions(trace.unit, &[error_at]),
+        positions(trace.unit, &[retry.at])
+    );
+    let mut evidence = vec![failed.at, error_at, retry.at];
+    evidence.extend(retry.result.as_ref().map(|r| r.at));
+    Finding::new(FindingKind::CorrectedRetry, &failed.tool, retry.at, evidence, summary)
+}

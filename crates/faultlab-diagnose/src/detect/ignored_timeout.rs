@@ -1,0 +1,40 @@
+//! `ignored_timeout`
+//!
+//! **What it finds.** A tool's last call timed out (never recovered: no later successful call of the tool) and no
+//! later assistant message mentions it: the trace ends, or the agent goes on as if nothing happened. A success
+//! claim after it is `false_success` instead.
+//!
+//! **Why it matters.** A timeout is not a "no": the request may have been carried out after the agent stopped
+//! waiting. Treating it as nothing leaves the user with an unknown state they were never told about.
+//!
+//! **What a robust agent does instead.** Treats the outcome as unknown: checks whether the action took effect
+//! (a read), retries only what is safe to repeat, and tells the user what is uncertain.
+//!
+//! **False positives.** A trace cut off right after the timeout; a timeout on a call whose result did not matter.
+//! Needs the agent's messages: it does not run on trajectories.
+
+use super::aftermath::{Verdict, unrecovered};
+use crate::finding::{Finding, FindingKind};
+use crate::model::{Status, Trace};
+
+pub const ROBUST: &str =
+    "treats the outcome as unknown: checks whether it took effect, retries only what is safe, says so";
+
+pub fn detect(trace: &Trace) -> Vec<Finding> {
+    unrecovered(trace)
+        .into_iter()
+        .filter(|u| u.status == Status::Timeout)
+        .filter_map(|u| {
+            let Verdict::Silent { first } = u.verdict else { return None };
+            let after = match first {
+                Some(_) => "the agent's later messages never mention it",
+                None => "no assistant message follows",
+            };
+            let summary = format!("{}; {after}", u.describe());
+            Some(
+                Finding::new(FindingKind::IgnoredTimeout, u.tool, u.at, u.evidence(), summary)
+                    .count("timeouts", u.failures.iter().filter(|c| c.status() == Some(Status::Timeout)).count()),
+            )
+        })
+        .collect()
+}

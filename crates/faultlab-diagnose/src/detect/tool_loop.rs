@@ -1,0 +1,67 @@
+//! `tool_loop`
+//!
+//! **What it finds.** The same tool called with the same arguments and getting the same outcome, at least
+//! `loop_min_calls` (3) times in a row among that tool's calls. Outcomes compare by status and result text, with
+//! digit runs ignored (request ids and timestamps change from one identical answer to the next).
+//!
+//! **Why it matters.** The agent is not learning from what it sees: each turn costs tokens and time, the user waits,
+//! and nothing changes. Loops are how an agent burns its budget without ever reaching a decision.
+//!
+//! **What a robust agent does instead.** Notices that an identical call gave an identical answer, and changes
+//! something: the arguments, the tool, or the plan, or it stops and reports.
+//!
+//! **False positives.** Polling: a status check repeated until a job finishes looks the same (raise
+//! `loop_min_calls`, or space the polls so the loop is visible as deliberate). A bounded retry of a failing call is
+//! also a loop of identical failures; `retry_storm` says how many. Needs arguments: it does not run on
+//! trajectories.
+
+use super::positions;
+use crate::finding::{Finding, FindingKind};
+use crate::model::{Call, Trace, shorten};
+use crate::thresholds::Thresholds;
+
+pub const ROBUST: &str =
+    "notices an identical call gave an identical answer and changes the arguments, the tool or the plan — or stops";
+
+pub fn detect(trace: &Trace, thresholds: &Thresholds) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for tool in trace.tools() {
+        let calls: Vec<&Call> = trace.calls_of(tool).map(|i| &trace.calls[i]).collect();
+        let mut start = 0;
+        while start < calls.len() {
+            let key = same(calls[start]);
+            let len = calls[start..].iter().take_while(|c| same(c) == key).count();
+            if len >= thresholds.loop_min_calls && key.is_some() {
+                findings.push(finding(trace, &calls[start..start + len], thresholds.loop_min_calls));
+            }
+            start += len;
+        }
+    }
+    findings
+}
+
+/// What makes two calls the same: arguments, status and result text with digits ignored.
+fn same(call: &Call) -> Option<(String, String, String)> {
+    let result = call.result.as_ref()?;
+    let text: String = result.text.as_deref().unwrap_or_default().chars().filter(|c| !c.is_ascii_digit()).collect();
+    Some((call.arguments_key()?, result.status.name().to_owned(), text))
+}
+
+fn finding(trace: &Trace, run: &[&Call], min: usize) -> Finding {
+    let first = run[0];
+    let status = first.status().map_or("", |s| s.name());
+    let outcome = match first.result.as_ref().and_then(|r| r.text.as_deref()) {
+        Some(text) if !text.trim().is_empty() => format!("{status}: \"{}\"", shorten(text, 60)),
+        _ => status.to_owned(),
+    };
+    let calls: Vec<usize> = run.iter().map(|c| c.at).collect();
+    let summary = format!(
+        "{} called {} times in a row with the same arguments, the same answer each time ({outcome}), at {}",
+        first.signature(),
+        run.len(),
+        positions(trace.unit, &calls)
+    );
+    let mut evidence = calls;
+    evidence.extend(run.iter().filter_map(|c| c.result.as_ref().map(|r| r.at)));
+    Finding::new(FindingKind::ToolLoop, &first.tool, run[min - 1].at, evidence, summary).count("calls", run.len())
+}

@@ -1,0 +1,197 @@
+//! The word lists the heuristics read text with: how a tool message says it failed, how an agent's message admits
+//! a failure or claims success, which tool names are writes. English only, lower-cased, matched on whole words.
+
+use crate::model::Status;
+
+/// Phrases that admit something went wrong (or that the agent is retrying).
+const FAILURE_PHRASES: &[&str] = &[
+    "error",
+    "errors",
+    "fail",
+    "failed",
+    "fails",
+    "failing",
+    "failure",
+    "unsuccessful",
+    "unable",
+    "couldn't",
+    "could not",
+    "can't",
+    "cannot",
+    "didn't",
+    "did not",
+    "wasn't",
+    "was not",
+    "not able",
+    "timed out",
+    "timeout",
+    "time out",
+    "unavailable",
+    "unreachable",
+    "problem",
+    "issue",
+    "sorry",
+    "unfortunately",
+    "went wrong",
+    "no response",
+    "try again",
+    "retry",
+    "retrying",
+];
+
+/// Words that claim a task was carried out.
+const SUCCESS_WORDS: &[&str] = &[
+    "success",
+    "successful",
+    "successfully",
+    "succeeded",
+    "done",
+    "completed",
+    "complete",
+    "created",
+    "sent",
+    "saved",
+    "updated",
+    "deleted",
+    "booked",
+    "scheduled",
+    "confirmed",
+    "finished",
+    "worked",
+];
+
+/// Words that turn the success word after them into an admission (`not sent`, `never completed`).
+const NEGATIONS: &[&str] = &["not", "never", "no"];
+
+/// Verbs in a tool's name that make it a write (a call with a side effect).
+const WRITE_VERBS: &[&str] = &[
+    "add", "append", "assign", "book", "buy", "cancel", "charge", "commit", "create", "delete", "insert", "move",
+    "order", "patch", "pay", "post", "publish", "purchase", "push", "put", "refund", "register", "remove", "rename",
+    "reserve", "save", "send", "set", "submit", "transfer", "update", "upload", "upsert", "write",
+];
+
+/// Verbs in a tool's name that make it a read, when they come before any write verb (`get_order`).
+const READ_VERBS: &[&str] = &[
+    "check", "count", "describe", "download", "fetch", "find", "get", "list", "lookup", "query", "read", "search",
+    "show", "status", "view",
+];
+
+/// Lower-cased words, apostrophes kept (curly ones straightened).
+fn words(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .replace('\u{2019}', "'")
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .map(|w| w.trim_matches('\'').to_owned())
+        .collect()
+}
+
+fn contains_phrase(words: &[String], phrase: &str) -> bool {
+    let parts: Vec<&str> = phrase.split(' ').collect();
+    words.windows(parts.len()).any(|w| w.iter().zip(&parts).all(|(a, b)| a == b))
+}
+
+/// Whether an agent's message admits a failure (or says it is retrying).
+pub fn admits_failure(text: &str) -> bool {
+    let words = words(text);
+    FAILURE_PHRASES.iter().any(|p| contains_phrase(&words, p))
+        || words.windows(2).any(|w| {
+            (NEGATIONS.contains(&w[0].as_str()) || w[0].ends_with("n't")) && SUCCESS_WORDS.contains(&w[1].as_str())
+        })
+}
+
+/// Whether an agent's message claims success, without admitting a failure.
+pub fn claims_success(text: &str) -> bool {
+    !admits_failure(text) && words(text).iter().any(|w| SUCCESS_WORDS.contains(&w.as_str()))
+}
+
+/// How a tool message's text reports its outcome. A failure is a text that starts with `Error`, `Exception`,
+/// `Traceback` or `An error occurred` (what agent frameworks put in a tool message for a failed call); its kind
+/// comes from the words in it.
+pub fn tool_status(text: &str) -> Status {
+    let lower = text.trim_start().to_lowercase();
+    let failed = ["error", "exception", "traceback", "an error occurred"].iter().any(|p| lower.starts_with(p));
+    if failed { failure_kind(&lower) } else { Status::Success }
+}
+
+/// The kind of a failure from its text: a timeout, a lost connection, or another error.
+pub fn failure_kind(text: &str) -> Status {
+    let lower = text.to_lowercase();
+    if ["timed out", "timeout", "deadline exceeded"].iter().any(|p| lower.contains(p)) {
+        Status::Timeout
+    } else if ["connection lost", "connection reset", "connection closed", "disconnected", "broken pipe"]
+        .iter()
+        .any(|p| lower.contains(p))
+    {
+        Status::Lost
+    } else {
+        Status::Error
+    }
+}
+
+/// Whether a tool name reads as a write: the first of its words (split at `_ - . /` and camelCase) that is a known
+/// verb is a write verb (`create_order`, `calendar.book`; not `get_order`), or the name is listed in `extra`.
+pub fn is_write(tool: &str, extra: &[String]) -> bool {
+    if extra.iter().any(|t| t == tool) {
+        return true;
+    }
+    let mut spaced = String::new();
+    for (i, c) in tool.chars().enumerate() {
+        if c.is_uppercase() && i > 0 {
+            spaced.push(' ');
+        }
+        spaced.push(c);
+    }
+    let words = words(&spaced.replace(['_', '-', '.', '/'], " "));
+    let verb = words.iter().find(|w| WRITE_VERBS.contains(&w.as_str()) || READ_VERBS.contains(&w.as_str()));
+    verb.is_some_and(|w| WRITE_VERBS.contains(&w.as_str()))
+}
+
+/// Whether a result's text says the thing it was asked to make exists already.
+pub fn says_already_done(text: &str) -> bool {
+    let words = words(text);
+    ["already", "duplicate", "conflict"].iter().any(|p| contains_phrase(&words, p))
+}
+
+/// Whether an argument name is an idempotency key (which makes a repeated write safe).
+pub fn is_idempotency_key(name: &str) -> bool {
+    let flat: String = name.chars().filter(|c| c.is_alphanumeric()).collect::<String>().to_lowercase();
+    flat.contains("idempotency")
+        || ["requestid", "clientrequestid", "clienttoken", "dedupkey", "dedupekey"].contains(&flat.as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn admissions_and_claims() {
+        assert!(admits_failure("Sorry, I couldn't book it."));
+        assert!(admits_failure("The order was not sent."));
+        assert!(admits_failure("It wasn’t completed"));
+        assert!(!admits_failure("Your meeting is booked for 3pm."));
+        assert!(claims_success("Done! Your meeting is booked for 3pm."));
+        assert!(!claims_success("The order was not sent."));
+        assert!(!claims_success("The capital of France is Paris."));
+    }
+
+    #[test]
+    fn tool_texts() {
+        assert_eq!(tool_status("Error: lab_probe failed: injected tool error"), Status::Error);
+        assert_eq!(tool_status("Error: timed out after 500 ms"), Status::Timeout);
+        assert_eq!(tool_status("Error: connection lost: the server closed stdout"), Status::Lost);
+        assert_eq!(tool_status("lab_probe ok: probe"), Status::Success);
+        assert_eq!(tool_status("No errors found"), Status::Success);
+    }
+
+    #[test]
+    fn write_names() {
+        for write in ["create_order", "sendEmail", "calendar.book", "files/write", "SetValue", "order_pizza"] {
+            assert!(is_write(write, &[]), "{write}");
+        }
+        for read in ["lab_probe", "get_order", "search", "listFiles", "settings_read"] {
+            assert!(!is_write(read, &[]), "{read}");
+        }
+        assert!(is_write("lab_probe", &["lab_probe".into()]));
+    }
+}

@@ -1,0 +1,178 @@
+//! Every detector on hand-made traces (`tests/corpus/<finding>-positive.json` finds exactly that finding;
+//! `<finding>-negative*.json`, the well-behaved version of the same story, finds nothing), the demo's traces, and a
+//! real proxy trajectory.
+
+use crate::util::{corpus, diagnose, diagnose_text, diagnose_with, kinds};
+use faultlab_diagnose::{FindingKind, Severity, Thresholds};
+
+/// The negative cases of `kind`: every `tests/corpus/<name>-negative*.json`.
+fn negatives(kind: FindingKind) -> Vec<String> {
+    let prefix = format!("{}-negative", kind.name());
+    let mut names: Vec<String> = std::fs::read_dir(corpus(""))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&prefix))
+        .collect();
+    names.sort();
+    names
+}
+
+macro_rules! corpus_case {
+    ($name:ident, $kind:expr) => {
+        #[test]
+        fn $name() {
+            let kind: FindingKind = $kind;
+            let positive = diagnose(&format!("{}-positive.json", kind.name()));
+            assert_eq!(kinds(&positive), vec![kind], "positive case: {:#?}", positive.findings);
+            assert!(positive.not_checked.iter().all(|n| n.kind != kind), "{kind:?} ran on its positive case");
+            let finding = &positive.findings[0];
+            assert!(!finding.evidence.is_empty() && finding.evidence.contains(&finding.at), "{finding:#?}");
+            assert!(!finding.robust.is_empty() && !finding.summary.is_empty());
+            let negatives = negatives(kind);
+            assert!(!negatives.is_empty(), "no negative case for {kind:?}");
+            for name in negatives {
+                let negative = diagnose(&name);
+                assert!(negative.findings.is_empty(), "{name}: {:#?}", negative.findings);
+                assert!(negative.not_checked.iter().all(|n| n.kind != kind), "{kind:?} did not run on {name}");
+            }
+        }
+    };
+}
+
+corpus_case!(tool_loop, FindingKind::ToolLoop);
+corpus_case!(retry_storm, FindingKind::RetryStorm);
+corpus_case!(unhandled_tool_error, FindingKind::UnhandledToolError);
+corpus_case!(false_success, FindingKind::FalseSuccess);
+corpus_case!(ignored_timeout, FindingKind::IgnoredTimeout);
+corpus_case!(duplicate_side_effect, FindingKind::DuplicateSideEffect);
+corpus_case!(retry_without_backoff, FindingKind::RetryWithoutBackoff);
+corpus_case!(error_swallowed, FindingKind::ErrorSwallowed);
+corpus_case!(corrected_retry, FindingKind::CorrectedRetry);
+
+#[test]
+fn the_demo_tool_error_trace_has_a_loop_a_storm_and_an_unhandled_error_where_they_happen() {
+    let d = diagnose("demo-tool-error.json");
+    let found: Vec<(FindingKind, usize)> = d.findings.iter().map(|f| (f.kind, f.at)).collect();
+    assert_eq!(
+        found,
+        [(FindingKind::ToolLoop, 5), (FindingKind::RetryStorm, 7), (FindingKind::UnhandledToolError, 10)],
+        "the third identical call makes the loop, the third retry the storm, the last failure goes unanswered"
+    );
+    let unhandled = &d.findings[2];
+    assert_eq!(unhandled.severity, Severity::Error);
+    assert_eq!(unhandled.evidence, (1..=10).collect::<Vec<_>>());
+    assert!(unhandled.summary.contains("5 times in a row"), "{}", unhandled.summary);
+    assert_eq!(d.findings[1].counts["retries"], 4);
+    // No timestamps in the demo's messages: the backoff check says it could not run rather than guess.
+    let skipped: Vec<FindingKind> = d.not_checked.iter().map(|n| n.kind).collect();
+    assert_eq!(skipped, [FindingKind::RetryWithoutBackoff]);
+}
+
+#[test]
+fn the_demo_healthy_trace_has_no_findings() {
+    let d = diagnose("demo-healthy.json");
+    assert!(d.findings.is_empty(), "{:#?}", d.findings);
+    assert_eq!((d.entries, d.calls), (3, 1));
+}
+
+#[test]
+fn a_proxy_trajectory_gets_the_detectors_it_has_data_for() {
+    // Recorded with `faultlab proxy --record` and a rule answering every `ping` with HTTP 503 instead of the
+    // upstream; the client called `ping` four times at once.
+    let d = diagnose("proxy-rate-limited.jsonl");
+    assert_eq!(kinds(&d), [FindingKind::RetryWithoutBackoff, FindingKind::RetryStorm]);
+    let storm = d.findings.iter().find(|f| f.kind == FindingKind::RetryStorm).unwrap();
+    assert_eq!((storm.tool.as_str(), storm.at), ("ping", 11), "positions are trajectory line numbers");
+    let mut skipped: Vec<&str> = d.not_checked.iter().map(|n| n.kind.name()).collect();
+    skipped.sort();
+    assert_eq!(
+        skipped,
+        [
+            "corrected_retry",
+            "duplicate_side_effect",
+            "error_swallowed",
+            "false_success",
+            "ignored_timeout",
+            "tool_loop",
+            "unhandled_tool_error"
+        ],
+        "a trajectory records no arguments and no agent messages"
+    );
+}
+
+#[test]
+fn thresholds_move_findings_in_and_out() {
+    let loose = Thresholds { loop_min_calls: 6, storm_min_retries: 5, ..Thresholds::default() };
+    assert_eq!(kinds(&diagnose_with("demo-tool-error.json", &loose)), [FindingKind::UnhandledToolError]);
+    let patient = Thresholds { min_backoff_ms: 4.0, ..Thresholds::default() };
+    assert!(
+        diagnose_with("retry_without_backoff-positive.json", &patient).findings.is_empty(),
+        "5 ms gaps pass a 4 ms minimum"
+    );
+    let strict = Thresholds { quick_retries: 1, ..Thresholds::default() };
+    let d = diagnose_with("proxy-rate-limited.jsonl", &strict);
+    assert_eq!(d.findings.iter().find(|f| f.kind == FindingKind::RetryWithoutBackoff).unwrap().at, 7);
+}
+
+#[test]
+fn a_deliberately_bounded_retry_looks_like_a_storm_until_the_threshold_is_raised() {
+    // The documented false positive: three retries (four attempts) on purpose, with backoff, then a clear report.
+    let mut messages = vec![serde_json::json!({"role": "user", "content": "Check the build."})];
+    for i in 1..=4 {
+        messages.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": format!("c{i}"),
+            "type": "function", "function": {"name": "get_build", "arguments": format!("{{\"attempt\":{i}}}")}}]}));
+        messages.push(serde_json::json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": "Error: 503"}));
+    }
+    messages.push(serde_json::json!({"role": "assistant", "content": "The build service is failing; I stopped after 4 attempts."}));
+    let text = serde_json::Value::Array(messages).to_string();
+    assert!(kinds(&diagnose_text(&text, &Thresholds::default())).contains(&FindingKind::RetryStorm));
+    let budget = Thresholds { storm_min_retries: 4, ..Thresholds::default() };
+    assert!(!kinds(&diagnose_text(&text, &budget)).contains(&FindingKind::RetryStorm));
+}
+
+#[test]
+fn a_tool_listed_as_a_write_is_checked_for_duplicate_side_effects() {
+    let text = r#"[
+      {"role": "user", "content": "Probe it."},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "lab_probe", "arguments": "{}"}}]},
+      {"role": "tool", "tool_call_id": "a", "content": "Error: timed out after 500 ms"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "b", "type": "function", "function": {"name": "lab_probe", "arguments": "{}"}}]},
+      {"role": "tool", "tool_call_id": "b", "content": "lab_probe ok"},
+      {"role": "assistant", "content": "Probed."}
+    ]"#;
+    assert!(diagnose_text(text, &Thresholds::default()).findings.is_empty(), "lab_probe reads as no write");
+    let writes = Thresholds { write_tools: vec!["lab_probe".into()], ..Thresholds::default() };
+    assert_eq!(kinds(&diagnose_text(text, &writes)), [FindingKind::DuplicateSideEffect]);
+}
+
+#[test]
+fn a_repeat_whose_answer_says_it_already_exists_is_a_duplicate_even_after_a_plain_error() {
+    let text = r#"[
+      {"role": "user", "content": "Create the user ada."},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "create_user", "arguments": "{\"name\":\"ada\"}"}}]},
+      {"role": "tool", "tool_call_id": "a", "content": "Error: internal server error"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "b", "type": "function", "function": {"name": "create_user", "arguments": "{\"name\":\"ada\"}"}}]},
+      {"role": "tool", "tool_call_id": "b", "content": "Error: user ada already exists"},
+      {"role": "assistant", "content": "The user ada already existed, so there was nothing to do, and the first error was harmless."}
+    ]"#;
+    let d = diagnose_text(text, &Thresholds::default());
+    let duplicate = d.findings.iter().find(|f| f.kind == FindingKind::DuplicateSideEffect).expect("a duplicate");
+    assert!(duplicate.summary.contains("already exists"), "{}", duplicate.summary);
+}
+
+#[test]
+fn parallel_calls_in_one_message_are_diagnosed_per_tool() {
+    // Two tools in one assistant message; only the one that failed, unmentioned, is reported.
+    let text = r#"[
+      {"role": "user", "content": "Weather and news for Oslo?"},
+      {"role": "assistant", "content": null, "tool_calls": [
+        {"id": "w", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\":\"Oslo\"}"}},
+        {"id": "n", "type": "function", "function": {"name": "get_news", "arguments": "{\"city\":\"Oslo\"}"}}]},
+      {"role": "tool", "tool_call_id": "n", "content": "Ferry strike ends"},
+      {"role": "tool", "tool_call_id": "w", "content": "Error: upstream 500"},
+      {"role": "assistant", "content": "Oslo news: the ferry strike has ended."}
+    ]"#;
+    let d = diagnose_text(text, &Thresholds::default());
+    assert_eq!(kinds(&d), [FindingKind::ErrorSwallowed]);
+    assert_eq!((d.findings[0].tool.as_str(), d.findings[0].at), ("get_weather", 4));
+}
