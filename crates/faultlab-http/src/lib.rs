@@ -18,3 +18,24 @@ pub fn rpc_error(status: StatusCode, code: i64, message: &str, id: Option<Value>
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     response
 }
+
+/// The checks every MCP endpoint makes before dispatch: the path (404), then `Host` and `Origin` against the
+/// loopback names and the bound address (403, against DNS rebinding). `None` when the request may proceed.
+pub fn check_request(request: &axum::extract::Request, path: &str, allowed: &guard::AllowedHosts) -> Option<Response> {
+    if request.uri().path() != path {
+        return Some((StatusCode::NOT_FOUND, "Not found").into_response());
+    }
+    let headers = request.headers();
+    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
+    if !host.is_some_and(|h| allowed.host_ok(h)) {
+        let message = "Forbidden: Host header is not an allowed loopback host";
+        return Some(rpc_error(StatusCode::FORBIDDEN, -32600, message, None));
+    }
+    if let Some(origin) = headers.get(header::ORIGIN)
+        && !origin.to_str().is_ok_and(|o| allowed.origin_ok(o))
+    {
+        let message = "Forbidden: Origin is not an allowed loopback origin";
+        return Some(rpc_error(StatusCode::FORBIDDEN, -32600, message, None));
+    }
+    None
+}

@@ -110,23 +110,8 @@ pub async fn serve(
 }
 
 async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
-    if request.uri().path() != proxy.options.path {
-        return (StatusCode::NOT_FOUND, "Not found").into_response();
-    }
-    let headers = request.headers();
-    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-    if !host.is_some_and(|h| proxy.options.allowed_hosts.host_ok(h)) {
-        return rpc_error(
-            StatusCode::FORBIDDEN,
-            -32600,
-            "Forbidden: Host header is not an allowed loopback host",
-            None,
-        );
-    }
-    if let Some(origin) = headers.get(header::ORIGIN)
-        && !origin.to_str().is_ok_and(|o| proxy.options.allowed_hosts.origin_ok(o))
-    {
-        return rpc_error(StatusCode::FORBIDDEN, -32600, "Forbidden: Origin is not an allowed loopback origin", None);
+    if let Some(refused) = faultlab_http::check_request(&request, &proxy.options.path, &proxy.options.allowed_hosts) {
+        return refused;
     }
     let (parts, body) = request.into_parts();
     let bytes = match Limited::new(body, MAX_REQUEST_BODY_BYTES).collect().await {

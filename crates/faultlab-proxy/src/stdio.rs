@@ -50,6 +50,17 @@ pub enum ProxyError {
     Io(#[from] std::io::Error),
 }
 
+impl Shared {
+    pub(crate) fn new(trajectory: Arc<Trajectory>) -> Arc<Self> {
+        Arc::new(Self {
+            engine: Engine::new(trajectory.recorder().clone()),
+            trajectory,
+            armed_by: Mutex::default(),
+            start: Instant::now(),
+        })
+    }
+}
+
 /// What both pumps share.
 pub(crate) struct Shared {
     pub(crate) engine: Engine,
@@ -82,12 +93,7 @@ where
         trajectory.started(rules.seed(), rules.len());
     }
     let recorder = trajectory.recorder().clone();
-    let shared = Arc::new(Shared {
-        engine: Engine::new(recorder.clone()),
-        trajectory: trajectory.clone(),
-        armed_by: Mutex::default(),
-        start: Instant::now(),
-    });
+    let shared = Shared::new(trajectory.clone());
     let (outlet, queue) = Outlet::new();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
 

@@ -7,7 +7,6 @@ use crate::stdio::{ProxyEnd, ProxyError, Shared, Upstream, from_server, pump_cli
 use crate::trajectory::Trajectory;
 use faultlab_client::transport::http::HttpTransport;
 use faultlab_client::transport::{Incoming, IncomingTx};
-use faultlab_engine::Engine;
 use faultlab_engine::outlet::{self, Outlet, WriterEnd};
 use faultlab_wire::{Frame, MessageId};
 use serde_json::json;
@@ -15,7 +14,6 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 
 struct HttpUpstream {
     transport: HttpTransport,
@@ -60,12 +58,7 @@ where
         trajectory.started(rules.seed(), rules.len());
     }
     let recorder = trajectory.recorder().clone();
-    let shared = Arc::new(Shared {
-        engine: Engine::new(recorder.clone()),
-        trajectory: trajectory.clone(),
-        armed_by: Mutex::default(),
-        start: Instant::now(),
-    });
+    let shared = Shared::new(trajectory.clone());
     let (outlet, queue) = Outlet::new();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
     let upstream = Arc::new(HttpUpstream { transport, initialize: Mutex::default(), done: done_tx });

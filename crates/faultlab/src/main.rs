@@ -10,6 +10,7 @@ mod diagnose;
 mod proxy;
 mod run;
 mod serve;
+mod signals;
 
 use clap::Parser;
 use std::process::ExitCode;

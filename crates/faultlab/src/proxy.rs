@@ -2,6 +2,7 @@
 
 use crate::Failure;
 use crate::cli::ProxyArgs;
+use crate::signals::wait_for_signal;
 use anyhow::{Context as _, anyhow};
 use faultlab_engine::Recorder;
 use faultlab_http::guard::{self, AllowedHosts};
@@ -56,35 +57,14 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         (None, None, Some((program, rest))) => {
             let mut command = tokio::process::Command::new(program);
             command.args(rest);
-            let served = runtime.block_on(async {
-                let run = stdio::run(command, rules, trajectory, tokio::io::stdin(), tokio::io::stdout());
-                tokio::select! {
-                    result = run => result.map(|_| ()).map_err(Failure::runtime),
-                    signal = wait_for_signal() => {
-                        eprintln!("faultlab: received {signal}; shutting down");
-                        Ok(())
-                    }
-                }
-            });
-            // A blocking stdin read may still be pending; the process is about to exit, so do not wait for it.
-            std::mem::forget(runtime);
-            served
+            until_signal(runtime, stdio::run(command, rules, trajectory, tokio::io::stdin(), tokio::io::stdout()))
         }
         (None, Some(upstream), None) => {
             let url = upstream_url(upstream).map_err(Failure::usage)?;
-            let served = runtime.block_on(async {
-                let run = stdio_http::run(url.as_str(), rules, trajectory, tokio::io::stdin(), tokio::io::stdout());
-                tokio::select! {
-                    result = run => result.map(|_| ()).map_err(Failure::runtime),
-                    signal = wait_for_signal() => {
-                        eprintln!("faultlab: received {signal}; shutting down");
-                        Ok(())
-                    }
-                }
-            });
-            // A blocking stdin read may still be pending; the process is about to exit, so do not wait for it.
-            std::mem::forget(runtime);
-            served
+            until_signal(
+                runtime,
+                stdio_http::run(url.as_str(), rules, trajectory, tokio::io::stdin(), tokio::io::stdout()),
+            )
         }
         (Some(listen), Some(upstream), None) => {
             let addr = listen_address(listen).map_err(Failure::usage)?;
@@ -106,6 +86,25 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         }
         _ => Err(Failure::usage(anyhow!("name the upstream: -- CMD ARGS (stdio) or --upstream URL (HTTP)"))),
     }
+}
+
+/// Runs a stdio-front proxy until it ends or a signal arrives.
+fn until_signal(
+    runtime: tokio::runtime::Runtime,
+    run: impl std::future::Future<Output = Result<stdio::ProxyEnd, stdio::ProxyError>>,
+) -> Result<(), Failure> {
+    let served = runtime.block_on(async {
+        tokio::select! {
+            result = run => result.map(|_| ()).map_err(Failure::runtime),
+            signal = wait_for_signal() => {
+                eprintln!("faultlab: received {signal}; shutting down");
+                Ok(())
+            }
+        }
+    });
+    // A blocking stdin read may still be pending; the process is about to exit, so do not wait for it.
+    std::mem::forget(runtime);
+    served
 }
 
 fn listen_address(listen: &str) -> anyhow::Result<SocketAddr> {
@@ -156,16 +155,4 @@ async fn serve_http(
         .await
         .context("the HTTP proxy failed")
         .map_err(Failure::runtime)
-}
-
-async fn wait_for_signal() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
-        std::future::pending::<()>().await;
-        unreachable!()
-    };
-    tokio::select! {
-        _ = int.recv() => "SIGINT",
-        _ = term.recv() => "SIGTERM",
-    }
 }

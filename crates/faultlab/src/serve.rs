@@ -2,6 +2,7 @@
 
 use crate::Failure;
 use crate::cli::{ServeArgs, Transport};
+use crate::signals::wait_for_signal;
 use anyhow::Context as _;
 use faultlab_engine::{Engine, Recorder};
 use faultlab_server::http::guard::{self, AllowedHosts};
@@ -98,17 +99,4 @@ async fn stop_on_signal(shutdown: CancellationToken) {
     tokio::time::sleep(SHUTDOWN_GRACE).await;
     eprintln!("faultlab: streams still open after {} s; exiting", SHUTDOWN_GRACE.as_secs());
     std::process::exit(0);
-}
-
-async fn wait_for_signal() -> &'static str {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else {
-        // Without signal handlers there is nothing to wait for; Ctrl-C then ends the process by default.
-        std::future::pending::<()>().await;
-        unreachable!()
-    };
-    tokio::select! {
-        _ = int.recv() => "SIGINT",
-        _ = term.recv() => "SIGTERM",
-    }
 }

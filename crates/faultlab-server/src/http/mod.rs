@@ -154,23 +154,8 @@ async fn handle<S: ServerHandler>(State(front): State<Arc<Front<S>>>, request: R
         response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
         return response;
     }
-    if request.uri().path() != front.options.path {
-        return (StatusCode::NOT_FOUND, "Not found").into_response();
-    }
-    let headers = request.headers();
-    let host = headers.get(header::HOST).and_then(|v| v.to_str().ok());
-    if !host.is_some_and(|h| front.options.allowed_hosts.host_ok(h)) {
-        return rpc_error(
-            StatusCode::FORBIDDEN,
-            -32600,
-            "Forbidden: Host header is not an allowed loopback host",
-            None,
-        );
-    }
-    if let Some(origin) = headers.get(header::ORIGIN)
-        && !origin.to_str().is_ok_and(|o| front.options.allowed_hosts.origin_ok(o))
-    {
-        return rpc_error(StatusCode::FORBIDDEN, -32600, "Forbidden: Origin is not an allowed loopback origin", None);
+    if let Some(refused) = faultlab_http::check_request(&request, &front.options.path, &front.options.allowed_hosts) {
+        return refused;
     }
     match *request.method() {
         Method::POST => post(front, request).await,
