@@ -160,6 +160,9 @@ async fn json(response: Response, mut exchange: Exchange) -> Response {
 enum Head {
     Stream,
     Status(Response),
+    /// The first message's fault closes the stream: nothing queued before it (a priming event) is sent, so the
+    /// client gets no event id to resume from and sees the stream break, deterministically.
+    Abort,
 }
 
 async fn sse(response: Response, mut exchange: Exchange) -> Response {
@@ -177,6 +180,24 @@ async fn sse(response: Response, mut exchange: Exchange) -> Response {
         Ok(Head::Status(response)) => {
             exchange.end();
             response
+        }
+        Ok(Head::Abort) => {
+            drop(queue);
+            let request_id = exchange.request_id.as_ref().map(MessageId::to_value);
+            exchange.recorder.record(Event::Transport {
+                outcome: TransportEventKind::ClosureRequested,
+                request_id: request_id.clone(),
+                detail: Some("http: aborting the response stream".into()),
+            });
+            exchange.end();
+            exchange.recorder.record(Event::Transport {
+                outcome: TransportEventKind::Closed,
+                request_id,
+                detail: None,
+            });
+            let broken =
+                futures::stream::once(async { Err::<Bytes, _>(std::io::Error::other("faultlab: disconnect fault")) });
+            Response::from_parts(parts, Body::from_stream(broken))
         }
         Ok(Head::Stream) | Err(_) => Response::from_parts(parts, writer(queue, exchange)),
     }
@@ -269,11 +290,19 @@ fn forward(event: SseEvent, pumping: &mut Pumping, outlet: &Outlet, head: &mut O
         _ => actions.iter().flat_map(|a| render::sse(a, event.id.as_deref())).collect(),
     };
     if let Some(first) = head.take() {
-        if let Some(Step::Status { status, retry_after_sec, body }) = steps.first() {
-            let _ = first.send(Head::Status(status_response(*status, *retry_after_sec, body.clone())));
-            return false;
+        match steps.first() {
+            Some(Step::Status { status, retry_after_sec, body }) => {
+                let _ = first.send(Head::Status(status_response(*status, *retry_after_sec, body.clone())));
+                return false;
+            }
+            Some(Step::Close) => {
+                let _ = first.send(Head::Abort);
+                return false;
+            }
+            _ => {
+                let _ = first.send(Head::Stream);
+            }
         }
-        let _ = first.send(Head::Stream);
     }
     outlet.send(steps);
     true

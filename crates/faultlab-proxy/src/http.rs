@@ -178,6 +178,13 @@ fn stand_in(frame: &Frame, rule: &str) -> Response {
     response
 }
 
+/// A response whose body breaks at once: the connection is dropped before anything is delivered.
+fn aborted() -> Response {
+    let broken =
+        futures::stream::once(async { Err::<Bytes, _>(std::io::Error::other("the upstream broke the connection")) });
+    Response::new(Body::from_stream(broken))
+}
+
 /// Sends the request upstream and streams the answer back as it arrives.
 async fn forward(
     proxy: &Proxy,
@@ -198,10 +205,13 @@ async fn forward(
     }
     let upstream = match request.send().await {
         Ok(response) => response,
-        Err(e) => {
-            let message = format!("the upstream did not answer: {e}");
+        // Nothing listens there: say so, naming the upstream (a misconfiguration, not a fault to mirror).
+        Err(e) if e.is_connect() => {
+            let message = format!("the upstream {url} cannot be reached: {e}");
             return rpc_error(StatusCode::BAD_GATEWAY, -32603, &message, None);
         }
+        // The upstream broke the connection mid-answer: break ours the same way, as a direct client would see.
+        Err(_) => return aborted(),
     };
     let mut response = Response::builder().status(upstream.status().as_u16());
     for (name, value) in upstream.headers() {

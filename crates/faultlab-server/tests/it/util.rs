@@ -222,9 +222,13 @@ pub fn sse_data(body: &[u8]) -> Vec<String> {
     out
 }
 
-/// Sends and reads a whole response: status, content type, body bytes (or the body error if the stream broke).
+/// Sends and reads a whole response: status, content type, body bytes, or the error if the connection broke
+/// (status 0 when it broke before the response head).
 pub async fn exchange(req: reqwest::RequestBuilder) -> (u16, String, Result<Bytes, reqwest::Error>) {
-    let response = within("a response", req.send()).await.unwrap();
+    let response = match within("a response", req.send()).await {
+        Ok(response) => response,
+        Err(e) => return (0, String::new(), Err(e)),
+    };
     let status = response.status().as_u16();
     let content_type =
         response.headers().get("content-type").and_then(|v| v.to_str().ok()).unwrap_or_default().to_owned();
