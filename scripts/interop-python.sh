@@ -10,43 +10,29 @@
 #                  built with `cargo build -p faultlab` when it is missing)
 #   PYTHON         the Python that creates the venv (default: python3; 3.11 or newer)
 #
-# The venv lives in .cache/py-interop/venv and is rebuilt only when the requirements, the constraints or
-# the Python change. Server stderr goes to .cache/py-interop/logs/. The last line printed is
-# `N passed, M failed` (counting checks); the exit status is non-zero if any check failed.
+# The venv lives in .cache/py-interop/venv (scripts/lib/py-interop.sh, shared with scripts/proxy-filesystem.sh)
+# and is rebuilt only when the requirements, the constraints or the Python change. Server stderr goes to
+# .cache/py-interop/logs/. The last line printed is `N passed, M failed` (counting checks); the exit status is
+# non-zero if any check failed.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 interop="interop/python"
-cache=".cache/py-interop"
-venv="$cache/venv"
-logs="$cache/logs"
-python="${PYTHON:-python3}"
-export PIP_CACHE_DIR="$root/$cache/pip-cache"
-export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PYTHONDONTWRITEBYTECODE=1
+logs=".cache/py-interop/logs"
+export PYTHONDONTWRITEBYTECODE=1
 
-mkdir -p "$cache" "$logs"
+log() { echo "interop-python: $*"; }
+die() { echo "interop-python: error: $*" >&2; exit 2; }
+mkdir -p "$logs"
 
 # --- the pinned SDK in a venv, installed only when something it depends on changed -------------------
-stamp_now="$(
-  {
-    "$python" -c 'import sys; print(sys.version)'
-    cat "$interop/requirements.txt" "$interop/constraints.txt"
-  } | sha256sum | cut -d' ' -f1
-)"
-stamp_file="$venv/.interop-stamp"
-if [[ -x "$venv/bin/python" && -f "$stamp_file" && "$(cat "$stamp_file")" == "$stamp_now" ]]; then
-  echo "interop-python: venv up to date ($venv)"
-else
-  echo "interop-python: creating $venv and installing $interop/requirements.txt"
-  rm -rf "$venv"
-  "$python" -m venv "$venv"
-  # requirements.txt pins mcp and pulls in constraints.txt (-c), which pins everything mcp needs.
-  "$venv/bin/python" -m pip install --quiet -r "$interop/requirements.txt" </dev/null
-  echo "$stamp_now" >"$stamp_file"
-fi
-"$venv/bin/python" -c 'import importlib.metadata as m; print("interop-python: mcp", m.version("mcp"))'
+ROOT="$root"
+# shellcheck source=scripts/lib/py-interop.sh
+source "$root/scripts/lib/py-interop.sh"
+install_py_interop
+venv="$PY_INTEROP_VENV"
 
 # --- the binary ------------------------------------------------------------------------------------------
 if [[ -n "${FAULTLAB_BIN:-}" ]]; then

@@ -4,7 +4,8 @@
 #   2. the Rust test suite of the whole workspace;
 #   3. the official MCP conformance suite: its server scenarios against `faultlab serve --transport http`, and
 #      its client scenarios with the reference client as the client under test;
-#   4. real-SDK interop: the official Python MCP SDK against `faultlab serve` over stdio and HTTP;
+#   4. real-SDK interop: the official Python MCP SDK against `faultlab serve` over stdio and HTTP, and through
+#      `faultlab proxy` in front of the real filesystem server (a fault of each category, idempotency on disk);
 #   5. JUnit output (demo, run: passing, failing, not run) validated against the common junit-10.xsd;
 #   6. the diagnose HTML report opened in headless Chromium (Debian's package, installed by the script).
 # Steps 3 to 6 install their own pinned Node and Python dependencies under .cache/ (git-ignored).
@@ -19,5 +20,6 @@ export FAULTLAB_BIN="$PWD/target/debug/faultlab"
 scripts/conformance.sh
 scripts/conformance-client.sh
 scripts/interop-python.sh
+scripts/proxy-filesystem.sh
 scripts/junit-validate.sh
 scripts/diagnose-html.sh
