@@ -29,6 +29,7 @@ use tokio::process::{ChildStdin, Command};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
+use tokio_util::sync::CancellationToken;
 
 /// After the client leaves, how long the upstream gets to exit on its own, then after SIGTERM (the spec's order).
 const EXIT_GRACE: Duration = Duration::from_secs(2);
@@ -77,6 +78,7 @@ pub async fn run<R, W>(
     trajectory: Arc<Trajectory>,
     input: R,
     output: W,
+    stop: CancellationToken,
 ) -> Result<ProxyEnd, ProxyError>
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -109,7 +111,12 @@ where
             let _ = done_tx.send(());
         })
     };
-    let end = outlet::write_stream(output, queue, done_rx, &recorder, |_| {}).await;
+    // A stop (SIGINT/SIGTERM) ends the relay the same way as the client leaving, so the upstream still gets the
+    // orderly shutdown below rather than a kill.
+    let end = tokio::select! {
+        end = outlet::write_stream(output, queue, done_rx, &recorder, |_| {}) => end,
+        () = stop.cancelled() => Ok(WriterEnd::Finished),
+    };
     client.abort();
     server.abort();
     shut_down(&mut child, &child_stdin).await;

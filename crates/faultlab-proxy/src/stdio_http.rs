@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 struct HttpUpstream {
     transport: HttpTransport,
@@ -45,6 +46,7 @@ pub async fn run<R, W>(
     trajectory: Arc<Trajectory>,
     input: R,
     output: W,
+    stop: CancellationToken,
 ) -> Result<ProxyEnd, ProxyError>
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -73,7 +75,12 @@ where
             }
         })
     };
-    let end = outlet::write_stream(output, queue, done_rx, &recorder, |_| {}).await;
+    // A stop (SIGINT/SIGTERM) ends the relay the same way as the client leaving, so the upstream still gets the
+    // orderly shutdown below rather than a kill.
+    let end = tokio::select! {
+        end = outlet::write_stream(output, queue, done_rx, &recorder, |_| {}) => end,
+        () = stop.cancelled() => Ok(WriterEnd::Finished),
+    };
     client.abort();
     server.abort();
     trajectory.finish();

@@ -57,14 +57,15 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         (None, None, Some((program, rest))) => {
             let mut command = tokio::process::Command::new(program);
             command.args(rest);
-            until_signal(runtime, stdio::run(command, rules, trajectory, tokio::io::stdin(), tokio::io::stdout()))
+            until_signal(runtime, |stop| {
+                stdio::run(command, rules, trajectory, tokio::io::stdin(), tokio::io::stdout(), stop)
+            })
         }
         (None, Some(upstream), None) => {
             let url = upstream_url(upstream).map_err(Failure::usage)?;
-            until_signal(
-                runtime,
-                stdio_http::run(url.as_str(), rules, trajectory, tokio::io::stdin(), tokio::io::stdout()),
-            )
+            until_signal(runtime, |stop| {
+                stdio_http::run(url.as_str(), rules, trajectory, tokio::io::stdin(), tokio::io::stdout(), stop)
+            })
         }
         (Some(listen), Some(upstream), None) => {
             let addr = listen_address(listen).map_err(Failure::usage)?;
@@ -88,19 +89,21 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
     }
 }
 
-/// Runs a stdio-front proxy until it ends or a signal arrives.
-fn until_signal(
-    runtime: tokio::runtime::Runtime,
-    run: impl std::future::Future<Output = Result<stdio::ProxyEnd, stdio::ProxyError>>,
-) -> Result<(), Failure> {
+/// Runs a stdio-front proxy until it ends or a signal asks it to stop (then it shuts the upstream down in order).
+fn until_signal<F, Fut>(runtime: tokio::runtime::Runtime, run: F) -> Result<(), Failure>
+where
+    F: FnOnce(CancellationToken) -> Fut,
+    Fut: std::future::Future<Output = Result<stdio::ProxyEnd, stdio::ProxyError>>,
+{
+    let stop = CancellationToken::new();
     let served = runtime.block_on(async {
-        tokio::select! {
-            result = run => result.map(|_| ()).map_err(Failure::runtime),
-            signal = wait_for_signal() => {
-                eprintln!("faultlab: received {signal}; shutting down");
-                Ok(())
-            }
-        }
+        let signalled = stop.clone();
+        tokio::spawn(async move {
+            let signal = wait_for_signal().await;
+            eprintln!("faultlab: received {signal}; shutting down");
+            signalled.cancel();
+        });
+        run(stop).await.map(|_| ()).map_err(Failure::runtime)
     });
     // A blocking stdin read may still be pending; the process is about to exit, so do not wait for it.
     std::mem::forget(runtime);

@@ -243,3 +243,46 @@ async fn an_outage_fails_every_tool_until_its_window_ends() {
     .await;
     assert!(recovered.is_ok(), "service resumes after the outage");
 }
+
+/// The process ids of `pid`'s children.
+fn children_of(pid: u32) -> Vec<u32> {
+    let path = format!("/proc/{pid}/task/{pid}/children");
+    std::fs::read_to_string(path).unwrap_or_default().split_whitespace().filter_map(|p| p.parse().ok()).collect()
+}
+
+#[tokio::test]
+async fn sigterm_shuts_the_upstream_down_and_leaves_no_orphan() {
+    let mut client = Client::proxied(&[]);
+    client.initialize().await;
+    let proxy = client.child.id().unwrap();
+    let upstream = children_of(proxy);
+    assert_eq!(upstream.len(), 1, "the proxy runs one upstream child");
+    std::process::Command::new("kill").args(["-TERM", &proxy.to_string()]).status().unwrap();
+    let status = tokio::time::timeout(PATIENCE, client.child.wait()).await.unwrap().unwrap();
+    assert_eq!(status.code(), Some(0));
+    assert!(!Path::new(&format!("/proc/{}", upstream[0])).exists(), "the upstream is gone, not orphaned");
+}
+
+/// True while `pid` is a live process (a zombie waiting to be reaped counts as gone).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|stat| stat.rsplit(')').next().is_some_and(|rest| !rest.trim_start().starts_with('Z')))
+}
+
+#[tokio::test]
+async fn a_killed_proxy_takes_its_upstream_with_it() {
+    let mut client = Client::proxied(&[]);
+    client.initialize().await;
+    let proxy = client.child.id().unwrap();
+    let upstream = children_of(proxy)[0];
+    std::process::Command::new("kill").args(["-KILL", &proxy.to_string()]).status().unwrap();
+    let _ = client.child.wait().await;
+    // The kernel signals the upstream when the proxy dies; poll until it has gone (bounded by PATIENCE).
+    let gone = tokio::time::timeout(PATIENCE, async {
+        while alive(upstream) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    assert!(gone.is_ok(), "the upstream outlived a SIGKILLed proxy");
+}
