@@ -7,6 +7,7 @@ mod builtin;
 mod cli;
 mod demo;
 mod diagnose;
+mod pipes;
 mod proxy;
 mod run;
 mod serve;

@@ -2,6 +2,7 @@
 
 use crate::Failure;
 use crate::cli::ProxyArgs;
+use crate::pipes;
 use crate::signals::wait_for_signal;
 use anyhow::{Context as _, anyhow};
 use faultlab_engine::Recorder;
@@ -38,7 +39,13 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         Some(addr) => Some(listen_address(addr).map_err(Failure::usage)?),
         None => None,
     };
-    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)?;
+    // A stdio front is one stream of messages: one thread serves it best (see `pipes::runtime`).
+    let runtime = if args.listen.is_none() {
+        pipes::runtime()
+    } else {
+        tokio::runtime::Runtime::new().context("cannot start the async runtime")
+    }
+    .map_err(Failure::runtime)?;
     if let Some(addr) = control {
         let rules = rules.clone();
         runtime.block_on(async {
@@ -57,14 +64,12 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         (None, None, Some((program, rest))) => {
             let mut command = tokio::process::Command::new(program);
             command.args(rest);
-            until_signal(runtime, |stop| {
-                stdio::run(command, rules, trajectory, tokio::io::stdin(), tokio::io::stdout(), stop)
-            })
+            until_signal(runtime, |stop| stdio::run(command, rules, trajectory, pipes::stdin(), pipes::stdout(), stop))
         }
         (None, Some(upstream), None) => {
             let url = upstream_url(upstream).map_err(Failure::usage)?;
             until_signal(runtime, |stop| {
-                stdio_http::run(url.as_str(), rules, trajectory, tokio::io::stdin(), tokio::io::stdout(), stop)
+                stdio_http::run(url.as_str(), rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
             })
         }
         (Some(listen), Some(upstream), None) => {

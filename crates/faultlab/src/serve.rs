@@ -13,7 +13,6 @@ use faultlab_wire::MAX_LINE_BYTES;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::net::unix::pipe;
 use tokio_util::sync::CancellationToken;
 
 const DEFAULT_HOST: &str = "127.0.0.1";
@@ -29,13 +28,7 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
             if args.host.is_some() || args.port.is_some() || args.path.is_some() {
                 return Err(Failure::usage(anyhow::anyhow!("--host, --port and --path require --transport http")));
             }
-            // One thread: a stdio connection is one stream of messages, and hand-offs between worker threads cost
-            // more than they win (about 11 context switches per ping round trip on the multi-thread runtime).
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .context("cannot start the async runtime")
-                .map_err(Failure::runtime)?;
+            let runtime = crate::pipes::runtime().map_err(Failure::runtime)?;
             let served = runtime.block_on(serve_stdio(probe));
             // Reading stdin blocks a runtime thread that nothing can interrupt; dropping the runtime would wait for
             // it (until the client closes stdin). The process is about to exit, so leave it be.
@@ -62,7 +55,7 @@ async fn serve_stdio(probe: Option<ProbeConfig>) -> anyhow::Result<()> {
         session: None,
     };
     let engine = scope.engine.clone();
-    let (stdin, stdout) = (stdio_in(), stdio_out());
+    let (stdin, stdout) = (crate::pipes::stdin(), crate::pipes::stdout());
     match probe {
         Some(config) => {
             stdio::serve(ProbeServer::new(config, Some(scope)), engine, stdin, stdout, MAX_LINE_BYTES).await?
@@ -106,25 +99,4 @@ async fn stop_on_signal(shutdown: CancellationToken) {
     tokio::time::sleep(SHUTDOWN_GRACE).await;
     eprintln!("faultlab: streams still open after {} s; exiting", SHUTDOWN_GRACE.as_secs());
     std::process::exit(0);
-}
-
-/// The process's stdin: a non-blocking pipe when it is one (read on the runtime's own thread, no hand-off to a
-/// blocking thread per read), else tokio's stdin.
-fn stdio_in() -> Box<dyn tokio::io::AsyncRead + Unpin + Send> {
-    use std::os::fd::AsFd as _;
-    let pipe = std::io::stdin().as_fd().try_clone_to_owned().ok().and_then(|fd| pipe::Receiver::from_owned_fd(fd).ok());
-    match pipe {
-        Some(pipe) => Box::new(pipe),
-        None => Box::new(tokio::io::stdin()),
-    }
-}
-
-/// The process's stdout, as [`stdio_in`] does for stdin.
-fn stdio_out() -> Box<dyn tokio::io::AsyncWrite + Unpin + Send> {
-    use std::os::fd::AsFd as _;
-    let pipe = std::io::stdout().as_fd().try_clone_to_owned().ok().and_then(|fd| pipe::Sender::from_owned_fd(fd).ok());
-    match pipe {
-        Some(pipe) => Box::new(pipe),
-        None => Box::new(tokio::io::stdout()),
-    }
 }
