@@ -49,6 +49,10 @@ struct State {
     history: History,
 }
 
+/// Where a reply held by `out_of_order` waits for the next reply to release it. Engines that serve one
+/// connection between them (the proxy's per-request HTTP engines) share one.
+pub type HeldSlot = std::sync::Arc<Mutex<Option<crate::catalogue::out_of_order::Release>>>;
+
 /// The last replies to `tools/call` requests that no fault fired on: per tool (for `stale`) and overall (for
 /// `replayed`). Bounded by [`MAX_REMEMBERED_TOOLS`] and [`MAX_REMEMBERED_REPLY_BYTES`].
 #[derive(Default)]
@@ -83,11 +87,21 @@ impl History {
 pub struct Engine {
     state: Mutex<State>,
     recorder: Recorder,
+    held: HeldSlot,
 }
 
 impl Engine {
     pub fn new(recorder: Recorder) -> Self {
-        Self { state: Mutex::default(), recorder }
+        Self::sharing_held(recorder, HeldSlot::default())
+    }
+
+    /// An engine whose `out_of_order` hold is shared with other engines of the same connection.
+    pub fn sharing_held(recorder: Recorder, held: HeldSlot) -> Self {
+        Self { state: Mutex::default(), recorder, held }
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, Option<crate::catalogue::out_of_order::Release>> {
+        self.held.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn recorder(&self) -> &Recorder {
@@ -180,15 +194,27 @@ impl Engine {
             }
             _ => None,
         };
+        // A reply held by `out_of_order` goes out once this one has been written: it has been overtaken.
+        let overtaken = if frame.is_reply() { self.held().take() } else { None };
         let Some((id, fault, request, earlier)) = fired else {
-            return (None, vec![WireAction::Send(frame.bytes().clone())]);
+            let mut actions = vec![WireAction::Send(frame.bytes().clone())];
+            actions.extend(overtaken.map(WireAction::Release));
+            return (None, actions);
         };
         // The late-response fault was already reported when the cancel arrived; swallowing the framework's
         // reply is its second half, not a second activation.
         if fault != FaultKind::LateResponse {
             self.recorder.record(Event::FaultActivated { fault: fault.name().into(), request_id: id.to_value() });
         }
-        let actions = fault.apply_with(Reply { frame, request: request.as_ref() }, &earlier);
+        let mut actions = match fault {
+            FaultKind::OutOfOrder { max_hold_ms } => {
+                let release = crate::catalogue::out_of_order::Release::default();
+                *self.held() = Some(release.clone());
+                crate::catalogue::out_of_order::hold(Reply { frame, request: request.as_ref() }, max_hold_ms, &release)
+            }
+            _ => fault.apply_with(Reply { frame, request: request.as_ref() }, &earlier),
+        };
+        actions.extend(overtaken.map(WireAction::Release));
         (Some(fault), actions)
     }
 
@@ -198,6 +224,10 @@ impl Engine {
         state.armed.clear();
         state.requests.clear();
         state.history = History::default();
+        drop(state);
+        if let Some(held) = self.held().take() {
+            held.fire();
+        }
     }
 }
 
@@ -324,6 +354,19 @@ mod tests {
         }
         engine.clear();
         assert!(engine.state().history.earlier(Some("tool1")).any_tool.is_none());
+    }
+
+    #[test]
+    fn out_of_order_holds_a_reply_until_the_next_one_releases_it() {
+        let engine = Engine::new(Recorder::discard());
+        engine.arm(7.into(), FaultKind::OutOfOrder { max_hold_ms: 1000 }).unwrap();
+        let held = engine.outbound(&frame(RESULT));
+        let WireAction::AwaitRelease { release, .. } = &held[0] else { panic!("{held:?}") };
+        assert!(matches!(&held[1], WireAction::Send(b) if b.as_ref() == RESULT.as_bytes()));
+        let next = frame(r#"{"jsonrpc":"2.0","id":8,"result":{}}"#);
+        let after = engine.outbound(&next);
+        assert_eq!(after, vec![WireAction::Send(next.bytes().clone()), WireAction::Release(release.clone())]);
+        assert_eq!(engine.outbound(&next).len(), 1, "released once");
     }
 
     #[test]

@@ -30,7 +30,7 @@ impl Outlet {
     /// Queues `steps`; anything after a pause is queued when the pause has elapsed. Returns false when the
     /// writer is gone (the connection has closed), in which case there is nobody to write to.
     pub fn send(&self, steps: Vec<Step>) -> bool {
-        let Some(pause_at) = steps.iter().position(|s| matches!(s, Step::Pause(_))) else {
+        let Some(pause_at) = steps.iter().position(|s| matches!(s, Step::Pause(_) | Step::Await { .. })) else {
             return steps.is_empty() || self.tx.send(steps).is_ok();
         };
         let mut now = steps;
@@ -48,6 +48,12 @@ impl Outlet {
                             return;
                         }
                         tokio::time::sleep(d).await;
+                    }
+                    Step::Await { release, max } => {
+                        if !batch.is_empty() && tx.send(std::mem::take(&mut batch)).is_err() {
+                            return;
+                        }
+                        release.wait(max).await;
                     }
                     other => batch.push(other),
                 }
@@ -126,6 +132,9 @@ async fn perform<W: AsyncWrite + Unpin>(
                 written(&bytes);
             }
             Step::Gap(d) | Step::Pause(d) => tokio::time::sleep(d).await,
+            // Split off by `Outlet::send`; never queued, so nothing to wait for here.
+            Step::Await { .. } => {}
+            Step::Release(release) => release.fire(),
             Step::Close => {
                 recorder.record(Event::Transport {
                     outcome: TransportEventKind::ClosureRequested,

@@ -3,6 +3,7 @@
 //! Rendering is pure; the transport performs the [`Step`]s in order (writing, flushing after each write,
 //! sleeping on pauses, closing).
 
+use crate::catalogue::out_of_order::Release;
 use crate::catalogue::{Framing, WireAction};
 use bytes::{Bytes, BytesMut};
 use faultlab_wire::SseEvent;
@@ -28,6 +29,10 @@ pub enum Step {
     Close,
     /// Replace the HTTP response with this status (only meaningful before any body byte is sent).
     Status { status: u16, retry_after_sec: Option<u32>, body: Bytes },
+    /// Hold the rest of this reply until the release fires or `max` passes; other messages keep flowing.
+    Await { release: Release, max: Duration },
+    /// Fire this release: everything before it has been written.
+    Release(Release),
 }
 
 /// Steps for a newline-delimited stream (stdio).
@@ -43,6 +48,8 @@ pub fn line(action: &WireAction) -> Vec<Step> {
         WireAction::Close => vec![Step::Close],
         // stdio has no status line: the JSON-RPC error stands in for the whole HTTP answer.
         WireAction::HttpStatus { body, .. } => vec![Step::Write(terminated(body, b"\n"))],
+        WireAction::AwaitRelease { release, max } => vec![Step::Await { release: release.clone(), max: *max }],
+        WireAction::Release(release) => vec![Step::Release(release.clone())],
     }
 }
 
@@ -65,6 +72,8 @@ pub fn sse(action: &WireAction, event_id: Option<&str>) -> Vec<Step> {
         WireAction::HttpStatus { status, retry_after_sec, body } => {
             vec![Step::Status { status: *status, retry_after_sec: *retry_after_sec, body: body.clone() }]
         }
+        WireAction::AwaitRelease { release, max } => vec![Step::Await { release: release.clone(), max: *max }],
+        WireAction::Release(release) => vec![Step::Release(release.clone())],
     }
 }
 

@@ -132,9 +132,16 @@ async fn json(response: Response, mut exchange: Exchange) -> Response {
         observer(&frame, fired.as_ref(), &actions);
     }
     match actions.as_slice() {
-        [WireAction::Send(out)] => {
+        // A reply that overtakes one held by `out_of_order` stays a plain JSON body; the held reply may go once
+        // this one is on its way.
+        [WireAction::Send(out), releases @ ..] if releases.iter().all(|a| matches!(a, WireAction::Release(_))) => {
             parts.headers.remove(header::CONTENT_LENGTH);
             exchange.end();
+            for release in releases {
+                if let WireAction::Release(release) = release {
+                    release.fire();
+                }
+            }
             Response::from_parts(parts, Body::from(out.clone()))
         }
         [WireAction::HttpStatus { status, retry_after_sec, body }, ..] => {
@@ -328,6 +335,9 @@ fn writer(mut queue: mpsc::UnboundedReceiver<Batch>, mut exchange: Exchange) -> 
                         }
                     }
                     Step::Gap(d) | Step::Pause(d) => tokio::time::sleep(d).await,
+                    // Split off by `Outlet::send`; never queued, so nothing to wait for here.
+                    Step::Await { .. } => {}
+                    Step::Release(release) => release.fire(),
                     Step::Close => {
                         let request_id = exchange.request_id.as_ref().map(MessageId::to_value);
                         exchange.recorder.record(Event::Transport {

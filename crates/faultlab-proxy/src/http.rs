@@ -12,13 +12,14 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use faultlab_engine::engine::HeldSlot;
 use faultlab_engine::recorder::FrameAction;
 use faultlab_engine::{Engine, FaultKind};
 use faultlab_http::body::{self, Exchange};
 use faultlab_http::guard::AllowedHosts;
 use faultlab_http::rpc_error;
 use faultlab_wire::Frame;
-use http::{HeaderMap, StatusCode, header};
+use http::{StatusCode, header};
 use http_body_util::{BodyExt, Limited};
 use serde_json::json;
 use std::sync::Arc;
@@ -71,6 +72,9 @@ impl HttpUpstream {
 }
 
 struct Proxy {
+    /// The one `out_of_order` hold of the whole front: a reply held on one request's response is released by the
+    /// next reply on any other.
+    held: HeldSlot,
     options: HttpProxyOptions,
     rules: SharedRules,
     trajectory: Arc<Trajectory>,
@@ -93,6 +97,7 @@ pub async fn serve(
         trajectory.started(rules.seed(), rules.len());
     }
     let proxy = Arc::new(Proxy {
+        held: HeldSlot::default(),
         options,
         rules,
         trajectory: trajectory.clone(),
@@ -123,13 +128,13 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     };
     if parts.method != http::Method::POST {
         // GET streams and DELETE pass untouched: rules act on requests, which only POST carries.
-        return forward(&proxy, parts.method, &parts.headers, bytes, None).await;
+        return forward(&proxy, &parts, bytes, None).await;
     }
     let frame = Frame::parse(bytes.clone());
     let fired = proxy.rules.lock().unwrap_or_else(|e| e.into_inner()).decide(&frame, proxy.start.elapsed());
     // One engine per exchange: over HTTP a reply always comes on the response of the POST that carried its
     // request, so faults armed here fire there and cannot meet another client's equal id.
-    let engine = Arc::new(Engine::new(proxy.trajectory.recorder().clone()));
+    let engine = Arc::new(Engine::sharing_held(proxy.trajectory.recorder().clone(), proxy.held.clone()));
     engine.inbound(&frame);
     let executed = fired.as_ref().is_none_or(|f| f.mode == Mode::After);
     let exchange = {
@@ -140,7 +145,7 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     };
     let Some(Fired { rule, mode, fault }) = fired else {
         proxy.trajectory.client_frame(&frame, FrameAction::Forwarded, None, None, 1);
-        let response = forward(&proxy, parts.method, &parts.headers, bytes, Some(&frame)).await;
+        let response = forward(&proxy, &parts, bytes, Some(&frame)).await;
         return body::wrap(response, exchange).await;
     };
     if let Some(id) = frame.id() {
@@ -149,7 +154,7 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     match (mode, &fault) {
         (Mode::After, _) => {
             proxy.trajectory.client_frame(&frame, FrameAction::Forwarded, Some(&rule), Some(&fault), 1);
-            let response = forward(&proxy, parts.method, &parts.headers, bytes, Some(&frame)).await;
+            let response = forward(&proxy, &parts, bytes, Some(&frame)).await;
             body::wrap(response, exchange).await
         }
         (Mode::Before, FaultKind::Latency { delay_ms }) => {
@@ -157,7 +162,7 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
             engine.disarm(&frame.id().cloned().unwrap_or_else(|| 0.into()));
             // This request's own task waits; other requests are served meanwhile.
             tokio::time::sleep(Duration::from_millis(*delay_ms)).await;
-            let response = forward(&proxy, parts.method, &parts.headers, bytes, Some(&frame)).await;
+            let response = forward(&proxy, &parts, bytes, Some(&frame)).await;
             body::wrap(response, exchange).await
         }
         // `instead`, and `before` with a disconnect: the upstream never sees the request.
@@ -186,19 +191,18 @@ fn aborted() -> Response {
 }
 
 /// Sends the request upstream and streams the answer back as it arrives.
-async fn forward(
-    proxy: &Proxy,
-    method: http::Method,
-    headers: &HeaderMap,
-    bytes: Bytes,
-    frame: Option<&Frame>,
-) -> Response {
+async fn forward(proxy: &Proxy, parts: &http::request::Parts, bytes: Bytes, frame: Option<&Frame>) -> Response {
     let (url, client) = match &proxy.upstream {
         HttpUpstream::Url { url, client } => (url, client),
-        HttpUpstream::Child(bridge) => return bridge.forward(method, frame).await,
+        HttpUpstream::Child(bridge) => return bridge.forward(parts.method.clone(), frame).await,
     };
-    let mut request = client.request(method, url.clone()).body(bytes);
-    for (name, value) in headers {
+    // The client's query string goes along (the path is the upstream's own).
+    let mut url = url.clone();
+    if let Some(query) = parts.uri.query() {
+        url.set_query(Some(query));
+    }
+    let mut request = client.request(parts.method.clone(), url.clone()).body(bytes);
+    for (name, value) in &parts.headers {
         if !HOP_BY_HOP.contains(&name.as_str()) {
             request = request.header(name, value);
         }

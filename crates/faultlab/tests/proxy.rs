@@ -286,3 +286,14 @@ async fn a_killed_proxy_takes_its_upstream_with_it() {
     .await;
     assert!(gone.is_ok(), "the upstream outlived a SIGKILLed proxy");
 }
+
+#[tokio::test]
+async fn out_of_order_lets_a_later_reply_overtake() {
+    let mut client = Client::proxied(&["--fault", "{match: {tool: delay, nth: 1}, fault: {type: out_of_order}}"]);
+    client.initialize().await;
+    client.call(1, "delay", json!({"delayMs": 1})).await;
+    client.call(2, "delay", json!({"delayMs": 30})).await;
+    let (first, second) = (client.recv().await, client.recv().await);
+    assert_eq!((first["id"].clone(), second["id"].clone()), (json!(2), json!(1)), "the held reply comes second");
+    assert_eq!(second["result"]["isError"], false, "unchanged, only late");
+}

@@ -28,6 +28,7 @@ mod malformed;
 mod missing_field;
 mod missing_id;
 mod non_json_line;
+pub mod out_of_order;
 mod oversized;
 mod partial_result;
 mod progress_after_result;
@@ -137,6 +138,11 @@ pub enum FaultKind {
     ServerOutage { duration_ms: u64 },
     /// 503 for this request, and the failure spreads: the next `spread` requests fail too, whatever their tool.
     CascadingFailure { spread: u32 },
+    /// The reply is held until the next reply on the connection has been written (at most `max_hold_ms`).
+    OutOfOrder {
+        #[serde(default = "out_of_order::default_max_hold_ms")]
+        max_hold_ms: u64,
+    },
 }
 
 fn default_missing_pointer() -> String {
@@ -177,6 +183,10 @@ pub enum WireAction {
     Close,
     /// Answer with an HTTP status instead (HTTP); stdio writes `body`, a JSON-RPC error, as a line.
     HttpStatus { status: u16, retry_after_sec: Option<u32>, body: Bytes },
+    /// Hold the rest of this reply until `release` is signalled, or `max` has passed (other messages keep flowing).
+    AwaitRelease { release: out_of_order::Release, max: Duration },
+    /// Signal `release` once everything before this action has been written.
+    Release(out_of_order::Release),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -241,6 +251,7 @@ impl FaultKind {
             Self::BurstFailure { .. } => "burst_failure",
             Self::ServerOutage { .. } => "server_outage",
             Self::CascadingFailure { .. } => "cascading_failure",
+            Self::OutOfOrder { .. } => "out_of_order",
         }
     }
 
@@ -271,6 +282,9 @@ impl FaultKind {
             }
             Self::BurstFailure { count } if count == 0 || count > MAX_BURST => {
                 Err(format!("count must be between 1 and {MAX_BURST}"))
+            }
+            Self::OutOfOrder { max_hold_ms } if max_hold_ms == 0 || max_hold_ms > MAX_LATENCY_MS => {
+                Err(format!("max_hold_ms must be between 1 and {MAX_LATENCY_MS}"))
             }
             Self::CascadingFailure { spread } if spread > MAX_BURST => {
                 Err(format!("spread must be between 0 and {MAX_BURST}"))
@@ -321,6 +335,10 @@ impl FaultKind {
             Self::Replayed => replayed::apply(reply, earlier.any_tool.as_ref()),
             Self::BurstFailure { .. } | Self::ServerOutage { .. } | Self::CascadingFailure { .. } => {
                 unavailable::apply(reply, self.name())
+            }
+            // Alone (no engine to release it early) the reply is simply held for its longest time.
+            Self::OutOfOrder { max_hold_ms } => {
+                out_of_order::hold(reply, max_hold_ms, &out_of_order::Release::default())
             }
         }
     }
@@ -403,6 +421,7 @@ pub(crate) mod tests {
             FaultKind::BurstFailure { count: 3 },
             FaultKind::ServerOutage { duration_ms: 1000 },
             FaultKind::CascadingFailure { spread: 2 },
+            FaultKind::OutOfOrder { max_hold_ms: 500 },
             FaultKind::RateLimit { retry_after_sec: Some(3) },
             FaultKind::AuthExpired,
             FaultKind::Forbidden,

@@ -1,0 +1,54 @@
+//! `out_of_order`: a reply overtaken by a later one.
+//!
+//! **What it does on the wire.** The reply is held back until the next reply on the connection has been written,
+//! then written itself, so two concurrent requests are answered in the reverse of the order the server answered
+//! them. If no other reply comes within `max_hold_ms` (default 1000 ms), it is written then. Over HTTP each reply
+//! keeps its own response stream; the held one is released when another request's reply has been written.
+//!
+//! **What a robust client should do.** Match replies by id, never by arrival order, and complete both requests
+//! correctly.
+//!
+//! **Example.** `{"type": "out_of_order"}`, `{"type": "out_of_order", "max_hold_ms": 200}`
+//!
+//! **How it is graded.** Both calls succeed with their own results; an observer counts one out-of-order reply.
+
+use super::{Reply, WireAction};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// The held reply's release signal: the writer of the overtaking reply fires it.
+#[derive(Debug, Clone, Default)]
+pub struct Release(Arc<Notify>);
+
+impl Release {
+    /// Lets the held reply go (if it is not waiting yet, it will not wait when it starts).
+    pub fn fire(&self) {
+        self.0.notify_one();
+    }
+
+    /// Waits for the release, at most `max`.
+    pub async fn wait(&self, max: Duration) {
+        let _ = tokio::time::timeout(max, self.0.notified()).await;
+    }
+}
+
+impl PartialEq for Release {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for Release {}
+
+pub(crate) fn default_max_hold_ms() -> u64 {
+    1000
+}
+
+/// The held reply: waits for `release` (at most `max_hold_ms`), then goes out unchanged.
+pub fn hold(reply: Reply<'_>, max_hold_ms: u64, release: &Release) -> Vec<WireAction> {
+    vec![
+        WireAction::AwaitRelease { release: release.clone(), max: Duration::from_millis(max_hold_ms) },
+        WireAction::Send(reply.frame.bytes().clone()),
+    ]
+}
