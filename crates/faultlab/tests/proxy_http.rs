@@ -254,7 +254,8 @@ async fn the_control_api_changes_rules_while_traffic_flows() {
 
 #[tokio::test]
 async fn out_of_order_over_http_releases_the_held_reply_after_the_next_one() {
-    let (_children, target) = proxied(&["--fault", "{match: {tool: delay, nth: 1}, fault: {type: out_of_order, max_hold_ms: 5000}}"]).await;
+    let (_children, target) =
+        proxied(&["--fault", "{match: {tool: delay, nth: 1}, fault: {type: out_of_order, max_hold_ms: 5000}}"]).await;
     let connection = Connection::open(&target, Era::Legacy, SETUP).await.unwrap();
     // The server answers the first call (1 ms) long before the second (200 ms); held, the first arrives after.
     let first = connection.call_tool("delay", json!({"delayMs": 1}), DEADLINE);
