@@ -2,8 +2,9 @@
 # Runs every test of the project:
 #   1. formatting and lints (rustfmt, clippy with warnings as errors);
 #   2. the Rust test suite of the whole workspace;
-#   3. the official MCP conformance suite: its server scenarios against `faultlab serve --transport http`, and
-#      its client scenarios with the reference client as the client under test;
+#   3. the official MCP conformance suite: its server scenarios against `faultlab serve --transport http`, its
+#      client scenarios with the reference client as the client under test, and its server scenarios against
+#      the Node reference server directly and through `faultlab proxy` (the results must be the same);
 #   4. real-SDK interop: the official Python MCP SDK against `faultlab serve` over stdio and HTTP, and through
 #      `faultlab proxy` in front of the real filesystem server (a fault of each category, idempotency on disk);
 #   5. JUnit output (demo, run: passing, failing, not run) validated against the common junit-10.xsd;
@@ -19,6 +20,7 @@ cargo test --workspace --locked
 export FAULTLAB_BIN="$PWD/target/debug/faultlab"
 scripts/conformance.sh
 scripts/conformance-client.sh
+scripts/conformance-proxy.sh
 scripts/interop-python.sh
 scripts/proxy-filesystem.sh
 scripts/junit-validate.sh
