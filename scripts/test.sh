@@ -7,6 +7,8 @@
 #      the Node reference server directly and through `faultlab proxy` (the results must be the same);
 #   4. real-SDK interop: the official Python MCP SDK against `faultlab serve` over stdio and HTTP, and through
 #      `faultlab proxy` in front of the real filesystem server (a fault of each category, idempotency on disk);
+#      The interoperability matrix (Python, TypeScript and rmcp SDK clients × every fault × transport) must
+#      reproduce docs/compatibility.md;
 #   5. JUnit output (demo, run: passing, failing, not run) validated against the common junit-10.xsd;
 #   6. the diagnose HTML report opened in headless Chromium (Debian's package, installed by the script).
 # Steps 3 to 6 install their own pinned Node and Python dependencies under .cache/ (git-ignored).
@@ -23,5 +25,6 @@ scripts/conformance-client.sh
 scripts/conformance-proxy.sh
 scripts/interop-python.sh
 scripts/proxy-filesystem.sh
+scripts/interop-matrix.sh
 scripts/junit-validate.sh
 scripts/diagnose-html.sh

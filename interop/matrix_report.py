@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""Turns the interop matrix clients' raw records into docs/compatibility.json and docs/compatibility.md, and
+compares two such JSON files.
+
+  matrix_report.py build --cases interop/matrix-cases.json --out-dir DIR RAW.jsonl...
+  matrix_report.py compare COMMITTED.json NEW.json      # prints per-cell changes and `N passed, M failed`
+
+Only deterministic fields are kept: elapsed times become buckets ("<1s", "deadline", "beyond deadline"), error
+messages lose ports and are shortened. The expectation of what a robust client surfaces lives in ONE table below.
+Standard library only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+TRANSPORTS = ["stdio", "http-2026-07-28", "http-2025-11-25"]
+SDKS = ["python", "typescript", "rmcp"]
+FAILURE = {"error", "transport_loss"}
+SURFACED = {"error", "transport_loss", "timeout"}
+
+# What a robust client should surface, per tool: (allowed outcomes, elapsed bucket required or None,
+# next call on the same connection must work: True / None = not judged, text). `delay` depends on its argument and
+# `protocol_ping_liveness` on the era; both are resolved in expectation_for().
+EXPECTATIONS: dict[str, tuple[set[str], str | None, bool | None, str]] = {
+    "ping": ({"result"}, "<1s", True, "result at once; next call ok"),
+    "delay<deadline": ({"result"}, "<1s", True, "result after the delay; next call ok"),
+    "delay>deadline": ({"timeout"}, "deadline", True, "timeout at the deadline; next call ok"),
+    "hang": ({"timeout"}, "deadline", True, "timeout at the deadline; next call ok"),
+    "disconnect": (FAILURE, "<1s", None,
+                   "transport failure or error at once, never a result or a wait for the deadline"),
+    "malformed_message": (SURFACED, None, True, "error or timeout, never a result; next call ok"),
+    "duplicate_response": ({"result"}, "<1s", True, "result (the duplicate ignored); next call ok"),
+    "response_after_cancellation": ({"timeout"}, "deadline", True,
+                                    "timeout at the deadline, the late result ignored; next call ok"),
+    "session_loss:during_request": (FAILURE, "<1s", None, "error or transport failure at once, never a hang"),
+    "session_loss:after_response": ({"result"}, "<1s", None,
+                                    "result (the session is lost afterwards; the next call is not judged)"),
+    "protocol_ping_liveness": ({"result"}, "<1s", True,
+                               "result: the client answered the server's ping; next call ok"),
+    "protocol_ping_liveness:2026": ({"result", "tool_error"}, "<1s", True,
+                                    "result or tool error (the stateless era has no server-to-client request "
+                                    "channel, the server reports `unsupported`); next call ok"),
+    "wrong_id": (SURFACED, None, True, "timeout or error, never a result for an id never sent; next call ok"),
+    "missing_id": (SURFACED, None, True, "timeout or error, never a result; next call ok"),
+    "truncated_response": (SURFACED, None, True, "timeout or error, never a result; next call ok"),
+    "non_json_line": ({"result", "error"}, "<1s", True,
+                      "result (the stray line skipped) or an error at once, never a timeout; next call ok"),
+    "framing:crlf": ({"result"}, "<1s", True, "result; next call ok"),
+    "framing:bom": ({"result", "error"}, "<1s", True, "result or an error at once, never a timeout; next call ok"),
+    "oversized_response": ({"result"}, "<1s", True, "result; next call ok"),
+    "split_response": ({"result"}, "<1s", True, "result (the parts reassembled); next call ok"),
+    "progress_after_result": ({"result"}, "<1s", True, "result (the late progress ignored); next call ok"),
+    "list_changed_storm": ({"result"}, "<1s", True, "result; next call ok"),
+    "http_status": (FAILURE, "<1s", None, "error at once naming the status, never a result or a timeout"),
+}
+
+
+def expectation_for(tool: str, args: dict, transport: str, deadline_ms: int):
+    if tool == "delay":
+        key = "delay<deadline" if args.get("delayMs", 0) < deadline_ms else "delay>deadline"
+    elif tool == "protocol_ping_liveness" and transport == "http-2026-07-28":
+        key = "protocol_ping_liveness:2026"
+    elif tool == "session_loss":
+        key = f"session_loss:{args.get('activation')}"
+    elif tool == "framing":
+        key = f"framing:{args.get('style')}"
+    else:
+        key = tool
+    return EXPECTATIONS[key]
+
+
+def bucket(rec: dict, deadline_ms: int) -> str:
+    if rec.get("outcome") == "hang":
+        return "beyond deadline"
+    ms = rec.get("elapsedMs")
+    if ms is None:
+        return "n/a"
+    if ms < 1000:
+        return "<1s"
+    return "deadline" if ms < deadline_ms + 1000 else "beyond deadline"
+
+
+def short(msg: str) -> str:
+    msg = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:PORT", msg)
+    msg = re.sub(r"localhost:\d+", "localhost:PORT", msg)
+    msg = re.sub(r"Transport \[rmcp::[^\]]*\] error", "transport error", msg)
+    msg = msg.split("\n")[0].strip()
+    return msg if len(msg) <= 90 else msg[:87] + "..."
+
+
+def detail(rec: dict) -> str:
+    if rec.get("outcome") in ("result", "tool_error"):
+        text = rec.get("text") or ""
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return short(text.rstrip("x"))
+        if isinstance(value, dict):
+            if isinstance(value.get("protocolPing"), dict):
+                return f"protocolPing: {value['protocolPing'].get('outcome')}"
+            if "status" in value:
+                return f"status: {value['status']}"
+        return ""
+    kind = rec.get("errorType") or "?"
+    if rec.get("errorCode") is not None:
+        kind += f" {rec['errorCode']}"
+    return f"{kind}: {short(rec.get('message') or '')}"
+
+
+def normalise(rec: dict, deadline_ms: int) -> dict:
+    outcome = rec.get("outcome", "error")
+    elapsed = bucket(rec, deadline_ms)
+    allowed, want_bucket, want_next, text = expectation_for(rec["tool"], rec["args"], rec["transport"], deadline_ms)
+    meets = outcome in allowed and (want_bucket is None or elapsed == want_bucket)
+    if want_next:
+        meets = meets and rec.get("nextCallOk") is True
+    return {
+        "sdk": rec["sdk"],
+        "sdkVersion": rec["sdkVersion"],
+        "transport": rec["transport"],
+        "tool": rec["tool"],
+        "args": rec["args"],
+        "outcome": outcome,
+        "detail": detail(rec),
+        "elapsedMs": elapsed,
+        "nextCallOk": rec.get("nextCallOk"),
+        "meetsExpectation": meets,
+        "expectation": text,
+    }
+
+
+def case_label(tool: str, args: dict) -> str:
+    if not args:
+        return f"`{tool}`"
+    inner = ", ".join(f"{k}: {v}" for k, v in args.items())
+    return f"`{tool}` {{{inner}}}"
+
+
+def key(r: dict) -> tuple:
+    return (r["sdk"], r["transport"], r["tool"], json.dumps(r["args"], sort_keys=True))
+
+
+def build(argv: list[str]) -> int:
+    cases_path = argv[argv.index("--cases") + 1]
+    out_dir = Path(argv[argv.index("--out-dir") + 1])
+    raws = [a for i, a in enumerate(argv) if not a.startswith("--") and argv[i - 1] not in ("--cases", "--out-dir")]
+    spec = json.loads(Path(cases_path).read_text(encoding="utf-8"))
+    deadline_ms = spec["deadlineMs"]
+    order = {(c["tool"], json.dumps(c["args"], sort_keys=True)): i for i, c in enumerate(spec["cases"])}
+    records = []
+    for raw in raws:
+        for line in Path(raw).read_text(encoding="utf-8").splitlines():
+            line = line.strip()
+            if line.startswith("{"):
+                records.append(normalise(json.loads(line), deadline_ms))
+    records.sort(key=lambda r: (SDKS.index(r["sdk"]), TRANSPORTS.index(r["transport"]),
+                                order[(r["tool"], json.dumps(r["args"], sort_keys=True))]))
+    seen = set()
+    for r in records:
+        if key(r) in seen:
+            raise SystemExit(f"duplicate record {key(r)}")
+        seen.add(key(r))
+    versions = {r["sdk"]: r["sdkVersion"] for r in records}
+    covered = {sdk: [t for t in TRANSPORTS if any(r["sdk"] == sdk and r["transport"] == t for r in records)]
+               for sdk in SDKS if sdk in versions}
+    doc = {"deadlineMs": deadline_ms, "sdks": [{"sdk": s, "version": versions[s], "transports": covered[s]}
+                                               for s in covered], "cells": records}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "compatibility.json").write_text(json.dumps(doc, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out_dir / "compatibility.md").write_text(markdown(doc, spec), encoding="utf-8")
+    met = sum(r["meetsExpectation"] for r in records)
+    print(f"matrix_report: {len(records)} cells, {met} meet the expectation", file=sys.stderr)
+    return 0
+
+
+def markdown(doc: dict, spec: dict) -> str:
+    deadline_ms = doc["deadlineMs"]
+    cells = {key(r): r for r in doc["cells"]}
+    columns = [(s["sdk"], t) for s in doc["sdks"] for t in s["transports"]]
+    total = len(doc["cells"])
+    met = sum(r["meetsExpectation"] for r in doc["cells"])
+    out = [
+        "# Compatibility: the fault suite against real MCP SDK clients",
+        "",
+        "Generated by `scripts/interop-matrix.sh --record` (do not edit by hand); the same data is in",
+        "[`compatibility.json`](compatibility.json). Each cell is a real observation: a fresh connection (stdio: a",
+        "fresh `faultlab serve` process) calls the fault tool with a "
+        f"{deadline_ms / 1000:g} s client deadline, then calls `ping` on the same connection.",
+        "CI reruns the matrix and fails when any observation changes, so a change in behaviour is re-recorded on purpose.",
+        "",
+        "| SDK | version | transports |",
+        "|---|---|---|",
+    ]
+    for s in doc["sdks"]:
+        missing = [t for t in TRANSPORTS if t not in s["transports"]]
+        note = f" (not {', '.join(missing)}: the SDK does not speak it)" if missing else ""
+        out.append(f"| {s['sdk']} | {s['version']} | {', '.join(s['transports'])}{note} |")
+    out += [
+        "",
+        f"**{total} cells, {met} meet the expectation of a robust client, {total - met} do not.** "
+        "stdio connections use `initialize` at 2025-11-25; `http-2026-07-28` uses `server/discover`.",
+        "",
+        "Cell: outcome (elapsed bucket), `next ok` / `next ✗` whether the following `ping` on the same connection "
+        "worked, ✅ meets the expectation, ❌ does not; `—` the fault does not exist on that transport.",
+        "",
+        "| fault | " + " | ".join(f"{s}<br>{t}" for s, t in columns) + " |",
+        "|---|" + "---|" * len(columns),
+    ]
+    for c in spec["cases"]:
+        row = [case_label(c["tool"], c["args"])]
+        for s, t in columns:
+            r = cells.get((s, t, c["tool"], json.dumps(c["args"], sort_keys=True)))
+            if r is None:
+                row.append("—")
+                continue
+            nxt = {True: "next ok", False: "next ✗", None: "next n/a"}[r["nextCallOk"]]
+            row.append(f"{'✅' if r['meetsExpectation'] else '❌'} {r['outcome']} ({r['elapsedMs']}), {nxt}")
+        out.append("| " + " | ".join(row) + " |")
+    out += ["", "## Expectations", "", "| fault | a robust client |", "|---|---|"]
+    seen = set()
+    for c in spec["cases"]:
+        for t in TRANSPORTS:
+            if t not in c.get("transports", spec["transports"]):
+                continue
+            text = expectation_for(c["tool"], c["args"], t, deadline_ms)[3]
+            label = case_label(c["tool"], c["args"])
+            if (label, text) in seen:
+                continue
+            seen.add((label, text))
+            suffix = f" ({t})" if c["tool"] == "protocol_ping_liveness" else ""
+            out.append(f"| {label}{suffix} | {text} |")
+    for s in doc["sdks"]:
+        out += ["", f"## {s['sdk']} ({s['version']})", "",
+                "| transport | fault | outcome | detail | elapsed | next call | meets |", "|---|---|---|---|---|---|---|"]
+        for r in doc["cells"]:
+            if r["sdk"] != s["sdk"]:
+                continue
+            det = r["detail"].replace("|", "\\|")
+            out.append(f"| {r['transport']} | {case_label(r['tool'], r['args'])} | {r['outcome']} | {det} | "
+                       f"{r['elapsedMs']} | {json.dumps(r['nextCallOk'])} | {'yes' if r['meetsExpectation'] else 'no'} |")
+    out += ["", "## Run it against your own client", "",
+            "`scripts/interop-matrix.sh` runs the matrix (`--record` rewrites this file). To add your client, write a",
+            "program like `interop/python/matrix_client.py` that reads `interop/matrix-cases.json` and prints one",
+            "record per cell, and add it to the script.", ""]
+    return "\n".join(out)
+
+
+def compare(argv: list[str]) -> int:
+    old = {key(r): r for r in json.loads(Path(argv[0]).read_text(encoding="utf-8"))["cells"]}
+    new = {key(r): r for r in json.loads(Path(argv[1]).read_text(encoding="utf-8"))["cells"]}
+    passed = failed = 0
+    for k in sorted(set(old) | set(new)):
+        if old.get(k) == new.get(k):
+            passed += 1
+            continue
+        failed += 1
+        o, n = old.get(k), new.get(k)
+        if o is None:
+            print(f"CHANGED {k}: not in the committed table", file=sys.stderr)
+        elif n is None:
+            print(f"CHANGED {k}: not observed in this run", file=sys.stderr)
+        else:
+            diffs = {f: (o.get(f), n.get(f)) for f in sorted(set(o) | set(n)) if o.get(f) != n.get(f)}
+            print(f"CHANGED {k}: " + "; ".join(f"{f}: {a!r} -> {b!r}" for f, (a, b) in diffs.items()),
+                  file=sys.stderr)
+    print(f"{passed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
+def main() -> int:
+    if len(sys.argv) < 2 or sys.argv[1] not in ("build", "compare"):
+        print(__doc__, file=sys.stderr)
+        return 2
+    return build(sys.argv[2:]) if sys.argv[1] == "build" else compare(sys.argv[2:])
+
+
+if __name__ == "__main__":
+    sys.exit(main())
