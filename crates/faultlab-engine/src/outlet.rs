@@ -7,7 +7,7 @@
 
 use crate::recorder::{Event, Recorder, TransportEventKind};
 use crate::render::Step;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
@@ -86,71 +86,108 @@ pub enum WriterEnd {
 
 /// The single writer of a byte stream (a stdio pipe): performs queued batches in order until `done` fires (then
 /// writes what is already queued and stops) or a `Close` step closes the stream. Replies still held by a latency
-/// pause when `done` fires are dropped: their reader has gone. `written` is told about every write (for ledgers).
+/// pause when `done` fires are dropped: their reader has gone. `written` is told about every frame written.
+///
+/// Frames already queued together are written with one write and one flush (pipelined traffic would otherwise
+/// cost a system call per frame); a pause, a release or a close first writes everything before it.
 pub async fn write_stream<W: AsyncWrite + Unpin>(
-    mut output: W,
+    output: W,
     mut queue: mpsc::UnboundedReceiver<Batch>,
     mut done: mpsc::UnboundedReceiver<()>,
     recorder: &Recorder,
     written: impl Fn(&Bytes),
 ) -> std::io::Result<WriterEnd> {
+    let mut writer = Coalescing { output, pending: BytesMut::new(), recorder, written };
     loop {
         let batch = tokio::select! {
             biased;
             batch = queue.recv() => batch,
             _ = done.recv() => {
                 while let Ok(batch) = queue.try_recv() {
-                    if perform(&mut output, batch, recorder, &written).await? == WriterEnd::Closed {
+                    if writer.batch(batch).await? == WriterEnd::Closed {
                         return Ok(WriterEnd::Closed);
                     }
                 }
-                let _ = output.shutdown().await;
+                writer.flush().await?;
+                let _ = writer.output.shutdown().await;
                 return Ok(WriterEnd::Finished);
             }
         };
         let Some(batch) = batch else {
+            writer.flush().await?;
             return Ok(WriterEnd::Finished);
         };
-        if perform(&mut output, batch, recorder, &written).await? == WriterEnd::Closed {
+        if writer.batch(batch).await? == WriterEnd::Closed {
             return Ok(WriterEnd::Closed);
         }
-    }
-}
-
-async fn perform<W: AsyncWrite + Unpin>(
-    output: &mut W,
-    batch: Batch,
-    recorder: &Recorder,
-    written: &impl Fn(&Bytes),
-) -> std::io::Result<WriterEnd> {
-    for step in batch {
-        match step {
-            // A status has no meaning on a byte stream; its JSON-RPC body stands in for it.
-            Step::Write(bytes) | Step::Status { body: bytes, .. } => {
-                output.write_all(&bytes).await?;
-                output.flush().await?;
-                written(&bytes);
-            }
-            Step::Gap(d) | Step::Pause(d) => tokio::time::sleep(d).await,
-            // Split off by `Outlet::send`; never queued, so nothing to wait for here.
-            Step::Await { .. } => {}
-            Step::Release(release) => release.fire(),
-            Step::Close => {
-                recorder.record(Event::Transport {
-                    outcome: TransportEventKind::ClosureRequested,
-                    request_id: None,
-                    detail: Some("closing the stream".into()),
-                });
-                let outcome = match output.shutdown().await {
-                    Ok(()) => TransportEventKind::Closed,
-                    Err(_) => TransportEventKind::CloseFailed,
-                };
-                recorder.record(Event::Transport { outcome, request_id: None, detail: None });
+        while let Ok(batch) = queue.try_recv() {
+            if writer.batch(batch).await? == WriterEnd::Closed {
                 return Ok(WriterEnd::Closed);
             }
         }
+        writer.flush().await?;
     }
-    Ok(WriterEnd::Finished)
+}
+
+/// Most bytes gathered before they are written, even if more frames are ready (256 KiB).
+const MAX_COALESCED_BYTES: usize = 256 * 1024;
+
+struct Coalescing<'a, W, F> {
+    output: W,
+    pending: BytesMut,
+    recorder: &'a Recorder,
+    written: F,
+}
+
+impl<W: AsyncWrite + Unpin, F: Fn(&Bytes)> Coalescing<'_, W, F> {
+    async fn flush(&mut self) -> std::io::Result<()> {
+        if !self.pending.is_empty() {
+            self.output.write_all(&self.pending).await?;
+            self.output.flush().await?;
+            self.pending.clear();
+        }
+        Ok(())
+    }
+
+    async fn batch(&mut self, batch: Batch) -> std::io::Result<WriterEnd> {
+        for step in batch {
+            match step {
+                // A status has no meaning on a byte stream; its JSON-RPC body stands in for it.
+                Step::Write(bytes) | Step::Status { body: bytes, .. } => {
+                    self.pending.extend_from_slice(&bytes);
+                    (self.written)(&bytes);
+                    if self.pending.len() >= MAX_COALESCED_BYTES {
+                        self.flush().await?;
+                    }
+                }
+                Step::Gap(d) | Step::Pause(d) => {
+                    self.flush().await?;
+                    tokio::time::sleep(d).await;
+                }
+                // Split off by `Outlet::send`; never queued, so nothing to wait for here.
+                Step::Await { .. } => {}
+                Step::Release(release) => {
+                    self.flush().await?;
+                    release.fire();
+                }
+                Step::Close => {
+                    self.flush().await?;
+                    self.recorder.record(Event::Transport {
+                        outcome: TransportEventKind::ClosureRequested,
+                        request_id: None,
+                        detail: Some("closing the stream".into()),
+                    });
+                    let outcome = match self.output.shutdown().await {
+                        Ok(()) => TransportEventKind::Closed,
+                        Err(_) => TransportEventKind::CloseFailed,
+                    };
+                    self.recorder.record(Event::Transport { outcome, request_id: None, detail: None });
+                    return Ok(WriterEnd::Closed);
+                }
+            }
+        }
+        Ok(WriterEnd::Finished)
+    }
 }
 
 #[cfg(test)]
