@@ -31,6 +31,9 @@
 //! group of its own (the proxy's or mcp-drill's Node child with it), killed when its measurement ends, when one
 //! wait stalls for [`STALL`], and at the end; the report says how many were left (0).
 
+mod common;
+
+use common::{Stats, cpu_us, fmt, package_version, proc_stat, version_of};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
@@ -135,46 +138,6 @@ impl Config {
 
 // ------------------------------------------------------------------------------------------------ statistics
 
-/// Summary of a sample, in the unit the samples were taken in (nearest-rank quantiles).
-#[derive(Clone, Copy, Debug)]
-struct Stats {
-    n: usize,
-    min: f64,
-    median: f64,
-    p99: f64,
-    max: f64,
-}
-
-impl Stats {
-    fn of(samples: &[f64]) -> Stats {
-        assert!(!samples.is_empty(), "no samples");
-        let mut s = samples.to_vec();
-        s.sort_by(f64::total_cmp);
-        let at = |q: f64| s[((s.len() - 1) as f64 * q).round() as usize];
-        Stats { n: s.len(), min: s[0], median: at(0.5), p99: at(0.99), max: s[s.len() - 1] }
-    }
-    fn json(&self) -> Value {
-        json!({"n": self.n, "min": self.min, "median": self.median, "p99": self.p99, "max": self.max})
-    }
-    /// min / median / max
-    fn spread(&self, unit: &str) -> String {
-        format!("{}{unit} / {}{unit} / {}{unit}", fmt(self.min), fmt(self.median), fmt(self.max))
-    }
-}
-
-fn fmt(x: f64) -> String {
-    let a = x.abs();
-    if a >= 100.0 {
-        format!("{x:.0}")
-    } else if a >= 10.0 {
-        format!("{x:.1}")
-    } else if a >= 0.1 {
-        format!("{x:.2}")
-    } else {
-        format!("{x:.3}")
-    }
-}
-
 /// Signed, with an explicit + for positive values.
 fn sfmt(x: f64) -> String {
     if x > 0.0 { format!("+{}", fmt(x)) } else { fmt(x) }
@@ -222,12 +185,6 @@ fn leftover_processes() -> usize {
         .count()
 }
 
-/// Fields after `pid (comm)` of /proc/PID/stat (comm may hold spaces).
-fn proc_stat(pid: &str) -> Option<Vec<String>> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    Some(stat.rsplit_once(')')?.1.split_whitespace().map(str::to_owned).collect())
-}
-
 /// A child process of `parent`.
 fn child_of(parent: u32) -> Option<u32> {
     let dir = std::fs::read_dir("/proc").ok()?;
@@ -236,22 +193,6 @@ fn child_of(parent: u32) -> Option<u32> {
         let ppid = proc_stat(&pid.to_string())?.get(1)?.parse::<u32>().ok()?;
         (ppid == parent).then_some(pid)
     })
-}
-
-/// Microseconds per clock tick of /proc/PID/stat (`getconf CLK_TCK`, 100 when unknown).
-static TICK_US: std::sync::OnceLock<f64> = std::sync::OnceLock::new();
-
-/// User + system CPU time of one process (all its threads) so far, µs (0 when it is gone).
-fn cpu_us_of(pid: u32) -> f64 {
-    let tick_us = *TICK_US.get_or_init(|| {
-        let out = Command::new("getconf").arg("CLK_TCK").stdin(Stdio::null()).output().ok();
-        let hz = out.and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse::<f64>().ok()).unwrap_or(100.0);
-        1e6 / hz
-    });
-    let Some(fields) = proc_stat(&pid.to_string()) else { return 0.0 };
-    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after `pid (comm)`.
-    let ticks: u64 = [11, 12].iter().filter_map(|&i| fields.get(i)?.parse::<u64>().ok()).sum();
-    ticks as f64 * tick_us
 }
 
 /// `--relay-floor CMD ARGS`: the least a stdio relay can do. Runs CMD and copies bytes both ways on two blocking
@@ -477,8 +418,8 @@ impl Peer {
 
     /// CPU time used so far (µs): by the relay process (0 when direct) and by the server process.
     fn cpu_us(&self) -> (f64, f64) {
-        let server = cpu_us_of(self.server_pid);
-        if self.server_pid == self.pgid { (0.0, server) } else { (cpu_us_of(self.pgid), server) }
+        let server = cpu_us(self.server_pid);
+        if self.server_pid == self.pgid { (0.0, server) } else { (cpu_us(self.pgid), server) }
     }
 
     fn send(&mut self, line: &str) -> Result<(), String> {
@@ -909,27 +850,6 @@ fn head_of_line(cfg: &Config, scratch: &Path) -> HeadOfLine {
 }
 
 // ------------------------------------------------------------------------------------------------ main
-
-fn version_of(cmd: &Path, args: &[&str]) -> String {
-    Command::new(cmd)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .ok()
-        .map(|o| {
-            let text = if o.stdout.is_empty() { o.stderr } else { o.stdout };
-            String::from_utf8_lossy(&text).trim().to_owned()
-        })
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".into())
-}
-
-fn package_version(js: &Path) -> String {
-    let manifest = js.parent().and_then(Path::parent).map(|p| p.join("package.json"));
-    let text = manifest.and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
-    let version = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["version"].as_str().map(str::to_owned));
-    version.unwrap_or_else(|| "unknown".into())
-}
 
 fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")

@@ -17,6 +17,9 @@
 //!
 //! Prints a Markdown table on stdout and writes the same figures as JSON.
 
+mod common;
+
+use common::{Stats, cpu_us, fmt, package_version, version_of};
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
@@ -105,45 +108,6 @@ impl Server {
 }
 
 // ------------------------------------------------------------------------------------------------ statistics
-
-/// Summary of a sample, in the unit the samples were taken in.
-#[derive(Clone, Copy)]
-struct Stats {
-    n: usize,
-    min: f64,
-    median: f64,
-    p99: f64,
-    max: f64,
-}
-
-impl Stats {
-    fn of(samples: &[f64]) -> Stats {
-        let mut s = samples.to_vec();
-        s.sort_by(f64::total_cmp);
-        let at = |q: f64| s[((s.len() - 1) as f64 * q).round() as usize];
-        Stats { n: s.len(), min: s[0], median: at(0.5), p99: at(0.99), max: s[s.len() - 1] }
-    }
-    fn json(&self) -> Value {
-        json!({"n": self.n, "min": self.min, "median": self.median, "p99": self.p99, "max": self.max})
-    }
-    fn cell(&self, p99: bool) -> String {
-        if p99 {
-            format!("{} / {} / {} / {}", fmt(self.min), fmt(self.median), fmt(self.p99), fmt(self.max))
-        } else {
-            format!("{} / {} / {}", fmt(self.min), fmt(self.median), fmt(self.max))
-        }
-    }
-}
-
-fn fmt(x: f64) -> String {
-    if x >= 100.0 {
-        format!("{x:.0}")
-    } else if x >= 10.0 {
-        format!("{x:.1}")
-    } else {
-        format!("{x:.2}")
-    }
-}
 
 // ------------------------------------------------------------------------------------------------ stdio
 
@@ -383,14 +347,6 @@ struct HttpResult {
     server_cpu_us: f64,
 }
 
-/// CPU time of process `pid` so far, in µs (utime + stime from /proc, in USER_HZ = 100 ticks per second).
-fn cpu_us(pid: u32) -> f64 {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(f64::NAN);
-    (ticks(11) + ticks(12)) * 10_000.0 // fields 14 and 15 of the full line
-}
-
 async fn http_bench(
     cfg: &Config,
     label: &str,
@@ -413,23 +369,6 @@ async fn http_bench(
 
 // ------------------------------------------------------------------------------------------------ main
 
-fn version_of(cmd: &Path, arg: &str) -> String {
-    Command::new(cmd)
-        .arg(arg)
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| "unknown".into())
-}
-
-fn package_version(js: &Path) -> String {
-    let manifest = js.parent().and_then(Path::parent).map(|p| p.join("package.json"));
-    let text = manifest.and_then(|p| std::fs::read_to_string(p).ok()).unwrap_or_default();
-    let version = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["version"].as_str().map(str::to_owned));
-    version.unwrap_or_else(|| "unknown".into())
-}
-
 fn main() {
     let cfg = Config::load();
     for (what, path) in [("faultlab", &cfg.faultlab), ("node", &cfg.node), ("server-everything", &cfg.everything)] {
@@ -443,8 +382,8 @@ fn main() {
         .unwrap_or_else(|| "unknown".into());
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let versions = json!({
-        "faultlab": version_of(&cfg.faultlab, "--version").trim_start_matches("faultlab ").to_owned(),
-        "node": version_of(&cfg.node, "--version"),
+        "faultlab": version_of(&cfg.faultlab, &["--version"]).trim_start_matches("faultlab ").to_owned(),
+        "node": version_of(&cfg.node, &["--version"]),
         "server_everything": package_version(&cfg.everything),
     });
     eprintln!("bench: {} ({} cores, {cpu}){}", versions, cores, if cfg.quick { ", QUICK mode" } else { "" });
