@@ -10,8 +10,9 @@
 #      The interoperability matrix (Python, TypeScript and rmcp SDK clients × every fault × transport) must
 #      reproduce docs/compatibility.md;
 #   5. JUnit output (demo, run: passing, failing, not run) validated against the common junit-10.xsd;
-#   6. the diagnose HTML report opened in headless Chromium (Debian's package, installed by the script).
-# Steps 3 to 6 install their own pinned Node and Python dependencies under .cache/ (git-ignored).
+#   6. the diagnose HTML report opened in headless Chromium (Debian's package, installed by the script);
+#   7. both benchmarks in quick mode on the debug build (they run and report; figures are not checked).
+# Steps 3 to 7 install their own pinned Node and Python dependencies under .cache/ (git-ignored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -28,3 +29,4 @@ scripts/proxy-filesystem.sh
 scripts/interop-matrix.sh
 scripts/junit-validate.sh
 scripts/diagnose-html.sh
+scripts/bench-quick.sh

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Proves both benchmarks still run, in seconds, on the debug build the test suite already made: the serve bench
+# (faultlab serve beside Node's server-everything) and the proxy bench (direct, faultlab proxy, the floor relay)
+# with FAULTLAB_BENCH_QUICK=1 (tiny counts). Figures from this run mean nothing and are not checked; a bench that
+# panics, hangs past its stall limit or leaves no JSON report fails the run. mcp-drill is left out here (the
+# full run, scripts/bench.sh, installs it).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+log() { printf 'bench-quick: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 2; }
+
+# shellcheck source=scripts/lib/everything-tools.sh
+source "$ROOT/scripts/lib/everything-tools.sh"
+install_everything
+verify_everything
+
+OUT="$(mktemp -d)"
+trap 'rm -rf "$OUT"' EXIT
+for bench in serve proxy; do
+    log "$bench (FAULTLAB_BENCH_QUICK=1, debug build)"
+    FAULTLAB_BENCH_QUICK=1 \
+        FAULTLAB_BENCH_DRILL_SKIP="left out of the quick run" \
+        FAULTLAB_BENCH_NODE="$EVERYTHING_NODE_BIN" \
+        FAULTLAB_BENCH_EVERYTHING="$EVERYTHING_JS" \
+        FAULTLAB_BENCH_JSON="$OUT/$bench.json" \
+        cargo test --locked -q -p faultlab --bench "$bench" </dev/null >"$OUT/$bench.md"
+    python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$OUT/$bench.json" \
+        || die "the $bench bench wrote no valid JSON report"
+    log "$bench ran ($(wc -l <"$OUT/$bench.md") lines of report)"
+done
