@@ -5,7 +5,9 @@
 //! 2. stdio JSON-RPC `ping` round trip on one initialized connection, after a warm-up;
 //! 3. HTTP `tools/call` requests per second on loopback with a fixed number in flight: ours with stateless
 //!    2026-07-28 requests, Node with the newest era it serves (2025-11-25, in a session); for a same-era
-//!    comparison ours is also measured in a 2025-11-25 session (informational row).
+//!    comparison ours is also measured in a 2025-11-25 session (informational row);
+//! 4. memory per open 2025-11-25 session: resident memory of a fresh server with 128 sessions open (each
+//!    initialized and called once), less its memory before, over 128 (informational; no goal).
 //!
 //! Inputs (an argument wins over its variable):
 //!   --faultlab PATH   / FAULTLAB_BENCH_BIN         default: the `faultlab` binary cargo built for this bench
@@ -48,6 +50,9 @@ struct Config {
     http_warmup: Duration,
     http_window: Duration,
     http_rounds: usize,
+    /// Sessions held open to measure memory per session (the server's cap is 128), on `memory_rounds` fresh servers.
+    memory_sessions: usize,
+    memory_rounds: usize,
 }
 
 impl Config {
@@ -78,6 +83,8 @@ impl Config {
             http_warmup: Duration::from_millis(if quick { 100 } else { 1000 }),
             http_window: Duration::from_millis(if quick { 300 } else { 3000 }),
             http_rounds: if quick { 1 } else { 3 },
+            memory_sessions: if quick { 8 } else { 128 },
+            memory_rounds: if quick { 1 } else { 3 },
         }
     }
 }
@@ -367,6 +374,45 @@ async fn http_bench(
     HttpResult { label: label.to_owned(), rps: Stats::of(&rps), latency_us: Stats::of(&latencies), server_cpu_us }
 }
 
+/// Resident memory of process `pid`, KiB (VmRSS in /proc/PID/status; NaN when unreadable).
+fn rss_kib(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:"));
+    line.and_then(|l| l.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(f64::NAN)
+}
+
+/// Memory each open 2025-11-25 session adds to a fresh server, KiB: resident memory with `count` sessions open
+/// (each initialized and called once) minus resident memory before, over `count`. One session opened and deleted
+/// first, so memory the server allocates once (runtime, tool router) is not charged to the sessions.
+async fn memory_per_session(
+    client: &reqwest::Client,
+    server: &HttpServer,
+    count: usize,
+    tool: &str,
+    args: Value,
+) -> f64 {
+    let warm = session_target(client, &server.url, tool, args.clone()).await;
+    call_once(client, &warm).await;
+    let end = client.delete(&server.url).headers(warm.headers.clone()).send().await.expect("DELETE session");
+    assert!(end.status().is_success(), "DELETE session: HTTP {}", end.status());
+    let before = rss_kib(server.child.id());
+    let mut open = Vec::with_capacity(count);
+    for _ in 0..count {
+        let target = session_target(client, &server.url, tool, args.clone()).await;
+        call_once(client, &target).await;
+        open.push(target);
+    }
+    (rss_kib(server.child.id()) - before) / count as f64
+}
+
+async fn call_once(client: &reqwest::Client, target: &Target) {
+    let body = target.body.replace("{ID}", "1");
+    let reply = client.post(&target.url).headers(target.headers.clone()).body(body).send().await.expect("tools/call");
+    assert!(reply.status().is_success(), "tools/call: HTTP {}", reply.status());
+    let text = reply.text().await.expect("tools/call body");
+    assert!(text.contains("\"result\""), "tools/call failed: {text}");
+}
+
 // ------------------------------------------------------------------------------------------------ main
 
 fn main() {
@@ -419,6 +465,24 @@ fn main() {
         let node_result = http_bench(&cfg, "Node, 2025-11-25 session, tool `echo`", &node, &client, target).await;
         drop(node);
         (modern, session, node_result)
+    });
+
+    // 4. Memory per legacy session, fresh servers each round, alternating.
+    eprintln!("bench: HTTP memory with {} sessions open x{}", cfg.memory_sessions, cfg.memory_rounds);
+    let (mem_ours, mem_node) = runtime.block_on(async {
+        let client = reqwest::Client::builder().no_proxy().timeout(STALL).build().unwrap();
+        let (mut ours, mut node) = (Vec::new(), Vec::new());
+        for _ in 0..cfg.memory_rounds {
+            // Each server is killed (dropped) before the next starts.
+            let server = start_ours_http(&cfg);
+            ours.push(memory_per_session(&client, &server, cfg.memory_sessions, "ping", json!({})).await);
+            drop(server);
+            let server = start_node_http(&cfg);
+            let echo = json!({"message": "ping"});
+            node.push(memory_per_session(&client, &server, cfg.memory_sessions, "echo", echo).await);
+            drop(server);
+        }
+        (Stats::of(&ours), Stats::of(&node))
     });
     let run_secs = run_start.elapsed().as_secs_f64();
 
@@ -482,6 +546,14 @@ fn main() {
         http_ours_session.rps.median / http_node.rps.median
     );
     println!(
+        "| HTTP memory per open 2025-11-25 session, KiB ({} open; min / median / max of {} fresh servers) | {} | {} | {:.3}x | - | - |",
+        cfg.memory_sessions,
+        cfg.memory_rounds,
+        mem_ours.cell(false),
+        mem_node.cell(false),
+        mem_ours.median / mem_node.median
+    );
+    println!(
         "\nHTTP: ours = {}; Node = {} (the newest era it accepts; it does not serve {MODERN_ERA}). Run took {run_secs:.1} s.",
         http_ours.label, http_node.label
     );
@@ -500,6 +572,8 @@ fn main() {
             "window_ms": cfg.http_window.as_millis() as u64, "warmup_ms": cfg.http_warmup.as_millis() as u64,
             "ours": http_json(&http_ours), "ours_same_era_as_node": http_json(&http_ours_session),
             "node": http_json(&http_node), "ratio_median_rps": rps_ratio, "goal": "ours/node >= 5", "met": rps_ratio >= 5.0},
+        "memory_per_session_kib": {"sessions_open": cfg.memory_sessions, "rounds": cfg.memory_rounds,
+            "ours": mem_ours.json(), "node": mem_node.json(), "ratio_median": mem_ours.median / mem_node.median},
     });
     if let Some(dir) = cfg.json.parent() {
         std::fs::create_dir_all(dir).expect("create JSON output directory");
