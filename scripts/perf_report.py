@@ -39,6 +39,12 @@ def serve_rows(d):
          f"{fmt(h['ratio_median_rps'])}× (ours in a 2025-11-25 session: "
          f"{fmt(h['ours_same_era_as_node']['rps']['median'], 0)}/s)", h["goal"], h["met"]),
     ]
+    w = d.get("suite_wall_s")
+    if w:
+        rows.append((f"run: `faultlab run` of the built-in suite ({w['scenarios']} scenarios) against the built-in "
+                     f"server, wall time per era (min / median / max of {w['rounds']})",
+                     f"2026-07-28: {stats(w['modern'], 's')}; 2025-11-25: {stats(w['legacy'], 's')}",
+                     w["goal"], w["met"]))
     m = d.get("memory_per_session_kib")
     if m:
         rows.append((f"serve: memory per open 2025-11-25 session, {m['sessions_open']} open (median of "

@@ -7,7 +7,8 @@
 //!    2026-07-28 requests, Node with the newest era it serves (2025-11-25, in a session); for a same-era
 //!    comparison ours is also measured in a 2025-11-25 session (informational row);
 //! 4. memory per open 2025-11-25 session: resident memory of a fresh server with 128 sessions open (each
-//!    initialized and called once), less its memory before, over 128 (informational; no goal).
+//!    initialized and called once), less its memory before, over 128 (informational; no goal);
+//! 5. wall time of `faultlab run` over the built-in suite (examples/scenarios) against the built-in server, per era.
 //!
 //! Inputs (an argument wins over its variable):
 //!   --faultlab PATH   / FAULTLAB_BENCH_BIN         default: the `faultlab` binary cargo built for this bench
@@ -53,6 +54,9 @@ struct Config {
     /// Sessions held open to measure memory per session (the server's cap is 128), on `memory_rounds` fresh servers.
     memory_sessions: usize,
     memory_rounds: usize,
+    /// Figure 5: the built-in scenario suite (the example scenarios) run by `faultlab run`, per era.
+    scenarios: PathBuf,
+    suite_rounds: usize,
 }
 
 impl Config {
@@ -85,6 +89,8 @@ impl Config {
             http_rounds: if quick { 1 } else { 3 },
             memory_sessions: if quick { 8 } else { 128 },
             memory_rounds: if quick { 1 } else { 3 },
+            scenarios: root.join("examples/scenarios"),
+            suite_rounds: if quick { 1 } else { 5 },
         }
     }
 }
@@ -413,6 +419,30 @@ async fn call_once(client: &reqwest::Client, target: &Target) {
     assert!(text.contains("\"result\""), "tools/call failed: {text}");
 }
 
+// ------------------------------------------------------------------------------------------------ run
+
+/// Wall time of one `faultlab run` of the built-in suite against the built-in server in `era`, seconds. Panics
+/// (with the report) if a scenario fails: a suite that does not pass has no meaningful time.
+fn suite_wall_time(cfg: &Config, files: &[PathBuf], era: &str) -> f64 {
+    let start = Instant::now();
+    let out = Command::new(&cfg.faultlab)
+        .arg("run")
+        .args(files)
+        .args(["--protocol-version", era])
+        .stdin(Stdio::null())
+        .output()
+        .expect("start faultlab run");
+    let secs = start.elapsed().as_secs_f64();
+    assert!(
+        out.status.success(),
+        "faultlab run of the built-in suite in {era} failed ({}):\n{}{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    secs
+}
+
 // ------------------------------------------------------------------------------------------------ main
 
 fn main() {
@@ -484,6 +514,22 @@ fn main() {
         }
         (Stats::of(&ours), Stats::of(&node))
     });
+
+    // 5. The built-in suite, eras alternating.
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&cfg.scenarios)
+        .unwrap_or_else(|e| panic!("cannot list {}: {e}", cfg.scenarios.display()))
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    eprintln!("bench: built-in suite ({} scenarios) x{} per era", files.len(), cfg.suite_rounds);
+    let (mut suite_modern, mut suite_legacy) = (Vec::new(), Vec::new());
+    for _ in 0..cfg.suite_rounds {
+        suite_modern.push(suite_wall_time(&cfg, &files, MODERN_ERA));
+        suite_legacy.push(suite_wall_time(&cfg, &files, NODE_ERA));
+    }
+    let (suite_modern, suite_legacy) = (Stats::of(&suite_modern), Stats::of(&suite_legacy));
+    let suite_met = suite_modern.median < 10.0 && suite_legacy.median < 10.0;
     let run_secs = run_start.elapsed().as_secs_f64();
 
     // Report.
@@ -554,6 +600,18 @@ fn main() {
         mem_ours.median / mem_node.median
     );
     println!(
+        "\n| `faultlab run` of the built-in suite ({} scenarios), wall time, s (min / median / max of {}) | {MODERN_ERA} | {NODE_ERA} | goal | met |",
+        files.len(),
+        cfg.suite_rounds
+    );
+    println!("|---|---|---|---|---|");
+    println!(
+        "| against the built-in server (in process) | {} | {} | < 10 s per era | {} |",
+        suite_modern.cell(false),
+        suite_legacy.cell(false),
+        yes(suite_met)
+    );
+    println!(
         "\nHTTP: ours = {}; Node = {} (the newest era it accepts; it does not serve {MODERN_ERA}). Run took {run_secs:.1} s.",
         http_ours.label, http_node.label
     );
@@ -572,6 +630,8 @@ fn main() {
             "window_ms": cfg.http_window.as_millis() as u64, "warmup_ms": cfg.http_warmup.as_millis() as u64,
             "ours": http_json(&http_ours), "ours_same_era_as_node": http_json(&http_ours_session),
             "node": http_json(&http_node), "ratio_median_rps": rps_ratio, "goal": "ours/node >= 5", "met": rps_ratio >= 5.0},
+        "suite_wall_s": {"scenarios": files.len(), "rounds": cfg.suite_rounds, "modern": suite_modern.json(),
+            "legacy": suite_legacy.json(), "goal": "< 10 s per era (median)", "met": suite_met},
         "memory_per_session_kib": {"sessions_open": cfg.memory_sessions, "rounds": cfg.memory_rounds,
             "ours": mem_ours.json(), "node": mem_node.json(), "ratio_median": mem_ours.median / mem_node.median},
     });
