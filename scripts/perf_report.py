@@ -45,6 +45,13 @@ def serve_rows(d):
                      f"server, wall time per era (min / median / max of {w['rounds']})",
                      f"2026-07-28: {stats(w['modern'], 's')}; 2025-11-25: {stats(w['legacy'], 's')}",
                      w["goal"], w["met"]))
+    hp = d.get("http_proxy")
+    if hp:
+        for key, what in (("sequential_latency_over_direct", "median latency with one request in flight"),
+                          ("throughput_over_direct", f"requests/s with {hp['in_flight']} in flight")):
+            r = hp[key]
+            rows.append((f"proxy over HTTP in front of Node (2025-11-25 session), {what}, proxy / direct "
+                         f"(min / median / max of {hp['rounds']} rounds)", stats(r, "×"), r["goal"], r["met"]))
     m = d.get("memory_per_session_kib")
     if m:
         rows.append((f"serve: memory per open 2025-11-25 session, {m['sessions_open']} open (median of "

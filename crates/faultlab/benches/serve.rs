@@ -8,7 +8,9 @@
 //!    comparison ours is also measured in a 2025-11-25 session (informational row);
 //! 4. memory per open 2025-11-25 session: resident memory of a fresh server with 128 sessions open (each
 //!    initialized and called once), less its memory before, over 128 (informational; no goal);
-//! 5. wall time of `faultlab run` over the built-in suite (examples/scenarios) against the built-in server, per era.
+//! 5. wall time of `faultlab run` over the built-in suite (examples/scenarios) against the built-in server, per era;
+//! 6. `faultlab proxy` over HTTP (`--listen`, `--upstream`) in front of the Node server against the same server
+//!    direct: median latency with one request in flight and requests per second with 16, as proxy / direct ratios.
 //!
 //! Inputs (an argument wins over its variable):
 //!   --faultlab PATH   / FAULTLAB_BENCH_BIN         default: the `faultlab` binary cargo built for this bench
@@ -419,6 +421,39 @@ async fn call_once(client: &reqwest::Client, target: &Target) {
     assert!(text.contains("\"result\""), "tools/call failed: {text}");
 }
 
+/// `faultlab proxy --listen` in front of the HTTP server at `upstream`, recording its trajectory to `record`.
+fn start_proxy_http(cfg: &Config, upstream: &str, record: &Path) -> HttpServer {
+    let mut cmd = Command::new(&cfg.faultlab);
+    cmd.args(["proxy", "--listen", "127.0.0.1:0", "--upstream", upstream, "--record"]).arg(record);
+    start_http(cmd, |line| {
+        let rest = line.strip_prefix("faultlab: proxy listening at ")?;
+        Some(rest.split(" for ").next()?.trim().to_owned())
+    })
+}
+
+/// Per round, proxy / direct: median latency with one request in flight, and requests per second with
+/// `in_flight` (ratios taken within the round, direct and proxy alternating).
+struct HttpProxyResult {
+    sequential_latency: Vec<f64>,
+    throughput: Vec<f64>,
+}
+
+async fn http_proxy_rounds(cfg: &Config, client: &reqwest::Client, direct: Target, proxied: Target) -> HttpProxyResult {
+    let (direct, proxied) = (Arc::new(direct), Arc::new(proxied));
+    load(client, &direct, cfg.http_in_flight, cfg.http_warmup).await;
+    load(client, &proxied, cfg.http_in_flight, cfg.http_warmup).await;
+    let mut result = HttpProxyResult { sequential_latency: Vec::new(), throughput: Vec::new() };
+    for _ in 0..cfg.http_rounds {
+        let (_, d) = load(client, &direct, 1, cfg.http_window).await;
+        let (_, p) = load(client, &proxied, 1, cfg.http_window).await;
+        result.sequential_latency.push(Stats::of(&p).median / Stats::of(&d).median);
+        let (d, _) = load(client, &direct, cfg.http_in_flight, cfg.http_window).await;
+        let (p, _) = load(client, &proxied, cfg.http_in_flight, cfg.http_window).await;
+        result.throughput.push(p / d);
+    }
+    result
+}
+
 // ------------------------------------------------------------------------------------------------ run
 
 /// Wall time of one `faultlab run` of the built-in suite against the built-in server in `era`, seconds. Panics
@@ -514,6 +549,22 @@ fn main() {
         }
         (Stats::of(&ours), Stats::of(&node))
     });
+
+    // 6. faultlab proxy over HTTP in front of the Node server, against the same server direct.
+    eprintln!("bench: HTTP proxy vs direct, {} rounds", cfg.http_rounds);
+    let record = std::env::temp_dir().join(format!("faultlab-bench-proxy-{}.jsonl", std::process::id()));
+    let http_proxy = runtime.block_on(async {
+        let client = reqwest::Client::builder().no_proxy().timeout(STALL).build().unwrap();
+        let node = start_node_http(&cfg);
+        let proxy = start_proxy_http(&cfg, &node.url, &record);
+        let echo = json!({"message": "ping"});
+        let direct = session_target(&client, &node.url, "echo", echo.clone()).await;
+        let proxied = session_target(&client, &proxy.url, "echo", echo).await;
+        http_proxy_rounds(&cfg, &client, direct, proxied).await
+    });
+    let _ = std::fs::remove_file(&record);
+    let (proxy_seq, proxy_rps) = (Stats::of(&http_proxy.sequential_latency), Stats::of(&http_proxy.throughput));
+    let (proxy_seq_met, proxy_rps_met) = (proxy_seq.median <= 1.10, proxy_rps.median >= 0.9);
 
     // 5. The built-in suite, eras alternating.
     let mut files: Vec<PathBuf> = std::fs::read_dir(&cfg.scenarios)
@@ -612,6 +663,24 @@ fn main() {
         yes(suite_met)
     );
     println!(
+        "\n| `faultlab proxy --listen --upstream` (recording to a file) in front of Node over HTTP, 2025-11-25 session, `echo` | proxy / direct per round (min / median / max of {}) | goal | met |",
+        cfg.http_rounds
+    );
+    println!("|---|---|---|---|");
+    println!(
+        "| median latency, one request in flight ({:?} per round) | {} | <= 1.10x | {} |",
+        cfg.http_window,
+        proxy_seq.spread("x"),
+        yes(proxy_seq_met)
+    );
+    println!(
+        "| requests per second, {} in flight ({:?} per round) | {} | >= 0.9x | {} |",
+        cfg.http_in_flight,
+        cfg.http_window,
+        proxy_rps.spread("x"),
+        yes(proxy_rps_met)
+    );
+    println!(
         "\nHTTP: ours = {}; Node = {} (the newest era it accepts; it does not serve {MODERN_ERA}). Run took {run_secs:.1} s.",
         http_ours.label, http_node.label
     );
@@ -630,6 +699,14 @@ fn main() {
             "window_ms": cfg.http_window.as_millis() as u64, "warmup_ms": cfg.http_warmup.as_millis() as u64,
             "ours": http_json(&http_ours), "ours_same_era_as_node": http_json(&http_ours_session),
             "node": http_json(&http_node), "ratio_median_rps": rps_ratio, "goal": "ours/node >= 5", "met": rps_ratio >= 5.0},
+        "http_proxy": {"rounds": cfg.http_rounds, "window_ms": cfg.http_window.as_millis() as u64,
+            "in_flight": cfg.http_in_flight,
+            "sequential_latency_over_direct": {"rounds": http_proxy.sequential_latency, "min": proxy_seq.min,
+                "median": proxy_seq.median, "max": proxy_seq.max, "goal": "proxy/direct median latency <= 1.10 (median round)",
+                "met": proxy_seq_met},
+            "throughput_over_direct": {"rounds": http_proxy.throughput, "min": proxy_rps.min,
+                "median": proxy_rps.median, "max": proxy_rps.max, "goal": "proxy/direct req/s >= 0.9 (median round)",
+                "met": proxy_rps_met}},
         "suite_wall_s": {"scenarios": files.len(), "rounds": cfg.suite_rounds, "modern": suite_modern.json(),
             "legacy": suite_legacy.json(), "goal": "< 10 s per era (median)", "met": suite_met},
         "memory_per_session_kib": {"sessions_open": cfg.memory_sessions, "rounds": cfg.memory_rounds,
