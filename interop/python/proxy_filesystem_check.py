@@ -173,10 +173,20 @@ class Session:
         except Exception as exc:  # a failed call is an observation; cancellation propagates
             obs.exc = exc
         obs.elapsed = time.monotonic() - started
-        await anyio.sleep(0.05)  # lets a replayed or late frame that follows the reply reach the SDK
+        await self.barrier()
         obs.stream_exceptions = self.stream_exceptions[seen_stream:]
         obs.sdk_log = SDK_LOG.records[seen_log:]
         return obs
+
+    async def barrier(self) -> None:
+        """Waits until the SDK has read every frame the proxy wrote after the reply (a replayed or late frame): a
+        `ping` round trip, which no rule matches, answers on the same pipe after them. A dead session has nothing
+        more to read, so its failure ends the wait too."""
+        with anyio.move_on_after(5.0):
+            try:
+                await self.s.send_ping()
+            except Exception:  # the session is gone: nothing more can arrive
+                pass
 
     async def control(self) -> tuple[bool, dict[str, Any]]:
         """The unrelated call: read control.txt; it must answer the file's real content."""

@@ -169,20 +169,33 @@ fn kill_all_groups() {
 }
 
 /// Processes still alive (not zombies) in any group the bench started.
-fn leftover_processes() -> usize {
+fn group_processes() -> Vec<u32> {
     let groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let Ok(dir) = std::fs::read_dir("/proc") else { return 0 };
+    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     dir.filter_map(Result::ok)
-        .filter(|e| e.file_name().to_string_lossy().bytes().all(|b| b.is_ascii_digit()))
-        .filter_map(|e| std::fs::read_to_string(e.path().join("stat")).ok())
-        .filter(|stat| {
-            // pid (comm) state ppid pgrp ...: comm may hold spaces, so split after the last ')'.
-            let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
-            let fields: Vec<&str> = rest.split_whitespace().collect();
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
+        .filter(|&pid| {
+            // pid (comm) state ppid pgrp ...
+            let Some(fields) = proc_stat(&pid.to_string()) else { return false };
             let pgrp = fields.get(2).and_then(|p| p.parse::<u32>().ok());
-            fields.first() != Some(&"Z") && pgrp.is_some_and(|g| groups.contains(&g))
+            fields.first().map(String::as_str) != Some("Z") && pgrp.is_some_and(|g| groups.contains(&g))
         })
-        .count()
+        .collect()
+}
+
+/// After the groups were sent SIGKILL: waits for each of their processes to exit (poll on its pidfd, at most
+/// `limit` each) and returns how many are still alive.
+fn leftover_processes(limit: Duration) -> usize {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    let timeout = Timespec { tv_sec: limit.as_secs() as _, tv_nsec: limit.subsec_nanos() as _ };
+    for pid in group_processes() {
+        let Some(pid) = Pid::from_raw(pid as i32) else { continue };
+        // ESRCH: already gone.
+        let Ok(fd) = pidfd_open(pid, PidfdFlags::empty()) else { continue };
+        let _ = poll(&mut [PollFd::new(&fd, PollFlags::IN)], Some(&timeout));
+    }
+    group_processes().len()
 }
 
 /// A child process of `parent`.
@@ -953,8 +966,7 @@ fn main() {
     let run_secs = run_start.elapsed().as_secs_f64();
     let load_end = loadavg();
     kill_all_groups();
-    std::thread::sleep(Duration::from_millis(200));
-    let leftover = leftover_processes();
+    let leftover = leftover_processes(Duration::from_secs(5));
 
     // ------------------------------------------------------------------ report
     let of = |list: &[PerVia], via: Via| list.iter().position(|r| r.via == via);
