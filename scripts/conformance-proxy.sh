@@ -176,25 +176,9 @@ install_everything
 verify_everything
 
 # ---------------------------------------------------------------- binary
-if [[ -n "${FAULTLAB_BIN:-}" ]]; then
-    # Taken as given (relative paths are relative to the caller's directory).
-    if [[ "$FAULTLAB_BIN" != */* ]]; then
-        FAULTLAB_BIN="$(command -v "$FAULTLAB_BIN" || true)"
-        [[ -n "$FAULTLAB_BIN" ]] || die "FAULTLAB_BIN is not on PATH"
-    fi
-    [[ "$FAULTLAB_BIN" == /* ]] || FAULTLAB_BIN="$CALLER_PWD/$FAULTLAB_BIN"
-else
-    TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-    [[ "$TARGET_DIR" == /* ]] || TARGET_DIR="$CALLER_PWD/$TARGET_DIR"
-    FAULTLAB_BIN="$TARGET_DIR/debug/faultlab"
-    if [[ ! -x "$FAULTLAB_BIN" ]]; then
-        log "building faultlab (cargo build -p faultlab)"
-        [[ -z "${CARGO_TARGET_DIR:-}" ]] || export CARGO_TARGET_DIR="$TARGET_DIR"
-        cargo build -p faultlab </dev/null >&2
-    fi
-fi
-[[ -x "$FAULTLAB_BIN" ]] || die "faultlab binary not found or not executable: $FAULTLAB_BIN"
-log "faultlab binary: $FAULTLAB_BIN"
+# shellcheck source=scripts/lib/faultlab-bin.sh
+source "$ROOT/scripts/lib/faultlab-bin.sh"
+resolve_faultlab_bin
 
 # ---------------------------------------------------------------- scenarios
 if [[ -n "${SCENARIOS:-}" ]]; then

@@ -76,20 +76,9 @@ install_tools
 verify_tools
 
 # ---------------------------------------------------------------- binary
-if [[ -n "${FAULTLAB_BIN:-}" ]]; then
-    # Taken as given (relative paths are relative to the caller's directory).
-    if [[ "$FAULTLAB_BIN" != */* ]]; then
-        FAULTLAB_BIN="$(command -v "$FAULTLAB_BIN" || true)"
-        [[ -n "$FAULTLAB_BIN" ]] || die "FAULTLAB_BIN is not on PATH"
-    fi
-    [[ "$FAULTLAB_BIN" == /* ]] || FAULTLAB_BIN="$CALLER_PWD/$FAULTLAB_BIN"
-else
-    # Default: the workspace's debug build, brought up to date (a no-op when fresh).
-    FAULTLAB_BIN="$ROOT/target/debug/faultlab"
-    log "building faultlab (cargo build -p faultlab)"
-    cargo build -p faultlab </dev/null >&2
-fi
-[[ -x "$FAULTLAB_BIN" ]] || die "faultlab binary not found or not executable: $FAULTLAB_BIN"
+# shellcheck source=scripts/lib/faultlab-bin.sh
+source "$ROOT/scripts/lib/faultlab-bin.sh"
+resolve_faultlab_bin
 
 # ---------------------------------------------------------------- server
 RUN_DIR="$ROOT/.cache/conformance/run-$(date -u +%Y%m%dT%H%M%SZ)-$$"
