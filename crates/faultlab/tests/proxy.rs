@@ -5,78 +5,11 @@ use assert_cmd::Command;
 use predicates::str::contains;
 use serde_json::{Value, json};
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-const PATIENCE: Duration = Duration::from_secs(20);
-const BIN: &str = env!("CARGO_BIN_EXE_faultlab");
+mod common;
 
-/// A client on stdio, to the proxy or straight to the server.
-struct Client {
-    child: tokio::process::Child,
-    stdin: Option<tokio::process::ChildStdin>,
-    stdout: BufReader<tokio::process::ChildStdout>,
-}
-
-impl Client {
-    fn spawn(args: &[&str]) -> Self {
-        let mut child = tokio::process::Command::new(BIN)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Self { child, stdin, stdout }
-    }
-
-    fn proxied(extra: &[&str]) -> Self {
-        let mut args = vec!["proxy"];
-        args.extend_from_slice(extra);
-        args.extend_from_slice(&["--", BIN, "serve"]);
-        Self::spawn(&args)
-    }
-
-    async fn send(&mut self, value: &Value) {
-        let mut line = serde_json::to_vec(value).unwrap();
-        line.push(b'\n');
-        self.stdin.as_mut().unwrap().write_all(&line).await.unwrap();
-    }
-
-    async fn recv_raw(&mut self) -> Option<String> {
-        let mut line = String::new();
-        let n =
-            tokio::time::timeout(PATIENCE, self.stdout.read_line(&mut line)).await.expect("a line in time").unwrap();
-        (n > 0).then_some(line)
-    }
-
-    async fn recv(&mut self) -> Value {
-        serde_json::from_str(&self.recv_raw().await.expect("a line, not EOF")).unwrap()
-    }
-
-    async fn initialize(&mut self) -> String {
-        self.send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",
-            "capabilities":{},"clientInfo":{"name":"proxy-test","version":"1"}}}))
-            .await;
-        let line = self.recv_raw().await.unwrap();
-        self.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
-        line
-    }
-
-    async fn call(&mut self, id: i64, tool: &str, args: Value) {
-        self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}))
-            .await;
-    }
-
-    async fn finish(mut self) -> Option<i32> {
-        drop(self.stdin.take());
-        tokio::time::timeout(PATIENCE, self.child.wait()).await.unwrap().unwrap().code()
-    }
-}
+use common::{Client, PATIENCE};
 
 /// The same conversation, straight to the server and through a proxy without rules, gives identical bytes.
 #[tokio::test]

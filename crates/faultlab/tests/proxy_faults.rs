@@ -3,38 +3,12 @@
 //! every test also checks that the other calls' replies arrive byte for byte as the server wrote them.
 
 use serde_json::{Value, json};
-use std::process::Stdio;
-use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
-const PATIENCE: Duration = Duration::from_secs(20);
-const BIN: &str = env!("CARGO_BIN_EXE_faultlab");
+mod common;
 
-/// A client on stdio to `faultlab proxy` in front of `faultlab serve` (copied from `tests/proxy.rs`).
-struct Client {
-    child: tokio::process::Child,
-    stdin: Option<tokio::process::ChildStdin>,
-    stdout: BufReader<tokio::process::ChildStdout>,
-}
+use common::{Client, PATIENCE};
 
 impl Client {
-    fn proxied(extra: &[&str]) -> Self {
-        let mut args = vec!["proxy"];
-        args.extend_from_slice(extra);
-        args.extend_from_slice(&["--", BIN, "serve"]);
-        let mut child = tokio::process::Command::new(BIN)
-            .args(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Self { child, stdin, stdout }
-    }
-
     /// A proxy with one rule: `fault` on `delay` calls whose `delayMs` is 2.
     fn faulting_delay_2(fault: &str) -> Self {
         Self::proxied(&[
@@ -43,41 +17,14 @@ impl Client {
         ])
     }
 
-    async fn send(&mut self, value: &Value) {
-        let mut line = serde_json::to_vec(value).unwrap();
-        line.push(b'\n');
-        self.stdin.as_mut().unwrap().write_all(&line).await.unwrap();
-    }
-
-    async fn recv_raw(&mut self) -> String {
-        let mut line = String::new();
-        let n =
-            tokio::time::timeout(PATIENCE, self.stdout.read_line(&mut line)).await.expect("a line in time").unwrap();
-        assert!(n > 0, "a line, not EOF");
-        line
-    }
-
-    async fn initialize(&mut self) {
-        self.send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",
-            "capabilities":{},"clientInfo":{"name":"proxy-faults-test","version":"1"}}}))
-            .await;
-        self.recv_raw().await;
-        self.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
-    }
-
-    async fn call(&mut self, id: i64, tool: &str, args: Value) {
-        self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}))
-            .await;
-    }
-
     /// Calls `delay` with `delayMs: ms` and returns the line that comes back.
     async fn delay(&mut self, id: i64, ms: u64) -> String {
         self.call(id, "delay", json!({"delayMs": ms})).await;
-        self.recv_raw().await
+        self.recv_line().await
     }
 
     /// Ends the session: nothing else may have been written, and the proxy exits 0.
-    async fn finish(mut self) {
+    async fn finish_clean(mut self) {
         drop(self.stdin.take());
         let mut rest = String::new();
         tokio::time::timeout(PATIENCE, tokio::io::AsyncReadExt::read_to_string(&mut self.stdout, &mut rest))
@@ -120,7 +67,7 @@ async fn rate_limit_answers_with_a_json_rpc_error_carrying_the_retry_delay() {
     );
     assert_eq!(client.delay(1, 2).await, expected);
     assert_eq!(client.delay(2, 1).await, delay_line(2, 1));
-    client.finish().await;
+    client.finish_clean().await;
 }
 
 #[tokio::test]
@@ -138,7 +85,7 @@ async fn auth_expired_and_forbidden_answer_with_their_json_rpc_errors() {
     let forbidden = json!({"code": -32003, "message": "HTTP 403: Forbidden", "data": {"httpStatus": 403}});
     assert_eq!(client.delay(2, 3).await, error_line(2, forbidden));
     assert_eq!(client.delay(3, 1).await, delay_line(3, 1));
-    client.finish().await;
+    client.finish_clean().await;
 }
 
 #[tokio::test]
@@ -147,7 +94,7 @@ async fn invalid_schema_turns_the_content_array_into_an_object() {
     client.initialize().await;
     assert_eq!(client.delay(1, 2).await, result_line(1, json!({"0": {"type": "text", "text": delay_text(2)}})));
     assert_eq!(client.delay(2, 1).await, delay_line(2, 1));
-    client.finish().await;
+    client.finish_clean().await;
 }
 
 #[tokio::test]
@@ -165,7 +112,7 @@ async fn missing_field_removes_the_content_by_default_or_the_member_named() {
         json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": delay_text(3)}]}});
     assert_eq!(client.delay(2, 3).await, without_is_error.to_string() + "\n");
     assert_eq!(client.delay(3, 1).await, delay_line(3, 1));
-    client.finish().await;
+    client.finish_clean().await;
 }
 
 #[tokio::test]
@@ -174,7 +121,7 @@ async fn empty_sends_a_valid_result_with_no_content() {
     client.initialize().await;
     assert_eq!(client.delay(1, 2).await, result_line(1, json!([])));
     assert_eq!(client.delay(2, 1).await, delay_line(2, 1));
-    client.finish().await;
+    client.finish_clean().await;
 }
 
 #[tokio::test]
@@ -186,7 +133,7 @@ async fn partial_result_keeps_the_first_half_of_a_single_text() {
     assert_eq!(half, r#"{"status":"delay"#);
     assert_eq!(client.delay(1, 2).await, result_line(1, json!([{"type": "text", "text": half}])));
     assert_eq!(client.delay(2, 1).await, delay_line(2, 1));
-    client.finish().await;
+    client.finish_clean().await;
 }
 
 #[tokio::test]
@@ -195,7 +142,7 @@ async fn wrong_value_sets_the_value_at_a_pointer_inside_the_result() {
     client.initialize().await;
     assert_eq!(client.delay(1, 2).await, result_line(1, json!([{"type": "text", "text": "tampered"}])));
     assert_eq!(client.delay(2, 1).await, delay_line(2, 1));
-    client.finish().await;
+    client.finish_clean().await;
 }
 
 #[tokio::test]
@@ -205,7 +152,7 @@ async fn contradictory_appends_a_text_with_a_changed_value() {
     let both = json!([{"type": "text", "text": delay_text(2)}, {"type": "text", "text": delay_text(3)}]);
     assert_eq!(client.delay(1, 2).await, result_line(1, both));
     assert_eq!(client.delay(2, 1).await, delay_line(2, 1));
-    client.finish().await;
+    client.finish_clean().await;
 }
 
 #[tokio::test]
@@ -215,11 +162,11 @@ async fn stale_serves_the_last_real_reply_of_the_same_tool_with_the_new_id() {
     assert_eq!(client.delay(1, 2).await, delay_line(1, 2), "nothing earlier: the reply passes unchanged");
     assert_eq!(client.delay(2, 1).await, delay_line(2, 1));
     client.call(3, "ping", json!({})).await;
-    assert_eq!(serde_json::from_str::<Value>(&client.recv_raw().await).unwrap()["id"], 3, "another tool");
+    assert_eq!(serde_json::from_str::<Value>(&client.recv_line().await).unwrap()["id"], 3, "another tool");
     assert_eq!(client.delay(4, 2).await, delay_line(4, 1), "the reply to call 2 (delayMs 1), with id 4");
     assert_eq!(client.delay(5, 2).await, delay_line(5, 1), "a stale reply is not remembered as real");
     assert_eq!(client.delay(6, 1).await, delay_line(6, 1));
-    client.finish().await;
+    client.finish_clean().await;
 }
 
 #[tokio::test]
@@ -229,9 +176,9 @@ async fn replayed_resends_the_last_real_reply_with_its_old_id_after_this_one() {
     assert_eq!(client.delay(1, 2).await, delay_line(1, 2), "nothing earlier: only the reply");
     assert_eq!(client.delay(2, 1).await, delay_line(2, 1));
     assert_eq!(client.delay(3, 2).await, delay_line(3, 2));
-    assert_eq!(client.recv_raw().await, delay_line(2, 1), "the reply to call 2 again, byte for byte");
+    assert_eq!(client.recv_line().await, delay_line(2, 1), "the reply to call 2 again, byte for byte");
     assert_eq!(client.delay(4, 1).await, delay_line(4, 1));
-    client.finish().await;
+    client.finish_clean().await;
 }
 
 #[tokio::test]
@@ -240,7 +187,7 @@ async fn delayed_is_latency_holding_back_only_its_own_reply() {
     client.initialize().await;
     client.call(1, "delay", json!({"delayMs": 2})).await;
     client.call(2, "delay", json!({"delayMs": 1})).await;
-    assert_eq!(client.recv_raw().await, delay_line(2, 1), "the unrelated reply overtakes the held one");
-    assert_eq!(client.recv_raw().await, delay_line(1, 2), "then the held reply, unchanged");
-    client.finish().await;
+    assert_eq!(client.recv_line().await, delay_line(2, 1), "the unrelated reply overtakes the held one");
+    assert_eq!(client.recv_line().await, delay_line(1, 2), "then the held reply, unchanged");
+    client.finish_clean().await;
 }

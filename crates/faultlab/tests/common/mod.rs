@@ -1,0 +1,83 @@
+//! What the stdio proxy tests share: a raw line client on `faultlab proxy` (or `faultlab serve` directly).
+// Each test binary compiles this module on its own and uses part of it.
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+/// How long any single read or exit may take before the test fails.
+pub const PATIENCE: Duration = Duration::from_secs(20);
+pub const BIN: &str = env!("CARGO_BIN_EXE_faultlab");
+
+/// A client on stdio, to the proxy or straight to the server.
+pub struct Client {
+    pub child: tokio::process::Child,
+    pub stdin: Option<tokio::process::ChildStdin>,
+    pub stdout: BufReader<tokio::process::ChildStdout>,
+}
+
+impl Client {
+    pub fn spawn(args: &[&str]) -> Self {
+        let mut child = tokio::process::Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Self { child, stdin, stdout }
+    }
+
+    pub fn proxied(extra: &[&str]) -> Self {
+        let mut args = vec!["proxy"];
+        args.extend_from_slice(extra);
+        args.extend_from_slice(&["--", BIN, "serve"]);
+        Self::spawn(&args)
+    }
+
+    pub async fn send(&mut self, value: &Value) {
+        let mut line = serde_json::to_vec(value).unwrap();
+        line.push(b'\n');
+        self.stdin.as_mut().unwrap().write_all(&line).await.unwrap();
+    }
+
+    pub async fn recv_raw(&mut self) -> Option<String> {
+        let mut line = String::new();
+        let n =
+            tokio::time::timeout(PATIENCE, self.stdout.read_line(&mut line)).await.expect("a line in time").unwrap();
+        (n > 0).then_some(line)
+    }
+
+    /// The next line; EOF fails the test.
+    pub async fn recv_line(&mut self) -> String {
+        self.recv_raw().await.expect("a line, not EOF")
+    }
+
+    pub async fn recv(&mut self) -> Value {
+        serde_json::from_str(&self.recv_raw().await.expect("a line, not EOF")).unwrap()
+    }
+
+    pub async fn initialize(&mut self) -> String {
+        self.send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",
+            "capabilities":{},"clientInfo":{"name":"proxy-test","version":"1"}}}))
+            .await;
+        let line = self.recv_raw().await.unwrap();
+        self.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
+        line
+    }
+
+    pub async fn call(&mut self, id: i64, tool: &str, args: Value) {
+        self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}))
+            .await;
+    }
+
+    pub async fn finish(mut self) -> Option<i32> {
+        drop(self.stdin.take());
+        tokio::time::timeout(PATIENCE, self.child.wait()).await.unwrap().unwrap().code()
+    }
+}
