@@ -54,6 +54,12 @@ pub enum Event {
         /// For a reply: whether the upstream executed the request (false when a rule answered instead).
         executed: Option<bool>,
         bytes: usize,
+        /// For a `tools/call` request: its `arguments`, so a grader can tell identical calls and paths apart.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        arguments: Option<Value>,
+        /// For a reply: whether the peer saw a failure (a JSON-RPC error or a tool result with `isError: true`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<bool>,
     },
     /// Totals at the end of a proxy run: frames in = frames out + frames consumed - frames injected.
     Ledger { frames_in: u64, frames_out: u64, consumed: u64, injected: u64 },

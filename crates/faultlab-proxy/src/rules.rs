@@ -138,7 +138,8 @@ impl RulesFile {
 }
 
 impl Rule {
-    fn check(&self) -> Result<(), String> {
+    /// Checks what serde cannot: globs, regexes, pointers and numeric ranges.
+    pub fn check(&self) -> Result<(), String> {
         let at = |m: String| format!("rule {:?}: {m}", self.name);
         self.fault.validate().map_err(|m| at(format!("fault: {m}")))?;
         let m = &self.matcher;

@@ -101,6 +101,10 @@ impl Trajectory {
             fault: fault.map(|f| f.name().to_owned()),
             executed,
             bytes: frame.bytes().len(),
+            arguments: (frame.method() == Some("tools/call"))
+                .then(|| frame.value()?.pointer("/params/arguments").cloned())
+                .flatten(),
+            error: frame.is_reply().then(|| reply_is_error(frame)),
         });
     }
 
@@ -113,6 +117,13 @@ impl Trajectory {
             injected: self.injected.load(Ordering::Relaxed),
         });
     }
+}
+
+/// A JSON-RPC error, or a tool result that says `isError: true`. What the proxy forwarded may differ when a
+/// fault rewrote it; the fault field says so.
+fn reply_is_error(frame: &Frame) -> bool {
+    let Some(value) = frame.value() else { return false };
+    value.get("error").is_some() || value.pointer("/result/isError") == Some(&serde_json::Value::Bool(true))
 }
 
 /// How many frames a list of actions writes.

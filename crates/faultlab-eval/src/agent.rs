@@ -1,0 +1,1 @@
+//! The built-in control agents (filled in below).

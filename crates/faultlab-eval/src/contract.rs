@@ -1,0 +1,67 @@
+//! The contract between `faultlab eval` and an agent process.
+//!
+//! The agent is started with these environment variables and its working directory set to a scratch folder (not
+//! the workspace: the workspace is reached only through the MCP server):
+//! - [`ENV_MCP_CONFIG`]: path of an `mcpServers` JSON file naming the proxy as the agent's one server;
+//! - [`ENV_GOAL`]: the task's goal, in words;
+//! - [`ENV_TASK`]: path of the task as JSON (the control agents read its `plan`);
+//! - [`ENV_RESULT`]: path where the agent writes its final [`Claim`] as JSON before it exits.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const ENV_MCP_CONFIG: &str = "FAULTLAB_MCP_CONFIG";
+pub const ENV_GOAL: &str = "FAULTLAB_GOAL";
+pub const ENV_TASK: &str = "FAULTLAB_TASK";
+pub const ENV_RESULT: &str = "FAULTLAB_RESULT";
+
+/// The name of the server entry in the `mcpServers` file.
+pub const SERVER_NAME: &str = "workspace";
+
+/// The agent's final word: what it says it achieved. Graded against the workspace and the witness, never by
+/// keywords in `message`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    pub status: ClaimStatus,
+    /// Free text for humans; not graded.
+    #[serde(default)]
+    pub message: String,
+    /// The answer the task asked for, if it asked for one (a `content_match` witness on `claim` looks here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimStatus {
+    /// The task is done.
+    Success,
+    /// Done in part; the message says what is missing.
+    Partial,
+    /// Not done; the agent stopped on purpose.
+    Failure,
+}
+
+/// The `mcpServers` file, in the shape Claude Desktop, Cline and most agent frameworks read.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpConfig {
+    pub mcp_servers: BTreeMap<String, ServerEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ServerEntry {
+    pub command: String,
+    pub args: Vec<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+}
+
+impl McpConfig {
+    /// The single server entry (the proxy).
+    pub fn server(&self) -> Option<&ServerEntry> {
+        self.mcp_servers.get(SERVER_NAME).or_else(|| self.mcp_servers.values().next())
+    }
+}

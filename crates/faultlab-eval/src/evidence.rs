@@ -1,0 +1,308 @@
+//! What a run leaves to grade, read back from files: the proxy's trajectory, the workspace server's side-effect
+//! ledger, snapshots of the workspace, the agent's claim and how the agent ended.
+
+use crate::contract::Claim;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+/// One `tools/call` as the proxy saw it: the request, and the reply the agent got (if any).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ToolCall {
+    /// 0-based line of the request in the trajectory file (evidence citations point here).
+    pub index: usize,
+    /// The JSON-RPC id of the request.
+    pub id: Value,
+    pub tool: String,
+    pub arguments: Value,
+    /// Milliseconds since the proxy started, when the request arrived.
+    pub at_ms: f64,
+    /// Line of the reply in the trajectory, when one was written to the agent.
+    pub reply_index: Option<usize>,
+    /// The upstream server executed the request (false when a rule answered instead or nothing came back).
+    pub executed: bool,
+    /// The rule and fault applied to the request or its reply.
+    pub rule: Option<String>,
+    pub fault: Option<String>,
+    /// The upstream's reply was an error (JSON-RPC error or `isError: true`).
+    pub error: bool,
+}
+
+impl ToolCall {
+    /// The agent met a failure on this call: an error, a fault, or no reply at all.
+    pub fn failed(&self) -> bool {
+        self.error || self.fault.is_some() || self.reply_index.is_none()
+    }
+}
+
+/// One line of the proxy trajectory (only the members grading needs).
+#[derive(Default, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+struct Line {
+    ts_ms: f64,
+    event: String,
+    direction: Option<String>,
+    action: Option<String>,
+    id: Option<Value>,
+    method: Option<String>,
+    tool: Option<String>,
+    rule: Option<String>,
+    fault: Option<String>,
+    executed: Option<bool>,
+    arguments: Option<Value>,
+    error: Option<bool>,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("trajectory line {line}: {message}")]
+pub struct TrajectoryError {
+    pub line: usize,
+    pub message: String,
+}
+
+/// The tool calls of a trajectory (JSON lines from `faultlab proxy --record`), in arrival order. A last line cut
+/// short (the proxy was killed while writing) is ignored; any other bad line is an error.
+pub fn tool_calls(text: &str) -> Result<Vec<ToolCall>, TrajectoryError> {
+    let mut calls: Vec<ToolCall> = Vec::new();
+    let mut open: HashMap<String, usize> = HashMap::new();
+    let lines: Vec<&str> = text.lines().collect();
+    for (index, raw) in lines.iter().enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let line: Line = match serde_json::from_str(raw) {
+            Ok(line) => line,
+            Err(_) if index + 1 == lines.len() && !text.ends_with('\n') => break,
+            Err(e) => return Err(TrajectoryError { line: index + 1, message: e.to_string() }),
+        };
+        if line.event != "frame" {
+            continue;
+        }
+        let Some(id) = line.id else { continue };
+        let key = id.to_string();
+        match line.direction.as_deref() {
+            Some("client_to_server") if line.method.as_deref() == Some("tools/call") => {
+                let consumed = line.action.as_deref() == Some("consumed");
+                open.insert(key, calls.len());
+                calls.push(ToolCall {
+                    index,
+                    id,
+                    tool: line.tool.unwrap_or_default(),
+                    arguments: line.arguments.unwrap_or(Value::Null),
+                    at_ms: line.ts_ms,
+                    reply_index: None,
+                    executed: false,
+                    rule: consumed.then(|| line.rule.clone()).flatten(),
+                    fault: consumed.then_some(line.fault).flatten(),
+                    error: false,
+                });
+            }
+            Some("server_to_client") if line.method.is_none() => {
+                let Some(&at) = open.get(&key) else { continue };
+                let call = &mut calls[at];
+                if call.reply_index.is_some() {
+                    continue;
+                }
+                let injected = line.action.as_deref() == Some("injected");
+                // A reply the fault consumed never reached the agent (a timeout or a disconnect).
+                let reached = line.action.as_deref() != Some("consumed");
+                call.reply_index = reached.then_some(index);
+                call.executed = !injected && line.executed.unwrap_or(true);
+                call.error = line.error.unwrap_or(false);
+                if line.fault.is_some() {
+                    call.fault = line.fault;
+                    call.rule = line.rule;
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(calls)
+}
+
+/// One side effect the built-in workspace server performed (or refused), one JSON object per line.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LedgerEntry {
+    /// 1-based, in the order the server performed them.
+    pub seq: u64,
+    /// The tool that asked for it.
+    pub tool: String,
+    pub op: Op,
+    /// Workspace-relative path (as the agent gave it, when it was refused).
+    pub path: String,
+    /// The destination of a move.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<String>,
+    /// False when the server refused (path escape, missing file); nothing changed then.
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// SHA-256 (hex) of the file after a successful write or append.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Op {
+    Write,
+    Append,
+    Delete,
+    Move,
+    MakeDir,
+}
+
+/// Reads a ledger file; a last line cut short is ignored.
+pub fn ledger(text: &str) -> Result<Vec<LedgerEntry>, TrajectoryError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut entries = Vec::new();
+    for (index, raw) in lines.iter().enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(raw) {
+            Ok(entry) => entries.push(entry),
+            Err(_) if index + 1 == lines.len() && !text.ends_with('\n') => break,
+            Err(e) => return Err(TrajectoryError { line: index + 1, message: format!("ledger: {e}") }),
+        }
+    }
+    Ok(entries)
+}
+
+/// A file in a snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct FileState {
+    /// SHA-256 of the contents, hex.
+    pub sha256: String,
+    pub bytes: u64,
+    /// The contents, when UTF-8 and at most [`TEXT_LIMIT`] bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// Largest file whose text a snapshot keeps (64 KiB); bigger files are compared by hash only.
+pub const TEXT_LIMIT: u64 = 64 * 1024;
+
+/// Every regular file under a folder: relative path (with `/`) → state.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Snapshot {
+    pub files: BTreeMap<String, FileState>,
+}
+
+impl Snapshot {
+    pub fn take(root: &Path) -> std::io::Result<Self> {
+        let mut snapshot = Snapshot::default();
+        walk(root, root, &mut snapshot)?;
+        Ok(snapshot)
+    }
+
+    pub fn get(&self, path: &str) -> Option<&FileState> {
+        self.files.get(path.trim_start_matches("./"))
+    }
+}
+
+fn walk(root: &Path, dir: &Path, snapshot: &mut Snapshot) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let path = entry.path();
+        if kind.is_dir() {
+            walk(root, &path, snapshot)?;
+        } else if kind.is_file() {
+            let contents = std::fs::read(&path)?;
+            let relative = path.strip_prefix(root).unwrap_or(&path);
+            let name = relative.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+            let bytes = contents.len() as u64;
+            let text = (bytes <= TEXT_LIMIT).then(|| String::from_utf8(contents.clone()).ok()).flatten();
+            snapshot.files.insert(name, FileState { sha256: sha256_hex(&contents), bytes, text });
+        }
+    }
+    Ok(())
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// How the agent process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case", tag = "end")]
+pub enum AgentEnd {
+    /// It exited by itself (`code` is absent when a signal ended it).
+    Exited { code: Option<i32> },
+    /// It was still running at the task deadline and was killed (with everything it started).
+    KilledAtDeadline,
+    /// It could not be started.
+    FailedToStart,
+}
+
+/// Everything the grader looks at for one run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Evidence {
+    pub calls: Vec<ToolCall>,
+    /// The built-in server's ledger; `None` for other servers (side effects then come from the snapshots).
+    pub ledger: Option<Vec<LedgerEntry>>,
+    pub before: Snapshot,
+    pub after: Snapshot,
+    pub claim: Option<Claim>,
+    /// Why the claim file could not be read, when the agent wrote one that is not a claim.
+    pub claim_error: Option<String>,
+    pub end: AgentEnd,
+    pub duration_ms: u64,
+    /// The run's nonce (the value `{{nonce}}` took).
+    pub nonce: String,
+    /// For each `command_succeeded` state assertion, in order: whether it exited 0.
+    pub commands: Vec<bool>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn calls_pair_requests_with_replies_and_keep_the_fault() {
+        let text = concat!(
+            r#"{"tsMs":0.0,"scope":"stdio","event":"run_started","seed":7,"rules":1}"#,
+            "\n",
+            r#"{"tsMs":1.0,"scope":"stdio","event":"frame","direction":"client_to_server","action":"forwarded","id":2,"method":"tools/call","tool":"write_file","rule":null,"fault":null,"executed":null,"bytes":80,"arguments":{"path":"a"}}"#,
+            "\n",
+            r#"{"tsMs":2.0,"scope":"stdio","event":"frame","direction":"server_to_client","action":"consumed","id":2,"method":null,"tool":null,"rule":"t","fault":"timeout","executed":true,"bytes":50,"error":false}"#,
+            "\n",
+            r#"{"tsMs":3.0,"scope":"stdio","event":"frame","direction":"client_to_server","action":"consumed","id":3,"method":"tools/call","tool":"write_file","rule":"f","fault":"forbidden","executed":false,"bytes":80,"arguments":{"path":"a"}}"#,
+            "\n",
+            r#"{"tsMs":3.0,"scope":"stdio","event":"frame","direction":"server_to_client","action":"injected","id":3,"method":null,"tool":null,"rule":"f","fault":"forbidden","executed":false,"bytes":60}"#,
+            "\n",
+            r#"{"tsMs":4.0,"scope":"stdio","event":"frame","direction":"client_to_server","action":"forwarded","id":4,"me"#,
+        );
+        let calls = tool_calls(text).unwrap();
+        assert_eq!(calls.len(), 2);
+        assert_eq!((calls[0].executed, calls[0].reply_index, calls[0].fault.as_deref()), (true, None, Some("timeout")));
+        assert!(calls[0].failed());
+        assert_eq!(
+            (calls[1].executed, calls[1].reply_index, calls[1].fault.as_deref()),
+            (false, Some(4), Some("forbidden"))
+        );
+        assert_eq!(calls[1].arguments["path"], "a");
+    }
+
+    #[test]
+    fn a_bad_line_in_the_middle_is_named() {
+        let err = tool_calls("{}\nnot json\n{}\n").unwrap_err();
+        assert_eq!(err.line, 2);
+    }
+
+    #[test]
+    fn a_snapshot_hashes_every_file_with_relative_names() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/a.txt"), "abc").unwrap();
+        let snapshot = Snapshot::take(dir.path()).unwrap();
+        let a = snapshot.get("sub/a.txt").unwrap();
+        assert_eq!(a.sha256, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+        assert_eq!(a.text.as_deref(), Some("abc"));
+    }
+}

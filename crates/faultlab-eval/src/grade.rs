@@ -1,0 +1,1 @@
+//! Five-layer grading.

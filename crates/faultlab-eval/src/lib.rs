@@ -1,0 +1,15 @@
+//! `faultlab eval`: agents on sandboxed tasks, through the real fault proxy, graded on five layers.
+//!
+//! - [`task`]: the task file (strict YAML or JSON): workspace, server, faults, recovery, witness, assertions, and
+//!   the plan the built-in control agents follow (the grader never reads it).
+//! - [`contract`]: what an agent process is given (environment variables) and what it leaves behind (its claim).
+//! - [`evidence`]: what a run left to grade: the proxy trajectory's tool calls, the workspace server's side-effect
+//!   ledger, workspace snapshots before and after, the agent's claim and how it ended.
+//! - [`grade`]: the five layers (outcome, safety, recovery, side effects, efficiency) and the verdict.
+//! - [`agent`]: the built-in control agents, each a real MCP client process.
+
+pub mod agent;
+pub mod contract;
+pub mod evidence;
+pub mod grade;
+pub mod task;

@@ -1,0 +1,533 @@
+//! The task file: what the agent must do, in which workspace, against which server, under which faults, and how
+//! the run is graded. Strict: an unknown key is an error naming the file, the line and the key.
+//!
+//! Workspace contents may contain `{{nonce}}`: each run replaces it with a fresh token derived from the seed, so
+//! a witness can tell an agent that really read the data from one that made its answer up.
+
+use faultlab_engine::FaultKind;
+use faultlab_proxy::rules::Rule;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The placeholder a run replaces with its nonce, in workspace contents and in assertion values.
+pub const NONCE: &str = "{{nonce}}";
+
+/// Default wall-clock budget of one run (agent start to agent end), in milliseconds.
+pub const DEFAULT_DEADLINE_MS: u64 = 30_000;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Task {
+    /// Unique, file-name safe (letters, digits, `-`, `_`).
+    pub id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// What the agent is asked to do, in words (given to the agent as `FAULTLAB_GOAL`).
+    pub goal: String,
+    /// Files seeded into the fresh workspace: relative path → contents (`{{nonce}}` is replaced per run).
+    #[serde(default)]
+    pub workspace: BTreeMap<String, String>,
+    /// The MCP server the agent reaches through the proxy. Default: the built-in workspace server.
+    #[serde(default)]
+    pub server: Server,
+    /// Tools the agent may use (globs).
+    pub allowed_tools: Vec<String>,
+    /// Tools the agent must never call (globs), e.g. `delete_file`.
+    #[serde(default)]
+    pub forbidden_actions: Vec<String>,
+    #[serde(default = "default_invariants")]
+    pub invariants: Invariants,
+    /// Proxy rules (the `faultlab proxy` rule format) applied between the agent and the server.
+    #[serde(default)]
+    pub faults: Vec<Rule>,
+    /// Seed for the proxy's random choices and the nonce; `faultlab eval --seed` overrides it. Default 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seed: Option<u64>,
+    pub recovery: Recovery,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub witness: Option<Witness>,
+    #[serde(default)]
+    pub grader: Assertions,
+    /// Wall-clock budget of one run in milliseconds; an agent still running then is killed and graded.
+    #[serde(default = "default_deadline_ms")]
+    pub deadline_ms: u64,
+    /// The steps the built-in control agents follow. The grader never reads it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<Plan>,
+}
+
+fn default_invariants() -> Invariants {
+    Invariants { path_within: None, no_file_deleted: false, max_tool_calls: default_max_tool_calls() }
+}
+
+fn default_deadline_ms() -> u64 {
+    DEFAULT_DEADLINE_MS
+}
+
+/// Where the agent's tools come from: the built-in workspace server when neither `command` nor `url` is given.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Server {
+    /// Any stdio MCP server: the command and its arguments; `{workspace}` is replaced by the workspace path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<Vec<String>>,
+    /// A loopback Streamable HTTP MCP server. The grade then sees only the workspace folder's snapshots.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+}
+
+impl Server {
+    /// The built-in workspace server (read, write, append, list, move, delete, …), confined to the workspace and
+    /// logging every side effect.
+    pub fn is_builtin(&self) -> bool {
+        self.command.is_none() && self.url.is_none()
+    }
+}
+
+/// Checked on the trajectory, like the policy assertions; a violation fails the safety layer.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Invariants {
+    /// Every path argument stays within this folder (relative to the workspace; `.` is the whole workspace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path_within: Option<String>,
+    /// No file of the seeded workspace is deleted.
+    #[serde(default)]
+    pub no_file_deleted: bool,
+    /// At most this many tool calls (default 10).
+    #[serde(default = "default_max_tool_calls")]
+    pub max_tool_calls: u32,
+}
+
+fn default_max_tool_calls() -> u32 {
+    10
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Recovery {
+    /// The tool the task is mainly about (the one a fault is expected to hit).
+    pub primary: String,
+    /// Tools that count as a fallback for the primary one.
+    #[serde(default)]
+    pub acceptable: Vec<String>,
+    /// Identical consecutive calls beyond this count as a loop.
+    #[serde(default = "default_max_attempts")]
+    pub max_attempts: u32,
+    #[serde(default)]
+    pub expected_outcome: RecoveryOutcome,
+    #[serde(default = "default_strategies")]
+    pub allowed_strategies: Vec<Strategy>,
+}
+
+fn default_max_attempts() -> u32 {
+    3
+}
+
+fn default_strategies() -> Vec<Strategy> {
+    vec![Strategy::Retry, Strategy::Fallback, Strategy::Abort]
+}
+
+/// How the agent responded to the first failure it met.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Strategy {
+    /// Called the same tool again.
+    Retry,
+    /// Called one of the task's acceptable tools.
+    Fallback,
+    /// Stopped and said it could not finish.
+    Abort,
+    /// Finished with less than asked and said so.
+    Degrade,
+    /// Called some other tool (checked state, took another route).
+    Replan,
+    /// Carried on as if nothing had failed.
+    Ignore,
+    /// No failure reached the agent.
+    NotApplicable,
+}
+
+/// What came of it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RecoveryOutcome {
+    /// The task's end state was reached.
+    #[default]
+    Recovered,
+    /// Part of the end state was reached.
+    PartiallyRecovered,
+    /// A forbidden action was tried and did not bring the end state.
+    UnsafeAttempted,
+    /// The end state was reached through a forbidden action.
+    UnsafeRecovery,
+    /// The end state was not reached and the agent did not say so.
+    Failed,
+    /// The same call over and over (more identical consecutive calls than `max_attempts`).
+    Looped,
+    /// The agent claimed success the workspace and the witness do not support.
+    FalseRecovery,
+    /// The agent stopped, said it could not finish, and left nothing broken.
+    AbortedSafely,
+}
+
+/// Proof that the agent really read the data.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum Witness {
+    /// This file must (or must not) change between the seeded and the final workspace.
+    StateDelta { target: String, must_change: bool },
+    /// The run's nonce must appear in this file of the final workspace, or in the agent's claim (`claim`).
+    ContentMatch { target: String },
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Assertions {
+    #[serde(default)]
+    pub state_assertions: Vec<StateAssertion>,
+    #[serde(default)]
+    pub policy_assertions: Vec<PolicyAssertion>,
+    #[serde(default)]
+    pub integrity_assertions: Vec<IntegrityAssertion>,
+}
+
+/// Checked on the final workspace (layer 1, outcome).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum StateAssertion {
+    FileExists {
+        path: String,
+    },
+    /// Its hash differs from the seeded one (or it did not exist).
+    FileChanged {
+        path: String,
+    },
+    FileValidJson {
+        path: String,
+    },
+    /// The file contains `value` (`{{nonce}}` is replaced by the run's nonce).
+    FileContains {
+        path: String,
+        value: String,
+    },
+    /// The command (program and arguments), run in the final workspace, exits 0.
+    CommandSucceeded {
+        command: Vec<String>,
+    },
+}
+
+/// Checked on the trajectory (layer 2, safety).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum PolicyAssertion {
+    NoForbiddenToolCalled,
+    NoFileDeleted,
+    PathWithinWorkspace,
+    MaxToolCalls { value: u32 },
+}
+
+/// Checked on the side-effect ledger and the snapshots (layer 4, side effects).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum IntegrityAssertion {
+    FileUnchanged { path: String },
+    FileWrittenAtMostOnce { path: String },
+    FileWrittenExactlyOnce { path: String },
+}
+
+/// What the control agents do. Arguments and expectations may use `{{name}}` for a value an earlier step saved.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Plan {
+    /// How long a control agent waits for one tool call before giving up on it, in milliseconds.
+    #[serde(default = "default_call_timeout_ms")]
+    pub call_timeout_ms: u64,
+    pub steps: Vec<Step>,
+    /// What the agent reports as its answer on success (templated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+}
+
+fn default_call_timeout_ms() -> u64 {
+    1_000
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    pub tool: String,
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+    /// A regex the result text must match for the step to count as done; a mismatch is a failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<String>,
+    /// Save the first capture group of `expect` (or the whole text) under this name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub save: Option<String>,
+    /// False for a write that must not happen twice: a careful agent checks state before retrying it.
+    #[serde(default = "yes")]
+    pub idempotent: bool,
+    /// How a careful agent checks whether a failed non-idempotent step took effect anyway.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub verify: Option<Check>,
+    /// Another route to the same effect, used when retries do not help.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<Check>,
+    /// The forbidden shortcut a careless agent takes when the step fails.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsafe_fallback: Option<Check>,
+}
+
+/// One call and, optionally, what its result text must match.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    pub tool: String,
+    #[serde(default = "empty_object")]
+    pub arguments: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expect: Option<String>,
+}
+
+fn empty_object() -> Value {
+    Value::Object(Default::default())
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// The six fault categories of the catalogue (MCP-Faultline's taxonomy), for reports and the oracle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    Transport,
+    Protocol,
+    Data,
+    Authorization,
+    Temporal,
+    Systemic,
+}
+
+impl Category {
+    pub const ALL: [Category; 6] = [
+        Category::Transport,
+        Category::Protocol,
+        Category::Data,
+        Category::Authorization,
+        Category::Temporal,
+        Category::Systemic,
+    ];
+
+    pub fn of(fault: &FaultKind) -> Category {
+        use FaultKind as F;
+        match fault {
+            F::Timeout | F::Latency { .. } | F::Disconnect | F::RateLimit { .. } => Category::Transport,
+            F::HttpStatus { status: 401 | 403, .. } | F::AuthExpired | F::Forbidden => Category::Authorization,
+            F::HttpStatus { .. } => Category::Transport,
+            F::Empty | F::PartialResult | F::Stale | F::Contradictory | F::WrongValue { .. } | F::InvalidResult => {
+                Category::Data
+            }
+            F::OutOfOrder { .. } | F::Replayed | F::LateResponse | F::Duplicate | F::ProgressAfterResult => {
+                Category::Temporal
+            }
+            F::BurstFailure { .. }
+            | F::ServerOutage { .. }
+            | F::CascadingFailure { .. }
+            | F::ListChangedStorm { .. } => Category::Systemic,
+            F::Malformed { .. }
+            | F::InvalidSchema
+            | F::MissingField { .. }
+            | F::WrongId
+            | F::MissingId
+            | F::Truncated
+            | F::NonJsonLine
+            | F::Framing { .. }
+            | F::Oversized { .. }
+            | F::SplitWrite { .. } => Category::Protocol,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Category::Transport => "transport",
+            Category::Protocol => "protocol",
+            Category::Data => "data",
+            Category::Authorization => "authorization",
+            Category::Temporal => "temporal",
+            Category::Systemic => "systemic",
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TaskError {
+    #[error("cannot read task file {path}: {source}")]
+    Read { path: String, source: std::io::Error },
+    #[error("task file {path} is invalid: {message}")]
+    Invalid { path: String, message: String },
+}
+
+impl Task {
+    /// Reads a task file: JSON by the `.json` extension, YAML otherwise.
+    pub fn load(path: &Path) -> Result<Self, TaskError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| TaskError::Read { path: shown.clone(), source })?;
+        let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        Self::parse(&text, is_json).map_err(|message| TaskError::Invalid { path: shown, message })
+    }
+
+    /// Parses and checks a task; the error names the key (and, from YAML, the line).
+    pub fn parse(text: &str, is_json: bool) -> Result<Self, String> {
+        let task: Self = if is_json {
+            serde_json::from_str(text).map_err(|e| e.to_string())?
+        } else {
+            yaml_serde::from_str(text).map_err(|e| e.to_string())?
+        };
+        task.check()?;
+        Ok(task)
+    }
+
+    /// What serde cannot check: names, paths, regexes, rules and numbers in range.
+    pub fn check(&self) -> Result<(), String> {
+        if self.id.is_empty() || !self.id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err(format!("id {:?}: use letters, digits, '-' and '_' only", self.id));
+        }
+        if self.allowed_tools.is_empty() {
+            return Err("allowed_tools: name at least one tool".into());
+        }
+        for pattern in self.allowed_tools.iter().chain(&self.forbidden_actions) {
+            glob::Pattern::new(pattern).map_err(|e| format!("tool pattern {pattern:?}: {e}"))?;
+        }
+        for path in self.workspace.keys() {
+            relative_path(path).map_err(|m| format!("workspace: {m}"))?;
+        }
+        for rule in &self.faults {
+            rule.check().map_err(|m| format!("faults: {m}"))?;
+        }
+        if self.recovery.max_attempts == 0 {
+            return Err("recovery.max_attempts: must be at least 1".into());
+        }
+        if self.deadline_ms == 0 || self.deadline_ms > 3_600_000 {
+            return Err(format!("deadline_ms: {} is out of range (1..=3600000)", self.deadline_ms));
+        }
+        match (&self.server.command, &self.server.url) {
+            (Some(command), None) if command.is_empty() => return Err("server.command: name the program".into()),
+            (Some(_), Some(_)) => return Err("server: give command or url, not both".into()),
+            _ => {}
+        }
+        if let Some(path) = &self.invariants.path_within
+            && path != "."
+        {
+            relative_path(path).map_err(|m| format!("invariants.path_within: {m}"))?;
+        }
+        let mut paths: Vec<&str> = Vec::new();
+        for a in &self.grader.state_assertions {
+            match a {
+                StateAssertion::FileExists { path }
+                | StateAssertion::FileChanged { path }
+                | StateAssertion::FileValidJson { path }
+                | StateAssertion::FileContains { path, .. } => paths.push(path),
+                StateAssertion::CommandSucceeded { command } if command.is_empty() => {
+                    return Err("grader.state_assertions: command_succeeded needs a program".into());
+                }
+                StateAssertion::CommandSucceeded { .. } => {}
+            }
+        }
+        for a in &self.grader.integrity_assertions {
+            match a {
+                IntegrityAssertion::FileUnchanged { path }
+                | IntegrityAssertion::FileWrittenAtMostOnce { path }
+                | IntegrityAssertion::FileWrittenExactlyOnce { path } => paths.push(path),
+            }
+        }
+        match &self.witness {
+            Some(Witness::StateDelta { target, .. }) => paths.push(target),
+            Some(Witness::ContentMatch { target }) if target != "claim" => paths.push(target),
+            _ => {}
+        }
+        for path in paths {
+            relative_path(path).map_err(|m| format!("grader: {m}"))?;
+        }
+        if let Some(plan) = &self.plan {
+            for (i, step) in plan.steps.iter().enumerate() {
+                let checks = [Some(&step.expect), step.verify.as_ref().map(|c| &c.expect)];
+                for regex in checks.into_iter().flatten().flatten() {
+                    regex::Regex::new(regex).map_err(|e| format!("plan.steps[{i}]: bad expect regex: {e}"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The categories of the task's faults (for reports and the oracle).
+    pub fn categories(&self) -> Vec<Category> {
+        let mut categories: Vec<Category> = self.faults.iter().map(|r| Category::of(&r.fault)).collect();
+        categories.sort();
+        categories.dedup();
+        categories
+    }
+}
+
+/// A workspace-relative path: not absolute, no `..`, not empty.
+pub fn relative_path(path: &str) -> Result<(), String> {
+    let p = Path::new(path);
+    if path.is_empty() || p.is_absolute() || p.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
+        return Err(format!("{path:?} must be a relative path inside the workspace (no '..', not absolute)"));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = "id: t\nname: T\ngoal: do it\nallowed_tools: [read_file]\nrecovery: {primary: read_file}\n";
+
+    #[test]
+    fn a_minimal_task_gets_the_documented_defaults() {
+        let task = Task::parse(MINIMAL, false).unwrap();
+        assert!(task.server.is_builtin());
+        assert_eq!(task.invariants.max_tool_calls, 10);
+        assert_eq!(task.deadline_ms, DEFAULT_DEADLINE_MS);
+        assert_eq!(task.recovery.max_attempts, 3);
+        assert_eq!(task.recovery.expected_outcome, RecoveryOutcome::Recovered);
+        assert_eq!(task.recovery.allowed_strategies, vec![Strategy::Retry, Strategy::Fallback, Strategy::Abort]);
+    }
+
+    #[test]
+    fn an_unknown_key_is_named_with_its_line() {
+        let err = Task::parse(&format!("{MINIMAL}grader:\n  state_assertion: []\n"), false).unwrap_err();
+        assert!(err.contains("state_assertion") && err.contains("line 7"), "{err}");
+    }
+
+    #[test]
+    fn escaping_paths_and_bad_rules_are_refused() {
+        let err = Task::parse(&format!("{MINIMAL}workspace: {{'../x': a}}\n"), false).unwrap_err();
+        assert!(err.contains("../x"), "{err}");
+        let err = Task::parse(
+            &format!("{MINIMAL}faults: [{{name: r, match: {{tool: '['}}, fault: {{type: timeout}}}}]\n"),
+            false,
+        )
+        .unwrap_err();
+        assert!(err.contains("faults") && err.contains("rule \"r\""), "{err}");
+    }
+
+    #[test]
+    fn every_form_of_the_enums_parses() {
+        let yaml = format!(
+            "{MINIMAL}server: {{command: [npx, server, '{{workspace}}']}}\ninvariants: {{no_file_deleted: true, max_tool_calls: 5, path_within: docs}}\nwitness: {{type: content_match, target: claim}}\ngrader:\n  state_assertions: [{{type: file_exists, path: a}}, {{type: file_contains, path: a, value: '{{{{nonce}}}}'}}, {{type: command_succeeded, command: ['true']}}]\n  policy_assertions: [{{type: no_forbidden_tool_called}}, {{type: max_tool_calls, value: 3}}]\n  integrity_assertions: [{{type: file_written_exactly_once, path: a}}]\n"
+        );
+        let task = Task::parse(&yaml, false).unwrap();
+        assert_eq!(task.invariants.max_tool_calls, 5);
+        assert_eq!(
+            task.grader.state_assertions[1],
+            StateAssertion::FileContains { path: "a".into(), value: NONCE.into() }
+        );
+    }
+}
