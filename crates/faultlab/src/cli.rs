@@ -21,6 +21,64 @@ pub enum Command {
     Demo(DemoArgs),
     /// Read agent traces and name what went wrong (loops, retry storms, false success, …), with evidence.
     Diagnose(DiagnoseArgs),
+    /// Run agents on sandboxed tasks through the fault proxy and grade them on five layers.
+    Eval(EvalArgs),
+    /// A built-in control agent (started by `faultlab eval`; reads the FAULTLAB_* environment).
+    #[command(hide = true)]
+    Agent(AgentArgs),
+    /// The built-in workspace MCP server over stdio, confined to --root, logging every side effect.
+    #[command(hide = true)]
+    WorkspaceServer(WorkspaceServerArgs),
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Exit codes: 0 every run passed (with --controls: every verdict is the expected one); 2 a run \
+failed its grade (with --controls: a verdict disagrees with the oracle); 1 the evaluation could not happen (a bad \
+task file or argument, an agent command that cannot start).")]
+pub struct EvalArgs {
+    /// Task files (YAML, or JSON by the .json extension). Without any, the built-in tasks.
+    #[arg(value_name = "TASK")]
+    pub tasks: Vec<std::path::PathBuf>,
+    /// The agent under test: a command line (split like a shell would, without expansion), started once per run.
+    #[arg(long, value_name = "'CMD ARGS'", conflicts_with = "controls")]
+    pub agent: Option<String>,
+    /// Run every built-in control agent on every task and check each verdict against the oracle.
+    #[arg(long)]
+    pub controls: bool,
+    /// The oracle file for --controls (default: the built-in oracle of the built-in tasks).
+    #[arg(long, requires = "controls")]
+    pub oracle: Option<std::path::PathBuf>,
+    /// Runs per task (and per agent).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Runs in parallel.
+    #[arg(long, default_value_t = 2)]
+    pub jobs: usize,
+    /// Seed for every random choice (fault probabilities, nonces); each repeat r uses seed + r.
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Folder for report.json, report.md, report.html and each run's files.
+    #[arg(long, default_value = "faultlab-eval")]
+    pub out: std::path::PathBuf,
+    /// Keep each run's workspace (otherwise removed after grading).
+    #[arg(long)]
+    pub keep: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct AgentArgs {
+    /// good, bad-retry, infinite-loop, unsafe, hallucinating, blind-retrier, ignores-timeout or gives-up.
+    pub kind: String,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct WorkspaceServerArgs {
+    /// The workspace folder; every path argument is confined to it.
+    #[arg(long)]
+    pub root: std::path::PathBuf,
+    /// Append one JSON line per side effect (write, append, delete, move, make_dir) to this file.
+    #[arg(long)]
+    pub ledger: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -3,15 +3,18 @@
 //! Exit codes: 0 success; 1 the command could not do its job (a runtime failure); 2 the input was wrong (an
 //! unknown flag, a bad value, a bad `LAB_*` variable). Every error names what to fix.
 
+mod agent;
 mod builtin;
 mod cli;
 mod demo;
 mod diagnose;
+mod eval;
 mod pipes;
 mod proxy;
 mod run;
 mod serve;
 mod signals;
+mod workspace;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -25,6 +28,9 @@ fn main() -> ExitCode {
         cli::Command::Run(args) => run::run(args),
         cli::Command::Demo(args) => demo::run(args),
         cli::Command::Diagnose(args) => diagnose::run(args),
+        cli::Command::Eval(args) => eval::run(args),
+        cli::Command::Agent(args) => agent::run(args),
+        cli::Command::WorkspaceServer(args) => workspace::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
