@@ -1,7 +1,37 @@
 //! The built-in control agents: real MCP client processes (`faultlab agent KIND`) that follow a task's `plan`,
 //! each with one known behaviour, so the grader can be shown to tell good from bad.
+//!
+//! The behaviour of each agent is a pure function of the plan and the call results ([`follow`] over [`Tools`]),
+//! so an oracle of expected grades can be written against it and tested against a fake server. The process part
+//! ([`run`]) reads the contract's environment, connects, follows, writes the claim and closes.
+//!
+//! Plan semantics, for every agent that follows it:
+//! - steps run in order; arguments (every JSON string, at any depth), `expect` and the plan's `answer` may use
+//!   `{{name}}` for a value an earlier step saved (see [`template_text`]);
+//! - a call succeeds when its reply is a normal result (not `isError`, not a JSON-RPC error, not an invalid reply,
+//!   a timeout or a lost transport) whose text matches `expect` (a regex searched anywhere in the text), if any;
+//! - `save` keeps the first capture group of `expect`, or the whole result text without `expect` or group;
+//! - each call waits at most `plan.call_timeout_ms` (ignores-timeout: [`NO_DEADLINE`]);
+//! - a step completed by its `verify` or `fallback` saves from that check's result, by the same rule;
+//! - success claims `completed N steps` with the templated `answer`; giving up claims failure naming the step.
+//!
+//! Call sequences per step (S the step's call, V `verify`, F `fallback`, U `unsafe_fallback`; `+100` a 100 ms
+//! pause; each call ends the step as soon as it succeeds, except U, whose result is ignored):
+//! - good: S; if non-idempotent with V: V; +100 S; with F: F, +100 F; then failure.
+//! - unsafe: as good, but a step with U starts S, U, S (no pause) before going on as good (V, +100 S, F, +100 F).
+//! - ignores-timeout: as good, with no client-side deadline.
+//! - bad-retry: S up to 50 times, no pause. blind-retrier: S up to 3 times, no pause. gives-up: S once.
+//! - infinite-loop: the first step's call forever, whatever it returns; never claims (eval kills it).
+//! - hallucinating: no call; claims success with the answer [`INVENTED_ANSWER`].
 
+use crate::contract::{self, Claim, ClaimStatus, McpConfig};
+use crate::task::{Check, Plan, Step, Task};
+use faultlab_client::{ConnectError, Connection, Era, ErrorKind, Observation, Outcome, Target};
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 /// Every control agent and the defect it stands for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
@@ -53,5 +83,431 @@ impl ControlAgent {
 
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// The agent process.
+// ---------------------------------------------------------------------------------------------------------------
+
+/// How long a call may wait when the agent sets no client-side deadline (ignores-timeout). A task's deadline is
+/// at most an hour (`Task::check`), so eval always kills the agent long before this expires: in effect, forever.
+pub const NO_DEADLINE: Duration = Duration::from_secs(24 * 60 * 60);
+
+/// The shortest time the agents give the server to start and answer `initialize` (spawning the proxy and the
+/// server behind it can take longer than one tool call is allowed).
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The pause of the good (and unsafe, and ignores-timeout) agent before its retry and before its second fallback.
+pub const RETRY_PAUSE: Duration = Duration::from_millis(100);
+
+/// Attempts per step of the bad-retry agent.
+pub const BAD_RETRY_ATTEMPTS: u32 = 50;
+
+/// Attempts per step of the blind-retrier agent.
+pub const BLIND_RETRY_ATTEMPTS: u32 = 3;
+
+/// The answer the hallucinating agent invents.
+pub const INVENTED_ANSWER: &str = "ok";
+
+/// Why an agent could not do its job at all (exit 1). A task the agent could not finish is not an error: it ends
+/// in a failure claim.
+#[derive(Debug, thiserror::Error)]
+pub enum AgentError {
+    #[error("the environment variable {0} is not set (`faultlab eval` sets it for the agents it starts)")]
+    MissingVar(&'static str),
+    // The causes are part of each message, not a `source` chain: `faultlab` prints chains, and would repeat them.
+    #[error("cannot read the {what} file {path}: {error}")]
+    Read { what: &'static str, path: String, error: std::io::Error },
+    #[error("the {what} file {path} is invalid: {message}")]
+    Invalid { what: &'static str, path: String, message: String },
+    #[error("the MCP config {path} names no server")]
+    NoServer { path: String },
+    #[error("the task {path} has no plan: the control agents follow a task's plan")]
+    NoPlan { path: String },
+    #[error("the task {path} has a plan without steps: the infinite-loop agent repeats the first step")]
+    NoSteps { path: String },
+    #[error("cannot start the MCP server: {0}")]
+    Connect(ConnectError),
+    #[error("cannot write the claim to {path}: {error}")]
+    WriteClaim { path: String, error: std::io::Error },
+}
+
+/// The agent process: reads the `FAULTLAB_*` environment, connects to the server named in the MCP config, follows
+/// the task's plan as `kind` does, writes its claim to `FAULTLAB_RESULT` and closes the connection.
+///
+/// A server that starts but fails the handshake is a failure the agent reports in its claim (it may be a fault);
+/// a server command that cannot be started at all is an [`AgentError`].
+pub async fn run(kind: ControlAgent) -> Result<(), AgentError> {
+    let result = env_path(contract::ENV_RESULT)?;
+    let config_path = env_path(contract::ENV_MCP_CONFIG)?;
+    let task_path = env_path(contract::ENV_TASK)?;
+    // The control agents follow the plan, not the words; the goal (possibly empty) is still required, as by any
+    // agent, so a broken contract shows here rather than as a strange grade.
+    if std::env::var_os(contract::ENV_GOAL).is_none() {
+        return Err(AgentError::MissingVar(contract::ENV_GOAL));
+    }
+
+    let config: McpConfig = serde_json::from_str(&read("MCP config", &config_path)?)
+        .map_err(|e| AgentError::Invalid { what: "MCP config", path: shown(&config_path), message: e.to_string() })?;
+    let server = config.server().ok_or_else(|| AgentError::NoServer { path: shown(&config_path) })?;
+    let task = Task::parse(&read("task", &task_path)?, true).map_err(|message| AgentError::Invalid {
+        what: "task",
+        path: shown(&task_path),
+        message,
+    })?;
+    let plan = task.plan.ok_or_else(|| AgentError::NoPlan { path: shown(&task_path) })?;
+    if kind == ControlAgent::InfiniteLoop && plan.steps.is_empty() {
+        return Err(AgentError::NoSteps { path: shown(&task_path) });
+    }
+
+    let target = Target::Stdio {
+        command: server.command.clone(),
+        args: server.args.clone(),
+        cwd: None,
+        env: server.env.clone(),
+    };
+    let connect_deadline = match kind {
+        ControlAgent::IgnoresTimeout => NO_DEADLINE,
+        _ => Duration::from_millis(plan.call_timeout_ms).max(CONNECT_TIMEOUT),
+    };
+    let (claim, connection) = match Connection::open(&target, Era::Legacy, connect_deadline).await {
+        Ok(mut connection) => (follow(kind, &plan, &mut connection).await, Some(connection)),
+        Err(e @ ConnectError::Spawn { .. }) => return Err(AgentError::Connect(e)),
+        // The hallucinating agent claims success whatever happens; it makes no call anyway.
+        Err(_) if kind == ControlAgent::Hallucinating => (follow(kind, &plan, &mut NoTools).await, None),
+        Err(e) => (failure(format!("cannot connect to the MCP server: {e}")), None),
+    };
+    // The claim first: if closing hangs until eval's deadline, the claim is already there.
+    let written = write_claim(&result, &claim);
+    if let Some(connection) = connection {
+        connection.close().await;
+    }
+    written
+}
+
+/// Stands in for a connection that could not be opened; only the hallucinating agent, which never calls, gets it.
+struct NoTools;
+
+impl Tools for NoTools {
+    async fn call(&mut self, _tool: &str, _arguments: Value, _deadline: Option<Duration>) -> CallResult {
+        CallResult::Failed("not connected".into())
+    }
+}
+
+impl Tools for Connection {
+    async fn call(&mut self, tool: &str, arguments: Value, deadline: Option<Duration>) -> CallResult {
+        CallResult::from(&self.call_tool(tool, arguments, deadline.unwrap_or(NO_DEADLINE)).await)
+    }
+}
+
+fn env_path(name: &'static str) -> Result<PathBuf, AgentError> {
+    match std::env::var_os(name) {
+        Some(value) if !value.is_empty() => Ok(PathBuf::from(value)),
+        _ => Err(AgentError::MissingVar(name)),
+    }
+}
+
+fn read(what: &'static str, path: &Path) -> Result<String, AgentError> {
+    std::fs::read_to_string(path).map_err(|error| AgentError::Read { what, path: shown(path), error })
+}
+
+fn shown(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// Writes the claim under a temporary name beside `path`, then renames it: an agent killed mid-write leaves no
+/// half claim for the grader to misread.
+pub fn write_claim(path: &Path, claim: &Claim) -> Result<(), AgentError> {
+    let fail = |error| AgentError::WriteClaim { path: shown(path), error };
+    let text = serde_json::to_string_pretty(claim).map_err(|e| fail(std::io::Error::other(e)))?;
+    let mut temporary = path.as_os_str().to_owned();
+    temporary.push(format!(".{}.tmp", std::process::id()));
+    let temporary = PathBuf::from(temporary);
+    std::fs::write(&temporary, text).map_err(fail)?;
+    std::fs::rename(&temporary, path).map_err(|e| {
+        let _ = std::fs::remove_file(&temporary);
+        fail(e)
+    })
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Templating.
+// ---------------------------------------------------------------------------------------------------------------
+
+/// Values saved by earlier steps, by name.
+pub type Saved = BTreeMap<String, String>;
+
+/// Replaces every `{{name}}` in `text` by the value saved under `name`.
+///
+/// A name is one or more ASCII letters, digits or `_` (as `Task::check` expects), with no spaces inside the braces. A placeholder
+/// whose name was never saved is left as it is (so `{{nonce}}`, or a typo, reaches the server verbatim and the run
+/// shows it), and so is anything that is not a placeholder. Inserted values are not scanned again.
+pub fn template_text(text: &str, saved: &Saved) -> String {
+    substitute(text, saved, |value| value.to_owned())
+}
+
+/// [`template_text`] for a regex (`expect`): each inserted value is escaped, so it matches itself literally.
+pub fn template_regex(pattern: &str, saved: &Saved) -> String {
+    substitute(pattern, saved, regex::escape)
+}
+
+/// [`template_text`] applied to every string in a JSON value, at any depth: string values in objects and arrays,
+/// and object keys. Numbers, booleans and nulls are kept.
+pub fn template_value(value: &Value, saved: &Saved) -> Value {
+    match value {
+        Value::String(s) => Value::String(template_text(s, saved)),
+        Value::Array(items) => Value::Array(items.iter().map(|v| template_value(v, saved)).collect()),
+        Value::Object(map) => {
+            Value::Object(map.iter().map(|(k, v)| (template_text(k, saved), template_value(v, saved))).collect())
+        }
+        other => other.clone(),
+    }
+}
+
+fn substitute(text: &str, saved: &Saved, insert: impl Fn(&str) -> String) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(open) = rest.find("{{") {
+        out.push_str(&rest[..open]);
+        let after = &rest[open + 2..];
+        let name_len = after.find(|c: char| !is_name_char(c)).unwrap_or(after.len());
+        let name = &after[..name_len];
+        match saved.get(name) {
+            Some(value) if name_len > 0 && after[name_len..].starts_with("}}") => {
+                out.push_str(&insert(value));
+                rest = &after[name_len + 2..];
+            }
+            // Not a placeholder we can fill: keep one brace and look again from the next character, so `{{{x}}`
+            // still fills the `{{x}}` inside.
+            _ => {
+                out.push('{');
+                rest = &rest[open + 1..];
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+fn is_name_char(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c == '_'
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Following the plan.
+// ---------------------------------------------------------------------------------------------------------------
+
+/// What one tool call came to, as the agents see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallResult {
+    /// A normal result; its text (the text content blocks, joined with newlines).
+    Done(String),
+    /// A tool error (`isError`), a JSON-RPC error, an invalid reply, a timeout, a cancellation or a lost
+    /// transport: what went wrong, in one line.
+    Failed(String),
+}
+
+impl From<&Observation> for CallResult {
+    fn from(obs: &Observation) -> Self {
+        let what = match (obs.outcome, obs.error_kind) {
+            (Outcome::Success, _) => return CallResult::Done(obs.text()),
+            (Outcome::Error, Some(ErrorKind::ToolError)) => "tool error",
+            (Outcome::Error, Some(ErrorKind::ProtocolError)) => "JSON-RPC error",
+            (Outcome::Error, Some(ErrorKind::InvalidResponse)) => "invalid reply",
+            (Outcome::Error, Some(ErrorKind::HttpStatus)) => "HTTP error",
+            (Outcome::Error, None) => "error",
+            (Outcome::Timeout, _) => "timeout",
+            (Outcome::Cancelled, _) => "cancelled",
+            (Outcome::TransportLoss, _) => "transport lost",
+        };
+        CallResult::Failed(format!("{what}: {}", obs.message()))
+    }
+}
+
+/// The agents' only way to the server: the real [`Connection`], or a fake in tests.
+pub trait Tools {
+    /// Calls `tool`; `deadline` is the client-side bound on the wait (`None`: wait for as long as it takes).
+    fn call(&mut self, tool: &str, arguments: Value, deadline: Option<Duration>) -> impl Future<Output = CallResult>;
+}
+
+/// Follows `plan` as `kind` does and returns the claim to write. Never returns for the infinite-loop agent with a
+/// non-empty plan (eval kills it at the task's deadline).
+pub async fn follow(kind: ControlAgent, plan: &Plan, tools: &mut impl Tools) -> Claim {
+    let deadline = match kind {
+        ControlAgent::IgnoresTimeout => None,
+        _ => Some(Duration::from_millis(plan.call_timeout_ms)),
+    };
+    let mut agent = Agent { tools, saved: Saved::new(), deadline };
+    match kind {
+        ControlAgent::Hallucinating => {
+            return Claim {
+                status: ClaimStatus::Success,
+                message: "done".into(),
+                answer: Some(INVENTED_ANSWER.into()),
+            };
+        }
+        ControlAgent::InfiniteLoop => {
+            let Some(first) = plan.steps.first() else {
+                return failure("the plan has no step to repeat".into());
+            };
+            agent.repeat_forever(first).await
+        }
+        _ => {}
+    }
+    for (index, step) in plan.steps.iter().enumerate() {
+        let done = match kind {
+            ControlAgent::Good | ControlAgent::IgnoresTimeout => agent.carefully(index, step, false).await,
+            ControlAgent::Unsafe => agent.carefully(index, step, true).await,
+            ControlAgent::BadRetry => agent.at_once(index, step, BAD_RETRY_ATTEMPTS).await,
+            ControlAgent::BlindRetrier => agent.at_once(index, step, BLIND_RETRY_ATTEMPTS).await,
+            ControlAgent::GivesUp => agent.at_once(index, step, 1).await,
+            // Handled above.
+            ControlAgent::Hallucinating | ControlAgent::InfiniteLoop => Ok(()),
+        };
+        if let Err(why) = done {
+            return failure(why);
+        }
+    }
+    let steps = plan.steps.len();
+    Claim {
+        status: ClaimStatus::Success,
+        message: format!("completed {steps} step{}", if steps == 1 { "" } else { "s" }),
+        answer: plan.answer.as_ref().map(|a| template_text(a, &agent.saved)),
+    }
+}
+
+fn failure(message: String) -> Claim {
+    Claim { status: ClaimStatus::Failure, message, answer: None }
+}
+
+struct Agent<'a, T> {
+    tools: &'a mut T,
+    saved: Saved,
+    deadline: Option<Duration>,
+}
+
+impl<T: Tools> Agent<'_, T> {
+    /// Good (and, with `shortcut`, unsafe): the step; on failure, for a non-idempotent step with `verify`, the
+    /// verify check (done if it passes); then one retry after a pause; then the fallback, twice with a pause between.
+    /// Unsafe first takes the step's unsafe fallback and retries at once, then goes on as good does.
+    async fn carefully(&mut self, index: usize, step: &Step, shortcut: bool) -> Result<(), String> {
+        if self.step(step).await.is_ok() {
+            return Ok(());
+        }
+        if shortcut && let Some(unsafe_fallback) = &step.unsafe_fallback {
+            // The shortcut's own result does not matter to this agent: the retry tells whether the step is done.
+            let _ = self.check(unsafe_fallback).await;
+            if self.step(step).await.is_ok() {
+                return Ok(());
+            }
+        }
+        // A write that must not happen twice: see whether the failed attempt took effect before repeating it.
+        if !step.idempotent
+            && let Some(verify) = &step.verify
+            && self.completes(step, verify).await.is_ok()
+        {
+            return Ok(());
+        }
+        tokio::time::sleep(RETRY_PAUSE).await;
+        let Err(why) = self.step(step).await else { return Ok(()) };
+        let Some(fallback) = &step.fallback else {
+            return Err(format!("{} still failed on retry: {why}", describe(index, step)));
+        };
+        if self.completes(step, fallback).await.is_ok() {
+            return Ok(());
+        }
+        tokio::time::sleep(RETRY_PAUSE).await;
+        match self.completes(step, fallback).await {
+            Ok(()) => Ok(()),
+            Err(last) => Err(format!(
+                "{} still failed on retry ({why}), and its fallback {} failed twice: {last}",
+                describe(index, step),
+                fallback.tool
+            )),
+        }
+    }
+
+    /// Bad-retry, blind-retrier, gives-up: the identical call up to `attempts` times in a row, without pause.
+    async fn at_once(&mut self, index: usize, step: &Step, attempts: u32) -> Result<(), String> {
+        let mut why = String::new();
+        for _ in 0..attempts {
+            match self.step(step).await {
+                Ok(()) => return Ok(()),
+                Err(again) => why = again,
+            }
+        }
+        let times = match attempts {
+            1 => String::new(),
+            n => format!(" {n} times"),
+        };
+        Err(format!("{} failed{times}: {why}", describe(index, step)))
+    }
+
+    /// Infinite-loop: the first step's call, again and again, whatever comes back.
+    async fn repeat_forever(&mut self, step: &Step) -> ! {
+        let arguments = template_value(&step.arguments, &self.saved);
+        loop {
+            let _ = self.tools.call(&step.tool, arguments.clone(), self.deadline).await;
+            // A call that fails at once (a closed connection) must not starve the runtime's other tasks.
+            tokio::task::yield_now().await;
+        }
+    }
+
+    /// The step's own call; on success its value is saved under the step's `save`.
+    async fn step(&mut self, step: &Step) -> Result<(), String> {
+        let value = self.attempt(&step.tool, &step.arguments, step.expect.as_deref()).await?;
+        self.save(step, value);
+        Ok(())
+    }
+
+    /// A check that can complete the step (verify, fallback): on success its value is saved under the step's
+    /// `save`, taken by the same rule from the check's own result and `expect`.
+    async fn completes(&mut self, step: &Step, check: &Check) -> Result<(), String> {
+        let value = self.check(check).await?;
+        self.save(step, value);
+        Ok(())
+    }
+
+    async fn check(&mut self, check: &Check) -> Result<String, String> {
+        self.attempt(&check.tool, &check.arguments, check.expect.as_deref()).await
+    }
+
+    fn save(&mut self, step: &Step, value: String) {
+        if let Some(name) = &step.save {
+            self.saved.insert(name.clone(), value);
+        }
+    }
+
+    /// One call, templated with what is saved now. Succeeds with the value to save: the first capture group of
+    /// `expect` when it has one that took part in the match, else the whole result text.
+    async fn attempt(&mut self, tool: &str, arguments: &Value, expect: Option<&str>) -> Result<String, String> {
+        let arguments = template_value(arguments, &self.saved);
+        let expect = expect.map(|e| template_regex(e, &self.saved));
+        let text = match self.tools.call(tool, arguments, self.deadline).await {
+            CallResult::Done(text) => text,
+            CallResult::Failed(why) => return Err(why),
+        };
+        let Some(expect) = expect else { return Ok(text) };
+        // Task::check validates the step and verify regexes, but not the fallbacks' nor a templated one: a bad
+        // regex fails the check rather than the agent.
+        let regex = regex::Regex::new(&expect).map_err(|e| format!("bad expect regex {expect:?}: {e}"))?;
+        let Some(captures) = regex.captures(&text) else {
+            return Err(format!("the result {:?} does not match {expect:?}", excerpt(&text)));
+        };
+        Ok(captures.get(1).map_or(text.clone(), |group| group.as_str().to_owned()))
+    }
+}
+
+fn describe(index: usize, step: &Step) -> String {
+    format!("step {} ({})", index + 1, step.tool)
+}
+
+/// At most 200 characters of a result, for a failure message.
+fn excerpt(text: &str) -> String {
+    const MAX: usize = 200;
+    match text.char_indices().nth(MAX) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_owned(),
     }
 }

@@ -6,10 +6,18 @@
 //! - [`evidence`]: what a run left to grade: the proxy trajectory's tool calls, the workspace server's side-effect
 //!   ledger, workspace snapshots before and after, the agent's claim and how it ended.
 //! - [`grade`]: the five layers (outcome, safety, recovery, side effects, efficiency) and the verdict.
+//! - [`runner`]: one graded run: sandbox, processes, deadline, evidence, verdict.
+//! - [`oracle`], [`builtin`]: the expected verdict of every control agent on every built-in task.
+//! - [`batch`]: every (task, agent, repeat), in parallel, sharded; [`report`]: JSON and Markdown, statistics.
 //! - [`agent`]: the built-in control agents, each a real MCP client process.
 
 pub mod agent;
+pub mod batch;
+pub mod builtin;
 pub mod contract;
 pub mod evidence;
 pub mod grade;
+pub mod oracle;
+pub mod report;
+pub mod runner;
 pub mod task;

@@ -9,12 +9,15 @@
 //!   stateless service (2026-07-28 and sessionless legacy requests) and legacy sessions, the session registry
 //!   (cap, idle reclaim, loss), and the response-body middleware that applies faults to JSON bodies and SSE events.
 //! - [`probe`]: the `lab_probe` harness mode chosen by `LAB_SCENARIO`.
+//! - [`workspace`]: the built-in workspace server for `faultlab eval`: file tools confined to one folder, every
+//!   side effect appended to a ledger.
 
 pub mod http;
 pub mod probe;
 pub mod scope;
 pub mod stdio;
 pub mod tools;
+pub mod workspace;
 
 pub use scope::{Scope, TransportKind};
 pub use tools::FaultServer;

@@ -1,8 +1,191 @@
-//! Placeholder until this command lands.
+//! `faultlab eval`: load the tasks, run every (task, agent, repeat) through the proxy, grade, report; with
+//! `--controls`, check every verdict against the oracle.
 
 use crate::Failure;
 use crate::cli::EvalArgs;
+use anyhow::{Context as _, anyhow};
+use faultlab_eval::agent::ControlAgent;
+use faultlab_eval::batch::Batch;
+use faultlab_eval::builtin;
+use faultlab_eval::oracle::Oracle;
+use faultlab_eval::report::{self, Meta, Report};
+use faultlab_eval::runner::AgentSpec;
+use faultlab_eval::task::Task;
+use std::io::IsTerminal as _;
+use std::sync::Arc;
+use std::time::Instant;
 
-pub fn run(_args: EvalArgs) -> Result<(), Failure> {
-    Err(Failure::new(1, anyhow::anyhow!("not built yet")))
+pub fn run(args: EvalArgs) -> Result<(), Failure> {
+    let tasks: Vec<Arc<Task>> = if args.tasks.is_empty() {
+        builtin::tasks().into_iter().map(Arc::new).collect()
+    } else {
+        let mut tasks = Vec::new();
+        for path in &args.tasks {
+            tasks.push(Arc::new(Task::load(path).map_err(|e| Failure::new(1, e.into()))?));
+        }
+        tasks
+    };
+    let agents: Vec<AgentSpec> = match (&args.agent, args.controls) {
+        (Some(line), false) => {
+            let words = shlex::split(line)
+                .filter(|w| !w.is_empty())
+                .ok_or_else(|| Failure::usage(anyhow!("--agent {line:?}: not a command line (check the quotes)")))?;
+            vec![AgentSpec::Command(words)]
+        }
+        (None, true) => ControlAgent::ALL.into_iter().map(AgentSpec::Control).collect(),
+        _ => return Err(Failure::usage(anyhow!("name the agent under test: --agent 'CMD ARGS' or --controls"))),
+    };
+    if args.repeat == 0 || args.jobs == 0 {
+        return Err(Failure::usage(anyhow!("--repeat and --jobs must be at least 1")));
+    }
+    let oracle = match (&args.oracle, args.controls) {
+        (Some(path), _) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read oracle file {}", path.display()))
+                .map_err(|e| Failure::new(1, e))?;
+            let oracle = Oracle::parse(&text)
+                .map_err(|e| Failure::new(1, anyhow!("oracle file {} is invalid: {e}", path.display())))?;
+            Some(oracle)
+        }
+        (None, true) => Some(builtin::oracle()),
+        (None, false) => None,
+    };
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create the output folder {}", args.out.display()))
+        .map_err(|e| Failure::new(1, e))?;
+    let faultlab =
+        std::env::current_exe().context("cannot find the faultlab executable").map_err(|e| Failure::new(1, e))?;
+    let batch = Batch {
+        tasks,
+        agents,
+        repeat: args.repeat,
+        seed: args.seed,
+        jobs: args.jobs,
+        out: args.out.clone(),
+        keep_workspaces: args.keep,
+        faultlab,
+        shard: None,
+        deadline_ms: None,
+    };
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)?;
+    let started = Instant::now();
+    let progress = Progress::new(batch.specs().len());
+    let results = runtime.block_on(batch.run(|done, total, result| progress.update(done, total, result)));
+    progress.finish();
+    let mut runs = Vec::new();
+    let mut errors = Vec::new();
+    for result in results {
+        match result {
+            Ok(run) => runs.push(run),
+            Err(e) => errors.push(e),
+        }
+    }
+    let meta = Meta {
+        faultlab: env!("CARGO_PKG_VERSION").into(),
+        seed: args.seed.unwrap_or(0),
+        repeat: args.repeat,
+        jobs: args.jobs,
+        wall_ms: started.elapsed().as_millis() as u64,
+    };
+    let report = Report::new(meta, runs);
+    let write = |name: &str, text: String| {
+        let path = args.out.join(name);
+        std::fs::write(&path, text)
+            .with_context(|| format!("cannot write {}", path.display()))
+            .map_err(|e| Failure::new(1, e))
+    };
+    write("report.json", serde_json::to_string_pretty(&report).expect("plain data serialises"))?;
+    write("report.md", report::markdown(&report))?;
+    print_summary(&report);
+    println!("reports: {}", args.out.join("report.md").display());
+    if let Some(first) = errors.first() {
+        for error in &errors {
+            eprintln!("faultlab: a run could not happen: {error}");
+        }
+        return Err(Failure::new(1, anyhow!("{} run(s) could not happen; first: {first}", errors.len())));
+    }
+    if let Some(oracle) = oracle {
+        let ids: Vec<&str> = report.runs.iter().map(|r| r.task.as_str()).collect();
+        let oracle =
+            Oracle { entries: oracle.entries.into_iter().filter(|e| ids.contains(&e.task.as_str())).collect() };
+        let disagreements = oracle.check(&report.runs);
+        if disagreements.is_empty() {
+            println!(
+                "oracle: all {} verdicts as expected: the grader tells every control agent apart",
+                oracle.entries.len()
+            );
+            return Ok(());
+        }
+        for d in &disagreements {
+            println!("oracle disagreement: {} × {}: expected {}, got {}", d.task, d.agent, d.expected, d.got);
+        }
+        return Err(Failure::new(
+            2,
+            anyhow!("{} of {} oracle entries disagree", disagreements.len(), oracle.entries.len()),
+        ));
+    }
+    let failed = report.runs.iter().filter(|r| !r.verdict.passed).count();
+    match failed {
+        0 => Ok(()),
+        n => Err(Failure::new(2, anyhow!("{n} of {} runs failed their grade", report.runs.len()))),
+    }
+}
+
+fn print_summary(report: &Report) {
+    for run in &report.runs {
+        let v = &run.verdict;
+        let outcome = serde_json::to_value(v.recovery.outcome).unwrap_or_default();
+        let strategy = serde_json::to_value(v.recovery.strategy).unwrap_or_default();
+        println!(
+            "{} {} × {} #{}: {} → {} ({} calls)",
+            if v.passed { "PASS" } else { "FAIL" },
+            run.task,
+            run.agent,
+            run.repeat + 1,
+            strategy.as_str().unwrap_or_default(),
+            outcome.as_str().unwrap_or_default(),
+            v.efficiency.tool_calls
+        );
+    }
+    let o = &report.stats.overall;
+    println!(
+        "pass rate {:.0}% ({}/{}; 95% CI {:.0}–{:.0}%) in {:.1} s",
+        o.rate * 100.0,
+        o.passed,
+        o.runs,
+        o.low * 100.0,
+        o.high * 100.0,
+        report.meta.wall_ms as f64 / 1000.0
+    );
+}
+
+/// Progress on stderr: a bar redrawn in place on a terminal, one line per finished run otherwise.
+struct Progress {
+    terminal: bool,
+}
+
+impl Progress {
+    fn new(total: usize) -> Self {
+        let terminal = std::io::stderr().is_terminal();
+        eprintln!("faultlab eval: {total} runs");
+        Self { terminal }
+    }
+
+    fn update<T, E: std::fmt::Display>(&self, done: usize, total: usize, result: &Result<T, E>) {
+        if self.terminal {
+            let width = 30;
+            let filled = done * width / total.max(1);
+            eprint!("\r[{}{}] {done}/{total}", "#".repeat(filled), " ".repeat(width - filled));
+        } else if let Err(e) = result {
+            eprintln!("[{done}/{total}] could not run: {e}");
+        } else if done.is_multiple_of(10) || done == total {
+            eprintln!("[{done}/{total}]");
+        }
+    }
+
+    fn finish(&self) {
+        if self.terminal {
+            eprintln!();
+        }
+    }
 }

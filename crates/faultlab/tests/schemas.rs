@@ -25,4 +25,7 @@ fn shipped_schemas_match_the_types() {
     check("scenario.schema.json", schemars::schema_for!(faultlab_run::scenario::Scenario));
     check("target.schema.json", schemars::schema_for!(faultlab_run::target::TargetFile));
     check("rules.schema.json", schemars::schema_for!(faultlab_proxy::rules::RulesFile));
+    check("task.schema.json", schemars::schema_for!(faultlab_eval::task::Task));
+    check("oracle.schema.json", schemars::schema_for!(faultlab_eval::oracle::Oracle));
+    check("claim.schema.json", schemars::schema_for!(faultlab_eval::contract::Claim));
 }

@@ -7,12 +7,21 @@
 //! **What a robust client should do.** Reject the message as invalid and fail the pending request with a
 //! protocol error, without treating it as success and without closing a connection other requests still use.
 //!
-//! **Example.** `{"type": "malformed", "variant": "result-with-error"}`
+//! **Example.** `{"type": "malformed", "variant": "result-with-error"}`; `variant` defaults to `missing-jsonrpc`, and
+//! MCP-Faultline's `{"type": "malformed_response"}` means the same.
 //!
 //! **How it is graded.** The call's outcome is an error; a follow-up call on the same connection succeeds.
 
 use super::{MalformedVariant, Reply, WireAction, edit, unchanged};
 use serde_json::json;
+
+/// Lets the JSON Schema accept `malformed_response` as well, as serde does (schemars ignores serde aliases).
+pub(super) fn accept_faultline_alias(schema: &mut schemars::Schema) {
+    if let Some(tag) = schema.get_mut("properties").and_then(|p| p.get_mut("type")).and_then(|t| t.as_object_mut()) {
+        tag.remove("const");
+        tag.insert("enum".into(), json!(["malformed", "malformed_response"]));
+    }
+}
 
 pub(super) fn apply(reply: Reply<'_>, variant: MalformedVariant) -> Vec<WireAction> {
     let changed = edit(reply, |obj| match variant {

@@ -70,8 +70,13 @@ pub enum FaultKind {
     Latency { delay_ms: u64 },
     /// Close the connection (stdio) or abort the response stream (HTTP) instead of replying.
     Disconnect,
-    /// Valid JSON, invalid JSON-RPC.
-    Malformed { variant: MalformedVariant },
+    /// Valid JSON, invalid JSON-RPC. Also accepted as `malformed_response` (MCP-Faultline's name).
+    #[serde(alias = "malformed_response")]
+    #[schemars(transform = malformed::accept_faultline_alias)]
+    Malformed {
+        #[serde(default)]
+        variant: MalformedVariant,
+    },
     /// The same reply, twice.
     Duplicate,
     /// The reply carries an id no request had.
@@ -149,10 +154,11 @@ fn default_missing_pointer() -> String {
     DEFAULT_MISSING_POINTER.into()
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum MalformedVariant {
-    /// The `jsonrpc` member is removed.
+    /// The `jsonrpc` member is removed (the default).
+    #[default]
     MissingJsonrpc,
     /// `jsonrpc` is `"1.0"`.
     InvalidJsonrpcVersion,

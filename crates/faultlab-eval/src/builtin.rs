@@ -1,0 +1,64 @@
+//! The built-in tasks (one or more per fault category) and the oracle of expected control-agent verdicts on them.
+//! The files live in `examples/eval/` so users can read and copy them; they are compiled in so `faultlab eval
+//! --controls` needs no files.
+
+use crate::oracle::Oracle;
+use crate::task::Task;
+
+/// (file name, contents) of every built-in task.
+pub const TASKS: &[(&str, &str)] = &[
+    (
+        "transport-timeout-after-write.yaml",
+        include_str!("../../../examples/eval/tasks/transport-timeout-after-write.yaml"),
+    ),
+    ("transport-slow-read.yaml", include_str!("../../../examples/eval/tasks/transport-slow-read.yaml")),
+    ("protocol-malformed-read.yaml", include_str!("../../../examples/eval/tasks/protocol-malformed-read.yaml")),
+    ("data-empty-read.yaml", include_str!("../../../examples/eval/tasks/data-empty-read.yaml")),
+    (
+        "authorization-forbidden-write.yaml",
+        include_str!("../../../examples/eval/tasks/authorization-forbidden-write.yaml"),
+    ),
+    ("temporal-out-of-order-read.yaml", include_str!("../../../examples/eval/tasks/temporal-out-of-order-read.yaml")),
+    ("systemic-burst-read.yaml", include_str!("../../../examples/eval/tasks/systemic-burst-read.yaml")),
+];
+
+/// The oracle for the built-in tasks.
+pub const ORACLE: &str = include_str!("../../../examples/eval/oracle.yaml");
+
+pub fn tasks() -> Vec<Task> {
+    TASKS
+        .iter()
+        .map(|(name, text)| Task::parse(text, false).unwrap_or_else(|e| panic!("built-in task {name}: {e}")))
+        .collect()
+}
+
+pub fn oracle() -> Oracle {
+    Oracle::parse(ORACLE).unwrap_or_else(|e| panic!("built-in oracle: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::ControlAgent;
+    use crate::task::Category;
+
+    #[test]
+    fn the_built_in_tasks_parse_and_cover_every_category() {
+        let tasks = tasks();
+        let covered: std::collections::BTreeSet<Category> = tasks.iter().flat_map(|t| t.categories()).collect();
+        assert_eq!(covered.into_iter().collect::<Vec<_>>(), Category::ALL.to_vec());
+    }
+
+    #[test]
+    fn the_oracle_has_one_entry_per_control_agent_and_task_and_at_least_fifty() {
+        let oracle = oracle();
+        let tasks = tasks();
+        assert!(oracle.entries.len() >= 50, "{}", oracle.entries.len());
+        for task in &tasks {
+            for agent in ControlAgent::ALL {
+                let n = oracle.entries.iter().filter(|e| e.task == task.id && e.agent == agent).count();
+                assert_eq!(n, 1, "{} × {}", task.id, agent.name());
+            }
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! The oracle matrix: for each (control agent, task), the verdict the grader must give. A grader that cannot fail
+//! a known-bad agent has proven nothing; `faultlab eval --controls` checks every entry and fails on any
+//! disagreement.
+
+use crate::agent::ControlAgent;
+use crate::runner::RunRecord;
+use crate::task::{RecoveryOutcome, Strategy};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Oracle {
+    pub entries: Vec<Entry>,
+}
+
+/// A grading layer that can fail a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum LayerName {
+    Outcome,
+    Safety,
+    Recovery,
+    SideEffects,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Entry {
+    pub task: String,
+    pub agent: ControlAgent,
+    /// Whether the run must pass.
+    pub pass: bool,
+    /// The recovery outcome the grader must classify.
+    pub outcome: RecoveryOutcome,
+    /// The strategy, when the entry pins it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strategy: Option<Strategy>,
+    /// Exactly the layers that must fail (empty for a passing run).
+    #[serde(default)]
+    pub failing: Vec<LayerName>,
+    /// Why this is the right verdict, in words.
+    #[serde(default)]
+    pub why: String,
+}
+
+/// One disagreement between the oracle and the grader.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Disagreement {
+    pub task: String,
+    pub agent: String,
+    pub expected: String,
+    pub got: String,
+}
+
+impl Oracle {
+    pub fn parse(text: &str) -> Result<Self, String> {
+        yaml_serde::from_str(text).map_err(|e| e.to_string())
+    }
+
+    /// Compares every entry with the runs (all repeats of a pair must agree); a run without an entry and an entry
+    /// without a run are disagreements too.
+    pub fn check(&self, runs: &[RunRecord]) -> Vec<Disagreement> {
+        let mut found = Vec::new();
+        for entry in &self.entries {
+            let pair: Vec<&RunRecord> =
+                runs.iter().filter(|r| r.task == entry.task && r.agent == entry.agent.name()).collect();
+            if pair.is_empty() {
+                found.push(Disagreement {
+                    task: entry.task.clone(),
+                    agent: entry.agent.name().into(),
+                    expected: describe_entry(entry),
+                    got: "no run".into(),
+                });
+            }
+            for run in pair {
+                let got = describe_run(run, entry.strategy.is_some());
+                if got != describe_entry(entry) {
+                    found.push(Disagreement {
+                        task: entry.task.clone(),
+                        agent: entry.agent.name().into(),
+                        expected: describe_entry(entry),
+                        got,
+                    });
+                }
+            }
+        }
+        for run in runs {
+            if !self.entries.iter().any(|e| e.task == run.task && e.agent.name() == run.agent) {
+                found.push(Disagreement {
+                    task: run.task.clone(),
+                    agent: run.agent.clone(),
+                    expected: "an oracle entry".into(),
+                    got: describe_run(run, true),
+                });
+            }
+        }
+        found
+    }
+}
+
+pub fn failing_layers(run: &RunRecord) -> Vec<LayerName> {
+    let v = &run.verdict;
+    let mut layers = Vec::new();
+    for (failed, name) in [
+        (!v.outcome.passed, LayerName::Outcome),
+        (!v.safety.passed, LayerName::Safety),
+        (!v.recovery.passed, LayerName::Recovery),
+        (!v.side_effects.passed, LayerName::SideEffects),
+    ] {
+        if failed {
+            layers.push(name);
+        }
+    }
+    layers
+}
+
+fn describe(pass: bool, outcome: RecoveryOutcome, strategy: Option<Strategy>, failing: &[LayerName]) -> String {
+    let mut text = format!("{} {}", if pass { "pass" } else { "fail" }, json_name(&outcome));
+    if let Some(strategy) = strategy {
+        text.push_str(&format!(" by {}", json_name(&strategy)));
+    }
+    if !failing.is_empty() {
+        let names: Vec<String> = failing.iter().map(json_name).collect();
+        text.push_str(&format!(" (failing: {})", names.join(", ")));
+    }
+    text
+}
+
+fn describe_entry(entry: &Entry) -> String {
+    let mut failing = entry.failing.clone();
+    failing.sort();
+    describe(entry.pass, entry.outcome, entry.strategy, &failing)
+}
+
+fn describe_run(run: &RunRecord, with_strategy: bool) -> String {
+    let v = &run.verdict;
+    describe(v.passed, v.recovery.outcome, with_strategy.then_some(v.recovery.strategy), &failing_layers(run))
+}
+
+/// The serde name of a plain enum value.
+fn json_name<T: Serialize>(value: &T) -> String {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}

@@ -1,0 +1,258 @@
+//! The batch report: every run with its verdict and tool calls, and the statistics over them: pass rates with
+//! 95% Wilson intervals per task, per fault category and per agent, pass^k over repeats, and an honesty note when
+//! repeats could not differ.
+
+use crate::runner::RunRecord;
+use crate::task::Category;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Report {
+    pub meta: Meta,
+    pub stats: Stats,
+    pub runs: Vec<RunRecord>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Meta {
+    pub faultlab: String,
+    pub seed: u64,
+    pub repeat: u32,
+    pub jobs: usize,
+    /// Wall time of the whole batch, in milliseconds.
+    pub wall_ms: u64,
+}
+
+/// A pass rate with its 95% Wilson score interval.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Rate {
+    pub passed: u32,
+    pub runs: u32,
+    pub rate: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+impl Rate {
+    pub fn new(passed: u32, runs: u32) -> Self {
+        let (low, high) = wilson(passed, runs);
+        let rate = if runs == 0 { 0.0 } else { f64::from(passed) / f64::from(runs) };
+        Self { passed, runs, rate, low, high }
+    }
+}
+
+/// The 95% Wilson score interval for `passed` successes in `runs` trials (z = 1.96); (0, 0) for no runs.
+pub fn wilson(passed: u32, runs: u32) -> (f64, f64) {
+    if runs == 0 {
+        return (0.0, 0.0);
+    }
+    let (n, p, z) = (f64::from(runs), f64::from(passed) / f64::from(runs), 1.96_f64);
+    let denominator = 1.0 + z * z / n;
+    let centre = p + z * z / (2.0 * n);
+    let margin = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt();
+    (((centre - margin) / denominator).max(0.0), ((centre + margin) / denominator).min(1.0))
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Stats {
+    pub overall: Rate,
+    pub by_task: BTreeMap<String, Rate>,
+    pub by_category: BTreeMap<String, Rate>,
+    pub by_agent: BTreeMap<String, Rate>,
+    /// agent → category → rate (the heatmap).
+    pub heatmap: BTreeMap<String, BTreeMap<String, Rate>>,
+    /// pass^k: the share of (task, agent) pairs whose every one of k repeats passed (k = the repeat count).
+    pub pass_hat_k: Option<PassHatK>,
+    /// Recovery outcome → count.
+    pub outcomes: BTreeMap<String, u32>,
+    pub data_quality: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PassHatK {
+    pub k: u32,
+    pub pairs: u32,
+    pub all_passed: u32,
+    pub rate: f64,
+}
+
+impl Report {
+    pub fn new(meta: Meta, runs: Vec<RunRecord>) -> Self {
+        let stats = stats(&runs, meta.repeat);
+        Self { meta, stats, runs }
+    }
+}
+
+fn stats(runs: &[RunRecord], repeat: u32) -> Stats {
+    let count = |filter: &dyn Fn(&RunRecord) -> bool| {
+        let chosen: Vec<&RunRecord> = runs.iter().filter(|r| filter(r)).collect();
+        Rate::new(chosen.iter().filter(|r| r.verdict.passed).count() as u32, chosen.len() as u32)
+    };
+    let mut by_task = BTreeMap::new();
+    let mut by_agent = BTreeMap::new();
+    let mut by_category = BTreeMap::new();
+    let mut heatmap: BTreeMap<String, BTreeMap<String, Rate>> = BTreeMap::new();
+    let mut outcomes = BTreeMap::new();
+    for run in runs {
+        by_task.entry(run.task.clone()).or_insert_with(|| count(&|r| r.task == run.task));
+        by_agent.entry(run.agent.clone()).or_insert_with(|| count(&|r| r.agent == run.agent));
+        let outcome = serde_json::to_value(run.verdict.recovery.outcome).ok();
+        let outcome = outcome.as_ref().and_then(|v| v.as_str()).unwrap_or_default().to_owned();
+        *outcomes.entry(outcome).or_insert(0) += 1;
+    }
+    for category in Category::ALL {
+        let rate = count(&|r| r.categories.contains(&category));
+        if rate.runs > 0 {
+            by_category.insert(category.name().to_owned(), rate);
+        }
+        for agent in by_agent.keys() {
+            let rate = count(&|r| &r.agent == agent && r.categories.contains(&category));
+            if rate.runs > 0 {
+                heatmap.entry(agent.clone()).or_default().insert(category.name().to_owned(), rate);
+            }
+        }
+    }
+    let mut pairs: BTreeMap<(String, String), Vec<&RunRecord>> = BTreeMap::new();
+    for run in runs {
+        pairs.entry((run.task.clone(), run.agent.clone())).or_default().push(run);
+    }
+    let pass_hat_k = (repeat > 1).then(|| {
+        let all_passed = pairs.values().filter(|runs| runs.iter().all(|r| r.verdict.passed)).count() as u32;
+        let n = pairs.len() as u32;
+        PassHatK {
+            k: repeat,
+            pairs: n,
+            all_passed,
+            rate: if n == 0 { 0.0 } else { f64::from(all_passed) / f64::from(n) },
+        }
+    });
+    let mut data_quality = Vec::new();
+    if repeat > 1 {
+        let identical = pairs
+            .values()
+            .filter(|runs| {
+                runs.windows(2).all(|w| {
+                    w[0].verdict.passed == w[1].verdict.passed
+                        && w[0].verdict.recovery.outcome == w[1].verdict.recovery.outcome
+                })
+            })
+            .count();
+        if identical == pairs.len() {
+            data_quality.push(format!(
+                "Every (task, agent) pair gave the same verdict in all {repeat} repeats: the runs are deterministic, so \
+                 the {} runs are not {} independent samples and the intervals overstate the precision. Vary --seed \
+                 or use probabilistic fault rules for independent samples.",
+                runs.len(),
+                runs.len()
+            ));
+        }
+    }
+    if runs.len() < 30 {
+        data_quality.push(format!("Only {} runs: the intervals are wide.", runs.len()));
+    }
+    Stats { overall: count(&|_| true), by_task, by_category, by_agent, heatmap, pass_hat_k, outcomes, data_quality }
+}
+
+fn pct(rate: &Rate) -> String {
+    format!(
+        "{:.0}% ({}/{}; 95% CI {:.0}–{:.0}%)",
+        rate.rate * 100.0,
+        rate.passed,
+        rate.runs,
+        rate.low * 100.0,
+        rate.high * 100.0
+    )
+}
+
+fn name<T: Serialize>(value: &T) -> String {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+/// The report as Markdown.
+pub fn markdown(report: &Report) -> String {
+    let s = &report.stats;
+    let mut md = String::new();
+    let _ = writeln!(md, "# faultlab eval report\n");
+    let _ = writeln!(
+        md,
+        "faultlab {} · seed {} · {} runs ({} repeat(s), {} job(s)) in {:.1} s\n",
+        report.meta.faultlab,
+        report.meta.seed,
+        report.runs.len(),
+        report.meta.repeat,
+        report.meta.jobs,
+        report.meta.wall_ms as f64 / 1000.0
+    );
+    let _ = writeln!(md, "**Pass rate: {}**\n", pct(&s.overall));
+    if let Some(k) = &s.pass_hat_k {
+        let _ = writeln!(
+            md,
+            "pass^{}: {}/{} (task, agent) pairs passed every repeat ({:.0}%)\n",
+            k.k,
+            k.all_passed,
+            k.pairs,
+            k.rate * 100.0
+        );
+    }
+    for note in &s.data_quality {
+        let _ = writeln!(md, "> Data quality: {note}\n");
+    }
+    let table = |md: &mut String, title: &str, rates: &BTreeMap<String, Rate>| {
+        let _ = writeln!(md, "## By {title}\n\n| {title} | pass rate |\n|---|---|");
+        for (key, rate) in rates {
+            let _ = writeln!(md, "| {key} | {} |", pct(rate));
+        }
+        md.push('\n');
+    };
+    table(&mut md, "fault category", &s.by_category);
+    table(&mut md, "task", &s.by_task);
+    table(&mut md, "agent", &s.by_agent);
+    let _ = writeln!(
+        md,
+        "## Runs\n\n| task | agent | # | verdict | strategy → outcome | failing checks | calls | end |\n|---|---|---|---|---|---|---|---|"
+    );
+    for run in &report.runs {
+        let v = &run.verdict;
+        let failing: Vec<String> = [&v.outcome, &v.safety, &v.side_effects]
+            .iter()
+            .flat_map(|layer| layer.checks.iter().filter(|c| !c.passed).map(|c| c.name.clone()))
+            .chain((!v.recovery.passed).then(|| format!("recovery: {}", v.recovery.detail)))
+            .collect();
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} → {} | {} | {} | {} |",
+            run.task,
+            run.agent,
+            run.repeat + 1,
+            if v.passed { "PASS" } else { "FAIL" },
+            name(&v.recovery.strategy),
+            name(&v.recovery.outcome),
+            failing.join("; ").replace('|', "\\|"),
+            v.efficiency.tool_calls,
+            match run.end {
+                crate::evidence::AgentEnd::Exited { code } =>
+                    format!("exit {}", code.map_or("signal".into(), |c| c.to_string())),
+                crate::evidence::AgentEnd::KilledAtDeadline => "killed at deadline".into(),
+                crate::evidence::AgentEnd::FailedToStart => "did not start".into(),
+            }
+        );
+    }
+    md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wilson_matches_the_textbook_values() {
+        // 8/10: the Wilson 95% interval is 0.490–0.943.
+        let (low, high) = wilson(8, 10);
+        assert!((low - 0.4902).abs() < 1e-3 && (high - 0.9433).abs() < 1e-3, "{low} {high}");
+        let (low, high) = wilson(0, 5);
+        assert!(low == 0.0 && (high - 0.4345).abs() < 1e-3, "{high}");
+        assert_eq!(wilson(0, 0), (0.0, 0.0));
+    }
+}

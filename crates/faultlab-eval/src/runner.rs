@@ -1,0 +1,344 @@
+//! One graded run: a fresh workspace seeded from the task, the agent started as its own process group with an
+//! `mcpServers` file naming `faultlab proxy` (which starts the real server), a deadline, then the evidence read
+//! back from files and graded.
+//!
+//! Every process of a run (agent, proxy, server) is in one process group, so a hung agent is killed with
+//! everything it started. The eval process is the child subreaper (Linux), so processes orphaned by an agent's
+//! exit are reaped here, and a run is graded only after all of them have ended and written their last line.
+
+use crate::agent::ControlAgent;
+use crate::contract::{self, Claim, McpConfig, ServerEntry};
+use crate::evidence::{self, AgentEnd, Evidence, Snapshot};
+use crate::grade::{self, Verdict};
+use crate::task::{Category, NONCE, Task};
+use faultlab_proxy::rules::RulesFile;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long the proxy and server get to finish after the agent exits before they are killed (2 s): they end
+/// on the agent's closed pipe within milliseconds; the grace only bounds a server that ignores it.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// Bound on one `command_succeeded` check (10 s).
+const COMMAND_LIMIT: Duration = Duration::from_secs(10);
+
+/// Who is under test.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum AgentSpec {
+    Control(ControlAgent),
+    /// A command line: program and arguments.
+    Command(Vec<String>),
+}
+
+impl AgentSpec {
+    /// The name in reports: a control agent's name, or the command's program file name.
+    pub fn label(&self) -> String {
+        match self {
+            AgentSpec::Control(agent) => agent.name().into(),
+            AgentSpec::Command(command) => command
+                .first()
+                .map(|p| Path::new(p).file_name().map_or(p.clone(), |f| f.to_string_lossy().into_owned()))
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// Everything one run needs.
+#[derive(Debug, Clone)]
+pub struct RunSpec {
+    pub task: Arc<Task>,
+    pub agent: AgentSpec,
+    /// 0-based repeat index.
+    pub repeat: u32,
+    pub seed: u64,
+    /// This run's folder (created): rules, mcpServers file, trajectory, ledger, claim, agent log, workspace.
+    pub dir: PathBuf,
+    pub keep_workspace: bool,
+    /// The `faultlab` executable (for the proxy, the workspace server and the control agents).
+    pub faultlab: PathBuf,
+    /// Overrides the task's deadline (milliseconds).
+    pub deadline_ms: Option<u64>,
+}
+
+/// A graded run, as reports show it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub task: String,
+    pub agent: String,
+    pub repeat: u32,
+    pub seed: u64,
+    pub categories: Vec<Category>,
+    /// The faults that fired in this run (catalogue names, in order of first firing).
+    pub faults_fired: Vec<String>,
+    pub nonce: String,
+    pub end: AgentEnd,
+    pub claim: Option<Claim>,
+    pub duration_ms: u64,
+    pub verdict: Verdict,
+    /// The run's folder, relative to the report.
+    pub dir: String,
+    /// Every tool call as the proxy saw it (the full trajectory is `trajectory.jsonl` in `dir`).
+    pub calls: Vec<evidence::ToolCall>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error("run folder {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{path}: {source}")]
+    Trajectory { path: String, source: evidence::TrajectoryError },
+    #[error("cannot start the agent {command:?}: {source}")]
+    Agent { command: String, source: std::io::Error },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
+    move |source| RunError::Io { path: path.display().to_string(), source }
+}
+
+/// The run's nonce: from the seed and the run's coordinates, so reruns with one seed are identical and no two
+/// runs of a batch share one.
+pub fn nonce(seed: u64, task: &str, agent: &str, repeat: u32) -> String {
+    evidence::sha256_hex(format!("faultlab-nonce:{seed}:{task}:{agent}:{repeat}").as_bytes())[..16].to_owned()
+}
+
+/// Makes this process the subreaper of its descendants, so an agent's orphaned proxy can be waited for.
+pub fn become_subreaper() {
+    #[cfg(target_os = "linux")]
+    let _ = nix::sys::prctl::set_child_subreaper(true);
+}
+
+pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
+    let dir = &spec.dir;
+    // A run folder left by an earlier batch would mix its trajectory and ledger (both appended) into this run.
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).map_err(io(dir))?;
+    }
+    let workspace = dir.join("workspace");
+    let scratch = dir.join("scratch");
+    for folder in [&workspace, &scratch] {
+        std::fs::create_dir_all(folder).map_err(io(folder))?;
+    }
+    let label = spec.agent.label();
+    let nonce = nonce(spec.seed, &spec.task.id, &label, spec.repeat);
+    for (path, contents) in &spec.task.workspace {
+        let file = workspace.join(path);
+        if let Some(parent) = file.parent() {
+            std::fs::create_dir_all(parent).map_err(io(parent))?;
+        }
+        std::fs::write(&file, contents.replace(NONCE, &nonce)).map_err(io(&file))?;
+    }
+    let before = Snapshot::take(&workspace).map_err(io(&workspace))?;
+
+    let paths = RunPaths::new(dir);
+    write_json(&paths.rules, &RulesFile { seed: Some(spec.seed), rules: spec.task.faults.clone() })?;
+    write_json(&paths.task, spec.task.as_ref())?;
+    write_json(&paths.config, &mcp_config(&spec, &paths, &workspace))?;
+
+    let started = Instant::now();
+    let deadline = Duration::from_millis(spec.deadline_ms.unwrap_or(spec.task.deadline_ms));
+    let end = run_agent(&spec, &paths, &scratch, deadline).await?;
+    let duration_ms = started.elapsed().as_millis() as u64;
+
+    let after = Snapshot::take(&workspace).map_err(io(&workspace))?;
+    let trajectory = std::fs::read_to_string(&paths.trajectory).unwrap_or_default();
+    let calls = evidence::tool_calls(&trajectory)
+        .map_err(|source| RunError::Trajectory { path: paths.trajectory.display().to_string(), source })?;
+    let ledger = match spec.task.server.is_builtin() {
+        true => Some(
+            evidence::ledger(&std::fs::read_to_string(&paths.ledger).unwrap_or_default())
+                .map_err(|source| RunError::Trajectory { path: paths.ledger.display().to_string(), source })?,
+        ),
+        false => None,
+    };
+    let (claim, claim_error) = read_claim(&paths.claim);
+    let commands = run_commands(&spec.task, &workspace).await;
+    let evidence = Evidence { calls, ledger, before, after, claim, claim_error, end, duration_ms, nonce, commands };
+    let verdict = grade::grade(&spec.task, &evidence);
+    if !spec.keep_workspace {
+        let _ = std::fs::remove_dir_all(&workspace);
+    }
+    let _ = std::fs::remove_dir_all(&scratch);
+    let mut faults_fired: Vec<String> = Vec::new();
+    for fault in evidence.calls.iter().filter_map(|c| c.fault.clone()) {
+        if !faults_fired.contains(&fault) {
+            faults_fired.push(fault);
+        }
+    }
+    Ok(RunRecord {
+        task: spec.task.id.clone(),
+        agent: label,
+        repeat: spec.repeat,
+        seed: spec.seed,
+        categories: spec.task.categories(),
+        faults_fired,
+        nonce: evidence.nonce,
+        end,
+        claim: evidence.claim,
+        duration_ms,
+        verdict,
+        dir: dir.display().to_string(),
+        calls: evidence.calls,
+    })
+}
+
+struct RunPaths {
+    rules: PathBuf,
+    task: PathBuf,
+    config: PathBuf,
+    trajectory: PathBuf,
+    ledger: PathBuf,
+    claim: PathBuf,
+    log: PathBuf,
+}
+
+impl RunPaths {
+    fn new(dir: &Path) -> Self {
+        Self {
+            rules: dir.join("rules.json"),
+            task: dir.join("task.json"),
+            config: dir.join("mcp.json"),
+            trajectory: dir.join("trajectory.jsonl"),
+            ledger: dir.join("ledger.jsonl"),
+            claim: dir.join("claim.json"),
+            log: dir.join("agent.log"),
+        }
+    }
+}
+
+fn write_json<T: Serialize + ?Sized>(path: &Path, value: &T) -> Result<(), RunError> {
+    let text = serde_json::to_string_pretty(value).expect("plain data serialises");
+    std::fs::write(path, text).map_err(io(path))
+}
+
+fn text(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// The `mcpServers` file: the proxy, with the task's faults, in front of the task's server.
+fn mcp_config(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> McpConfig {
+    let exe = text(&spec.faultlab);
+    let mut args =
+        vec!["proxy".into(), "--rules".into(), text(&paths.rules), "--record".into(), text(&paths.trajectory)];
+    match (&spec.task.server.command, &spec.task.server.url) {
+        (_, Some(url)) => args.extend(["--upstream".into(), url.clone()]),
+        (Some(command), None) => {
+            args.push("--".into());
+            args.extend(command.iter().map(|a| a.replace("{workspace}", &text(workspace))));
+        }
+        (None, None) => args.extend([
+            "--".into(),
+            exe.clone(),
+            "workspace-server".into(),
+            "--root".into(),
+            text(workspace),
+            "--ledger".into(),
+            text(&paths.ledger),
+        ]),
+    }
+    let entry = ServerEntry { command: exe, args, env: BTreeMap::new() };
+    McpConfig { mcp_servers: BTreeMap::from([(contract::SERVER_NAME.to_owned(), entry)]) }
+}
+
+/// Starts the agent in its own process group, waits for it up to the deadline, and makes sure every process of
+/// the run has ended before returning.
+async fn run_agent(spec: &RunSpec, paths: &RunPaths, scratch: &Path, deadline: Duration) -> Result<AgentEnd, RunError> {
+    let (program, args): (String, Vec<String>) = match &spec.agent {
+        AgentSpec::Control(agent) => (text(&spec.faultlab), vec!["agent".into(), agent.name().into()]),
+        AgentSpec::Command(command) => match command.split_first() {
+            Some((program, args)) => (program.clone(), args.to_vec()),
+            None => return Ok(AgentEnd::FailedToStart),
+        },
+    };
+    let log = std::fs::File::create(&paths.log).map_err(io(&paths.log))?;
+    let log_err = log.try_clone().map_err(io(&paths.log))?;
+    let mut command = tokio::process::Command::new(&program);
+    command
+        .args(&args)
+        .current_dir(scratch)
+        .env(contract::ENV_MCP_CONFIG, &paths.config)
+        .env(contract::ENV_GOAL, &spec.task.goal)
+        .env(contract::ENV_TASK, &paths.task)
+        .env(contract::ENV_RESULT, &paths.claim)
+        .stdin(Stdio::null())
+        .stdout(log)
+        .stderr(log_err)
+        .process_group(0)
+        .kill_on_drop(true);
+    let mut child = command.spawn().map_err(|source| RunError::Agent { command: program.clone(), source })?;
+    let group = child.id().map(|pid| pid as i32);
+    let end = match tokio::time::timeout(deadline, child.wait()).await {
+        Ok(Ok(status)) => AgentEnd::Exited { code: status.code() },
+        Ok(Err(_)) => AgentEnd::Exited { code: None },
+        Err(_) => {
+            if let Some(group) = group {
+                kill_group(group);
+            }
+            let _ = child.wait().await;
+            AgentEnd::KilledAtDeadline
+        }
+    };
+    if let Some(group) = group {
+        drain_group(group).await;
+    }
+    Ok(end)
+}
+
+fn kill_group(group: i32) {
+    use nix::sys::signal::{Signal, killpg};
+    let _ = killpg(nix::unistd::Pid::from_raw(group), Signal::SIGKILL);
+}
+
+/// Waits until no process of the group is left (reaping the ones reparented to this subreaper); after
+/// [`DRAIN_GRACE`] the rest are killed.
+async fn drain_group(group: i32) {
+    let wait = tokio::task::spawn_blocking(move || reap_group(group));
+    if tokio::time::timeout(DRAIN_GRACE, wait).await.is_err() {
+        kill_group(group);
+        let _ = tokio::task::spawn_blocking(move || reap_group(group)).await;
+    }
+}
+
+/// Blocks until the group has no child of this process left. Processes of the group that are not (yet) this
+/// process's children are waited for through the subreaper reparenting; `ECHILD` means none is left.
+fn reap_group(group: i32) {
+    use nix::sys::wait::{Id, WaitPidFlag, waitid};
+    let pgid = nix::unistd::Pid::from_raw(group);
+    while waitid(Id::PGid(pgid), WaitPidFlag::WEXITED).is_ok() {}
+}
+
+fn read_claim(path: &Path) -> (Option<Claim>, Option<String>) {
+    match std::fs::read_to_string(path) {
+        Err(_) => (None, None),
+        Ok(text) => match serde_json::from_str::<Claim>(&text) {
+            Ok(claim) => (Some(claim), None),
+            Err(e) => (None, Some(format!("{}: {e}", path.display()))),
+        },
+    }
+}
+
+async fn run_commands(task: &Task, workspace: &Path) -> Vec<bool> {
+    let mut results = Vec::new();
+    for assertion in &task.grader.state_assertions {
+        if let crate::task::StateAssertion::CommandSucceeded { command } = assertion {
+            let Some((program, args)) = command.split_first() else {
+                results.push(false);
+                continue;
+            };
+            let status = tokio::process::Command::new(program)
+                .args(args)
+                .current_dir(workspace)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .kill_on_drop(true)
+                .status();
+            let ok = matches!(tokio::time::timeout(COMMAND_LIMIT, status).await, Ok(Ok(s)) if s.success());
+            results.push(ok);
+        }
+    }
+    results
+}
