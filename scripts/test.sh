@@ -11,8 +11,10 @@
 #      reproduce docs/compatibility.md;
 #   5. JUnit output (demo, run: passing, failing, not run) validated against the common junit-10.xsd;
 #   6. the diagnose HTML report opened in headless Chromium (Debian's package, installed by the script);
-#   7. both benchmarks in quick mode on the debug build (they run and report; figures are not checked).
-# Steps 3 to 7 install their own pinned Node and Python dependencies under .cache/ (git-ignored).
+#   7. the eval oracle matrix: every control agent on every built-in task through the real proxy, each verdict
+#      as examples/eval/oracle.yaml expects;
+#   8. both benchmarks in quick mode on the debug build (they run and report; figures are not checked).
+# Steps 3 to 8 install their own pinned Node and Python dependencies under .cache/ (git-ignored).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,6 +23,7 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --workspace --locked
 
 export FAULTLAB_BIN="$PWD/target/debug/faultlab"
+scripts/eval-oracle.sh
 scripts/conformance.sh
 scripts/conformance-client.sh
 scripts/conformance-proxy.sh

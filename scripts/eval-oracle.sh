@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# The oracle matrix: every built-in control agent on every built-in task, each a real MCP client process going
+# through `faultlab proxy` to the built-in workspace server, graded on five layers, and every verdict checked
+# against examples/eval/oracle.yaml. Proves the grader passes the good agent and fails each bad one in the way
+# that matches its defect.
+#
+#   scripts/eval-oracle.sh
+#
+# Environment:
+#   FAULTLAB_BIN   the faultlab binary (default: the workspace's debug build, built when needed)
+#
+# Reports (JSON, Markdown, HTML, each run's trajectory, ledger and claim) go to .cache/eval-oracle/. Exit status:
+# that of `faultlab eval --controls` (0 all verdicts as expected; 2 a disagreement, listed; 1 could not run).
+set -euo pipefail
+
+CALLER_PWD="$PWD"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+log() { echo "eval-oracle: $*"; }
+die() { echo "eval-oracle: error: $*" >&2; exit 1; }
+# shellcheck source=scripts/lib/faultlab-bin.sh
+source "$ROOT/scripts/lib/faultlab-bin.sh"
+resolve_faultlab_bin
+
+out="$ROOT/.cache/eval-oracle"
+mkdir -p "$out"
+log "faultlab eval --controls --jobs 2 (reports in $out)"
+"$FAULTLAB_BIN" eval --controls --jobs 2 --out "$out" >"$out/console.txt" || status=$?
+tail -n 3 "$out/console.txt"
+if [[ "${status:-0}" != 0 ]]; then
+    grep '^oracle' "$out/console.txt" || true
+    echo "eval-oracle: error: faultlab eval --controls exited ${status}" >&2
+    exit "$status"
+fi
+log "ok"
