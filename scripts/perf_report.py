@@ -87,11 +87,19 @@ def proxy_rows(d):
     ]
 
 
+def eval_rows(d):
+    if d is None:
+        return []
+    return [(f"graded eval runs ({d['runs']} runs: 8 control agents × 7 tasks × {d['repeat']} seeds, --jobs 2)",
+             f"{fmt(d['wall_s'], 1)} s = {fmt(d['runs_per_s'])} runs/s", d["goal"], d["met"])]
+
+
 def main():
     bench_dir, out = sys.argv[1], sys.argv[2]
     serve = load(os.path.join(bench_dir, "serve.json"))
     proxy = load(os.path.join(bench_dir, "proxy.json"))
-    rows = serve_rows(serve) + proxy_rows(proxy)
+    eval_path = os.path.join(bench_dir, "eval.json")
+    rows = serve_rows(serve) + proxy_rows(proxy) + eval_rows(load(eval_path) if os.path.exists(eval_path) else None)
     machine = serve["machine"]
     versions = {**serve["versions"], **proxy["versions"]}
     lines = [

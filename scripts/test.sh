@@ -28,6 +28,7 @@ scripts/conformance.sh
 scripts/conformance-client.sh
 scripts/conformance-proxy.sh
 scripts/interop-python.sh
+scripts/eval-python.sh
 scripts/proxy-filesystem.sh
 scripts/interop-matrix.sh
 scripts/junit-validate.sh

@@ -25,6 +25,9 @@ pub struct Record {
 }
 
 /// What happened.
+// A `Frame` event is much larger than the others; events are built, written and dropped one at a time, never
+// stored in bulk, so boxing it would only add an allocation per frame.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum Event {
@@ -60,6 +63,10 @@ pub enum Event {
         /// For a reply: whether the peer saw a failure (a JSON-RPC error or a tool result with `isError: true`).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         error: Option<bool>,
+        /// For a reply from the server, when the proxy records bodies (`--record-bodies`): the message as the
+        /// upstream sent it, before any fault, so a run can be replayed.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        body: Option<Value>,
     },
     /// Totals at the end of a proxy run: frames in = frames out + frames consumed - frames injected.
     Ledger { frames_in: u64, frames_out: u64, consumed: u64, injected: u64 },

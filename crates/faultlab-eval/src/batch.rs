@@ -18,7 +18,7 @@ pub struct Batch {
     pub out: PathBuf,
     pub keep_workspaces: bool,
     pub faultlab: PathBuf,
-    /// `(i, n)`: run only the runs whose index in the batch order is i modulo n (0-based i).
+    /// `(i, n)`: run only the runs whose task index + agent index + repeat is i modulo n (0-based i).
     pub shard: Option<(u32, u32)>,
     pub deadline_ms: Option<u64>,
 }
@@ -27,26 +27,31 @@ impl Batch {
     /// The runs of this batch (this shard's only), in batch order: task, then agent, then repeat.
     pub fn specs(&self) -> Vec<RunSpec> {
         let mut specs = Vec::new();
-        let mut index = 0u32;
-        for task in &self.tasks {
-            for agent in &self.agents {
+        for (t, task) in self.tasks.iter().enumerate() {
+            for (a, agent) in self.agents.iter().enumerate() {
                 for repeat in 0..self.repeat {
-                    let mine = self.shard.is_none_or(|(i, n)| index % n == i);
-                    index += 1;
+                    // Diagonal assignment (task + agent + repeat, modulo n) rather than position modulo n: when n
+                    // divides agents × repeats, position would hand each shard the same agents on every task, and
+                    // one shard all the slow ones.
+                    let diagonal = t as u64 + a as u64 + u64::from(repeat);
+                    let mine = self.shard.is_none_or(|(i, n)| diagonal % u64::from(n) == u64::from(i));
                     if !mine {
                         continue;
                     }
                     let seed = self.seed.or(task.seed).unwrap_or(0).wrapping_add(u64::from(repeat));
-                    let dir = self.out.join("runs").join(&task.id).join(agent.label()).join((repeat + 1).to_string());
+                    let report_dir = run_dir(&task.id, &agent.label(), repeat);
+                    let dir = self.out.join(&report_dir);
                     specs.push(RunSpec {
                         task: task.clone(),
                         agent: agent.clone(),
                         repeat,
                         seed,
                         dir,
+                        report_dir,
                         keep_workspace: self.keep_workspaces,
                         faultlab: self.faultlab.clone(),
                         deadline_ms: self.deadline_ms,
+                        cassette: None,
                     });
                 }
             }
@@ -58,21 +63,35 @@ impl Batch {
     /// back in batch order.
     pub async fn run(
         &self,
-        mut progress: impl FnMut(usize, usize, &Result<RunRecord, RunError>),
+        progress: impl FnMut(usize, usize, &Result<RunRecord, RunError>),
     ) -> Vec<Result<RunRecord, RunError>> {
-        runner::become_subreaper();
-        let specs = self.specs();
-        let total = specs.len();
-        let mut results: Vec<Option<Result<RunRecord, RunError>>> = (0..total).map(|_| None).collect();
-        let mut stream = futures::stream::iter(specs.into_iter().enumerate())
-            .map(|(i, spec)| async move { (i, runner::run(spec).await) })
-            .buffer_unordered(self.jobs.max(1));
-        let mut done = 0;
-        while let Some((i, result)) = stream.next().await {
-            done += 1;
-            progress(done, total, &result);
-            results[i] = Some(result);
-        }
-        results.into_iter().flatten().collect()
+        run_specs(self.specs(), self.jobs, progress).await
     }
+}
+
+/// Runs the given runs, `jobs` at a time; `progress(done, total, result)` is called as each run ends. Results
+/// come back in the order given.
+pub async fn run_specs(
+    specs: Vec<RunSpec>,
+    jobs: usize,
+    mut progress: impl FnMut(usize, usize, &Result<RunRecord, RunError>),
+) -> Vec<Result<RunRecord, RunError>> {
+    runner::become_subreaper();
+    let total = specs.len();
+    let mut results: Vec<Option<Result<RunRecord, RunError>>> = (0..total).map(|_| None).collect();
+    let mut stream = futures::stream::iter(specs.into_iter().enumerate())
+        .map(|(i, spec)| async move { (i, runner::run(spec).await) })
+        .buffer_unordered(jobs.max(1));
+    let mut done = 0;
+    while let Some((i, result)) = stream.next().await {
+        done += 1;
+        progress(done, total, &result);
+        results[i] = Some(result);
+    }
+    results.into_iter().flatten().collect()
+}
+
+/// A run's folder, relative to the report: `runs/<task>/<agent>/<repeat, 1-based>`.
+pub fn run_dir(task: &str, agent: &str, repeat: u32) -> String {
+    format!("runs/{task}/{agent}/{}", repeat + 1)
 }

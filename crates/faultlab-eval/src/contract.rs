@@ -60,6 +60,12 @@ pub struct ServerEntry {
 }
 
 impl McpConfig {
+    /// A file naming one server, [`SERVER_NAME`].
+    pub fn single(command: String, args: Vec<String>) -> Self {
+        let entry = ServerEntry { command, args, env: BTreeMap::new() };
+        McpConfig { mcp_servers: BTreeMap::from([(SERVER_NAME.to_owned(), entry)]) }
+    }
+
     /// The single server entry (the proxy).
     pub fn server(&self) -> Option<&ServerEntry> {
         self.mcp_servers.get(SERVER_NAME).or_else(|| self.mcp_servers.values().next())

@@ -11,6 +11,12 @@ use std::fmt::Write as _;
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Report {
     pub meta: Meta,
+    /// The shard of the batch this report covers (`faultlab eval --shard I/N`); absent for a whole batch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<crate::merge::Shard>,
+    /// What `faultlab report merge` joined into this report; absent for a report `faultlab eval` wrote.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<crate::merge::MergeInfo>,
     pub stats: Stats,
     pub runs: Vec<RunRecord>,
 }
@@ -21,7 +27,8 @@ pub struct Meta {
     pub seed: u64,
     pub repeat: u32,
     pub jobs: usize,
-    /// Wall time of the whole batch, in milliseconds.
+    /// Wall time of the whole batch, in milliseconds. For a merged report: the longest input's (the elapsed time
+    /// when the shards ran side by side); `merged.wall_ms_sum` in the report has the total.
     pub wall_ms: u64,
 }
 
@@ -81,7 +88,7 @@ pub struct PassHatK {
 impl Report {
     pub fn new(meta: Meta, runs: Vec<RunRecord>) -> Self {
         let stats = stats(&runs, meta.repeat);
-        Self { meta, stats, runs }
+        Self { meta, shard: None, merged: None, stats, runs }
     }
 }
 
@@ -155,7 +162,8 @@ fn stats(runs: &[RunRecord], repeat: u32) -> Stats {
     Stats { overall: count(&|_| true), by_task, by_category, by_agent, heatmap, pass_hat_k, outcomes, data_quality }
 }
 
-fn pct(rate: &Rate) -> String {
+/// `83% (5/6; 95% CI 44–97%)`.
+pub(crate) fn pct(rate: &Rate) -> String {
     format!(
         "{:.0}% ({}/{}; 95% CI {:.0}–{:.0}%)",
         rate.rate * 100.0,
@@ -185,6 +193,22 @@ pub fn markdown(report: &Report) -> String {
         report.meta.jobs,
         report.meta.wall_ms as f64 / 1000.0
     );
+    if let Some(shard) = report.shard {
+        let _ = writeln!(md, "Shard {shard} of the batch: merge the shard reports with `faultlab report merge`.\n");
+    }
+    if let Some(merged) = &report.merged {
+        let files: Vec<&str> = merged.inputs.iter().map(|i| i.file.as_str()).collect();
+        let _ = writeln!(
+            md,
+            "Merged from {} report(s) ({}); the time above is the longest one's, {:.1} s summed over them.\n",
+            files.len(),
+            files.join(", "),
+            merged.wall_ms_sum as f64 / 1000.0
+        );
+        for note in &merged.forced {
+            let _ = writeln!(md, "> Merged with --force despite: {note}\n");
+        }
+    }
     let _ = writeln!(md, "**Pass rate: {}**\n", pct(&s.overall));
     if let Some(k) = &s.pass_hat_k {
         let _ = writeln!(

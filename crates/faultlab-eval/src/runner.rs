@@ -7,13 +7,12 @@
 //! exit are reaped here, and a run is graded only after all of them have ended and written their last line.
 
 use crate::agent::ControlAgent;
-use crate::contract::{self, Claim, McpConfig, ServerEntry};
+use crate::contract::{self, Claim, McpConfig};
 use crate::evidence::{self, AgentEnd, Evidence, Snapshot};
 use crate::grade::{self, Verdict};
 use crate::task::{Category, NONCE, Task};
 use faultlab_proxy::rules::RulesFile;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -57,11 +56,15 @@ pub struct RunSpec {
     pub seed: u64,
     /// This run's folder (created): rules, mcpServers file, trajectory, ledger, claim, agent log, workspace.
     pub dir: PathBuf,
+    /// The same folder as the report names it: relative to the report's folder, with `/`.
+    pub report_dir: String,
     pub keep_workspace: bool,
     /// The `faultlab` executable (for the proxy, the workspace server and the control agents).
     pub faultlab: PathBuf,
     /// Overrides the task's deadline (milliseconds).
     pub deadline_ms: Option<u64>,
+    /// Replay: the trajectory of a recorded run whose server replies are served again (see [`crate::replay`]).
+    pub cassette: Option<PathBuf>,
 }
 
 /// A graded run, as reports show it.
@@ -69,6 +72,8 @@ pub struct RunSpec {
 pub struct RunRecord {
     pub task: String,
     pub agent: String,
+    /// The agent as started: a control agent's name, or the command line (what `faultlab replay` starts again).
+    pub agent_spec: AgentSpec,
     pub repeat: u32,
     pub seed: u64,
     pub categories: Vec<Category>,
@@ -118,10 +123,7 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
         std::fs::remove_dir_all(dir).map_err(io(dir))?;
     }
     let workspace = dir.join("workspace");
-    let scratch = dir.join("scratch");
-    for folder in [&workspace, &scratch] {
-        std::fs::create_dir_all(folder).map_err(io(folder))?;
-    }
+    std::fs::create_dir_all(&workspace).map_err(io(&workspace))?;
     let label = spec.agent.label();
     let nonce = nonce(spec.seed, &spec.task.id, &label, spec.repeat);
     for (path, contents) in &spec.task.workspace {
@@ -135,12 +137,15 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
 
     let paths = RunPaths::new(dir);
     write_json(&paths.rules, &RulesFile { seed: Some(spec.seed), rules: spec.task.faults.clone() })?;
-    write_json(&paths.task, spec.task.as_ref())?;
+    // The agent sees the deadline it really has (an override included).
+    let mut seen = spec.task.as_ref().clone();
+    seen.deadline_ms = spec.deadline_ms.unwrap_or(seen.deadline_ms);
+    write_json(&paths.task, &seen)?;
     write_json(&paths.config, &mcp_config(&spec, &paths, &workspace))?;
 
     let started = Instant::now();
     let deadline = Duration::from_millis(spec.deadline_ms.unwrap_or(spec.task.deadline_ms));
-    let end = run_agent(&spec, &paths, &scratch, deadline).await?;
+    let end = run_agent(&spec, &paths, deadline).await?;
     let duration_ms = started.elapsed().as_millis() as u64;
 
     let after = Snapshot::take(&workspace).map_err(io(&workspace))?;
@@ -161,7 +166,6 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
     if !spec.keep_workspace {
         let _ = std::fs::remove_dir_all(&workspace);
     }
-    let _ = std::fs::remove_dir_all(&scratch);
     let mut faults_fired: Vec<String> = Vec::new();
     for fault in evidence.calls.iter().filter_map(|c| c.fault.clone()) {
         if !faults_fired.contains(&fault) {
@@ -171,6 +175,7 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
     Ok(RunRecord {
         task: spec.task.id.clone(),
         agent: label,
+        agent_spec: spec.agent.clone(),
         repeat: spec.repeat,
         seed: spec.seed,
         categories: spec.task.categories(),
@@ -180,7 +185,7 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
         claim: evidence.claim,
         duration_ms,
         verdict,
-        dir: dir.display().to_string(),
+        dir: spec.report_dir.clone(),
         calls: evidence.calls,
     })
 }
@@ -193,6 +198,7 @@ struct RunPaths {
     ledger: PathBuf,
     claim: PathBuf,
     log: PathBuf,
+    replay_log: PathBuf,
 }
 
 impl RunPaths {
@@ -205,6 +211,7 @@ impl RunPaths {
             ledger: dir.join("ledger.jsonl"),
             claim: dir.join("claim.json"),
             log: dir.join("agent.log"),
+            replay_log: dir.join("replay.jsonl"),
         }
     }
 }
@@ -221,31 +228,36 @@ fn text(path: &Path) -> String {
 /// The `mcpServers` file: the proxy, with the task's faults, in front of the task's server.
 fn mcp_config(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> McpConfig {
     let exe = text(&spec.faultlab);
-    let mut args =
-        vec!["proxy".into(), "--rules".into(), text(&paths.rules), "--record".into(), text(&paths.trajectory)];
-    match (&spec.task.server.command, &spec.task.server.url) {
-        (_, Some(url)) => args.extend(["--upstream".into(), url.clone()]),
-        (Some(command), None) => {
-            args.push("--".into());
-            args.extend(command.iter().map(|a| a.replace("{workspace}", &text(workspace))));
+    // Bodies are recorded so that any run can be replayed later.
+    let mut args: Vec<String> = ["proxy", "--record-bodies", "--rules"].map(String::from).to_vec();
+    args.extend([text(&paths.rules), "--record".into(), text(&paths.trajectory)]);
+    let server: Vec<String> = match (&spec.task.server.command, &spec.task.server.url) {
+        (_, Some(url)) => {
+            args.extend(["--upstream".into(), url.clone()]);
+            return McpConfig::single(exe, args);
         }
-        (None, None) => args.extend([
-            "--".into(),
+        (Some(command), None) => command.iter().map(|a| a.replace("{workspace}", &text(workspace))).collect(),
+        (None, None) => vec![
             exe.clone(),
             "workspace-server".into(),
             "--root".into(),
             text(workspace),
             "--ledger".into(),
             text(&paths.ledger),
-        ]),
+        ],
+    };
+    args.push("--".into());
+    if let Some(cassette) = &spec.cassette {
+        args.extend([exe.clone(), "replay-server".into(), "--cassette".into(), text(cassette)]);
+        args.extend(["--log".into(), text(&paths.replay_log), "--".into()]);
     }
-    let entry = ServerEntry { command: exe, args, env: BTreeMap::new() };
-    McpConfig { mcp_servers: BTreeMap::from([(contract::SERVER_NAME.to_owned(), entry)]) }
+    args.extend(server);
+    McpConfig::single(exe, args)
 }
 
 /// Starts the agent in its own process group, waits for it up to the deadline, and makes sure every process of
 /// the run has ended before returning.
-async fn run_agent(spec: &RunSpec, paths: &RunPaths, scratch: &Path, deadline: Duration) -> Result<AgentEnd, RunError> {
+async fn run_agent(spec: &RunSpec, paths: &RunPaths, deadline: Duration) -> Result<AgentEnd, RunError> {
     let (program, args): (String, Vec<String>) = match &spec.agent {
         AgentSpec::Control(agent) => (text(&spec.faultlab), vec!["agent".into(), agent.name().into()]),
         AgentSpec::Command(command) => match command.split_first() {
@@ -258,7 +270,6 @@ async fn run_agent(spec: &RunSpec, paths: &RunPaths, scratch: &Path, deadline: D
     let mut command = tokio::process::Command::new(&program);
     command
         .args(&args)
-        .current_dir(scratch)
         .env(contract::ENV_MCP_CONFIG, &paths.config)
         .env(contract::ENV_GOAL, &spec.task.goal)
         .env(contract::ENV_TASK, &paths.task)
@@ -269,45 +280,97 @@ async fn run_agent(spec: &RunSpec, paths: &RunPaths, scratch: &Path, deadline: D
         .process_group(0)
         .kill_on_drop(true);
     let mut child = command.spawn().map_err(|source| RunError::Agent { command: program.clone(), source })?;
-    let group = child.id().map(|pid| pid as i32);
+    let group = child.id().map(|pid| pid as i32).unwrap_or(0);
+    // The run folder is in the command line of the proxy and of the built-in server: it finds them even when an
+    // agent starts its server in a session of its own (the Python SDK does), out of the agent's process group.
+    let run = Members { group, marker: spec.dir.display().to_string() };
     let end = match tokio::time::timeout(deadline, child.wait()).await {
         Ok(Ok(status)) => AgentEnd::Exited { code: status.code() },
         Ok(Err(_)) => AgentEnd::Exited { code: None },
         Err(_) => {
-            if let Some(group) = group {
-                kill_group(group);
-            }
+            run.kill();
             let _ = child.wait().await;
             AgentEnd::KilledAtDeadline
         }
     };
-    if let Some(group) = group {
-        drain_group(group).await;
-    }
+    drain(run).await;
     Ok(end)
 }
 
-fn kill_group(group: i32) {
-    use nix::sys::signal::{Signal, killpg};
-    let _ = killpg(nix::unistd::Pid::from_raw(group), Signal::SIGKILL);
+/// The processes of one run: the agent's process group, and any process whose command line names the run folder.
+struct Members {
+    group: i32,
+    marker: String,
 }
 
-/// Waits until no process of the group is left (reaping the ones reparented to this subreaper); after
-/// [`DRAIN_GRACE`] the rest are killed.
-async fn drain_group(group: i32) {
-    let wait = tokio::task::spawn_blocking(move || reap_group(group));
-    if tokio::time::timeout(DRAIN_GRACE, wait).await.is_err() {
-        kill_group(group);
-        let _ = tokio::task::spawn_blocking(move || reap_group(group)).await;
+impl Members {
+    /// Live members (pid), and members that have ended but are still unreaped children of this process.
+    fn scan(&self) -> (Vec<i32>, Vec<i32>) {
+        let (mut live, mut zombies) = (Vec::new(), Vec::new());
+        let me = std::process::id() as i32;
+        let Ok(entries) = std::fs::read_dir("/proc") else { return (live, zombies) };
+        for pid in entries.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()) {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+            // Fields after the command name (which may hold spaces), closed by the last ')': state, ppid, pgrp.
+            let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else { continue };
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            let (Some(state), Some(ppid), Some(pgrp)) = (fields.first(), fields.get(1), fields.get(2)) else {
+                continue;
+            };
+            let in_group = self.group > 0 && pgrp.parse::<i32>().ok() == Some(self.group);
+            if *state == "Z" {
+                if in_group && ppid.parse::<i32>().ok() == Some(me) {
+                    zombies.push(pid);
+                }
+                continue;
+            }
+            let marked = || {
+                std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(self.marker.as_str()))
+            };
+            if pid != me && (in_group || marked()) {
+                live.push(pid);
+            }
+        }
+        (live, zombies)
+    }
+
+    fn kill(&self) {
+        use nix::sys::signal::{Signal, kill, killpg};
+        use nix::unistd::Pid;
+        if self.group > 0 {
+            let _ = killpg(Pid::from_raw(self.group), Signal::SIGKILL);
+        }
+        for pid in self.scan().0 {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
     }
 }
 
-/// Blocks until the group has no child of this process left. Processes of the group that are not (yet) this
-/// process's children are waited for through the subreaper reparenting; `ECHILD` means none is left.
-fn reap_group(group: i32) {
-    use nix::sys::wait::{Id, WaitPidFlag, waitid};
-    let pgid = nix::unistd::Pid::from_raw(group);
-    while waitid(Id::PGid(pgid), WaitPidFlag::WEXITED).is_ok() {}
+/// Waits until no process of the run is left, reaping the ones reparented to this subreaper; after
+/// [`DRAIN_GRACE`] the rest are killed. Polls every 10 ms: a process that is not this one's child cannot be
+/// waited for, and the proxy and server end on the agent's closed pipe within milliseconds.
+async fn drain(run: Members) {
+    use nix::sys::wait::{WaitPidFlag, waitpid};
+    let started = Instant::now();
+    let mut killed = false;
+    loop {
+        let (live, zombies) = run.scan();
+        for pid in zombies {
+            let _ = waitpid(nix::unistd::Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
+        }
+        if live.is_empty() {
+            return;
+        }
+        if !killed && started.elapsed() > DRAIN_GRACE {
+            run.kill();
+            killed = true;
+        }
+        if started.elapsed() > DRAIN_GRACE * 2 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 fn read_claim(path: &Path) -> (Option<Claim>, Option<String>) {

@@ -8,6 +8,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 pub struct Trajectory {
     recorder: Recorder,
+    /// Record the upstream's replies in full (for replay), not only their metadata.
+    bodies: bool,
     frames_in: AtomicU64,
     frames_out: AtomicU64,
     consumed: AtomicU64,
@@ -18,11 +20,18 @@ impl Trajectory {
     pub fn new(recorder: Recorder) -> Self {
         Self {
             recorder,
+            bodies: false,
             frames_in: AtomicU64::new(0),
             frames_out: AtomicU64::new(0),
             consumed: AtomicU64::new(0),
             injected: AtomicU64::new(0),
         }
+    }
+
+    /// Also records every upstream reply's message (`body`), so `faultlab replay` can serve it again.
+    pub fn with_bodies(mut self) -> Self {
+        self.bodies = true;
+        self
     }
 
     pub fn recorder(&self) -> &Recorder {
@@ -105,6 +114,9 @@ impl Trajectory {
                 .then(|| frame.value()?.pointer("/params/arguments").cloned())
                 .flatten(),
             error: frame.is_reply().then(|| reply_is_error(frame)),
+            body: (self.bodies && direction == Direction::ServerToClient && frame.is_reply())
+                .then(|| frame.value().cloned())
+                .flatten(),
         });
     }
 

@@ -23,12 +23,22 @@ pub enum Command {
     Diagnose(DiagnoseArgs),
     /// Run agents on sandboxed tasks through the fault proxy and grade them on five layers.
     Eval(EvalArgs),
+    /// Work with eval reports: merge the reports of a sharded batch.
+    Report(ReportArgs),
+    /// Two eval reports side by side: pass rates per category, task and agent, and which differences are
+    /// significant.
+    Compare(CompareArgs),
     /// A built-in control agent (started by `faultlab eval`; reads the FAULTLAB_* environment).
     #[command(hide = true)]
     Agent(AgentArgs),
     /// The built-in workspace MCP server over stdio, confined to --root, logging every side effect.
     #[command(hide = true)]
     WorkspaceServer(WorkspaceServerArgs),
+    /// Run recorded eval runs again, the server's replies served from the recording, to the same or another agent.
+    Replay(ReplayArgs),
+    /// Serves a recorded run's replies in front of a fresh server (started by `faultlab replay`).
+    #[command(hide = true)]
+    ReplayServer(ReplayServerArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -63,6 +73,120 @@ pub struct EvalArgs {
     /// Keep each run's workspace (otherwise removed after grading).
     #[arg(long)]
     pub keep: bool,
+    /// Run only shard I of N (1-based, e.g. 2/4): the runs whose task index + agent index + repeat is I-1 modulo
+    /// N (so every shard gets a mix of agents and tasks). Give every shard the same tasks, agents, --repeat and --seed, then join the
+    /// reports with `faultlab report merge`. From a 0-based index (Kubernetes JOB_COMPLETION_INDEX):
+    /// --shard $((JOB_COMPLETION_INDEX+1))/N.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<faultlab_eval::merge::Shard>,
+    /// Overrides every task's deadline_ms (e.g. for an agent that takes seconds to start).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub deadline_ms: Option<u64>,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Each replayed run gets a fresh workspace and a fresh server, with the recorded run's task, \
+rules and seed; every request still reaches the server (writes happen again, so the end state is graded), but the \
+server's reply to a call the recording holds (same method, tool, arguments and occurrence) is the recorded one. \
+Calls the recording lacks are answered live and counted.\n\
+Exit codes: 0 every replayed run passed; 2 a run failed its grade, or a bad argument; 1 the report or a run folder \
+cannot be read.")]
+pub struct ReplayArgs {
+    /// The report.json of a faultlab eval (run folders are found relative to it).
+    pub report: std::path::PathBuf,
+    /// Which runs: TASK, TASK/AGENT or TASK/AGENT/REPEAT (1-based); repeatable; default every run.
+    #[arg(long, value_name = "SELECTOR")]
+    pub run: Vec<String>,
+    /// Replay to this agent instead of the recorded one (a command line).
+    #[arg(long, value_name = "'CMD ARGS'", conflicts_with = "controls")]
+    pub agent: Option<String>,
+    /// Replay to every built-in control agent.
+    #[arg(long)]
+    pub controls: bool,
+    #[arg(long, default_value_t = 2)]
+    pub jobs: usize,
+    /// Folder for the replay's reports and run folders.
+    #[arg(long, default_value = "faultlab-replay")]
+    pub out: std::path::PathBuf,
+    /// Keep each run's workspace.
+    #[arg(long)]
+    pub keep: bool,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReplayServerArgs {
+    /// A trajectory recorded with bodies (faultlab proxy --record-bodies; every faultlab eval run has one).
+    #[arg(long)]
+    pub cassette: std::path::PathBuf,
+    /// Append one JSON line per reply: whether it came from the recording or from the live server.
+    #[arg(long)]
+    pub log: Option<std::path::PathBuf>,
+    /// The fresh server behind the replay, after `--`.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ReportArgs {
+    #[command(subcommand)]
+    pub command: ReportCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Merge the reports of a sharded batch (faultlab eval --shard) into one, with statistics over all its runs.
+    Merge(MergeArgs),
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Writes OUT.json, and OUT.md and OUT.html beside it. Each run's `dir` is rewritten relative to the merged report when the run's folder is found next to its input report. The merged report's meta.wall_ms is the longest input's (the elapsed time when the shards ran side by side); merged.wall_ms_sum adds them all up.\n\
+Example: faultlab report merge merged/report.json shard-*/report.json --oracle builtin\n\
+Exit codes: 0 merged (and, with --oracle, every verdict is the expected one); 2 an oracle verdict disagrees, or a bad argument; 1 an input cannot be read or is not an eval report, or the inputs do not fit together (a run in two inputs; with different seeds, faultlab versions or repeat counts, or a missing shard, unless --force)."
+)]
+pub struct MergeArgs {
+    /// The merged report to write (JSON; the Markdown report goes beside it, as .md).
+    #[arg(value_name = "OUT.json")]
+    pub out: std::path::PathBuf,
+    /// The reports to merge (report.json of each shard).
+    #[arg(value_name = "IN.json", required = true)]
+    pub inputs: Vec<std::path::PathBuf>,
+    /// Merge reports with different seeds, faultlab versions or repeat counts, and an incomplete set of shards (the
+    /// merged report lists what was overridden). A run present twice is refused regardless.
+    #[arg(long)]
+    pub force: bool,
+    /// Check every merged verdict against an oracle file, or `builtin` for the oracle of the built-in tasks (a
+    /// file named builtin: ./builtin). Only entries of tasks with runs in the merged report are checked.
+    #[arg(long, value_name = "FILE|builtin")]
+    pub oracle: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum CompareFormat {
+    Console,
+    Json,
+    Md,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(
+    after_help = "Each row tests A's pass rate against B's with Fisher's exact test (two-sided, α = 0.05), exact at small run counts; rows are not corrected for multiple comparisons. Per-agent rows appear when both reports ran the same agents.\n\
+Exit codes: 0 compared; 2 with --fail-on-regression, B is significantly worse than A on some row (or a bad argument); 1 a report cannot be read or is not an eval report."
+)]
+pub struct CompareArgs {
+    /// The baseline report (report.json of faultlab eval or faultlab report merge).
+    #[arg(value_name = "A.json")]
+    pub a: std::path::PathBuf,
+    /// The report compared with it.
+    #[arg(value_name = "B.json")]
+    pub b: std::path::PathBuf,
+    /// How the comparison is printed on stdout.
+    #[arg(long, value_enum, default_value_t = CompareFormat::Console)]
+    pub format: CompareFormat,
+    /// Exit 2 when B's pass rate is significantly lower than A's on any row (overall, a category, a task or an
+    /// agent).
+    #[arg(long)]
+    pub fail_on_regression: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -165,6 +289,9 @@ pub struct ProxyArgs {
     /// Seed for every random choice (overrides the rules file's seed).
     #[arg(long)]
     pub seed: Option<u64>,
+    /// Also record every upstream reply in full in the trajectory (`body`), so the session can be replayed.
+    #[arg(long)]
+    pub record_bodies: bool,
     /// Append the trajectory (every frame, the rule and fault applied, the ledger) as JSON lines to this file;
     /// without it the trajectory goes to stderr.
     #[arg(long)]

@@ -7,11 +7,14 @@ use anyhow::{Context as _, anyhow};
 use faultlab_eval::agent::ControlAgent;
 use faultlab_eval::batch::Batch;
 use faultlab_eval::builtin;
+use faultlab_eval::merge::Shard;
 use faultlab_eval::oracle::Oracle;
 use faultlab_eval::report::{self, Meta, Report};
-use faultlab_eval::runner::AgentSpec;
+use faultlab_eval::runner::{AgentSpec, RunRecord};
 use faultlab_eval::task::Task;
+use std::collections::HashSet;
 use std::io::IsTerminal as _;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -39,14 +42,7 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         return Err(Failure::usage(anyhow!("--repeat and --jobs must be at least 1")));
     }
     let oracle = match (&args.oracle, args.controls) {
-        (Some(path), _) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("cannot read oracle file {}", path.display()))
-                .map_err(|e| Failure::new(1, e))?;
-            let oracle = Oracle::parse(&text)
-                .map_err(|e| Failure::new(1, anyhow!("oracle file {} is invalid: {e}", path.display())))?;
-            Some(oracle)
-        }
+        (Some(path), _) => Some(load_oracle(path)?),
         (None, true) => Some(builtin::oracle()),
         (None, false) => None,
     };
@@ -61,15 +57,21 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         repeat: args.repeat,
         seed: args.seed,
         jobs: args.jobs,
-        out: args.out.clone(),
+        // Absolute: the agents run in their own scratch folders, and find their files by the paths given here.
+        out: std::path::absolute(&args.out)
+            .with_context(|| format!("cannot resolve the output folder {}", args.out.display()))
+            .map_err(|e| Failure::new(1, e))?,
         keep_workspaces: args.keep,
         faultlab,
-        shard: None,
-        deadline_ms: None,
+        shard: args.shard.map(Shard::zero_based),
+        deadline_ms: args.deadline_ms,
     };
+    // The (task, agent) pairs this batch, or this shard of it, is to run: the oracle entries it can answer. Taken
+    // from the plan, not the results, so a pair whose run is missing still counts (as "no run").
+    let pairs: HashSet<(String, String)> = batch.specs().iter().map(|s| (s.task.id.clone(), s.agent.label())).collect();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)?;
     let started = Instant::now();
-    let progress = Progress::new(batch.specs().len());
+    let progress = Progress::new(batch.specs().len(), args.shard);
     let results = runtime.block_on(batch.run(|done, total, result| progress.update(done, total, result)));
     progress.finish();
     let mut runs = Vec::new();
@@ -87,15 +89,8 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         jobs: args.jobs,
         wall_ms: started.elapsed().as_millis() as u64,
     };
-    let report = Report::new(meta, runs);
-    let write = |name: &str, text: String| {
-        let path = args.out.join(name);
-        std::fs::write(&path, text)
-            .with_context(|| format!("cannot write {}", path.display()))
-            .map_err(|e| Failure::new(1, e))
-    };
-    write("report.json", serde_json::to_string_pretty(&report).expect("plain data serialises"))?;
-    write("report.md", report::markdown(&report))?;
+    let report = Report { shard: args.shard, ..Report::new(meta, runs) };
+    write_reports(&args.out, &report)?;
     print_summary(&report);
     println!("reports: {}", args.out.join("report.md").display());
     if let Some(first) = errors.first() {
@@ -105,30 +100,51 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         return Err(Failure::new(1, anyhow!("{} run(s) could not happen; first: {first}", errors.len())));
     }
     if let Some(oracle) = oracle {
-        let ids: Vec<&str> = report.runs.iter().map(|r| r.task.as_str()).collect();
-        let oracle =
-            Oracle { entries: oracle.entries.into_iter().filter(|e| ids.contains(&e.task.as_str())).collect() };
-        let disagreements = oracle.check(&report.runs);
-        if disagreements.is_empty() {
-            println!(
-                "oracle: all {} verdicts as expected: the grader tells every control agent apart",
-                oracle.entries.len()
-            );
-            return Ok(());
-        }
-        for d in &disagreements {
-            println!("oracle disagreement: {} × {}: expected {}, got {}", d.task, d.agent, d.expected, d.got);
-        }
-        return Err(Failure::new(
-            2,
-            anyhow!("{} of {} oracle entries disagree", disagreements.len(), oracle.entries.len()),
-        ));
+        let entries = oracle.entries.into_iter().filter(|e| pairs.contains(&(e.task.clone(), e.agent.name().into())));
+        return check_oracle(Oracle { entries: entries.collect() }, &report.runs);
     }
     let failed = report.runs.iter().filter(|r| !r.verdict.passed).count();
     match failed {
         0 => Ok(()),
         n => Err(Failure::new(2, anyhow!("{n} of {} runs failed their grade", report.runs.len()))),
     }
+}
+
+/// Checks the runs against the oracle's entries, printing each disagreement; exit 2 on any.
+pub fn check_oracle(oracle: Oracle, runs: &[RunRecord]) -> Result<(), Failure> {
+    let disagreements = oracle.check(runs);
+    if disagreements.is_empty() {
+        println!(
+            "oracle: all {} verdicts as expected: the grader tells every control agent apart",
+            oracle.entries.len()
+        );
+        return Ok(());
+    }
+    for d in &disagreements {
+        println!("oracle disagreement: {} × {}: expected {}, got {}", d.task, d.agent, d.expected, d.got);
+    }
+    Err(Failure::new(2, anyhow!("{} of {} oracle entries disagree", disagreements.len(), oracle.entries.len())))
+}
+
+/// Reads an oracle file (exit 1 naming the file when it cannot be read or parsed).
+pub fn load_oracle(path: &Path) -> Result<Oracle, Failure> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read oracle file {}", path.display()))
+        .map_err(|e| Failure::new(1, e))?;
+    Oracle::parse(&text).map_err(|e| Failure::new(1, anyhow!("oracle file {} is invalid: {e}", path.display())))
+}
+
+/// report.json, report.md and report.html in `out`.
+pub fn write_reports(out: &std::path::Path, report: &Report) -> Result<(), Failure> {
+    let write = |name: &str, text: String| {
+        let path = out.join(name);
+        std::fs::write(&path, text)
+            .with_context(|| format!("cannot write {}", path.display()))
+            .map_err(|e| Failure::new(1, e))
+    };
+    write("report.json", serde_json::to_string_pretty(report).expect("plain data serialises"))?;
+    write("report.md", report::markdown(report))?;
+    write("report.html", faultlab_eval::html::render(report))
 }
 
 fn print_summary(report: &Report) {
@@ -165,9 +181,12 @@ struct Progress {
 }
 
 impl Progress {
-    fn new(total: usize) -> Self {
+    fn new(total: usize, shard: Option<Shard>) -> Self {
         let terminal = std::io::stderr().is_terminal();
-        eprintln!("faultlab eval: {total} runs");
+        match shard {
+            Some(shard) => eprintln!("faultlab eval: shard {shard}: {total} runs"),
+            None => eprintln!("faultlab eval: {total} runs"),
+        }
         Self { terminal }
     }
 

@@ -6,11 +6,14 @@
 mod agent;
 mod builtin;
 mod cli;
+mod compare;
 mod demo;
 mod diagnose;
 mod eval;
 mod pipes;
 mod proxy;
+mod replay;
+mod report;
 mod run;
 mod serve;
 mod signals;
@@ -29,8 +32,12 @@ fn main() -> ExitCode {
         cli::Command::Demo(args) => demo::run(args),
         cli::Command::Diagnose(args) => diagnose::run(args),
         cli::Command::Eval(args) => eval::run(args),
+        cli::Command::Report(args) => report::run(args),
+        cli::Command::Compare(args) => compare::run(args),
         cli::Command::Agent(args) => agent::run(args),
         cli::Command::WorkspaceServer(args) => workspace::run(args),
+        cli::Command::Replay(args) => replay::run(args),
+        cli::Command::ReplayServer(args) => replay::run_server(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -33,7 +33,8 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
             .map_err(Failure::usage)?,
         None => Recorder::stderr(),
     };
-    let trajectory = Arc::new(Trajectory::new(recorder));
+    let trajectory = Trajectory::new(recorder);
+    let trajectory = Arc::new(if args.record_bodies { trajectory.with_bodies() } else { trajectory });
     let rules = RuleSet::new(file).shared();
     let control = match &args.control {
         Some(addr) => Some(listen_address(addr).map_err(Failure::usage)?),

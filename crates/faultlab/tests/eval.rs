@@ -51,3 +51,64 @@ fn a_hanging_agent_is_killed_at_the_deadline_with_its_children_and_graded() {
     let pid = std::fs::read_to_string(&pid_file).unwrap();
     assert!(!Path::new(&format!("/proc/{}", pid.trim())).exists(), "the agent's child {pid} outlived the run");
 }
+
+/// The built-in data task, run by a control agent started as an external command (the way users start theirs).
+fn eval_then(agent: &str, out: &Path) -> assert_cmd::assert::Assert {
+    let bin = assert_cmd::cargo::cargo_bin("faultlab");
+    let task = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/eval/tasks/data-empty-read.yaml");
+    faultlab()
+        .args(["eval", "--agent", &format!("{} agent {agent}", bin.display()), "--out"])
+        .arg(out)
+        .arg(task)
+        .assert()
+}
+
+#[test]
+fn a_recorded_run_replays_from_its_recording_to_the_same_or_another_agent() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = dir.path().join("recorded");
+    eval_then("good", &recorded).code(0);
+    let report = recorded.join("report.json");
+    let bin = assert_cmd::cargo::cargo_bin("faultlab");
+
+    // The same agent: every reply comes from the recording (the faulted empty read included), and it passes again.
+    let same = dir.path().join("same");
+    faultlab()
+        .args(["replay"])
+        .arg(&report)
+        .arg("--out")
+        .arg(&same)
+        .assert()
+        .code(0)
+        .stdout(contains("PASS data-empty-read × faultlab #1").and(contains(", 0 live")));
+    let log = std::fs::read_to_string(same.join("runs/data-empty-read/faultlab/1/replay.jsonl")).unwrap();
+    assert!(log.lines().count() >= 3 && log.lines().all(|l| l.contains(r#""from":"recorded""#)), "{log}");
+
+    // Another agent on the same recording: it gives up at the first (replayed) empty read, and is graded for it.
+    let other = dir.path().join("other");
+    faultlab()
+        .args(["replay"])
+        .arg(&report)
+        .args(["--agent", &format!("{} agent gives-up", bin.display()), "--out"])
+        .arg(&other)
+        .assert()
+        .code(2)
+        .stdout(contains("FAIL data-empty-read × faultlab #1"));
+    let replayed: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(other.join("report.json")).unwrap()).unwrap();
+    assert_eq!(replayed["runs"][0]["verdict"]["recovery"]["outcome"], "aborted-safely");
+}
+
+#[test]
+fn a_trajectory_without_bodies_cannot_be_replayed_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let cassette = dir.path().join("t.jsonl");
+    std::fs::write(&cassette, "{\"event\":\"run_started\",\"seed\":0,\"rules\":0}\n").unwrap();
+    faultlab()
+        .args(["replay-server", "--cassette"])
+        .arg(&cassette)
+        .args(["--", "true"])
+        .assert()
+        .code(1)
+        .stderr(contains("--record-bodies"));
+}

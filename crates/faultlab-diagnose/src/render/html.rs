@@ -164,8 +164,8 @@ fn cut(text: &str) -> String {
     }
 }
 
-/// Text safe in HTML element content and attribute values.
-fn esc(text: &str) -> String {
+/// Text safe in HTML element content and attribute values (shared with the eval report).
+pub fn esc(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {

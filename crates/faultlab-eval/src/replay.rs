@@ -1,0 +1,229 @@
+//! Replay: a recorded run's server replies, served again to the same or another agent.
+//!
+//! The replay server stands where the server stood, in front of a fresh server: every request still reaches that
+//! server (so writes really happen again and the end state can be graded), but a reply the recording holds for the
+//! same call — same method, same tool and arguments (key order ignored), same occurrence — is replaced by the
+//! recorded one, with this request's id. Calls the recording lacks (the agent diverged) get the fresh server's
+//! reply and are logged as `live`. The proxy in front applies the run's rules with the run's seed again, so faults
+//! fire as they did for the same sequence of calls.
+
+use crate::evidence::TrajectoryError;
+use faultlab_wire::{Frame, LineCodec, MAX_LINE_BYTES};
+use futures::{SinkExt as _, StreamExt as _};
+use serde_json::Value;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _};
+use tokio_util::codec::{FramedRead, FramedWrite, LinesCodec};
+
+/// The recorded replies, per call key, in the order they were recorded.
+#[derive(Debug, Default)]
+pub struct Cassette {
+    replies: HashMap<String, VecDeque<Value>>,
+}
+
+impl Cassette {
+    /// Reads a trajectory recorded with bodies (`faultlab proxy --record-bodies`). Replies the proxy answered
+    /// itself (`instead` rules) are not the server's and are left out: the rule fires again on replay.
+    pub fn from_trajectory(text: &str) -> Result<Self, TrajectoryError> {
+        let mut cassette = Cassette::default();
+        let mut open: HashMap<String, String> = HashMap::new();
+        let lines: Vec<&str> = text.lines().collect();
+        for (index, raw) in lines.iter().enumerate() {
+            if raw.trim().is_empty() {
+                continue;
+            }
+            let line: Value = match serde_json::from_str(raw) {
+                Ok(line) => line,
+                Err(_) if index + 1 == lines.len() && !text.ends_with('\n') => break,
+                Err(e) => return Err(TrajectoryError { line: index + 1, message: e.to_string() }),
+            };
+            if line["event"] != "frame" || line["id"].is_null() {
+                continue;
+            }
+            let id = line["id"].to_string();
+            match (line["direction"].as_str(), line["method"].as_str()) {
+                (Some("client_to_server"), Some(method)) => {
+                    open.insert(id, key(method, line["tool"].as_str(), &line["arguments"]));
+                }
+                (Some("server_to_client"), None) if line["action"] != "injected" => {
+                    if let (Some(key), Some(body)) = (open.remove(&id), line.get("body")) {
+                        cassette.replies.entry(key).or_default().push_back(body.clone());
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(cassette)
+    }
+
+    /// How many replies the recording holds.
+    pub fn len(&self) -> usize {
+        self.replies.values().map(VecDeque::len).sum()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The next recorded reply for this call, if any is left.
+    fn take(&mut self, key: &str) -> Option<Value> {
+        self.replies.get_mut(key)?.pop_front()
+    }
+}
+
+/// What identifies "the same call": the method, and for `tools/call` the tool and its arguments with object keys
+/// sorted (agents need not serialise arguments in the same order twice).
+pub fn key(method: &str, tool: Option<&str>, arguments: &Value) -> String {
+    match (method, tool) {
+        ("tools/call", Some(tool)) => format!("tools/call {tool} {}", canonical(arguments)),
+        _ => method.to_owned(),
+    }
+}
+
+fn canonical(value: &Value) -> String {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            let inner: Vec<String> =
+                entries.iter().map(|(k, v)| format!("{}:{}", Value::String((*k).clone()), canonical(v))).collect();
+            format!("{{{}}}", inner.join(","))
+        }
+        Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
+        other => other.to_string(),
+    }
+}
+
+/// One line of the replay log: which call was answered from the recording and which live.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Served {
+    pub key: String,
+    /// `recorded` or `live`.
+    pub from: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ReplayError {
+    #[error("cannot start the server behind the replay: {0}")]
+    Spawn(std::io::Error),
+    #[error("replay i/o: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Relays between the agent (`input`/`output`) and a fresh server (`server`), swapping in recorded replies.
+/// `log` receives one [`Served`] line per reply. Returns when the agent closes its input and the server has ended.
+pub async fn serve<R, W>(
+    cassette: Cassette,
+    mut server: tokio::process::Command,
+    input: R,
+    output: W,
+    mut log: Option<std::fs::File>,
+) -> Result<(), ReplayError>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin,
+{
+    use std::io::Write as _;
+    use std::process::Stdio;
+    let mut child = server
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(ReplayError::Spawn)?;
+    let mut child_in = child.stdin.take().expect("piped");
+    let child_out = child.stdout.take().expect("piped");
+    let pending: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+
+    let requests = {
+        let pending = pending.clone();
+        async move {
+            let mut lines = FramedRead::new(input, LineCodec::new(MAX_LINE_BYTES));
+            while let Some(Ok(line)) = lines.next().await {
+                // An over-long line cannot be relayed whole; the server never sees it, as with the proxy.
+                let faultlab_wire::Line::Bytes(line) = line else { continue };
+                let frame = Frame::parse(line.clone());
+                if let (Some(id), Some(method)) = (frame.id(), frame.method()) {
+                    let arguments = frame.value().and_then(|v| v.pointer("/params/arguments")).cloned();
+                    let key = key(method, frame.tool_name(), &arguments.unwrap_or(Value::Null));
+                    pending.lock().expect("not poisoned").insert(id.to_value().to_string(), key);
+                }
+                child_in.write_all(&line).await?;
+                child_in.write_all(b"\n").await?;
+                child_in.flush().await?;
+            }
+            // The agent is gone: closing the server's input ends it, as a client's EOF would.
+            drop(child_in);
+            Ok::<_, std::io::Error>(())
+        }
+    };
+    let replies = async move {
+        let mut cassette = cassette;
+        let mut lines = FramedRead::new(child_out, LinesCodec::new_with_max_length(MAX_LINE_BYTES));
+        let mut out = FramedWrite::new(output, LinesCodec::new_with_max_length(MAX_LINE_BYTES));
+        while let Some(Ok(line)) = lines.next().await {
+            let frame = Frame::parse(line.clone().into_bytes());
+            let key = match (frame.is_reply(), frame.id()) {
+                (true, Some(id)) => pending.lock().expect("not poisoned").remove(&id.to_value().to_string()),
+                _ => None,
+            };
+            let Some(key) = key else {
+                out.send(line).await.map_err(std::io::Error::other)?;
+                continue;
+            };
+            let (text, from) = match cassette.take(&key) {
+                Some(mut recorded) => {
+                    recorded["id"] = frame.id().map(|id| id.to_value()).unwrap_or(Value::Null);
+                    (recorded.to_string(), "recorded")
+                }
+                None => (line, "live"),
+            };
+            out.send(text).await.map_err(std::io::Error::other)?;
+            if let Some(log) = log.as_mut() {
+                let _ = writeln!(log, "{}", serde_json::json!({"key": key, "from": from}));
+            }
+        }
+        Ok::<_, std::io::Error>(())
+    };
+    let (sent, answered) = tokio::join!(requests, replies);
+    let _ = child.wait().await;
+    sent?;
+    answered?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_key_ignores_argument_order_but_not_values() {
+        let a = key("tools/call", Some("write_file"), &serde_json::json!({"path": "a", "content": "x"}));
+        let b = key("tools/call", Some("write_file"), &serde_json::json!({"content": "x", "path": "a"}));
+        let c = key("tools/call", Some("write_file"), &serde_json::json!({"content": "y", "path": "a"}));
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        assert_eq!(key("tools/list", None, &Value::Null), "tools/list");
+    }
+
+    #[test]
+    fn the_cassette_keeps_server_replies_in_order_and_skips_injected_ones() {
+        let text = [
+            r#"{"event":"frame","direction":"client_to_server","id":1,"method":"tools/call","tool":"read_file","arguments":{"path":"a"}}"#,
+            r#"{"event":"frame","direction":"server_to_client","action":"forwarded","id":1,"method":null,"body":{"jsonrpc":"2.0","id":1,"result":{"n":1}}}"#,
+            r#"{"event":"frame","direction":"client_to_server","id":2,"method":"tools/call","tool":"read_file","arguments":{"path":"a"}}"#,
+            r#"{"event":"frame","direction":"server_to_client","action":"injected","id":2,"method":null,"body":{"jsonrpc":"2.0","id":2,"error":{}}}"#,
+            r#"{"event":"frame","direction":"client_to_server","id":3,"method":"tools/call","tool":"read_file","arguments":{"path":"a"}}"#,
+            r#"{"event":"frame","direction":"server_to_client","action":"faulted","id":3,"method":null,"body":{"jsonrpc":"2.0","id":3,"result":{"n":3}}}"#,
+        ]
+        .join("\n");
+        let mut cassette = Cassette::from_trajectory(&text).unwrap();
+        assert_eq!(cassette.len(), 2);
+        let k = key("tools/call", Some("read_file"), &serde_json::json!({"path": "a"}));
+        assert_eq!(cassette.take(&k).unwrap()["result"]["n"], 1);
+        assert_eq!(cassette.take(&k).unwrap()["result"]["n"], 3);
+        assert!(cassette.take(&k).is_none());
+    }
+}

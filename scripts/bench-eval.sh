@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Benchmarks `faultlab eval`: about 1,000 graded runs (the 8 control agents × the 7 built-in tasks × 18 seeds)
+# with --jobs 2, each a real agent process through the real proxy to the real workspace server, graded on five
+# layers. Goal (the eval issue): under 5 minutes, i.e. at least 3.3 graded runs per second. Release build.
+# A benchmark, not a test: it prints the figure and never fails on it (the oracle check is scripts/eval-oracle.sh).
+#
+# Environment:
+#   FAULTLAB_BENCH_QUICK=1   one repeat (56 runs) on the debug build, only to prove it runs
+#   FAULTLAB_BENCH_JSON      where the JSON report goes (default target/bench/eval.json)
+set -euo pipefail
+
+CALLER_PWD="$PWD"
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+log() { printf 'bench-eval: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 2; }
+
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+[[ "$TARGET_DIR" == /* ]] || TARGET_DIR="$CALLER_PWD/$TARGET_DIR"
+JSON_OUT="${FAULTLAB_BENCH_JSON:-$TARGET_DIR/bench/eval.json}"
+[[ "$JSON_OUT" == /* ]] || JSON_OUT="$CALLER_PWD/$JSON_OUT"
+mkdir -p "$(dirname "$JSON_OUT")"
+
+if [[ -n "${FAULTLAB_BENCH_QUICK:-}" ]]; then
+    repeat=1
+    profile=debug
+    cargo build -q -p faultlab </dev/null
+else
+    repeat=18
+    profile=release
+    log "building faultlab (release)"
+    cargo build -q --release -p faultlab </dev/null
+fi
+bin="$TARGET_DIR/$profile/faultlab"
+[[ -x "$bin" ]] || die "no binary at $bin"
+out="$TARGET_DIR/bench/eval-runs"
+rm -rf "$out"
+log "faultlab eval --controls --repeat $repeat --jobs 2 ($profile)"
+start=$(date +%s.%N)
+status=0
+"$bin" eval --controls --repeat "$repeat" --seed 1 --jobs 2 --out "$out" >"$out.console.txt" 2>&1 || status=$?
+end=$(date +%s.%N)
+python3 - "$out/report.json" "$JSON_OUT" "$start" "$end" "$status" "$repeat" "$profile" <<'PY'
+import json, os, platform, sys
+report_path, json_out, start, end, status, repeat, profile = sys.argv[1:]
+report = json.load(open(report_path))
+runs = len(report["runs"])
+wall = float(end) - float(start)
+limit = 300.0 * runs / 1000  # the goal: 1,000 runs in 5 minutes, scaled to the runs made
+cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.machine())
+result = {
+    "machine": {"cores": os.cpu_count(), "cpu": cpu},
+    "profile": profile,
+    "runs": runs,
+    "repeat": int(repeat),
+    "jobs": 2,
+    "wall_s": round(wall, 2),
+    "runs_per_s": round(runs / wall, 2),
+    "oracle_exit": int(status),
+    "goal": "1,000 graded runs in under 5 minutes with --jobs 2 (≥ 3.33 runs/s)",
+    "met": wall <= limit,
+}
+json.dump(result, open(json_out, "w"), indent=2)
+print(f"bench-eval: {runs} graded runs in {wall:.1f} s = {runs / wall:.2f} runs/s (oracle exit {status})")
+PY
