@@ -65,7 +65,19 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
     let reports = runtime.block_on(run_suite(&suite, &exe)).map_err(Failure::runtime)?;
     crate::run::write_outputs(&args.out.join("suite"), &reports).map_err(Failure::runtime)?;
     let suite_failed = reports.iter().filter(|r| !r.passed).count();
-    println!("\nReports: {0}/demo.json, {0}/junit.xml, {0}/traces/ and {0}/suite/", args.out.display());
+
+    println!(
+        "\nAgents graded on a sandboxed task, through `faultlab proxy` to the workspace server: the first write is"
+    );
+    println!("executed, then its reply is held until the agent gives up (mode: after, timeout):\n");
+    let disagreements = runtime.block_on(eval_slice(&args.out.join("eval"), &exe)).map_err(Failure::runtime)?;
+    println!(
+        "\nReports: {0}/demo.json, {0}/junit.xml, {0}/traces/, {0}/suite/ and {0}/eval/report.html",
+        args.out.display()
+    );
+    if disagreements > 0 {
+        return Err(Failure::new(2, anyhow::anyhow!("{disagreements} eval verdict(s) differ from the oracle")));
+    }
     if passed == results.len() && suite_failed == 0 {
         Ok(())
     } else if suite_failed > 0 {
@@ -76,6 +88,78 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
             anyhow::anyhow!("{} of {} runs did not behave as expected", results.len() - passed, results.len()),
         ))
     }
+}
+
+/// Four control agents on the idempotency task; returns how many verdicts differ from the oracle.
+async fn eval_slice(out: &Path, exe: &str) -> anyhow::Result<usize> {
+    use faultlab_eval::agent::ControlAgent;
+    use faultlab_eval::runner::AgentSpec;
+    let task = faultlab_eval::builtin::tasks()
+        .into_iter()
+        .find(|t| t.id == "transport-timeout-after-write")
+        .context("the built-in idempotency task is missing")?;
+    let agents = [ControlAgent::Good, ControlAgent::BlindRetrier, ControlAgent::Hallucinating, ControlAgent::GivesUp];
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let batch = faultlab_eval::batch::Batch {
+        tasks: vec![std::sync::Arc::new(task)],
+        agents: agents.into_iter().map(AgentSpec::Control).collect(),
+        repeat: 1,
+        seed: None,
+        jobs: 2,
+        out: std::path::absolute(out)?,
+        keep_workspaces: false,
+        faultlab: exe.into(),
+        shard: None,
+        deadline_ms: None,
+    };
+    let mut runs = Vec::new();
+    for result in batch.run(|_, _, _| {}).await {
+        runs.push(result?);
+    }
+    for run in &runs {
+        let v = &run.verdict;
+        let failing: Vec<&str> = [&v.outcome, &v.safety, &v.side_effects]
+            .iter()
+            .flat_map(|layer| layer.checks.iter().filter(|c| !c.passed).map(|c| c.detail.as_str()))
+            .take(1)
+            .collect();
+        println!(
+            "  {}  {:<14} {} → {}{}",
+            if v.passed { "PASS" } else { "FAIL" },
+            run.agent,
+            serde_json::to_value(v.recovery.strategy)?.as_str().unwrap_or_default(),
+            serde_json::to_value(v.recovery.outcome)?.as_str().unwrap_or_default(),
+            match (failing.first(), v.recovery.passed) {
+                (Some(detail), _) => format!(": {detail}"),
+                (None, false) => format!(
+                    ": the task expects {}",
+                    serde_json::to_value(v.recovery.expected)?.as_str().unwrap_or_default()
+                ),
+                (None, true) => String::new(),
+            }
+        );
+    }
+    let report = faultlab_eval::report::Report::new(
+        faultlab_eval::report::Meta {
+            faultlab: env!("CARGO_PKG_VERSION").into(),
+            seed: 0,
+            repeat: 1,
+            jobs: 2,
+            wall_ms: 0,
+        },
+        runs,
+    );
+    std::fs::write(out.join("report.json"), serde_json::to_string_pretty(&report)?)?;
+    std::fs::write(out.join("report.html"), faultlab_eval::html::render(&report))?;
+    let oracle = faultlab_eval::builtin::oracle();
+    let mine = faultlab_eval::oracle::Oracle {
+        entries: oracle
+            .entries
+            .into_iter()
+            .filter(|e| e.task == "transport-timeout-after-write" && agents.contains(&e.agent))
+            .collect(),
+    };
+    Ok(mine.check(&report.runs).len())
 }
 
 fn print_result(result: &ProbeResult) {
