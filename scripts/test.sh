@@ -12,7 +12,8 @@
 #   5. JUnit output (demo, run: passing, failing, not run) validated against the common junit-10.xsd;
 #   6. the diagnose HTML report opened in headless Chromium (Debian's package, installed by the script);
 #   7. the eval oracle matrix: every control agent on every built-in task through the real proxy, each verdict
-#      as examples/eval/oracle.yaml expects;
+#      as examples/eval/oracle.yaml expects; the same against the real filesystem server (no ledger); the Python
+#      SDK example agent graded on every built-in task;
 #   8. both benchmarks in quick mode on the debug build (they run and report; figures are not checked).
 # Steps 3 to 8 install their own pinned Node and Python dependencies under .cache/ (git-ignored).
 set -euo pipefail
@@ -30,6 +31,7 @@ scripts/conformance-proxy.sh
 scripts/interop-python.sh
 scripts/eval-python.sh
 scripts/proxy-filesystem.sh
+scripts/eval-filesystem.sh
 scripts/interop-matrix.sh
 scripts/junit-validate.sh
 scripts/diagnose-html.sh
