@@ -57,6 +57,7 @@ pub struct Side {
 pub enum Group {
     Overall,
     Category,
+    Fault,
     Task,
     Agent,
 }
@@ -66,6 +67,7 @@ impl Group {
         match self {
             Group::Overall => "overall",
             Group::Category => "category",
+            Group::Fault => "fault",
             Group::Task => "task",
             Group::Agent => "agent",
         }
@@ -178,6 +180,7 @@ pub fn compare(a_file: &str, a: &Report, b_file: &str, b: &Report) -> Comparison
         rows.extend(keys.into_iter().map(|k| Row::new(group, k, a.get(k).copied(), b.get(k).copied())));
     };
     group(Group::Category, &sa.by_category, &sb.by_category);
+    group(Group::Fault, &sa.by_fault, &sb.by_fault);
     group(Group::Task, &sa.by_task, &sb.by_task);
     let (side_a, side_b) = (side(a_file, a), side(b_file, b));
     let mut notes = Vec::new();

@@ -197,6 +197,7 @@ pub fn render(report: &Report) -> String {
     heatmap(&mut out, s);
     out.push_str("<div class=\"grid\">\n");
     rates(&mut out, "By fault category", &s.by_category);
+    rates(&mut out, "By fault", &s.by_fault);
     rates(&mut out, "By agent", &s.by_agent);
     out.push_str("</div>\n");
     rates(&mut out, "By task", &s.by_task);

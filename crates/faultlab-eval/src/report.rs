@@ -67,6 +67,9 @@ pub struct Stats {
     pub overall: Rate,
     pub by_task: BTreeMap<String, Rate>,
     pub by_category: BTreeMap<String, Rate>,
+    /// Catalogue fault → rate over the runs whose task has that fault in its rules.
+    #[serde(default)]
+    pub by_fault: BTreeMap<String, Rate>,
     pub by_agent: BTreeMap<String, Rate>,
     /// agent → category → rate (the heatmap).
     pub heatmap: BTreeMap<String, BTreeMap<String, Rate>>,
@@ -100,11 +103,15 @@ fn stats(runs: &[RunRecord], repeat: u32) -> Stats {
     let mut by_task = BTreeMap::new();
     let mut by_agent = BTreeMap::new();
     let mut by_category = BTreeMap::new();
+    let mut by_fault = BTreeMap::new();
     let mut heatmap: BTreeMap<String, BTreeMap<String, Rate>> = BTreeMap::new();
     let mut outcomes = BTreeMap::new();
     for run in runs {
         by_task.entry(run.task.clone()).or_insert_with(|| count(&|r| r.task == run.task));
         by_agent.entry(run.agent.clone()).or_insert_with(|| count(&|r| r.agent == run.agent));
+        for fault in &run.faults {
+            by_fault.entry(fault.clone()).or_insert_with(|| count(&|r| r.faults.contains(fault)));
+        }
         let outcome = serde_json::to_value(run.verdict.recovery.outcome).ok();
         let outcome = outcome.as_ref().and_then(|v| v.as_str()).unwrap_or_default().to_owned();
         *outcomes.entry(outcome).or_insert(0) += 1;
@@ -159,7 +166,17 @@ fn stats(runs: &[RunRecord], repeat: u32) -> Stats {
     if runs.len() < 30 {
         data_quality.push(format!("Only {} runs: the intervals are wide.", runs.len()));
     }
-    Stats { overall: count(&|_| true), by_task, by_category, by_agent, heatmap, pass_hat_k, outcomes, data_quality }
+    Stats {
+        overall: count(&|_| true),
+        by_task,
+        by_category,
+        by_fault,
+        by_agent,
+        heatmap,
+        pass_hat_k,
+        outcomes,
+        data_quality,
+    }
 }
 
 /// `83% (5/6; 95% CI 44–97%)`.
@@ -231,6 +248,7 @@ pub fn markdown(report: &Report) -> String {
         md.push('\n');
     };
     table(&mut md, "fault category", &s.by_category);
+    table(&mut md, "fault", &s.by_fault);
     table(&mut md, "task", &s.by_task);
     table(&mut md, "agent", &s.by_agent);
     let _ = writeln!(

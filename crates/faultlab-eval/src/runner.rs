@@ -77,6 +77,9 @@ pub struct RunRecord {
     pub repeat: u32,
     pub seed: u64,
     pub categories: Vec<Category>,
+    /// The catalogue faults of the task's rules (whether or not they fired).
+    #[serde(default)]
+    pub faults: Vec<String>,
     /// The faults that fired in this run (catalogue names, in order of first firing).
     pub faults_fired: Vec<String>,
     pub nonce: String,
@@ -179,6 +182,11 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
         repeat: spec.repeat,
         seed: spec.seed,
         categories: spec.task.categories(),
+        faults: {
+            let mut names: Vec<String> = spec.task.faults.iter().map(|r| r.fault.name().to_owned()).collect();
+            names.dedup();
+            names
+        },
         faults_fired,
         nonce: evidence.nonce,
         end,

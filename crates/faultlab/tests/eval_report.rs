@@ -138,7 +138,8 @@ fn two_shards_merge_into_every_pair_once_pass_the_oracle_and_compare() {
     let json: serde_json::Value = serde_json::from_slice(&output.get_output().stdout).unwrap();
     let labels: Vec<String> =
         json["rows"].as_array().unwrap().iter().map(|r| format!("{} {}", r["group"], r["key"])).collect();
-    assert_eq!(labels.len(), 1 + 2 + TASKS.len() + ControlAgent::ALL.len(), "{labels:?}");
+    // overall, two categories, two faults (one per task), the tasks, the agents.
+    assert_eq!(labels.len(), 1 + 2 + 2 + TASKS.len() + ControlAgent::ALL.len(), "{labels:?}");
     assert!(json["rows"].as_array().unwrap().iter().all(|r| r["change"] == "not_significant"));
 
     // B: the same runs, every one failed. Each passing row of A is now worse; overall significantly so.
