@@ -7,14 +7,16 @@
 //! that id. A std `Mutex` guards the state: critical sections are short and never held across an `.await`.
 //!
 //! The engine also keeps a small history of earlier tool replies, for the faults that resend one (`stale`,
-//! `replayed`): see [`History`].
+//! `replayed`): see [`History`]; and the output schemas tools listed, for the faults that must keep a result valid
+//! against them (`wrong_value`, `contradictory`): see [`OutputSchemas`].
 
-use crate::catalogue::{Earlier, FaultKind, Reply, WireAction, late_response};
+use crate::catalogue::{Applied, Earlier, FaultKind, OutputSchema, Reply, WireAction, late_response};
 use crate::recorder::{Event, Recorder};
 use bytes::Bytes;
 use faultlab_wire::{Frame, Kind, MessageId};
+use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// Most faults armed and not yet fired on one connection scope. Past it, arming fails with a clear error rather
 /// than letting a client grow server memory without bound.
@@ -42,11 +44,61 @@ const MAX_REMEMBERED_TOOLS: usize = 32;
 /// so a scope never pins more than about 33 MiB (32 tools plus the last reply) of history.
 const MAX_REMEMBERED_REPLY_BYTES: usize = 1024 * 1024;
 
+/// Most tools whose output schema one scope remembers; past it the tool listed least recently is forgotten.
+const MAX_REMEMBERED_SCHEMAS: usize = 256;
+
+/// Largest output schema kept, in bytes of compact JSON (256 KiB). A larger one is remembered only as
+/// [`OutputSchema::TooLarge`], so a scope keeps at most 64 MiB of schema JSON (256 tools).
+const MAX_OUTPUT_SCHEMA_BYTES: usize = 256 * 1024;
+
 #[derive(Default)]
 struct State {
     armed: HashMap<MessageId, FaultKind>,
     requests: HashMap<MessageId, Frame>,
     history: History,
+    schemas: OutputSchemas,
+}
+
+/// The `outputSchema` of each tool, as the last `tools/list` reply that listed the tool gave it. Bounded by
+/// [`MAX_REMEMBERED_SCHEMAS`] and [`MAX_OUTPUT_SCHEMA_BYTES`].
+#[derive(Default)]
+struct OutputSchemas {
+    /// At most one entry per tool, the tool listed least recently first.
+    by_tool: VecDeque<(String, OutputSchema)>,
+}
+
+impl OutputSchemas {
+    /// Learns from the reply to a `tools/list` request. A page of a paginated list only speaks for its own tools,
+    /// so tools it does not name are kept; a tool it lists without a schema has none any more.
+    fn learn(&mut self, reply: &Value) {
+        let Some(tools) = reply.pointer("/result/tools").and_then(Value::as_array) else {
+            return;
+        };
+        for tool in tools {
+            let Some(name) = tool.get("name").and_then(Value::as_str) else { continue };
+            self.by_tool.retain(|(known, _)| known != name);
+            let schema = match tool.get("outputSchema") {
+                Some(schema @ Value::Object(_)) => {
+                    let size = serde_json::to_vec(schema).map_or(usize::MAX, |json| json.len());
+                    if size > MAX_OUTPUT_SCHEMA_BYTES {
+                        OutputSchema::TooLarge
+                    } else {
+                        OutputSchema::Listed(Arc::new(schema.clone()))
+                    }
+                }
+                // Absent, or not an object (which MCP does not allow): nothing to keep a result valid against.
+                _ => continue,
+            };
+            if self.by_tool.len() >= MAX_REMEMBERED_SCHEMAS {
+                self.by_tool.pop_front();
+            }
+            self.by_tool.push_back((name.to_owned(), schema));
+        }
+    }
+
+    fn of(&self, tool: &str) -> Option<OutputSchema> {
+        self.by_tool.iter().find(|(name, _)| name == tool).map(|(_, schema)| schema.clone())
+    }
 }
 
 /// Where a reply held by `out_of_order` waits for the next reply to release it. Engines that serve one
@@ -80,7 +132,7 @@ impl History {
     fn earlier(&self, tool: Option<&str>) -> Earlier {
         let same_tool =
             tool.and_then(|tool| self.by_tool.iter().find(|(name, _)| name == tool)).map(|(_, reply)| reply.clone());
-        Earlier { same_tool, any_tool: self.last.clone() }
+        Earlier { same_tool, any_tool: self.last.clone(), ..Earlier::default() }
     }
 }
 
@@ -172,16 +224,22 @@ impl Engine {
     }
 
     /// As [`Engine::outbound`], also saying which fault fired, if any. A tool reply no fault fires on is
-    /// remembered for `stale` and `replayed`.
+    /// remembered for `stale` and `replayed`; a `tools/list` reply teaches the tools' output schemas (whether or
+    /// not a fault fires on it: the schema is what the server declares, whatever the client was shown). A fault
+    /// that could not apply (`fault_skipped`) still counts as fired: its rule was spent on this reply.
     pub fn outbound_fired(&self, frame: &Frame) -> (Option<FaultKind>, Vec<WireAction>) {
         let fired = match (frame.is_reply(), frame.id()) {
             (true, Some(id)) => {
                 let mut state = self.state();
                 let request = state.requests.remove(id);
+                if let (Some("tools/list"), Some(reply)) = (request.as_ref().and_then(Frame::method), frame.value()) {
+                    state.schemas.learn(reply);
+                }
                 let tool = request.as_ref().and_then(Frame::tool_name);
                 match state.armed.remove(id) {
                     Some(fault) => {
-                        let earlier = state.history.earlier(tool);
+                        let mut earlier = state.history.earlier(tool);
+                        earlier.output_schema = tool.and_then(|tool| state.schemas.of(tool));
                         Some((id.clone(), fault, request, earlier))
                     }
                     None => {
@@ -201,19 +259,23 @@ impl Engine {
             actions.extend(overtaken.map(WireAction::Release));
             return (None, actions);
         };
-        // The late-response fault was already reported when the cancel arrived; swallowing the framework's
-        // reply is its second half, not a second activation.
-        if fault != FaultKind::LateResponse {
-            self.recorder.record(Event::FaultActivated { fault: fault.name().into(), request_id: id.to_value() });
-        }
-        let mut actions = match fault {
+        let Applied { mut actions, skipped } = match fault {
             FaultKind::OutOfOrder { max_hold_ms } => {
                 let release = crate::catalogue::out_of_order::Release::default();
                 *self.held() = Some(release.clone());
-                crate::catalogue::out_of_order::hold(Reply { frame, request: request.as_ref() }, max_hold_ms, &release)
+                let reply = Reply { frame, request: request.as_ref() };
+                Applied { actions: crate::catalogue::out_of_order::hold(reply, max_hold_ms, &release), skipped: None }
             }
-            _ => fault.apply_with(Reply { frame, request: request.as_ref() }, &earlier),
+            _ => fault.apply_checked(Reply { frame, request: request.as_ref() }, &earlier),
         };
+        let (name, request_id) = (fault.name().to_owned(), id.to_value());
+        match skipped {
+            Some(reason) => self.recorder.record(Event::FaultSkipped { fault: name, request_id, reason }),
+            // The late-response fault was already reported when the cancel arrived; swallowing the framework's
+            // reply is its second half, not a second activation.
+            None if fault == FaultKind::LateResponse => {}
+            None => self.recorder.record(Event::FaultActivated { fault: name, request_id }),
+        }
         actions.extend(overtaken.map(WireAction::Release));
         (Some(fault), actions)
     }
@@ -224,6 +286,7 @@ impl Engine {
         state.armed.clear();
         state.requests.clear();
         state.history = History::default();
+        state.schemas = OutputSchemas::default();
         drop(state);
         if let Some(held) = self.held().take() {
             held.fire();
@@ -367,6 +430,80 @@ mod tests {
         let after = engine.outbound(&next);
         assert_eq!(after, vec![WireAction::Send(next.bytes().clone()), WireAction::Release(release.clone())]);
         assert_eq!(engine.outbound(&next).len(), 1, "released once");
+    }
+
+    fn list_tools(engine: &Engine, id: i64, tools: serde_json::Value) {
+        let request = format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/list"}}"#);
+        assert!(engine.inbound(&frame(&request)).is_none());
+        let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}});
+        engine.outbound(&frame(&reply.to_string()));
+    }
+
+    fn structured(id: i64, content: &serde_json::Value) -> Frame {
+        let reply = serde_json::json!({"jsonrpc": "2.0", "id": id,
+            "result": {"content": [{"type": "text", "text": content.to_string()}], "structuredContent": content}});
+        frame(&reply.to_string())
+    }
+
+    #[test]
+    fn a_listed_output_schema_keeps_contradictory_valid() {
+        let engine = Engine::new(Recorder::memory());
+        let schema = serde_json::json!({"type": "object", "properties": {"n": {"type": "integer", "maximum": 5}}});
+        list_tools(&engine, 1, serde_json::json!([{"name": "count", "inputSchema": {}, "outputSchema": schema}]));
+        call(&engine, 2, "count");
+        engine.arm(2.into(), FaultKind::Contradictory).unwrap();
+        let actions = engine.outbound(&structured(2, &serde_json::json!({"n": 5})));
+        let sent = crate::catalogue::tests::sent(&actions);
+        assert_eq!(sent[0].value().unwrap()["result"]["content"][1]["text"], r#"{"n":4}"#, "+1 would pass the maximum");
+        // The same call of a tool the list did not name keeps the rule without a schema.
+        call(&engine, 3, "other");
+        engine.arm(3.into(), FaultKind::Contradictory).unwrap();
+        let actions = engine.outbound(&structured(3, &serde_json::json!({"n": 5})));
+        let sent = crate::catalogue::tests::sent(&actions);
+        assert_eq!(sent[0].value().unwrap()["result"]["content"][1]["text"], r#"{"n":6}"#);
+    }
+
+    #[test]
+    fn a_fault_that_cannot_keep_the_result_valid_is_skipped_and_recorded() {
+        let engine = Engine::new(Recorder::memory());
+        let schema = serde_json::json!({"type": "object", "properties": {"n": {"const": 5}}});
+        list_tools(&engine, 1, serde_json::json!([{"name": "fixed", "outputSchema": schema}]));
+        call(&engine, 2, "fixed");
+        let wrong = FaultKind::WrongValue { pointer: "/structuredContent/n".into(), value: 6.into() };
+        engine.arm(2.into(), wrong).unwrap();
+        let reply = structured(2, &serde_json::json!({"n": 5}));
+        assert_eq!(engine.outbound(&reply), vec![WireAction::Send(reply.bytes().clone())], "sent unchanged");
+        let events: Vec<_> = engine.recorder().records().into_iter().map(|r| r.event).collect();
+        let Event::FaultSkipped { fault, request_id, reason } = &events[1] else { panic!("{events:?}") };
+        assert_eq!((fault.as_str(), request_id), ("wrong_value", &serde_json::json!(2)));
+        assert!(reason.contains("/structuredContent/n") && reason.contains('5'), "{reason}");
+        assert_eq!(events.len(), 2, "no fault_activated for a fault that changed nothing");
+    }
+
+    #[test]
+    fn output_schemas_are_bounded_relearnt_and_cleared() {
+        let engine = Engine::new(Recorder::discard());
+        let schema = serde_json::json!({"type": "object"});
+        let many: Vec<_> = (0..=MAX_REMEMBERED_SCHEMAS)
+            .map(|i| serde_json::json!({"name": format!("tool{i}"), "outputSchema": schema}))
+            .collect();
+        list_tools(&engine, 1, serde_json::Value::Array(many));
+        assert_eq!(engine.state().schemas.by_tool.len(), MAX_REMEMBERED_SCHEMAS);
+        let huge = serde_json::json!({"type": "object", "description": "x".repeat(MAX_OUTPUT_SCHEMA_BYTES)});
+        list_tools(&engine, 2, serde_json::json!([{"name": "big", "outputSchema": huge}, {"name": "tool5"}]));
+        {
+            let state = engine.state();
+            assert!(state.schemas.of("tool0").is_none() && state.schemas.of("tool1").is_none(), "oldest forgotten");
+            assert_eq!(state.schemas.of("tool2"), Some(OutputSchema::Listed(Arc::new(schema))));
+            assert_eq!(state.schemas.of("big"), Some(OutputSchema::TooLarge), "too large, but not forgotten");
+            assert!(state.schemas.of("tool5").is_none(), "listed again without a schema");
+        }
+        // Only replies to `tools/list` teach schemas.
+        call(&engine, 3, "x");
+        engine.outbound(&frame(r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"y","outputSchema":{}}]}}"#));
+        assert!(engine.state().schemas.of("y").is_none());
+        engine.clear();
+        assert!(engine.state().schemas.by_tool.is_empty());
     }
 
     #[test]

@@ -35,6 +35,10 @@ pub enum Event {
     FaultArmed { fault: String, request_id: Value },
     /// A fault changed what went on the wire.
     FaultActivated { fault: String, request_id: Value },
+    /// A fault was due on this reply but could not apply without breaking what it promises (`wrong_value` and
+    /// `contradictory` keep a result valid against the tool's output schema), so the reply went out unchanged.
+    /// Recorded instead of `fault_activated`; `reason` says why, in words.
+    FaultSkipped { fault: String, request_id: Value, reason: String },
     /// The outcome of one server-to-client protocol ping (`protocol_ping_liveness`).
     ProtocolPingLiveness { request_id: Value, protocol_ping: PingOutcome, transport: TransportOutcome },
     /// A transport event: a closure requested, done, failed or impossible; a connection ending.

@@ -104,6 +104,9 @@ pub enum RulesError {
     Invalid { path: String, message: String },
     #[error("--fault {spec:?} is invalid: {message}")]
     BadSpec { spec: String, message: String },
+    /// A valid rule this proxy's topology cannot carry out.
+    #[error("{0}")]
+    Unsupported(String),
 }
 
 impl RulesFile {
@@ -169,6 +172,27 @@ impl Rule {
     }
 }
 
+/// Why a rule asking to restart the upstream is refused on a front that cannot.
+fn no_restart(rule: &Rule) -> Option<String> {
+    matches!(rule.fault, FaultKind::ServerOutage { restart: true, .. }).then(|| {
+        format!(
+            "rule {:?}: fault: restart applies only to the stdio front with a child upstream (`faultlab proxy -- CMD`); \
+             this proxy cannot restart an HTTP upstream or a server behind its HTTP front",
+            rule.name
+        )
+    })
+}
+
+/// A `server_outage` with `restart` that has just started: the front stops its upstream now and starts a fresh one
+/// at `until`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Restart {
+    pub rule: String,
+    pub fault: FaultKind,
+    /// When the window ends, since the proxy started (the clock `decide` is given).
+    pub until: Duration,
+}
+
 /// A rule that fired for a request.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Fired {
@@ -186,6 +210,10 @@ pub struct RuleSet {
     outage: Option<(String, FaultKind, u64)>,
     /// A cascade under way: the rule that started it, its fault, and how many requests it still takes down.
     cascade: Option<(String, FaultKind, u32)>,
+    /// Whether this front can restart its upstream; rules asking for it are refused when it cannot.
+    restarts: bool,
+    /// A restarting outage `decide` has just started, for the front to act on ([`RuleSet::take_restart`]).
+    restart: Option<Restart>,
 }
 
 /// A rule set shared by the proxy's pumps and its control API.
@@ -245,10 +273,23 @@ impl Compiled {
 }
 
 impl RuleSet {
+    /// The rules, for a front that can restart its upstream (a front that cannot simply never acts on a restart;
+    /// [`RuleSet::for_front`] refuses such rules instead).
     pub fn new(file: RulesFile) -> Self {
         let seed = file.seed.unwrap_or(0);
         let rules = file.rules.into_iter().map(compile).collect();
-        Self { rules, rng: ChaCha8Rng::seed_from_u64(seed), seed, outage: None, cascade: None }
+        let rng = ChaCha8Rng::seed_from_u64(seed);
+        Self { rules, rng, seed, outage: None, cascade: None, restarts: true, restart: None }
+    }
+
+    /// The rules for a front that can (`restarts`: the stdio front with a child upstream) or cannot restart its
+    /// upstream. Where it cannot, a rule asking for a restart is refused, naming the rule, here and when added
+    /// through the control API: doing less than the rule says, silently, would mislead whoever reads the results.
+    pub fn for_front(file: RulesFile, restarts: bool) -> Result<Self, RulesError> {
+        if !restarts && let Some(message) = file.rules.iter().find_map(no_restart) {
+            return Err(RulesError::Unsupported(message));
+        }
+        Ok(Self { restarts, ..Self::new(file) })
     }
 
     pub fn shared(self) -> SharedRules {
@@ -263,6 +304,11 @@ impl RuleSet {
     /// Adds a rule while traffic flows; names are unique.
     pub fn add(&mut self, rule: Rule) -> Result<(), ControlError> {
         rule.check().map_err(ControlError::Invalid)?;
+        if !self.restarts
+            && let Some(message) = no_restart(&rule)
+        {
+            return Err(ControlError::Invalid(message));
+        }
         if self.rules.iter().any(|c| c.rule.name == rule.name) {
             return Err(ControlError::Exists(rule.name));
         }
@@ -282,6 +328,7 @@ impl RuleSet {
         self.rules.clear();
         self.outage = None;
         self.cascade = None;
+        self.restart = None;
         self.rng = ChaCha8Rng::seed_from_u64(self.seed);
     }
 
@@ -295,6 +342,12 @@ impl RuleSet {
 
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
+    }
+
+    /// The restarting outage the last [`RuleSet::decide`] started, if it did (once: taking it clears it). A front
+    /// that restarts its upstream asks right after each `decide`, under the same lock.
+    pub fn take_restart(&mut self) -> Option<Restart> {
+        self.restart.take()
     }
 
     /// The first rule that fires for this client request, `elapsed` after the proxy started. Counters advance for
@@ -351,17 +404,25 @@ impl RuleSet {
             {
                 continue;
             }
+            let mut mode = rule.mode;
             match rule.fault {
                 FaultKind::BurstFailure { count } => c.burst_left = count.saturating_sub(1),
-                FaultKind::ServerOutage { duration_ms } => {
-                    self.outage = Some((rule.name.clone(), rule.fault.clone(), elapsed_ms.saturating_add(duration_ms)));
+                FaultKind::ServerOutage { duration_ms, restart } => {
+                    let until_ms = elapsed_ms.saturating_add(duration_ms);
+                    self.outage = Some((rule.name.clone(), rule.fault.clone(), until_ms));
+                    if restart {
+                        // The upstream goes down before this request would reach it, whatever the rule's mode.
+                        mode = Mode::Instead;
+                        let until = Duration::from_millis(until_ms);
+                        self.restart = Some(Restart { rule: rule.name.clone(), fault: rule.fault.clone(), until });
+                    }
                 }
                 FaultKind::CascadingFailure { spread } if spread > 0 => {
                     self.cascade = Some((rule.name.clone(), rule.fault.clone(), spread));
                 }
                 _ => {}
             }
-            fired = Some(Fired { rule: rule.name.clone(), mode: rule.mode, fault: rule.fault.clone() });
+            fired = Some(Fired { rule: rule.name.clone(), mode, fault: rule.fault.clone() });
         }
         fired
     }
@@ -437,6 +498,39 @@ mod tests {
         let other = set.decide(&call(3, "y", Value::Null), at(50)).unwrap();
         assert_eq!((other.rule.as_str(), other.mode), ("down", Mode::Instead), "any tool fails during the outage");
         assert!(set.decide(&call(4, "y", Value::Null), at(111)).is_none(), "service resumes after the window");
+    }
+
+    #[test]
+    fn a_restarting_outage_is_handed_to_the_front_once_and_never_forwards_its_request() {
+        let mut set = rules(
+            "rules:\n  - name: crash\n    match: { tool: x, nth: 1 }\n    fault: { type: server_outage, duration_ms: 300, restart: true }\n",
+        );
+        let at = Duration::from_millis;
+        let fired = set.decide(&call(1, "x", Value::Null), at(20)).unwrap();
+        assert_eq!(fired.mode, Mode::Instead, "the default mode `after` would forward it to a dying upstream");
+        let restart = set.take_restart().unwrap();
+        assert_eq!((restart.rule.as_str(), restart.until), ("crash", at(320)));
+        assert_eq!(set.take_restart(), None, "handed over once");
+        assert!(set.decide(&call(2, "y", Value::Null), at(100)).is_some(), "inside the window");
+        assert_eq!(set.take_restart(), None, "a request inside the window starts nothing");
+        assert!(set.decide(&call(3, "y", Value::Null), at(320)).is_none(), "the window has ended");
+    }
+
+    #[test]
+    fn a_front_that_cannot_restart_refuses_restart_rules_naming_them() {
+        let yaml = "rules:\n  - name: ok\n    fault: { type: server_outage, duration_ms: 300 }\n  - name: crash-it\n    fault: { type: server_outage, duration_ms: 300, restart: true }\n";
+        let file: RulesFile = yaml_serde::from_str(yaml).unwrap();
+        let err = RuleSet::for_front(file.clone(), false).err().expect("refused").to_string();
+        assert!(err.contains("\"crash-it\"") && err.contains("restart"), "{err}");
+        assert!(RuleSet::for_front(file, true).is_ok(), "the stdio front with a child upstream can");
+
+        let mut http = RuleSet::for_front(RulesFile::default(), false).unwrap();
+        let live: Rule =
+            yaml_serde::from_str("{name: live, fault: {type: server_outage, duration_ms: 5, restart: true}}").unwrap();
+        let Err(ControlError::Invalid(message)) = http.add(live.clone()) else { panic!("added") };
+        assert!(message.contains("\"live\""), "{message}");
+        let plain = Rule { fault: FaultKind::ServerOutage { duration_ms: 5, restart: false }, ..live };
+        assert_eq!(http.add(plain), Ok(()), "an outage without restart is fine anywhere");
     }
 
     #[test]

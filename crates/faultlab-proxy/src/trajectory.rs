@@ -1,7 +1,7 @@
 //! The trajectory: every frame that crossed the proxy, the rule and fault applied to it, and a closing ledger
 //! (frames in = frames out + frames consumed - frames injected). Same event schema as the server's recorder.
 
-use faultlab_engine::recorder::{Direction, Event, FrameAction};
+use faultlab_engine::recorder::{Direction, Event, FrameAction, TransportEventKind};
 use faultlab_engine::{FaultKind, Recorder, WireAction};
 use faultlab_wire::{Frame, MessageId};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -56,6 +56,26 @@ impl Trajectory {
     pub fn injected(&self, n: u64) {
         self.frames_out.fetch_add(n, Ordering::Relaxed);
         self.injected.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// One frame the proxy wrote that no peer sent (a replayed `initialize`, an answer in place of the upstream).
+    pub fn injected_frame(
+        &self,
+        direction: Direction,
+        frame: &Frame,
+        rule: Option<&str>,
+        fault: Option<&FaultKind>,
+        executed: Option<bool>,
+    ) {
+        self.injected(1);
+        self.record(direction, FrameAction::Injected, frame, rule, fault, executed);
+    }
+
+    /// Something the proxy did to its upstream connection (stopped or restarted the upstream), with the request
+    /// that caused it; `detail` names the rule.
+    pub fn transport(&self, outcome: TransportEventKind, request_id: Option<&MessageId>, detail: String) {
+        let request_id = request_id.map(MessageId::to_value);
+        self.recorder.record(Event::Transport { outcome, request_id, detail: Some(detail) });
     }
 
     /// A client-to-server frame that left as `out` frames.

@@ -123,7 +123,10 @@ pub fn check_oracle(oracle: Oracle, runs: &[RunRecord]) -> Result<(), Failure> {
     for d in &disagreements {
         println!("oracle disagreement: {} × {}: expected {}, got {}", d.task, d.agent, d.expected, d.got);
     }
-    Err(Failure::new(2, anyhow!("{} disagreement(s) with the oracle ({} entries checked)", disagreements.len(), oracle.entries.len())))
+    Err(Failure::new(
+        2,
+        anyhow!("{} disagreement(s) with the oracle ({} entries checked)", disagreements.len(), oracle.entries.len()),
+    ))
 }
 
 /// Reads an oracle file (exit 1 naming the file when it cannot be read or parsed).

@@ -27,6 +27,9 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
     if args.seed.is_some() {
         file.seed = args.seed;
     }
+    // Only the stdio front with a child upstream can restart its upstream (`server_outage` with `restart`).
+    let restarts = args.listen.is_none() && args.upstream.is_none();
+    let rules = RuleSet::for_front(file, restarts).map_err(Failure::usage)?.shared();
     let recorder = match &args.record {
         Some(path) => Recorder::file(path)
             .with_context(|| format!("cannot open the trajectory file {}", path.display()))
@@ -35,7 +38,6 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
     };
     let trajectory = Trajectory::new(recorder);
     let trajectory = Arc::new(if args.record_bodies { trajectory.with_bodies() } else { trajectory });
-    let rules = RuleSet::new(file).shared();
     let control = match &args.control {
         Some(addr) => Some(listen_address(addr).map_err(Failure::usage)?),
         None => None,

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use faultlab_wire::Frame;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 use std::time::Duration;
 
 mod auth_expired;
@@ -129,9 +130,11 @@ pub enum FaultKind {
     Empty,
     /// Only the first half of the content blocks (of a single text block: the first half of its text).
     PartialResult,
-    /// `value` is written at `pointer`, a JSON pointer inside the reply's `result`.
+    /// `value` is written at `pointer`, a JSON pointer inside the reply's `result`. Inside `structuredContent`,
+    /// only if the result stays valid against the tool's output schema (else the reply is sent unchanged).
     WrongValue { pointer: String, value: serde_json::Value },
-    /// The result plus one more text block that states something else (a changed value).
+    /// The result plus one more text block that states something else (a changed value, chosen to stay valid
+    /// against the tool's output schema when it has one).
     Contradictory,
     /// The last earlier reply of the same tool, with this request's id, instead of this reply.
     Stale,
@@ -139,8 +142,15 @@ pub enum FaultKind {
     Replayed,
     /// 503 for this and the next `count - 1` requests matching the same rule.
     BurstFailure { count: u32 },
-    /// 503 for every request, whatever its tool, for `duration_ms` from this one on.
-    ServerOutage { duration_ms: u64 },
+    /// 503 for every request, whatever its tool, for `duration_ms` from this one on. With `restart` (default
+    /// false; only the stdio proxy with a child upstream can), the upstream is killed when the window starts and a
+    /// fresh one is started and re-initialised when it ends.
+    ServerOutage {
+        duration_ms: u64,
+        // Skipped when false, so a fault written before the field existed serialises as it did.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        restart: bool,
+    },
     /// 503 for this request, and the failure spreads: the next `spread` requests fail too, whatever their tool.
     CascadingFailure { spread: u32 },
     /// The reply is held until the next reply on the connection has been written (at most `max_hold_ms`).
@@ -212,14 +222,46 @@ pub struct Reply<'a> {
     pub request: Option<&'a Frame>,
 }
 
-/// Earlier replies on the same connection scope, remembered by the [`Engine`](crate::Engine) for the faults that
-/// resend them (`stale`, `replayed`). Only replies to `tools/call` that no fault fired on are remembered.
+/// What the [`Engine`](crate::Engine) learnt from earlier replies on the same connection scope: the replies
+/// themselves, for the faults that resend them (`stale`, `replayed`; only replies to `tools/call` that no fault
+/// fired on are remembered), and the called tool's output schema from a `tools/list` reply, for the faults that
+/// must keep a result valid against it (`wrong_value`, `contradictory`).
 #[derive(Debug, Clone, Default)]
 pub struct Earlier {
     /// The last such reply to a call of the same tool as the request this reply answers.
     pub same_tool: Option<Bytes>,
     /// The last such reply to a call of any tool.
     pub any_tool: Option<Bytes>,
+    /// The `outputSchema` the server listed for the tool this reply answers a call of, if it listed one.
+    pub output_schema: Option<OutputSchema>,
+}
+
+/// A tool's `outputSchema`, as the engine saw it in a `tools/list` reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutputSchema {
+    /// The schema as listed.
+    Listed(Arc<serde_json::Value>),
+    /// The tool lists a schema too large to keep (the engine bounds its memory). Kept as a marker rather than
+    /// forgotten: a fault that must keep the result valid then skips instead of guessing.
+    TooLarge,
+}
+
+/// What a fault did with one reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    pub actions: Vec<WireAction>,
+    /// Why the fault could not apply, when it could not; the actions then send the reply unchanged.
+    pub skipped: Option<String>,
+}
+
+impl Applied {
+    fn done(actions: Vec<WireAction>) -> Self {
+        Self { actions, skipped: None }
+    }
+
+    fn skipped(reply: Reply<'_>, reason: String) -> Self {
+        Self { actions: unchanged(reply), skipped: Some(reason) }
+    }
 }
 
 impl FaultKind {
@@ -295,7 +337,7 @@ impl FaultKind {
             Self::CascadingFailure { spread } if spread > MAX_BURST => {
                 Err(format!("spread must be between 0 and {MAX_BURST}"))
             }
-            Self::ServerOutage { duration_ms } if duration_ms == 0 || duration_ms > MAX_OUTAGE_MS => {
+            Self::ServerOutage { duration_ms, .. } if duration_ms == 0 || duration_ms > MAX_OUTAGE_MS => {
                 Err(format!("duration_ms must be between 1 and {MAX_OUTAGE_MS}"))
             }
             _ => Ok(()),
@@ -310,7 +352,14 @@ impl FaultKind {
 
     /// What the wire does with `reply` under this fault, given the connection's earlier replies.
     pub fn apply_with(&self, reply: Reply<'_>, earlier: &Earlier) -> Vec<WireAction> {
-        match *self {
+        self.apply_checked(reply, earlier).actions
+    }
+
+    /// As [`FaultKind::apply_with`], also saying when the fault could not apply: `wrong_value` and
+    /// `contradictory` send the reply unchanged rather than a result invalid against the tool's output schema.
+    pub fn apply_checked(&self, reply: Reply<'_>, earlier: &Earlier) -> Applied {
+        let schema = earlier.output_schema.as_ref();
+        let actions = match *self {
             Self::Latency { delay_ms } => latency::apply(reply, delay_ms),
             Self::Disconnect => disconnect::apply(reply),
             Self::Malformed { variant } => malformed::apply(reply, variant),
@@ -335,8 +384,8 @@ impl FaultKind {
             Self::MissingField { ref pointer } => missing_field::apply(reply, pointer),
             Self::Empty => empty::apply(reply),
             Self::PartialResult => partial_result::apply(reply),
-            Self::WrongValue { ref pointer, ref value } => wrong_value::apply(reply, pointer, value),
-            Self::Contradictory => contradictory::apply(reply),
+            Self::WrongValue { ref pointer, ref value } => return wrong_value::apply(reply, pointer, value, schema),
+            Self::Contradictory => return contradictory::apply(reply, schema),
             Self::Stale => stale::apply(reply, earlier.same_tool.as_ref()),
             Self::Replayed => replayed::apply(reply, earlier.any_tool.as_ref()),
             Self::BurstFailure { .. } | Self::ServerOutage { .. } | Self::CascadingFailure { .. } => {
@@ -346,7 +395,42 @@ impl FaultKind {
             Self::OutOfOrder { max_hold_ms } => {
                 out_of_order::hold(reply, max_hold_ms, &out_of_order::Release::default())
             }
-        }
+        };
+        Applied::done(actions)
+    }
+}
+
+/// A validator for a tool's output schema (and the schema), or why the schema cannot be used to check a result.
+fn output_validator(schema: &OutputSchema) -> Result<(jsonschema::Validator, &serde_json::Value), String> {
+    let OutputSchema::Listed(schema) = schema else {
+        return Err("the tool's outputSchema is too large to keep, so a changed result cannot be checked".into());
+    };
+    // The draft follows the schema's `$schema` (2020-12 without one, as MCP says). External `$ref`s are refused
+    // whatever features other crates turn on: the proxy never fetches a URL or reads a file an upstream names.
+    jsonschema::options()
+        .with_retriever(NoRetrieval)
+        .build(schema)
+        .map(|validator| (validator, schema.as_ref()))
+        .map_err(|e| format!("the tool's outputSchema cannot be used to check a changed result: {e}"))
+}
+
+/// Why `instance` is invalid against `validator` (the first error and where), or `Ok`.
+fn check(validator: &jsonschema::Validator, instance: &serde_json::Value) -> Result<(), String> {
+    validator.validate(instance).map_err(|e| {
+        let at = e.instance_path().to_string();
+        if at.is_empty() { e.to_string() } else { format!("at {at}: {e}") }
+    })
+}
+
+/// A `$ref` retriever that retrieves nothing: only references inside the schema itself resolve.
+struct NoRetrieval;
+
+impl jsonschema::Retrieve for NoRetrieval {
+    fn retrieve(
+        &self,
+        uri: &jsonschema::Uri<String>,
+    ) -> Result<serde_json::Value, Box<dyn std::error::Error + Send + Sync>> {
+        Err(format!("external $ref {uri} is not fetched").into())
     }
 }
 
@@ -425,7 +509,8 @@ pub(crate) mod tests {
             FaultKind::InvalidResult,
             FaultKind::Timeout,
             FaultKind::BurstFailure { count: 3 },
-            FaultKind::ServerOutage { duration_ms: 1000 },
+            FaultKind::ServerOutage { duration_ms: 1000, restart: false },
+            FaultKind::ServerOutage { duration_ms: 300, restart: true },
             FaultKind::CascadingFailure { spread: 2 },
             FaultKind::OutOfOrder { max_hold_ms: 500 },
             FaultKind::RateLimit { retry_after_sec: Some(3) },
@@ -454,6 +539,9 @@ pub(crate) mod tests {
         assert_eq!(delayed, FaultKind::Latency { delay_ms: 5 });
         let missing: FaultKind = serde_json::from_str(r#"{"type":"missing_field"}"#).unwrap();
         assert_eq!(missing, FaultKind::MissingField { pointer: DEFAULT_MISSING_POINTER.into() });
+        let outage: FaultKind = serde_json::from_str(r#"{"type":"server_outage","duration_ms":5}"#).unwrap();
+        assert_eq!(outage, FaultKind::ServerOutage { duration_ms: 5, restart: false });
+        assert_eq!(serde_json::to_string(&outage).unwrap(), r#"{"type":"server_outage","duration_ms":5}"#);
         let limit: FaultKind = serde_json::from_str(r#"{"type":"rate_limit"}"#).unwrap();
         assert_eq!(limit, FaultKind::RateLimit { retry_after_sec: None });
         let schema = serde_json::to_string(&schemars::schema_for!(FaultKind)).unwrap();
@@ -472,6 +560,9 @@ pub(crate) mod tests {
     fn unknown_keys_are_rejected() {
         let err = serde_json::from_str::<FaultKind>(r#"{"type":"latency","delay_ms":1,"jitter":2}"#).unwrap_err();
         assert!(err.to_string().contains("jitter"), "{err}");
+        let json = r#"{"type":"server_outage","duration_ms":5,"restarts":true}"#;
+        let err = serde_json::from_str::<FaultKind>(json).unwrap_err();
+        assert!(err.to_string().contains("restarts"), "{err}");
     }
 
     #[test]

@@ -9,14 +9,27 @@
 //! request fails, and the failure spreads to the next `spread` requests whatever their tool (a dependency that
 //! fails takes its callers down with it).
 //!
+//! `server_outage {duration_ms, restart: true}` (default `false`) really crashes the upstream, on the stdio proxy
+//! with a child upstream only (any other front refuses the rule when it loads, naming it). When the window starts
+//! the child is killed at once (SIGKILL, like a crash; not the orderly close-stdin/SIGTERM of a normal exit), its
+//! replies already written still pass, and every request still waiting for one is answered with the 503 (the
+//! triggering request never reaches the upstream, whatever the rule's `mode`). When the window ends a fresh child
+//! is started with the same command and re-initialised for the client: the client's original `initialize` and
+//! `notifications/initialized` are replayed to it and its `initialize` reply is swallowed, so the client keeps its
+//! session and sends nothing new. State the old process held in memory is gone, as after a real restart. The
+//! trajectory records the stop and the restart as `transport` events naming the rule.
+//!
 //! **What a robust client should do.** Back off instead of hammering (a burst ends; retries in a tight loop only
-//! prolong an outage), keep a bound on attempts, and report the outage rather than claiming success.
+//! prolong an outage), keep a bound on attempts, and report the outage rather than claiming success. After a
+//! restart, do not assume the server remembers anything from before it (subscriptions, resources it created in
+//! memory), and treat calls that failed while in flight as possibly executed.
 //!
 //! **Example.** `{"type": "burst_failure", "count": 3}`, `{"type": "server_outage", "duration_ms": 2000}`,
-//! `{"type": "cascading_failure", "spread": 4}`
+//! `{"type": "server_outage", "duration_ms": 2000, "restart": true}`, `{"type": "cascading_failure", "spread": 4}`
 //!
 //! **How it is graded.** The calls inside the burst or window fail with 503; the client's retries are bounded and
-//! spaced; a call after the window succeeds.
+//! spaced; a call after the window succeeds (after a restart: on the fresh upstream, without the client
+//! initialising again).
 
 use super::{Reply, WireAction, http_status};
 use serde_json::json;

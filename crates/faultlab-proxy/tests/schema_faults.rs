@@ -1,0 +1,161 @@
+//! `wrong_value` and `contradictory` through the real proxy keep a tool's result valid against the output schema
+//! the upstream listed. The upstream is a tiny in-test Streamable HTTP server (no Node, no script): it lists a tool
+//! with an `outputSchema` and answers its calls with `structuredContent` mirrored as JSON text; the client speaks
+//! lines to the proxy's stdio front over an in-memory pipe.
+
+use axum::body::Bytes;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use faultlab_engine::{Event, Recorder};
+use faultlab_proxy::rules::{RuleSet, RulesFile};
+use faultlab_proxy::stdio::ProxyEnd;
+use faultlab_proxy::stdio_http;
+use faultlab_proxy::trajectory::Trajectory;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio_util::sync::CancellationToken;
+
+/// `count` is at its maximum, so `contradictory`'s usual +1 would make the copy invalid.
+fn output_schema() -> Value {
+    json!({
+        "type": "object",
+        "required": ["count", "status"],
+        "properties": {
+            "count": {"type": "integer", "minimum": 0, "maximum": 10},
+            "status": {"enum": ["in_stock", "sold_out"]}
+        },
+        "additionalProperties": false
+    })
+}
+
+const STRUCTURED: &str = r#"{"count":10,"status":"in_stock"}"#;
+
+/// The upstream's answer to one request, as the bytes of its JSON body; `None` for a notification.
+fn answer(request: &Value) -> Option<String> {
+    let id = request.get("id")?.clone();
+    let result = match (request["method"].as_str(), request["params"]["name"].as_str()) {
+        (Some("initialize"), _) => json!({"protocolVersion": "2025-06-18", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "fake-upstream", "version": "0"}}),
+        (Some("tools/list"), _) => json!({"tools": [
+            {"name": "inventory", "inputSchema": {"type": "object"}, "outputSchema": output_schema()},
+            {"name": "plain", "inputSchema": {"type": "object"}}
+        ]}),
+        (Some("tools/call"), Some("inventory")) => json!({
+            "content": [{"type": "text", "text": STRUCTURED}],
+            "structuredContent": serde_json::from_str::<Value>(STRUCTURED).unwrap()
+        }),
+        (Some("tools/call"), _) => json!({"content": [{"type": "text", "text": "3 apples"}]}),
+        _ => return Some(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no"}}).to_string()),
+    };
+    Some(json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string())
+}
+
+async fn upstream(body: Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or_default();
+    match answer(&request) {
+        Some(reply) => ([(header::CONTENT_TYPE, "application/json")], reply).into_response(),
+        None => StatusCode::ACCEPTED.into_response(),
+    }
+}
+
+fn request(id: i64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+fn call(id: i64, tool: &str) -> Value {
+    request(id, "tools/call", json!({"name": tool, "arguments": {}}))
+}
+
+const RULES: &str = r#"
+rules:
+  - name: contradict
+    match: { tool: inventory, nth: 1 }
+    fault: { type: contradictory }
+  - name: wrong-but-valid
+    match: { tool: inventory, nth: 2 }
+    fault: { type: wrong_value, pointer: /structuredContent/count, value: 7 }
+  - name: wrong-and-invalid
+    match: { tool: inventory, nth: 3 }
+    fault: { type: wrong_value, pointer: /structuredContent/count, value: 11 }
+"#;
+
+#[tokio::test]
+async fn faults_keep_structured_content_valid_against_the_listed_output_schema() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move {
+        axum::serve(listener, axum::Router::new().route("/mcp", axum::routing::post(upstream))).await
+    });
+
+    let recorder = Recorder::memory();
+    let trajectory = Arc::new(Trajectory::new(recorder.clone()));
+    let rules = RuleSet::new(yaml_serde::from_str::<RulesFile>(RULES).unwrap()).shared();
+    let (client, proxy_side) = tokio::io::duplex(1 << 20);
+    let (input, output) = tokio::io::split(proxy_side);
+    let proxy = tokio::spawn({
+        let url = url.clone();
+        async move { stdio_http::run(&url, rules, trajectory, input, output, CancellationToken::new()).await }
+    });
+    let (from_proxy, mut to_proxy) = tokio::io::split(client);
+    let mut lines = BufReader::new(from_proxy).lines();
+
+    // One request at a time, so each line read is the answer to the request just sent.
+    let mut exchange = async |message: Value| -> String {
+        to_proxy.write_all(format!("{message}\n").as_bytes()).await.unwrap();
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await;
+        line.expect("an answer in time").unwrap().expect("the proxy is still open")
+    };
+
+    let initialize = request(
+        0,
+        "initialize",
+        json!({"protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "test", "version": "0"}}),
+    );
+    assert_eq!(exchange(initialize.clone()).await, answer(&initialize).unwrap());
+    let list = request(1, "tools/list", json!({}));
+    assert_eq!(exchange(list.clone()).await, answer(&list).unwrap(), "the list passes byte for byte");
+
+    // contradictory: +1 would break `maximum`, so the copy says 9; structuredContent and its text are kept.
+    let contradicted: Value = serde_json::from_str(&exchange(call(2, "inventory")).await).unwrap();
+    let result = &contradicted["result"];
+    assert_eq!(result["structuredContent"], serde_json::from_str::<Value>(STRUCTURED).unwrap());
+    assert_eq!(result["content"][0]["text"], STRUCTURED);
+    assert_eq!(result["content"][1]["text"], r#"{"count":9,"status":"in_stock"}"#);
+
+    // An unrelated call passes untouched.
+    assert_eq!(exchange(call(3, "plain")).await, answer(&call(3, "plain")).unwrap());
+
+    // wrong_value with a valid value: written, and the mirrored text follows.
+    let wrong: Value = serde_json::from_str(&exchange(call(4, "inventory")).await).unwrap();
+    assert_eq!(wrong["result"]["structuredContent"], json!({"count": 7, "status": "in_stock"}));
+    assert_eq!(wrong["result"]["content"][0]["text"], r#"{"count":7,"status":"in_stock"}"#);
+
+    // wrong_value with a value the schema forbids: the reply goes through unchanged, and the reason is recorded.
+    assert_eq!(exchange(call(5, "inventory")).await, answer(&call(5, "inventory")).unwrap());
+
+    to_proxy.shutdown().await.unwrap();
+    let end = tokio::time::timeout(Duration::from_secs(20), proxy).await.expect("the proxy finished in time");
+    assert_eq!(end.unwrap().unwrap(), ProxyEnd::Finished);
+    server.abort();
+
+    let events: Vec<Event> = recorder.records().into_iter().map(|r| r.event).collect();
+    let outcomes: Vec<(String, Value, Option<String>)> = events
+        .iter()
+        .filter_map(|event| match event {
+            Event::FaultActivated { fault, request_id } => Some((fault.clone(), request_id.clone(), None)),
+            Event::FaultSkipped { fault, request_id, reason } => {
+                Some((fault.clone(), request_id.clone(), Some(reason.clone())))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(outcomes.len(), 3, "{outcomes:?}");
+    assert_eq!(outcomes[0], ("contradictory".into(), json!(2), None));
+    assert_eq!(outcomes[1], ("wrong_value".into(), json!(4), None));
+    let (fault, id, reason) = &outcomes[2];
+    assert_eq!((fault.as_str(), id), ("wrong_value", &json!(5)));
+    assert!(reason.as_deref().is_some_and(|r| r.contains("maximum")), "{reason:?}");
+}
