@@ -22,7 +22,7 @@ use faultlab_engine::catalogue::Reply;
 use faultlab_engine::outlet::{self, Outlet, WriterEnd};
 use faultlab_engine::recorder::{Direction, FrameAction, TransportEventKind};
 use faultlab_engine::render::{self, Step};
-use faultlab_engine::{Engine, FaultKind};
+use faultlab_engine::{Engine, FaultKind, WireAction};
 use faultlab_wire::line::Line;
 use faultlab_wire::{Frame, LineCodec, MAX_LINE_BYTES, MessageId};
 use futures::StreamExt;
@@ -707,7 +707,16 @@ fn answer(
     let sent = frames_written(&actions);
     t.injected(sent);
     if sent > 0 {
-        t.record(Direction::ServerToClient, FrameAction::Injected, &stand_in, Some(rule), Some(fault), executed);
+        // Record what the client got (the fault's error, say), not the placeholder the fault was applied to.
+        let first = actions.iter().find_map(|a| match a {
+            // On stdio an HTTP status goes out as its JSON-RPC error body.
+            WireAction::Send(bytes)
+            | WireAction::SendFramed { bytes, .. }
+            | WireAction::HttpStatus { body: bytes, .. } => Some(Frame::parse(bytes.clone())),
+            _ => None,
+        });
+        let written = first.as_ref().unwrap_or(&stand_in);
+        t.record(Direction::ServerToClient, FrameAction::Injected, written, Some(rule), Some(fault), executed);
     }
     outlet.send(actions.iter().flat_map(render::line).collect());
 }
