@@ -7,10 +7,13 @@
 //!   tool handlers arm faults on their own response); the proxy's rules go through the same engine.
 //! - [`render`]: turns actions into bytes for a transport: stdio lines or SSE events.
 //! - [`recorder`]: the documented diagnostics event schema, written as JSON lines.
+//! - [`clock`]: the microsecond sleep latency faults use.
 //!
-//! All time comes from the tokio clock, so tests run under a paused clock.
+//! All time comes from the tokio clock, so tests run under a paused clock (latency pauses end on a timerfd when
+//! the clock is real; see [`clock`]).
 
 pub mod catalogue;
+pub mod clock;
 pub mod engine;
 pub mod outlet;
 pub mod recorder;

@@ -47,7 +47,7 @@ impl Outlet {
                         if !batch.is_empty() && tx.send(std::mem::take(&mut batch)).is_err() {
                             return;
                         }
-                        tokio::time::sleep(d).await;
+                        crate::clock::precise_sleep(d).await;
                     }
                     Step::Await { release, max } => {
                         if !batch.is_empty() && tx.send(std::mem::take(&mut batch)).is_err() {

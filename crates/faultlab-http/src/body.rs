@@ -334,7 +334,8 @@ fn writer(mut queue: mpsc::UnboundedReceiver<Batch>, mut exchange: Exchange) -> 
                             break 'outer;
                         }
                     }
-                    Step::Gap(d) | Step::Pause(d) => tokio::time::sleep(d).await,
+                    Step::Gap(d) => tokio::time::sleep(d).await,
+                    Step::Pause(d) => faultlab_engine::clock::precise_sleep(d).await,
                     // Split off by `Outlet::send`; never queued, so nothing to wait for here.
                     Step::Await { .. } => {}
                     Step::Release(release) => release.fire(),
