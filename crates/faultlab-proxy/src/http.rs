@@ -161,7 +161,7 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
             proxy.trajectory.client_frame(&frame, FrameAction::Faulted, Some(&rule), Some(&fault), 1);
             engine.disarm(&frame.id().cloned().unwrap_or_else(|| 0.into()));
             // This request's own task waits; other requests are served meanwhile.
-            tokio::time::sleep(Duration::from_millis(*delay_ms)).await;
+            faultlab_engine::clock::precise_sleep(Duration::from_millis(*delay_ms)).await;
             let response = forward(&proxy, &parts, bytes, Some(&frame)).await;
             body::wrap(response, exchange).await
         }

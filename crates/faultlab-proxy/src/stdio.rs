@@ -673,7 +673,7 @@ async fn from_client<U: Upstream>(
                 // Held back on its own task: later requests are not held up behind it.
                 let (shared, upstream) = (shared.clone(), upstream.clone());
                 tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+                    faultlab_engine::clock::precise_sleep(Duration::from_millis(delay_ms)).await;
                     let out = u64::from(upstream.send(&frame).await);
                     let (rule, fault) = (Some(fired.rule.as_str()), Some(&fired.fault));
                     shared.trajectory.client_frame(&frame, FrameAction::Faulted, rule, fault, out);
