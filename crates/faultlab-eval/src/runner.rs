@@ -356,8 +356,9 @@ impl Members {
 }
 
 /// Waits until no process of the run is left, reaping the ones reparented to this subreaper; after
-/// [`DRAIN_GRACE`] the rest are killed. Polls every 10 ms: a process that is not this one's child cannot be
-/// waited for, and the proxy and server end on the agent's closed pipe within milliseconds.
+/// [`DRAIN_GRACE`] the rest are killed. Each wait is an event: a pidfd per live process turns readable when that
+/// process exits (the proxy and server end on the agent's closed pipe within milliseconds), then the run is
+/// looked over again, since an exit may orphan further members.
 async fn drain(run: Members) {
     use nix::sys::wait::{WaitPidFlag, waitpid};
     let started = Instant::now();
@@ -370,15 +371,38 @@ async fn drain(run: Members) {
         if live.is_empty() {
             return;
         }
-        if !killed && started.elapsed() > DRAIN_GRACE {
+        let limit = if killed { DRAIN_GRACE * 2 } else { DRAIN_GRACE };
+        let left = limit.saturating_sub(started.elapsed());
+        if left.is_zero() {
+            if killed {
+                return;
+            }
             run.kill();
             killed = true;
+            continue;
         }
-        if started.elapsed() > DRAIN_GRACE * 2 {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        wait_for_any_exit(&live, left).await;
     }
+}
+
+/// Blocks (off the runtime) until one of `pids` exits or `limit` passes. A process already gone cannot be opened
+/// and counts as exited.
+async fn wait_for_any_exit(pids: &[i32], limit: Duration) {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    let mut fds = Vec::new();
+    for pid in pids {
+        match Pid::from_raw(*pid).map(|pid| pidfd_open(pid, PidfdFlags::empty())) {
+            Some(Ok(fd)) => fds.push(fd),
+            _ => return,
+        }
+    }
+    let timeout = Timespec { tv_sec: limit.as_secs() as _, tv_nsec: limit.subsec_nanos() as _ };
+    let _ = tokio::task::spawn_blocking(move || {
+        let mut polled: Vec<PollFd> = fds.iter().map(|fd| PollFd::new(fd, PollFlags::IN)).collect();
+        poll(&mut polled, Some(&timeout))
+    })
+    .await;
 }
 
 fn read_claim(path: &Path) -> (Option<Claim>, Option<String>) {
