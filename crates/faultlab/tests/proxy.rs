@@ -154,27 +154,17 @@ async fn a_burst_fails_consecutive_calls_then_service_resumes() {
     assert_eq!(statuses, [503, 503, 200, 200]);
 }
 
+/// The window's end is tested under the paused clock, in process (`faultlab-proxy/tests/outage.rs`); here, the
+/// wire effect through the real binary.
 #[tokio::test]
-async fn an_outage_fails_every_tool_until_its_window_ends() {
-    let rule = "{match: {tool: ping}, mode: instead, fault: {type: server_outage, duration_ms: 300}}";
+async fn an_outage_fails_every_tool() {
+    let rule = "{match: {tool: ping}, mode: instead, fault: {type: server_outage, duration_ms: 60000}}";
     let mut client = Client::proxied(&["--fault", rule]);
     client.initialize().await;
     client.call(1, "ping", json!({})).await;
     assert_eq!(client.recv().await["error"]["data"]["fault"], "server_outage");
     client.call(2, "delay", json!({"delayMs": 1})).await;
     assert_eq!(client.recv().await["error"]["data"]["httpStatus"], 503, "another tool fails too");
-    // The window ends by the clock; ask until the service answers again (bounded by PATIENCE).
-    let recovered = tokio::time::timeout(PATIENCE, async {
-        for id in 3.. {
-            client.call(id, "delay", json!({"delayMs": 1})).await;
-            if client.recv().await.get("result").is_some() {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    })
-    .await;
-    assert!(recovered.is_ok(), "service resumes after the outage");
 }
 
 /// The process ids of `pid`'s children.
