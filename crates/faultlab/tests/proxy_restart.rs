@@ -47,10 +47,6 @@ async fn exits_within(fd: OwnedFd, patience: Duration) -> bool {
     tokio::task::spawn_blocking(ready).await.expect("poll task").expect("poll pidfd") == 1
 }
 
-fn trajectory(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
-}
-
 /// The outage's 503, as the proxy writes it on stdio.
 fn is_outage(reply: &Value) -> bool {
     reply["error"]["data"]["httpStatus"] == 503 && reply["error"]["data"]["fault"] == "server_outage"
@@ -58,11 +54,11 @@ fn is_outage(reply: &Value) -> bool {
 
 #[tokio::test]
 async fn a_restarting_outage_replaces_the_upstream_and_the_client_carries_on_without_initialising() {
-    let dir = tempfile::tempdir().unwrap();
-    let record = dir.path().join("trajectory.jsonl");
     let rule =
         "{name: crash, match: {tool: ping, nth: 1}, fault: {type: server_outage, duration_ms: 300, restart: true}}";
-    let mut client = Client::proxied(&["--record", record.to_str().unwrap(), "--fault", rule]);
+    // Without --record the trajectory goes to stderr, where the test waits for the restart event.
+    let (mut client, mut stderr) = Client::spawn_watching(&["proxy", "--fault", rule, "--", BIN, "serve"]);
+    let mut events: Vec<Value> = Vec::new();
     client.initialize().await;
     let proxy = client.child.id().unwrap();
     let first = upstream_of(proxy);
@@ -86,24 +82,23 @@ async fn a_restarting_outage_replaces_the_upstream_and_the_client_carries_on_wit
     assert_eq!(during["id"], 3);
     assert!(is_outage(&during), "a call inside the 300 ms window fails too: {during}");
 
-    // The window is the proxy's own clock: call every 25 ms until a call succeeds (bounded by PATIENCE, 20 s). A
-    // call at the boundary waits for the fresh upstream, so every reply is either the outage or a real result.
-    let mut pace = tokio::time::interval(Duration::from_millis(25));
-    let recovered = tokio::time::timeout(PATIENCE, async {
-        for id in 4.. {
-            pace.tick().await;
-            client.call(id, "ping", json!({})).await;
-            let reply = client.recv().await;
-            assert_eq!(reply["id"], id);
-            if reply.get("result").is_some() {
-                return reply;
+    // The window is the proxy's own clock: wait for its event that the fresh upstream is in place, then call.
+    tokio::time::timeout(PATIENCE, async {
+        while let Some(line) = stderr.next_line().await.unwrap() {
+            let Ok(event) = serde_json::from_str::<Value>(&line) else { continue };
+            let restarted = event["event"] == "transport" && event["outcome"] == "retained";
+            events.push(event);
+            if restarted {
+                return;
             }
-            assert!(is_outage(&reply), "only the outage fails a call: {reply}");
         }
-        unreachable!()
+        panic!("the proxy ended without restarting its upstream");
     })
     .await
-    .expect("a call succeeds once the window has ended");
+    .expect("the upstream is restarted once the window has ended");
+    client.call(4, "ping", json!({})).await;
+    let recovered = client.recv().await;
+    assert_eq!(recovered["id"], 4);
     assert_eq!(recovered["result"]["isError"], false, "{recovered}");
     let status: Value = serde_json::from_str(recovered["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
     assert_eq!(status["status"], "ok", "the fresh upstream answered the ping");
@@ -114,7 +109,9 @@ async fn a_restarting_outage_replaces_the_upstream_and_the_client_carries_on_wit
     assert_eq!(client.finish().await, Some(0));
     assert!(exits_within(second_fd, PATIENCE).await, "the fresh upstream ends with the proxy, no orphan");
 
-    let events = trajectory(&record);
+    while let Some(line) = stderr.next_line().await.unwrap() {
+        events.extend(serde_json::from_str::<Value>(&line).ok());
+    }
     let transport: Vec<&Value> = events.iter().filter(|e| e["event"] == "transport").collect();
     let stopped = transport.iter().find(|e| e["outcome"] == "closed").expect("a stop event");
     let detail = stopped["detail"].as_str().unwrap();

@@ -20,11 +20,23 @@ pub struct Client {
 
 impl Client {
     pub fn spawn(args: &[&str]) -> Self {
+        Self::spawn_with(args, Stdio::null())
+    }
+
+    /// Also returns the process's stderr (where the proxy writes its trajectory without `--record`), to wait on
+    /// its events.
+    pub fn spawn_watching(args: &[&str]) -> (Self, tokio::io::Lines<BufReader<tokio::process::ChildStderr>>) {
+        let mut client = Self::spawn_with(args, Stdio::piped());
+        let stderr = BufReader::new(client.child.stderr.take().unwrap()).lines();
+        (client, stderr)
+    }
+
+    fn spawn_with(args: &[&str], stderr: Stdio) -> Self {
         let mut child = tokio::process::Command::new(BIN)
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(stderr)
             .kill_on_drop(true)
             .spawn()
             .unwrap();
