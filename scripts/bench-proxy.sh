@@ -91,40 +91,52 @@ AGENTBREAK_VENV="$DRILL_CACHE/agentbreak-venv"
 AGENTBREAK_BIN="$AGENTBREAK_VENV/bin/agentbreak"
 AGENTBREAK_STAMP="$AGENTBREAK_VENV/.bench-stamp"
 
-# Installs mcp-drill into its venv unless the same pin and Python are there; prints nothing on success, or the reason
-# it could not be had on stdout (then the bench runs without it).
-install_drill() {
+# Installs a hash-locked Python peer into its own venv unless the same lock and Python are there already; prints
+# nothing on success, or the reason it could not be had on stdout (then the bench runs without it).
+#   install_locked_venv NAME VENV BIN STAMP PIN REQUIREMENTS PIP_FLAG...
+# PIN identifies the lock (it goes into the stamp with the Python version); REQUIREMENTS is the requirements text,
+# every line with --hash; PIP_FLAGs are added to `pip install --require-hashes`.
+install_locked_venv() {
+    local name="$1" venv="$2" bin="$3" stamp="$4" pin="$5" requirements="$6"
+    shift 6
     local python="${PYTHON:-python3}" want lock_fd out
     command -v "$python" >/dev/null 2>&1 || { echo "no $python to create its venv"; return 0; }
-    want="mcp-drill==$DRILL_VERSION sha256=$DRILL_SHA256 $("$python" -c 'import sys; print(sys.version.split()[0])' </dev/null)"
-    if [[ -x "$DRILL_BIN" && -f "$DRILL_STAMP" && "$(cat "$DRILL_STAMP")" == "$want" ]]; then
-        log "using $DRILL_VENV (mcp-drill $DRILL_VERSION already installed)"
+    want="$pin $("$python" -c 'import sys; print(sys.version.split()[0])' </dev/null)"
+    if [[ -x "$bin" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+        log "using $venv ($name already installed)"
         return 0
     fi
     mkdir -p "$DRILL_CACHE"
     exec {lock_fd}>"$ROOT/.cache/bench-proxy.lock"
     flock -w 900 "$lock_fd" || { echo "could not lock .cache/bench-proxy.lock within 900 s"; return 0; }
-    if ! [[ -x "$DRILL_BIN" && -f "$DRILL_STAMP" && "$(cat "$DRILL_STAMP")" == "$want" ]]; then
-        log "installing mcp-drill==$DRILL_VERSION (hash-pinned, no dependencies needed by 'wrap') into $DRILL_VENV"
-        rm -rf "$DRILL_VENV"
-        if ! out="$("$python" -m venv "$DRILL_VENV" 2>&1 </dev/null)"; then
+    if ! [[ -x "$bin" && -f "$stamp" && "$(cat "$stamp")" == "$want" ]]; then
+        log "installing $pin (hash-pinned) into $venv"
+        rm -rf "$venv"
+        if ! out="$("$python" -m venv "$venv" 2>&1 </dev/null)"; then
             exec {lock_fd}>&-
             echo "python -m venv failed: ${out//$'\n'/ }"
             return 0
         fi
-        # 'wrap' uses the standard library only; the package's one dependency (jsonschema) is for its 'scan' extra.
-        printf 'mcp-drill==%s --hash=sha256:%s\n' "$DRILL_VERSION" "$DRILL_SHA256" >"$DRILL_CACHE/requirements.txt"
+        printf '%s\n' "$requirements" >"$venv/requirements.txt"
         if ! out="$(PIP_CACHE_DIR="$DRILL_CACHE/pip-cache" PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 \
-            "$DRILL_VENV/bin/python" -m pip install --quiet --require-hashes --no-deps \
-            -r "$DRILL_CACHE/requirements.txt" 2>&1 </dev/null)"; then
+            "$venv/bin/python" -m pip install --quiet --require-hashes "$@" -r "$venv/requirements.txt" 2>&1 </dev/null)"; then
             exec {lock_fd}>&-
-            echo "pip install mcp-drill==$DRILL_VERSION failed: $(tail -n 3 <<<"$out" | tr '\n' ' ')"
+            echo "pip install $pin failed: $(tail -n 3 <<<"$out" | tr '\n' ' ')"
             return 0
         fi
-        printf '%s\n' "$want" >"$DRILL_STAMP"
+        printf '%s\n' "$want" >"$stamp"
     fi
     exec {lock_fd}>&-
-    local version
+}
+
+# mcp-drill: 'wrap' uses the standard library only; the package's one dependency (jsonschema) is for its 'scan'
+# extra, so it is installed without dependencies.
+install_drill() {
+    local reason version
+    reason="$(install_locked_venv mcp-drill "$DRILL_VENV" "$DRILL_BIN" "$DRILL_STAMP" \
+        "mcp-drill==$DRILL_VERSION sha256=$DRILL_SHA256" \
+        "mcp-drill==$DRILL_VERSION --hash=sha256:$DRILL_SHA256" --no-deps)"
+    [[ -z "$reason" ]] || { echo "$reason"; return 0; }
     if ! version="$("$DRILL_BIN" version </dev/null 2>&1)" || [[ "$version" != "$DRILL_VERSION" ]]; then
         echo "installed mcp-drill does not run (mcp-drill version said: ${version//$'\n'/ })"
         return 0
@@ -132,40 +144,13 @@ install_drill() {
     log "mcp-drill $version ($("$DRILL_VENV/bin/python" --version </dev/null 2>&1))"
 }
 
-# Installs AgentBreak and its locked dependencies into their venv unless the same lock and Python are there; prints
-# nothing on success, or the reason it could not be had on stdout (then the bench runs without it).
+# AgentBreak and its locked dependencies, wheels only: nothing is built, so the install runs no package's code.
 install_agentbreak() {
-    local python="${PYTHON:-python3}" want lock_fd out
-    command -v "$python" >/dev/null 2>&1 || { echo "no $python to create its venv"; return 0; }
-    want="agentbreak==$AGENTBREAK_VERSION lock=$(sha256sum <<<"$AGENTBREAK_LOCK" | cut -c1-16) $("$python" -c 'import sys; print(sys.version.split()[0])' </dev/null)"
-    if [[ -x "$AGENTBREAK_BIN" && -f "$AGENTBREAK_STAMP" && "$(cat "$AGENTBREAK_STAMP")" == "$want" ]]; then
-        log "using $AGENTBREAK_VENV (agentbreak $AGENTBREAK_VERSION already installed)"
-        return 0
-    fi
-    mkdir -p "$DRILL_CACHE"
-    exec {lock_fd}>"$ROOT/.cache/bench-proxy.lock"
-    flock -w 900 "$lock_fd" || { echo "could not lock .cache/bench-proxy.lock within 900 s"; return 0; }
-    if ! [[ -x "$AGENTBREAK_BIN" && -f "$AGENTBREAK_STAMP" && "$(cat "$AGENTBREAK_STAMP")" == "$want" ]]; then
-        log "installing agentbreak==$AGENTBREAK_VERSION and its dependencies (all hash-pinned) into $AGENTBREAK_VENV"
-        rm -rf "$AGENTBREAK_VENV"
-        if ! out="$("$python" -m venv "$AGENTBREAK_VENV" 2>&1 </dev/null)"; then
-            exec {lock_fd}>&-
-            echo "python -m venv failed: ${out//$'\n'/ }"
-            return 0
-        fi
-        printf '%s\n' "$AGENTBREAK_LOCK" >"$DRILL_CACHE/agentbreak-requirements.txt"
-        # Wheels only: nothing is built, so the install runs no package's code.
-        if ! out="$(PIP_CACHE_DIR="$DRILL_CACHE/pip-cache" PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 \
-            "$AGENTBREAK_VENV/bin/python" -m pip install --quiet --require-hashes --only-binary=:all: \
-            -r "$DRILL_CACHE/agentbreak-requirements.txt" 2>&1 </dev/null)"; then
-            exec {lock_fd}>&-
-            echo "pip install agentbreak==$AGENTBREAK_VERSION failed: $(tail -n 3 <<<"$out" | tr '\n' ' ')"
-            return 0
-        fi
-        printf '%s\n' "$want" >"$AGENTBREAK_STAMP"
-    fi
-    exec {lock_fd}>&-
-    local version
+    local reason version
+    reason="$(install_locked_venv agentbreak "$AGENTBREAK_VENV" "$AGENTBREAK_BIN" "$AGENTBREAK_STAMP" \
+        "agentbreak==$AGENTBREAK_VERSION lock=$(sha256sum <<<"$AGENTBREAK_LOCK" | cut -c1-16)" \
+        "$AGENTBREAK_LOCK" --only-binary=:all:)"
+    [[ -z "$reason" ]] || { echo "$reason"; return 0; }
     if ! version="$("$AGENTBREAK_BIN" --version </dev/null 2>&1)" || [[ "$version" != "agentbreak $AGENTBREAK_VERSION" ]]; then
         echo "installed agentbreak does not run (agentbreak --version said: ${version//$'\n'/ })"
         return 0
