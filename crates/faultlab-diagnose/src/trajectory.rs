@@ -7,7 +7,8 @@
 //! replies replaced by an error status or left unusable (`http_status`, `rate_limit`, `auth_expired`, `forbidden`,
 //! `malformed`, `truncated`, `invalid_result`, `invalid_schema`, `missing_field`) are errors; every other reply,
 //! the semantic faults' plausible-but-wrong content included, reads as a success to the client.
-//! A trajectory records no arguments, no payloads and no agent messages: detectors that need them do not run.
+//! A trajectory records each call's arguments (proxies since they gained the field; older trajectories have none),
+//! but no payloads and no agent messages: detectors that need what a trajectory lacks do not run.
 
 use crate::error::{ParseError, strip_position};
 use crate::model::{Call, CallResult, Entry, Recorded, Role, Status, Trace, TraceFormat, Unit};
@@ -58,7 +59,7 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
                 calls.push(Call {
                     id: key.1.clone(),
                     tool: frame.tool.clone().unwrap_or_else(|| "(unnamed)".into()),
-                    arguments: None,
+                    arguments: record.get("arguments").cloned(),
                     at: number,
                     ts_ms: Some(ts_ms),
                     result: None,
@@ -92,12 +93,13 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
             calls[index].result = Some(CallResult { at, ts_ms, status, text: None, executed: Some(false) });
         }
     }
+    let arguments = calls.iter().any(|c| c.arguments.is_some());
     Ok(Trace {
         format: TraceFormat::ProxyTrajectory,
         unit: Unit::Line,
         entries,
         calls,
-        recorded: Recorded { arguments: false, result_text: false, agent_text: false, timing: true },
+        recorded: Recorded { arguments, result_text: false, agent_text: false, timing: true },
     })
 }
 

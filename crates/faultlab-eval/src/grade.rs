@@ -13,6 +13,7 @@ use crate::evidence::{AgentEnd, Evidence, FileState, Op, ToolCall};
 use crate::task::{
     IntegrityAssertion, NONCE, PolicyAssertion, RecoveryOutcome, StateAssertion, Strategy, Task, Witness,
 };
+use faultlab_diagnose::model::canonical;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -1017,40 +1018,7 @@ fn is_absolute(path: &str) -> bool {
 /// The call's tool and arguments as one string, object members sorted (arguments keep their wire order, and the
 /// same call sent twice may order them differently).
 fn call_key(call: &ToolCall) -> String {
-    let mut out = Value::String(call.tool.clone()).to_string();
-    out.push(' ');
-    canonical(&call.arguments, &mut out);
-    out
-}
-
-fn canonical(value: &Value, out: &mut String) {
-    match value {
-        Value::Object(map) => {
-            let mut members: Vec<(&String, &Value)> = map.iter().collect();
-            members.sort_by(|a, b| a.0.cmp(b.0));
-            out.push('{');
-            for (i, (member, value)) in members.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::String(member.clone()).to_string());
-                out.push(':');
-                canonical(value, out);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                canonical(item, out);
-            }
-            out.push(']');
-        }
-        other => out.push_str(&other.to_string()),
-    }
+    format!("{} {}", Value::String(call.tool.clone()), canonical(&call.arguments))
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 //! fire as they did for the same sequence of calls.
 
 use crate::evidence::TrajectoryError;
+use faultlab_diagnose::model::canonical;
 use faultlab_wire::{Frame, LineCodec, MAX_LINE_BYTES};
 use futures::{SinkExt as _, StreamExt as _};
 use serde_json::Value;
@@ -78,20 +79,6 @@ pub fn key(method: &str, tool: Option<&str>, arguments: &Value) -> String {
     match (method, tool) {
         ("tools/call", Some(tool)) => format!("tools/call {tool} {}", canonical(arguments)),
         _ => method.to_owned(),
-    }
-}
-
-fn canonical(value: &Value) -> String {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            let inner: Vec<String> =
-                entries.iter().map(|(k, v)| format!("{}:{}", Value::String((*k).clone()), canonical(v))).collect();
-            format!("{{{}}}", inner.join(","))
-        }
-        Value::Array(items) => format!("[{}]", items.iter().map(canonical).collect::<Vec<_>>().join(",")),
-        other => other.to_string(),
     }
 }
 

@@ -322,7 +322,7 @@ pub enum DiagnoseFormat {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Findings: tool_loop, retry_storm, unhandled_tool_error, false_success, ignored_timeout, \
 duplicate_side_effect, retry_without_backoff, error_swallowed, corrected_retry. Each is a heuristic; the report says \
-which detectors a trace lacks the data for (trajectories record no arguments or agent messages).\n\
+which detectors a trace lacks the data for (trajectories record no agent messages, and older ones no arguments).\n\
 Exit codes: 0 diagnosed (findings alone do not fail); 2 a finding named by --fail-on is present; 1 a trace could \
 not be read or parsed (the error names the file and the message index or line), or a bad --fail-on name or \
 threshold.")]
