@@ -55,25 +55,15 @@ START_SECONDS=$SECONDS
 EVERYTHING_PID=""
 PROXY_PID=""
 
+# shellcheck source=scripts/lib/process-wait.sh
+source "$ROOT/scripts/lib/process-wait.sh"
+
 # stop_pid PID NAME: SIGTERM, up to 10 s, then SIGKILL; sets STOP_STATUS to the exit status.
 stop_pid() {
-    local pid="$1" name="$2" i started
-    STOP_STATUS=""
-    [[ -n "$pid" ]] || return 0
+    local pid="$1" name="$2" started
+    [[ -n "$pid" ]] || { STOP_STATUS=""; return 0; }
     started=$(date +%s%N)
-    if kill -0 "$pid" 2>/dev/null; then
-        kill -TERM "$pid" 2>/dev/null || true
-        for ((i = 0; i < 100; i++)); do
-            kill -0 "$pid" 2>/dev/null || break
-            sleep 0.1
-        done
-        if kill -0 "$pid" 2>/dev/null; then
-            log "$name (pid $pid) did not exit within 10 s of SIGTERM; sending SIGKILL"
-            kill -KILL "$pid" 2>/dev/null || true
-        fi
-    fi
-    STOP_STATUS=0
-    wait "$pid" 2>/dev/null || STOP_STATUS=$?
+    stop_job "$pid" "$name"
     log "$name (pid $pid) stopped with status $STOP_STATUS in $((($(date +%s%N) - started) / 1000000)) ms"
 }
 
@@ -105,25 +95,18 @@ trap on_exit EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# wait_for_line PID LOGFILE SED_EXPR WHAT: echoes the first capture of SED_EXPR in LOGFILE once it appears.
-wait_for_line() {
-    local pid="$1" file="$2" expr="$3" what="$4" found="" deadline=$((SECONDS + STARTUP_TIMEOUT))
-    while true; do
-        found="$(sed -n "$expr" "$file" | head -n 1)"
-        [[ -n "$found" ]] && break
-        if ! kill -0 "$pid" 2>/dev/null; then
-            log "$what exited before printing its listening line:"
-            sed 's/^/    /' "$file" >&2 || true
-            return 1
-        fi
-        if ((SECONDS >= deadline)); then
+# wait_for_line_of PID LOGFILE SED_EXPR WHAT: echoes the first capture of SED_EXPR in LOGFILE once it appears.
+wait_for_line_of() {
+    local pid="$1" file="$2" expr="$3" what="$4"
+    if ! wait_for_line "$pid" "$file" "$expr" "$STARTUP_TIMEOUT"; then
+        if kill -0 "$pid" 2>/dev/null; then
             log "no listening line from $what within ${STARTUP_TIMEOUT}s:"
-            sed 's/^/    /' "$file" >&2 || true
-            return 1
+        else
+            log "$what exited before printing its listening line:"
         fi
-        sleep 0.1
-    done
-    printf '%s\n' "$found"
+        sed 's/^/    /' "$file" >&2 || true
+        return 1
+    fi
 }
 
 # A free TCP port on 127.0.0.1 (server-everything takes its port from PORT and cannot report one it chose).
@@ -144,7 +127,7 @@ start_everything() {
         PORT="$port" "$EVERYTHING_NODE_BIN" "$EVERYTHING_JS" streamableHttp \
             </dev/null >"$dir/everything.stdout" 2>"$dir/everything.stderr" &
         EVERYTHING_PID=$!
-        if wait_for_line "$EVERYTHING_PID" "$dir/everything.stderr" \
+        if wait_for_line_of "$EVERYTHING_PID" "$dir/everything.stderr" \
             "s/^MCP Streamable HTTP Server listening on port \\($port\\)\$/\\1/p" "server-everything" >/dev/null; then
             EVERYTHING_URL="http://127.0.0.1:$port/mcp"
             log "server-everything listening at $EVERYTHING_URL (pid $EVERYTHING_PID)"
@@ -163,7 +146,7 @@ start_proxy() {
     "$FAULTLAB_BIN" proxy --listen 127.0.0.1:0 --upstream "$upstream" --record "$dir/proxy.trajectory.jsonl" \
         </dev/null >"$dir/proxy.stdout" 2>"$dir/proxy.stderr" &
     PROXY_PID=$!
-    PROXY_URL="$(wait_for_line "$PROXY_PID" "$dir/proxy.stderr" \
+    PROXY_URL="$(wait_for_line_of "$PROXY_PID" "$dir/proxy.stderr" \
         's#^faultlab: proxy listening at \(http://[^[:space:]]*\) for .*#\1#p' "faultlab proxy")" \
         || die "could not start faultlab proxy"
     log "faultlab proxy listening at $PROXY_URL for $upstream (pid $PROXY_PID)"

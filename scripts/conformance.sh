@@ -36,24 +36,15 @@ die() { log "error: $*"; exit 2; }
 # ---------------------------------------------------------------- cleanup
 SERVER_PID=""
 
+# shellcheck source=scripts/lib/process-wait.sh
+source "$ROOT/scripts/lib/process-wait.sh"
+
 stop_server() {
-    # Sends SIGTERM, waits up to 10 s, then SIGKILL. Sets SERVER_STATUS.
+    # Sends SIGTERM, waits for the exit (SIGKILL after 10 s). Sets SERVER_STATUS.
     SERVER_STATUS=""
     [[ -n "$SERVER_PID" ]] || return 0
-    if kill -0 "$SERVER_PID" 2>/dev/null; then
-        kill -TERM "$SERVER_PID" 2>/dev/null || true
-        local i
-        for ((i = 0; i < 100; i++)); do
-            kill -0 "$SERVER_PID" 2>/dev/null || break
-            sleep 0.1
-        done
-        if kill -0 "$SERVER_PID" 2>/dev/null; then
-            log "server did not exit within 10 s of SIGTERM; sending SIGKILL"
-            kill -KILL "$SERVER_PID" 2>/dev/null || true
-        fi
-    fi
-    SERVER_STATUS=0
-    wait "$SERVER_PID" 2>/dev/null || SERVER_STATUS=$?
+    stop_job "$SERVER_PID" "server"
+    SERVER_STATUS="$STOP_STATUS"
     SERVER_PID=""
 }
 SUMMARY_PRINTED=0
@@ -92,20 +83,13 @@ log "starting $FAULTLAB_BIN serve --transport http --port 0"
 SERVER_PID=$!
 
 URL=""
-deadline=$((SECONDS + STARTUP_TIMEOUT))
-while [[ -z "$URL" ]]; do
-    URL="$(sed -n 's#^faultlab: listening at \(http://[^[:space:]]*\).*#\1#p' "$SERVER_LOG" | head -n 1)"
-    [[ -n "$URL" ]] && break
-    if ! kill -0 "$SERVER_PID" 2>/dev/null; then
-        cat "$SERVER_LOG" >&2 || true
-        die "server exited before printing its listening line"
-    fi
-    if ((SECONDS >= deadline)); then
-        cat "$SERVER_LOG" >&2 || true
+if ! URL="$(wait_for_line "$SERVER_PID" "$SERVER_LOG" 's#^faultlab: listening at \(http://[^[:space:]]*\).*#\1#p' "$STARTUP_TIMEOUT")"; then
+    cat "$SERVER_LOG" >&2 || true
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
         die "no listening line from server within ${STARTUP_TIMEOUT}s"
     fi
-    sleep 0.1
-done
+    die "server exited before printing its listening line"
+fi
 log "server listening at $URL (pid $SERVER_PID)"
 
 # ---------------------------------------------------------------- scenarios
