@@ -10,7 +10,9 @@
 //! 2. pipelined throughput: bursts of N `echo` calls written without waiting, all replies read; req/s proxy /
 //!    direct per round;
 //! 3. latency precision: a `{match: {tool: echo}, fault: {type: latency, delay_ms: 50}}` rule; observed delay =
-//!    proxied latency - median direct latency of the round just before; |observed - 50 ms| at p50 / p99
+//!    proxied round trip - the upstream's time for that call (from the proxy's trajectory) - the proxy's own legs
+//!    (median of unfaulted calls); |observed - 50 ms| at p50 / p99. The error at the client against back-to-back
+//!    direct calls and direct calls after a 50 ms pause (Node answers slower after idling) are reported too
 //!    (mode `before`, the same rule holding the request instead of the reply, is reported beside it);
 //! 4. head-of-line blocking: a 500 ms latency rule on `get-sum` with a stream of `get-sum` calls in flight; the
 //!    latency of concurrent `echo` calls with that rule vs with a proxy without rules under the same stream;
@@ -449,17 +451,22 @@ struct Peer {
     next_id: u64,
     next_a: u64,
     line: String,
+    /// The proxy's trajectory file, when this peer is `faultlab proxy --record FILE`.
+    record: Option<PathBuf>,
 }
 
 impl Peer {
     fn spawn(cfg: &Config, via: Via, faults: &[String], scratch: &Path) -> Result<Peer, String> {
+        let mut record = None;
         let mut cmd = match via {
             Via::Direct => Command::new(&cfg.node),
             Via::Proxy => {
                 let mut c = Command::new(&cfg.faultlab);
                 // The trajectory goes to a file, as a user of the proxy would keep it (not discarded).
                 let n = GROUPS.lock().unwrap().len();
-                c.arg("proxy").arg("--record").arg(scratch.join(format!("trajectory-{n}.jsonl")));
+                let path = scratch.join(format!("trajectory-{n}.jsonl"));
+                c.arg("proxy").arg("--record").arg(&path);
+                record = Some(path);
                 for spec in faults {
                     c.arg("--fault").arg(spec);
                 }
@@ -512,6 +519,7 @@ impl Peer {
             next_id: 1,
             next_a: A_IDS,
             line: String::new(),
+            record,
         };
         peer.initialize()?;
         if via != Via::Direct {
@@ -882,40 +890,98 @@ fn relay_rounds(
     out
 }
 
-/// Figure 3 for one rule: per round, `lat_calls` direct calls then `lat_calls` faulted calls.
+/// Figure 3 for one rule: per round, direct calls, unfaulted and faulted calls through the proxy.
+///
+/// What the fault added to a call is its round trip at the client less the time the upstream took to answer it
+/// (from the proxy's trajectory: the request forwarded, the reply arriving), less the proxy's own legs (the same
+/// difference for unfaulted calls through the same proxy, median). The upstream's time is taken out call by call
+/// because Node answers far slower after an idle pause, which every faulted call follows (each waits out the
+/// previous call's delay): that is the server's doing, not the fault's, and the direct calls made after the same
+/// pause show it. The error at the client against back-to-back direct calls is kept beside it.
 struct Precision {
     mode: &'static str,
-    /// Signed error (observed - delay), ms, all rounds pooled.
+    /// Signed error (added - delay), ms, all rounds pooled.
     error_ms: Vec<f64>,
     /// Per round: p50 and p99 of |error|, ms.
     round_abs_p50: Vec<f64>,
     round_abs_p99: Vec<f64>,
+    /// Signed error at the client (proxied - median direct back-to-back - delay), ms, all rounds pooled.
+    client_error_ms: Vec<f64>,
+    /// Per round: median direct round trip, calls back to back (µs).
     direct_median_us: Vec<f64>,
+    /// Direct round trips each made after a pause of the fault's delay (µs), all rounds pooled.
+    direct_after_pause_us: Vec<f64>,
+    /// Per round: the proxy's legs, median (µs).
+    legs_median_us: Vec<f64>,
+}
+
+/// From a proxy's trajectory: per request id in `ids`, the time (µs) between the request going to the upstream
+/// and the upstream's reply arriving.
+fn upstream_us(record: &Path, ids: std::ops::Range<u64>) -> Result<Vec<f64>, String> {
+    let text = std::fs::read_to_string(record).map_err(|e| format!("reading {}: {e}", record.display()))?;
+    let mut sent = BTreeMap::new();
+    let mut answered = BTreeMap::new();
+    for line in text.lines() {
+        let Ok(event) = serde_json::from_str::<Value>(line) else { continue };
+        if event["event"] != "frame" {
+            continue;
+        }
+        let (Some(id), Some(ts)) = (event["id"].as_u64(), event["tsMs"].as_f64()) else { continue };
+        match event["direction"].as_str() {
+            Some("client_to_server") => sent.insert(id, ts),
+            Some("server_to_client") => answered.insert(id, ts),
+            _ => None,
+        };
+    }
+    ids.map(|id| match (sent.get(&id), answered.get(&id)) {
+        (Some(s), Some(a)) => Ok((a - s) * 1e3),
+        _ => Err(format!("{}: no forwarded request and reply for id {id}", record.display())),
+    })
+    .collect()
 }
 
 fn precision(cfg: &Config, direct: &mut Peer, mode: &'static str, scratch: &Path) -> Precision {
     let rule =
         format!("{{match: {{tool: echo}}, mode: {mode}, fault: {{type: latency, delay_ms: {}}}}}", cfg.lat_delay_ms);
     let mut proxy = Peer::spawn(cfg, Via::Proxy, &[rule], scratch).unwrap_or_else(|e| panic!("{e}"));
+    let record = proxy.record.clone().expect("the proxy records");
     // The rule matches `echo` only: warm the path (and Node) with `get-sum`.
     proxy.calls(Tool::Sum, cfg.seq_warmup).unwrap_or_else(|e| panic!("{e}"));
+    let delay = Duration::from_millis(cfg.lat_delay_ms);
     let delay_ms = cfg.lat_delay_ms as f64;
     let mut out = Precision {
         mode,
         error_ms: Vec::new(),
         round_abs_p50: Vec::new(),
         round_abs_p99: Vec::new(),
+        client_error_ms: Vec::new(),
         direct_median_us: Vec::new(),
+        direct_after_pause_us: Vec::new(),
+        legs_median_us: Vec::new(),
+    };
+    let timed = |proxy: &mut Peer, tool: Tool| -> Vec<(f64, f64)> {
+        let first = proxy.next_id;
+        let rtt = proxy.calls(tool, cfg.lat_calls).unwrap_or_else(|e| panic!("{e}"));
+        let up = upstream_us(&record, first..proxy.next_id).unwrap_or_else(|e| panic!("{e}"));
+        rtt.into_iter().zip(up).collect()
     };
     for _ in 0..cfg.lat_rounds {
         let base = Stats::of(&direct.calls(Tool::Echo, cfg.lat_calls).unwrap_or_else(|e| panic!("{e}"))).median;
-        let faulted = proxy.calls(Tool::Echo, cfg.lat_calls).unwrap_or_else(|e| panic!("{e}"));
-        let errors: Vec<f64> = faulted.iter().map(|us| (us - base) / 1e3 - delay_ms).collect();
-        let abs: Vec<f64> = errors.iter().map(|e| e.abs()).collect();
-        let abs = Stats::of(&abs);
+        for _ in 0..cfg.lat_calls {
+            // Not synchronisation: the pause is the condition measured (Node idle as long as a faulted call).
+            std::thread::sleep(delay);
+            out.direct_after_pause_us.push(direct.call(Tool::Echo).unwrap_or_else(|e| panic!("{e}")));
+        }
+        let legs: Vec<f64> = timed(&mut proxy, Tool::Sum).iter().map(|(rtt, up)| rtt - up).collect();
+        let legs = Stats::of(&legs).median;
+        let faulted = timed(&mut proxy, Tool::Echo);
+        let errors: Vec<f64> = faulted.iter().map(|(rtt, up)| (rtt - up - legs) / 1e3 - delay_ms).collect();
+        let abs = Stats::of(&errors.iter().map(|e| e.abs()).collect::<Vec<_>>());
         out.round_abs_p50.push(abs.median);
         out.round_abs_p99.push(abs.p99);
+        out.client_error_ms.extend(faulted.iter().map(|(rtt, _)| (rtt - base) / 1e3 - delay_ms));
         out.direct_median_us.push(base);
+        out.legs_median_us.push(legs);
         out.error_ms.extend(errors);
     }
     out
@@ -1574,27 +1640,37 @@ fn main() {
         peers_cell(&pipe),
         yes(pipe_met)
     );
+    let client_abs = |p: &Precision| Stats::of(&p.client_error_ms.iter().map(|e| e.abs()).collect::<Vec<_>>());
+    let (client_after, client_before) = (client_abs(&after), client_abs(&before));
+    let pause = Stats::of(&after.direct_after_pause_us);
     println!(
-        "| 3 | latency precision: `{{match: {{tool: echo}}, fault: {{type: latency, delay_ms: {}}}}}` (mode after), {} rounds x {} calls; error = proxied - median direct - {} ms | median {} µs per call | error p50 {} ms, p99 {} ms; \\|error\\| p50 {} ms, p99 {} ms | per-round \\|error\\| p99: {} | - | \\|error\\| p99 <= 1 ms | {} |",
+        "| 3 | latency precision: `{{match: {{tool: echo}}, fault: {{type: latency, delay_ms: {}}}}}` (mode after), {} rounds x {} calls; error = round trip - the upstream's time for that call (trajectory) - the proxy's legs - {} ms | direct back to back: median {} µs; direct after a {} ms pause: p50 {} µs, p99 {} µs | error p50 {} ms, p99 {} ms; \\|error\\| p50 {} ms, p99 {} ms (at the client against back-to-back direct: \\|error\\| p50 {} ms, p99 {} ms) | per-round \\|error\\| p99: {} | - | \\|error\\| p99 <= 1 ms | {} |",
         cfg.lat_delay_ms,
         cfg.lat_rounds,
         cfg.lat_calls,
         cfg.lat_delay_ms,
         fmt(Stats::of(&after.direct_median_us).median),
+        cfg.lat_delay_ms,
+        fmt(pause.median),
+        fmt(pause.p99),
         sfmt(signed_after.median),
         sfmt(signed_after.p99),
         fmt(abs_after.median),
         fmt(abs_after.p99),
+        fmt(client_after.median),
+        fmt(client_after.p99),
         Stats::of(&after.round_abs_p99).spread(" ms"),
         yes(lat_met)
     );
     println!(
-        "| 3b | the same with `mode: before` (the request is held, not the reply), informational | median {} µs per call | error p50 {} ms, p99 {} ms; \\|error\\| p50 {} ms, p99 {} ms | per-round \\|error\\| p99: {} | - | - | - |",
-        fmt(Stats::of(&before.direct_median_us).median),
+        "| 3b | the same with `mode: before` (the request is held, not the reply), informational | proxy legs median {} µs | error p50 {} ms, p99 {} ms; \\|error\\| p50 {} ms, p99 {} ms (at the client: \\|error\\| p50 {} ms, p99 {} ms) | per-round \\|error\\| p99: {} | - | - | - |",
+        fmt(Stats::of(&before.legs_median_us).median),
         sfmt(signed_before.median),
         sfmt(signed_before.p99),
         fmt(abs_before.median),
         fmt(abs_before.p99),
+        fmt(client_before.median),
+        fmt(client_before.p99),
         Stats::of(&before.round_abs_p99).spread(" ms"),
     );
     println!(
@@ -1745,9 +1821,12 @@ fn main() {
 
     let precision_json = |p: &Precision| {
         let abs = Stats::of(&p.error_ms.iter().map(|e| e.abs()).collect::<Vec<_>>());
+        let client_abs = Stats::of(&p.client_error_ms.iter().map(|e| e.abs()).collect::<Vec<_>>());
         json!({"mode": p.mode, "error_ms": Stats::of(&p.error_ms).json(), "abs_error_ms": abs.json(),
             "round_abs_error_p50_ms": p.round_abs_p50, "round_abs_error_p99_ms": p.round_abs_p99,
-            "direct_median_us": p.direct_median_us})
+            "client_error_ms": Stats::of(&p.client_error_ms).json(), "client_abs_error_ms": client_abs.json(),
+            "direct_median_us": p.direct_median_us, "direct_after_pause_us": Stats::of(&p.direct_after_pause_us).json(),
+            "legs_median_us": p.legs_median_us})
     };
     let by_key = |list: &[PerVia], figure2: bool| -> Value {
         list.iter().map(|r| (r.via.key().to_owned(), r.json(figure2))).collect::<serde_json::Map<_, _>>().into()
