@@ -267,3 +267,70 @@ async fn out_of_order_over_http_releases_the_held_reply_after_the_next_one() {
     // (Which of the two the client files first is a race between its two stream readers, so it is not asserted.)
     assert!(a.duration_ms >= 200.0 && a.duration_ms < 4000.0, "first reply after {} ms", a.duration_ms);
 }
+
+/// What a raw upstream received: the request head (lower-cased header names) and the body.
+async fn one_raw_exchange(listener: tokio::net::TcpListener, answer: &'static str) -> (String, Vec<u8>) {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let (mut socket, _) = listener.accept().await.unwrap();
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    let head_end = loop {
+        let n = socket.read(&mut buf).await.unwrap();
+        assert!(n > 0, "the proxy closed before a whole request head");
+        seen.extend_from_slice(&buf[..n]);
+        if let Some(at) = seen.windows(4).position(|w| w == b"\r\n\r\n") {
+            break at + 4;
+        }
+    };
+    let head = String::from_utf8(seen[..head_end].to_vec()).unwrap().to_ascii_lowercase();
+    let length: usize =
+        head.lines().find_map(|l| l.strip_prefix("content-length:")).map_or(0, |v| v.trim().parse().unwrap());
+    while seen.len() < head_end + length {
+        let n = socket.read(&mut buf).await.unwrap();
+        assert!(n > 0, "the proxy closed before the whole body");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-upstream-marker: kept\r\ncontent-length: {}\r\n\r\n{answer}",
+        answer.len()
+    );
+    socket.write_all(response.as_bytes()).await.unwrap();
+    (head, seen[head_end..].to_vec())
+}
+
+#[tokio::test]
+async fn headers_query_and_bodies_pass_unchanged_and_host_becomes_the_upstreams() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let answer = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[],"extra":{"b":1,"a":2}}}"#;
+    let exchange = tokio::spawn(one_raw_exchange(listener, answer));
+    let (_proxy, url) =
+        start(&["proxy", "--listen", "127.0.0.1:0", "--upstream", &upstream], "faultlab: proxy listening at ").await;
+    // Unusual spacing and key order: the body must arrive byte for byte.
+    let body = r#"{"jsonrpc":"2.0", "id":7,"method":"tools/call","params":{"name":"echo","arguments":{"z":1,"a":2}}}"#;
+    let response = reqwest::Client::new()
+        .post(format!("{url}?probe=1"))
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2025-11-25")
+        .header("mcp-session-id", "session-42")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "echo")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let (head, received) = tokio::time::timeout(SETUP, exchange).await.unwrap().unwrap();
+    assert!(head.starts_with("post /mcp?probe=1 http/1.1\r\n"), "{head}");
+    let upstream_host = upstream.trim_start_matches("http://").trim_end_matches("/mcp");
+    assert!(head.contains(&format!("\r\nhost: {upstream_host}\r\n")), "Host is the upstream's: {head}");
+    for header in
+        ["mcp-protocol-version: 2025-11-25", "mcp-session-id: session-42", "mcp-method: tools/call", "mcp-name: echo"]
+    {
+        assert!(head.contains(&format!("\r\n{header}\r\n")), "{header} forwarded: {head}");
+    }
+    assert_eq!(received, body.as_bytes(), "the request body arrives byte for byte");
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["x-upstream-marker"], "kept");
+    assert_eq!(response.text().await.unwrap(), answer, "the reply arrives byte for byte");
+}
