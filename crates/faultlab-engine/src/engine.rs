@@ -55,8 +55,24 @@ const MAX_OUTPUT_SCHEMA_BYTES: usize = 256 * 1024;
 struct State {
     armed: HashMap<MessageId, FaultKind>,
     requests: HashMap<MessageId, Frame>,
+}
+
+/// What an engine learns from the replies it sees, for the faults that build on earlier replies.
+#[derive(Default)]
+struct Memory {
     history: History,
     schemas: OutputSchemas,
+}
+
+/// What the engines serving one connection between them share, when there are several (the proxy's HTTP front
+/// makes one per request, so that a fault armed on one request cannot fire on another client's equal id): the
+/// reply an `out_of_order` fault holds, the replies remembered for `stale` and `replayed`, and the output schemas
+/// learned from `tools/list`. Without it a `stale` fault over HTTP would never find an earlier reply, and
+/// `wrong_value` would never know the schema the `tools/list` of another request declared.
+#[derive(Clone, Default)]
+pub struct Shared {
+    held: HeldSlot,
+    memory: Arc<Mutex<Memory>>,
 }
 
 /// The `outputSchema` of each tool, as the last `tools/list` reply that listed the tool gave it. Bounded by
@@ -101,9 +117,8 @@ impl OutputSchemas {
     }
 }
 
-/// Where a reply held by `out_of_order` waits for the next reply to release it. Engines that serve one
-/// connection between them (the proxy's per-request HTTP engines) share one.
-pub type HeldSlot = std::sync::Arc<Mutex<Option<crate::catalogue::out_of_order::Release>>>;
+/// Where a reply held by `out_of_order` waits for the next reply to release it (part of [`Shared`]).
+type HeldSlot = std::sync::Arc<Mutex<Option<crate::catalogue::out_of_order::Release>>>;
 
 /// The last replies to `tools/call` requests that no fault fired on: per tool (for `stale`) and overall (for
 /// `replayed`). Bounded by [`MAX_REMEMBERED_TOOLS`] and [`MAX_REMEMBERED_REPLY_BYTES`].
@@ -139,21 +154,26 @@ impl History {
 pub struct Engine {
     state: Mutex<State>,
     recorder: Recorder,
-    held: HeldSlot,
+    shared: Shared,
 }
 
 impl Engine {
     pub fn new(recorder: Recorder) -> Self {
-        Self::sharing_held(recorder, HeldSlot::default())
+        Self::sharing(recorder, Shared::default())
     }
 
-    /// An engine whose `out_of_order` hold is shared with other engines of the same connection.
-    pub fn sharing_held(recorder: Recorder, held: HeldSlot) -> Self {
-        Self { state: Mutex::default(), recorder, held }
+    /// An engine that shares its `out_of_order` hold and what it learns with the other engines of `shared`.
+    pub fn sharing(recorder: Recorder, shared: Shared) -> Self {
+        Self { state: Mutex::default(), recorder, shared }
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, Option<crate::catalogue::out_of_order::Release>> {
-        self.held.lock().unwrap_or_else(|e| e.into_inner())
+        self.shared.held.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn memory(&self) -> std::sync::MutexGuard<'_, Memory> {
+        // Each update replaces or pushes one entry; a panic elsewhere leaves it usable.
+        self.shared.memory.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn recorder(&self) -> &Recorder {
@@ -230,21 +250,24 @@ impl Engine {
     pub fn outbound_fired(&self, frame: &Frame) -> (Option<FaultKind>, Vec<WireAction>) {
         let fired = match (frame.is_reply(), frame.id()) {
             (true, Some(id)) => {
-                let mut state = self.state();
-                let request = state.requests.remove(id);
+                let (request, armed) = {
+                    let mut state = self.state();
+                    (state.requests.remove(id), state.armed.remove(id))
+                };
+                let mut memory = self.memory();
                 if let (Some("tools/list"), Some(reply)) = (request.as_ref().and_then(Frame::method), frame.value()) {
-                    state.schemas.learn(reply);
+                    memory.schemas.learn(reply);
                 }
                 let tool = request.as_ref().and_then(Frame::tool_name);
-                match state.armed.remove(id) {
+                match armed {
                     Some(fault) => {
-                        let mut earlier = state.history.earlier(tool);
-                        earlier.output_schema = tool.and_then(|tool| state.schemas.of(tool));
+                        let mut earlier = memory.history.earlier(tool);
+                        earlier.output_schema = tool.and_then(|tool| memory.schemas.of(tool));
                         Some((id.clone(), fault, request, earlier))
                     }
                     None => {
                         if let Some(tool) = tool {
-                            state.history.remember(tool, frame.bytes());
+                            memory.history.remember(tool, frame.bytes());
                         }
                         None
                     }
@@ -285,9 +308,8 @@ impl Engine {
         let mut state = self.state();
         state.armed.clear();
         state.requests.clear();
-        state.history = History::default();
-        state.schemas = OutputSchemas::default();
         drop(state);
+        *self.memory() = Memory::default();
         if let Some(held) = self.held().take() {
             held.fire();
         }
@@ -409,14 +431,14 @@ mod tests {
         call(&engine, 100, "tool1");
         engine.outbound(&reply(100, &huge));
         {
-            let state = engine.state();
+            let state = engine.memory();
             assert_eq!(state.history.by_tool.len(), MAX_REMEMBERED_TOOLS);
             assert!(state.history.earlier(Some("tool0")).same_tool.is_none(), "the oldest tool was forgotten");
             let kept = state.history.earlier(Some("tool1")).same_tool.unwrap();
             assert!(kept.len() < 100, "an over-large reply is not remembered");
         }
         engine.clear();
-        assert!(engine.state().history.earlier(Some("tool1")).any_tool.is_none());
+        assert!(engine.memory().history.earlier(Some("tool1")).any_tool.is_none());
     }
 
     #[test]
@@ -488,11 +510,11 @@ mod tests {
             .map(|i| serde_json::json!({"name": format!("tool{i}"), "outputSchema": schema}))
             .collect();
         list_tools(&engine, 1, serde_json::Value::Array(many));
-        assert_eq!(engine.state().schemas.by_tool.len(), MAX_REMEMBERED_SCHEMAS);
+        assert_eq!(engine.memory().schemas.by_tool.len(), MAX_REMEMBERED_SCHEMAS);
         let huge = serde_json::json!({"type": "object", "description": "x".repeat(MAX_OUTPUT_SCHEMA_BYTES)});
         list_tools(&engine, 2, serde_json::json!([{"name": "big", "outputSchema": huge}, {"name": "tool5"}]));
         {
-            let state = engine.state();
+            let state = engine.memory();
             assert!(state.schemas.of("tool0").is_none() && state.schemas.of("tool1").is_none(), "oldest forgotten");
             assert_eq!(state.schemas.of("tool2"), Some(OutputSchema::Listed(Arc::new(schema))));
             assert_eq!(state.schemas.of("big"), Some(OutputSchema::TooLarge), "too large, but not forgotten");
@@ -501,9 +523,9 @@ mod tests {
         // Only replies to `tools/list` teach schemas.
         call(&engine, 3, "x");
         engine.outbound(&frame(r#"{"jsonrpc":"2.0","id":3,"result":{"tools":[{"name":"y","outputSchema":{}}]}}"#));
-        assert!(engine.state().schemas.of("y").is_none());
+        assert!(engine.memory().schemas.of("y").is_none());
         engine.clear();
-        assert!(engine.state().schemas.by_tool.is_empty());
+        assert!(engine.memory().schemas.by_tool.is_empty());
     }
 
     #[test]

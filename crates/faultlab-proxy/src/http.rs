@@ -12,7 +12,7 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use faultlab_engine::engine::HeldSlot;
+use faultlab_engine::engine::Shared;
 use faultlab_engine::recorder::FrameAction;
 use faultlab_engine::{Engine, FaultKind};
 use faultlab_http::body::{self, Exchange};
@@ -84,9 +84,10 @@ impl HttpUpstream {
 }
 
 struct Proxy {
-    /// The one `out_of_order` hold of the whole front: a reply held on one request's response is released by the
-    /// next reply on any other.
-    held: HeldSlot,
+    /// What the per-request engines of the whole front share: a reply held by `out_of_order` on one request's
+    /// response is released by the next reply on any other, and `stale`, `wrong_value` and `contradictory` build on
+    /// replies that came on other requests' responses.
+    shared: Shared,
     options: HttpProxyOptions,
     rules: SharedRules,
     trajectory: Arc<Trajectory>,
@@ -109,7 +110,7 @@ pub async fn serve(
         trajectory.started(rules.seed(), rules.len());
     }
     let proxy = Arc::new(Proxy {
-        held: HeldSlot::default(),
+        shared: Shared::default(),
         options,
         rules,
         trajectory: trajectory.clone(),
@@ -146,7 +147,7 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     let fired = proxy.rules.lock().unwrap_or_else(|e| e.into_inner()).decide(&frame, proxy.start.elapsed());
     // One engine per exchange: over HTTP a reply always comes on the response of the POST that carried its
     // request, so faults armed here fire there and cannot meet another client's equal id.
-    let engine = Arc::new(Engine::sharing_held(proxy.trajectory.recorder().clone(), proxy.held.clone()));
+    let engine = Arc::new(Engine::sharing(proxy.trajectory.recorder().clone(), proxy.shared.clone()));
     engine.inbound(&frame);
     let executed = fired.as_ref().is_none_or(|f| f.mode == Mode::After);
     let exchange = {

@@ -1,7 +1,8 @@
 //! `wrong_value` and `contradictory` through the real proxy keep a tool's result valid against the output schema
 //! the upstream listed. The upstream is a tiny in-test Streamable HTTP server (no Node, no script): it lists a tool
 //! with an `outputSchema` and answers its calls with `structuredContent` mirrored as JSON text; the client speaks
-//! lines to the proxy's stdio front over an in-memory pipe.
+//! lines to the proxy's stdio front over an in-memory pipe, or POSTs to the proxy's HTTP front, where each request
+//! has an engine of its own and the faults still build on what other requests' replies taught.
 
 use axum::body::Bytes;
 use axum::http::{StatusCode, header};
@@ -46,7 +47,8 @@ fn answer(request: &Value) -> Option<String> {
             "content": [{"type": "text", "text": STRUCTURED}],
             "structuredContent": serde_json::from_str::<Value>(STRUCTURED).unwrap()
         }),
-        (Some("tools/call"), _) => json!({"content": [{"type": "text", "text": "3 apples"}]}),
+        // Names the request it answers, so that a `stale` copy of it is told apart from a fresh answer.
+        (Some("tools/call"), _) => json!({"content": [{"type": "text", "text": format!("3 apples, answer {id}")}]}),
         _ => return Some(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no"}}).to_string()),
     };
     Some(json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string())
@@ -58,6 +60,14 @@ async fn upstream(body: Bytes) -> Response {
         Some(reply) => ([(header::CONTENT_TYPE, "application/json")], reply).into_response(),
         None => StatusCode::ACCEPTED.into_response(),
     }
+}
+
+/// The fake upstream on a loopback port of its own: its URL and its task.
+async fn start_upstream() -> (String, tokio::task::JoinHandle<std::io::Result<()>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let router = axum::Router::new().route("/mcp", axum::routing::post(upstream));
+    (url, tokio::spawn(async move { axum::serve(listener, router).await }))
 }
 
 fn request(id: i64, method: &str, params: Value) -> Value {
@@ -83,11 +93,7 @@ rules:
 
 #[tokio::test]
 async fn faults_keep_structured_content_valid_against_the_listed_output_schema() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let server = tokio::spawn(async move {
-        axum::serve(listener, axum::Router::new().route("/mcp", axum::routing::post(upstream))).await
-    });
+    let (url, server) = start_upstream().await;
 
     let recorder = Recorder::memory();
     let trajectory = Arc::new(Trajectory::new(recorder.clone()));
@@ -158,4 +164,80 @@ async fn faults_keep_structured_content_valid_against_the_listed_output_schema()
     let (fault, id, reason) = &outcomes[2];
     assert_eq!((fault.as_str(), id), ("wrong_value", &json!(5)));
     assert!(reason.as_deref().is_some_and(|r| r.contains("maximum")), "{reason:?}");
+}
+
+/// What the proxy recorded: each fault activated or skipped, with its request id and the reason it was skipped.
+fn outcomes(recorder: &Recorder) -> Vec<(String, Value, Option<String>)> {
+    recorder
+        .records()
+        .into_iter()
+        .filter_map(|record| match record.event {
+            Event::FaultActivated { fault, request_id } => Some((fault, request_id, None)),
+            Event::FaultSkipped { fault, request_id, reason } => Some((fault, request_id, Some(reason))),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn over_the_http_front_faults_build_on_replies_other_requests_brought() {
+    let (upstream_url, server) = start_upstream().await;
+
+    let rules =
+        format!("{RULES}  - name: stuck-cache\n    match: {{ tool: plain, nth: 2 }}\n    fault: {{ type: stale }}\n");
+    let rules = RuleSet::new(yaml_serde::from_str::<RulesFile>(&rules).unwrap()).shared();
+    let recorder = Recorder::memory();
+    let trajectory = Arc::new(Trajectory::new(recorder.clone()));
+    let front = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let front_addr = front.local_addr().unwrap();
+    let options = faultlab_proxy::http::HttpProxyOptions {
+        path: "/mcp".into(),
+        allowed_hosts: faultlab_http::guard::AllowedHosts::for_bind(front_addr.ip()),
+    };
+    let upstream = faultlab_proxy::http::HttpUpstream::url(upstream_url.parse().unwrap()).unwrap();
+    let shutdown = CancellationToken::new();
+    let proxy =
+        tokio::spawn(faultlab_proxy::http::serve(front, options, upstream, rules, trajectory, shutdown.clone()));
+
+    // Each message is a POST of its own: a request of its own to the front, with an engine of its own.
+    let client = reqwest::Client::new();
+    let exchange = async |message: Value| -> String {
+        let response = client
+            .post(format!("http://{front_addr}/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(message.to_string())
+            .timeout(Duration::from_secs(20))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        response.text().await.unwrap()
+    };
+
+    let list = request(1, "tools/list", json!({}));
+    assert_eq!(exchange(list.clone()).await, answer(&list).unwrap(), "the list passes byte for byte");
+    // The schema came with request 1's reply; the faults below fire on other requests and still keep to it.
+    let contradicted: Value = serde_json::from_str(&exchange(call(2, "inventory")).await).unwrap();
+    assert_eq!(contradicted["result"]["content"][1]["text"], r#"{"count":9,"status":"in_stock"}"#);
+    assert_eq!(exchange(call(3, "plain")).await, answer(&call(3, "plain")).unwrap(), "unrelated: untouched");
+    let wrong: Value = serde_json::from_str(&exchange(call(4, "inventory")).await).unwrap();
+    assert_eq!(wrong["result"]["structuredContent"], json!({"count": 7, "status": "in_stock"}));
+    assert_eq!(exchange(call(5, "inventory")).await, answer(&call(5, "inventory")).unwrap(), "invalid: unchanged");
+    // `stale` on the second `plain` call serves request 3's answer under id 6.
+    let stale: Value = serde_json::from_str(&exchange(call(6, "plain")).await).unwrap();
+    assert_eq!(stale["id"], 6);
+    assert_eq!(stale["result"]["content"][0]["text"], "3 apples, answer 3", "the earlier answer, not a fresh one");
+
+    shutdown.cancel();
+    tokio::time::timeout(Duration::from_secs(20), proxy).await.expect("the front stopped in time").unwrap().unwrap();
+    server.abort();
+
+    let outcomes = outcomes(&recorder);
+    assert_eq!(outcomes.len(), 4, "{outcomes:?}");
+    assert_eq!(outcomes[0], ("contradictory".into(), json!(2), None));
+    assert_eq!(outcomes[1], ("wrong_value".into(), json!(4), None));
+    assert_eq!((outcomes[2].0.as_str(), &outcomes[2].1), ("wrong_value", &json!(5)));
+    assert!(outcomes[2].2.as_deref().is_some_and(|r| r.contains("maximum")), "{outcomes:?}");
+    assert_eq!(outcomes[3], ("stale".into(), json!(6), None));
 }

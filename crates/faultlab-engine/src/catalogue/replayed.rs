@@ -4,7 +4,8 @@
 //! `tools/call` of **any tool** on the same connection scope is sent again, byte for byte, with its original
 //! (already answered) id (stdio: two lines; HTTP: a JSON body becomes an SSE stream of two `message` events). The
 //! engine remembers the last reply no fault fired on (replies up to 1 MiB). With no earlier reply (the first call,
-//! a stateless HTTP request, or the proxy's `instead` mode) only the reply is sent.
+//! a stateless request to `faultlab serve` over HTTP, or the proxy's `instead` mode) only the reply is sent; the
+//! proxy's HTTP front remembers across its requests.
 //!
 //! **What a robust client should do.** Complete this request with its own reply and drop the replayed one: its id
 //! was answered already, so it must not resolve any other pending request nor be processed twice; keep the

@@ -5,8 +5,9 @@
 //! other byte of the old reply is kept (re-serialised compactly, so key order is unchanged). The engine remembers,
 //! per tool, the last reply that no fault fired on (at most 32 tools, replies up to 1 MiB); the upstream's real
 //! reply to this request is not shown to the client and not remembered, so repeated `stale` faults keep serving
-//! the same old answer, like a stuck cache. With no earlier reply to that tool (the first call, a stateless HTTP
-//! request, or the proxy's `instead` mode where no upstream reply exists) the reply is sent unchanged.
+//! the same old answer, like a stuck cache. With no earlier reply to that tool (the first call, a stateless
+//! request to `faultlab serve` over HTTP, each its own scope, or the proxy's `instead` mode where no upstream reply
+//! exists) the reply is sent unchanged. The proxy's HTTP front remembers across its requests.
 //!
 //! **What a robust client should do.** It cannot tell from the shape. A careful agent does not trust a result that
 //! should have changed (after a write, a read returning the pre-write content), checks freshness markers
