@@ -36,7 +36,8 @@
 //!   --ts-sdk DIR      / FAULTLAB_BENCH_TS_SDK      the @modelcontextprotocol/sdk package the TS relay loads;
 //!                                                  default: the one installed beside server-everything
 //!   FAULTLAB_BENCH_TS_SKIP=REASON                  why the TS SDK relay is left out
-//!   --agentbreak PATH / FAULTLAB_BENCH_AGENTBREAK  default: .cache/bench-proxy/agentbreak-venv/bin/agentbreak if
+//!   --agentbreak PATH / FAULTLAB_BENCH_AGENTBREAK  its console script, in a virtualenv with `python` beside it;
+//!                                                  default: .cache/bench-proxy/agentbreak-venv/bin/agentbreak if
 //!                                                  present (never in quick mode unless given)
 //!   FAULTLAB_BENCH_AGENTBREAK_SKIP=REASON          why AgentBreak is not there
 //!   --json PATH       / FAULTLAB_BENCH_JSON        default: target/bench/proxy.json (workspace root)
@@ -1051,24 +1052,16 @@ impl HttpProc {
         Ok(HttpProc { child, pgid })
     }
 
-    /// Waits (up to [`STALL`]) for a line on its (piped) stderr from which `ready` extracts the endpoint URL; the
-    /// rest of stderr is drained, so a full pipe never blocks the process.
+    /// Its endpoint URL, from its (piped) stderr: see [`common::ready_line`].
     fn ready_line(
         &mut self,
         what: &str,
+        log: Option<std::fs::File>,
         ready: impl Fn(&str) -> Option<String> + Send + 'static,
     ) -> Result<String, String> {
-        let stderr = BufReader::new(self.child.stderr.take().expect("piped stderr"));
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut tx = Some(tx);
-            for line in stderr.lines().map_while(Result::ok) {
-                if let Some(url) = tx.as_ref().and_then(|_| ready(&line)) {
-                    let _ = tx.take().unwrap().send(url);
-                }
-            }
-        });
-        rx.recv_timeout(STALL).map_err(|_| format!("{what} exited or printed no listening line within {STALL:?}"))
+        let stderr = self.child.stderr.take().expect("piped stderr");
+        common::ready_line(stderr, log, STALL, ready)
+            .ok_or_else(|| format!("{what} exited or printed no listening line within {STALL:?}"))
     }
 }
 
@@ -1090,7 +1083,7 @@ fn start_node_http(cfg: &Config) -> Result<(HttpProc, String), String> {
     let mut cmd = Command::new(&cfg.node);
     cmd.arg(&cfg.everything).arg("streamableHttp").env("PORT", port.to_string()).stderr(Stdio::piped());
     let mut server = HttpProc::spawn(&mut cmd, "server-everything streamableHttp")?;
-    let url = server.ready_line("server-everything streamableHttp", move |line| {
+    let url = server.ready_line("server-everything streamableHttp", None, move |line| {
         line.contains("listening on port").then(|| format!("http://127.0.0.1:{port}/mcp"))
     })?;
     Ok((server, url))
@@ -1103,7 +1096,7 @@ fn start_proxy_http(cfg: &Config, upstream: &str, scratch: &Path) -> Result<(Htt
         .arg(scratch.join("http-trajectory.jsonl"))
         .stderr(Stdio::piped());
     let mut proxy = HttpProc::spawn(&mut cmd, "faultlab proxy --listen")?;
-    let url = proxy.ready_line("faultlab proxy --listen", |line| {
+    let url = proxy.ready_line("faultlab proxy --listen", None, |line| {
         let rest = line.strip_prefix("faultlab: proxy listening at ")?;
         Some(rest.split(" for ").next()?.trim().to_owned())
     })?;
@@ -1121,6 +1114,27 @@ fn log_tail(path: &Path) -> String {
 /// registry `serve` requires, from the upstream's `tools/list`), then `agentbreak serve` with the MCP side in proxy
 /// mode, the LLM side off and no scenarios (no faults, as the proxy runs without rules). Files live in the scratch
 /// folder; its log (every upstream request at INFO, its default) goes to a file there.
+/// Printed on stderr by [`AGENTBREAK_READY`] once AgentBreak's server listens.
+const AGENTBREAK_READY_LINE: &str = "faultlab-bench: agentbreak listening";
+
+/// `agentbreak`'s own entry point (`agentbreak.main:cli`, as its console script calls it), with uvicorn's
+/// `Server.startup` (which binds and listens) followed by [`AGENTBREAK_READY_LINE`].
+const AGENTBREAK_READY: &str = r#"
+import sys
+import uvicorn
+from agentbreak.main import cli
+
+bind_and_listen = uvicorn.Server.startup
+
+async def startup(self, sockets=None):
+    await bind_and_listen(self, sockets)
+    print("faultlab-bench: agentbreak listening", file=sys.stderr, flush=True)
+
+uvicorn.Server.startup = startup
+sys.argv[0] = "agentbreak"
+sys.exit(cli())
+"#;
+
 fn start_agentbreak(bin: &Path, upstream: &str, scratch: &Path) -> Result<(HttpProc, String), String> {
     let dir = scratch.join("agentbreak");
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -1152,8 +1166,14 @@ fn start_agentbreak(bin: &Path, upstream: &str, scratch: &Path) -> Result<(HttpP
     }
     let log_path = dir.join("serve.log");
     let log = std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
-    let mut cmd = Command::new(bin);
-    cmd.arg("serve")
+    // AgentBreak logs "starting on" before uvicorn binds, and runs uvicorn at log level warning, so nothing it
+    // prints says the port is open. Run its own command line through its own Python with uvicorn's startup
+    // wrapped to print one line once the sockets listen: an event to wait for, with nothing changed per request.
+    let python = bin.with_file_name("python");
+    let mut cmd = Command::new(&python);
+    cmd.arg("-c")
+        .arg(AGENTBREAK_READY)
+        .arg("serve")
         .arg("--config")
         .arg(&app)
         .arg("--scenarios")
@@ -1161,22 +1181,12 @@ fn start_agentbreak(bin: &Path, upstream: &str, scratch: &Path) -> Result<(HttpP
         .arg("--registry")
         .arg(&registry)
         .current_dir(&dir)
-        .stderr(log);
+        .stderr(Stdio::piped());
     let mut server = HttpProc::spawn(&mut cmd, "agentbreak serve")?;
-    // It logs "starting on" before uvicorn binds: ready once the port accepts a connection.
-    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-    let deadline = Instant::now() + STALL;
-    loop {
-        if let Ok(Some(status)) = server.child.try_wait() {
-            return Err(format!("agentbreak serve exited ({status}): {}", log_tail(&log_path)));
-        }
-        if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
-            break;
-        }
-        if Instant::now() > deadline {
-            return Err(format!("agentbreak serve did not listen within {STALL:?}: {}", log_tail(&log_path)));
-        }
-        std::thread::sleep(Duration::from_millis(50));
+    let listening = server
+        .ready_line("agentbreak serve", Some(log), |line| line.strip_prefix(AGENTBREAK_READY_LINE).map(str::to_owned));
+    if let Err(e) = listening {
+        return Err(format!("{e}: {}", log_tail(&log_path)));
     }
     Ok((server, format!("http://127.0.0.1:{port}/mcp")))
 }

@@ -31,7 +31,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// Newest era the Node reference server (SDK 1.x) accepts; ours is asked for the modern one.
@@ -247,17 +247,9 @@ impl Drop for HttpServer {
 fn start_http(mut cmd: Command, ready: impl Fn(&str) -> Option<String> + Send + 'static) -> HttpServer {
     cmd.env_remove("LAB_SCENARIO").stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
     let mut child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {cmd:?}: {e}"));
-    let stderr = BufReader::new(child.stderr.take().unwrap());
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut tx = Some(tx);
-        for line in stderr.lines().map_while(Result::ok) {
-            if let Some(url) = tx.as_ref().and_then(|_| ready(&line)) {
-                let _ = tx.take().unwrap().send(url);
-            }
-        }
-    });
-    let url = rx.recv_timeout(STALL).unwrap_or_else(|_| panic!("{cmd:?} printed no listening line"));
+    let stderr = child.stderr.take().unwrap();
+    let url =
+        common::ready_line(stderr, None, STALL, ready).unwrap_or_else(|| panic!("{cmd:?} printed no listening line"));
     HttpServer { child, url }
 }
 

@@ -2,8 +2,11 @@
 //! and tools read from `/proc` or the tools themselves.
 
 use serde_json::{Value, json};
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{ChildStderr, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
 
 /// Summary of a sample, in the unit the samples were taken in (nearest-rank quantiles).
 #[derive(Clone, Copy, Debug)]
@@ -102,4 +105,28 @@ pub fn cpu_us(pid: u32) -> f64 {
     // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after `pid (comm)`.
     let ticks: u64 = [11, 12].iter().filter_map(|&i| fields.get(i)?.parse::<u64>().ok()).sum();
     ticks as f64 * tick_us
+}
+
+/// Waits up to `stall` for a line on a server's `stderr` from which `ready` extracts its endpoint URL (`None` if it
+/// exits or never prints one). The rest of stderr is drained on a thread, so a full pipe never blocks the server,
+/// and every line is copied to `log` when one is given.
+pub fn ready_line(
+    stderr: ChildStderr,
+    mut log: Option<std::fs::File>,
+    stall: Duration,
+    ready: impl Fn(&str) -> Option<String> + Send + 'static,
+) -> Option<String> {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut tx = Some(tx);
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            if let Some(log) = log.as_mut() {
+                let _ = writeln!(log, "{line}");
+            }
+            if let Some(url) = tx.as_ref().and_then(|_| ready(&line)) {
+                let _ = tx.take().unwrap().send(url);
+            }
+        }
+    });
+    rx.recv_timeout(stall).ok()
 }
