@@ -63,21 +63,30 @@ pub struct TrajectoryError {
     pub message: String,
 }
 
+/// The JSON lines of a trajectory with their 0-based line indexes, blank lines left out. A last line cut short (the
+/// proxy was killed while writing it) ends them; any other line that does not parse as `T` is an error.
+pub(crate) fn trajectory_lines<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<(usize, T)>, TrajectoryError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut parsed = Vec::new();
+    for (index, raw) in lines.iter().enumerate() {
+        if raw.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(raw) {
+            Ok(line) => parsed.push((index, line)),
+            Err(_) if index + 1 == lines.len() && !text.ends_with('\n') => break,
+            Err(e) => return Err(TrajectoryError { line: index + 1, message: e.to_string() }),
+        }
+    }
+    Ok(parsed)
+}
+
 /// The tool calls of a trajectory (JSON lines from `faultlab proxy --record`), in arrival order. A last line cut
 /// short (the proxy was killed while writing) is ignored; any other bad line is an error.
 pub fn tool_calls(text: &str) -> Result<Vec<ToolCall>, TrajectoryError> {
     let mut calls: Vec<ToolCall> = Vec::new();
     let mut open: HashMap<String, usize> = HashMap::new();
-    let lines: Vec<&str> = text.lines().collect();
-    for (index, raw) in lines.iter().enumerate() {
-        if raw.trim().is_empty() {
-            continue;
-        }
-        let line: Line = match serde_json::from_str(raw) {
-            Ok(line) => line,
-            Err(_) if index + 1 == lines.len() && !text.ends_with('\n') => break,
-            Err(e) => return Err(TrajectoryError { line: index + 1, message: e.to_string() }),
-        };
+    for (index, line) in trajectory_lines::<Line>(text)? {
         if line.event != "frame" {
             continue;
         }

@@ -7,7 +7,7 @@
 //! reply and are logged as `live`. The proxy in front applies the run's rules with the run's seed again, so faults
 //! fire as they did for the same sequence of calls.
 
-use crate::evidence::TrajectoryError;
+use crate::evidence::{TrajectoryError, trajectory_lines};
 use faultlab_diagnose::model::canonical;
 use faultlab_wire::{Frame, LineCodec, MAX_LINE_BYTES};
 use futures::{SinkExt as _, StreamExt as _};
@@ -29,16 +29,7 @@ impl Cassette {
     pub fn from_trajectory(text: &str) -> Result<Self, TrajectoryError> {
         let mut cassette = Cassette::default();
         let mut open: HashMap<String, String> = HashMap::new();
-        let lines: Vec<&str> = text.lines().collect();
-        for (index, raw) in lines.iter().enumerate() {
-            if raw.trim().is_empty() {
-                continue;
-            }
-            let line: Value = match serde_json::from_str(raw) {
-                Ok(line) => line,
-                Err(_) if index + 1 == lines.len() && !text.ends_with('\n') => break,
-                Err(e) => return Err(TrajectoryError { line: index + 1, message: e.to_string() }),
-            };
+        for (_, line) in trajectory_lines::<Value>(text)? {
             if line["event"] != "frame" || line["id"].is_null() {
                 continue;
             }
