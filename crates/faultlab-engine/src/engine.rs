@@ -208,6 +208,11 @@ impl Engine {
         self.state().armed.remove(id).is_some()
     }
 
+    /// Whether a fault is armed on the reply to request `id`.
+    pub fn is_armed(&self, id: &MessageId) -> bool {
+        self.state().armed.contains_key(id)
+    }
+
     /// How many faults are armed and waiting.
     pub fn pending(&self) -> usize {
         self.state().armed.len()

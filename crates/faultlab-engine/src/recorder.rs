@@ -173,23 +173,38 @@ impl Recorder {
     }
 
     pub fn record(&self, event: Event) {
-        let record =
-            Record { ts_ms: self.start.elapsed().as_secs_f64() * 1000.0, scope: self.scope.to_string(), event };
-        match &self.sink {
-            Sink::Stderr => {
-                if let Ok(mut line) = serde_json::to_vec(&record) {
-                    line.push(b'\n');
-                    // One write per line keeps lines whole when several tasks record at once.
-                    let _ = std::io::stderr().lock().write_all(&line);
+        self.record_all(std::iter::once(event));
+    }
+
+    /// Records `events` with one write (they share a timestamp): a relay that read several frames at once
+    /// records them together, instead of paying a system call per frame. Each is still written before the
+    /// caller goes on.
+    pub fn record_all(&self, events: impl IntoIterator<Item = Event>) {
+        let ts_ms = self.start.elapsed().as_secs_f64() * 1000.0;
+        let records = events.into_iter().map(|event| Record { ts_ms, scope: self.scope.to_string(), event });
+        let lines = |records: &mut dyn Iterator<Item = Record>| {
+            let mut lines = Vec::new();
+            for record in records {
+                let start = lines.len();
+                match serde_json::to_writer(&mut lines, &record) {
+                    Ok(()) => lines.push(b'\n'),
+                    // Never a half line in the file.
+                    Err(_) => lines.truncate(start),
                 }
+            }
+            lines
+        };
+        match &self.sink {
+            // One write for all the lines keeps them whole when several tasks record at once.
+            Sink::Stderr => {
+                let lines = lines(&mut { records });
+                let _ = std::io::stderr().lock().write_all(&lines);
             }
             Sink::File(file) => {
-                if let Ok(mut line) = serde_json::to_vec(&record) {
-                    line.push(b'\n');
-                    let _ = file.lock().unwrap_or_else(|e| e.into_inner()).write_all(&line);
-                }
+                let lines = lines(&mut { records });
+                let _ = file.lock().unwrap_or_else(|e| e.into_inner()).write_all(&lines);
             }
-            Sink::Memory(records) => records.lock().unwrap_or_else(|e| e.into_inner()).push(record),
+            Sink::Memory(kept) => kept.lock().unwrap_or_else(|e| e.into_inner()).extend(records),
             Sink::Discard => {}
         }
     }

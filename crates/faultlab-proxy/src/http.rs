@@ -153,7 +153,8 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     let exchange = {
         let (trajectory, rule) = (proxy.trajectory.clone(), fired.as_ref().map(|f| f.rule.clone()));
         Exchange::new(&frame, engine.clone(), &proxy.shutdown).observe(Arc::new(move |reply, fault, actions| {
-            trajectory.server_frame(reply, rule.as_deref().filter(|_| fault.is_some()), fault, actions, executed);
+            let rule = rule.as_deref().filter(|_| fault.is_some());
+            trajectory.record_events(vec![trajectory.server_frame_event(reply, rule, fault, actions, executed)]);
         }))
     };
     let Some(Fired { rule, mode, fault }) = fired else {

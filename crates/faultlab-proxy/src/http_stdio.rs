@@ -52,7 +52,14 @@ impl Bridge {
                     }
                     None => {
                         trajectory.account(0);
-                        trajectory.record(Direction::ServerToClient, FrameAction::Consumed, &frame, None, None, None);
+                        trajectory.record(trajectory.frame_event(
+                            Direction::ServerToClient,
+                            FrameAction::Consumed,
+                            &frame,
+                            None,
+                            None,
+                            None,
+                        ));
                     }
                 }
             }

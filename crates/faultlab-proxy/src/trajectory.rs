@@ -3,6 +3,7 @@
 
 use faultlab_engine::recorder::{Direction, Event, FrameAction, TransportEventKind};
 use faultlab_engine::{FaultKind, Recorder, WireAction};
+use faultlab_wire::frame::at;
 use faultlab_wire::{Frame, MessageId};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -68,7 +69,7 @@ impl Trajectory {
         executed: Option<bool>,
     ) {
         self.injected(1);
-        self.record(direction, FrameAction::Injected, frame, rule, fault, executed);
+        self.record(self.frame_event(direction, FrameAction::Injected, frame, rule, fault, executed));
     }
 
     /// Something the proxy did to its upstream connection (stopped or restarted the upstream), with the request
@@ -89,18 +90,29 @@ impl Trajectory {
     ) {
         self.account(out);
         let executed = (action == FrameAction::Consumed).then_some(false);
-        self.record(Direction::ClientToServer, action, frame, rule, fault, executed);
+        self.record(self.frame_event(Direction::ClientToServer, action, frame, rule, fault, executed));
     }
 
-    /// A server-to-client frame and what went out for it.
-    pub fn server_frame(
+    /// Client-to-server frames no rule fired on, written to the upstream together; `sent[i]` says whether frame
+    /// `i` went out. Recorded with one write.
+    pub fn client_frames_forwarded(&self, frames: &[Frame], sent: &[bool]) {
+        let events = frames.iter().zip(sent).map(|(frame, &sent)| {
+            self.account(u64::from(sent));
+            self.frame_event(Direction::ClientToServer, FrameAction::Forwarded, frame, None, None, None)
+        });
+        self.recorder.record_all(events);
+    }
+
+    /// A server-to-client frame and what went out for it: accounted for, and its event returned for the caller to
+    /// record (with others read at the same time, see [`Trajectory::record_events`]).
+    pub fn server_frame_event(
         &self,
         frame: &Frame,
         rule: Option<&str>,
         fault: Option<&FaultKind>,
         actions: &[WireAction],
         executed: bool,
-    ) {
+    ) -> Event {
         let out = frames_written(actions);
         self.account(out);
         let action = match (fault, out) {
@@ -108,10 +120,23 @@ impl Trajectory {
             (Some(_), 0) => FrameAction::Consumed,
             (Some(_), _) => FrameAction::Faulted,
         };
-        self.record(Direction::ServerToClient, action, frame, rule, fault, fault.map(|_| executed));
+        self.frame_event(Direction::ServerToClient, action, frame, rule, fault, fault.map(|_| executed))
     }
 
-    pub fn record(
+    /// Events built elsewhere (see [`Trajectory::server_frame_event`]), with one write.
+    pub fn record_events(&self, events: Vec<Event>) {
+        if !events.is_empty() {
+            self.recorder.record_all(events);
+        }
+    }
+
+    /// Records one event (see [`Trajectory::frame_event`]).
+    pub fn record(&self, event: Event) {
+        self.recorder.record(event);
+    }
+
+    /// The event for one frame; recording it is the caller's.
+    pub fn frame_event(
         &self,
         direction: Direction,
         action: FrameAction,
@@ -119,8 +144,8 @@ impl Trajectory {
         rule: Option<&str>,
         fault: Option<&FaultKind>,
         executed: Option<bool>,
-    ) {
-        self.recorder.record(Event::Frame {
+    ) -> Event {
+        Event::Frame {
             direction,
             action,
             id: frame.id().map(MessageId::to_value),
@@ -131,13 +156,13 @@ impl Trajectory {
             executed,
             bytes: frame.bytes().len(),
             arguments: (frame.method() == Some("tools/call"))
-                .then(|| frame.value()?.pointer("/params/arguments").cloned())
+                .then(|| at(frame.value()?, &["params", "arguments"]).cloned())
                 .flatten(),
             error: frame.is_reply().then(|| reply_is_error(frame)),
             body: (self.bodies && direction == Direction::ServerToClient && frame.is_reply())
                 .then(|| frame.value().cloned())
                 .flatten(),
-        });
+        }
     }
 
     /// Writes the ledger.
@@ -155,7 +180,7 @@ impl Trajectory {
 /// fault rewrote it; the fault field says so.
 fn reply_is_error(frame: &Frame) -> bool {
     let Some(value) = frame.value() else { return false };
-    value.get("error").is_some() || value.pointer("/result/isError") == Some(&serde_json::Value::Bool(true))
+    value.get("error").is_some() || at(value, &["result", "isError"]) == Some(&serde_json::Value::Bool(true))
 }
 
 /// How many frames a list of actions writes.

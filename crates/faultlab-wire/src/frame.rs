@@ -3,6 +3,7 @@
 use bytes::Bytes;
 use serde_json::Value;
 use std::fmt;
+use std::sync::Arc;
 
 /// The identity of a JSON-RPC request as it appeared on the wire.
 ///
@@ -79,7 +80,8 @@ pub enum Kind {
 #[derive(Clone)]
 pub struct Frame {
     bytes: Bytes,
-    value: Option<Value>,
+    /// Shared, so that keeping a frame (a request remembered until its reply) does not copy the whole tree.
+    value: Option<Arc<Value>>,
     kind: Kind,
 }
 
@@ -89,14 +91,14 @@ impl Frame {
         let bytes = bytes.into();
         let value = serde_json::from_slice::<Value>(&bytes).ok();
         let kind = value.as_ref().map_or(Kind::Unparsable, classify);
-        Self { bytes, value, kind }
+        Self { bytes, value: value.map(Arc::new), kind }
     }
 
     /// A frame for a value built in memory, serialised compactly (never contains a newline).
     pub fn from_value(value: Value) -> Self {
         let bytes = Bytes::from(serde_json::to_vec(&value).unwrap_or_default());
         let kind = classify(&value);
-        Self { bytes, value: Some(value), kind }
+        Self { bytes, value: Some(Arc::new(value)), kind }
     }
 
     pub fn bytes(&self) -> &Bytes {
@@ -104,7 +106,7 @@ impl Frame {
     }
 
     pub fn value(&self) -> Option<&Value> {
-        self.value.as_ref()
+        self.value.as_deref()
     }
 
     pub fn kind(&self) -> &Kind {
@@ -133,12 +135,12 @@ impl Frame {
         if self.method() != Some("tools/call") {
             return None;
         }
-        self.value.as_ref()?.pointer("/params/name")?.as_str()
+        at(self.value()?, &["params", "name"])?.as_str()
     }
 
     /// `params._meta.progressToken` of a request, if the sender asked for progress.
     pub fn progress_token(&self) -> Option<&Value> {
-        self.value.as_ref()?.pointer("/params/_meta/progressToken")
+        at(self.value()?, &["params", "_meta", "progressToken"])
     }
 
     /// True for a response or error answering a request (what faults armed on a request id act on).
@@ -151,6 +153,12 @@ impl fmt::Debug for Frame {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Frame").field("kind", &self.kind).field("bytes", &String::from_utf8_lossy(&self.bytes)).finish()
     }
+}
+
+/// The value under object keys `path` (what `Value::pointer` finds for `/a/b` when every step is an object key),
+/// without the allocations `pointer` makes to unescape each step: this runs several times for every frame.
+pub fn at<'a>(value: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(value, |value, key| value.get(key))
 }
 
 fn classify(value: &Value) -> Kind {
