@@ -17,15 +17,14 @@ use faultlab_engine::{Engine, FaultKind, Recorder, WireAction};
 use faultlab_wire::{Frame, Kind, MessageId, SseDecoder, SseEvent};
 use http::{HeaderValue, StatusCode, header};
 use http_body_util::BodyExt;
+use std::collections::VecDeque;
 use std::sync::Arc;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio_util::codec::Decoder;
 use tokio_util::sync::CancellationToken;
 
 /// Largest JSON body read whole, in bytes (the 64 MiB `oversized` ceiling plus room for the envelope).
 const MAX_JSON_BODY_BYTES: usize = 80 * 1024 * 1024;
-/// Body chunks buffered between the writer and hyper.
-const BODY_CHANNEL: usize = 16;
 
 /// Where the reply to one request goes: the response stream of the POST that carried the request.
 #[derive(Clone)]
@@ -94,6 +93,13 @@ impl Exchange {
         if let Some(end) = self.on_end.take() {
             end();
         }
+    }
+}
+
+/// A response dropped before its end (the client went away) still releases what the exchange held.
+impl Drop for Exchange {
+    fn drop(&mut self) {
+        self.end();
     }
 }
 
@@ -179,16 +185,37 @@ async fn sse(response: Response, mut exchange: Exchange) -> Response {
     if let (Some(streams), Some(id)) = (&exchange.streams, &exchange.request_id) {
         streams.link(id.clone(), StreamLink { outlet: outlet.clone(), finish: finish.clone() });
     }
-    let (head_tx, head_rx) = oneshot::channel();
     let unlink = exchange.streams.clone().zip(exchange.request_id.clone());
-    let pumping = Pumping { engine: exchange.engine.clone(), observer: exchange.observer.clone(), holding: false };
-    tokio::spawn(pump(inner, pumping, outlet, head_tx, finish, exchange.shutdown.clone(), unlink));
-    match head_rx.await {
-        Ok(Head::Status(response)) => {
+    let mut pump = Pump {
+        inner,
+        decoder: SseDecoder::default(),
+        buf: BytesMut::new(),
+        pumping: Pumping { engine: exchange.engine.clone(), observer: exchange.observer.clone(), holding: false },
+        outlet,
+        finish,
+        shutdown: exchange.shutdown.clone(),
+        unlink,
+        head: None,
+        decided: false,
+    };
+    // The head waits for the first JSON-RPC message. Reading up to it here, on the request's own task, saves a
+    // hand-over on the way of every reply: a one-reply stream leaves with its head and event together.
+    let mut more = true;
+    while more && pump.head.is_none() {
+        more = pump.step().await;
+    }
+    let head = pump.head.take();
+    if more {
+        tokio::spawn(pump.run());
+    } else {
+        pump.end();
+    }
+    match head {
+        Some(Head::Status(response)) => {
             exchange.end();
             response
         }
-        Ok(Head::Abort) => {
+        Some(Head::Abort) => {
             drop(queue);
             let request_id = exchange.request_id.as_ref().map(MessageId::to_value);
             exchange.recorder.record(Event::Transport {
@@ -206,11 +233,10 @@ async fn sse(response: Response, mut exchange: Exchange) -> Response {
                 futures::stream::once(async { Err::<Bytes, _>(std::io::Error::other("faultlab: disconnect fault")) });
             Response::from_parts(parts, Body::from_stream(broken))
         }
-        Ok(Head::Stream) | Err(_) => Response::from_parts(parts, writer(queue, exchange)),
+        Some(Head::Stream) | None => Response::from_parts(parts, writer(queue, exchange)),
     }
 }
 
-/// Reads the MCP layer's event stream, passes each event through the engine, and queues the result for the writer.
 /// What the event pump needs from the exchange.
 struct Pumping {
     engine: Arc<Engine>,
@@ -219,53 +245,68 @@ struct Pumping {
     holding: bool,
 }
 
-async fn pump(
-    mut inner: Body,
-    mut pumping: Pumping,
+/// Reads the MCP layer's event stream, passes each event through the engine, and queues the result for the writer.
+struct Pump {
+    inner: Body,
+    decoder: SseDecoder,
+    buf: BytesMut,
+    pumping: Pumping,
     outlet: Outlet,
-    head: oneshot::Sender<Head>,
     finish: CancellationToken,
     shutdown: CancellationToken,
     unlink: Option<(Arc<dyn StreamRegistry>, MessageId)>,
-) {
-    let mut head = Some(head);
-    let mut decoder = SseDecoder::default();
-    let mut buf = BytesMut::new();
-    'read: loop {
+    /// How the response starts, once the first JSON-RPC message has decided it (taken by `sse`).
+    head: Option<Head>,
+    /// The first JSON-RPC message has passed: later ones do not decide the head.
+    decided: bool,
+}
+
+impl Pump {
+    /// Reads one chunk and forwards the events it completes. False when the stream is over for the pump: the
+    /// upstream ended, the client left, or the response was replaced.
+    async fn step(&mut self) -> bool {
         let chunk = tokio::select! {
-            chunk = inner.frame() => chunk,
-            () = outlet.closed() => break,
-            () = finish.cancelled() => break,
-            () = shutdown.cancelled() => break,
+            chunk = self.inner.frame() => chunk,
+            () = self.outlet.closed() => return false,
+            () = self.finish.cancelled() => return false,
+            () = self.shutdown.cancelled() => return false,
         };
         let at_end = match chunk {
             Some(Ok(frame)) => {
                 if let Ok(data) = frame.into_data() {
-                    buf.extend_from_slice(&data);
+                    self.buf.extend_from_slice(&data);
                 }
                 false
             }
             _ => true,
         };
         loop {
-            let event = if at_end { decoder.decode_eof(&mut buf) } else { decoder.decode(&mut buf) };
+            let event =
+                if at_end { self.decoder.decode_eof(&mut self.buf) } else { self.decoder.decode(&mut self.buf) };
             let Ok(Some(event)) = event else { break };
-            if !forward(event, &mut pumping, &outlet, &mut head) {
-                break 'read;
+            let head = if self.decided { None } else { Some(&mut self.head) };
+            let go_on = forward(event, &mut self.pumping, &self.outlet, head);
+            self.decided |= self.head.is_some();
+            if !go_on {
+                return false;
             }
         }
-        if at_end {
-            break;
+        !at_end
+    }
+
+    /// Pumps the rest of the stream, then ends.
+    async fn run(mut self) {
+        while self.step().await {}
+        self.end();
+    }
+
+    fn end(self) {
+        if let Some((streams, id)) = self.unlink {
+            streams.unlink(&id);
         }
-    }
-    if let Some((streams, id)) = unlink {
-        streams.unlink(&id);
-    }
-    if let Some(head) = head.take() {
-        let _ = head.send(Head::Stream);
-    }
-    if pumping.holding {
-        hold_open(outlet, shutdown);
+        if self.pumping.holding {
+            hold_open(self.outlet, self.shutdown);
+        }
     }
 }
 
@@ -280,8 +321,9 @@ fn hold_open(outlet: Outlet, shutdown: CancellationToken) {
     });
 }
 
-/// Queues one event (changed or not). False when the response has been replaced by an HTTP status.
-fn forward(event: SseEvent, pumping: &mut Pumping, outlet: &Outlet, head: &mut Option<oneshot::Sender<Head>>) -> bool {
+/// Queues one event (changed or not); while `head` is given, the first JSON-RPC message decides it. False when
+/// the response has been replaced (by an HTTP status, or a stream broken before it starts).
+fn forward(event: SseEvent, pumping: &mut Pumping, outlet: &Outlet, head: Option<&mut Option<Head>>) -> bool {
     let Some(data) = event.data.as_deref().filter(|d| !d.is_empty()) else {
         outlet.send(vec![Step::Write(event.raw)]);
         return true;
@@ -296,19 +338,17 @@ fn forward(event: SseEvent, pumping: &mut Pumping, outlet: &Outlet, head: &mut O
         [WireAction::Send(out)] if out == frame.bytes() => vec![Step::Write(event.raw.clone())],
         _ => actions.iter().flat_map(|a| render::sse(a, event.id.as_deref())).collect(),
     };
-    if let Some(first) = head.take() {
+    if let Some(head) = head {
         match steps.first() {
             Some(Step::Status { status, retry_after_sec, body }) => {
-                let _ = first.send(Head::Status(status_response(*status, *retry_after_sec, body.clone())));
+                *head = Some(Head::Status(status_response(*status, *retry_after_sec, body.clone())));
                 return false;
             }
             Some(Step::Close) => {
-                let _ = first.send(Head::Abort);
+                *head = Some(Head::Abort);
                 return false;
             }
-            _ => {
-                let _ = first.send(Head::Stream);
-            }
+            _ => *head = Some(Head::Stream),
         }
     }
     outlet.send(steps);
@@ -316,58 +356,74 @@ fn forward(event: SseEvent, pumping: &mut Pumping, outlet: &Outlet, head: &mut O
 }
 
 /// The response body: performs the queued steps in order. A `Close` step aborts the body mid-stream, which makes
-/// hyper drop the connection; the client sees the response cut off.
-fn writer(mut queue: mpsc::UnboundedReceiver<Batch>, mut exchange: Exchange) -> Body {
-    let (tx, rx) = mpsc::channel::<Result<Bytes, std::io::Error>>(BODY_CHANNEL);
-    tokio::spawn(async move {
-        'outer: loop {
-            let batch = tokio::select! {
-                batch = queue.recv() => batch,
-                () = tx.closed() => None,
-                () = exchange.shutdown.cancelled() => None,
+/// hyper drop the connection; the client sees the response cut off. The body itself does the work as hyper polls
+/// it (no task between the queue and the connection), and the exchange ends when the body does or is dropped.
+fn writer(queue: mpsc::UnboundedReceiver<Batch>, exchange: Exchange) -> Body {
+    let writing = Writing { queue, steps: VecDeque::new(), exchange, closed: false };
+    Body::from_stream(futures::stream::unfold(writing, Writing::next))
+}
+
+struct Writing {
+    queue: mpsc::UnboundedReceiver<Batch>,
+    /// What is left of the batch being performed.
+    steps: VecDeque<Step>,
+    exchange: Exchange,
+    /// A `Close` step has broken the body: nothing more follows.
+    closed: bool,
+}
+
+impl Writing {
+    /// The next chunk of the body, or `None` at its end.
+    async fn next(mut self) -> Option<(Result<Bytes, std::io::Error>, Self)> {
+        if self.closed {
+            return None;
+        }
+        loop {
+            let Some(step) = self.steps.pop_front() else {
+                let batch = tokio::select! {
+                    batch = self.queue.recv() => batch,
+                    () = self.exchange.shutdown.cancelled() => None,
+                };
+                match batch {
+                    Some(batch) => self.steps.extend(batch),
+                    None => {
+                        self.exchange.end();
+                        return None;
+                    }
+                }
+                continue;
             };
-            let Some(batch) = batch else { break };
-            for step in batch {
-                match step {
-                    Step::Write(bytes) => {
-                        if tx.send(Ok(bytes)).await.is_err() {
-                            break 'outer;
-                        }
-                    }
-                    Step::Gap(d) => tokio::time::sleep(d).await,
-                    Step::Pause(d) => faultlab_engine::clock::precise_sleep(d).await,
-                    // Split off by `Outlet::send`; never queued, so nothing to wait for here.
-                    Step::Await { .. } => {}
-                    Step::Release(release) => release.fire(),
-                    Step::Close => {
-                        let request_id = exchange.request_id.as_ref().map(MessageId::to_value);
-                        exchange.recorder.record(Event::Transport {
-                            outcome: TransportEventKind::ClosureRequested,
-                            request_id: request_id.clone(),
-                            detail: Some("http: aborting the response stream".into()),
-                        });
-                        let _ = tx.send(Err(std::io::Error::other("faultlab: disconnect fault"))).await;
-                        exchange.recorder.record(Event::Transport {
-                            outcome: TransportEventKind::Closed,
-                            request_id,
-                            detail: None,
-                        });
-                        break 'outer;
-                    }
-                    // Headers are already out: the status can only be told as a JSON-RPC error event.
-                    Step::Status { body, .. } => {
-                        let event = SseEvent::message(&String::from_utf8_lossy(&body));
-                        if tx.send(Ok(event)).await.is_err() {
-                            break 'outer;
-                        }
-                    }
+            match step {
+                Step::Write(bytes) => return Some((Ok(bytes), self)),
+                Step::Gap(d) => tokio::time::sleep(d).await,
+                Step::Pause(d) => faultlab_engine::clock::precise_sleep(d).await,
+                // Split off by `Outlet::send`; never queued, so nothing to wait for here.
+                Step::Await { .. } => {}
+                Step::Release(release) => release.fire(),
+                Step::Close => {
+                    let request_id = self.exchange.request_id.as_ref().map(MessageId::to_value);
+                    self.exchange.recorder.record(Event::Transport {
+                        outcome: TransportEventKind::ClosureRequested,
+                        request_id: request_id.clone(),
+                        detail: Some("http: aborting the response stream".into()),
+                    });
+                    // The error is the last thing hyper takes from the body; it then drops the connection.
+                    self.exchange.recorder.record(Event::Transport {
+                        outcome: TransportEventKind::Closed,
+                        request_id,
+                        detail: None,
+                    });
+                    self.exchange.end();
+                    self.closed = true;
+                    return Some((Err(std::io::Error::other("faultlab: disconnect fault")), self));
+                }
+                // Headers are already out: the status can only be told as a JSON-RPC error event.
+                Step::Status { body, .. } => {
+                    return Some((Ok(SseEvent::message(&String::from_utf8_lossy(&body))), self));
                 }
             }
         }
-        exchange.end();
-    });
-    let stream = futures::stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|item| (item, rx)) });
-    Body::from_stream(stream)
+    }
 }
 
 /// The answer for an `http_status` fault.
