@@ -165,7 +165,7 @@ async fn json(response: Response, mut exchange: Exchange) -> Response {
             }
             parts.headers.remove(header::CONTENT_LENGTH);
             parts.headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
-            Response::from_parts(parts, writer(queue, exchange))
+            Response::from_parts(parts, writer(queue, exchange, None))
         }
     }
 }
@@ -205,11 +205,14 @@ async fn sse(response: Response, mut exchange: Exchange) -> Response {
         more = pump.step().await;
     }
     let head = pump.head.take();
-    if more {
-        tokio::spawn(pump.run());
+    // The rest of the stream is read by the response body itself, as hyper polls it: one hand-over (from the
+    // upstream connection to the client's) instead of two.
+    let pump = if more {
+        Some(pump)
     } else {
         pump.end();
-    }
+        None
+    };
     match head {
         Some(Head::Status(response)) => {
             exchange.end();
@@ -233,7 +236,7 @@ async fn sse(response: Response, mut exchange: Exchange) -> Response {
                 futures::stream::once(async { Err::<Bytes, _>(std::io::Error::other("faultlab: disconnect fault")) });
             Response::from_parts(parts, Body::from_stream(broken))
         }
-        Some(Head::Stream) | None => Response::from_parts(parts, writer(queue, exchange)),
+        Some(Head::Stream) | None => Response::from_parts(parts, writer(queue, exchange, pump)),
     }
 }
 
@@ -294,12 +297,6 @@ impl Pump {
         !at_end
     }
 
-    /// Pumps the rest of the stream, then ends.
-    async fn run(mut self) {
-        while self.step().await {}
-        self.end();
-    }
-
     fn end(self) {
         if let Some((streams, id)) = self.unlink {
             streams.unlink(&id);
@@ -358,8 +355,8 @@ fn forward(event: SseEvent, pumping: &mut Pumping, outlet: &Outlet, head: Option
 /// The response body: performs the queued steps in order. A `Close` step aborts the body mid-stream, which makes
 /// hyper drop the connection; the client sees the response cut off. The body itself does the work as hyper polls
 /// it (no task between the queue and the connection), and the exchange ends when the body does or is dropped.
-fn writer(queue: mpsc::UnboundedReceiver<Batch>, exchange: Exchange) -> Body {
-    let writing = Writing { queue, steps: VecDeque::new(), exchange, closed: false };
+fn writer(queue: mpsc::UnboundedReceiver<Batch>, exchange: Exchange, pump: Option<Pump>) -> Body {
+    let writing = Writing { queue, steps: VecDeque::new(), exchange, pump, closed: false };
     Body::from_stream(futures::stream::unfold(writing, Writing::next))
 }
 
@@ -368,6 +365,8 @@ struct Writing {
     /// What is left of the batch being performed.
     steps: VecDeque<Step>,
     exchange: Exchange,
+    /// Reads the rest of the upstream's event stream into `queue`, until it ends.
+    pump: Option<Pump>,
     /// A `Close` step has broken the body: nothing more follows.
     closed: bool,
 }
@@ -381,7 +380,14 @@ impl Writing {
         loop {
             let Some(step) = self.steps.pop_front() else {
                 let batch = tokio::select! {
+                    biased;
                     batch = self.queue.recv() => batch,
+                    more = pump_step(&mut self.pump) => {
+                        if !more && let Some(pump) = self.pump.take() {
+                            pump.end();
+                        }
+                        continue;
+                    }
                     () = self.exchange.shutdown.cancelled() => None,
                 };
                 match batch {
@@ -423,6 +429,23 @@ impl Writing {
                 }
             }
         }
+    }
+}
+
+/// A body dropped before its end (the client went away) ends its pump too: the stream is unregistered.
+impl Drop for Writing {
+    fn drop(&mut self) {
+        if let Some(pump) = self.pump.take() {
+            pump.end();
+        }
+    }
+}
+
+/// One step of the pump, if there is one still reading; otherwise never ready.
+async fn pump_step(pump: &mut Option<Pump>) -> bool {
+    match pump {
+        Some(pump) => pump.step().await,
+        None => std::future::pending().await,
     }
 }
 
