@@ -297,12 +297,20 @@ impl Pump {
         !at_end
     }
 
+    /// The upstream's stream is over for the pump: a `timeout` that swallowed the reply keeps the response open.
     fn end(self) {
-        if let Some((streams, id)) = self.unlink {
-            streams.unlink(&id);
-        }
         if self.pumping.holding {
-            hold_open(self.outlet, self.shutdown);
+            hold_open(self.outlet.clone(), self.shutdown.clone());
+        }
+    }
+}
+
+/// However the pump goes (its stream ended, or the client left and the response was dropped), the response stream
+/// is unregistered.
+impl Drop for Pump {
+    fn drop(&mut self) {
+        if let Some((streams, id)) = self.unlink.take() {
+            streams.unlink(&id);
         }
     }
 }
@@ -432,15 +440,6 @@ impl Writing {
     }
 }
 
-/// A body dropped before its end (the client went away) ends its pump too: the stream is unregistered.
-impl Drop for Writing {
-    fn drop(&mut self) {
-        if let Some(pump) = self.pump.take() {
-            pump.end();
-        }
-    }
-}
-
 /// One step of the pump, if there is one still reading; otherwise never ready.
 async fn pump_step(pump: &mut Option<Pump>) -> bool {
     match pump {
@@ -462,4 +461,103 @@ fn status_response(status: u16, retry_after_sec: Option<u32>, body: Bytes) -> Re
         headers.insert(header::RETRY_AFTER, HeaderValue::from(secs));
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::channel::mpsc::{UnboundedSender, unbounded};
+    use std::sync::Mutex;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    /// Remembers what was linked and unlinked, in order.
+    #[derive(Default)]
+    struct Registry(Mutex<Vec<String>>);
+
+    impl StreamRegistry for Registry {
+        fn link(&self, id: MessageId, _: StreamLink) {
+            self.0.lock().unwrap().push(format!("link {}", id.as_json()));
+        }
+        fn unlink(&self, id: &MessageId) {
+            self.0.lock().unwrap().push(format!("unlink {}", id.as_json()));
+        }
+    }
+
+    impl Registry {
+        fn seen(&self) -> Vec<String> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    /// The exchange for request 1, registered in `registry`; `ended` is set when it ends.
+    fn exchange(registry: &Arc<Registry>, ended: &Arc<AtomicBool>) -> Exchange {
+        let request = Frame::parse(Bytes::from_static(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call"}"#));
+        let engine = Arc::new(Engine::new(Recorder::memory()));
+        let ended = ended.clone();
+        Exchange::new(&request, engine, &CancellationToken::new())
+            .with_streams(registry.clone() as Arc<dyn StreamRegistry>)
+            .on_end(move || ended.store(true, Ordering::SeqCst))
+    }
+
+    /// An upstream SSE response whose body is whatever is sent on the returned channel.
+    fn upstream() -> (UnboundedSender<Result<Bytes, std::io::Error>>, Response) {
+        let (tx, rx) = unbounded();
+        let mut response = Response::new(Body::from_stream(rx));
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream"));
+        (tx, response)
+    }
+
+    fn event(json: &str) -> Result<Bytes, std::io::Error> {
+        Ok(Bytes::from(format!("event: message\ndata: {json}\n\n")))
+    }
+
+    const PROGRESS: &str = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#;
+    const REPLY: &str = r#"{"jsonrpc":"2.0","id":1,"result":{}}"#;
+
+    #[tokio::test]
+    async fn a_stream_is_relayed_whole_and_ends_with_its_upstream() {
+        let (registry, ended) = (Arc::new(Registry::default()), Arc::new(AtomicBool::new(false)));
+        let (tx, response) = upstream();
+        tx.unbounded_send(event(PROGRESS)).unwrap();
+        let wrapped = wrap(response, exchange(&registry, &ended)).await;
+        // Sent after the head has gone: read by the body itself.
+        tx.unbounded_send(event(REPLY)).unwrap();
+        drop(tx);
+        let body = wrapped.into_body().collect().await.unwrap().to_bytes();
+        let text = String::from_utf8(body.to_vec()).unwrap();
+        assert_eq!(text, format!("event: message\ndata: {PROGRESS}\n\nevent: message\ndata: {REPLY}\n\n"));
+        assert!(ended.load(Ordering::SeqCst), "the exchange ended with its body");
+        assert_eq!(registry.seen(), ["link 1", "unlink 1"]);
+    }
+
+    #[tokio::test]
+    async fn a_client_that_leaves_mid_stream_unregisters_it() {
+        let (registry, ended) = (Arc::new(Registry::default()), Arc::new(AtomicBool::new(false)));
+        let (tx, response) = upstream();
+        tx.unbounded_send(event(PROGRESS)).unwrap();
+        let mut body = wrap(response, exchange(&registry, &ended)).await.into_body();
+        let first = body.frame().await.expect("a frame").unwrap().into_data().unwrap();
+        assert!(first.starts_with(b"event: message"), "{first:?}");
+        // The client goes away while the upstream's stream is still open (`tx` is alive).
+        drop(body);
+        assert_eq!(registry.seen(), ["link 1", "unlink 1"]);
+        assert!(ended.load(Ordering::SeqCst), "a dropped response still ends its exchange");
+        drop(tx);
+    }
+
+    #[tokio::test]
+    async fn a_client_that_leaves_before_the_first_message_unregisters_it() {
+        let (registry, ended) = (Arc::new(Registry::default()), Arc::new(AtomicBool::new(false)));
+        let (tx, response) = upstream();
+        let waiting = tokio::spawn(wrap(response, exchange(&registry, &ended)));
+        while registry.seen().is_empty() {
+            tokio::task::yield_now().await;
+        }
+        // hyper drops the handler's future when its client disconnects.
+        waiting.abort();
+        assert!(waiting.await.unwrap_err().is_cancelled());
+        assert_eq!(registry.seen(), ["link 1", "unlink 1"]);
+        assert!(ended.load(Ordering::SeqCst));
+        drop(tx);
+    }
 }
