@@ -415,6 +415,10 @@ impl Writing {
                 Step::Await { .. } => {}
                 Step::Release(release) => release.fire(),
                 Step::Close => {
+                    // One pending poll first: hyper then flushes what is buffered (the head, events already
+                    // taken), so the client sees the response start and break off, not a connection closed
+                    // before any answer.
+                    tokio::task::yield_now().await;
                     let request_id = self.exchange.request_id.as_ref().map(MessageId::to_value);
                     self.exchange.recorder.record(Event::Transport {
                         outcome: TransportEventKind::ClosureRequested,
