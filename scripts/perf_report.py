@@ -81,7 +81,9 @@ def proxy_rows(d):
     def versus(section):
         conns = section["connections"]
         text = stats(conns["proxy"]["over_direct"], "×")
-        for key, label in (("mcp_drill", "mcp-drill"), ("floor_relay", "a bare byte-copying relay")):
+        relays = (("mcp_drill", "mcp-drill"), ("floor_relay", "a bare byte-copying relay"),
+                  ("spin_relay", "a relay that never sleeps"))
+        for key, label in relays:
             over = (conns.get(key) or {}).get("over_direct")
             if over:
                 text += f"; {label} {fmt(over['median'])}×"

@@ -21,8 +21,10 @@
 //!    server started with `streamableHttp`, beside it direct; median latency with one request in flight and
 //!    requests per second with several, per round.
 //!
-//! Figures 1 and 2 also run two reference connections, reported apart: a floor relay (this bench re-run as
-//! `--relay-floor CMD`: two blocking threads copying bytes, the least any relay process does) and the proxy with
+//! Figures 1 and 2 also run three reference connections, reported apart: a floor relay (this bench re-run as
+//! `--relay-floor CMD`: two blocking threads copying bytes, the least any relay process does), a spinning relay
+//! (`--relay-spin CMD`: one thread that never sleeps, the fewest wake-ups a relay can cause; figure 1 only, run
+//! after the others beside direct alone, as its busy core would disturb them) and the proxy with
 //! `--record /dev/null` (what writing the trajectory file costs); and give each relay's and each server's CPU time
 //! per call, from /proc. Each peer is also compared with the proxy directly ("faultlab proxy / peer", per round:
 //! median round trip, and requests per second), informational.
@@ -280,10 +282,16 @@ fn child_of(parent: u32) -> Option<u32> {
     })
 }
 
-/// `--relay-floor CMD ARGS`: the least a stdio relay can do. Runs CMD and copies bytes both ways on two blocking
-/// threads, unbuffered, parsing nothing; ends when either side closes.
-fn relay_floor(command: &[String]) -> ! {
-    use std::io::Read;
+/// A reference relay's child (CMD ARGS, its stdin and stdout piped) and the relay's own stdin and stdout.
+struct Relayed {
+    child: std::process::Child,
+    to_child: std::process::ChildStdin,
+    from_child: std::process::ChildStdout,
+    input: std::fs::File,
+    output: std::fs::File,
+}
+
+fn relayed(command: &[String], what: &str) -> Relayed {
     use std::os::fd::AsFd;
     let mut child = Command::new(&command[0])
         .args(&command[1..])
@@ -291,11 +299,19 @@ fn relay_floor(command: &[String]) -> ! {
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
-        .unwrap_or_else(|e| panic!("relay-floor: cannot start {command:?}: {e}"));
-    let mut to_child = child.stdin.take().expect("piped stdin");
-    let mut from_child = child.stdout.take().expect("piped stdout");
+        .unwrap_or_else(|e| panic!("{what}: cannot start {command:?}: {e}"));
+    let to_child = child.stdin.take().expect("piped stdin");
+    let from_child = child.stdout.take().expect("piped stdout");
     let own = |fd: std::os::fd::BorrowedFd<'_>| std::fs::File::from(fd.try_clone_to_owned().expect("dup"));
-    let (mut input, mut output) = (own(std::io::stdin().as_fd()), own(std::io::stdout().as_fd()));
+    let (input, output) = (own(std::io::stdin().as_fd()), own(std::io::stdout().as_fd()));
+    Relayed { child, to_child, from_child, input, output }
+}
+
+/// `--relay-floor CMD ARGS`: the least a stdio relay can do. Runs CMD and copies bytes both ways on two blocking
+/// threads, unbuffered, parsing nothing; ends when either side closes.
+fn relay_floor(command: &[String]) -> ! {
+    use std::io::Read;
+    let Relayed { mut child, mut to_child, mut from_child, mut input, mut output } = relayed(command, "relay-floor");
     std::thread::spawn(move || {
         let mut buf = vec![0u8; 1 << 16];
         while let Ok(n @ 1..) = input.read(&mut buf) {
@@ -311,6 +327,40 @@ fn relay_floor(command: &[String]) -> ! {
             break;
         }
     }
+    let _ = child.kill();
+    let _ = child.wait();
+    std::process::exit(0)
+}
+
+/// `--relay-spin CMD ARGS`: a relay that never sleeps. One thread asks both pipes whether they have bytes (`poll`
+/// with a zero timeout) in a loop and copies what they have, so no wake-up of its own lies between a request and
+/// its reply: what it costs is the two extra pipe hops. Ends when either side closes.
+fn relay_spin(command: &[String]) -> ! {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use std::io::Read;
+    let Relayed { mut child, mut to_child, mut from_child, mut input, mut output } = relayed(command, "relay-spin");
+    let mut buf = vec![0u8; 1 << 16];
+    let now = Timespec { tv_sec: 0, tv_nsec: 0 };
+    'relay: loop {
+        let mut fds = [PollFd::new(&input, PollFlags::IN), PollFd::new(&from_child, PollFlags::IN)];
+        if poll(&mut fds, Some(&now)).is_err() {
+            break;
+        }
+        let ready = [fds[0].revents(), fds[1].revents()].map(|r| !r.is_empty());
+        if ready[0] {
+            match input.read(&mut buf) {
+                Ok(n @ 1..) if to_child.write_all(&buf[..n]).is_ok() => {}
+                _ => break 'relay,
+            }
+        }
+        if ready[1] {
+            match from_child.read(&mut buf) {
+                Ok(n @ 1..) if output.write_all(&buf[..n]).is_ok() => {}
+                _ => break 'relay,
+            }
+        }
+    }
+    drop(to_child);
     let _ = child.kill();
     let _ = child.wait();
     std::process::exit(0)
@@ -371,6 +421,10 @@ enum Via {
     /// re-run as `--relay-floor`: two blocking threads copying bytes, no parsing), and the proxy with its
     /// trajectory written to /dev/null (what the trajectory file itself costs).
     Floor,
+    /// The least a relay process can cost in wake-ups (this bench re-run as `--relay-spin`: one thread that never
+    /// sleeps, asking both pipes for bytes in a loop). Informational, figure 1 only, measured after the others
+    /// beside direct alone: it keeps a whole core busy.
+    Spin,
     ProxyNullRecord,
 }
 
@@ -382,6 +436,7 @@ impl Via {
             Via::TsRelay => "ts_sdk_relay",
             Via::Drill => "mcp_drill",
             Via::Floor => "floor_relay",
+            Via::Spin => "spin_relay",
             Via::ProxyNullRecord => "proxy_record_dev_null",
         }
     }
@@ -392,6 +447,7 @@ impl Via {
             Via::TsRelay => "TS SDK stdio relay (transports forwarding)",
             Via::Drill => "mcp-drill wrap",
             Via::Floor => "floor relay (2 threads copying bytes)",
+            Via::Spin => "spinning relay (1 thread polling both pipes, never sleeping)",
             Via::ProxyNullRecord => "faultlab proxy --record /dev/null",
         }
     }
@@ -485,9 +541,9 @@ impl Peer {
                 c.args(["wrap", "--"]).arg(&cfg.node);
                 c
             }
-            Via::Floor => {
+            Via::Floor | Via::Spin => {
                 let mut c = Command::new(std::env::current_exe().map_err(|e| format!("own path: {e}"))?);
-                c.arg("--relay-floor").arg(&cfg.node);
+                c.arg(if via == Via::Floor { "--relay-floor" } else { "--relay-spin" }).arg(&cfg.node);
                 c
             }
             Via::ProxyNullRecord => {
@@ -1440,8 +1496,10 @@ fn versus_json(workload: &str, unit: &str, ours: &[f64], theirs: &[f64]) -> Valu
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("--relay-floor") {
-        relay_floor(&args[2..]);
+    match args.get(1).map(String::as_str) {
+        Some("--relay-floor") => relay_floor(&args[2..]),
+        Some("--relay-spin") => relay_spin(&args[2..]),
+        _ => {}
     }
     let cfg = Config::load();
     for (what, path) in [("faultlab", &cfg.faultlab), ("node", &cfg.node), ("server-everything", &cfg.everything)] {
@@ -1527,12 +1585,30 @@ fn main() {
         "bench: 1. sequential tools/call echo, {} rounds x {} calls per connection (blocks of {}, after {} warm-up)",
         cfg.seq_rounds, cfg.seq_calls, cfg.seq_block, cfg.seq_warmup
     );
-    let seq = relay_rounds(&cfg, &mut peers, false, &mut skipped);
+    let mut seq = relay_rounds(&cfg, &mut peers, false, &mut skipped);
     peers.retain(|(via, _)| !skipped.contains_key(via));
     eprintln!("bench: 2. pipelined tools/call echo, {} rounds x {} requests", cfg.pipe_rounds, cfg.pipe_count);
     let pipe = relay_rounds(&cfg, &mut peers, true, &mut skipped);
     let mut direct = peers.remove(0).1;
     drop(peers);
+    // The spinning relay keeps a core busy even between calls, which would disturb every other connection: it
+    // runs after the others, beside direct only, for figure 1.
+    eprintln!("bench: 1 (reference). sequential tools/call echo, spinning relay beside direct");
+    match Peer::spawn(&cfg, Via::Spin, &[], scratch.path())
+        .and_then(|mut p| p.calls(Tool::Echo, cfg.seq_warmup).map(|_| p))
+    {
+        Ok(spin) => {
+            let mut pair = [(Via::Direct, direct), (Via::Spin, spin)];
+            let spun = relay_rounds(&cfg, &mut pair, false, &mut skipped);
+            seq.extend(spun.into_iter().filter(|p| p.via == Via::Spin));
+            let [(_, d), _] = pair;
+            direct = d;
+        }
+        Err(e) => {
+            eprintln!("bench: {} could not be run: {e}", Via::Spin.short());
+            skipped.insert(Via::Spin, format!("could not be run: {e}"));
+        }
+    }
 
     eprintln!(
         "bench: 3. latency precision, delay_ms {}, {} rounds x {} calls",
