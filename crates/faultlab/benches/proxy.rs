@@ -12,7 +12,8 @@
 //! 3. latency precision: a `{match: {tool: echo}, fault: {type: latency, delay_ms: 50}}` rule; observed delay =
 //!    proxied round trip - the upstream's time for that call (from the proxy's trajectory) - the proxy's own legs
 //!    (median of unfaulted calls); |observed - 50 ms| at p50 / p99. The error at the client against back-to-back
-//!    direct calls and direct calls after a 50 ms pause (Node answers slower after idling) are reported too
+//!    direct calls and direct calls after a 50 ms pause (each right after a faulted call, which kept the direct
+//!    server idle that long; Node answers slower after idling) are reported too
 //!    (mode `before`, the same rule holding the request instead of the reply, is reported beside it);
 //! 4. head-of-line blocking: a 500 ms latency rule on `get-sum` with a stream of `get-sum` calls in flight; the
 //!    latency of concurrent `echo` calls with that rule vs with a proxy without rules under the same stream;
@@ -966,7 +967,8 @@ struct Precision {
     client_error_ms: Vec<f64>,
     /// Per round: median direct round trip, calls back to back (µs).
     direct_median_us: Vec<f64>,
-    /// Direct round trips each made after a pause of the fault's delay (µs), all rounds pooled.
+    /// Direct round trips each made right after a faulted call, so after the direct server idled for the fault's
+    /// delay (µs), all rounds pooled.
     direct_after_pause_us: Vec<f64>,
     /// Per round: the proxy's legs, median (µs).
     legs_median_us: Vec<f64>,
@@ -1004,7 +1006,6 @@ fn precision(cfg: &Config, direct: &mut Peer, mode: &'static str, scratch: &Path
     let record = proxy.record.clone().expect("the proxy records");
     // The rule matches `echo` only: warm the path (and Node) with `get-sum`.
     proxy.calls(Tool::Sum, cfg.seq_warmup).unwrap_or_else(|e| panic!("{e}"));
-    let delay = Duration::from_millis(cfg.lat_delay_ms);
     let delay_ms = cfg.lat_delay_ms as f64;
     let mut out = Precision {
         mode,
@@ -1024,14 +1025,18 @@ fn precision(cfg: &Config, direct: &mut Peer, mode: &'static str, scratch: &Path
     };
     for _ in 0..cfg.lat_rounds {
         let base = Stats::of(&direct.calls(Tool::Echo, cfg.lat_calls).unwrap_or_else(|e| panic!("{e}"))).median;
-        for _ in 0..cfg.lat_calls {
-            // Not synchronisation: the pause is the condition measured (Node idle as long as a faulted call).
-            std::thread::sleep(delay);
-            out.direct_after_pause_us.push(direct.call(Tool::Echo).unwrap_or_else(|e| panic!("{e}")));
-        }
         let legs: Vec<f64> = timed(&mut proxy, Tool::Sum).iter().map(|(rtt, up)| rtt - up).collect();
         let legs = Stats::of(&legs).median;
-        let faulted = timed(&mut proxy, Tool::Echo);
+        // Each faulted call leaves the direct server idle for the fault's delay, so the direct call right after it
+        // measures Node after the same pause the next faulted call follows, with no pause of the bench's own.
+        let first = proxy.next_id;
+        let mut rtt = Vec::with_capacity(cfg.lat_calls);
+        for _ in 0..cfg.lat_calls {
+            rtt.push(proxy.call(Tool::Echo).unwrap_or_else(|e| panic!("{e}")));
+            out.direct_after_pause_us.push(direct.call(Tool::Echo).unwrap_or_else(|e| panic!("{e}")));
+        }
+        let up = upstream_us(&record, first..proxy.next_id).unwrap_or_else(|e| panic!("{e}"));
+        let faulted: Vec<(f64, f64)> = rtt.into_iter().zip(up).collect();
         let errors: Vec<f64> = faulted.iter().map(|(rtt, up)| (rtt - up - legs) / 1e3 - delay_ms).collect();
         let abs = Stats::of(&errors.iter().map(|e| e.abs()).collect::<Vec<_>>());
         out.round_abs_p50.push(abs.median);
