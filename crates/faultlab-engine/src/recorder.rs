@@ -182,26 +182,14 @@ impl Recorder {
     pub fn record_all(&self, events: impl IntoIterator<Item = Event>) {
         let ts_ms = self.start.elapsed().as_secs_f64() * 1000.0;
         let records = events.into_iter().map(|event| Record { ts_ms, scope: self.scope.to_string(), event });
-        let lines = |records: &mut dyn Iterator<Item = Record>| {
-            let mut lines = Vec::new();
-            for record in records {
-                let start = lines.len();
-                match serde_json::to_writer(&mut lines, &record) {
-                    Ok(()) => lines.push(b'\n'),
-                    // Never a half line in the file.
-                    Err(_) => lines.truncate(start),
-                }
-            }
-            lines
-        };
         match &self.sink {
             // One write for all the lines keeps them whole when several tasks record at once.
             Sink::Stderr => {
-                let lines = lines(&mut { records });
-                let _ = std::io::stderr().lock().write_all(&lines);
+                let _ = std::io::stderr().lock().write_all(&json_lines(records));
             }
             Sink::File(file) => {
-                let lines = lines(&mut { records });
+                // Serialised before the lock is taken: other tasks wait only for the write.
+                let lines = json_lines(records);
                 let _ = file.lock().unwrap_or_else(|e| e.into_inner()).write_all(&lines);
             }
             Sink::Memory(kept) => kept.lock().unwrap_or_else(|e| e.into_inner()).extend(records),
@@ -216,6 +204,19 @@ impl Recorder {
             _ => Vec::new(),
         }
     }
+}
+
+/// One JSON line per record; a record that cannot be serialised is left out whole, never half written.
+fn json_lines(records: impl Iterator<Item = Record>) -> Vec<u8> {
+    let mut lines = Vec::new();
+    for record in records {
+        let start = lines.len();
+        match serde_json::to_writer(&mut lines, &record) {
+            Ok(()) => lines.push(b'\n'),
+            Err(_) => lines.truncate(start),
+        }
+    }
+    lines
 }
 
 #[cfg(test)]

@@ -154,7 +154,7 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
         let (trajectory, rule) = (proxy.trajectory.clone(), fired.as_ref().map(|f| f.rule.clone()));
         Exchange::new(&frame, engine.clone(), &proxy.shutdown).observe(Arc::new(move |reply, fault, actions| {
             let rule = rule.as_deref().filter(|_| fault.is_some());
-            trajectory.record_events(vec![trajectory.server_frame_event(reply, rule, fault, actions, executed)]);
+            trajectory.record(trajectory.server_frame_event(reply, rule, fault, actions, executed));
         }))
     };
     let Some(Fired { rule, mode, fault }) = fired else {
