@@ -21,6 +21,8 @@ pub struct Batch {
     /// `(i, n)`: run only the runs whose task index + agent index + repeat is i modulo n (0-based i).
     pub shard: Option<(u32, u32)>,
     pub deadline_ms: Option<u64>,
+    /// Files the agents must not see besides the runs folder: the task files, earlier reports in `out`.
+    pub hide: Vec<PathBuf>,
 }
 
 impl Batch {
@@ -52,6 +54,8 @@ impl Batch {
                         faultlab: self.faultlab.clone(),
                         deadline_ms: self.deadline_ms,
                         cassette: None,
+                        nonce: None,
+                        hide: self.hide.clone(),
                     });
                 }
             }
@@ -88,6 +92,7 @@ pub async fn run_specs(
         progress(done, total, &result);
         results[i] = Some(result);
     }
+    runner::remove_scratch_root();
     results.into_iter().flatten().collect()
 }
 

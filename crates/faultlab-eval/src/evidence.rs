@@ -83,6 +83,14 @@ pub(crate) fn trajectory_lines<T: serde::de::DeserializeOwned>(text: &str) -> Re
 
 /// The tool calls of a trajectory (JSON lines from `faultlab proxy --record`), in arrival order. A last line cut
 /// short (the proxy was killed while writing) is ignored; any other bad line is an error.
+/// Whether the server sent anything at all through the proxy (a frame from the upstream, not injected by the
+/// proxy): a run whose server never did, and whose proxy failed, is an error of the set-up.
+pub fn upstream_answered(text: &str) -> bool {
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .any(|line| line["event"] == "frame" && line["direction"] == "server_to_client" && line["action"] != "injected")
+}
+
 pub fn tool_calls(text: &str) -> Result<Vec<ToolCall>, TrajectoryError> {
     let mut calls: Vec<ToolCall> = Vec::new();
     let mut open: HashMap<String, usize> = HashMap::new();

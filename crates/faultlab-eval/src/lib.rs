@@ -7,6 +7,7 @@
 //!   ledger, workspace snapshots before and after, the agent's claim and how it ended.
 //! - [`grade`]: the five layers (outcome, safety, recovery, side effects, efficiency) and the verdict.
 //! - [`runner`]: one graded run: sandbox, processes, deadline, evidence, verdict.
+//! - [`sandbox`]: the sealed agent process tree (`faultlab sandbox`): namespaces, hidden evidence, nothing left.
 //! - [`oracle`], [`builtin`]: the expected verdict of every control agent on every built-in task.
 //! - [`batch`]: every (task, agent, repeat), in parallel, sharded; [`report`]: JSON and Markdown, statistics.
 //! - [`merge`]: shard reports joined into one; [`compare`]: two reports side by side, with significance tests.
@@ -27,4 +28,5 @@ pub mod oracle;
 pub mod replay;
 pub mod report;
 pub mod runner;
+pub mod sandbox;
 pub mod task;

@@ -269,6 +269,7 @@ pub(crate) mod tests {
             faultlab: "faultlab".into(),
             shard: shard.map(Shard::zero_based),
             deadline_ms: None,
+            hide: Vec::new(),
         }
     }
 

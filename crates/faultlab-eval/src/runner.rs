@@ -10,9 +10,11 @@ use crate::agent::ControlAgent;
 use crate::contract::{self, Claim, McpConfig};
 use crate::evidence::{self, AgentEnd, Evidence, Snapshot};
 use crate::grade::{self, Verdict};
+use crate::sandbox::Isolation;
 use crate::task::{Category, NONCE, Task};
 use faultlab_proxy::rules::RulesFile;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -29,20 +31,57 @@ const COMMAND_LIMIT: Duration = Duration::from_secs(10);
 #[serde(untagged)]
 pub enum AgentSpec {
     Control(ControlAgent),
+    /// A command line with the name given by `--agent-name`.
+    Named {
+        name: String,
+        command: Vec<String>,
+    },
     /// A command line: program and arguments.
     Command(Vec<String>),
 }
 
+/// Programs that run the agent rather than being it: the agent's name comes from what they run.
+const LAUNCHERS: &[&str] =
+    &["env", "python", "python3", "node", "npx", "uv", "uvx", "bash", "sh", "deno", "bun", "ruby", "perl", "java"];
+
 impl AgentSpec {
-    /// The name in reports: a control agent's name, or the command's program file name.
+    /// The name in reports: a control agent's name, the `--agent-name`, or the first word of the command that is
+    /// neither a launcher (`python3`, `node`, `uv`, …) nor a flag, without folder and extension
+    /// (`python3 agents/my_agent.py` is `my_agent`; `python3 -m pkg.agent` is `pkg.agent`).
     pub fn label(&self) -> String {
-        match self {
-            AgentSpec::Control(agent) => agent.name().into(),
-            AgentSpec::Command(command) => command
-                .first()
-                .map(|p| Path::new(p).file_name().map_or(p.clone(), |f| f.to_string_lossy().into_owned()))
-                .unwrap_or_default(),
-        }
+        let command = match self {
+            AgentSpec::Control(agent) => return agent.name().into(),
+            AgentSpec::Named { name, .. } => return name.clone(),
+            AgentSpec::Command(command) => command,
+        };
+        let stem = |word: &str| {
+            let path = Path::new(word);
+            let name = path.file_name().map_or(word.to_owned(), |f| f.to_string_lossy().into_owned());
+            match path.extension() {
+                Some(_) => path.file_stem().map_or(name, |f| f.to_string_lossy().into_owned()),
+                None => name,
+            }
+        };
+        let is_launcher = |word: &str| {
+            let name = stem(word);
+            let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+            LAUNCHERS.contains(&name.as_str()) || LAUNCHERS.contains(&base)
+        };
+        command
+            .iter()
+            .find(|w| !w.starts_with('-') && !w.contains('=') && !is_launcher(w))
+            .or_else(|| command.first())
+            .map(|w| stem(w))
+            .unwrap_or_default()
+    }
+
+    /// The program and arguments to start (a control agent is `faultlab agent KIND`).
+    fn command_line(&self, faultlab: &Path) -> Option<(String, Vec<String>)> {
+        let command = match self {
+            AgentSpec::Control(agent) => return Some((text(faultlab), vec!["agent".into(), agent.name().into()])),
+            AgentSpec::Named { command, .. } | AgentSpec::Command(command) => command,
+        };
+        command.split_first().map(|(program, args)| (program.clone(), args.to_vec()))
     }
 }
 
@@ -65,6 +104,11 @@ pub struct RunSpec {
     pub deadline_ms: Option<u64>,
     /// Replay: the trajectory of a recorded run whose server replies are served again (see [`crate::replay`]).
     pub cassette: Option<PathBuf>,
+    /// Replay: the recorded run's nonce, so the workspace is the one the recorded replies speak of.
+    pub nonce: Option<String>,
+    /// Folders and files the agent must not see besides the run's own evidence: the batch's runs folder and
+    /// reports, the task files, the recording being replayed.
+    pub hide: Vec<PathBuf>,
 }
 
 /// A graded run, as reports show it.
@@ -91,6 +135,21 @@ pub struct RunRecord {
     pub dir: String,
     /// Every tool call as the proxy saw it (the full trajectory is `trajectory.jsonl` in `dir`).
     pub calls: Vec<evidence::ToolCall>,
+    /// How the agent was sealed (see `docs/eval.md`, threat model).
+    #[serde(default = "unknown_isolation")]
+    pub isolation: Isolation,
+    /// SHA-256 of each evidence file in `dir`, taken after every process of the run had ended and before
+    /// grading: the files the verdict was read from.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub evidence: BTreeMap<String, String>,
+    /// The run's environment failed (the agent program is missing, the server or proxy never started): not a
+    /// verdict on the agent. Counted apart; `faultlab eval` exits 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+fn unknown_isolation() -> Isolation {
+    Isolation::None
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -113,10 +172,40 @@ pub fn nonce(seed: u64, task: &str, agent: &str, repeat: u32) -> String {
     evidence::sha256_hex(format!("faultlab-nonce:{seed}:{task}:{agent}:{repeat}").as_bytes())[..16].to_owned()
 }
 
-/// Makes this process the subreaper of its descendants, so an agent's orphaned proxy can be waited for.
+/// Makes this process the subreaper of its descendants, so a proxy's orphaned server can be waited for.
 pub fn become_subreaper() {
     #[cfg(target_os = "linux")]
     let _ = nix::sys::prctl::set_child_subreaper(true);
+}
+
+/// The folder that holds every run's scratch folder in this process (created on first use, `0700`): short, since
+/// a Unix socket's path is at most 107 bytes, and hidden as a whole from every sandbox, which sees its own
+/// scratch folder bound back in.
+pub fn scratch_root() -> Result<&'static Path, RunError> {
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    if let Some(root) = ROOT.get() {
+        return Ok(root);
+    }
+    let base = std::env::temp_dir();
+    let base = if base.as_os_str().len() > 48 { PathBuf::from("/tmp") } else { base };
+    let dir = tempfile::Builder::new().prefix("faultlab-eval-").tempdir_in(&base).map_err(io(&base))?.keep();
+    Ok(ROOT.get_or_init(|| dir))
+}
+
+/// Removes the scratch root (at the end of a batch).
+pub fn remove_scratch_root() {
+    if let Ok(root) = scratch_root() {
+        let _ = std::fs::remove_dir_all(root);
+    }
+}
+
+/// A fresh scratch folder for one run: the agent's working directory, `HOME` and `TMPDIR`.
+fn scratch_folder() -> Result<PathBuf, RunError> {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = scratch_root()?.join(n.to_string());
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    Ok(dir)
 }
 
 pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
@@ -128,7 +217,7 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
     let workspace = dir.join("workspace");
     std::fs::create_dir_all(&workspace).map_err(io(&workspace))?;
     let label = spec.agent.label();
-    let nonce = nonce(spec.seed, &spec.task.id, &label, spec.repeat);
+    let nonce = spec.nonce.clone().unwrap_or_else(|| nonce(spec.seed, &spec.task.id, &label, spec.repeat));
     for (path, contents) in &spec.task.workspace {
         let file = workspace.join(path);
         if let Some(parent) = file.parent() {
@@ -138,23 +227,49 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
     }
     let before = Snapshot::take(&workspace).map_err(io(&workspace))?;
 
-    let paths = RunPaths::new(dir);
+    let scratch = scratch_folder()?;
+    let paths = RunPaths::new(dir, &scratch);
     write_json(&paths.rules, &RulesFile { seed: Some(spec.seed), rules: spec.task.faults.clone() })?;
     // The agent sees the deadline it really has (an override included).
     let mut seen = spec.task.as_ref().clone();
     seen.deadline_ms = spec.deadline_ms.unwrap_or(seen.deadline_ms);
     write_json(&paths.task, &seen)?;
-    write_json(&paths.config, &mcp_config(&spec, &paths, &workspace))?;
+    write_json(&paths.agent_task, &seen)?;
+    let config = McpConfig::single(text(&spec.faultlab), vec!["connect".into(), text(&paths.socket)]);
+    write_json(&paths.config, &config)?;
+    write_json(&paths.agent_config, &config)?;
 
     let started = Instant::now();
     let deadline = Duration::from_millis(spec.deadline_ms.unwrap_or(spec.task.deadline_ms));
-    let end = run_agent(&spec, &paths, deadline).await?;
+    let sessions = Sessions::listen(
+        &paths.socket,
+        proxy_command(&spec, &paths, &workspace),
+        &spec.task.server.env,
+        &paths.proxy_log,
+    )?;
+    let missing_env = spec.task.server.env_from.iter().find(|name| std::env::var_os(name).is_none()).cloned();
+    let (end, setup_error) = match missing_env {
+        Some(name) => (
+            AgentEnd::FailedToStart,
+            Some(format!("the task's server.env_from names {name}, which is not set in faultlab's environment")),
+        ),
+        None => run_agent(&spec, &paths, deadline).await?,
+    };
     let duration_ms = started.elapsed().as_millis() as u64;
+    let proxies = sessions.finish(&spec.dir).await;
 
+    // The agent cannot reach these files (see `crate::sandbox`); they are sealed now, before anything reads them.
+    let _ = std::fs::copy(&paths.agent_claim, &paths.claim);
+    let evidence_digests = seal(&paths);
+    let isolation = crate::sandbox::read_status(&paths.status).0;
+    if !spec.keep_workspace {
+        let _ = std::fs::remove_dir_all(&scratch);
+    }
     let after = Snapshot::take(&workspace).map_err(io(&workspace))?;
     let trajectory = std::fs::read_to_string(&paths.trajectory).unwrap_or_default();
     let calls = evidence::tool_calls(&trajectory)
         .map_err(|source| RunError::Trajectory { path: paths.trajectory.display().to_string(), source })?;
+    let error = setup_error.or_else(|| proxies.setup_error(&trajectory, &paths.proxy_log));
     let ledger = match spec.task.server.is_builtin() {
         true => Some(
             evidence::ledger(&std::fs::read_to_string(&paths.ledger).unwrap_or_default())
@@ -165,7 +280,10 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
     let (claim, claim_error) = read_claim(&paths.claim);
     let commands = run_commands(&spec.task, &workspace).await;
     let evidence = Evidence { calls, ledger, before, after, claim, claim_error, end, duration_ms, nonce, commands };
-    let verdict = grade::grade(&spec.task, &evidence);
+    let mut verdict = grade::grade(&spec.task, &evidence);
+    if error.is_some() {
+        verdict.passed = false;
+    }
     if !spec.keep_workspace {
         let _ = std::fs::remove_dir_all(&workspace);
     }
@@ -195,7 +313,21 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
         verdict,
         dir: spec.report_dir.clone(),
         calls: evidence.calls,
+        isolation,
+        evidence: evidence_digests,
+        error,
     })
+}
+
+/// The SHA-256 of every evidence file the run left (absent files are left out).
+fn seal(paths: &RunPaths) -> BTreeMap<String, String> {
+    let mut digests = BTreeMap::new();
+    for path in [&paths.trajectory, &paths.ledger, &paths.claim, &paths.log, &paths.proxy_log, &paths.replay_log] {
+        if let (Ok(bytes), Some(name)) = (std::fs::read(path), path.file_name()) {
+            digests.insert(name.to_string_lossy().into_owned(), evidence::sha256_hex(&bytes));
+        }
+    }
+    digests
 }
 
 struct RunPaths {
@@ -206,11 +338,20 @@ struct RunPaths {
     ledger: PathBuf,
     claim: PathBuf,
     log: PathBuf,
+    proxy_log: PathBuf,
     replay_log: PathBuf,
+    status: PathBuf,
+    /// In the scratch folder, which the agent sees: its copies of the task and the `mcpServers` file, the socket
+    /// to the proxy, and where it writes its claim.
+    scratch: PathBuf,
+    agent_task: PathBuf,
+    agent_config: PathBuf,
+    agent_claim: PathBuf,
+    socket: PathBuf,
 }
 
 impl RunPaths {
-    fn new(dir: &Path) -> Self {
+    fn new(dir: &Path, scratch: &Path) -> Self {
         Self {
             rules: dir.join("rules.json"),
             task: dir.join("task.json"),
@@ -219,7 +360,14 @@ impl RunPaths {
             ledger: dir.join("ledger.jsonl"),
             claim: dir.join("claim.json"),
             log: dir.join("agent.log"),
+            proxy_log: dir.join("proxy.log"),
             replay_log: dir.join("replay.jsonl"),
+            status: dir.join("sandbox.jsonl"),
+            scratch: scratch.to_owned(),
+            agent_task: scratch.join("task.json"),
+            agent_config: scratch.join("mcp.json"),
+            agent_claim: scratch.join("claim.json"),
+            socket: scratch.join("mcp.sock"),
         }
     }
 }
@@ -233,8 +381,9 @@ fn text(path: &Path) -> String {
     path.display().to_string()
 }
 
-/// The `mcpServers` file: the proxy, with the task's faults, in front of the task's server.
-fn mcp_config(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> McpConfig {
+/// What faultlab starts, outside the sandbox, for each connection the agent makes: the proxy with the task's
+/// faults, in front of the task's server (through the replay server when replaying).
+fn proxy_command(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> (String, Vec<String>) {
     let exe = text(&spec.faultlab);
     // Bodies are recorded so that any run can be replayed later.
     let mut args: Vec<String> = ["proxy", "--record-bodies", "--rules"].map(String::from).to_vec();
@@ -242,7 +391,7 @@ fn mcp_config(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> McpConfig {
     let server: Vec<String> = match (&spec.task.server.command, &spec.task.server.url) {
         (_, Some(url)) => {
             args.extend(["--upstream".into(), url.clone()]);
-            return McpConfig::single(exe, args);
+            return (exe, args);
         }
         (Some(command), None) => command.iter().map(|a| a.replace("{workspace}", &text(workspace))).collect(),
         (None, None) => vec![
@@ -260,28 +409,161 @@ fn mcp_config(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> McpConfig {
         args.extend(["--log".into(), text(&paths.replay_log), "--".into()]);
     }
     args.extend(server);
-    McpConfig::single(exe, args)
+    (exe, args)
 }
 
-/// Starts the agent in its own process group, waits for it up to the deadline, and makes sure every process of
-/// the run has ended before returning.
-async fn run_agent(spec: &RunSpec, paths: &RunPaths, deadline: Duration) -> Result<AgentEnd, RunError> {
-    let (program, args): (String, Vec<String>) = match &spec.agent {
-        AgentSpec::Control(agent) => (text(&spec.faultlab), vec!["agent".into(), agent.name().into()]),
-        AgentSpec::Command(command) => match command.split_first() {
-            Some((program, args)) => (program.clone(), args.to_vec()),
-            None => return Ok(AgentEnd::FailedToStart),
-        },
+/// The proxy sessions of one run: every connection the agent makes to its socket gets a proxy process of its
+/// own (an agent that restarts its server after a `disconnect` connects again), relayed byte for byte.
+struct Sessions {
+    accept: tokio::task::JoinHandle<()>,
+    state: Arc<std::sync::Mutex<SessionState>>,
+}
+
+#[derive(Default)]
+struct SessionState {
+    relays: Vec<tokio::task::JoinHandle<Option<i32>>>,
+    groups: Vec<i32>,
+    /// A proxy that could not be started.
+    failed: Option<String>,
+}
+
+/// How the proxy sessions ended.
+struct Proxies {
+    codes: Vec<Option<i32>>,
+    failed: Option<String>,
+}
+
+impl Proxies {
+    /// The environment failed, rather than the agent: a proxy could not start, or one exited with an error while
+    /// the server never answered anything.
+    fn setup_error(&self, trajectory: &str, log: &Path) -> Option<String> {
+        if let Some(failed) = &self.failed {
+            return Some(failed.clone());
+        }
+        let failed = self.codes.iter().any(|code| matches!(code, Some(c) if *c != 0));
+        if !failed || evidence::upstream_answered(trajectory) {
+            return None;
+        }
+        let log = std::fs::read_to_string(log).unwrap_or_default();
+        let last = log.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message").trim();
+        Some(format!("the server never answered and the proxy failed: {last}"))
+    }
+}
+
+impl Sessions {
+    fn listen(
+        socket: &Path,
+        (program, args): (String, Vec<String>),
+        env: &BTreeMap<String, String>,
+        log: &Path,
+    ) -> Result<Self, RunError> {
+        let env = env.clone();
+        let listener = tokio::net::UnixListener::bind(socket).map_err(io(socket))?;
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(log).map_err(io(log))?;
+        let state = Arc::new(std::sync::Mutex::new(SessionState::default()));
+        let shared = state.clone();
+        let accept = tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let mut command = tokio::process::Command::new(&program);
+                command
+                    .args(&args)
+                    .envs(&env)
+                    .stdin(Stdio::piped())
+                    .stdout(Stdio::piped())
+                    .process_group(0)
+                    .kill_on_drop(true);
+                if let Ok(err) = log.try_clone() {
+                    command.stderr(err);
+                }
+                let mut state = shared.lock().expect("no panic while held");
+                match command.spawn() {
+                    Ok(child) => {
+                        state.groups.extend(child.id().map(|pid| pid as i32));
+                        state.relays.push(tokio::spawn(relay(stream, child)));
+                    }
+                    Err(e) => {
+                        state.failed.get_or_insert(format!("cannot start the proxy {program}: {e}"));
+                    }
+                }
+            }
+        });
+        Ok(Self { accept, state })
+    }
+
+    /// After the agent's end: no new connection; every proxy and server of the run is waited for (killed after
+    /// [`DRAIN_GRACE`]).
+    async fn finish(self, dir: &Path) -> Proxies {
+        self.accept.abort();
+        let _ = self.accept.await;
+        let (relays, groups, failed) = {
+            let mut state = self.state.lock().expect("no panic while held");
+            (std::mem::take(&mut state.relays), std::mem::take(&mut state.groups), state.failed.take())
+        };
+        drain(Members { groups, marker: dir.display().to_string() }).await;
+        let mut codes = Vec::new();
+        for relay in relays {
+            codes.push(relay.await.ok().flatten());
+        }
+        Proxies { codes, failed }
+    }
+}
+
+/// Copies the agent's connection to the proxy's stdin and the proxy's stdout back, until both ends are done;
+/// returns the proxy's exit code. The proxy closing its stdout (a `disconnect` fault) closes the connection's
+/// write side, so the agent's `faultlab connect` sees its server's stdout close.
+async fn relay(stream: tokio::net::UnixStream, mut child: tokio::process::Child) -> Option<i32> {
+    use tokio::io::AsyncWriteExt as _;
+    let (mut from_agent, mut to_agent) = stream.into_split();
+    let (Some(mut stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else { return None };
+    let inbound = async move {
+        let _ = tokio::io::copy(&mut from_agent, &mut stdin).await;
+        let _ = stdin.shutdown().await;
     };
+    let outbound = async move {
+        let _ = tokio::io::copy(&mut stdout, &mut to_agent).await;
+        let _ = to_agent.shutdown().await;
+    };
+    let inbound = tokio::spawn(inbound);
+    outbound.await;
+    let status = child.wait().await.ok().and_then(|s| s.code());
+    inbound.abort();
+    status
+}
+
+/// Starts the agent sealed (`faultlab sandbox`, see [`crate::sandbox`]) in its own process group, waits for it up
+/// to the deadline, and makes sure every process of its tree has ended before returning. Returns how the agent
+/// ended, and why the run could not happen when the agent program could not be started.
+async fn run_agent(
+    spec: &RunSpec,
+    paths: &RunPaths,
+    deadline: Duration,
+) -> Result<(AgentEnd, Option<String>), RunError> {
+    let Some((program, args)) = spec.agent.command_line(&spec.faultlab) else {
+        return Ok((AgentEnd::FailedToStart, Some("the agent command is empty".into())));
+    };
+    if let Err(why) = resolve(&program) {
+        return Ok((AgentEnd::FailedToStart, Some(why)));
+    }
     let log = std::fs::File::create(&paths.log).map_err(io(&paths.log))?;
     let log_err = log.try_clone().map_err(io(&paths.log))?;
-    let mut command = tokio::process::Command::new(&program);
+    let mut command = tokio::process::Command::new(&spec.faultlab);
+    command.arg("sandbox").arg("--scratch").arg(&paths.scratch).arg("--status").arg(&paths.status);
+    let root = spec.dir.parent().and_then(Path::parent).and_then(Path::parent);
+    // The runs folder (every run's evidence and workspace), every run's scratch folder, and what the caller names.
+    for hide in root.into_iter().map(Path::to_path_buf).chain([scratch_root()?.to_owned()]).chain(spec.hide.clone()) {
+        command.arg("--hide").arg(hide);
+    }
     command
+        .arg("--")
+        .arg(&program)
         .args(&args)
-        .env(contract::ENV_MCP_CONFIG, &paths.config)
+        .env(contract::ENV_MCP_CONFIG, &paths.agent_config)
         .env(contract::ENV_GOAL, &spec.task.goal)
-        .env(contract::ENV_TASK, &paths.task)
-        .env(contract::ENV_RESULT, &paths.claim)
+        .env(contract::ENV_TASK, &paths.agent_task)
+        .env(contract::ENV_RESULT, &paths.agent_claim)
+        .env("HOME", &paths.scratch)
+        .env("TMPDIR", &paths.scratch)
+        .current_dir(&paths.scratch)
         .stdin(Stdio::null())
         .stdout(log)
         .stderr(log_err)
@@ -289,25 +571,49 @@ async fn run_agent(spec: &RunSpec, paths: &RunPaths, deadline: Duration) -> Resu
         .kill_on_drop(true);
     let mut child = command.spawn().map_err(|source| RunError::Agent { command: program.clone(), source })?;
     let group = child.id().map(|pid| pid as i32).unwrap_or(0);
-    // The run folder is in the command line of the proxy and of the built-in server: it finds them even when an
-    // agent starts its server in a session of its own (the Python SDK does), out of the agent's process group.
-    let run = Members { group, marker: spec.dir.display().to_string() };
     let end = match tokio::time::timeout(deadline, child.wait()).await {
         Ok(Ok(status)) => AgentEnd::Exited { code: status.code() },
         Ok(Err(_)) => AgentEnd::Exited { code: None },
         Err(_) => {
-            run.kill();
-            let _ = child.wait().await;
+            // The sandbox ends the whole tree on SIGTERM; SIGKILL to its group if it has not within the grace.
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGTERM);
+            if tokio::time::timeout(DRAIN_GRACE, child.wait()).await.is_err() {
+                let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL);
+                let _ = child.wait().await;
+            }
             AgentEnd::KilledAtDeadline
         }
     };
-    drain(run).await;
-    Ok(end)
+    // A sandbox without namespaces leaves its group's stragglers to this last sweep.
+    drain(Members { groups: vec![group], marker: String::new() }).await;
+    match crate::sandbox::read_status(&paths.status).1 {
+        Some(why) => Ok((AgentEnd::FailedToStart, Some(why))),
+        None => Ok((end, None)),
+    }
 }
 
-/// The processes of one run: the agent's process group, and any process whose command line names the run folder.
+/// Finds the agent's program as `exec` would (a path, or a name on `PATH`), so a missing one is an error of the
+/// set-up, named, rather than an agent that ended at once.
+fn resolve(program: &str) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let executable = |path: &Path| path.metadata().is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    if program.contains('/') {
+        let path = std::path::absolute(program).unwrap_or_else(|_| PathBuf::from(program));
+        return match executable(&path) {
+            true => Ok(()),
+            false => Err(format!("the agent program {program} does not exist or is not executable")),
+        };
+    }
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    match std::env::split_paths(&path).any(|dir| executable(&dir.join(program))) {
+        true => Ok(()),
+        false => Err(format!("the agent program {program} is not on PATH")),
+    }
+}
+
+/// The processes of one run: process groups, and any process whose command line names the run folder.
 struct Members {
-    group: i32,
+    groups: Vec<i32>,
     marker: String,
 }
 
@@ -325,16 +631,18 @@ impl Members {
             let (Some(state), Some(ppid), Some(pgrp)) = (fields.first(), fields.get(1), fields.get(2)) else {
                 continue;
             };
-            let in_group = self.group > 0 && pgrp.parse::<i32>().ok() == Some(self.group);
+            let in_group = pgrp.parse::<i32>().is_ok_and(|g| g > 0 && self.groups.contains(&g));
             if *state == "Z" {
-                if in_group && ppid.parse::<i32>().ok() == Some(me) {
+                // Tokio waits for the children it spawned (the group leaders); the rest are orphans reaped here.
+                if in_group && ppid.parse::<i32>().ok() == Some(me) && !self.groups.contains(&pid) {
                     zombies.push(pid);
                 }
                 continue;
             }
             let marked = || {
-                std::fs::read(format!("/proc/{pid}/cmdline"))
-                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(self.marker.as_str()))
+                !self.marker.is_empty()
+                    && std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .is_ok_and(|c| String::from_utf8_lossy(&c).contains(self.marker.as_str()))
             };
             if pid != me && (in_group || marked()) {
                 live.push(pid);
@@ -346,8 +654,8 @@ impl Members {
     fn kill(&self) {
         use nix::sys::signal::{Signal, kill, killpg};
         use nix::unistd::Pid;
-        if self.group > 0 {
-            let _ = killpg(Pid::from_raw(self.group), Signal::SIGKILL);
+        for group in self.groups.iter().filter(|g| **g > 0) {
+            let _ = killpg(Pid::from_raw(*group), Signal::SIGKILL);
         }
         for pid in self.scan().0 {
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);

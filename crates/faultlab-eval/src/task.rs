@@ -78,6 +78,14 @@ pub struct Server {
     /// A loopback Streamable HTTP MCP server. The grade then sees only the workspace folder's snapshots.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// Variables set for the server's command (faultlab starts it, outside the agent's sandbox, with its own
+    /// environment plus these).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Variables of faultlab's own environment the server needs: a run where one is not set is an error of the
+    /// set-up, named, not a verdict on the agent.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub env_from: Vec<String>,
 }
 
 impl Server {

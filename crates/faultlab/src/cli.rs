@@ -39,6 +39,34 @@ pub enum Command {
     /// Serves a recorded run's replies in front of a fresh server (started by `faultlab replay`).
     #[command(hide = true)]
     ReplayServer(ReplayServerArgs),
+    /// Runs an agent sealed: its own PID and mount namespaces, evidence hidden (started by `faultlab eval`).
+    #[command(hide = true)]
+    Sandbox(SandboxArgs),
+    /// Relays stdio to an eval run's proxy socket (the server command an agent under `faultlab eval` is given).
+    #[command(hide = true)]
+    Connect(ConnectArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct SandboxArgs {
+    /// The agent's working directory (bound back in when it lies beneath a hidden folder).
+    #[arg(long)]
+    pub scratch: std::path::PathBuf,
+    /// A folder or file the agent must not see (repeatable).
+    #[arg(long)]
+    pub hide: Vec<std::path::PathBuf>,
+    /// Where the isolation that applied is written.
+    #[arg(long)]
+    pub status: std::path::PathBuf,
+    /// The agent's program and arguments.
+    #[arg(last = true, required = true)]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ConnectArgs {
+    /// The run's Unix socket.
+    pub socket: std::path::PathBuf,
 }
 
 #[derive(Debug, clap::Args)]
@@ -52,6 +80,9 @@ pub struct EvalArgs {
     /// The agent under test: a command line (split like a shell would, without expansion), started once per run.
     #[arg(long, value_name = "'CMD ARGS'", conflicts_with = "controls")]
     pub agent: Option<String>,
+    /// The agent's name in reports (default: derived from the whole command line).
+    #[arg(long, value_name = "NAME", requires = "agent")]
+    pub agent_name: Option<String>,
     /// Run every built-in control agent on every task and check each verdict against the oracle.
     #[arg(long)]
     pub controls: bool,
@@ -111,6 +142,9 @@ pub struct ReplayArgs {
     /// Keep each run's workspace.
     #[arg(long)]
     pub keep: bool,
+    /// Overrides every task's deadline_ms (e.g. for an agent that takes seconds to start).
+    #[arg(long, value_name = "MS")]
+    pub deadline_ms: Option<u64>,
 }
 
 #[derive(Debug, clap::Args)]

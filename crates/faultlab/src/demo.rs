@@ -111,6 +111,7 @@ async fn eval_slice(out: &Path, exe: &str) -> anyhow::Result<usize> {
         faultlab: exe.into(),
         shard: None,
         deadline_ms: None,
+        hide: Vec::new(),
     };
     let mut runs = Vec::new();
     for result in batch.run(|_, _, _| {}).await {

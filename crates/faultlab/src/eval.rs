@@ -33,7 +33,15 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
             let words = shlex::split(line)
                 .filter(|w| !w.is_empty())
                 .ok_or_else(|| Failure::usage(anyhow!("--agent {line:?}: not a command line (check the quotes)")))?;
-            vec![AgentSpec::Command(words)]
+            match &args.agent_name {
+                Some(name) if !valid_name(name) => {
+                    return Err(Failure::usage(anyhow!(
+                        "--agent-name {name:?}: use letters, digits, '.', '_' and '-' (it names a folder)"
+                    )));
+                }
+                Some(name) => vec![AgentSpec::Named { name: name.clone(), command: words }],
+                None => vec![AgentSpec::Command(words)],
+            }
         }
         (None, true) => ControlAgent::ALL.into_iter().map(AgentSpec::Control).collect(),
         _ => return Err(Failure::usage(anyhow!("name the agent under test: --agent 'CMD ARGS' or --controls"))),
@@ -65,6 +73,13 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         faultlab,
         shard: args.shard.map(Shard::zero_based),
         deadline_ms: args.deadline_ms,
+        // The task files (with their plans) and the reports of an earlier batch in the same folder.
+        hide: args
+            .tasks
+            .iter()
+            .chain(&["report.json", "report.md", "report.html"].map(|f| args.out.join(f)))
+            .filter_map(|p| std::path::absolute(p).ok())
+            .collect(),
     };
     // The (task, agent) pairs this batch, or this shard of it, is to run: the oracle entries it can answer. Taken
     // from the plan, not the results, so a pair whose run is missing still counts (as "no run").
@@ -108,6 +123,14 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         0 => Ok(()),
         n => Err(Failure::new(2, anyhow!("{n} of {} runs failed their grade", report.runs.len()))),
     }
+}
+
+/// An agent name is a folder name in the run tree.
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name != "."
+        && name != ".."
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
 /// Checks the runs against the oracle's entries, printing each disagreement; exit 2 on any.

@@ -7,6 +7,7 @@ mod agent;
 mod builtin;
 mod cli;
 mod compare;
+mod connect;
 mod demo;
 mod diagnose;
 mod eval;
@@ -24,6 +25,10 @@ use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
+    // Before anything can start a thread: the sandbox forks.
+    if let cli::Command::Sandbox(args) = &cli.command {
+        return sandbox(args);
+    }
     init_tracing();
     let result = match cli.command {
         cli::Command::Serve(args) => serve::run(args),
@@ -38,6 +43,8 @@ fn main() -> ExitCode {
         cli::Command::WorkspaceServer(args) => workspace::run(args),
         cli::Command::Replay(args) => replay::run(args),
         cli::Command::ReplayServer(args) => replay::run_server(args),
+        cli::Command::Connect(args) => connect::run(args),
+        cli::Command::Sandbox(_) => unreachable!("handled before tracing starts"),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -48,6 +55,19 @@ fn main() -> ExitCode {
             ExitCode::from(failure.code)
         }
     }
+}
+
+/// `faultlab sandbox`: exits with the agent's code (see `faultlab_eval::sandbox`).
+fn sandbox(args: &cli::SandboxArgs) -> ExitCode {
+    let Some((program, rest)) = args.command.split_first() else { return ExitCode::from(2) };
+    let spec = faultlab_eval::sandbox::Spec {
+        scratch: args.scratch.clone(),
+        hide: args.hide.clone(),
+        status: args.status.clone(),
+        program: program.clone(),
+        args: rest.to_vec(),
+    };
+    ExitCode::from(faultlab_eval::sandbox::run(&spec).clamp(0, 255) as u8)
 }
 
 /// An error and the exit code it maps to.

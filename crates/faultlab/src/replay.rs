@@ -95,8 +95,15 @@ pub fn run(args: ReplayArgs) -> Result<(), Failure> {
                 seed: run.seed,
                 keep_workspace: args.keep,
                 faultlab: faultlab.clone(),
-                deadline_ms: None,
+                deadline_ms: args.deadline_ms,
                 cassette: Some(folder.join("trajectory.jsonl")),
+                // The recorded workspace: the replies served from the recording speak of its nonce.
+                nonce: Some(run.nonce.clone()),
+                // The recording (every run's replies) is the answer key.
+                hide: [base.join("runs"), args.report.clone()]
+                    .iter()
+                    .filter_map(|p| std::path::absolute(p).ok())
+                    .collect(),
             });
         }
     }

@@ -38,9 +38,11 @@ fn a_hanging_agent_is_killed_at_the_deadline_with_its_children_and_graded() {
     let dir = tempfile::tempdir().unwrap();
     let task = dir.path().join("hang.yaml");
     std::fs::write(&task, TASK).unwrap();
-    let pid_file = dir.path().join("child.pid");
-    // The agent starts a child of its own and waits for it: both must be gone after the run.
-    let agent = format!("sh -c 'sleep 600 & echo $! > {}; wait'", pid_file.display());
+    // The agent starts a child of its own in a new session (as SDK clients start servers) and waits for it: both
+    // must be gone after the run. The child is found by its unique command line (its pid inside the sandbox
+    // means nothing outside).
+    let marker = format!("600.{}", std::process::id());
+    let agent = format!("sh -c 'setsid sleep {marker} & wait'");
     let out = dir.path().join("out");
     faultlab().args(["eval", "--agent", &agent, "--out"]).arg(&out).arg(&task).assert().code(2);
     let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
@@ -48,8 +50,23 @@ fn a_hanging_agent_is_killed_at_the_deadline_with_its_children_and_graded() {
     assert_eq!(run["end"]["end"], "killed_at_deadline", "{run}");
     assert_eq!(run["verdict"]["recovery"]["outcome"], "failed");
     assert_eq!(run["verdict"]["passed"], false);
-    let pid = std::fs::read_to_string(&pid_file).unwrap();
-    assert!(!Path::new(&format!("/proc/{}", pid.trim())).exists(), "the agent's child {pid} outlived the run");
+    assert!(running(&format!("sleep\0{marker}")).is_empty(), "the agent's child outlived the run");
+}
+
+/// The pids of live processes whose NUL-separated command line contains `marker`.
+fn running(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie = stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+            !zombie
+                && std::fs::read(format!("/proc/{pid}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains(marker))
+        })
+        .collect()
 }
 
 /// The built-in data task, run by a control agent started as an external command (the way users start theirs).

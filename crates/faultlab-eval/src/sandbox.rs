@@ -1,0 +1,411 @@
+//! The sealed run: the agent under test is untrusted code. `faultlab sandbox` (a hidden subcommand that
+//! `faultlab eval` puts in front of every agent) starts it where it cannot see or touch the evidence, and makes
+//! sure that nothing it started outlives the run.
+//!
+//! Where the kernel allows it (as root, or through a user namespace), the agent runs in its own PID and mount
+//! namespaces:
+//! - every path in [`Spec::hide`] is covered: a folder by an empty read-only tmpfs, a file by `/dev/null`; the
+//!   run's scratch folder (its working directory, `HOME` and `TMPDIR`, where its `mcpServers` file and the socket
+//!   to faultlab live) is bound back in;
+//! - `/proc` shows only the sandbox's own processes, so no command line outside (the proxy's, the server's) can be
+//!   read;
+//! - the agent gets no capabilities (empty bounding set, `no_new_privs`, `SECBIT_NOROOT`), so even as root it
+//!   cannot unmount what covers the evidence;
+//! - the sandbox's first process is PID 1 of the namespace and exits with the agent: the kernel then kills every
+//!   process left in it, whatever session or process group it moved to. It dies with `faultlab sandbox` (parent
+//!   death signal), so `SIGKILL` from eval also ends the whole tree.
+//!
+//! Where namespaces are refused, `faultlab sandbox` becomes the child subreaper of the agent's tree and kills every
+//! descendant when the agent ends; nothing is hidden then, and the status file says so.
+
+use nix::errno::Errno;
+use nix::mount::{MsFlags, mount};
+use nix::sched::{CloneFlags, unshare};
+use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, kill, sigaction};
+use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::unistd::{ForkResult, Pid, fork};
+use serde::{Deserialize, Serialize};
+use std::ffi::{CString, OsString};
+use std::io::Write as _;
+use std::os::fd::{AsFd as _, OwnedFd};
+use std::os::unix::ffi::OsStrExt as _;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What `faultlab sandbox` is asked to do.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The agent's working directory, `HOME` and `TMPDIR` (set by the caller); bound back in when hidden.
+    pub scratch: PathBuf,
+    /// Folders and files the agent must not see.
+    pub hide: Vec<PathBuf>,
+    /// Where the isolation that applied is written (one JSON line), opened before anything is hidden.
+    pub status: PathBuf,
+    pub program: OsString,
+    pub args: Vec<OsString>,
+}
+
+/// The isolation a run had, as `report.json` names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Isolation {
+    /// PID and mount namespaces (as root): evidence hidden, no capability, every process ends with the run.
+    Namespaces,
+    /// The same, inside a user namespace (not root).
+    UserNamespaces,
+    /// Namespaces were refused: a child subreaper kills every descendant; nothing is hidden.
+    Subreaper,
+    /// The sandbox did not report (it could not start).
+    None,
+}
+
+impl Isolation {
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Isolation::Namespaces => "pid+mount namespaces, no capabilities",
+            Isolation::UserNamespaces => "user+pid+mount namespaces, no capabilities",
+            Isolation::Subreaper => "subreaper only (namespaces refused; evidence not hidden)",
+            Isolation::None => "none (the sandbox did not start)",
+        }
+    }
+}
+
+/// One line of the status file.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
+pub enum Status {
+    /// The isolation in force; `why` says why namespaces were refused.
+    Sealed {
+        isolation: Isolation,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        why: Option<String>,
+    },
+    /// The agent program could not be executed.
+    ExecFailed { program: String, error: String },
+}
+
+/// Reads the status file `faultlab sandbox` wrote: the isolation, and the reason the agent could not start, if
+/// it could not.
+pub fn read_status(path: &std::path::Path) -> (Isolation, Option<String>) {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut isolation = Isolation::None;
+    let mut failed = None;
+    for line in text.lines() {
+        match serde_json::from_str::<Status>(line) {
+            Ok(Status::Sealed { isolation: i, .. }) => isolation = i,
+            Ok(Status::ExecFailed { program, error }) => failed = Some(format!("cannot start {program}: {error}")),
+            Err(_) => {}
+        }
+    }
+    (isolation, failed)
+}
+
+/// Set by SIGTERM/SIGINT: the run's deadline passed; end everything.
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_stop(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Runs the agent sealed and returns the exit code to exit with (the agent's, 128 + signal, or 127 when it could
+/// not be executed). Must be called before any thread is started: it forks.
+pub fn run(spec: &Spec) -> i32 {
+    let mut status = match std::fs::File::create(&spec.status) {
+        Ok(file) => file,
+        Err(e) => {
+            eprintln!("faultlab sandbox: cannot write the status file {}: {e}", spec.status.display());
+            return 125;
+        }
+    };
+    let handler = SigAction::new(SigHandler::Handler(on_stop), SaFlags::empty(), SigSet::empty());
+    // SAFETY: the handler only stores to an atomic.
+    unsafe {
+        let _ = sigaction(Signal::SIGTERM, &handler);
+        let _ = sigaction(Signal::SIGINT, &handler);
+    }
+    match enter_namespaces() {
+        Ok(isolation) => {
+            write_status(&mut status, &Status::Sealed { isolation, why: None });
+            namespaced(spec, status)
+        }
+        Err(why) => {
+            write_status(&mut status, &Status::Sealed { isolation: Isolation::Subreaper, why: Some(why) });
+            subreaper(spec, status)
+        }
+    }
+}
+
+fn write_status(file: &mut std::fs::File, status: &Status) {
+    let mut line = serde_json::to_string(status).expect("plain data serialises");
+    line.push('\n');
+    let _ = file.write_all(line.as_bytes());
+}
+
+/// New mount and PID namespaces for the children of this process; through a user namespace when not root.
+fn enter_namespaces() -> Result<Isolation, String> {
+    let flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
+    match unshare(flags) {
+        Ok(()) => return Ok(Isolation::Namespaces),
+        Err(Errno::EPERM) => {}
+        Err(e) => return Err(format!("unshare(pid, mount): {e}")),
+    }
+    let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
+    unshare(flags | CloneFlags::CLONE_NEWUSER).map_err(|e| format!("unshare(user, pid, mount): {e}"))?;
+    // Map the caller to root inside: mounting needs it, and files the agent writes stay the caller's.
+    let write = |file: &str, text: String| {
+        std::fs::write(format!("/proc/self/{file}"), text).map_err(|e| format!("/proc/self/{file}: {e}"))
+    };
+    write("setgroups", "deny".into())?;
+    write("uid_map", format!("0 {uid} 1"))?;
+    write("gid_map", format!("0 {gid} 1"))?;
+    Ok(Isolation::UserNamespaces)
+}
+
+/// This process stays outside the new PID namespace and waits; its child is the namespace's PID 1.
+fn namespaced(spec: &Spec, status: std::fs::File) -> i32 {
+    let alive = match nix::unistd::pipe() {
+        Ok(pipe) => pipe,
+        Err(e) => {
+            eprintln!("faultlab sandbox: pipe: {e}");
+            return 125;
+        }
+    };
+    // SAFETY: single-threaded here (the caller's contract); the child only sets up mounts and forks again.
+    match unsafe { fork() } {
+        Err(e) => {
+            eprintln!("faultlab sandbox: fork: {e}");
+            125
+        }
+        Ok(ForkResult::Child) => {
+            let code = init(spec, alive, status);
+            // SAFETY: exit without running the parent's destructors or flushing its buffers twice.
+            unsafe { libc::_exit(code) }
+        }
+        Ok(ForkResult::Parent { child }) => {
+            drop(status);
+            // Held open until this process exits: PID 1 reads a hang-up as its death.
+            let _alive = alive;
+            loop {
+                match waitpid(child, None) {
+                    Ok(WaitStatus::Exited(_, code)) => return code,
+                    Ok(WaitStatus::Signaled(_, signal, _)) => return 128 + signal as i32,
+                    Ok(_) => {}
+                    Err(Errno::EINTR) if STOP.load(Ordering::SeqCst) => {
+                        // The deadline: PID 1's death ends every process of the namespace.
+                        let _ = kill(child, Signal::SIGKILL);
+                    }
+                    Err(Errno::EINTR) => {}
+                    Err(_) => return 125,
+                }
+            }
+        }
+    }
+}
+
+/// PID 1 of the sandbox: hides what must not be seen, starts the agent, reaps every orphan, and exits with the
+/// agent (which ends every other process of the namespace).
+fn init(spec: &Spec, alive: (OwnedFd, OwnedFd), mut status: std::fs::File) -> i32 {
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    // The parent is outside this PID namespace (getppid() says 0 here, and its pid means nothing), so whether it
+    // died before the line above is read from a pipe only it holds open: a hang-up means it is gone.
+    drop(alive.1);
+    let mut fds = [nix::poll::PollFd::new(alive.0.as_fd(), nix::poll::PollFlags::POLLIN)];
+    if nix::poll::poll(&mut fds, nix::poll::PollTimeout::ZERO).unwrap_or(0) > 0 {
+        return 125;
+    }
+    if let Err(e) = seal_mounts(spec) {
+        eprintln!("faultlab sandbox: {e}");
+        return 125;
+    }
+    // SAFETY: single-threaded.
+    let agent = match unsafe { fork() } {
+        Err(e) => {
+            eprintln!("faultlab sandbox: fork: {e}");
+            return 125;
+        }
+        Ok(ForkResult::Child) => exec_agent(spec, &mut status),
+        Ok(ForkResult::Parent { child }) => child,
+    };
+    drop(status);
+    loop {
+        match waitpid(None::<Pid>, None) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == agent => return code,
+            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == agent => return 128 + signal as i32,
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => return 125,
+        }
+    }
+}
+
+/// In the new mount namespace: nothing propagates back out; a fresh `/proc`; the hidden paths covered; the
+/// scratch folder bound back in.
+fn seal_mounts(spec: &Spec) -> Result<(), String> {
+    let none: Option<&str> = None;
+    mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
+        .map_err(|e| format!("cannot make the mounts private: {e}"))?;
+    mount(Some("proc"), "/proc", Some("proc"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC, none)
+        .map_err(|e| format!("cannot mount /proc: {e}"))?;
+    // Held open across the covering: the scratch folder may lie beneath a hidden folder.
+    let scratch = std::fs::File::open(&spec.scratch)
+        .map_err(|e| format!("cannot open the scratch folder {}: {e}", spec.scratch.display()))?;
+    let mut covered = Vec::new();
+    for path in &spec.hide {
+        let Ok(meta) = std::fs::metadata(path) else { continue };
+        if meta.is_dir() {
+            // 64 KiB: room for the mount points of the scratch folder, nothing more.
+            mount(
+                Some("tmpfs"),
+                path,
+                Some("tmpfs"),
+                MsFlags::MS_NOSUID | MsFlags::MS_NODEV,
+                Some("size=64k,mode=755"),
+            )
+            .map_err(|e| format!("cannot hide {}: {e}", path.display()))?;
+            covered.push(path.clone());
+        } else {
+            mount(Some("/dev/null"), path, none, MsFlags::MS_BIND, none)
+                .map_err(|e| format!("cannot hide {}: {e}", path.display()))?;
+        }
+    }
+    let _ = std::fs::create_dir_all(&spec.scratch);
+    let source = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&scratch));
+    mount(Some(source.as_str()), &spec.scratch, none, MsFlags::MS_BIND | MsFlags::MS_REC, none)
+        .map_err(|e| format!("cannot bind the scratch folder {}: {e}", spec.scratch.display()))?;
+    for path in covered {
+        let flags = MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
+        mount(none, &path, none, flags, none).map_err(|e| format!("cannot make {} read-only: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+/// The agent's process: the scratch folder as working directory, no capabilities, then `exec`. Never returns.
+fn exec_agent(spec: &Spec, status: &mut std::fs::File) -> ! {
+    let failed = |status: &mut std::fs::File, error: String| -> ! {
+        write_status(status, &Status::ExecFailed { program: spec.program.to_string_lossy().into_owned(), error });
+        // SAFETY: the forked child leaves without the parent's destructors.
+        unsafe { libc::_exit(127) }
+    };
+    // The deadline handler belongs to faultlab, not to the agent.
+    // SAFETY: restoring the default disposition.
+    unsafe {
+        let default = SigAction::new(SigHandler::SigDfl, SaFlags::empty(), SigSet::empty());
+        let _ = sigaction(Signal::SIGTERM, &default);
+        let _ = sigaction(Signal::SIGINT, &default);
+    }
+    if let Err(e) = nix::unistd::chdir(&spec.scratch) {
+        failed(status, format!("cannot enter the scratch folder {}: {e}", spec.scratch.display()));
+    }
+    drop_privileges();
+    let cstr = |s: &OsString| CString::new(s.as_bytes()).ok();
+    let Some(program) = cstr(&spec.program) else { failed(status, "a NUL byte in the program name".into()) };
+    let mut argv = vec![program.clone()];
+    for arg in &spec.args {
+        match cstr(arg) {
+            Some(arg) => argv.push(arg),
+            None => failed(status, "a NUL byte in an argument".into()),
+        }
+    }
+    let error = nix::unistd::execvp(&program, &argv).unwrap_err();
+    failed(status, error.desc().to_owned())
+}
+
+/// Best effort: no capability survives the agent's `exec`, even as uid 0 (so it cannot unmount what hides the
+/// evidence), and nothing it runs can gain privileges.
+fn drop_privileges() {
+    // SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP | its lock (linux/securebits.h).
+    const SECURE_BITS: libc::c_ulong = 0x01 | 0x02 | 0x04 | 0x08;
+    // SAFETY: plain prctl/capset calls on this process.
+    unsafe {
+        libc::prctl(libc::PR_SET_SECUREBITS, SECURE_BITS, 0, 0, 0);
+        for cap in 0..64 {
+            if libc::prctl(libc::PR_CAPBSET_DROP, cap as libc::c_ulong, 0, 0, 0) != 0 && Errno::last() == Errno::EINVAL
+            {
+                break;
+            }
+        }
+        libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL as libc::c_ulong, 0, 0, 0);
+        // _LINUX_CAPABILITY_VERSION_3: two 32-bit words per set, all zero.
+        #[repr(C)]
+        struct Header {
+            version: u32,
+            pid: i32,
+        }
+        #[repr(C)]
+        #[derive(Clone, Copy)]
+        struct Data {
+            effective: u32,
+            permitted: u32,
+            inheritable: u32,
+        }
+        let header = Header { version: 0x2008_0522, pid: 0 };
+        let data = [Data { effective: 0, permitted: 0, inheritable: 0 }; 2];
+        libc::syscall(libc::SYS_capset, &header as *const Header, data.as_ptr());
+    }
+    let _ = nix::sys::prctl::set_no_new_privs();
+}
+
+/// Without namespaces: this process adopts every orphan of the agent's tree and kills all of it when the agent
+/// ends or the deadline passes.
+fn subreaper(spec: &Spec, mut status: std::fs::File) -> i32 {
+    let _ = nix::sys::prctl::set_child_subreaper(true);
+    // SAFETY: single-threaded.
+    let agent = match unsafe { fork() } {
+        Err(e) => {
+            eprintln!("faultlab sandbox: fork: {e}");
+            return 125;
+        }
+        Ok(ForkResult::Child) => exec_agent(spec, &mut status),
+        Ok(ForkResult::Parent { child }) => child,
+    };
+    drop(status);
+    let code = loop {
+        match waitpid(None::<Pid>, None) {
+            Ok(WaitStatus::Exited(pid, code)) if pid == agent => break code,
+            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == agent => break 128 + signal as i32,
+            Err(Errno::EINTR) if STOP.load(Ordering::SeqCst) => break 128 + Signal::SIGKILL as i32,
+            Ok(_) | Err(Errno::EINTR) => {}
+            Err(_) => break 125,
+        }
+    };
+    kill_descendants();
+    code
+}
+
+/// Kills every descendant of this process until none is left. Orphans are re-parented here (subreaper), so a
+/// process forked between a scan and its kill shows up in the next scan.
+pub fn kill_descendants() {
+    let me = nix::unistd::getpid().as_raw();
+    loop {
+        for pid in descendants(me) {
+            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
+        }
+        match waitpid(None::<Pid>, Some(WaitPidFlag::__WALL)) {
+            Err(Errno::ECHILD) => return,
+            Err(Errno::EINTR) | Ok(_) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+/// Every process whose chain of parents leads to `root`, from `/proc`.
+fn descendants(root: i32) -> Vec<i32> {
+    let mut parents: Vec<(i32, i32)> = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    for pid in entries.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()) {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // After the command name (which may hold spaces), closed by the last ')': state, ppid.
+        let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else { continue };
+        if let Some(ppid) = rest.split_whitespace().nth(1).and_then(|p| p.parse::<i32>().ok()) {
+            parents.push((pid, ppid));
+        }
+    }
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(parents.iter().filter(|(_, ppid)| *ppid == parent).map(|(pid, _)| *pid));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}
