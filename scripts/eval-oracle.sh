@@ -31,4 +31,14 @@ if [[ "${status:-0}" != 0 ]]; then
     echo "eval-oracle: error: faultlab eval --controls exited ${status}" >&2
     exit "$status"
 fi
+# The adversarial controls must leave nothing behind: the forker's setsid child ends with its run, and the
+# escaper's writes outside the workspace never happen.
+if pgrep -f 'sleep 3599.25' >/dev/null; then
+    pkill -f 'sleep 3599.25' || true
+    die "a forker's child outlived its run"
+fi
+for f in /tmp/escaped-by-faultlab-escaper.txt "$out"/runs/*/escaper/escaped-by-faultlab-escaper.txt; do
+    [[ ! -e "$f" ]] || die "the escaper wrote $f outside its workspace"
+done
+grep -q '"isolation": "namespaces"' "$out/report.json" || log "note: the runs were not sealed in namespaces here"
 log "ok"

@@ -310,7 +310,11 @@ fn bar(rate: &Rate) -> String {
 
 fn run_section(out: &mut String, i: usize, run: &RunRecord) {
     let v = &run.verdict;
-    let (class, word) = if v.passed { ("pass", "PASS") } else { ("fail", "FAIL") };
+    let (class, word) = match (&run.error, v.passed) {
+        (Some(_), _) => ("fail", "ERROR"),
+        (None, true) => ("pass", "PASS"),
+        (None, false) => ("fail", "FAIL"),
+    };
     let _ = write!(
         out,
         "<details class=\"run {class}\" id=\"run-{i}\"><summary><span class=\"verdict\">{word}</span> \
@@ -337,6 +341,22 @@ fn run_section(out: &mut String, i: usize, run: &RunRecord) {
         run.seed,
         esc(&run.nonce),
         esc(&run.dir)
+    );
+    if let Some(error) = &run.error {
+        let _ = writeln!(out, "<p class=\"fail\"><b>Run error</b> (the set-up, not the agent): {}</p>", esc(error));
+    }
+    let digests: Vec<String> = run
+        .evidence
+        .iter()
+        .map(|(file, sha)| {
+            format!("<code>{}</code> <code class=\"muted\">{}</code>", esc(file), esc(&sha[..sha.len().min(16)]))
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "<p class=\"meta\">isolation: {} · evidence sealed (SHA-256): {}</p>",
+        esc(run.isolation.describe()),
+        if digests.is_empty() { "none".to_owned() } else { digests.join(" · ") }
     );
     match &run.claim {
         Some(claim) => {

@@ -13,8 +13,10 @@
 //! - [`merge`]: shard reports joined into one; [`compare`]: two reports side by side, with significance tests.
 //! - [`html`]: the report as one self-contained page: heatmap, rates with intervals, every run's checks and timeline.
 //! - [`replay`]: a recorded run's server replies served again, in front of a fresh server.
-//! - [`agent`]: the built-in control agents, each a real MCP client process.
+//! - [`agent`]: the built-in control agents, each a real MCP client process; [`adversary`]: what the adversarial
+//!   ones try against the sandbox.
 
+pub mod adversary;
 pub mod agent;
 pub mod batch;
 pub mod builtin;

@@ -90,7 +90,9 @@ pub struct PassHatK {
 
 impl Report {
     pub fn new(meta: Meta, runs: Vec<RunRecord>) -> Self {
-        let stats = stats(&runs, meta.repeat);
+        // A run whose set-up failed says nothing about the agent: it is counted apart, not in any rate.
+        let graded: Vec<RunRecord> = runs.iter().filter(|r| r.error.is_none()).cloned().collect();
+        let stats = stats(&graded, meta.repeat);
         Self { meta, shard: None, merged: None, stats, runs }
     }
 }
@@ -227,6 +229,21 @@ pub fn markdown(report: &Report) -> String {
         }
     }
     let _ = writeln!(md, "**Pass rate: {}**\n", pct(&s.overall));
+    let errors: Vec<&RunRecord> = report.runs.iter().filter(|r| r.error.is_some()).collect();
+    if !errors.is_empty() {
+        let _ = writeln!(md, "**{} run(s) could not be graded** (the set-up failed, not the agent):\n", errors.len());
+        for run in errors {
+            let _ = writeln!(
+                md,
+                "- {} × {} #{}: {}",
+                run.task,
+                run.agent,
+                run.repeat + 1,
+                run.error.as_deref().unwrap_or_default()
+            );
+        }
+        md.push('\n');
+    }
     if let Some(k) = &s.pass_hat_k {
         let _ = writeln!(
             md,
@@ -268,7 +285,11 @@ pub fn markdown(report: &Report) -> String {
             run.task,
             run.agent,
             run.repeat + 1,
-            if v.passed { "PASS" } else { "FAIL" },
+            match (&run.error, v.passed) {
+                (Some(_), _) => "ERROR",
+                (None, true) => "PASS",
+                (None, false) => "FAIL",
+            },
             name(&v.recovery.strategy),
             name(&v.recovery.outcome),
             failing.join("; ").replace('|', "\\|"),

@@ -23,6 +23,8 @@ use std::time::{Duration, Instant};
 /// How long the proxy and server get to finish after the agent exits before they are killed (2 s): they end
 /// on the agent's closed pipe within milliseconds; the grace only bounds a server that ignores it.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
+/// The descriptor on which `faultlab sandbox` reports its isolation.
+const STATUS_FD: i32 = 3;
 /// Bound on one `command_succeeded` check (10 s).
 const COMMAND_LIMIT: Duration = Duration::from_secs(10);
 
@@ -255,13 +257,14 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
         ),
         None => run_agent(&spec, &paths, deadline).await?,
     };
+    let status = std::fs::read_to_string(&paths.status).unwrap_or_default();
     let duration_ms = started.elapsed().as_millis() as u64;
     let proxies = sessions.finish(&spec.dir).await;
 
     // The agent cannot reach these files (see `crate::sandbox`); they are sealed now, before anything reads them.
     let _ = std::fs::copy(&paths.agent_claim, &paths.claim);
     let evidence_digests = seal(&paths);
-    let isolation = crate::sandbox::read_status(&paths.status).0;
+    let isolation = crate::sandbox::read_status(&status).0;
     if !spec.keep_workspace {
         let _ = std::fs::remove_dir_all(&scratch);
     }
@@ -546,8 +549,19 @@ async fn run_agent(
     }
     let log = std::fs::File::create(&paths.log).map_err(io(&paths.log))?;
     let log_err = log.try_clone().map_err(io(&paths.log))?;
+    // The sandbox reports its isolation on a pipe, as descriptor 3: no file an agent could rewrite.
+    let (status_read, status_write) =
+        nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| io(&paths.status)(e.into()))?;
     let mut command = tokio::process::Command::new(&spec.faultlab);
-    command.arg("sandbox").arg("--scratch").arg(&paths.scratch).arg("--status").arg(&paths.status);
+    command.arg("sandbox").arg("--scratch").arg(&paths.scratch).arg("--status-fd").arg(STATUS_FD.to_string());
+    let raw = std::os::fd::AsRawFd::as_raw_fd(&status_write);
+    // SAFETY: dup2 is async-signal-safe; the copy loses close-on-exec, so the sandbox inherits it.
+    unsafe {
+        command.pre_exec(move || match libc::dup2(raw, STATUS_FD) {
+            -1 => Err(std::io::Error::last_os_error()),
+            _ => Ok(()),
+        });
+    }
     let root = spec.dir.parent().and_then(Path::parent).and_then(Path::parent);
     // The runs folder (every run's evidence and workspace), every run's scratch folder, and what the caller names.
     for hide in root.into_iter().map(Path::to_path_buf).chain([scratch_root()?.to_owned()]).chain(spec.hide.clone()) {
@@ -570,6 +584,7 @@ async fn run_agent(
         .process_group(0)
         .kill_on_drop(true);
     let mut child = command.spawn().map_err(|source| RunError::Agent { command: program.clone(), source })?;
+    drop(status_write);
     let group = child.id().map(|pid| pid as i32).unwrap_or(0);
     let end = match tokio::time::timeout(deadline, child.wait()).await {
         Ok(Ok(status)) => AgentEnd::Exited { code: status.code() },
@@ -586,7 +601,11 @@ async fn run_agent(
     };
     // A sandbox without namespaces leaves its group's stragglers to this last sweep.
     drain(Members { groups: vec![group], marker: String::new() }).await;
-    match crate::sandbox::read_status(&paths.status).1 {
+    // Every writer has ended: the read ends at once. Kept beside the evidence for the record.
+    let mut status = String::new();
+    let _ = std::io::Read::read_to_string(&mut std::fs::File::from(status_read), &mut status);
+    let _ = std::fs::write(&paths.status, &status);
+    match crate::sandbox::read_status(&status).1 {
         Some(why) => Ok((AgentEnd::FailedToStart, Some(why))),
         None => Ok((end, None)),
     }

@@ -39,8 +39,9 @@ pub struct Spec {
     pub scratch: PathBuf,
     /// Folders and files the agent must not see.
     pub hide: Vec<PathBuf>,
-    /// Where the isolation that applied is written (one JSON line), opened before anything is hidden.
-    pub status: PathBuf,
+    /// Where the isolation that applied is written (JSON lines): a pipe to `faultlab eval`, which no process of
+    /// the sandbox keeps open past `exec`, so an agent cannot forge it.
+    pub status: std::os::fd::RawFd,
     pub program: OsString,
     pub args: Vec<OsString>,
 }
@@ -84,10 +85,9 @@ pub enum Status {
     ExecFailed { program: String, error: String },
 }
 
-/// Reads the status file `faultlab sandbox` wrote: the isolation, and the reason the agent could not start, if
-/// it could not.
-pub fn read_status(path: &std::path::Path) -> (Isolation, Option<String>) {
-    let text = std::fs::read_to_string(path).unwrap_or_default();
+/// Reads what `faultlab sandbox` wrote to its status pipe: the isolation, and the reason the agent could not
+/// start, if it could not.
+pub fn read_status(text: &str) -> (Isolation, Option<String>) {
     let mut isolation = Isolation::None;
     let mut failed = None;
     for line in text.lines() {
@@ -100,6 +100,10 @@ pub fn read_status(path: &std::path::Path) -> (Isolation, Option<String>) {
     (isolation, failed)
 }
 
+/// `FAULTLAB_SANDBOX=subreaper` skips the namespaces: every process still ends with the run, but nothing is
+/// hidden. Reports name the isolation that applied.
+pub const WEAKEN: &str = "FAULTLAB_SANDBOX";
+
 /// Set by SIGTERM/SIGINT: the run's deadline passed; end everything.
 static STOP: AtomicBool = AtomicBool::new(false);
 
@@ -110,13 +114,15 @@ extern "C" fn on_stop(_: libc::c_int) {
 /// Runs the agent sealed and returns the exit code to exit with (the agent's, 128 + signal, or 127 when it could
 /// not be executed). Must be called before any thread is started: it forks.
 pub fn run(spec: &Spec) -> i32 {
-    let mut status = match std::fs::File::create(&spec.status) {
-        Ok(file) => file,
-        Err(e) => {
-            eprintln!("faultlab sandbox: cannot write the status file {}: {e}", spec.status.display());
-            return 125;
-        }
-    };
+    use std::os::fd::FromRawFd as _;
+    // The descriptor must be open and must not reach the agent: close-on-exec.
+    // SAFETY: F_SETFD on a descriptor number: harmless whether or not it is open.
+    if unsafe { libc::fcntl(spec.status, libc::F_SETFD, libc::FD_CLOEXEC) } == -1 {
+        eprintln!("faultlab sandbox: the status descriptor {} is not open", spec.status);
+        return 125;
+    }
+    // SAFETY: the descriptor is open (checked above) and owned by this process from here on.
+    let mut status = unsafe { std::fs::File::from_raw_fd(spec.status) };
     let handler = SigAction::new(SigHandler::Handler(on_stop), SaFlags::empty(), SigSet::empty());
     // SAFETY: the handler only stores to an atomic.
     unsafe {
@@ -143,6 +149,10 @@ fn write_status(file: &mut std::fs::File, status: &Status) {
 
 /// New mount and PID namespaces for the children of this process; through a user namespace when not root.
 fn enter_namespaces() -> Result<Isolation, String> {
+    // For showing what the seal stops (and for kernels where namespaces misbehave): the weaker isolation on demand.
+    if std::env::var_os(WEAKEN).is_some_and(|v| v == "subreaper") {
+        return Err(format!("{WEAKEN}=subreaper"));
+    }
     let flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
     match unshare(flags) {
         Ok(()) => return Ok(Isolation::Namespaces),

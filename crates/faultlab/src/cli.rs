@@ -55,9 +55,9 @@ pub struct SandboxArgs {
     /// A folder or file the agent must not see (repeatable).
     #[arg(long)]
     pub hide: Vec<std::path::PathBuf>,
-    /// Where the isolation that applied is written.
+    /// The descriptor (a pipe) where the isolation that applied is written.
     #[arg(long)]
-    pub status: std::path::PathBuf,
+    pub status_fd: i32,
     /// The agent's program and arguments.
     #[arg(last = true, required = true)]
     pub command: Vec<std::ffi::OsString>,

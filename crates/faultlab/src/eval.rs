@@ -114,6 +114,19 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         }
         return Err(Failure::new(1, anyhow!("{} run(s) could not happen; first: {first}", errors.len())));
     }
+    let broken: Vec<&RunRecord> = report.runs.iter().filter(|r| r.error.is_some()).collect();
+    if let Some(first) = broken.first() {
+        return Err(Failure::new(
+            1,
+            anyhow!(
+                "{} run(s) could not be graded, the set-up failed; first: {} × {}: {}",
+                broken.len(),
+                first.task,
+                first.agent,
+                first.error.as_deref().unwrap_or_default()
+            ),
+        ));
+    }
     if let Some(oracle) = oracle {
         let entries = oracle.entries.into_iter().filter(|e| pairs.contains(&(e.task.clone(), e.agent.name().into())));
         return check_oracle(Oracle { entries: entries.collect() }, &report.runs);
@@ -178,6 +191,10 @@ fn print_summary(report: &Report) {
         let v = &run.verdict;
         let outcome = serde_json::to_value(v.recovery.outcome).unwrap_or_default();
         let strategy = serde_json::to_value(v.recovery.strategy).unwrap_or_default();
+        if let Some(error) = &run.error {
+            println!("ERROR {} × {} #{}: {error}", run.task, run.agent, run.repeat + 1);
+            continue;
+        }
         println!(
             "{} {} × {} #{}: {} → {} ({} calls)",
             if v.passed { "PASS" } else { "FAIL" },

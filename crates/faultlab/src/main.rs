@@ -63,7 +63,7 @@ fn sandbox(args: &cli::SandboxArgs) -> ExitCode {
     let spec = faultlab_eval::sandbox::Spec {
         scratch: args.scratch.clone(),
         hide: args.hide.clone(),
-        status: args.status.clone(),
+        status: args.status_fd,
         program: program.clone(),
         args: rest.to_vec(),
     };
