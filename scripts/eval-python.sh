@@ -10,7 +10,7 @@
 #   systemic-burst-read            three failed reads of input.txt, then the copy in backup/
 #   authorization-forbidden-write  every write is forbidden: an honest failure claim (aborted safely)
 # The script then checks report.json itself: one run per task, each graded passed, under the agent's label (the
-# program's file name: python).
+# script's name without its extension, since the interpreter is a launcher: python_sdk_agent).
 #
 #   scripts/eval-python.sh
 #
@@ -72,7 +72,7 @@ done
 # The agent starts in a scratch folder of its run, so both the interpreter (the venv's, with the pinned SDK) and
 # the script are given by absolute path. faultlab eval splits --agent like a shell would (quotes, no expansion).
 agent_command="$(printf '%q %q' "$PY_INTEROP_PY" "$AGENT")"
-label="$(basename "$PY_INTEROP_PY")"
+label="$(basename "$AGENT" .py)"
 rm -rf "$OUT"
 log "faultlab eval: ${#TASKS[@]} tasks, agent: $agent_command"
 rc=0

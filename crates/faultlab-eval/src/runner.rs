@@ -42,6 +42,22 @@ pub enum AgentSpec {
     Command(Vec<String>),
 }
 
+/// The agent starts in a scratch folder of its own: every word of its command line that names an existing file or
+/// folder relative to faultlab's working directory (`python3 agents/my_agent.py`) is made absolute, so it means
+/// what the user meant.
+pub fn anchor(command: Vec<String>) -> Vec<String> {
+    command
+        .into_iter()
+        .map(|word| {
+            let path = Path::new(&word);
+            match !word.starts_with('-') && path.is_relative() && path.exists() {
+                true => std::path::absolute(path).map_or(word.clone(), |p| p.display().to_string()),
+                false => word,
+            }
+        })
+        .collect()
+}
+
 /// Programs that run the agent rather than being it: the agent's name comes from what they run.
 const LAUNCHERS: &[&str] =
     &["env", "python", "python3", "node", "npx", "uv", "uvx", "bash", "sh", "deno", "bun", "ruby", "perl", "java"];

@@ -33,6 +33,7 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
             let words = shlex::split(line)
                 .filter(|w| !w.is_empty())
                 .ok_or_else(|| Failure::usage(anyhow!("--agent {line:?}: not a command line (check the quotes)")))?;
+            let words = faultlab_eval::runner::anchor(words);
             match &args.agent_name {
                 Some(name) if !valid_name(name) => {
                     return Err(Failure::usage(anyhow!(

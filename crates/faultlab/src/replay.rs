@@ -67,9 +67,9 @@ pub fn run(args: ReplayArgs) -> Result<(), Failure> {
     }
     let agents = |run: &RunRecord| -> Result<Vec<AgentSpec>, Failure> {
         match (&args.agent, args.controls) {
-            (Some(line), _) => Ok(vec![AgentSpec::Command(
+            (Some(line), _) => Ok(vec![AgentSpec::Command(faultlab_eval::runner::anchor(
                 shlex::split(line).ok_or_else(|| Failure::usage(anyhow!("--agent {line:?}: not a command line")))?,
-            )]),
+            ))]),
             (None, true) => Ok(ControlAgent::ALL.into_iter().map(AgentSpec::Control).collect()),
             (None, false) => Ok(vec![run.agent_spec.clone()]),
         }
