@@ -40,5 +40,23 @@ fi
 for f in /tmp/escaped-by-faultlab-escaper.txt "$out"/runs/*/escaper/escaped-by-faultlab-escaper.txt; do
     [[ ! -e "$f" ]] || die "the escaper wrote $f outside its workspace"
 done
+# Replay to another agent: every control agent, replayed on the good agent's recording of every task (the same
+# workspace nonce, the recorded replies), must get the verdict it gets live.
+runs=()
+for task in $(python3 -c 'import json,sys; print(" ".join(sorted({r["task"] for r in json.load(open(sys.argv[1]))["runs"]})))' "$out/report.json"); do
+    runs+=(--run "$task/good")
+done
+log "faultlab replay: every control agent on the good agent's recordings"
+"$FAULTLAB_BIN" replay "$out/report.json" "${runs[@]}" --controls --jobs 2 --out "$out/replay" >"$out/replay-console.txt" 2>&1 || true
+python3 - "$out/report.json" "$out/replay/report.json" <<'PY' || die "a replayed verdict differs from the live one"
+import json, sys
+live = {(r["task"], r["agent"]): (r["verdict"]["passed"], r["verdict"]["recovery"]["outcome"]) for r in json.load(open(sys.argv[1]))["runs"]}
+replayed = json.load(open(sys.argv[2]))["runs"]
+differ = [r for r in replayed if (r["verdict"]["passed"], r["verdict"]["recovery"]["outcome"]) != live[(r["task"], r["agent"])]]
+for r in differ:
+    print(f"eval-oracle: replayed {r['task']} × {r['agent']}: {r['verdict']['recovery']['outcome']}, live: {live[(r['task'], r['agent'])][1]}")
+print(f"eval-oracle: {len(replayed)} replayed runs, {len(differ)} differ from live")
+sys.exit(1 if differ or not replayed else 0)
+PY
 grep -q '"isolation": "namespaces"' "$out/report.json" || log "note: the runs were not sealed in namespaces here"
 log "ok"
