@@ -6,6 +6,7 @@
 
 use faultlab_engine::FaultKind;
 use faultlab_proxy::rules::Rule;
+use faultlab_wire::nesting;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -393,6 +394,8 @@ impl Task {
 
     /// Parses and checks a task; the error names the key (and, from YAML, the line).
     pub fn parse(text: &str, is_json: bool) -> Result<Self, String> {
+        let syntax = if is_json { nesting::Syntax::Json } else { nesting::Syntax::Yaml };
+        nesting::check(text, syntax).map_err(|e| e.to_string())?;
         let task: Self = if is_json {
             serde_json::from_str(text).map_err(|e| e.to_string())?
         } else {

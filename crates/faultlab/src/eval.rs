@@ -92,7 +92,7 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
     let report = Report { shard: args.shard, ..Report::new(meta, runs) };
     write_reports(&args.out, &report)?;
     print_summary(&report);
-    println!("reports: {}", args.out.join("report.md").display());
+    outln!("reports: {}", args.out.join("report.md").display());
     if let Some(first) = errors.first() {
         for error in &errors {
             eprintln!("faultlab: a run could not happen: {error}");
@@ -114,14 +114,11 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
 pub fn check_oracle(oracle: Oracle, runs: &[RunRecord]) -> Result<(), Failure> {
     let disagreements = oracle.check(runs);
     if disagreements.is_empty() {
-        println!(
-            "oracle: all {} verdicts as expected: the grader tells every control agent apart",
-            oracle.entries.len()
-        );
+        outln!("oracle: all {} verdicts as expected: the grader tells every control agent apart", oracle.entries.len());
         return Ok(());
     }
     for d in &disagreements {
-        println!("oracle disagreement: {} × {}: expected {}, got {}", d.task, d.agent, d.expected, d.got);
+        outln!("oracle disagreement: {} × {}: expected {}, got {}", d.task, d.agent, d.expected, d.got);
     }
     Err(Failure::new(
         2,
@@ -155,7 +152,7 @@ fn print_summary(report: &Report) {
         let v = &run.verdict;
         let outcome = serde_json::to_value(v.recovery.outcome).unwrap_or_default();
         let strategy = serde_json::to_value(v.recovery.strategy).unwrap_or_default();
-        println!(
+        outln!(
             "{} {} × {} #{}: {} → {} ({} calls)",
             if v.passed { "PASS" } else { "FAIL" },
             run.task,
@@ -167,7 +164,7 @@ fn print_summary(report: &Report) {
         );
     }
     let o = &report.stats.overall;
-    println!(
+    outln!(
         "pass rate {:.0}% ({}/{}; 95% CI {:.0}–{:.0}%) in {:.1} s",
         o.rate * 100.0,
         o.passed,
