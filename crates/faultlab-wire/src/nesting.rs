@@ -26,15 +26,6 @@ pub enum Syntax {
     Yaml,
 }
 
-impl Syntax {
-    /// JSON for a `.json` or `.jsonl` path, YAML otherwise (YAML reads JSON too, so the YAML scan is the safe
-    /// default).
-    pub fn of(path: &std::path::Path) -> Self {
-        let json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json") || e.eq_ignore_ascii_case("jsonl"));
-        if json { Syntax::Json } else { Syntax::Yaml }
-    }
-}
-
 /// Refuses `text` if it nests deeper than [`MAX_NESTING`]: open `[`/`{` outside strings, plus (YAML) the block
 /// collections the line sits in, by indentation and by `- `/`? ` indicators at its start.
 pub fn check(text: &str, syntax: Syntax) -> Result<(), TooDeep> {
