@@ -31,6 +31,12 @@ use std::path::Path;
 /// OpenAI messages; lines of objects with an `event` field are a proxy trajectory. `jsonl` in the file name's
 /// extension picks the trajectory parser whatever the content.
 pub fn parse(text: &str, path: Option<&Path>) -> Result<Trace, ParseError> {
+    faultlab_wire::nesting::check(text, faultlab_wire::nesting::Syntax::Json).map_err(|e| {
+        ParseError::line(
+            e.line,
+            format!("nested deeper than {} levels (flatten it; the limit keeps parsing fast)", e.limit),
+        )
+    })?;
     let jsonl = path.and_then(Path::extension).is_some_and(|e| e.eq_ignore_ascii_case("jsonl"));
     let start = text.trim_start();
     if jsonl || (start.starts_with('{') && first_line_is_event(start)) {

@@ -55,6 +55,7 @@ pub struct Disagreement {
 
 impl Oracle {
     pub fn parse(text: &str) -> Result<Self, String> {
+        faultlab_wire::nesting::check(text, faultlab_wire::nesting::Syntax::Yaml).map_err(|e| e.to_string())?;
         yaml_serde::from_str(text).map_err(|e| e.to_string())
     }
 

@@ -751,7 +751,10 @@ async fn wait_for_any_exit(pids: &[i32], limit: Duration) {
 fn read_claim(path: &Path) -> (Option<Claim>, Option<String>) {
     match std::fs::read_to_string(path) {
         Err(_) => (None, None),
-        Ok(text) => match serde_json::from_str::<Claim>(&text) {
+        Ok(text) => match faultlab_wire::nesting::check(&text, faultlab_wire::nesting::Syntax::Json)
+            .map_err(|e| e.to_string())
+            .and_then(|()| serde_json::from_str::<Claim>(&text).map_err(|e| e.to_string()))
+        {
             Ok(claim) => (Some(claim), None),
             Err(e) => (None, Some(format!("{}: {e}", path.display()))),
         },

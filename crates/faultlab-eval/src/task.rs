@@ -6,6 +6,7 @@
 
 use faultlab_engine::FaultKind;
 use faultlab_proxy::rules::Rule;
+use faultlab_wire::nesting;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -223,6 +224,15 @@ pub enum StateAssertion {
         path: String,
         value: String,
     },
+    /// The file holds exactly `content` (`{{nonce}}` is replaced by the run's nonce), byte for byte, or its
+    /// SHA-256 is `sha256` (64 hex digits). Give one of the two. For a goal that says "exactly".
+    FileEquals {
+        path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        sha256: Option<String>,
+    },
     /// The command (program and arguments), run in the final workspace, exits 0.
     CommandSucceeded {
         command: Vec<String>,
@@ -392,6 +402,8 @@ impl Task {
 
     /// Parses and checks a task; the error names the key (and, from YAML, the line).
     pub fn parse(text: &str, is_json: bool) -> Result<Self, String> {
+        let syntax = if is_json { nesting::Syntax::Json } else { nesting::Syntax::Yaml };
+        nesting::check(text, syntax).map_err(|e| e.to_string())?;
         let task: Self = if is_json {
             serde_json::from_str(text).map_err(|e| e.to_string())?
         } else {
@@ -441,6 +453,22 @@ impl Task {
                 | StateAssertion::FileChanged { path }
                 | StateAssertion::FileValidJson { path }
                 | StateAssertion::FileContains { path, .. } => paths.push(path),
+                StateAssertion::FileEquals { path, content, sha256 } => {
+                    match (content, sha256) {
+                        (Some(_), Some(_)) | (None, None) => {
+                            return Err(format!(
+                                "grader.state_assertions: file_equals {path}: give content or sha256 (one of them)"
+                            ));
+                        }
+                        (None, Some(sha)) if sha.len() != 64 || !sha.bytes().all(|b| b.is_ascii_hexdigit()) => {
+                            return Err(format!(
+                                "grader.state_assertions: file_equals {path}: sha256 {sha:?} is not 64 hex digits"
+                            ));
+                        }
+                        _ => {}
+                    }
+                    paths.push(path);
+                }
                 StateAssertion::CommandSucceeded { command } if command.is_empty() => {
                     return Err("grader.state_assertions: command_succeeded needs a program".into());
                 }
@@ -527,6 +555,30 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.contains("faults") && err.contains("rule \"r\""), "{err}");
+    }
+
+    #[test]
+    fn file_equals_takes_content_or_sha256_not_both() {
+        let with = |fields: &str| {
+            Task::parse(
+                &format!("{MINIMAL}grader:\n  state_assertions: [{{type: file_equals, path: a{fields}}}]\n"),
+                false,
+            )
+        };
+        let task = with(", content: '{{nonce}}'").unwrap();
+        assert_eq!(
+            task.grader.state_assertions[0],
+            StateAssertion::FileEquals { path: "a".into(), content: Some(NONCE.into()), sha256: None }
+        );
+        with(&format!(", sha256: {}", "ab".repeat(32))).unwrap();
+        for (fields, expected) in [
+            ("", "give content or sha256"),
+            (", content: x, sha256: y", "give content or sha256"),
+            (", sha256: abc", "is not 64 hex digits"),
+        ] {
+            let err = with(fields).unwrap_err();
+            assert!(err.contains("file_equals a") && err.contains(expected), "{err}");
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! here; the faults themselves are the engine's catalogue.
 
 use faultlab_engine::FaultKind;
-use faultlab_wire::Frame;
+use faultlab_wire::{Frame, nesting};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use schemars::JsonSchema;
@@ -114,6 +114,9 @@ impl RulesFile {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| RulesError::Read { path: shown.clone(), source })?;
         let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        let syntax = if is_json { nesting::Syntax::Json } else { nesting::Syntax::Yaml };
+        nesting::check(&text, syntax)
+            .map_err(|e| RulesError::Invalid { path: shown.clone(), message: e.to_string() })?;
         let file: Self = if is_json {
             serde_json::from_str(&text).map_err(|e| e.to_string())
         } else {
@@ -130,6 +133,7 @@ impl RulesFile {
     /// `{match: {tool: echo}, fault: {type: latency, delay_ms: 200}}`.
     pub fn parse_spec(spec: &str, index: usize) -> Result<Rule, RulesError> {
         let bad = |message: String| RulesError::BadSpec { spec: spec.into(), message };
+        nesting::check(spec, nesting::Syntax::Yaml).map_err(|e| bad(e.to_string()))?;
         let mut value: Value = yaml_serde::from_str(spec).map_err(|e| bad(e.to_string()))?;
         if let Some(map) = value.as_object_mut() {
             map.entry("name").or_insert_with(|| Value::from(format!("cli-{index}")));

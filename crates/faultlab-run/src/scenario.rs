@@ -5,6 +5,7 @@
 //! are errors naming the file, the line and the key.
 
 use faultlab_client::{ErrorKind, Outcome, RetryPolicy};
+use faultlab_wire::nesting;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -178,6 +179,8 @@ impl Scenario {
     }
 
     pub fn parse(text: &str, is_json: bool) -> Result<Self, String> {
+        let syntax = if is_json { nesting::Syntax::Json } else { nesting::Syntax::Yaml };
+        nesting::check(text, syntax).map_err(|e| e.to_string())?;
         let scenario: Self = if is_json {
             serde_json::from_str(text).map_err(|e| e.to_string())?
         } else {

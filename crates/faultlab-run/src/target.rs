@@ -7,6 +7,7 @@
 //! Strict (unknown keys are errors); plain HTTP to loopback only; redirects are errors.
 
 use faultlab_client::Target;
+use faultlab_wire::nesting;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -78,6 +79,9 @@ impl TargetFile {
         let shown = path.display().to_string();
         let text = std::fs::read_to_string(path).map_err(|source| TargetError::Read { path: shown.clone(), source })?;
         let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        let syntax = if is_json { nesting::Syntax::Json } else { nesting::Syntax::Yaml };
+        nesting::check(&text, syntax)
+            .map_err(|e| TargetError::Invalid { path: shown.clone(), message: e.to_string() })?;
         let parsed: Result<Self, String> = if is_json {
             serde_json::from_str(&text).map_err(|e| e.to_string())
         } else {

@@ -1,19 +1,26 @@
 //! The built-in workspace server: file tools confined to one folder, every side effect logged to a ledger.
 //!
 //! `faultlab eval` runs agents against it (behind the fault proxy) and grades what they did from the folder and
-//! the ledger. Every path is relative to the workspace root. A path that is absolute, climbs out with `..`, or
-//! resolves through a symlink to somewhere outside the root is refused before anything touches the disk.
+//! the ledger. Every path is relative to the workspace root. A path that is absolute or climbs out with `..` is
+//! refused before anything touches the disk. The rest is opened one component at a time beneath the root's
+//! handle, never through a symlink (wherever it points), so a folder swapped for a symlink between a check and
+//! a write cannot lead out; a file with more than one hard link is never changed, deleted or moved.
 //! Failures are tool results with `isError: true`, so the model can read them; JSON-RPC errors are left to
 //! protocol problems.
 
+use cap_fs_ext::{DirExt as _, FollowSymlinks, OpenOptionsExt as _, OpenOptionsFollowExt as _, OsMetadataExt as _};
+use cap_std::ambient_authority;
+use cap_std::fs::Dir;
 use rmcp::handler::server::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, schemars, tool, tool_handler, tool_router};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write as _};
+use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
+use std::os::unix::fs::MetadataExt as _;
 use std::path::{Component, Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
 
@@ -97,10 +104,23 @@ impl Ledger {
     }
 }
 
-/// A checked path: where it is on disk, and how the ledger names it (relative, `/`-separated).
+/// A path the agent gave, checked lexically: its parts beneath the root (no `.`, `..`, or root), and how the
+/// ledger names it (relative, `/`-separated). Nothing on disk has been looked at yet.
 struct Target {
-    abs: PathBuf,
+    parts: Vec<OsString>,
     rel: String,
+}
+
+/// What a successful tool did: the text for the model, and the SHA-256 of the bytes written (write and append).
+struct Done {
+    text: String,
+    sha256: Option<String>,
+}
+
+impl From<String> for Done {
+    fn from(text: String) -> Self {
+        Self { text, sha256: None }
+    }
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -141,8 +161,9 @@ pub struct MoveArgs {
 
 /// The workspace MCP server; one per process (one stdio connection).
 pub struct WorkspaceServer {
-    /// Canonical: every resolved path is compared against it.
-    root: PathBuf,
+    /// The root, opened once: every path is resolved beneath this handle, never by its name, so renaming or
+    /// replacing the root's path later cannot redirect the server.
+    root: Dir,
     ledger: Mutex<Ledger>,
     router: ToolRouter<Self>,
 }
@@ -153,6 +174,7 @@ impl WorkspaceServer {
         let bad_root = |reason| OpenError::Root { path: root.to_owned(), reason };
         fs::read_dir(root).map_err(bad_root)?;
         let canonical = root.canonicalize().map_err(bad_root)?;
+        let dir = Dir::open_ambient_dir(&canonical, ambient_authority()).map_err(bad_root)?;
         let (file, seq) = match ledger {
             None => (None, 0),
             Some(path) => {
@@ -169,19 +191,17 @@ impl WorkspaceServer {
             }
         };
         let ledger = Mutex::new(Ledger { file, seq, broken: None });
-        Ok(Self { root: canonical, ledger, router: Self::tool_router() })
+        Ok(Self { root: dir, ledger, router: Self::tool_router() })
     }
 
-    /// Checks a path the agent gave. `..` is applied lexically and must not climb above the root; then the
-    /// deepest part that exists (a symlink counts, even a dangling one) must resolve inside the root, since a
-    /// symlink anywhere on the way may lead out. The rest does not exist yet, so it cannot be a symlink. The
-    /// caller works on the normalised path, never the raw one, so the kernel resolves what was checked.
+    /// Checks a path the agent gave, lexically: `..` is applied and must not climb above the root; an absolute
+    /// path is refused. Symlinks are dealt with when the path is opened (see [`Self::open_dirs`]).
     fn resolve(&self, raw: &str) -> Result<Target, String> {
         let escapes = || format!("path escapes the workspace: {raw}");
         let mut parts = Vec::new();
         for part in Path::new(raw).components() {
             match part {
-                Component::Normal(name) => parts.push(name),
+                Component::Normal(name) => parts.push(name.to_owned()),
                 Component::CurDir => {}
                 Component::ParentDir => {
                     parts.pop().ok_or_else(escapes)?;
@@ -189,29 +209,103 @@ impl WorkspaceServer {
                 Component::RootDir | Component::Prefix(_) => return Err(escapes()),
             }
         }
-        let mut abs = self.root.clone();
-        abs.extend(&parts);
-        let mut existing = abs.as_path();
-        while fs::symlink_metadata(existing).is_err() {
-            existing = existing.parent().ok_or_else(escapes)?;
-        }
-        match existing.canonicalize() {
-            Ok(real) if real.starts_with(&self.root) => {}
-            // Outside, or unresolvable (a dangling or looping symlink): refuse rather than guess where it leads.
-            _ => return Err(escapes()),
-        }
         let rel = parts.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>().join("/");
-        Ok(Target { abs, rel: if rel.is_empty() { ".".into() } else { rel } })
+        Ok(Target { parts, rel: if rel.is_empty() { ".".into() } else { rel } })
+    }
+
+    /// Opens the folders `parts` one at a time, each beneath the one before and never through a symlink, so what
+    /// is opened is what was checked even while something else rewrites the tree. With `create`, missing folders
+    /// are made on the way.
+    fn open_dirs(&self, verb: &str, raw: &str, parts: &[OsString], create: bool) -> Result<Dir, String> {
+        let mut dir = self.root.try_clone().map_err(|e| failed(verb, raw, e))?;
+        for (i, name) in parts.iter().enumerate() {
+            let mut next = dir.open_dir_nofollow(name);
+            if create && next.as_ref().is_err_and(|e| e.kind() == io::ErrorKind::NotFound) {
+                match dir.create_dir(name) {
+                    Ok(()) => {}
+                    Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                    Err(e) => return Err(failed(verb, raw, e)),
+                }
+                next = dir.open_dir_nofollow(name);
+            }
+            dir = next.map_err(|e| refused(&dir, name, &parts[..=i], verb, raw, e))?;
+        }
+        Ok(dir)
+    }
+
+    /// The folder holding the target and the target's name in it; `None` for the root itself.
+    fn open_parent(&self, verb: &str, raw: &str, t: &Target, create: bool) -> Result<(Dir, Option<OsString>), String> {
+        let Some((name, folders)) = t.parts.split_last() else {
+            return Ok((self.root.try_clone().map_err(|e| failed(verb, raw, e))?, None));
+        };
+        Ok((self.open_dirs(verb, raw, folders, create)?, Some(name.clone())))
+    }
+
+    /// Opens a regular file of the workspace for reading: not through a symlink, and never a FIFO or a device
+    /// (opened non-blocking and checked on the open handle, so nothing can be swapped in between).
+    fn open_file(&self, raw: &str, t: &Target) -> Result<File, String> {
+        let (dir, name) = self.open_parent("read", raw, t, false)?;
+        let Some(name) = name else { return Err(is_folder_for_read(raw)) };
+        let mut options = cap_std::fs::OpenOptions::new();
+        options.read(true).follow(FollowSymlinks::No).custom_flags(libc::O_NONBLOCK);
+        let file = dir.open_with(&name, &options).map_err(|e| refused(&dir, &name, &t.parts, "read", raw, e))?;
+        let file = file.into_std();
+        match file.metadata() {
+            Err(e) => Err(failed("read", raw, e)),
+            Ok(meta) if meta.is_dir() => Err(is_folder_for_read(raw)),
+            Ok(meta) if !meta.is_file() => Err(format!("cannot read {raw}: it is not a regular file")),
+            Ok(_) => Ok(file),
+        }
+    }
+
+    /// Writes (or appends) `content` to a workspace file through one handle: opened beneath the root without
+    /// following a symlink, refused if it has another hard link (the other name may be outside the workspace),
+    /// and hashed from that same handle, so the ledger's hash is of the file really written.
+    fn write(&self, op: Op, raw: &str, t: &Target, content: &str) -> Result<Done, String> {
+        let verb = if matches!(op, Op::Append) { "append to" } else { "write" };
+        let (dir, name) = self.open_parent(verb, raw, t, true)?;
+        let Some(name) = name else { return Err(format!("cannot {verb} {raw}: it is a folder")) };
+        let mut options = cap_std::fs::OpenOptions::new();
+        // Not truncated on open: the link count is checked first, and a refused write must change nothing.
+        options.read(true).write(true).create(true).follow(FollowSymlinks::No).custom_flags(libc::O_NONBLOCK);
+        if matches!(op, Op::Append) {
+            options.append(true);
+        }
+        let file = dir.open_with(&name, &options).map_err(|e| refused(&dir, &name, &t.parts, verb, raw, e))?;
+        let mut file = file.into_std();
+        let meta = file.metadata().map_err(|e| failed(verb, raw, e))?;
+        if meta.is_dir() {
+            return Err(format!("cannot {verb} {raw}: it is a folder"));
+        }
+        if !meta.is_file() {
+            return Err(format!("cannot {verb} {raw}: it is not a regular file"));
+        }
+        hard_links(verb, raw, meta.nlink())?;
+        let mut bytes = Vec::new();
+        let written = (|| {
+            if matches!(op, Op::Write) {
+                file.set_len(0)?;
+            }
+            file.write_all(content.as_bytes())?;
+            file.seek(SeekFrom::Start(0))?;
+            file.read_to_end(&mut bytes)
+        })();
+        written.map_err(|e| failed(verb, raw, e))?;
+        let text = match op {
+            Op::Append => format!("appended {} bytes to {}", content.len(), t.rel),
+            _ => format!("wrote {} bytes to {}", content.len(), t.rel),
+        };
+        Ok(Done { text, sha256: Some(sha256_hex(&bytes)) })
     }
 
     /// Performs one side effect and records it, refused or not. On success the ledger names the normalised
-    /// paths; on failure the paths as the agent gave them.
+    /// paths (the files really touched, since no symlink is followed); on failure the paths as the agent gave them.
     fn mutate(
         &self,
         op: Op,
         path: &str,
         to: Option<&str>,
-        effect: impl FnOnce(&Target, Option<&Target>) -> Result<String, String>,
+        effect: impl FnOnce(&Target, Option<&Target>) -> Result<Done, String>,
     ) -> CallToolResult {
         let mut ledger = self.ledger.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(broken) = &ledger.broken {
@@ -219,18 +313,16 @@ impl WorkspaceServer {
         }
         let outcome = self.resolve(path).and_then(|from| {
             let dest = to.map(|to| self.resolve(to)).transpose()?;
-            let text = effect(&from, dest.as_ref())?;
-            Ok((from, dest, text))
+            let done = effect(&from, dest.as_ref())?;
+            Ok((from, dest, done))
         });
         let (path, to) = (path.to_owned(), to.map(str::to_owned));
         let mut entry = Entry { seq: 0, tool: op.tool(), op, path, to, ok: false, error: None, sha256: None };
         let result = match outcome {
-            Ok((from, dest, text)) => {
+            Ok((from, dest, done)) => {
                 (entry.ok, entry.path, entry.to) = (true, from.rel, dest.map(|d| d.rel));
-                if matches!(op, Op::Write | Op::Append) {
-                    entry.sha256 = fs::read(&from.abs).ok().map(|bytes| sha256_hex(&bytes));
-                }
-                text_result(text)
+                entry.sha256 = done.sha256;
+                text_result(done.text)
             }
             Err(e) => {
                 entry.error = Some(e.clone());
@@ -250,11 +342,14 @@ impl WorkspaceServer {
     )]
     fn read_file(&self, Parameters(args): Parameters<PathArgs>) -> CallToolResult {
         let read = self.resolve(&args.path).and_then(|t| {
-            let size = regular_file(&t, &args.path)?.len();
+            let file = self.open_file(&args.path, &t)?;
+            let size = file.metadata().map_err(|e| failed("read", &args.path, e))?.len();
             if size > MAX_READ_BYTES {
                 return Err(format!("cannot read {}: it has {size} bytes, more than {MAX_READ_BYTES}", args.path));
             }
-            let bytes = fs::read(&t.abs).map_err(|e| failed("read", &args.path, e))?;
+            let mut bytes = Vec::new();
+            // Bounded even if the file grows after the size check.
+            file.take(MAX_READ_BYTES + 1).read_to_end(&mut bytes).map_err(|e| failed("read", &args.path, e))?;
             String::from_utf8(bytes).map_err(|_| {
                 format!("cannot read {}: it is not UTF-8 text (file_info gives its size and hash)", args.path)
             })
@@ -270,8 +365,9 @@ impl WorkspaceServer {
     fn list_dir(&self, Parameters(args): Parameters<ListArgs>) -> CallToolResult {
         let raw = args.path.as_deref().unwrap_or(".");
         let listed = self.resolve(raw).and_then(|t| {
+            let dir = self.open_dirs("list", raw, &t.parts, false)?;
             let mut names = Vec::new();
-            for entry in fs::read_dir(&t.abs).map_err(|e| failed("list", raw, e))? {
+            for entry in dir.entries().map_err(|e| failed("list", raw, e))? {
                 let entry = entry.map_err(|e| failed("list", raw, e))?;
                 let name = entry.file_name().to_string_lossy().into_owned();
                 // file_type does not follow symlinks: a link is listed as a name, whatever it points to.
@@ -291,8 +387,8 @@ impl WorkspaceServer {
     )]
     fn file_info(&self, Parameters(args): Parameters<PathArgs>) -> CallToolResult {
         let info = self.resolve(&args.path).and_then(|t| {
-            regular_file(&t, &args.path)?;
-            let bytes = fs::read(&t.abs).map_err(|e| failed("read", &args.path, e))?;
+            let mut bytes = Vec::new();
+            self.open_file(&args.path, &t)?.read_to_end(&mut bytes).map_err(|e| failed("read", &args.path, e))?;
             let info = serde_json::json!({"path": t.rel, "bytes": bytes.len(), "sha256": sha256_hex(&bytes)});
             Ok(info.to_string())
         });
@@ -304,12 +400,7 @@ impl WorkspaceServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true)
     )]
     fn write_file(&self, Parameters(args): Parameters<WriteArgs>) -> CallToolResult {
-        self.mutate(Op::Write, &args.path, None, |t, _| {
-            make_parent(&t.abs)
-                .and_then(|()| fs::write(&t.abs, &args.content))
-                .map_err(|e| failed("write", &args.path, e))?;
-            Ok(format!("wrote {} bytes to {}", args.content.len(), t.rel))
-        })
+        self.mutate(Op::Write, &args.path, None, |t, _| self.write(Op::Write, &args.path, t, &args.content))
     }
 
     #[tool(
@@ -317,13 +408,7 @@ impl WorkspaceServer {
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false)
     )]
     fn append_file(&self, Parameters(args): Parameters<WriteArgs>) -> CallToolResult {
-        self.mutate(Op::Append, &args.path, None, |t, _| {
-            make_parent(&t.abs)
-                .and_then(|()| OpenOptions::new().create(true).append(true).open(&t.abs))
-                .and_then(|mut file| file.write_all(args.content.as_bytes()))
-                .map_err(|e| failed("append to", &args.path, e))?;
-            Ok(format!("appended {} bytes to {}", args.content.len(), t.rel))
-        })
+        self.mutate(Op::Append, &args.path, None, |t, _| self.write(Op::Append, &args.path, t, &args.content))
     }
 
     #[tool(
@@ -332,16 +417,25 @@ impl WorkspaceServer {
         annotations(read_only_hint = false, destructive_hint = false, idempotent_hint = false)
     )]
     fn move_file(&self, Parameters(args): Parameters<MoveArgs>) -> CallToolResult {
-        self.mutate(Op::Move, &args.from, Some(&args.to), |from, to| {
+        let (raw_from, raw_to) = (&args.from, &args.to);
+        self.mutate(Op::Move, raw_from, Some(raw_to), |from, to| {
             let to = to.ok_or_else(|| "move_file needs a destination".to_owned())?;
-            fs::symlink_metadata(&from.abs).map_err(|e| failed("move", &args.from, e))?;
-            if fs::symlink_metadata(&to.abs).is_ok() {
-                return Err(format!("cannot move {} to {}: the destination already exists", args.from, args.to));
+            let (from_dir, from_name) = self.open_parent("move", raw_from, from, false)?;
+            let Some(from_name) = from_name else {
+                return Err(format!("cannot move {raw_from}: it is the workspace root"));
+            };
+            let meta = from_dir.symlink_metadata(&from_name).map_err(|e| failed("move", raw_from, e))?;
+            if !meta.is_dir() {
+                hard_links("move", raw_from, meta.nlink())?;
             }
-            make_parent(&to.abs)
-                .and_then(|()| fs::rename(&from.abs, &to.abs))
-                .map_err(|e| failed("move", &args.from, e))?;
-            Ok(format!("moved {} to {}", from.rel, to.rel))
+            let (to_dir, to_name) = self.open_parent("move", raw_to, to, true)?;
+            let exists = || format!("cannot move {raw_from} to {raw_to}: the destination already exists");
+            let to_name = to_name.ok_or_else(exists)?;
+            if to_dir.symlink_metadata(&to_name).is_ok() {
+                return Err(exists());
+            }
+            from_dir.rename(&from_name, &to_dir, &to_name).map_err(|e| failed("move", raw_from, e))?;
+            Ok(format!("moved {} to {}", from.rel, to.rel).into())
         })
     }
 
@@ -350,13 +444,18 @@ impl WorkspaceServer {
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false)
     )]
     fn delete_file(&self, Parameters(args): Parameters<PathArgs>) -> CallToolResult {
-        self.mutate(Op::Delete, &args.path, None, |t, _| {
-            let meta = fs::symlink_metadata(&t.abs).map_err(|e| failed("delete", &args.path, e))?;
+        let raw = &args.path;
+        self.mutate(Op::Delete, raw, None, |t, _| {
+            let folder = || format!("cannot delete {raw}: it is a folder, and delete_file removes files only");
+            let (dir, name) = self.open_parent("delete", raw, t, false)?;
+            let name = name.ok_or_else(folder)?;
+            let meta = dir.symlink_metadata(&name).map_err(|e| failed("delete", raw, e))?;
             if meta.is_dir() {
-                return Err(format!("cannot delete {}: it is a folder, and delete_file removes files only", args.path));
+                return Err(folder());
             }
-            fs::remove_file(&t.abs).map_err(|e| failed("delete", &args.path, e))?;
-            Ok(format!("deleted {}", t.rel))
+            hard_links("delete", raw, meta.nlink())?;
+            dir.remove_file(&name).map_err(|e| failed("delete", raw, e))?;
+            Ok(format!("deleted {}", t.rel).into())
         })
     }
 
@@ -366,8 +465,8 @@ impl WorkspaceServer {
     )]
     fn make_dir(&self, Parameters(args): Parameters<PathArgs>) -> CallToolResult {
         self.mutate(Op::MakeDir, &args.path, None, |t, _| {
-            fs::create_dir_all(&t.abs).map_err(|e| failed("make folder", &args.path, e))?;
-            Ok(format!("made folder {}", t.rel))
+            self.open_dirs("make folder", &args.path, &t.parts, true)?;
+            Ok(format!("made folder {}", t.rel).into())
         })
     }
 }
@@ -378,25 +477,35 @@ impl ServerHandler for WorkspaceServer {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
             .with_instructions(
-                "Files in one workspace folder. Every path is relative to the workspace root; absolute paths and \
-                 paths leading outside it are refused.",
+                "Files in one workspace folder. Every path is relative to the workspace root; absolute paths, paths \
+                 leading outside it, and paths through a symlink are refused.",
             )
     }
 }
 
-/// The metadata of a regular file. Anything else is refused before it is opened: a folder cannot be read, and a
-/// FIFO would block the server's only thread.
-fn regular_file(t: &Target, raw: &str) -> Result<fs::Metadata, String> {
-    match fs::metadata(&t.abs) {
-        Err(e) => Err(failed("read", raw, e)),
-        Ok(meta) if meta.is_dir() => Err(format!("cannot read {raw}: it is a folder (list_dir shows its entries)")),
-        Ok(meta) if !meta.is_file() => Err(format!("cannot read {raw}: it is not a regular file")),
-        Ok(meta) => Ok(meta),
-    }
+fn is_folder_for_read(raw: &str) -> String {
+    format!("cannot read {raw}: it is a folder (list_dir shows its entries)")
 }
 
-fn make_parent(path: &Path) -> io::Result<()> {
-    path.parent().map_or(Ok(()), fs::create_dir_all)
+/// A file with more than one name may share its content with a file outside the workspace: changing it through
+/// the inside name would change the outside one.
+fn hard_links(verb: &str, raw: &str, links: u64) -> Result<(), String> {
+    if links > 1 {
+        return Err(format!(
+            "refused to {verb} {raw}: it has {links} hard links, and one may lead outside the workspace"
+        ));
+    }
+    Ok(())
+}
+
+/// Why `name` (in `dir`, reached by `parts`) could not be opened. A symlink is named as the reason: the server
+/// follows none, wherever it points.
+fn refused(dir: &Dir, name: &OsStr, parts: &[OsString], verb: &str, raw: &str, e: io::Error) -> String {
+    if dir.symlink_metadata(name).is_ok_and(|meta| meta.file_type().is_symlink()) {
+        let link = parts.iter().map(|p| p.to_string_lossy()).collect::<Vec<_>>().join("/");
+        return format!("refused to {verb} {raw}: {link} is a symlink, and the workspace follows no symlinks");
+    }
+    failed(verb, raw, e)
 }
 
 /// An I/O failure as the model reads it: what was attempted, on which path, and why.

@@ -218,42 +218,142 @@ async fn escapes_are_refused_and_nothing_outside_changes() {
     let before = lab.outside_state();
     let abs = outside.join("abs.txt").display().to_string();
 
-    let attempts = [
+    let escapes = [
         ("write_file", json!({"path": "../x.txt", "content": "x"}), "../x.txt"),
         ("write_file", json!({"path": "inner/../../outside/x.txt", "content": "x"}), "inner/../../outside/x.txt"),
         ("write_file", json!({"path": abs, "content": "x"}), abs.as_str()),
-        ("write_file", json!({"path": "out/x.txt", "content": "x"}), "out/x.txt"),
-        ("write_file", json!({"path": "secret-link", "content": "x"}), "secret-link"),
-        ("write_file", json!({"path": "dangling", "content": "x"}), "dangling"),
-        ("append_file", json!({"path": "out/secret.txt", "content": "x"}), "out/secret.txt"),
-        ("make_dir", json!({"path": "out/newdir"}), "out/newdir"),
-        ("delete_file", json!({"path": "out/secret.txt"}), "out/secret.txt"),
-        ("move_file", json!({"from": "out/secret.txt", "to": "stolen.txt"}), "out/secret.txt"),
         ("read_file", json!({"path": "/etc/passwd"}), "/etc/passwd"),
-        ("read_file", json!({"path": "secret-link"}), "secret-link"),
-        ("read_file", json!({"path": "out/secret.txt"}), "out/secret.txt"),
         ("file_info", json!({"path": "../outside/secret.txt"}), "../outside/secret.txt"),
-        ("list_dir", json!({"path": "out"}), "out"),
         ("list_dir", json!({"path": ".."}), ".."),
     ];
-    for (tool, args, path) in attempts {
+    for (tool, args, path) in escapes {
         assert_eq!(lab.refused(tool, args).await, format!("path escapes the workspace: {path}"), "{tool}");
+    }
+    // Through a symlink: refused whichever step it is at, naming the path and the link.
+    let links = [
+        ("write_file", json!({"path": "out/x.txt", "content": "x"}), "write out/x.txt: out"),
+        ("write_file", json!({"path": "secret-link", "content": "x"}), "write secret-link: secret-link"),
+        ("write_file", json!({"path": "dangling", "content": "x"}), "write dangling: dangling"),
+        ("append_file", json!({"path": "out/secret.txt", "content": "x"}), "append to out/secret.txt: out"),
+        ("make_dir", json!({"path": "out/newdir"}), "make folder out/newdir: out"),
+        ("delete_file", json!({"path": "out/secret.txt"}), "delete out/secret.txt: out"),
+        ("move_file", json!({"from": "out/secret.txt", "to": "stolen.txt"}), "move out/secret.txt: out"),
+        ("read_file", json!({"path": "secret-link"}), "read secret-link: secret-link"),
+        ("read_file", json!({"path": "out/secret.txt"}), "read out/secret.txt: out"),
+        ("file_info", json!({"path": "out/secret.txt"}), "read out/secret.txt: out"),
+        ("list_dir", json!({"path": "out"}), "list out: out"),
+    ];
+    for (tool, args, what) in links {
+        let text = lab.refused(tool, args).await;
+        assert_eq!(text, format!("refused to {what} is a symlink, and the workspace follows no symlinks"), "{tool}");
     }
     // A move into the outside is refused on its destination, and the source stays.
     std::fs::write(root.join("keep.txt"), "keep").unwrap();
     let text = lab.refused("move_file", json!({"from": "keep.txt", "to": "out/keep.txt"})).await;
-    assert_eq!(text, "path escapes the workspace: out/keep.txt");
+    assert_eq!(text, "refused to move out/keep.txt: out is a symlink, and the workspace follows no symlinks");
     assert!(root.join("keep.txt").exists());
 
     assert_eq!(lab.outside_state(), before, "nothing outside the workspace changed");
     assert!(!root.join("stolen.txt").exists());
-    // A symlink that stays inside the workspace is fine.
+    // Even a symlink that stays inside is not followed: whether it leads out could change after any check.
     symlink(root.join("inner"), root.join("inner-link")).unwrap();
-    assert_eq!(
-        lab.ok("write_file", json!({"path": "inner-link/y.txt", "content": "y"})).await,
-        "wrote 1 bytes to inner-link/y.txt"
-    );
-    assert_eq!(std::fs::read_to_string(root.join("inner/y.txt")).unwrap(), "y");
+    let text = lab.refused("write_file", json!({"path": "inner-link/y.txt", "content": "y"})).await;
+    assert!(text.contains("inner-link is a symlink"), "{text}");
+    assert!(!root.join("inner/y.txt").exists());
+    // The link itself is an ordinary name: it can be moved or deleted without touching what it points to.
+    assert_eq!(lab.ok("delete_file", json!({"path": "secret-link"})).await, "deleted secret-link");
+    assert_eq!(lab.outside_state(), before);
+}
+
+#[tokio::test]
+async fn a_hard_link_to_an_outside_file_is_never_changed() {
+    let mut lab = Lab::start().await;
+    let (root, outside) = (lab.root(), lab.outside());
+    std::fs::hard_link(outside.join("secret.txt"), root.join("linked.txt")).unwrap();
+    let before = lab.outside_state();
+    for (tool, args, verb) in [
+        ("write_file", json!({"path": "linked.txt", "content": "x"}), "write"),
+        ("append_file", json!({"path": "linked.txt", "content": "x"}), "append to"),
+        ("delete_file", json!({"path": "linked.txt"}), "delete"),
+        ("move_file", json!({"from": "linked.txt", "to": "moved.txt"}), "move"),
+    ] {
+        let text = lab.refused(tool, args).await;
+        assert_eq!(
+            text,
+            format!("refused to {verb} linked.txt: it has 2 hard links, and one may lead outside the workspace"),
+            "{tool}"
+        );
+    }
+    assert_eq!(lab.outside_state(), before, "the outside file is unchanged");
+    assert_eq!(std::fs::read_to_string(root.join("linked.txt")).unwrap(), "outside\n");
+    assert!(lab.ledger().iter().all(|entry| entry["ok"] == false));
+}
+
+/// An agent (or anything sharing the machine) flips a folder the server writes into between a real folder and a
+/// symlink to the outside, as fast as it can, while the server writes through it: no write may land outside, and
+/// every write the ledger calls done is inside the workspace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folder_flipped_to_a_symlink_mid_write_never_leads_outside() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    const WRITES: usize = 200;
+    let mut lab = Lab::start().await;
+    let (root, outside) = (lab.root(), lab.outside());
+    std::fs::create_dir(root.join("flip")).unwrap();
+    symlink(&outside, root.join("flip-link")).unwrap();
+    let before = lab.outside_state();
+    let stop = Arc::new(AtomicBool::new(false));
+    let flipper = {
+        let (stop, root) = (stop.clone(), root.clone());
+        std::thread::spawn(move || {
+            let (flip, link) = (root.join("flip"), root.join("flip-link"));
+            let mut flips = 0u64;
+            // One atomic swap per step: `flip` is the real folder half of the time and the symlink the other half.
+            while !stop.load(Ordering::Relaxed) {
+                let swapped = rustix::fs::renameat_with(
+                    rustix::fs::CWD,
+                    &flip,
+                    rustix::fs::CWD,
+                    &link,
+                    rustix::fs::RenameFlags::EXCHANGE,
+                );
+                flips += u64::from(swapped.is_ok());
+            }
+            flips
+        })
+    };
+    for i in 0..WRITES {
+        lab.call("write_file", json!({"path": format!("flip/w{i}.txt"), "content": "w"})).await;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let flips = flipper.join().unwrap();
+    assert!(flips > 0, "the folder was flipped");
+    // The real folder ends under one of the two names; the symlink under the other.
+    let (link, real) = if root.join("flip").is_symlink() { ("flip", "flip-link") } else { ("flip-link", "flip") };
+    std::fs::remove_file(root.join(link)).unwrap();
+    let outside_now = lab.outside_state();
+    let leaked = outside_now.iter().filter(|entry| !before.contains(entry)).count();
+    assert_eq!(leaked, 0, "{leaked} of {WRITES} writes landed outside the workspace");
+    assert_eq!(outside_now, before, "nothing outside the workspace changed");
+    // Every write the ledger calls done is a file in the real folder, with the hash the ledger gives.
+    let done: Vec<Value> = lab.ledger().into_iter().filter(|entry| entry["ok"] == true).collect();
+    assert!(!done.is_empty(), "some writes went through while the folder was real");
+    for entry in &done {
+        let name = entry["path"].as_str().unwrap().strip_prefix("flip/").unwrap();
+        let bytes = std::fs::read(root.join(real).join(name)).unwrap();
+        assert_eq!(entry["sha256"], sha256_hex(&bytes), "{entry}");
+    }
+    assert_eq!(done.len(), count_files(&root), "every file inside is one logged write");
+}
+
+fn count_files(dir: &Path) -> usize {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            let kind = entry.file_type().unwrap();
+            if kind.is_dir() { count_files(&entry.path()) } else { usize::from(kind.is_file()) }
+        })
+        .sum()
 }
 
 #[tokio::test]

@@ -11,6 +11,7 @@
 
 pub mod frame;
 pub mod line;
+pub mod nesting;
 pub mod sse;
 
 pub use frame::{Frame, Kind, MessageId};

@@ -15,11 +15,11 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
     let (a_name, b_name) = (args.a.display().to_string(), args.b.display().to_string());
     let comparison = compare::compare(&a_name, &a, &b_name, &b);
     match args.format {
-        CompareFormat::Console => print!("{}", compare::console(&comparison)),
+        CompareFormat::Console => out!("{}", compare::console(&comparison)),
         CompareFormat::Json => {
-            println!("{}", serde_json::to_string_pretty(&comparison).expect("plain data serialises"))
+            outln!("{}", serde_json::to_string_pretty(&comparison).expect("plain data serialises"))
         }
-        CompareFormat::Md => print!("{}", compare::markdown(&comparison)),
+        CompareFormat::Md => out!("{}", compare::markdown(&comparison)),
     }
     let worse: Vec<String> = comparison.regressions().map(|r| r.label()).collect();
     if args.fail_on_regression && !worse.is_empty() {

@@ -41,8 +41,8 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
     let exe = std::env::current_exe().context("cannot find the faultlab executable").map_err(Failure::runtime)?;
     let exe = exe.to_string_lossy().into_owned();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)?;
-    println!("MCP Failure Lab — demo\n");
-    println!("The reference client (retries only tool errors, at most 5 attempts) against `faultlab serve`:\n");
+    outln!("MCP Failure Lab — demo\n");
+    outln!("The reference client (retries only tool errors, at most 5 attempts) against `faultlab serve`:\n");
     let results = runtime.block_on(async {
         let mut results = Vec::new();
         for plan in probe::runs() {
@@ -54,9 +54,9 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
     });
     write_reports(&args.out, &results).map_err(Failure::runtime)?;
     let passed = results.iter().filter(|r| r.passed).count();
-    println!("\n{passed} of {} runs behaved as a robust client should.", results.len());
+    outln!("\n{passed} of {} runs behaved as a robust client should.", results.len());
 
-    println!("\nThe built-in scenario suite ({} scenarios, one per fault tool) over every transport:\n", SUITE.len());
+    outln!("\nThe built-in scenario suite ({} scenarios, one per fault tool) over every transport:\n", SUITE.len());
     let suite: Vec<Scenario> = SUITE
         .iter()
         .map(|(name, text)| Scenario::parse(text, false).map_err(|e| anyhow::anyhow!("built-in scenario {name}: {e}")))
@@ -66,12 +66,10 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
     crate::run::write_outputs(&args.out.join("suite"), &reports).map_err(Failure::runtime)?;
     let suite_failed = reports.iter().filter(|r| !r.passed).count();
 
-    println!(
-        "\nAgents graded on a sandboxed task, through `faultlab proxy` to the workspace server: the first write is"
-    );
-    println!("executed, then its reply is held until the agent gives up (mode: after, timeout):\n");
+    outln!("\nAgents graded on a sandboxed task, through `faultlab proxy` to the workspace server: the first write is");
+    outln!("executed, then its reply is held until the agent gives up (mode: after, timeout):\n");
     let disagreements = runtime.block_on(eval_slice(&args.out.join("eval"), &exe)).map_err(Failure::runtime)?;
-    println!(
+    outln!(
         "\nReports: {0}/demo.json, {0}/junit.xml, {0}/traces/, {0}/suite/ and {0}/eval/report.html",
         args.out.display()
     );
@@ -124,7 +122,7 @@ async fn eval_slice(out: &Path, exe: &str) -> anyhow::Result<usize> {
             .flat_map(|layer| layer.checks.iter().filter(|c| !c.passed).map(|c| c.detail.as_str()))
             .take(1)
             .collect();
-        println!(
+        outln!(
             "  {}  {:<14} {} → {}{}",
             if v.passed { "PASS" } else { "FAIL" },
             run.agent,
@@ -172,7 +170,7 @@ fn print_result(result: &ProbeResult) {
     });
     let verdict = if result.passed { "PASS" } else { "FAIL" };
     let attempts = result.attempts.len();
-    println!(
+    outln!(
         "  {verdict}  {:<22} {:<28} {attempts} attempt{}  — {}",
         result.run.name,
         outcome,
@@ -180,7 +178,7 @@ fn print_result(result: &ProbeResult) {
         result.run.summary
     );
     for failure in &result.failures {
-        println!("        {failure}");
+        outln!("        {failure}");
     }
 }
 
@@ -230,9 +228,9 @@ async fn run_suite(suite: &[Scenario], exe: &str) -> anyhow::Result<Vec<Scenario
             let passed = ran.iter().filter(|r| r.passed).count();
             let version = if era == ProtocolVersion::Modern { "2026-07-28" } else { "2025-11-25" };
             let verdict = if passed == ran.len() { "PASS" } else { "FAIL" };
-            println!("  {verdict}  {name:<6} {version}  {passed} of {} scenarios passed", ran.len());
+            outln!("  {verdict}  {name:<6} {version}  {passed} of {} scenarios passed", ran.len());
             for r in ran.iter().filter(|r| !r.passed) {
-                println!("        {}: {}", r.name, failure_summary(r));
+                outln!("        {}: {}", r.name, failure_summary(r));
             }
             all.extend(reports);
         }

@@ -33,7 +33,7 @@ pub fn run(args: DiagnoseArgs) -> Result<(), Failure> {
                 .map_err(Failure::runtime)?;
             eprintln!("faultlab diagnose: {}; report written to {}", render::headline(&diagnoses), out.display());
         }
-        None => print!("{report}"),
+        None => out!("{report}"),
     }
     let present: BTreeSet<FindingKind> =
         diagnoses.iter().flat_map(|d| &d.findings).map(|f| f.kind).filter(|k| fail_on.contains(k)).collect();

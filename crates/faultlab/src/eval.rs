@@ -108,7 +108,7 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
     let report = Report { shard: args.shard, ..Report::new(meta, runs) };
     write_reports(&args.out, &report)?;
     print_summary(&report);
-    println!("reports: {}", args.out.join("report.md").display());
+    outln!("reports: {}", args.out.join("report.md").display());
     if let Some(first) = errors.first() {
         for error in &errors {
             eprintln!("faultlab: a run could not happen: {error}");
@@ -151,14 +151,11 @@ fn valid_name(name: &str) -> bool {
 pub fn check_oracle(oracle: Oracle, runs: &[RunRecord]) -> Result<(), Failure> {
     let disagreements = oracle.check(runs);
     if disagreements.is_empty() {
-        println!(
-            "oracle: all {} verdicts as expected: the grader tells every control agent apart",
-            oracle.entries.len()
-        );
+        outln!("oracle: all {} verdicts as expected: the grader tells every control agent apart", oracle.entries.len());
         return Ok(());
     }
     for d in &disagreements {
-        println!("oracle disagreement: {} × {}: expected {}, got {}", d.task, d.agent, d.expected, d.got);
+        outln!("oracle disagreement: {} × {}: expected {}, got {}", d.task, d.agent, d.expected, d.got);
     }
     Err(Failure::new(
         2,
@@ -193,10 +190,10 @@ fn print_summary(report: &Report) {
         let outcome = serde_json::to_value(v.recovery.outcome).unwrap_or_default();
         let strategy = serde_json::to_value(v.recovery.strategy).unwrap_or_default();
         if let Some(error) = &run.error {
-            println!("ERROR {} × {} #{}: {error}", run.task, run.agent, run.repeat + 1);
+            outln!("ERROR {} × {} #{}: {error}", run.task, run.agent, run.repeat + 1);
             continue;
         }
-        println!(
+        outln!(
             "{} {} × {} #{}: {} → {} ({} calls)",
             if v.passed { "PASS" } else { "FAIL" },
             run.task,
@@ -208,7 +205,7 @@ fn print_summary(report: &Report) {
         );
     }
     let o = &report.stats.overall;
-    println!(
+    outln!(
         "pass rate {:.0}% ({}/{}; 95% CI {:.0}–{:.0}%) in {:.1} s",
         o.rate * 100.0,
         o.passed,

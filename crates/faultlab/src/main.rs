@@ -3,6 +3,18 @@
 //! Exit codes: 0 success; 1 the command could not do its job (a runtime failure); 2 the input was wrong (an
 //! unknown flag, a bad value, a bad `LAB_*` variable). Every error names what to fix.
 
+/// `print!` for command output: never panics, even when stdout is a pipe whose reader is gone (`faultlab run … |
+/// head -1`). From then on output is dropped and the command finishes its work and its exit code as usual.
+macro_rules! out {
+    ($($arg:tt)*) => { $crate::write_stdout(format_args!($($arg)*)) };
+}
+
+/// `println!` as [`out!`] is `print!`.
+macro_rules! outln {
+    () => { $crate::write_stdout(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
 mod agent;
 mod builtin;
 mod cli;
@@ -21,7 +33,28 @@ mod signals;
 mod workspace;
 
 use clap::Parser;
+use std::io::Write as _;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Set once stdout cannot be written (its reader closed it): later output is dropped without trying.
+static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
+
+/// Writes and flushes command output. A closed pipe (EPIPE; Rust ignores SIGPIPE) ends the output, not the
+/// command; any other write error is reported once on stderr.
+pub fn write_stdout(args: std::fmt::Arguments) {
+    if STDOUT_GONE.load(Ordering::Relaxed) {
+        return;
+    }
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+        STDOUT_GONE.store(true, Ordering::Relaxed);
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            let _ =
+                writeln!(std::io::stderr(), "faultlab: cannot write to stdout: {e}; the rest of the output is dropped");
+        }
+    }
+}
 
 fn main() -> ExitCode {
     let cli = cli::Cli::parse();
@@ -50,7 +83,8 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
             if !failure.silent {
-                eprintln!("faultlab: {:#}", failure.error);
+                // Not eprintln!: a closed stderr must not turn an error exit into a panic.
+                let _ = writeln!(std::io::stderr(), "faultlab: {:#}", failure.error);
             }
             ExitCode::from(failure.code)
         }

@@ -54,6 +54,8 @@ pub fn run(args: ReplayArgs) -> Result<(), Failure> {
     let text = std::fs::read_to_string(&args.report)
         .with_context(|| format!("cannot read report {}", args.report.display()))
         .map_err(|e| Failure::new(1, e))?;
+    faultlab_wire::nesting::check(&text, faultlab_wire::nesting::Syntax::Json)
+        .map_err(|e| Failure::new(1, anyhow!("{} is not a faultlab eval report: {e}", args.report.display())))?;
     let recorded: Report = serde_json::from_str(&text)
         .map_err(|e| Failure::new(1, anyhow!("{} is not a faultlab eval report: {e}", args.report.display())))?;
     let base = args.report.parent().unwrap_or(Path::new("."));
@@ -134,7 +136,7 @@ pub fn run(args: ReplayArgs) -> Result<(), Failure> {
     crate::eval::write_reports(&args.out, &report)?;
     for run in &report.runs {
         let (recorded, live) = served(&args.out.join(&run.dir).join("replay.jsonl"));
-        println!(
+        outln!(
             "{} {} × {} #{}: {} replies from the recording, {} live{}",
             if run.verdict.passed { "PASS" } else { "FAIL" },
             run.task,
@@ -145,7 +147,7 @@ pub fn run(args: ReplayArgs) -> Result<(), Failure> {
             if live > 0 { " (the agent diverged from the recording)" } else { "" }
         );
     }
-    println!("reports: {}", args.out.join("report.md").display());
+    outln!("reports: {}", args.out.join("report.md").display());
     match report.runs.iter().filter(|r| !r.verdict.passed).count() {
         0 => Ok(()),
         n => Err(Failure::new(2, anyhow!("{n} of {} replayed runs failed their grade", report.runs.len()))),

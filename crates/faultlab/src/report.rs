@@ -13,6 +13,7 @@ use faultlab_eval::builtin;
 use faultlab_eval::merge::{self, Input};
 use faultlab_eval::oracle::{Entry, Oracle};
 use faultlab_eval::report::{self, Report};
+use faultlab_wire::nesting;
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
 
@@ -27,6 +28,9 @@ pub fn read(path: &Path) -> Result<Report, Failure> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read {}", path.display()))
         .map_err(Failure::runtime)?;
+    nesting::check(&text, nesting::Syntax::Json).map_err(|e| {
+        Failure::runtime(anyhow!("{} is not a faultlab eval report (a report.json): {e}", path.display()))
+    })?;
     serde_json::from_str(&text)
         .map_err(|e| Failure::runtime(anyhow!("{} is not a faultlab eval report (a report.json): {e}", path.display())))
 }
@@ -69,7 +73,7 @@ fn run_merge(args: MergeArgs) -> Result<(), Failure> {
     write(&markdown_path, report::markdown(&merged))?;
     write(&args.out.with_extension("html"), faultlab_eval::html::render(&merged))?;
     let o = &merged.stats.overall;
-    println!(
+    outln!(
         "merged {} report(s): {} runs, pass rate {:.0}% ({}/{}; 95% CI {:.0}–{:.0}%); {:.1} s of wall time in all",
         info.inputs.len(),
         merged.runs.len(),
@@ -80,7 +84,7 @@ fn run_merge(args: MergeArgs) -> Result<(), Failure> {
         o.high * 100.0,
         info.wall_ms_sum as f64 / 1000.0
     );
-    println!(
+    outln!(
         "reports: {}, {} and {}",
         args.out.display(),
         markdown_path.display(),
@@ -96,7 +100,7 @@ fn run_merge(args: MergeArgs) -> Result<(), Failure> {
     let unchecked: BTreeSet<String> = unchecked.into_iter().map(|e| e.task).collect();
     if !unchecked.is_empty() {
         let names: Vec<String> = unchecked.into_iter().collect();
-        println!("oracle: not checked, no runs in the merged report: {}", names.join(", "));
+        outln!("oracle: not checked, no runs in the merged report: {}", names.join(", "));
     }
     eval::check_oracle(Oracle { entries }, &merged.runs)
 }

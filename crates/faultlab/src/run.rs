@@ -27,7 +27,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         if format == "console" {
             eprint!("{text}")
         } else {
-            print!("{text}")
+            out!("{text}")
         }
         Failure::new(1, anyhow::anyhow!("{message}")).silenced()
     };
@@ -72,7 +72,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         ReportFormat::Json => report::json(&reports),
         ReportFormat::Junit => report::junit_xml(&reports),
     };
-    print!("{text}");
+    out!("{text}");
     if let Some(out) = &args.out {
         write_outputs(out, &reports).map_err(Failure::runtime)?;
     }

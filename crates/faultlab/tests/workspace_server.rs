@@ -129,19 +129,40 @@ async fn escapes_are_refused_and_nothing_lands_outside() {
     let before = files_under(&lab.outside());
     let outside_abs = lab.outside().join("abs.txt").display().to_string();
     let mut client = lab.spawn().await;
+    let link = "is a symlink, and the workspace follows no symlinks";
     let attempts = [
-        ("write_file", json!({"path": "../x.txt", "content": "x"}), "../x.txt"),
-        ("write_file", json!({"path": outside_abs, "content": "x"}), outside_abs.as_str()),
-        ("write_file", json!({"path": "link-out/x.txt", "content": "x"}), "link-out/x.txt"),
-        ("append_file", json!({"path": "link-out/secret.txt", "content": "x"}), "link-out/secret.txt"),
-        ("delete_file", json!({"path": "link-out/secret.txt"}), "link-out/secret.txt"),
-        ("read_file", json!({"path": "/etc/passwd"}), "/etc/passwd"),
-        ("read_file", json!({"path": "link-out/secret.txt"}), "link-out/secret.txt"),
+        ("write_file", json!({"path": "../x.txt", "content": "x"}), "path escapes the workspace: ../x.txt".into()),
+        (
+            "write_file",
+            json!({"path": outside_abs, "content": "x"}),
+            format!("path escapes the workspace: {outside_abs}"),
+        ),
+        (
+            "write_file",
+            json!({"path": "link-out/x.txt", "content": "x"}),
+            format!("refused to write link-out/x.txt: link-out {link}"),
+        ),
+        (
+            "append_file",
+            json!({"path": "link-out/secret.txt", "content": "x"}),
+            format!("refused to append to link-out/secret.txt: link-out {link}"),
+        ),
+        (
+            "delete_file",
+            json!({"path": "link-out/secret.txt"}),
+            format!("refused to delete link-out/secret.txt: link-out {link}"),
+        ),
+        ("read_file", json!({"path": "/etc/passwd"}), "path escapes the workspace: /etc/passwd".into()),
+        (
+            "read_file",
+            json!({"path": "link-out/secret.txt"}),
+            format!("refused to read link-out/secret.txt: link-out {link}"),
+        ),
     ];
-    for (id, (tool, args, path)) in (1..).zip(attempts) {
+    for (id, (tool, args, expected)) in (1..).zip(attempts) {
         let (error, text) = call(&mut client, id, tool, args).await;
-        assert!(error, "{tool} {path} was not refused: {text}");
-        assert_eq!(text, format!("path escapes the workspace: {path}"));
+        assert!(error, "{tool} was not refused: {text}");
+        assert_eq!(text, expected);
     }
     assert_eq!(client.finish().await, Some(0));
     assert_eq!(files_under(&lab.outside()), before, "the outside folder is untouched");
