@@ -8,7 +8,7 @@ use crate::trajectory::Trajectory;
 use faultlab_client::transport::http::HttpTransport;
 use faultlab_client::transport::{Incoming, IncomingTx};
 use faultlab_engine::outlet::{self, Outlet, WriterEnd};
-use faultlab_wire::{Frame, MessageId};
+use faultlab_wire::{Frame, MAX_LINE_BYTES, MessageId};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -64,7 +64,8 @@ where
     let (outlet, queue) = Outlet::new();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
     let upstream = Arc::new(HttpUpstream { transport, initialize: Mutex::default(), done: done_tx });
-    let client = tokio::spawn(pump_client(input, rules, shared.clone(), outlet.clone(), upstream.clone()));
+    let client =
+        tokio::spawn(pump_client(input, rules, shared.clone(), outlet.clone(), upstream.clone(), MAX_LINE_BYTES));
     let server = {
         let (shared, upstream) = (shared.clone(), upstream.clone());
         tokio::spawn(async move {

@@ -67,7 +67,13 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         (None, None, Some((program, rest))) => {
             let mut command = tokio::process::Command::new(program);
             command.args(rest);
-            until_signal(runtime, |stop| stdio::run(command, rules, trajectory, pipes::stdin(), pipes::stdout(), stop))
+            let options = stdio::ProxyOptions {
+                shutdown_grace: args.shutdown_grace,
+                max_frame_bytes: usize::try_from(args.max_frame_bytes).unwrap_or(usize::MAX),
+            };
+            until_signal(runtime, |stop| {
+                stdio::run_with(options, command, rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
+            })
         }
         (None, Some(upstream), None) => {
             let url = upstream_url(upstream).map_err(Failure::usage)?;
@@ -111,7 +117,12 @@ where
             eprintln!("faultlab: received {signal}; shutting down");
             signalled.cancel();
         });
-        run(stop).await.map(|_| ()).map_err(Failure::runtime)
+        match run(stop).await.map_err(Failure::runtime)? {
+            stdio::ProxyEnd::UpstreamExited { status } => {
+                Err(Failure::runtime(anyhow!("the upstream exited on its own ({status}); see the trajectory")))
+            }
+            stdio::ProxyEnd::Finished | stdio::ProxyEnd::Disconnected => Ok(()),
+        }
     });
     // A blocking stdin read may still be pending; the process is about to exit, so do not wait for it.
     std::mem::forget(runtime);
