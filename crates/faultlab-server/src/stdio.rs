@@ -110,6 +110,11 @@ where
             }
         };
         let frame = Frame::parse(bytes.clone());
+        // rmcp drops some such requests without a word, and answers others without their id.
+        if let Some((id, reason)) = unreadable_request(&frame) {
+            send_error(&outlet, &id, INVALID_REQUEST, &format!("invalid request: {reason}"), Value::Null);
+            continue;
+        }
         if let (Some("initialize"), Some(id)) = (frame.method(), frame.id()) {
             if let Some(version) = &initialized {
                 let message =
@@ -175,6 +180,27 @@ async fn pump_outbound<R>(
     let _ = end.send(());
 }
 
+/// A request with an id that is not valid JSON-RPC 2.0, and what is wrong with it; `None` for everything else
+/// (valid requests, notifications, replies, and frames whose id cannot be echoed: those rmcp answers without id).
+fn unreadable_request(frame: &Frame) -> Option<(MessageId, &'static str)> {
+    let message = frame.value()?.as_object()?;
+    let method = message.get("method")?;
+    let raw_id = message.get("id")?;
+    let id = MessageId::from_value(raw_id)?;
+    let reason = if message.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        "`jsonrpc` must be \"2.0\""
+    } else if !method.is_string() {
+        "`method` must be a string"
+    } else if !matches!(message.get("params"), None | Some(Value::Object(_) | Value::Null)) {
+        "`params` must be an object"
+    } else if !(raw_id.is_string() || raw_id.is_i64() || raw_id.is_u64()) {
+        "`id` must be a string or an integer"
+    } else {
+        return None;
+    };
+    Some((id, reason))
+}
+
 /// A line over the size limit: a `dropped` diagnostic, and an error for its id when the id could be read.
 fn too_long(
     engine: &Engine,
@@ -198,8 +224,11 @@ fn too_long(
 }
 
 fn send_error(outlet: &Outlet, id: &MessageId, code: i64, message: &str, data: Value) {
-    let reply =
-        json!({"jsonrpc": "2.0", "id": id.to_value(), "error": {"code": code, "message": message, "data": data}});
+    let mut error = json!({"code": code, "message": message});
+    if !data.is_null() {
+        error["data"] = data;
+    }
+    let reply = json!({"jsonrpc": "2.0", "id": id.to_value(), "error": error});
     outlet.send(render::line(&WireAction::Send(Frame::from_value(reply).bytes().clone())));
 }
 

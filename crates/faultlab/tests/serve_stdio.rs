@@ -59,3 +59,25 @@ async fn a_request_over_the_frame_limit_gets_an_error_for_its_id_and_a_diagnosti
     assert_eq!(code, Some(0));
     assert!(stderr.contains(r#""event":"dropped""#), "a diagnostic line says what was dropped: {stderr}");
 }
+
+#[tokio::test]
+async fn a_request_rmcp_cannot_read_still_gets_an_error_for_its_id() {
+    let mut server = Peer::spawn(&["serve"]);
+    server.initialize("2025-11-25").await;
+    for line in [
+        r#"{"id":1,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":5}"#,
+        r#"{"jsonrpc":"1.0","id":"three","method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":4.5,"method":"ping"}"#,
+    ] {
+        server.send_raw(format!("{line}\n").as_bytes()).await;
+    }
+    server.send(&json!({"jsonrpc":"2.0","id":"last","method":"ping"})).await;
+    let mut ids = Vec::new();
+    for _ in 0..5 {
+        let reply = server.recv().await;
+        assert!(reply["id"] == "last" || reply["error"]["code"] == -32600, "{reply}");
+        ids.push(reply["id"].clone());
+    }
+    assert_eq!(ids, [json!(1), json!(2), json!("three"), json!(4.5), json!("last")]);
+}
