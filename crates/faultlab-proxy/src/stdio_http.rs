@@ -39,8 +39,26 @@ impl Upstream for HttpUpstream {
     }
 }
 
-/// Runs until the client leaves or a fault disconnects it.
+/// Runs until the client leaves or a fault disconnects it, with the default frame-size limit.
 pub async fn run<R, W>(
+    url: &str,
+    rules: SharedRules,
+    trajectory: Arc<Trajectory>,
+    input: R,
+    output: W,
+    stop: CancellationToken,
+) -> Result<ProxyEnd, ProxyError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    run_with(MAX_LINE_BYTES, url, rules, trajectory, input, output, stop).await
+}
+
+/// Runs until the client leaves or a fault disconnects it; a client line over `max_frame_bytes` is dropped and its
+/// id answered with an error.
+pub async fn run_with<R, W>(
+    max_frame_bytes: usize,
     url: &str,
     rules: SharedRules,
     trajectory: Arc<Trajectory>,
@@ -65,7 +83,7 @@ where
     let (done_tx, done_rx) = mpsc::unbounded_channel();
     let upstream = Arc::new(HttpUpstream { transport, initialize: Mutex::default(), done: done_tx });
     let client =
-        tokio::spawn(pump_client(input, rules, shared.clone(), outlet.clone(), upstream.clone(), MAX_LINE_BYTES));
+        tokio::spawn(pump_client(input, rules, shared.clone(), outlet.clone(), upstream.clone(), max_frame_bytes));
     let server = {
         let (shared, upstream) = (shared.clone(), upstream.clone());
         tokio::spawn(async move {

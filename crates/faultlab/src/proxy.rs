@@ -77,8 +77,9 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         }
         (None, Some(upstream), None) => {
             let url = upstream_url(upstream).map_err(Failure::usage)?;
+            let max = usize::try_from(args.max_frame_bytes).unwrap_or(usize::MAX);
             until_signal(runtime, |stop| {
-                stdio_http::run(url.as_str(), rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
+                stdio_http::run_with(max, url.as_str(), rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
             })
         }
         (Some(listen), Some(upstream), None) => {
