@@ -192,3 +192,19 @@ async fn by_default_the_proxy_carries_a_reply_over_16_mib() {
     assert!(line.len() > 17 << 20, "the whole reply arrives ({} bytes)", line.len());
     assert!(line.starts_with(r#"{"jsonrpc":"2.0","id":1,"#), "{}", &line[..100]);
 }
+
+#[tokio::test]
+async fn sigterm_to_the_proxy_ends_a_stubborn_upstream_and_its_helper_within_twice_the_grace() {
+    let mut proxy = Peer::spawn(&["proxy", "--shutdown-grace", "0.2", "--", "sh", "-c", STUBBORN]);
+    let announced = proxy.recv().await;
+    let helper = pidfd(announced["params"]["pid"].as_i64().unwrap() as i32);
+    let pid = rustix::process::Pid::from_raw(proxy.child.id().unwrap() as i32).unwrap();
+    let started = Instant::now();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(5), proxy.child.wait()).await.expect("exits in time");
+    let took = started.elapsed();
+    eprintln!("SIGTERM to the proxy, stubborn upstream (grace 0.2 s) -> exit: {took:?}");
+    assert_eq!(status.unwrap().code(), Some(0));
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    assert!(has_exited(&helper), "the helper in the upstream's process group is gone too");
+}
