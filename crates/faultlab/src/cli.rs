@@ -332,11 +332,11 @@ pub struct ProxyArgs {
     /// before the next step of its shutdown.
     #[arg(long, value_name = "SECONDS", default_value = "2", value_parser = parse_grace)]
     pub shutdown_grace: std::time::Duration,
-    /// Longest frame (one line) carried in either direction, in bytes. A longer one is dropped: the client gets a
-    /// JSON-RPC error for its id and the trajectory a `dropped` event. The default carries the largest
-    /// oversized_response fault (64 MiB) plus its envelope.
-    #[arg(long, value_name = "BYTES", default_value_t = faultlab_wire::MAX_LINE_BYTES as u64, value_parser = clap::value_parser!(u64).range(MIN_FRAME_BYTES..=MAX_FRAME_BYTES))]
-    pub max_frame_bytes: u64,
+    /// Longest frame (one line) carried in either direction by a stdio front, in bytes (default 68157440 =
+    /// 65 MiB: the largest oversized_response fault, 64 MiB, plus its envelope). A longer one is dropped: the client
+    /// gets a JSON-RPC error for its id and the trajectory a `dropped` event.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(MIN_FRAME_BYTES..=MAX_FRAME_BYTES))]
+    pub max_frame_bytes: Option<u64>,
     /// The upstream MCP server command and its arguments, after `--` (a stdio upstream).
     #[arg(last = true, value_name = "CMD", id = "command")]
     pub command: Vec<String>,

@@ -27,6 +27,9 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
     if args.seed.is_some() {
         file.seed = args.seed;
     }
+    if args.listen.is_some() && args.max_frame_bytes.is_some() {
+        return Err(Failure::usage(anyhow!("--max-frame-bytes applies to the stdio fronts only (without --listen)")));
+    }
     // Only the stdio front with a child upstream can restart its upstream (`server_outage` with `restart`).
     let restarts = args.listen.is_none() && args.upstream.is_none();
     let rules = RuleSet::for_front(file, restarts).map_err(Failure::usage)?.shared();
@@ -67,17 +70,15 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         (None, None, Some((program, rest))) => {
             let mut command = tokio::process::Command::new(program);
             command.args(rest);
-            let options = stdio::ProxyOptions {
-                shutdown_grace: args.shutdown_grace,
-                max_frame_bytes: usize::try_from(args.max_frame_bytes).unwrap_or(usize::MAX),
-            };
+            let options =
+                stdio::ProxyOptions { shutdown_grace: args.shutdown_grace, max_frame_bytes: max_frame_bytes(&args) };
             until_signal(runtime, |stop| {
                 stdio::run_with(options, command, rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
             })
         }
         (None, Some(upstream), None) => {
             let url = upstream_url(upstream).map_err(Failure::usage)?;
-            let max = usize::try_from(args.max_frame_bytes).unwrap_or(usize::MAX);
+            let max = max_frame_bytes(&args);
             until_signal(runtime, |stop| {
                 stdio_http::run_with(max, url.as_str(), rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
             })
@@ -102,6 +103,10 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         }
         _ => Err(Failure::usage(anyhow!("name the upstream: -- CMD ARGS (stdio) or --upstream URL (HTTP)"))),
     }
+}
+
+fn max_frame_bytes(args: &ProxyArgs) -> usize {
+    args.max_frame_bytes.map_or(faultlab_wire::MAX_LINE_BYTES, |b| usize::try_from(b).unwrap_or(usize::MAX))
 }
 
 /// Runs a stdio-front proxy until it ends or a signal asks it to stop (then it shuts the upstream down in order).

@@ -56,6 +56,11 @@ fn bad_shutdown_grace_and_frame_limits_exit_2_naming_the_flag() {
             .stderr(contains("--max-frame-bytes"));
     }
     faultlab()
+        .args(["proxy", "--listen", "127.0.0.1:0", "--max-frame-bytes", "4096", "--", "cat"])
+        .assert()
+        .code(2)
+        .stderr(contains("--max-frame-bytes applies to the stdio fronts only"));
+    faultlab()
         .args(["serve", "--transport", "http", "--max-frame-bytes", "4096"])
         .assert()
         .code(2)
