@@ -208,3 +208,33 @@ async fn sigterm_to_the_proxy_ends_a_stubborn_upstream_and_its_helper_within_twi
     assert!(took < Duration::from_secs(2), "{took:?}");
     assert!(has_exited(&helper), "the helper in the upstream's process group is gone too");
 }
+
+#[tokio::test]
+async fn with_an_http_upstream_a_client_line_over_the_limit_gets_an_error_for_its_id() {
+    let mut server = tokio::process::Command::new(bin())
+        .args(["serve", "--transport", "http", "--port", "0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stderr = tokio::io::BufReader::new(server.stderr.take().unwrap());
+    let mut line = String::new();
+    tokio::time::timeout(PATIENCE, tokio::io::AsyncBufReadExt::read_line(&mut stderr, &mut line))
+        .await
+        .unwrap()
+        .unwrap();
+    let url = line.trim().strip_prefix("faultlab: listening at ").unwrap_or_else(|| panic!("{line}")).to_owned();
+
+    let mut proxy = Peer::spawn(&["proxy", "--max-frame-bytes", "4096", "--upstream", &url]);
+    proxy.initialize("2025-11-25").await;
+    let mut long = br#"{"jsonrpc":"2.0","id":"big","method":"ping","params":{"pad":""#.to_vec();
+    long.extend(std::iter::repeat_n(b'x', 5000));
+    long.extend_from_slice(b"\"}}\n");
+    proxy.send_raw(&long).await;
+    let reply = proxy.recv().await;
+    assert_eq!((reply["id"].clone(), reply["error"]["code"].clone()), (json!("big"), json!(-32600)), "{reply}");
+    proxy.send(&json!({"jsonrpc":"2.0","id":1,"method":"ping"})).await;
+    assert_eq!(proxy.recv().await["id"], 1, "the session goes on");
+}
