@@ -89,6 +89,7 @@ impl Default for ProxyOptions {
 pub enum ProxyError {
     #[error("cannot start the upstream server {command:?}: {source}")]
     Spawn { command: String, source: std::io::Error },
+    /// Writing to the client failed (it closed its end of stdout).
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
@@ -149,9 +150,12 @@ where
     // Its own process group, so stopping it reaches the helpers it started too.
     command.process_group(0);
     die_with_parent(&mut command);
-    let mut child = command.spawn().map_err(|source| ProxyError::Spawn { command: shown, source })?;
+    let mut child = command.spawn().map_err(|source| ProxyError::Spawn { command: shown.clone(), source })?;
     let child_stdin = child.stdin.take();
-    let child_stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("the upstream has no stdout"))?;
+    let child_stdout = child.stdout.take().ok_or_else(|| ProxyError::Spawn {
+        command: shown,
+        source: std::io::Error::other("the upstream has no stdout"),
+    })?;
     {
         let rules = rules.lock().unwrap_or_else(|e| e.into_inner());
         trajectory.started(rules.seed(), rules.len());

@@ -123,7 +123,12 @@ where
             eprintln!("faultlab: received {signal}; shutting down");
             signalled.cancel();
         });
-        match run(stop).await.map_err(Failure::runtime)? {
+        let ended = run(stop).await.map_err(|e| match e {
+            // The only I/O error the relay returns is the writer's: the client closed its end of stdout.
+            stdio::ProxyError::Io(e) => Failure::runtime(anyhow!("cannot write to the client on stdout: {e}")),
+            other => Failure::runtime(other),
+        })?;
+        match ended {
             stdio::ProxyEnd::UpstreamExited { status } => {
                 Err(Failure::runtime(anyhow!("the upstream exited on its own ({status}); see the trajectory")))
             }

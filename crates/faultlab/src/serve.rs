@@ -60,12 +60,14 @@ async fn serve_stdio(probe: Option<ProbeConfig>, max_frame_bytes: usize) -> anyh
     };
     let engine = scope.engine.clone();
     let (stdin, stdout) = (crate::pipes::stdin(), crate::pipes::stdout());
-    match probe {
+    let served = match probe {
         Some(config) => {
-            stdio::serve(ProbeServer::new(config, Some(scope)), engine, stdin, stdout, max_frame_bytes).await?
+            stdio::serve(ProbeServer::new(config, Some(scope)), engine, stdin, stdout, max_frame_bytes).await
         }
-        None => stdio::serve(FaultServer::stdio(scope), engine, stdin, stdout, max_frame_bytes).await?,
+        None => stdio::serve(FaultServer::stdio(scope), engine, stdin, stdout, max_frame_bytes).await,
     };
+    // The only I/O error the wire layer returns is its writer's: the client closed its end of stdout.
+    served.context("cannot write to the client on stdout")?;
     Ok(())
 }
 

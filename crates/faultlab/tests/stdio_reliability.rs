@@ -238,3 +238,29 @@ async fn with_an_http_upstream_a_client_line_over_the_limit_gets_an_error_for_it
     proxy.send(&json!({"jsonrpc":"2.0","id":1,"method":"ping"})).await;
     assert_eq!(proxy.recv().await["id"], 1, "the session goes on");
 }
+
+/// Both stdio fronts with a client that closed its end of stdout: one clear error, exit 1, no panic.
+#[test]
+fn a_closed_stdout_is_one_clear_error_not_a_panic() {
+    let upstream = bin();
+    for args in [vec!["serve"], vec!["proxy", "--", &upstream, "serve"]] {
+        let mut front = std::process::Command::new(bin())
+            .args(&args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        drop(front.stdout.take());
+        let initialize = json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",
+            "capabilities":{},"clientInfo":{"name":"closed","version":"1"}}});
+        use std::io::Write as _;
+        let mut stdin = front.stdin.take().unwrap();
+        let _ = writeln!(stdin, "{initialize}");
+        let out = front.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert_eq!(stderr.matches("cannot write to the client on stdout").count(), 1, "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{stderr}");
+    }
+}
