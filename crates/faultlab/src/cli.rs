@@ -300,7 +300,8 @@ A --fault SPEC is one rule as a YAML flow mapping, e.g. \
 When the client closes stdin (or the proxy gets SIGTERM/SIGINT) the stdio upstream is stopped in order: its stdin \
 is closed; after --shutdown-grace, SIGTERM to its process group; after the grace again, SIGKILL to the group.\n\
 Exit codes: 0 the session ended; 1 the upstream could not start, or exited on its own while the client was still \
-connected or with requests unanswered (each got a JSON-RPC error); 2 bad rules or arguments.")]
+connected or with requests unanswered (each got a JSON-RPC error), or the client's stdout could not be written; 2 bad \
+rules or arguments.")]
 pub struct ProxyArgs {
     /// Rules file (YAML, or JSON by the .json extension); see schemas/rules.schema.json.
     #[arg(long)]
