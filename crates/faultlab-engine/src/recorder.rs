@@ -45,6 +45,17 @@ pub enum Event {
     Transport { outcome: TransportEventKind, request_id: Option<Value>, detail: Option<String> },
     /// An inbound frame the wire layer could not pass on (over the size limit).
     FrameRejected { reason: String },
+    /// A frame the lab could not carry (longer than the frame-size limit, `--max-frame-bytes`): its bytes were
+    /// dropped, and when its id could be read from its start, the peer waiting on that id got a JSON-RPC error
+    /// instead (`answered`). `bytes` counts what was read of it (at least the limit).
+    Dropped { direction: Direction, id: Option<Value>, bytes: usize, answered: bool, reason: String },
+    /// The proxy's upstream process exited without being asked to (the proxy had not started stopping it):
+    /// `status` in words (`exit code 3`, `signal 9 (SIGKILL)`), and how many requests it left unanswered (each
+    /// got a JSON-RPC error naming the exit).
+    UpstreamExit { status: String, code: Option<i32>, signal: Option<i32>, pending: usize },
+    /// One step of stopping the upstream process, in order: `stdin_closed`, then after the grace `sigterm` and
+    /// `sigkill` to its process group when it has not exited yet, and `exited` with its status.
+    Shutdown { step: ShutdownStep, detail: String },
     /// A proxy run starts: the seed that drives every random choice, and how many rules are active.
     RunStarted { seed: u64, rules: usize },
     /// One frame crossed the proxy (the trajectory).
@@ -81,6 +92,19 @@ pub enum Event {
 pub enum Direction {
     ClientToServer,
     ServerToClient,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ShutdownStep {
+    /// The upstream's stdin was closed (the first, polite step).
+    StdinClosed,
+    /// The grace passed: SIGTERM went to the upstream's process group.
+    Sigterm,
+    /// The grace passed again: SIGKILL went to the upstream's process group.
+    Sigkill,
+    /// The upstream exited (and was reaped).
+    Exited,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]

@@ -41,9 +41,15 @@ use tokio::time::Instant;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
-/// After the client leaves, how long the upstream gets to exit on its own, then after SIGTERM (the spec's order).
-/// Also how long the replies a crashed child wrote get to drain from its pipe.
-const EXIT_GRACE: Duration = Duration::from_secs(2);
+/// After the client leaves, how long the upstream gets to exit on its own, then after SIGTERM (the spec's order),
+/// unless `--shutdown-grace` says otherwise. Also how long the replies a crashed child wrote get to drain from its
+/// pipe.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+/// JSON-RPC error code for a request the upstream can no longer answer (it exited, or the proxy stopped it): an
+/// implementation-defined server error.
+const UPSTREAM_GONE: i64 = -32000;
+/// JSON-RPC error code for a frame over the frame-size limit (the spec's "Invalid Request").
+const TOO_LARGE: i64 = -32600;
 /// How long a restarted child gets to answer the replayed `initialize` before relaying resumes anyway: client
 /// frames wait meanwhile, and a server that never answers must not hold them forever (10 s).
 const REINIT_PATIENCE: Duration = Duration::from_secs(10);
@@ -53,18 +59,37 @@ const REINIT_PATIENCE: Duration = Duration::from_secs(10);
 const MAX_IN_FLIGHT: usize = 10_000;
 
 /// How a proxy run ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ProxyEnd {
-    /// The client closed its side, or the upstream exited.
+    /// The client closed its side (or a signal stopped the proxy) and the upstream was stopped in order.
     Finished,
     /// A disconnect fault closed the client's connection.
     Disconnected,
+    /// The upstream exited on its own while the client was still connected, or with requests left unanswered;
+    /// `status` says how (`exit code 1`). Each pending request got a JSON-RPC error.
+    UpstreamExited { status: String },
+}
+
+/// Limits of a stdio proxy run.
+#[derive(Debug, Clone, Copy)]
+pub struct ProxyOptions {
+    /// How long the upstream gets after its stdin is closed, and again after SIGTERM, before the next step.
+    pub shutdown_grace: Duration,
+    /// The longest line (frame) carried in either direction, in bytes.
+    pub max_frame_bytes: usize,
+}
+
+impl Default for ProxyOptions {
+    fn default() -> Self {
+        Self { shutdown_grace: DEFAULT_SHUTDOWN_GRACE, max_frame_bytes: MAX_LINE_BYTES }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {
     #[error("cannot start the upstream server {command:?}: {source}")]
     Spawn { command: String, source: std::io::Error },
+    /// Writing to the client failed (it closed its end of stdout).
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
@@ -89,8 +114,26 @@ pub(crate) struct Shared {
     pub(crate) start: Instant,
 }
 
-/// Runs the proxy until the client leaves, the upstream exits, or a fault disconnects the client.
+/// Runs the proxy with the default [`ProxyOptions`].
 pub async fn run<R, W>(
+    command: Command,
+    rules: SharedRules,
+    trajectory: Arc<Trajectory>,
+    input: R,
+    output: W,
+    stop: CancellationToken,
+) -> Result<ProxyEnd, ProxyError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    run_with(ProxyOptions::default(), command, rules, trajectory, input, output, stop).await
+}
+
+/// Runs the proxy until the client leaves, the upstream exits, a fault disconnects the client, or `stop` fires;
+/// then stops the upstream in order (see [`Supervisor::shut_down`]), bounded by `options.shutdown_grace`.
+pub async fn run_with<R, W>(
+    options: ProxyOptions,
     mut command: Command,
     rules: SharedRules,
     trajectory: Arc<Trajectory>,
@@ -104,10 +147,15 @@ where
 {
     let shown = format!("{:?}", command.as_std().get_program());
     command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
+    // Its own process group, so stopping it reaches the helpers it started too.
+    command.process_group(0);
     die_with_parent(&mut command);
-    let mut child = command.spawn().map_err(|source| ProxyError::Spawn { command: shown, source })?;
+    let mut child = command.spawn().map_err(|source| ProxyError::Spawn { command: shown.clone(), source })?;
     let child_stdin = child.stdin.take();
-    let child_stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("the upstream has no stdout"))?;
+    let child_stdout = child.stdout.take().ok_or_else(|| ProxyError::Spawn {
+        command: shown,
+        source: std::io::Error::other("the upstream has no stdout"),
+    })?;
     {
         let rules = rules.lock().unwrap_or_else(|e| e.into_inner());
         trajectory.started(rules.seed(), rules.len());
@@ -116,6 +164,7 @@ where
     let shared = Shared::new(trajectory.clone());
     let (outlet, queue) = Outlet::new();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let (stopped_tx, _) = tokio::sync::watch::channel(false);
 
     let supervisor = Arc::new(Supervisor {
         stdin: tokio::sync::Mutex::new(child_stdin),
@@ -123,23 +172,34 @@ where
         shared: shared.clone(),
         outlet: outlet.clone(),
         done: done_tx,
+        options,
+        stopped: stopped_tx,
     });
     let reader = supervisor.read(child_stdout, 0);
     supervisor.state().reader = Some(reader);
     let upstream = Arc::new(ChildUpstream(supervisor.clone()));
-    let client = tokio::spawn(pump_client(input, rules, shared.clone(), outlet, upstream));
-    // A stop (SIGINT/SIGTERM) ends the relay the same way as the client leaving, so the upstream still gets the
-    // orderly shutdown below rather than a kill.
+    let client = tokio::spawn(pump_client(input, rules, shared.clone(), outlet, upstream, options.max_frame_bytes));
+    // The writer runs until the shutdown has ended (replies the upstream writes meanwhile still reach the client).
+    // A stop (SIGINT/SIGTERM) starts the same bounded shutdown as the client leaving.
+    let writer = outlet::write_stream(output, queue, done_rx, &recorder, |_| {});
+    tokio::pin!(writer);
     let end = tokio::select! {
-        end = outlet::write_stream(output, queue, done_rx, &recorder, |_| {}) => end,
-        () = stop.cancelled() => Ok(WriterEnd::Finished),
+        end = &mut writer => end,
+        () = stop.cancelled() => {
+            supervisor.begin_shutdown(Cause::Stop);
+            writer.await
+        }
     };
     client.abort();
+    // Ends the upstream when the writer ended first (a disconnect fault, a closed stdout); otherwise it has ended.
+    supervisor.begin_shutdown(Cause::ClientGone);
     supervisor.shut_down().await;
     trajectory.finish();
-    Ok(match end? {
-        WriterEnd::Finished => ProxyEnd::Finished,
-        WriterEnd::Closed => ProxyEnd::Disconnected,
+    let died = supervisor.state().died.take();
+    Ok(match (end?, died) {
+        (WriterEnd::Closed, _) => ProxyEnd::Disconnected,
+        (WriterEnd::Finished, Some(status)) => ProxyEnd::UpstreamExited { status },
+        (WriterEnd::Finished, None) => ProxyEnd::Finished,
     })
 }
 
@@ -153,33 +213,47 @@ pub(crate) fn die_with_parent(command: &mut Command) {
     }
 }
 
-/// How the proxy stops a child.
+/// Why the upstream is being stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Stop {
-    /// The spec's order for a client that is done: close stdin, wait, SIGTERM, wait, SIGKILL.
-    Orderly,
-    /// A crash, for an outage: SIGKILL at once (no chance to finish work or flush), then stdin is closed. The
-    /// orderly order could take 4 s (2 × `EXIT_GRACE`), longer than many outage windows.
-    Crash,
+enum Cause {
+    /// The client closed its side (or the writer ended: a disconnect fault, a closed stdout).
+    ClientGone,
+    /// SIGINT/SIGTERM asked the proxy to stop.
+    Stop,
+    /// The upstream closed its stdout on its own: it is exiting, or has exited.
+    UpstreamEnded,
 }
 
-/// Stops `child` the way `how` says and reaps it.
-async fn stop_child(child: &mut Child, stdin: Option<ChildStdin>, how: Stop) {
-    if how == Stop::Orderly {
-        drop(stdin);
-        if tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_ok() {
-            return;
-        }
-        if let Some(pid) = child.id().and_then(|p| i32::try_from(p).ok()) {
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
-        }
-        if tokio::time::timeout(EXIT_GRACE, child.wait()).await.is_ok() {
-            return;
-        }
-        let _ = child.kill().await;
-        return;
-    }
-    // `kill` sends SIGKILL and waits for the exit, so no zombie is left.
+/// Sends `signal` to the process group `group`; whether some process got it (false: the group is empty).
+fn signal_group(group: Option<i32>, signal: nix::sys::signal::Signal) -> bool {
+    group.is_some_and(|g| nix::sys::signal::killpg(nix::unistd::Pid::from_raw(g), signal).is_ok())
+}
+
+/// An exit status in words, and its code and signal.
+fn describe(status: std::process::ExitStatus) -> (String, Option<i32>, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt as _;
+    let signal = status.signal();
+    let words = match (status.code(), signal) {
+        (Some(code), _) => format!("exit code {code}"),
+        (None, Some(n)) => match nix::sys::signal::Signal::try_from(n) {
+            Ok(name) => format!("signal {n} ({name})"),
+            Err(_) => format!("signal {n}"),
+        },
+        (None, None) => "an unknown status".into(),
+    };
+    (words, status.code(), signal)
+}
+
+fn unknown() -> (String, Option<i32>, Option<i32>) {
+    ("an unknown status".into(), None, None)
+}
+
+/// Kills the upstream at once for an outage: SIGKILL to its process group (no chance to finish work or flush),
+/// then stdin is closed, and the child is reaped. The orderly order could take twice the shutdown grace, longer
+/// than many outage windows.
+async fn crash_child(child: &mut Child, stdin: Option<ChildStdin>) {
+    signal_group(child.id().and_then(|p| i32::try_from(p).ok()), nix::sys::signal::Signal::SIGKILL);
+    // `kill` sends SIGKILL to the child itself (in case it left its group) and waits, so no zombie is left.
     let _ = child.kill().await;
     drop(stdin);
 }
@@ -231,7 +305,7 @@ impl Upstream for ChildUpstream {
     }
 
     async fn client_left(&self) {
-        self.0.client_left().await;
+        self.0.client_left();
     }
 
     async fn outage_restart(&self, restart: Restart, trigger: Option<&MessageId>) {
@@ -253,8 +327,11 @@ struct Supervisor {
     state: Mutex<ChildState>,
     shared: Arc<Shared>,
     outlet: Outlet,
-    /// Ends the relay: the running child exited on its own, or the client left while the child was down.
+    /// Ends the relay: the shutdown has ended.
     done: mpsc::UnboundedSender<()>,
+    options: ProxyOptions,
+    /// Turns true when the shutdown has ended (the upstream reaped, its replies drained, pending requests failed).
+    stopped: tokio::sync::watch::Sender<bool>,
 }
 
 struct ChildState {
@@ -282,6 +359,10 @@ struct ChildState {
     reinit: Option<Reinit>,
     /// The client has left or the proxy is stopping: the child is not restarted any more.
     closing: bool,
+    /// The shutdown has started (it runs once).
+    shutting_down: bool,
+    /// How the upstream exited, when it did so on its own with the client still there or requests pending.
+    died: Option<String>,
 }
 
 impl ChildState {
@@ -299,6 +380,8 @@ impl ChildState {
             timer: None,
             reinit: None,
             closing: false,
+            shutting_down: false,
+            died: None,
         }
     }
 }
@@ -332,8 +415,15 @@ impl Supervisor {
     fn read(self: &Arc<Self>, stdout: ChildStdout, generation: u64) -> JoinHandle<()> {
         let this = self.clone();
         tokio::spawn(async move {
-            let mut lines = FramedRead::new(stdout, LineCodec::new(MAX_LINE_BYTES));
-            while let Some(burst) = next_burst(&mut lines, this.shared.trajectory.recorder()).await {
+            let mut lines = FramedRead::new(stdout, LineCodec::new(this.options.max_frame_bytes));
+            let too_long = |id: Option<MessageId>, bytes: usize| {
+                // The client waits for this reply: it gets an error instead, and a restart no longer owes it one.
+                if let Some(id) = &id {
+                    this.state().in_flight.remove(id);
+                }
+                dropped(&this.shared, &this.outlet, Direction::ServerToClient, id, bytes, this.options.max_frame_bytes);
+            };
+            while let Some(burst) = next_burst(&mut lines, too_long).await {
                 let frames: Vec<Frame> = burst.into_iter().filter_map(|frame| this.relay(frame)).collect();
                 from_server_all(&this.shared, &this.outlet, frames);
             }
@@ -378,24 +468,28 @@ impl Supervisor {
     }
 
     /// The stdout of child `generation` has ended.
-    fn child_ended(&self, generation: u64) {
+    fn child_ended(self: &Arc<Self>, generation: u64) {
         let mut state = self.state();
         // A child the proxy stopped for an outage, or one already replaced: the relay goes on.
         if state.generation != generation || state.down.is_some() {
             return;
         }
-        // The running child exited on its own: the relay ends (and a restart waiting for its reply stops waiting).
+        // The running child is exiting on its own: the relay ends (and a restart waiting for its reply stops
+        // waiting).
         state.reinit = None;
         drop(state);
-        let _ = self.done.send(());
+        self.begin_shutdown(Cause::UpstreamEnded);
     }
 
     /// Sends one client frame to the running child (starting a fresh one first if an outage window has ended).
     async fn send(self: &Arc<Self>, frame: &Frame) -> bool {
         let mut stdin = self.stdin.lock().await;
-        if stdin.is_none() {
-            let down = self.state().down.as_ref().map(|d| (d.until, d.rule.clone(), d.fault.clone()));
-            let Some((until, rule, fault)) = down else { return false };
+        let down = if stdin.is_none() {
+            self.state().down.as_ref().map(|d| (d.until, d.rule.clone(), d.fault.clone()))
+        } else {
+            None
+        };
+        if let Some((until, rule, fault)) = down {
             if Instant::now() >= until {
                 // The window has ended before the timer restarted the child: restart it now, before this frame.
                 self.restart(&mut stdin).await;
@@ -406,7 +500,14 @@ impl Supervisor {
                 return false;
             }
         }
-        let Some(child_stdin) = stdin.as_mut() else { return false };
+        let Some(child_stdin) = stdin.as_mut() else {
+            // Stopping: the upstream takes nothing more, and a request must not wait for a reply that cannot come.
+            if let (Some(_), Some(id)) = (frame.method(), frame.id()) {
+                let message = "the upstream is being stopped; the request was not forwarded";
+                reply_error(&self.shared, &self.outlet, id, UPSTREAM_GONE, message, json!({"upstream": "stopping"}));
+            }
+            return false;
+        };
         self.track(frame);
         write_line(child_stdin, frame).await
     }
@@ -459,19 +560,8 @@ impl Supervisor {
         }
     }
 
-    async fn client_left(&self) {
-        // Closing the upstream's stdin is the first step of its shutdown.
-        let mut stdin = self.stdin.lock().await;
-        drop(stdin.take());
-        let down = {
-            let mut state = self.state();
-            state.closing = true;
-            state.child.is_none()
-        };
-        // A child that is down has no reader to end the relay when it exits: end it here.
-        if down {
-            let _ = self.done.send(());
-        }
+    fn client_left(self: &Arc<Self>) {
+        self.begin_shutdown(Cause::ClientGone);
     }
 
     /// A restarting outage has started: kill the child, fail the requests it leaves unanswered, and set the timer
@@ -501,11 +591,11 @@ impl Supervisor {
             let pid = child.id().map_or_else(|| "?".into(), |p| p.to_string());
             let detail = format!("stopping the upstream (pid {pid}) with SIGKILL: server_outage rule {rule:?}");
             t.transport(TransportEventKind::ClosureRequested, trigger, detail);
-            stop_child(&mut child, stdin.take(), Stop::Crash).await;
+            crash_child(&mut child, stdin.take()).await;
             // What the child wrote before it died is still in the pipe: let it through, so only the requests left
             // without a reply fail. Bounded: a process the child started may hold the pipe open.
             if let Some(mut reader) = reader
-                && tokio::time::timeout(EXIT_GRACE, &mut reader).await.is_err()
+                && tokio::time::timeout(self.options.shutdown_grace, &mut reader).await.is_err()
             {
                 reader.abort();
             }
@@ -612,25 +702,118 @@ impl Supervisor {
         *stdin = Some(child_stdin);
     }
 
-    /// Stops the child in the spec's order (the client has left or the proxy is stopping); no restart follows.
-    async fn shut_down(&self) {
-        let (timer, reader) = {
+    /// Starts the shutdown (once; later calls do nothing), on its own task so the relay goes on meanwhile.
+    fn begin_shutdown(self: &Arc<Self>, cause: Cause) {
+        {
             let mut state = self.state();
+            if state.shutting_down {
+                return;
+            }
+            state.shutting_down = true;
             state.closing = true;
-            (state.timer.take(), state.reader.take())
-        };
+        }
+        let this = self.clone();
+        tokio::spawn(async move {
+            this.stop_upstream(cause).await;
+            this.stopped.send_replace(true);
+            let _ = this.done.send(());
+        });
+    }
+
+    /// Waits until the shutdown has ended.
+    async fn shut_down(&self) {
+        let mut stopped = self.stopped.subscribe();
+        let _ = stopped.wait_for(|stopped| *stopped).await;
+    }
+
+    /// Stops the child in the spec's order, each step bounded and recorded: close its stdin; after the grace,
+    /// SIGTERM to its process group; after the grace again, SIGKILL to the group. Then whatever is left of the group
+    /// (a helper the upstream started) gets SIGKILL, the replies it wrote are let through, and every request still
+    /// waiting gets a JSON-RPC error. No restart follows.
+    async fn stop_upstream(self: &Arc<Self>, cause: Cause) {
+        use faultlab_engine::recorder::ShutdownStep;
+        use nix::sys::signal::Signal;
+        let timer = self.state().timer.take();
         if let Some(timer) = timer {
             // Awaited, so a restart it was running has let go of the stdin slot and stored its child.
             timer.abort();
             let _ = timer.await;
         }
-        if let Some(reader) = reader {
+        // A write blocked on a child that does not read holds the slot; it ends when the child does.
+        let stdin = match tokio::time::timeout(self.options.shutdown_grace, self.stdin.lock()).await {
+            Ok(mut slot) => Ok(slot.take()),
+            Err(_) => Err(()),
+        };
+        let (child, reader) = {
+            let mut state = self.state();
+            (state.child.take(), state.reader.take())
+        };
+        let t = &self.shared.trajectory;
+        let step = |step, detail: String| t.record(Event::Shutdown { step, detail });
+        let grace = self.options.shutdown_grace;
+        let (mut status, mut alone) = (None, false);
+        if let Some(mut child) = child {
+            let pid = child.id().and_then(|p| i32::try_from(p).ok());
+            let shown = pid.map_or_else(|| "?".into(), |p| p.to_string());
+            if let Ok(stdin) = stdin {
+                drop(stdin);
+                step(
+                    ShutdownStep::StdinClosed,
+                    format!("closed the upstream's stdin (pid {shown}); it has {} s to exit", grace.as_secs_f64()),
+                );
+                status = tokio::time::timeout(grace, child.wait()).await.ok().and_then(Result::ok);
+                alone = status.is_some();
+            }
+            if status.is_none() {
+                signal_group(pid, Signal::SIGTERM);
+                step(
+                    ShutdownStep::Sigterm,
+                    format!("SIGTERM to process group {shown}; it has {} s to exit", grace.as_secs_f64()),
+                );
+                status = tokio::time::timeout(grace, child.wait()).await.ok().and_then(Result::ok);
+            }
+            if status.is_none() {
+                signal_group(pid, Signal::SIGKILL);
+                step(ShutdownStep::Sigkill, format!("SIGKILL to process group {shown}"));
+                let _ = child.kill().await;
+                status = child.try_wait().ok().flatten();
+            }
+            // The leader is gone; a helper it started in its group must not outlive the proxy.
+            let leftovers = signal_group(pid, Signal::SIGKILL);
+            let (words, ..) = status.map_or_else(unknown, describe);
+            let rest = if leftovers { "; SIGKILL to what was left of its process group" } else { "" };
+            step(ShutdownStep::Exited, format!("the upstream (pid {shown}) ended with {words}{rest}"));
+        } else {
+            drop(stdin);
+        }
+        // What the upstream wrote before it ended is still in the pipe: let it through before failing what is left
+        // unanswered. Bounded: a process outside its group may hold the pipe open.
+        if let Some(mut reader) = reader
+            && tokio::time::timeout(grace, &mut reader).await.is_err()
+        {
             reader.abort();
         }
-        let stdin = self.stdin.lock().await.take();
-        let child = self.state().child.take();
-        if let Some(mut child) = child {
-            stop_child(&mut child, stdin, Stop::Orderly).await;
+        let pending: Vec<MessageId> = self.state().in_flight.drain().collect();
+        // Ended on its own with the client still there, or on the client's EOF but leaving requests unanswered.
+        // Stopped for a signal, the upstream did as asked: its open requests fail, but it did not die.
+        let died = match cause {
+            Cause::UpstreamEnded => true,
+            Cause::ClientGone => alone && !pending.is_empty(),
+            Cause::Stop => false,
+        };
+        let (message, data) = if died {
+            let (words, code, signal) = status.map_or_else(unknown, describe);
+            t.record(Event::UpstreamExit { status: words.clone(), code, signal, pending: pending.len() });
+            self.state().died = Some(words.clone());
+            let data = json!({"upstreamExit": {"status": words, "code": code, "signal": signal}});
+            (format!("the upstream exited ({words}) before answering"), data)
+        } else {
+            ("the upstream was stopped before answering".to_owned(), json!({"upstream": "stopped"}))
+        };
+        for id in pending {
+            self.shared.engine.disarm(&id);
+            self.shared.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            reply_error(&self.shared, &self.outlet, &id, UPSTREAM_GONE, &message, data.clone());
         }
     }
 }
@@ -651,14 +834,16 @@ pub(crate) async fn pump_client<R, U>(
     shared: Arc<Shared>,
     outlet: Outlet,
     upstream: Arc<U>,
+    max_frame_bytes: usize,
 ) where
     R: AsyncRead + Unpin,
     U: Upstream,
 {
-    let mut lines = FramedRead::new(input, LineCodec::new(MAX_LINE_BYTES));
+    let mut lines = FramedRead::new(input, LineCodec::new(max_frame_bytes));
     // Frames read together that no rule touches go to the upstream together.
     let mut plain = Vec::new();
-    while let Some(burst) = next_burst(&mut lines, shared.trajectory.recorder()).await {
+    let too_long = |id, bytes| dropped(&shared, &outlet, Direction::ClientToServer, id, bytes, max_frame_bytes);
+    while let Some(burst) = next_burst(&mut lines, too_long).await {
         for frame in burst {
             let (mut fired, restart) = {
                 let mut rules = rules.lock().unwrap_or_else(|e| e.into_inner());
@@ -791,6 +976,56 @@ fn answer(
     outlet.send(actions.iter().flat_map(render::line).collect());
 }
 
+/// A line over the frame-size limit, read from `direction`: recorded as dropped, and when its id is known the
+/// client (who waits on it either way: its request, or the reply to it) gets a JSON-RPC error for it.
+pub(crate) fn dropped(
+    shared: &Shared,
+    outlet: &Outlet,
+    direction: Direction,
+    id: Option<MessageId>,
+    bytes: usize,
+    limit: usize,
+) {
+    let what = match direction {
+        Direction::ClientToServer => "request",
+        Direction::ServerToClient => "upstream's reply",
+    };
+    let reason = format!("the {what} is {bytes} bytes, over the frame-size limit of {limit} bytes (--max-frame-bytes)");
+    let answered = id.is_some();
+    // In the ledger: a frame in that nothing carried on (consumed), so the loss shows.
+    shared.trajectory.account(0);
+    shared.trajectory.record(Event::Dropped {
+        direction,
+        id: id.as_ref().map(MessageId::to_value),
+        bytes,
+        answered,
+        reason: reason.clone(),
+    });
+    if let Some(id) = id {
+        shared.engine.disarm(&id);
+        shared.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        let data = json!({"bytes": bytes, "maxFrameBytes": limit, "direction": direction});
+        reply_error(shared, outlet, &id, TOO_LARGE, &reason, data);
+    }
+}
+
+/// Answers request `id` with a JSON-RPC error the proxy writes itself, recorded as injected.
+pub(crate) fn reply_error(
+    shared: &Shared,
+    outlet: &Outlet,
+    id: &MessageId,
+    code: i64,
+    message: &str,
+    data: serde_json::Value,
+) {
+    let frame = Frame::from_value(json!({
+        "jsonrpc": "2.0", "id": id.to_value(), "error": {"code": code, "message": message, "data": data}
+    }));
+    // Whether the upstream ran the request is unknown (it may have before it exited).
+    shared.trajectory.injected_frame(Direction::ServerToClient, &frame, None, None, None);
+    outlet.send(render::line(&WireAction::Send(frame.bytes().clone())));
+}
+
 /// Passes one upstream frame through the engine to the client.
 pub(crate) fn from_server(shared: &Shared, outlet: &Outlet, frame: Frame) {
     from_server_all(shared, outlet, [frame]);
@@ -834,10 +1069,10 @@ const MAX_BURST_FRAMES: usize = 32;
 
 /// The next line from `lines` and the further whole lines already in its buffer (no read, so a lone request is
 /// not held up by a read that would find nothing), as frames; `None` when the stream has ended. A line over the
-/// size limit is recorded as rejected and skipped.
+/// size limit is skipped and handed to `too_long` with the id read from its start and its length.
 async fn next_burst<R: AsyncRead + Unpin>(
     lines: &mut FramedRead<R, LineCodec>,
-    recorder: &faultlab_engine::Recorder,
+    mut too_long: impl FnMut(Option<MessageId>, usize),
 ) -> Option<Vec<Frame>> {
     let mut burst = Vec::new();
     let mut next = lines.next().await;
@@ -845,7 +1080,8 @@ async fn next_burst<R: AsyncRead + Unpin>(
         match next {
             Some(Ok(Line::Bytes(bytes))) => burst.push(Frame::parse(bytes)),
             Some(Ok(Line::TooLong)) => {
-                recorder.record(Event::FrameRejected { reason: format!("a line over {MAX_LINE_BYTES} bytes, skipped") })
+                let codec = lines.decoder();
+                too_long(MessageId::from_prefix(codec.overlong_prefix()), codec.overlong_len());
             }
             // The end (or a read error): what was read before it still goes on.
             Some(Err(_)) | None => return (!burst.is_empty()).then_some(burst),

@@ -8,7 +8,7 @@ use crate::trajectory::Trajectory;
 use faultlab_client::transport::http::HttpTransport;
 use faultlab_client::transport::{Incoming, IncomingTx};
 use faultlab_engine::outlet::{self, Outlet, WriterEnd};
-use faultlab_wire::{Frame, MessageId};
+use faultlab_wire::{Frame, MAX_LINE_BYTES, MessageId};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -39,8 +39,26 @@ impl Upstream for HttpUpstream {
     }
 }
 
-/// Runs until the client leaves or a fault disconnects it.
+/// Runs until the client leaves or a fault disconnects it, with the default frame-size limit.
 pub async fn run<R, W>(
+    url: &str,
+    rules: SharedRules,
+    trajectory: Arc<Trajectory>,
+    input: R,
+    output: W,
+    stop: CancellationToken,
+) -> Result<ProxyEnd, ProxyError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    run_with(MAX_LINE_BYTES, url, rules, trajectory, input, output, stop).await
+}
+
+/// Runs until the client leaves or a fault disconnects it; a client line over `max_frame_bytes` is dropped and its
+/// id answered with an error.
+pub async fn run_with<R, W>(
+    max_frame_bytes: usize,
     url: &str,
     rules: SharedRules,
     trajectory: Arc<Trajectory>,
@@ -64,7 +82,8 @@ where
     let (outlet, queue) = Outlet::new();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
     let upstream = Arc::new(HttpUpstream { transport, initialize: Mutex::default(), done: done_tx });
-    let client = tokio::spawn(pump_client(input, rules, shared.clone(), outlet.clone(), upstream.clone()));
+    let client =
+        tokio::spawn(pump_client(input, rules, shared.clone(), outlet.clone(), upstream.clone(), max_frame_bytes));
     let server = {
         let (shared, upstream) = (shared.clone(), upstream.clone());
         tokio::spawn(async move {

@@ -1,7 +1,8 @@
 //! Frames that arrive together (a client pipelining requests, an upstream answering many at once) are relayed
 //! and recorded together: nothing is lost or reordered, every frame has its own trajectory event, and a fault
 //! that fires in the middle of a burst stays in its place in the trajectory. The upstream is `cat`, so a frame
-//! the client sends comes back as server output.
+//! the client sends comes back as server output (and a request it echoes stays unanswered: when `cat` exits on
+//! the client's EOF, the proxy fails each such request with the upstream's exit).
 
 use faultlab_engine::Recorder;
 use faultlab_engine::recorder::{Direction, Event, FrameAction, Record};
@@ -17,13 +18,23 @@ use tokio_util::sync::CancellationToken;
 /// Writes `input` to `faultlab proxy -- <upstream>` in one write, closes, and returns what the client read
 /// back and the trajectory.
 async fn relay(upstream: tokio::process::Command, rules: &str, input: String) -> (Vec<Value>, Vec<Record>) {
+    relay_with(stdio::ProxyOptions::default(), upstream, rules, input).await
+}
+
+async fn relay_with(
+    options: stdio::ProxyOptions,
+    upstream: tokio::process::Command,
+    rules: &str,
+    input: String,
+) -> (Vec<Value>, Vec<Record>) {
     let file: RulesFile = yaml_serde::from_str(rules).unwrap();
     let (mut client, proxy_side) = tokio::io::duplex(1 << 22);
     let (proxy_in, proxy_out) = tokio::io::split(proxy_side);
     let recorder = Recorder::memory();
     let trajectory = Arc::new(Trajectory::new(recorder.clone()));
     let shared = RuleSet::new(file).shared();
-    let proxy = tokio::spawn(stdio::run(upstream, shared, trajectory, proxy_in, proxy_out, CancellationToken::new()));
+    let stop = CancellationToken::new();
+    let proxy = tokio::spawn(stdio::run_with(options, upstream, shared, trajectory, proxy_in, proxy_out, stop));
     client.write_all(input.as_bytes()).await.unwrap();
     client.shutdown().await.unwrap();
     let mut received = String::new();
@@ -63,7 +74,8 @@ async fn a_pipelined_burst_arrives_whole_and_in_order_with_one_event_per_frame()
     let echoed: Vec<&Value> = received.iter().filter(|v| v.get("method").is_some()).collect();
     let expected: Vec<&Value> = requests.iter().filter(|r| r["params"]["name"] == "echo").collect();
     assert_eq!(echoed, expected, "every plain request reached the upstream once, in order");
-    let refused: Vec<&Value> = received.iter().filter(|v| v.get("error").is_some()).collect();
+    let refused: Vec<&Value> =
+        received.iter().filter(|v| v.get("error").is_some() && v["error"]["data"]["upstreamExit"].is_null()).collect();
     assert_eq!(refused.len(), 1, "{refused:?}");
     assert_eq!(refused[0]["id"], 150);
 
@@ -79,8 +91,9 @@ async fn a_pipelined_burst_arrives_whole_and_in_order_with_one_event_per_frame()
         }
         _ => None,
     });
-    // In: 300 client frames + 299 echoed; out: 299 forwarded + 299 relayed back + 1 answer the proxy made.
-    assert_eq!(ledger, Some((599, 599, 1, 1)));
+    // In: 300 client frames + 299 echoed; out: 299 forwarded + 299 relayed back + 1 answer the proxy made + 299
+    // errors for the requests `cat` never answered.
+    assert_eq!(ledger, Some((599, 898, 1, 300)));
 }
 
 #[tokio::test]
@@ -118,14 +131,15 @@ async fn a_fault_firing_inside_a_burst_of_replies_keeps_its_place() {
 
 #[tokio::test]
 async fn an_over_long_line_from_the_upstream_is_skipped_and_the_relay_goes_on() {
-    // The upstream writes a line over the 16 MiB limit, then echoes what it is sent.
+    // The upstream writes a line over a 1 MiB limit, then echoes what it is sent.
     let mut upstream = tokio::process::Command::new("sh");
-    upstream.args(["-c", "head -c 17000000 /dev/zero | tr '\\0' a; echo; cat"]);
+    upstream.args(["-c", "head -c 1100000 /dev/zero | tr '\\0' a; echo; cat"]);
     let request = call(1, "echo");
-    let (received, records) = relay(upstream, "rules: []", format!("{request}\n")).await;
-    assert_eq!(received, vec![request], "the relay went on after the over-long line");
+    let options = stdio::ProxyOptions { max_frame_bytes: 1 << 20, ..Default::default() };
+    let (received, records) = relay_with(options, upstream, "rules: []", format!("{request}\n")).await;
+    assert_eq!(received[0], request, "the relay went on after the over-long line");
     assert!(
-        records.iter().any(|r| matches!(&r.event, Event::FrameRejected { reason } if reason.contains("over"))),
+        records.iter().any(|r| matches!(&r.event, Event::Dropped { bytes: 1_100_000, id: None, .. })),
         "the skipped line is recorded"
     );
 }

@@ -1,5 +1,6 @@
 //! No panic, and nothing lost, whatever crosses the proxy: random and truncated lines go through it in both
-//! directions (`cat` as the upstream echoes what the client sends back as server output).
+//! directions (`cat` as the upstream echoes what the client sends back as server output; the requests it leaves
+//! unanswered fail with its exit once it ends).
 
 use faultlab_engine::Recorder;
 use faultlab_proxy::rules::{RuleSet, RulesFile};
@@ -62,7 +63,14 @@ proptest! {
             expected.extend_from_slice(line);
             expected.push(b'\n');
         }
-        prop_assert_eq!(relay(&lines, "rules: []"), expected);
+        let received = relay(&lines, "rules: []");
+        prop_assert_eq!(&received[..expected.len().min(received.len())], &expected[..]);
+        // `cat` answers no request: when it exits on the client's EOF, each one it left gets the exit as an error.
+        for extra in received[expected.len()..].split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+            let error: serde_json::Value = serde_json::from_slice(extra).unwrap();
+            prop_assert_eq!(&error["id"], &serde_json::json!(5));
+            prop_assert_eq!(&error["error"]["data"]["upstreamExit"]["code"], &serde_json::json!(0));
+        }
     }
 
     #[test]

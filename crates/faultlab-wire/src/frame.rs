@@ -33,6 +33,105 @@ impl MessageId {
     }
 }
 
+impl MessageId {
+    /// The top-level `id` of a message known only by its start (a line over the size limit, cut short): found
+    /// when `id` comes before the cut, as it does in the messages MCP SDKs write (`{"jsonrpc":"2.0","id":7,...`).
+    /// Members before it are skipped whole, however nested; `None` when the start is not a JSON object or the id
+    /// is not among the bytes given.
+    pub fn from_prefix(bytes: &[u8]) -> Option<Self> {
+        let mut scan = Scan { bytes, at: 0 };
+        scan.space();
+        scan.eat(b'{')?;
+        loop {
+            scan.space();
+            let key_start = scan.at;
+            scan.string()?;
+            let is_id = &bytes[key_start..scan.at] == b"\"id\"";
+            scan.space();
+            scan.eat(b':')?;
+            scan.space();
+            let start = scan.at;
+            scan.value()?;
+            if is_id {
+                let value: Value = serde_json::from_slice(&bytes[start..scan.at]).ok()?;
+                return Self::from_value(&value);
+            }
+            scan.space();
+            scan.eat(b',')?;
+        }
+    }
+}
+
+/// A cursor over the start of a JSON text, for [`MessageId::from_prefix`]. Every step returns `None` at the end of
+/// the bytes.
+struct Scan<'a> {
+    bytes: &'a [u8],
+    at: usize,
+}
+
+impl Scan<'_> {
+    fn space(&mut self) {
+        while self.bytes.get(self.at).is_some_and(u8::is_ascii_whitespace) {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, byte: u8) -> Option<()> {
+        (*self.bytes.get(self.at)? == byte).then(|| self.at += 1)
+    }
+
+    /// A whole string.
+    fn string(&mut self) -> Option<()> {
+        self.eat(b'"')?;
+        loop {
+            match *self.bytes.get(self.at)? {
+                b'\\' => self.at += 2,
+                b'"' => {
+                    self.at += 1;
+                    return Some(());
+                }
+                _ => self.at += 1,
+            }
+        }
+    }
+
+    /// One whole value: a string, a container (nesting tracked, strings inside skipped whole), or a scalar.
+    fn value(&mut self) -> Option<()> {
+        match *self.bytes.get(self.at)? {
+            b'"' => self.string(),
+            b'{' | b'[' => {
+                let mut depth = 0usize;
+                loop {
+                    match *self.bytes.get(self.at)? {
+                        b'"' => {
+                            self.string()?;
+                            continue;
+                        }
+                        b'{' | b'[' => depth += 1,
+                        b'}' | b']' => {
+                            depth -= 1;
+                            if depth == 0 {
+                                self.at += 1;
+                                return Some(());
+                            }
+                        }
+                        _ => {}
+                    }
+                    self.at += 1;
+                }
+            }
+            _ => {
+                let start = self.at;
+                while self.bytes.get(self.at).is_some_and(|b| !b",}] \t\r\n".contains(b)) {
+                    self.at += 1;
+                }
+                // A scalar that runs to the end of the bytes may be cut short (`12` of `123`).
+                (self.at > start && self.at < self.bytes.len()).then_some(())
+            }
+        }
+    }
+}
+
 impl fmt::Debug for MessageId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
@@ -188,6 +287,18 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
+    fn an_id_is_recovered_from_the_start_of_a_cut_message() {
+        let id = |s: &str| MessageId::from_prefix(s.as_bytes()).map(|id| id.to_string());
+        assert_eq!(id(r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"text":"xxxx"#), Some("7".into()));
+        assert_eq!(id(r#" { "meta" : {"id": 1, "s": "}\"{"}, "id" : "a-1" , "params": ["#), Some("\"a-1\"".into()));
+        assert_eq!(id(r#"{"jsonrpc":"2.0","result":{"id":3,"x":"xxxx"#), None, "a nested id is not the message's");
+        assert_eq!(id(r#"{"jsonrpc":"2.0","id":12"#), None, "a number at the cut may be cut short");
+        assert_eq!(id(r#"{"id":null,"error":{"#), None);
+        assert_eq!(id("[1,2"), None);
+        assert_eq!(id(""), None);
+    }
+
+    #[test]
     fn classifies_each_message_shape() {
         let req = Frame::parse(&br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hang"}}"#[..]);
         assert_eq!(req.kind(), &Kind::Request { id: 1.into(), method: "tools/call".into() });
@@ -220,6 +331,11 @@ mod tests {
     }
 
     proptest! {
+        #[test]
+        fn reading_an_id_from_any_start_never_panics(input in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = MessageId::from_prefix(&input);
+        }
+
         #[test]
         fn never_panics_on_any_bytes(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
             let frame = Frame::parse(bytes.clone());

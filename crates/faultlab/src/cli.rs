@@ -306,13 +306,36 @@ pub struct ServeArgs {
     /// Endpoint path (HTTP only), e.g. /mcp.
     #[arg(long)]
     pub path: Option<String>,
+    /// Longest frame (one line) read or written on stdio, in bytes (stdio only). A request over it gets a JSON-RPC
+    /// error for its id; a reply over it is replaced by one (and a diagnostic on stderr).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(MIN_FRAME_BYTES..=MAX_FRAME_BYTES))]
+    pub max_frame_bytes: Option<u64>,
+}
+
+/// Smallest `--max-frame-bytes`: room for an `initialize` and the errors the lab writes (1 KiB).
+const MIN_FRAME_BYTES: u64 = 1024;
+/// Largest `--max-frame-bytes` (1 GiB): one frame is held in memory whole.
+const MAX_FRAME_BYTES: u64 = 1 << 30;
+
+/// `--shutdown-grace`: seconds, decimals allowed, 0 to 3600.
+fn parse_grace(text: &str) -> Result<std::time::Duration, String> {
+    let seconds: f64 =
+        text.trim().parse().map_err(|_| format!("{text:?} is not a number of seconds, e.g. 2 or 0.5"))?;
+    if !(0.0..=3600.0).contains(&seconds) {
+        return Err(format!("{text:?} must be between 0 and 3600 seconds"));
+    }
+    Ok(std::time::Duration::from_secs_f64(seconds))
 }
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Example: faultlab proxy --rules faults.yaml -- npx @modelcontextprotocol/server-everything\n\
 A --fault SPEC is one rule as a YAML flow mapping, e.g. \
 --fault '{match: {tool: echo}, fault: {type: latency, delay_ms: 200}}'.\n\
-Exit codes: 0 the session ended; 1 the upstream could not start; 2 bad rules or arguments.")]
+When the client closes stdin (or the proxy gets SIGTERM/SIGINT) the stdio upstream is stopped in order: its stdin \
+is closed; after --shutdown-grace, SIGTERM to its process group; after the grace again, SIGKILL to the group.\n\
+Exit codes: 0 the session ended; 1 the upstream could not start, or exited on its own while the client was still \
+connected or with requests unanswered (each got a JSON-RPC error), or the client's stdout could not be written; 2 bad \
+rules or arguments.")]
 pub struct ProxyArgs {
     /// Rules file (YAML, or JSON by the .json extension); see schemas/rules.schema.json.
     #[arg(long)]
@@ -340,6 +363,15 @@ pub struct ProxyArgs {
     /// The upstream MCP server's Streamable HTTP URL (loopback), e.g. http://127.0.0.1:3000/mcp.
     #[arg(long, value_name = "URL", conflicts_with = "command")]
     pub upstream: Option<String>,
+    /// Seconds (decimals allowed) the upstream gets to exit after its stdin is closed, and again after SIGTERM,
+    /// before the next step of its shutdown.
+    #[arg(long, value_name = "SECONDS", default_value = "2", value_parser = parse_grace)]
+    pub shutdown_grace: std::time::Duration,
+    /// Longest frame (one line) carried in either direction by a stdio front, in bytes (default 68157440 =
+    /// 65 MiB: the largest oversized_response fault, 64 MiB, plus its envelope). A longer one is dropped: the client
+    /// gets a JSON-RPC error for its id and the trajectory a `dropped` event.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(MIN_FRAME_BYTES..=MAX_FRAME_BYTES))]
+    pub max_frame_bytes: Option<u64>,
     /// The upstream MCP server command and its arguments, after `--` (a stdio upstream).
     #[arg(last = true, value_name = "CMD", id = "command")]
     pub command: Vec<String>,

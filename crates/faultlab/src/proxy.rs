@@ -27,6 +27,9 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
     if args.seed.is_some() {
         file.seed = args.seed;
     }
+    if args.listen.is_some() && args.max_frame_bytes.is_some() {
+        return Err(Failure::usage(anyhow!("--max-frame-bytes applies to the stdio fronts only (without --listen)")));
+    }
     // Only the stdio front with a child upstream can restart its upstream (`server_outage` with `restart`).
     let restarts = args.listen.is_none() && args.upstream.is_none();
     let rules = RuleSet::for_front(file, restarts).map_err(Failure::usage)?.shared();
@@ -67,12 +70,17 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         (None, None, Some((program, rest))) => {
             let mut command = tokio::process::Command::new(program);
             command.args(rest);
-            until_signal(runtime, |stop| stdio::run(command, rules, trajectory, pipes::stdin(), pipes::stdout(), stop))
+            let options =
+                stdio::ProxyOptions { shutdown_grace: args.shutdown_grace, max_frame_bytes: max_frame_bytes(&args) };
+            until_signal(runtime, |stop| {
+                stdio::run_with(options, command, rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
+            })
         }
         (None, Some(upstream), None) => {
             let url = upstream_url(upstream).map_err(Failure::usage)?;
+            let max = max_frame_bytes(&args);
             until_signal(runtime, |stop| {
-                stdio_http::run(url.as_str(), rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
+                stdio_http::run_with(max, url.as_str(), rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
             })
         }
         (Some(listen), Some(upstream), None) => {
@@ -97,6 +105,10 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
     }
 }
 
+fn max_frame_bytes(args: &ProxyArgs) -> usize {
+    args.max_frame_bytes.map_or(faultlab_wire::MAX_LINE_BYTES, |b| usize::try_from(b).unwrap_or(usize::MAX))
+}
+
 /// Runs a stdio-front proxy until it ends or a signal asks it to stop (then it shuts the upstream down in order).
 fn until_signal<F, Fut>(runtime: tokio::runtime::Runtime, run: F) -> Result<(), Failure>
 where
@@ -111,7 +123,17 @@ where
             eprintln!("faultlab: received {signal}; shutting down");
             signalled.cancel();
         });
-        run(stop).await.map(|_| ()).map_err(Failure::runtime)
+        let ended = run(stop).await.map_err(|e| match e {
+            // The only I/O error the relay returns is the writer's: the client closed its end of stdout.
+            stdio::ProxyError::Io(e) => Failure::runtime(anyhow!("cannot write to the client on stdout: {e}")),
+            other => Failure::runtime(other),
+        })?;
+        match ended {
+            stdio::ProxyEnd::UpstreamExited { status } => {
+                Err(Failure::runtime(anyhow!("the upstream exited on its own ({status}); see the trajectory")))
+            }
+            stdio::ProxyEnd::Finished | stdio::ProxyEnd::Disconnected => Ok(()),
+        }
     });
     // A blocking stdin read may still be pending; the process is about to exit, so do not wait for it.
     std::mem::forget(runtime);

@@ -29,13 +29,17 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
                 return Err(Failure::usage(anyhow::anyhow!("--host, --port and --path require --transport http")));
             }
             let runtime = crate::pipes::runtime().map_err(Failure::runtime)?;
-            let served = runtime.block_on(serve_stdio(probe));
+            let max = args.max_frame_bytes.map_or(MAX_LINE_BYTES, |b| usize::try_from(b).unwrap_or(usize::MAX));
+            let served = runtime.block_on(serve_stdio(probe, max));
             // Reading stdin blocks a runtime thread that nothing can interrupt; dropping the runtime would wait for
             // it (until the client closes stdin). The process is about to exit, so leave it be.
             std::mem::forget(runtime);
             served.map_err(Failure::runtime)
         }
         Transport::Http => {
+            if args.max_frame_bytes.is_some() {
+                return Err(Failure::usage(anyhow::anyhow!("--max-frame-bytes applies to --transport stdio only")));
+            }
             let ip = guard::bind_address(args.host.as_deref().unwrap_or(DEFAULT_HOST)).map_err(Failure::usage)?;
             let path = guard::endpoint_path(args.path.as_deref().unwrap_or(DEFAULT_PATH)).map_err(Failure::usage)?;
             let addr = SocketAddr::new(ip, args.port.unwrap_or(DEFAULT_PORT));
@@ -48,7 +52,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)
 }
 
-async fn serve_stdio(probe: Option<ProbeConfig>) -> anyhow::Result<()> {
+async fn serve_stdio(probe: Option<ProbeConfig>, max_frame_bytes: usize) -> anyhow::Result<()> {
     let scope = Scope {
         engine: Arc::new(Engine::new(Recorder::stderr().scoped("stdio"))),
         transport: TransportKind::Stdio,
@@ -56,12 +60,14 @@ async fn serve_stdio(probe: Option<ProbeConfig>) -> anyhow::Result<()> {
     };
     let engine = scope.engine.clone();
     let (stdin, stdout) = (crate::pipes::stdin(), crate::pipes::stdout());
-    match probe {
+    let served = match probe {
         Some(config) => {
-            stdio::serve(ProbeServer::new(config, Some(scope)), engine, stdin, stdout, MAX_LINE_BYTES).await?
+            stdio::serve(ProbeServer::new(config, Some(scope)), engine, stdin, stdout, max_frame_bytes).await
         }
-        None => stdio::serve(FaultServer::stdio(scope), engine, stdin, stdout, MAX_LINE_BYTES).await?,
+        None => stdio::serve(FaultServer::stdio(scope), engine, stdin, stdout, max_frame_bytes).await,
     };
+    // The only I/O error the wire layer returns is its writer's: the client closed its end of stdout.
+    served.context("cannot write to the client on stdout")?;
     Ok(())
 }
 

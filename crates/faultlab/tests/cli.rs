@@ -35,6 +35,39 @@ fn bad_flags_and_values_exit_2_naming_what_to_fix() {
 }
 
 #[test]
+fn bad_shutdown_grace_and_frame_limits_exit_2_naming_the_flag() {
+    for bad in ["-1", "abc", "NaN", "inf", "3601", ""] {
+        faultlab()
+            .args(["proxy", &format!("--shutdown-grace={bad}"), "--", "cat"])
+            .assert()
+            .code(2)
+            .stderr(contains("--shutdown-grace"));
+    }
+    for bad in ["0", "1023", "1073741825", "-5", "1k"] {
+        faultlab()
+            .args(["proxy", &format!("--max-frame-bytes={bad}"), "--", "cat"])
+            .assert()
+            .code(2)
+            .stderr(contains("--max-frame-bytes"));
+        faultlab()
+            .args(["serve", &format!("--max-frame-bytes={bad}")])
+            .assert()
+            .code(2)
+            .stderr(contains("--max-frame-bytes"));
+    }
+    faultlab()
+        .args(["proxy", "--listen", "127.0.0.1:0", "--max-frame-bytes", "4096", "--", "cat"])
+        .assert()
+        .code(2)
+        .stderr(contains("--max-frame-bytes applies to the stdio fronts only"));
+    faultlab()
+        .args(["serve", "--transport", "http", "--max-frame-bytes", "4096"])
+        .assert()
+        .code(2)
+        .stderr(contains("--max-frame-bytes applies to --transport stdio only"));
+}
+
+#[test]
 fn bad_lab_variables_exit_2_naming_the_variable() {
     faultlab().args(["serve"]).env("LAB_SCENARIO", "flaky").assert().code(2).stderr(contains("LAB_SCENARIO"));
     for bad in ["0x10", "1e3", " 7", "10001"] {

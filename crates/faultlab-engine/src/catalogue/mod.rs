@@ -46,6 +46,9 @@ mod wrong_value;
 /// Largest padding the `oversized` fault adds, in bytes (64 MiB: four times the usual 16 MiB line limit, enough
 /// to trip any client's limit without exhausting the machine).
 pub const MAX_OVERSIZED_BYTES: usize = 64 * 1024 * 1024;
+// The lab's own stdio fronts carry its largest fault by default: the frame limit leaves at least 64 KiB for the
+// rest of the reply around the padding.
+const _: () = assert!(faultlab_wire::MAX_LINE_BYTES >= MAX_OVERSIZED_BYTES + 64 * 1024);
 /// Most notifications one `list_changed_storm` sends.
 pub const MAX_STORM_COUNT: u32 = 10_000;
 /// Most pieces one `split_write` cuts a reply into.

@@ -93,3 +93,72 @@ impl Client {
         tokio::time::timeout(PATIENCE, self.child.wait()).await.unwrap().unwrap().code()
     }
 }
+
+/// The binary under test (`FAULTLAB_TEST_BIN` may name another build, to check a test fails without a fix).
+pub fn bin() -> String {
+    std::env::var("FAULTLAB_TEST_BIN").unwrap_or_else(|_| BIN.to_owned())
+}
+
+/// A line client on one process, with its stderr kept for the end.
+pub struct Peer {
+    pub child: tokio::process::Child,
+    pub stdin: Option<tokio::process::ChildStdin>,
+    pub stdout: BufReader<tokio::process::ChildStdout>,
+}
+
+impl Peer {
+    pub fn spawn(args: &[&str]) -> Self {
+        let mut child = tokio::process::Command::new(bin())
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Self { child, stdin, stdout }
+    }
+
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        self.stdin.as_mut().unwrap().write_all(bytes).await.unwrap();
+    }
+
+    pub async fn send(&mut self, value: &Value) {
+        self.send_raw(format!("{value}\n").as_bytes()).await;
+    }
+
+    /// The next line, `None` at EOF; fails the test after `PATIENCE`.
+    pub async fn recv_raw(&mut self) -> Option<String> {
+        let mut line = String::new();
+        let n =
+            tokio::time::timeout(PATIENCE, self.stdout.read_line(&mut line)).await.expect("a line in time").unwrap();
+        (n > 0).then_some(line)
+    }
+
+    pub async fn recv(&mut self) -> Value {
+        serde_json::from_str(&self.recv_raw().await.expect("a line, not EOF")).unwrap()
+    }
+
+    pub async fn initialize(&mut self, version: &str) -> Value {
+        self.send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":version,
+            "capabilities":{},"clientInfo":{"name":"reliability","version":"1"}}}))
+            .await;
+        let reply = self.recv().await;
+        self.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
+        reply
+    }
+
+    pub async fn call(&mut self, id: i64, tool: &str, args: Value) {
+        self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}))
+            .await;
+    }
+
+    /// Closes stdin and waits for the exit: (exit code, stderr).
+    pub async fn finish(mut self, patience: Duration) -> (Option<i32>, String) {
+        drop(self.stdin.take());
+        let out = tokio::time::timeout(patience, self.child.wait_with_output()).await.expect("exits in time").unwrap();
+        (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}

@@ -1,0 +1,122 @@
+//! A bounded fuzz of malformed frames on both stdio fronts (`faultlab serve`, and `faultlab proxy -- faultlab
+//! serve`): random bytes, cut-short and invalid requests, lines over the frame-size limit, odd framing. Whatever
+//! comes in, neither panics nor hangs: every request whose id can be answered is answered (a sentinel request sent
+//! last is too), and the process exits 0 when the client closes stdin. The cases come from a fixed seed.
+
+use proptest::prelude::*;
+use proptest::test_runner::{Config, RngAlgorithm, TestRng, TestRunner};
+use serde_json::Value;
+use std::cell::Cell;
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+mod common;
+
+use common::{PATIENCE, Peer, bin};
+
+/// The frame-size limit both fronts run with here: a generated line may be over it.
+const LIMIT: usize = 4096;
+const CASES: u32 = 16;
+
+/// One generated line, and the id its answer must carry when it is a request that must be answered.
+#[derive(Debug, Clone)]
+struct Line {
+    bytes: Vec<u8>,
+    answered: bool,
+}
+
+fn ping(id: &str) -> Vec<u8> {
+    format!(r#"{{"jsonrpc":"2.0","id":"{id}","method":"ping"}}"#).into_bytes()
+}
+
+/// Lines of every kind; `ID` in an answered one is replaced by a unique id when the case is built.
+fn line() -> impl Strategy<Value = Line> {
+    let noise = |bytes: Vec<u8>| Line { bytes, answered: false };
+    let answered = |text: &str| Line { bytes: text.as_bytes().to_vec(), answered: true };
+    prop_oneof![
+        proptest::collection::vec(any::<u8>().prop_filter("no newline", |b| *b != b'\n'), 0..200).prop_map(noise),
+        (0usize..40).prop_map(move |cut| noise(ping("ID")[..cut].to_vec())),
+        Just(answered(r#"{"jsonrpc":"2.0","id":"ID","method":"ping"}"#)),
+        Just(answered(r#"{"id":"ID","method":"ping"}"#)),
+        Just(answered(r#"{"jsonrpc":"2.0","id":"ID","method":"tools/call","params":5}"#)),
+        Just(answered(r#"{"jsonrpc":"1.0","id":"ID","method":"ping"}"#)),
+        Just(answered(r#"{"jsonrpc":"2.0","id":"ID","method":"tools/call","params":{"name":"no-such-tool"}}"#)),
+        // Over the limit, its id first: answered with an error for that id.
+        (LIMIT..LIMIT * 2).prop_map(|n| Line {
+            bytes: format!(r#"{{"jsonrpc":"2.0","id":"ID","method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(n))
+                .into_bytes(),
+            answered: true,
+        }),
+        (LIMIT..LIMIT * 2).prop_map(move |n| noise(vec![b'a'; n])),
+        Just(noise(b"\xef\xbb\xbf{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}".to_vec())),
+        Just(noise(br#"{"jsonrpc":"2.0","id":"unknown-reply","result":{}}"#.to_vec())),
+        Just(noise(br#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x"}}"#.to_vec())),
+        Just(noise(br#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#.to_vec())),
+        (1usize..400).prop_map(move |depth| noise([vec![b'['; depth], vec![b']'; depth]].concat())),
+        Just(noise(b"\r".to_vec())),
+        Just(noise(Vec::new())),
+    ]
+}
+
+/// Runs one case against one front; returns how many lines went in.
+async fn run_case(args: &[&str], lines: &[Line], case: usize) -> Result<usize, TestCaseError> {
+    let mut peer = Peer::spawn(args);
+    peer.initialize("2025-11-25").await;
+    let mut waiting = HashSet::new();
+    for (i, line) in lines.iter().enumerate() {
+        let id = format!("c{case}-{i}");
+        let text = String::from_utf8_lossy(&line.bytes);
+        let bytes = if line.answered {
+            waiting.insert(Value::from(id.as_str()));
+            text.replacen("\"ID\"", &format!("\"{id}\""), 1).into_bytes()
+        } else {
+            line.bytes.clone()
+        };
+        peer.send_raw(&bytes).await;
+        peer.send_raw(b"\n").await;
+    }
+    peer.send_raw(&ping("sentinel")).await;
+    peer.send_raw(b"\n").await;
+    waiting.insert(Value::from("sentinel"));
+    while !waiting.is_empty() {
+        let Some(line) = peer.recv_raw().await else {
+            return Err(TestCaseError::fail(format!("EOF with {waiting:?} unanswered")));
+        };
+        if let Ok(reply) = serde_json::from_str::<Value>(&line) {
+            waiting.remove(&reply["id"]);
+        }
+    }
+    let (code, stderr) = peer.finish(Duration::from_secs(5)).await;
+    prop_assert!(!stderr.contains("panicked"), "{stderr}");
+    prop_assert_eq!(code, Some(0), "{}", stderr);
+    Ok(lines.len() + 1)
+}
+
+fn fuzz(args: &[&str], name: &str) {
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let config = Config { cases: CASES, failure_persistence: None, ..Config::default() };
+    let rng = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
+    let mut runner = TestRunner::new_with_rng(config, rng);
+    let (started, frames, case) = (Instant::now(), Cell::new(0), Cell::new(0));
+    let strategy = proptest::collection::vec(line(), 1..24);
+    runner
+        .run(&strategy, |lines| {
+            case.set(case.get() + 1);
+            frames.set(frames.get() + runtime.block_on(run_case(args, &lines, case.get()))?);
+            Ok(())
+        })
+        .unwrap();
+    eprintln!("{name}: {} frames in {} cases, {:?}", frames.get(), case.get(), started.elapsed());
+    assert!(started.elapsed() < PATIENCE);
+}
+
+#[test]
+fn the_server_answers_or_ignores_every_malformed_frame_without_panicking_or_hanging() {
+    fuzz(&["serve", "--max-frame-bytes", &LIMIT.to_string()], "serve");
+}
+
+#[test]
+fn the_proxy_answers_or_ignores_every_malformed_frame_without_panicking_or_hanging() {
+    let upstream = bin();
+    fuzz(&["proxy", "--max-frame-bytes", &LIMIT.to_string(), "--", &upstream, "serve"], "proxy");
+}
