@@ -34,7 +34,7 @@ fn run_shard(root: &Path, index: u32) {
         .args(task_files())
         .assert()
         .success()
-        .stdout(contains("oracle: all 8 verdicts as expected"));
+        .stdout(contains("oracle: all 13 verdicts as expected"));
 }
 
 #[test]
@@ -70,8 +70,8 @@ fn two_shards_merge_into_every_pair_once_pass_the_oracle_and_compare() {
         .args(["--oracle", "builtin"])
         .assert()
         .success()
-        .stdout(contains("merged 2 report(s): 16 runs"))
-        .stdout(contains("oracle: all 16 verdicts as expected"))
+        .stdout(contains("merged 2 report(s): 26 runs"))
+        .stdout(contains("oracle: all 26 verdicts as expected"))
         .stdout(contains("oracle: not checked, no runs in the merged report: protocol-malformed-read"));
     let merged = read(&root.join("merged/report.json"));
     assert!(root.join("merged/report.md").is_file());
@@ -87,7 +87,7 @@ fn two_shards_merge_into_every_pair_once_pass_the_oracle_and_compare() {
     assert_eq!(info.inputs.len(), 2);
     assert_eq!(info.wall_ms_sum, shards[0].meta.wall_ms + shards[1].meta.wall_ms);
     assert_eq!(merged.meta.wall_ms, shards[0].meta.wall_ms.max(shards[1].meta.wall_ms));
-    assert_eq!(merged.stats.overall.runs, 16);
+    assert_eq!(merged.stats.overall.runs, 26);
 
     // A shard given twice, a missing shard, inputs that are not reports, an OUT that is the Markdown name.
     faultlab(root)
