@@ -201,29 +201,26 @@ async fn json(response: Response, mut exchange: Exchange) -> Response {
     let mut held = exchange.budget.empty_hold();
     let bytes = match read_within(inner, &mut held).await {
         Ok(bytes) => bytes,
-        Err(Unread::OverBudget(read)) => {
-            let limit = exchange.budget.limit;
-            exchange.recorder.record(Event::FrameRejected {
-                reason: format!(
-                    "http: a response body passed {read} bytes while {limit} bytes of response memory were in use; \
-                     answered 503"
-                ),
-            });
-            exchange.end();
-            let id = exchange.request_id.as_ref().map(MessageId::to_value);
-            let message = "the reply is too large to hold now (response memory budget exhausted); try again later";
-            return rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32603, message, id);
-        }
+        Err(Unread::OverBudget(read)) => return over_budget(&mut exchange, read),
         Err(Unread::Broken) => {
             return rpc_error(StatusCode::INTERNAL_SERVER_ERROR, -32603, "response body unreadable", None);
         }
     };
-    exchange.held = Some(held);
     let frame = Frame::parse(bytes);
     let (fired, actions) = exchange.engine.outbound_fired(&frame);
     if let Some(observer) = &exchange.observer {
         observer(&frame, fired.as_ref(), &actions);
     }
+    // What the fault made of the reply (an `oversized` padding, duplicates) is what stays held until sent; the
+    // reply as read is dropped once it is out.
+    let made: usize = actions.iter().map(|a| if let WireAction::Send(out) = a { out.len() } else { 0 }).sum();
+    let made = made.saturating_sub(held.bytes);
+    if !held.grow(made) {
+        let total = held.bytes + made;
+        drop(actions);
+        return over_budget(&mut exchange, total);
+    }
+    exchange.held = Some(held);
     match actions.as_slice() {
         // A reply that overtakes one held by `out_of_order` stays a plain JSON body; the held reply may go once
         // this one is on its way.
@@ -262,6 +259,21 @@ async fn json(response: Response, mut exchange: Exchange) -> Response {
             Response::from_parts(parts, writer(queue, exchange, None))
         }
     }
+}
+
+/// The answer when a reply of `size` bytes does not fit the budget: 503, and a `frame_rejected` event.
+fn over_budget(exchange: &mut Exchange, size: usize) -> Response {
+    let limit = exchange.budget.limit;
+    exchange.recorder.record(Event::FrameRejected {
+        reason: format!(
+            "http: a reply of {size}+ bytes does not fit the response memory budget ({limit} bytes held at most \
+             at once); answered 503"
+        ),
+    });
+    exchange.end();
+    let id = exchange.request_id.as_ref().map(MessageId::to_value);
+    let message = "the reply is too large to hold now (response memory budget exhausted); try again later";
+    rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32603, message, id)
 }
 
 enum Unread {
