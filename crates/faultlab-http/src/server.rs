@@ -321,3 +321,55 @@ impl HttpBody for Tracked {
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::net::TcpStream;
+    use tokio::sync::{mpsc, watch};
+
+    const PATIENCE: Duration = Duration::from_secs(5);
+
+    async fn read_all(stream: &mut TcpStream) -> String {
+        let mut answer = Vec::new();
+        tokio::time::timeout(PATIENCE, stream.read_to_end(&mut answer)).await.unwrap().unwrap_or_default();
+        String::from_utf8_lossy(&answer).into_owned()
+    }
+
+    #[tokio::test]
+    async fn at_the_cap_a_connection_being_answered_is_kept_and_an_idle_one_makes_room() {
+        // One route: it says it has started, then answers once released.
+        let (entered_tx, mut entered) = mpsc::unbounded_channel::<()>();
+        let (release, released) = watch::channel(false);
+        let app = axum::Router::new().fallback(move || {
+            let (entered_tx, mut released) = (entered_tx.clone(), released.clone());
+            async move {
+                let _ = entered_tx.send(());
+                let _ = released.wait_for(|r| *r).await;
+                "done"
+            }
+        });
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let limits = Limits { max_connections: 2, ..Limits::default() };
+        let shutdown = CancellationToken::new();
+        tokio::spawn(serve(listener, app, limits, shutdown.clone()));
+
+        let mut busy = TcpStream::connect(addr).await.unwrap();
+        busy.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+        tokio::time::timeout(PATIENCE, entered.recv()).await.unwrap();
+        let mut idle = TcpStream::connect(addr).await.unwrap();
+        idle.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
+        // The cap is full (one being answered, one idle): a newcomer closes the idle one, never the busy one.
+        let mut newcomer = TcpStream::connect(addr).await.unwrap();
+        assert_eq!(read_all(&mut idle).await, "", "the idle connection was closed without an answer");
+        newcomer.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
+        tokio::time::timeout(PATIENCE, entered.recv()).await.unwrap();
+        release.send_replace(true);
+        let (first, second) = tokio::join!(read_all(&mut busy), read_all(&mut newcomer));
+        assert!(first.starts_with("HTTP/1.1 200"), "{first}");
+        assert!(second.starts_with("HTTP/1.1 200"), "{second}");
+        shutdown.cancel();
+    }
+}
