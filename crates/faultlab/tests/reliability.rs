@@ -429,3 +429,21 @@ async fn the_bridge_checks_headers_like_serve() {
     let origin = bridge_post(&http, &url, ping_body(1)).header("origin", "http://evil.example");
     assert_eq!(origin.send().await.unwrap().status(), 403);
 }
+
+// ---------- bad input ----------
+
+#[test]
+fn bad_bounds_are_refused_naming_the_flag() {
+    for (args, flag) in [
+        (&["serve", "--transport", "http", "--shutdown-grace=-1"][..], "--shutdown-grace"),
+        (&["serve", "--transport", "http", "--header-timeout", "soon"][..], "--header-timeout"),
+        (&["serve", "--session-idle-timeout", "5"][..], "--session-idle-timeout"),
+        (&["proxy", "--control", "127.0.0.1:0", "--control-token", "short", "--", "true"][..], "--control-token"),
+        (&["proxy", "--request-timeout", "0", "--", "true"][..], "--request-timeout"),
+    ] {
+        let output = std::process::Command::new(BIN).args(args).stdin(Stdio::null()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(flag), "{args:?}: {stderr}");
+    }
+}
