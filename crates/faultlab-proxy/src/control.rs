@@ -97,6 +97,13 @@ async fn check(State(control): State<Control>, request: Request, next: Next) -> 
             return response;
         }
     }
+    let declared = headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        // Refused before the body is read; the connection is not kept for another request.
+        let mut response = refuse(StatusCode::PAYLOAD_TOO_LARGE, &format!("bodies are at most {MAX_BODY_BYTES} bytes"));
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return response;
+    }
     if request.method() == Method::POST {
         let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
         let essence = content_type.split(';').next().unwrap_or("").trim();

@@ -152,10 +152,18 @@ fn messages(body: &str) -> Vec<Value> {
 
 #[tokio::test]
 async fn a_client_that_never_finishes_its_headers_is_cut_within_the_header_timeout() {
-    for front in ["serve", "bridge"] {
+    let (_upstream, upstream) = Lab::serve(&[]).await;
+    for front in ["serve", "bridge", "proxy", "control"] {
         let (_lab, url) = match front {
             "serve" => Lab::serve(&["--header-timeout", "0.3"]).await,
-            _ => Lab::bridge(&["--header-timeout", "0.3"], &[BIN, "serve"]).await,
+            "bridge" => Lab::bridge(&["--header-timeout", "0.3"], &[BIN, "serve"]).await,
+            "proxy" => {
+                let args = ["proxy", "--listen", "127.0.0.1:0", "--upstream", &upstream, "--header-timeout", "0.3"];
+                let lab = Lab::start(&args, "faultlab: proxy listening at ").await;
+                let url = lab.after("faultlab: proxy listening at ");
+                (lab, url)
+            }
+            _ => control(&["--header-timeout", "0.3"]).await,
         };
         let started = Instant::now();
         let answer = raw(&url, b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").await;
@@ -200,10 +208,14 @@ async fn a_declared_over_limit_body_is_refused_before_it_arrives() {
     let (_server, upstream) = Lab::serve(&[]).await;
     let proxy = Lab::start(&["proxy", "--listen", "127.0.0.1:0", "--upstream", &upstream], "faultlab: proxy").await;
     let proxied = proxy.after("faultlab: proxy listening at ");
-    for url in [upstream, proxied] {
-        let head = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
-Content-Length: 100000000\r\n\r\n";
-        let answer = raw(&url, head).await;
+    let (_control, rules) = control(&[]).await;
+    for url in [upstream, proxied, rules] {
+        let path = url.trim_start_matches("http://").split_once('/').unwrap().1.to_owned();
+        let head = format!(
+            "POST /{path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n\
+Content-Length: 100000000\r\n\r\n"
+        );
+        let answer = raw(&url, head.as_bytes()).await;
         assert_eq!(status_of(&answer), 413, "{url}: {answer}");
     }
 }
