@@ -19,12 +19,73 @@ use http::{HeaderValue, StatusCode, header};
 use http_body_util::BodyExt;
 use std::collections::VecDeque;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::mpsc;
 use tokio_util::codec::Decoder;
 use tokio_util::sync::CancellationToken;
 
 /// Largest JSON body read whole, in bytes (the 64 MiB `oversized` ceiling plus room for the envelope).
 const MAX_JSON_BODY_BYTES: usize = 80 * 1024 * 1024;
+
+/// Default ceiling on the JSON response bodies a process holds whole at once (256 MiB: three 64 MiB `oversized`
+/// replies and their envelopes).
+pub const RESPONSE_MEMORY_BUDGET: usize = 256 * 1024 * 1024;
+
+/// A ceiling on the bytes of JSON response bodies held whole at once, shared by every exchange that uses it (by
+/// default one for the whole process). A body that would go past it is not read further: the client gets 503 and
+/// the recorder a `frame_rejected` event, instead of the process growing without bound under concurrent large
+/// replies.
+#[derive(Clone, Debug)]
+pub struct Budget {
+    limit: usize,
+    held: Arc<AtomicUsize>,
+}
+
+impl Budget {
+    pub fn new(limit: usize) -> Self {
+        Self { limit, held: Arc::default() }
+    }
+
+    /// The process-wide budget of [`RESPONSE_MEMORY_BUDGET`] bytes.
+    pub fn process() -> Self {
+        static PROCESS: std::sync::OnceLock<Budget> = std::sync::OnceLock::new();
+        PROCESS.get_or_init(|| Budget::new(RESPONSE_MEMORY_BUDGET)).clone()
+    }
+
+    /// Bytes held now.
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::SeqCst)
+    }
+
+    fn empty_hold(&self) -> Held {
+        Held { budget: self.clone(), bytes: 0 }
+    }
+}
+
+/// Bytes taken from a [`Budget`], given back on drop.
+struct Held {
+    budget: Budget,
+    bytes: usize,
+}
+
+impl Held {
+    /// Takes `more` bytes; false (nothing taken) when that would pass the limit.
+    fn grow(&mut self, more: usize) -> bool {
+        let taken = self.budget.held.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |held| {
+            held.checked_add(more).filter(|total| *total <= self.budget.limit)
+        });
+        if taken.is_ok() {
+            self.bytes += more;
+        }
+        taken.is_ok()
+    }
+}
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        self.budget.held.fetch_sub(self.bytes, Ordering::SeqCst);
+    }
+}
 
 /// Where the reply to one request goes: the response stream of the POST that carried the request.
 #[derive(Clone)]
@@ -55,6 +116,9 @@ pub struct Exchange {
     /// Runs once when the response is over (sent, abandoned or replaced): releases what the exchange held.
     on_end: Option<Box<dyn FnOnce() + Send>>,
     observer: Option<FrameObserver>,
+    budget: Budget,
+    /// What the response's body holds of the budget, until the response is over.
+    held: Option<Held>,
 }
 
 impl Exchange {
@@ -68,7 +132,15 @@ impl Exchange {
             streams: None,
             on_end: None,
             observer: None,
+            budget: Budget::process(),
+            held: None,
         }
+    }
+
+    /// Counts JSON bodies read whole against `budget` instead of the process-wide one.
+    pub fn with_budget(mut self, budget: Budget) -> Self {
+        self.budget = budget;
+        self
     }
 
     /// Tells `observer` about every message of the response.
@@ -126,9 +198,11 @@ fn finish_plain(response: Response, mut exchange: Exchange) -> Response {
 
 async fn json(response: Response, mut exchange: Exchange) -> Response {
     let (mut parts, inner) = response.into_parts();
-    let bytes = match http_body_util::Limited::new(inner, MAX_JSON_BODY_BYTES).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => {
+    let mut held = exchange.budget.empty_hold();
+    let bytes = match read_within(inner, &mut held).await {
+        Ok(bytes) => bytes,
+        Err(Unread::OverBudget(read)) => return over_budget(&mut exchange, read),
+        Err(Unread::Broken) => {
             return rpc_error(StatusCode::INTERNAL_SERVER_ERROR, -32603, "response body unreadable", None);
         }
     };
@@ -137,6 +211,16 @@ async fn json(response: Response, mut exchange: Exchange) -> Response {
     if let Some(observer) = &exchange.observer {
         observer(&frame, fired.as_ref(), &actions);
     }
+    // What the fault made of the reply (an `oversized` padding, duplicates) is what stays held until sent; the
+    // reply as read is dropped once it is out.
+    let made: usize = actions.iter().map(|a| if let WireAction::Send(out) = a { out.len() } else { 0 }).sum();
+    let made = made.saturating_sub(held.bytes);
+    if !held.grow(made) {
+        let total = held.bytes + made;
+        drop(actions);
+        return over_budget(&mut exchange, total);
+    }
+    exchange.held = Some(held);
     match actions.as_slice() {
         // A reply that overtakes one held by `out_of_order` stays a plain JSON body; the held reply may go once
         // this one is on its way.
@@ -148,7 +232,14 @@ async fn json(response: Response, mut exchange: Exchange) -> Response {
                     release.fire();
                 }
             }
-            Response::from_parts(parts, Body::from(out.clone()))
+            // The budget is given back when the body has been sent (or dropped), not before.
+            let held = exchange.held.take();
+            let out = futures::stream::once(std::future::ready(Ok::<_, std::io::Error>(out.clone())));
+            let release = futures::stream::poll_fn(move |_| {
+                let _ = &held;
+                std::task::Poll::Ready(None)
+            });
+            Response::from_parts(parts, Body::from_stream(futures::StreamExt::chain(out, release)))
         }
         [WireAction::HttpStatus { status, retry_after_sec, body }, ..] => {
             exchange.end();
@@ -168,6 +259,43 @@ async fn json(response: Response, mut exchange: Exchange) -> Response {
             Response::from_parts(parts, writer(queue, exchange, None))
         }
     }
+}
+
+/// The answer when a reply of `size` bytes does not fit the budget: 503, and a `frame_rejected` event.
+fn over_budget(exchange: &mut Exchange, size: usize) -> Response {
+    let limit = exchange.budget.limit;
+    exchange.recorder.record(Event::FrameRejected {
+        reason: format!(
+            "http: a reply of {size}+ bytes does not fit the response memory budget ({limit} bytes held at most \
+             at once); answered 503"
+        ),
+    });
+    exchange.end();
+    let id = exchange.request_id.as_ref().map(MessageId::to_value);
+    let message = "the reply is too large to hold now (response memory budget exhausted); try again later";
+    rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32603, message, id)
+}
+
+enum Unread {
+    /// Reading on would pass the budget; how many bytes had been read.
+    OverBudget(usize),
+    Broken,
+}
+
+/// Reads a body whole, up to [`MAX_JSON_BODY_BYTES`], taking each chunk from the budget as it arrives.
+async fn read_within(mut body: Body, held: &mut Held) -> Result<Bytes, Unread> {
+    let mut bytes = BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(|_| Unread::Broken)?.into_data() else { continue };
+        if bytes.len() + data.len() > MAX_JSON_BODY_BYTES {
+            return Err(Unread::Broken);
+        }
+        if !held.grow(data.len()) {
+            return Err(Unread::OverBudget(bytes.len() + data.len()));
+        }
+        bytes.extend_from_slice(&data);
+    }
+    Ok(bytes.freeze())
 }
 
 enum Head {
@@ -532,6 +660,37 @@ mod tests {
         assert_eq!(text, format!("event: message\ndata: {PROGRESS}\n\nevent: message\ndata: {REPLY}\n\n"));
         assert!(ended.load(Ordering::SeqCst), "the exchange ended with its body");
         assert_eq!(registry.seen(), ["link 1", "unlink 1"]);
+    }
+
+    fn json_reply(id: u32, pad: usize) -> Response {
+        let body = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"pad":"{}"}}}}"#, "x".repeat(pad));
+        let mut response = Response::new(Body::from(body));
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        response
+    }
+
+    #[tokio::test]
+    async fn concurrent_large_json_replies_beyond_the_budget_get_503_and_an_event() {
+        let budget = Budget::new(1000);
+        let recorder = Recorder::memory();
+        let exchange = |id: u32| {
+            let request = Frame::parse(Bytes::from(format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call"}}"#)));
+            let engine = Arc::new(Engine::new(recorder.clone()));
+            Exchange::new(&request, engine, &CancellationToken::new()).with_budget(budget.clone())
+        };
+        let first = wrap(json_reply(1, 600), exchange(1)).await;
+        assert_eq!(first.status(), StatusCode::OK);
+        assert!(budget.held() > 600, "the first reply holds its bytes until it is sent");
+        let second = wrap(json_reply(2, 600), exchange(2)).await;
+        assert_eq!(second.status(), StatusCode::SERVICE_UNAVAILABLE);
+        let error: serde_json::Value =
+            serde_json::from_slice(&second.into_body().collect().await.unwrap().to_bytes()).unwrap();
+        assert_eq!(error["id"], 2);
+        assert!(recorder.records().iter().any(|r| format!("{r:?}").contains("response memory")));
+        let body = first.into_body().collect().await.unwrap().to_bytes();
+        assert!(body.starts_with(br#"{"jsonrpc":"2.0","id":1"#));
+        assert_eq!(budget.held(), 0, "a sent reply gives its bytes back");
+        assert_eq!(wrap(json_reply(3, 600), exchange(3)).await.status(), StatusCode::OK);
     }
 
     #[tokio::test]

@@ -18,9 +18,10 @@ use faultlab_engine::{Engine, FaultKind};
 use faultlab_http::body::{self, Exchange};
 use faultlab_http::guard::AllowedHosts;
 use faultlab_http::rpc_error;
+use faultlab_http::server::Limits;
 use faultlab_wire::Frame;
 use http::{StatusCode, header};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
@@ -53,6 +54,8 @@ pub struct HttpProxyOptions {
     /// The front's endpoint path (the upstream URL's path for an HTTP upstream).
     pub path: String,
     pub allowed_hosts: AllowedHosts,
+    /// Timeouts, the connection cap and the shutdown grace of the listener.
+    pub limits: Limits,
 }
 
 /// Where the HTTP front sends what it does not answer itself.
@@ -118,11 +121,9 @@ pub async fn serve(
         start: Instant::now(),
         shutdown: shutdown.clone(),
     });
+    let limits = proxy.options.limits;
     let app = axum::Router::new().fallback(handle).with_state(proxy);
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let served = axum::serve(listener, app).with_graceful_shutdown(async move { shutdown.cancelled().await }).await;
+    let served = faultlab_http::server::serve(listener, app, limits, shutdown).await;
     trajectory.finish();
     served
 }
@@ -131,13 +132,16 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     if let Some(refused) = faultlab_http::check_request(&request, &proxy.options.path, &proxy.options.allowed_hosts) {
         return refused;
     }
+    if matches!(proxy.upstream, HttpUpstream::Child(_))
+        && request.method() == http::Method::POST
+        && let Some(refused) = crate::http_stdio::check_media_types(request.headers())
+    {
+        return refused;
+    }
     let (parts, body) = request.into_parts();
-    let bytes = match Limited::new(body, MAX_REQUEST_BODY_BYTES).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => {
-            let message = format!("Request body exceeds {MAX_REQUEST_BODY_BYTES} bytes");
-            return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, &message, None);
-        }
+    let bytes = match faultlab_http::read_body(&parts.headers, body, MAX_REQUEST_BODY_BYTES).await {
+        Ok(bytes) => bytes,
+        Err(refused) => return refused,
     };
     if parts.method != http::Method::POST {
         // GET streams and DELETE pass untouched: rules act on requests, which only POST carries.

@@ -1,39 +1,122 @@
 //! The bridge behind an HTTP front when the upstream is a stdio server child: each POSTed message becomes a line
 //! on the child's stdin; the child's reply with the same id becomes the POST's JSON answer.
 //!
-//! A stdio server is one session, so the bridge serves one client at a time (two clients using the same request
-//! id at once would get each other's replies; ids are never rewritten). Notifications and requests the child sends
-//! on its own (progress, a server ping) have no POST to travel on and are dropped, and the trajectory says so.
+//! A stdio server is one session shared by every client of the bridge. Requests keep their ids on the child's
+//! side unless another request with an equal id is still waiting: then the later one goes with a unique id of the
+//! bridge's own (`"faultlab-bridge-N"`), and its reply gets the client's id back before it is answered. An error
+//! reply without an id (the child could not read which request it answers) answers the oldest waiting request,
+//! byte for byte. A request the child does not answer within the request timeout gets a JSON-RPC error (504), and
+//! the child is told with `notifications/cancelled`. Notifications and requests the child sends on its own
+//! (progress, a server ping) have no POST to travel on and are dropped, and the trajectory says so.
 
 use crate::trajectory::Trajectory;
 use axum::response::{IntoResponse, Response};
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use faultlab_engine::recorder::{Direction, FrameAction};
 use faultlab_http::rpc_error;
 use faultlab_wire::line::Line;
-use faultlab_wire::{Frame, LineCodec, MAX_LINE_BYTES, MessageId};
+use faultlab_wire::{Frame, Kind, LineCodec, MAX_LINE_BYTES, MessageId};
 use futures::StreamExt;
-use http::{HeaderValue, StatusCode, header};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::oneshot;
 use tokio_util::codec::FramedRead;
 
-type Waiting = Arc<Mutex<HashMap<MessageId, oneshot::Sender<Frame>>>>;
+/// Default time the child has to answer a request (60 s).
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The requests waiting for the child's reply, by the id the child saw.
+#[derive(Default)]
+struct Table {
+    waiting: HashMap<MessageId, Pending>,
+    /// Arrival order of requests, for an id-less error; also numbers the bridge's own ids.
+    next: u64,
+}
+
+struct Pending {
+    order: u64,
+    /// The client's id when the child saw another one.
+    client_id: Option<MessageId>,
+    reply: oneshot::Sender<Frame>,
+}
+
+type Waiting = Arc<Mutex<Table>>;
+
+impl Table {
+    /// The waiter a reply from the child belongs to: by id, or the oldest one for an error without an id.
+    fn take_for(&mut self, reply: &Frame) -> Option<Pending> {
+        match (reply.kind(), reply.id()) {
+            (_, Some(id)) => self.waiting.remove(id),
+            (Kind::Error { id: None }, None) => {
+                let oldest = self.waiting.iter().min_by_key(|(_, p)| p.order).map(|(id, _)| id.clone())?;
+                self.waiting.remove(&oldest)
+            }
+            _ => None,
+        }
+    }
+}
+
+/// `Content-Type: application/json` (415) and an `Accept` naming both `application/json` and `text/event-stream`
+/// (406), as `faultlab serve` requires of a POST.
+pub fn check_media_types(headers: &HeaderMap) -> Option<Response> {
+    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or("");
+    if !essence(content_type).eq_ignore_ascii_case("application/json") {
+        let message = "Unsupported Media Type: Content-Type must be application/json";
+        return Some(rpc_error(StatusCode::UNSUPPORTED_MEDIA_TYPE, -32600, message, None));
+    }
+    let accepted: Vec<&str> = headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .map(essence)
+        .collect();
+    let accepts = |media: &str| accepted.iter().any(|a| a.eq_ignore_ascii_case(media));
+    if !accepts("application/json") || !accepts("text/event-stream") {
+        let message = "Not Acceptable: Client must accept both application/json and text/event-stream";
+        return Some(rpc_error(StatusCode::NOT_ACCEPTABLE, -32600, message, None));
+    }
+    None
+}
+
+fn essence(media_type: &str) -> &str {
+    media_type.split(';').next().unwrap_or("").trim()
+}
+
+/// `frame` with its `id` replaced (the rest of the message kept in order).
+fn with_id(frame: &Frame, id: &MessageId) -> Frame {
+    match frame.value() {
+        Some(Value::Object(object)) => {
+            let mut object = object.clone();
+            object.insert("id".into(), id.to_value());
+            Frame::from_value(Value::Object(object))
+        }
+        _ => frame.clone(),
+    }
+}
 
 pub struct Bridge {
     stdin: tokio::sync::Mutex<ChildStdin>,
     waiting: Waiting,
+    request_timeout: Duration,
     /// Kept so the child lives as long as the bridge (and is killed with it).
     _child: Child,
 }
 
 impl Bridge {
-    /// Starts the child; the kernel ends it if the proxy dies.
-    pub fn spawn(mut command: Command, trajectory: Arc<Trajectory>) -> std::io::Result<Self> {
+    /// Starts the child; the kernel ends it if the proxy dies. A request unanswered after `request_timeout` gets
+    /// an error.
+    pub fn spawn(
+        mut command: Command,
+        trajectory: Arc<Trajectory>,
+        request_timeout: Duration,
+    ) -> std::io::Result<Self> {
         command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
         crate::stdio::die_with_parent(&mut command);
         let mut child = command.spawn()?;
@@ -45,10 +128,14 @@ impl Bridge {
             let mut lines = FramedRead::new(stdout, LineCodec::new(MAX_LINE_BYTES));
             while let Some(Ok(Line::Bytes(bytes))) = lines.next().await {
                 let frame = Frame::parse(bytes);
-                let waiter = frame.id().filter(|_| frame.is_reply()).and_then(|id| lock(&routes).remove(id));
+                let waiter = if frame.is_reply() { lock(&routes).take_for(&frame) } else { None };
                 match waiter {
                     Some(waiter) => {
-                        let _ = waiter.send(frame);
+                        let frame = match (&waiter.client_id, frame.id()) {
+                            (Some(client_id), Some(_)) => with_id(&frame, client_id),
+                            _ => frame,
+                        };
+                        let _ = waiter.reply.send(frame);
                     }
                     None => {
                         trajectory.account(0);
@@ -64,9 +151,9 @@ impl Bridge {
                 }
             }
             // The child is gone: nobody waiting will get a reply; dropping the senders says so.
-            lock(&routes).clear();
+            lock(&routes).waiting.clear();
         });
-        Ok(Self { stdin: tokio::sync::Mutex::new(stdin), waiting, _child: child })
+        Ok(Self { stdin: tokio::sync::Mutex::new(stdin), waiting, request_timeout, _child: child })
     }
 
     /// Sends one POSTed message to the child and answers the POST with its reply.
@@ -75,39 +162,77 @@ impl Bridge {
             // No standalone stream and no session to end: a stdio server has neither.
             return (StatusCode::METHOD_NOT_ALLOWED, "Method not allowed").into_response();
         };
+        let mut sent = frame.clone();
         let waiter = match (frame.method(), frame.id()) {
             (Some(_), Some(id)) => {
                 let (tx, rx) = oneshot::channel();
-                lock(&self.waiting).insert(id.clone(), tx);
-                Some((id.clone(), rx))
+                let mut table = lock(&self.waiting);
+                let order = table.next;
+                table.next += 1;
+                let wire_id = if table.waiting.contains_key(id) {
+                    // Another client's request with this id is still waiting: this one gets an id of its own.
+                    let mut n = order;
+                    loop {
+                        let unique =
+                            MessageId::from_value(&json!(format!("faultlab-bridge-{n}"))).unwrap_or_else(|| id.clone());
+                        if !table.waiting.contains_key(&unique) {
+                            break unique;
+                        }
+                        n += 1;
+                    }
+                } else {
+                    id.clone()
+                };
+                let client_id = (&wire_id != id).then(|| id.clone());
+                if client_id.is_some() {
+                    sent = with_id(frame, &wire_id);
+                }
+                table.waiting.insert(wire_id.clone(), Pending { order, client_id, reply: tx });
+                Some((wire_id, rx))
             }
             _ => None,
         };
-        let mut line = BytesMut::with_capacity(frame.bytes().len() + 1);
-        line.extend_from_slice(frame.bytes());
-        line.extend_from_slice(b"\n");
-        let written = {
-            let mut stdin = self.stdin.lock().await;
-            stdin.write_all(&line).await.is_ok() && stdin.flush().await.is_ok()
-        };
-        if !written {
+        // If the client goes away first, this future is dropped; the entry is removed below or by the reply.
+        let guard = waiter.as_ref().map(|(wire_id, _)| Forget(self.waiting.clone(), Some(wire_id.clone())));
+        if !self.write(sent.bytes()).await {
             return rpc_error(StatusCode::BAD_GATEWAY, -32603, "the upstream server has exited", None);
         }
-        let Some((id, rx)) = waiter else {
+        let Some((wire_id, rx)) = waiter else {
             return StatusCode::ACCEPTED.into_response();
         };
-        // If the client goes away first, this future is dropped; the entry is removed below or by the reply.
-        let guard = Forget(self.waiting.clone(), Some(id.clone()));
-        let reply = rx.await;
+        let reply = tokio::time::timeout(self.request_timeout, rx).await;
         drop(guard);
+        let client_id = frame.id().map(MessageId::to_value);
         match reply {
-            Ok(reply) => {
+            Ok(Ok(reply)) => {
                 let mut response = (StatusCode::OK, reply.bytes().clone()).into_response();
                 response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
                 response
             }
-            Err(_) => rpc_error(StatusCode::BAD_GATEWAY, -32603, "the upstream server exited before answering", None),
+            Ok(Err(_)) => {
+                rpc_error(StatusCode::BAD_GATEWAY, -32603, "the upstream server exited before answering", client_id)
+            }
+            Err(_) => {
+                // The child may still be working on it: tell it the request is abandoned.
+                let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                    "params": {"requestId": wire_id.to_value(), "reason": "faultlab bridge: request timed out"}});
+                let _ = self.write(&Bytes::from(cancel.to_string())).await;
+                let message = format!(
+                    "request timed out: the upstream server did not answer within {:?} (--request-timeout)",
+                    self.request_timeout
+                );
+                rpc_error(StatusCode::GATEWAY_TIMEOUT, -32603, &message, client_id)
+            }
         }
+    }
+
+    /// Writes one line to the child; false when it is gone.
+    async fn write(&self, message: &Bytes) -> bool {
+        let mut line = BytesMut::with_capacity(message.len() + 1);
+        line.extend_from_slice(message);
+        line.extend_from_slice(b"\n");
+        let mut stdin = self.stdin.lock().await;
+        stdin.write_all(&line).await.is_ok() && stdin.flush().await.is_ok()
     }
 }
 
@@ -117,7 +242,7 @@ struct Forget(Waiting, Option<MessageId>);
 impl Drop for Forget {
     fn drop(&mut self) {
         if let Some(id) = self.1.take() {
-            lock(&self.0).remove(&id);
+            lock(&self.0).waiting.remove(&id);
         }
     }
 }

@@ -193,6 +193,7 @@ async fn over_the_http_front_faults_build_on_replies_other_requests_brought() {
     let options = faultlab_proxy::http::HttpProxyOptions {
         path: "/mcp".into(),
         allowed_hosts: faultlab_http::guard::AllowedHosts::for_bind(front_addr.ip()),
+        limits: Default::default(),
     };
     let upstream = faultlab_proxy::http::HttpUpstream::url(upstream_url.parse().unwrap()).unwrap();
     let shutdown = CancellationToken::new();

@@ -310,6 +310,52 @@ pub struct ServeArgs {
     /// error for its id; a reply over it is replaced by one (and a diagnostic on stderr).
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(MIN_FRAME_BYTES..=MAX_FRAME_BYTES))]
     pub max_frame_bytes: Option<u64>,
+    /// A 2025-11-25 session with nothing in flight for this long is closed (HTTP only). At the session cap (128),
+    /// the least recently used session idle for 30 s (or this, if shorter) is closed to admit a new client.
+    #[arg(long, value_name = "SECONDS", value_parser = seconds)]
+    pub session_idle_timeout: Option<std::time::Duration>,
+    /// On SIGINT/SIGTERM, how long open responses get to finish before their connections are closed (HTTP:
+    /// seconds, decimals allowed).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_grace, default_value = "2")]
+    pub shutdown_grace: std::time::Duration,
+    #[command(flatten)]
+    pub http_limits: HttpLimitArgs,
+}
+
+/// The bounds every HTTP listener enforces against slow or abandoned clients.
+#[derive(Debug, Clone, clap::Args)]
+pub struct HttpLimitArgs {
+    /// HTTP: a client must send a request's head within this (and may idle between requests no longer).
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, default_value = "10")]
+    pub header_timeout: std::time::Duration,
+    /// HTTP: a request body that stops arriving for this long fails with 408.
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, default_value = "10")]
+    pub body_timeout: std::time::Duration,
+    /// HTTP: most connections open at once [default: 1024, or fewer under a low descriptor limit]; at the cap the
+    /// connection idle the longest is closed to admit a new one.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
+    pub max_connections: Option<u32>,
+}
+
+impl HttpLimitArgs {
+    pub fn limits(&self, shutdown_grace: std::time::Duration) -> faultlab_http::server::Limits {
+        let defaults = faultlab_http::server::Limits::default();
+        faultlab_http::server::Limits {
+            header_read_timeout: self.header_timeout,
+            body_idle_timeout: self.body_timeout,
+            max_connections: self.max_connections.map_or(defaults.max_connections, |n| n as usize),
+            shutdown_grace,
+        }
+    }
+}
+
+/// A duration in seconds, decimals allowed (`2`, `0.5`), from 0.001 to 86400.
+pub fn seconds(text: &str) -> Result<std::time::Duration, String> {
+    let value: f64 = text.trim().parse().map_err(|_| format!("{text:?} is not a number of seconds (e.g. 2 or 0.5)"))?;
+    if !(0.001..=86_400.0).contains(&value) {
+        return Err(format!("{text} s is out of range: give 0.001 to 86400 seconds"));
+    }
+    Ok(std::time::Duration::from_secs_f64(value))
 }
 
 /// Smallest `--max-frame-bytes`: room for an `initialize` and the errors the lab writes (1 KiB).
@@ -357,16 +403,27 @@ pub struct ProxyArgs {
     /// loopback address, e.g. 127.0.0.1:0 (the bound address is printed on stderr).
     #[arg(long, value_name = "ADDR")]
     pub control: Option<String>,
+    /// Require `Authorization: Bearer TOKEN` on every control API request; `auto` generates a token and prints it
+    /// once on stderr (`faultlab: control token TOKEN`).
+    #[arg(long, value_name = "TOKEN|auto", requires = "control")]
+    pub control_token: Option<String>,
+    /// HTTP front with a stdio child (`--listen ... -- CMD`): a request the child has not answered after this
+    /// gets a JSON-RPC error (504).
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, default_value = "60")]
+    pub request_timeout: std::time::Duration,
+    /// Seconds (decimals allowed) of each shutdown step: a stdio upstream gets this to exit after its stdin is
+    /// closed, and again after SIGTERM; on SIGINT/SIGTERM, open HTTP responses get this to finish before their
+    /// connections are closed.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_grace, default_value = "2")]
+    pub shutdown_grace: std::time::Duration,
+    #[command(flatten)]
+    pub http_limits: HttpLimitArgs,
     /// Serve Streamable HTTP on this loopback address (e.g. 127.0.0.1:0) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
     /// The upstream MCP server's Streamable HTTP URL (loopback), e.g. http://127.0.0.1:3000/mcp.
     #[arg(long, value_name = "URL", conflicts_with = "command")]
     pub upstream: Option<String>,
-    /// Seconds (decimals allowed) the upstream gets to exit after its stdin is closed, and again after SIGTERM,
-    /// before the next step of its shutdown.
-    #[arg(long, value_name = "SECONDS", default_value = "2", value_parser = parse_grace)]
-    pub shutdown_grace: std::time::Duration,
     /// Longest frame (one line) carried in either direction by a stdio front, in bytes (default 68157440 =
     /// 65 MiB: the largest oversized_response fault, 64 MiB, plus its envelope). A longer one is dropped: the client
     /// gets a JSON-RPC error for its id and the trajectory a `dropped` event.

@@ -7,6 +7,7 @@ use crate::signals::wait_for_signal;
 use anyhow::{Context as _, anyhow};
 use faultlab_engine::Recorder;
 use faultlab_http::guard::{self, AllowedHosts};
+use faultlab_proxy::control::ControlOptions;
 use faultlab_proxy::http::{self as front, HttpProxyOptions, HttpUpstream};
 use faultlab_proxy::http_stdio::Bridge;
 use faultlab_proxy::rules::{RuleSet, RulesFile, SharedRules};
@@ -45,6 +46,20 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         Some(addr) => Some(listen_address(addr).map_err(Failure::usage)?),
         None => None,
     };
+    let token = match args.control_token.as_deref() {
+        Some("auto") => {
+            let token = uuid::Uuid::new_v4().simple().to_string();
+            // Printed once, here only: the token is what lets a local program drive the API.
+            eprintln!("faultlab: control token {token}");
+            Some(token)
+        }
+        Some(token) if token.len() < 16 || !token.bytes().all(|b| b.is_ascii_graphic()) => {
+            return Err(Failure::usage(anyhow!(
+                "--control-token must be at least 16 visible ASCII characters, or auto"
+            )));
+        }
+        other => other.map(str::to_owned),
+    };
     // A stdio front is one stream of messages: one thread serves it best (see `pipes::runtime`).
     let runtime = if args.listen.is_none() {
         pipes::runtime()
@@ -62,7 +77,8 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
             let bound = listener.local_addr().map_err(|e| Failure::runtime(anyhow::Error::from(e)))?;
             eprintln!("faultlab: control API at http://{bound}/rules");
             let allowed = AllowedHosts::for_bind(bound.ip());
-            tokio::spawn(faultlab_proxy::control::serve(listener, rules, allowed, CancellationToken::new()));
+            let options = ControlOptions { token: token.clone(), limits: args.http_limits.limits(args.shutdown_grace) };
+            tokio::spawn(faultlab_proxy::control::serve(listener, rules, allowed, options, CancellationToken::new()));
             Ok::<_, Failure>(())
         })?;
     }
@@ -88,17 +104,17 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
             let url = upstream_url(upstream).map_err(Failure::usage)?;
             let path = url.path().to_owned();
             let upstream = HttpUpstream::url(url).map_err(Failure::runtime)?;
-            runtime.block_on(serve_http(addr, path, upstream, rules, trajectory))
+            runtime.block_on(serve_http(addr, path, upstream, rules, trajectory, &args))
         }
         (Some(listen), None, Some((program, rest))) => {
             let addr = listen_address(listen).map_err(Failure::usage)?;
             let mut command = tokio::process::Command::new(program);
             command.args(rest);
             runtime.block_on(async {
-                let bridge = Bridge::spawn(command, trajectory.clone())
+                let bridge = Bridge::spawn(command, trajectory.clone(), args.request_timeout)
                     .with_context(|| format!("cannot start the upstream server {program:?}"))
                     .map_err(Failure::runtime)?;
-                serve_http(addr, "/mcp".into(), HttpUpstream::Child(bridge), rules, trajectory).await
+                serve_http(addr, "/mcp".into(), HttpUpstream::Child(bridge), rules, trajectory, &args).await
             })
         }
         _ => Err(Failure::usage(anyhow!("name the upstream: -- CMD ARGS (stdio) or --upstream URL (HTTP)"))),
@@ -165,6 +181,7 @@ async fn serve_http(
     upstream: HttpUpstream,
     rules: SharedRules,
     trajectory: Arc<Trajectory>,
+    args: &ProxyArgs,
 ) -> Result<(), Failure> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -176,7 +193,11 @@ async fn serve_http(
         HttpUpstream::Child(_) => "the stdio upstream".into(),
     };
     eprintln!("faultlab: proxy listening at http://{bound}{path} for {target}");
-    let options = HttpProxyOptions { allowed_hosts: AllowedHosts::for_bind(bound.ip()), path };
+    let options = HttpProxyOptions {
+        allowed_hosts: AllowedHosts::for_bind(bound.ip()),
+        path,
+        limits: args.http_limits.limits(args.shutdown_grace),
+    };
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
     tokio::spawn(async move {

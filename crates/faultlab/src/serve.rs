@@ -18,15 +18,18 @@ use tokio_util::sync::CancellationToken;
 const DEFAULT_HOST: &str = "127.0.0.1";
 const DEFAULT_PORT: u16 = 3000;
 const DEFAULT_PATH: &str = "/mcp";
-/// After SIGINT/SIGTERM, how long open streams get to end before the process exits anyway (5 s).
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// After the grace, how long closing sessions may take before the process exits anyway (1 s).
+const CLOSE_MARGIN: Duration = Duration::from_secs(1);
 
 pub fn run(args: ServeArgs) -> Result<(), Failure> {
     let probe = ProbeConfig::from_vars(|name| std::env::var(name).ok()).map_err(Failure::usage)?;
     match args.transport {
         Transport::Stdio => {
-            if args.host.is_some() || args.port.is_some() || args.path.is_some() {
-                return Err(Failure::usage(anyhow::anyhow!("--host, --port and --path require --transport http")));
+            if args.host.is_some() || args.port.is_some() || args.path.is_some() || args.session_idle_timeout.is_some()
+            {
+                return Err(Failure::usage(anyhow::anyhow!(
+                    "--host, --port, --path and --session-idle-timeout require --transport http"
+                )));
             }
             let runtime = crate::pipes::runtime().map_err(Failure::runtime)?;
             let max = args.max_frame_bytes.map_or(MAX_LINE_BYTES, |b| usize::try_from(b).unwrap_or(usize::MAX));
@@ -43,7 +46,7 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
             let ip = guard::bind_address(args.host.as_deref().unwrap_or(DEFAULT_HOST)).map_err(Failure::usage)?;
             let path = guard::endpoint_path(args.path.as_deref().unwrap_or(DEFAULT_PATH)).map_err(Failure::usage)?;
             let addr = SocketAddr::new(ip, args.port.unwrap_or(DEFAULT_PORT));
-            runtime()?.block_on(serve_http(addr, path, probe))
+            runtime()?.block_on(serve_http(addr, path, probe, &args))
         }
     }
 }
@@ -71,7 +74,12 @@ async fn serve_stdio(probe: Option<ProbeConfig>, max_frame_bytes: usize) -> anyh
     Ok(())
 }
 
-async fn serve_http(addr: SocketAddr, path: String, probe: Option<ProbeConfig>) -> Result<(), Failure> {
+async fn serve_http(
+    addr: SocketAddr,
+    path: String,
+    probe: Option<ProbeConfig>,
+    args: &ServeArgs,
+) -> Result<(), Failure> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}; is the port in use? choose another with --port"))
@@ -82,9 +90,13 @@ async fn serve_http(addr: SocketAddr, path: String, probe: Option<ProbeConfig>) 
         IpAddr::V6(v6) => format!("[{v6}]"),
     };
     eprintln!("faultlab: listening at http://{host}:{}{path}", bound.port());
-    let options = HttpOptions::new(path, AllowedHosts::for_bind(bound.ip()));
+    let mut options = HttpOptions::new(path, AllowedHosts::for_bind(bound.ip()));
+    options.limits = args.http_limits.limits(args.shutdown_grace);
+    if let Some(idle) = args.session_idle_timeout {
+        options.session_idle = idle;
+    }
     let shutdown = CancellationToken::new();
-    tokio::spawn(stop_on_signal(shutdown.clone()));
+    tokio::spawn(stop_on_signal(shutdown.clone(), args.shutdown_grace + CLOSE_MARGIN));
     let recorder = Recorder::stderr();
     let served = match probe {
         Some(config) => {
@@ -96,13 +108,13 @@ async fn serve_http(addr: SocketAddr, path: String, probe: Option<ProbeConfig>) 
     served.context("the HTTP server failed").map_err(Failure::runtime)
 }
 
-/// Cancels `shutdown` on SIGINT or SIGTERM; exits the process if the server has not stopped within the grace
-/// period (a client holding a stream open must not keep it alive).
-async fn stop_on_signal(shutdown: CancellationToken) {
+/// Cancels `shutdown` on SIGINT or SIGTERM (the server then drains for its grace and closes what is left); exits
+/// the process if it has still not stopped after `backstop`.
+async fn stop_on_signal(shutdown: CancellationToken, backstop: Duration) {
     let signal = wait_for_signal().await;
     eprintln!("faultlab: received {signal}; shutting down");
     shutdown.cancel();
-    tokio::time::sleep(SHUTDOWN_GRACE).await;
-    eprintln!("faultlab: streams still open after {} s; exiting", SHUTDOWN_GRACE.as_secs());
+    tokio::time::sleep(backstop).await;
+    eprintln!("faultlab: still closing after {:.1} s; exiting", backstop.as_secs_f64());
     std::process::exit(0);
 }

@@ -229,16 +229,17 @@ async fn the_control_api_changes_rules_while_traffic_flows() {
     let http = reqwest::Client::new();
     let rule = json!({"name": "outage", "match": {"tool": "ping"}, "mode": "instead",
         "fault": {"type": "http_status", "status": 503}});
-    let added = http.post(&control).body(rule.to_string()).send().await.unwrap();
+    let json_post = || http.post(&control).header("content-type", "application/json");
+    let added = json_post().body(rule.to_string()).send().await.unwrap();
     assert_eq!(added.status(), 201);
     let limited = connection.call_tool("ping", json!({}), DEADLINE).await;
     assert_eq!(limited.http_status, Some(503), "the new rule applies at once");
-    assert_eq!(http.post(&control).body(rule.to_string()).send().await.unwrap().status(), 409);
+    assert_eq!(json_post().body(rule.to_string()).send().await.unwrap().status(), 409);
     let listed: Value =
         serde_json::from_slice(&http.get(&control).send().await.unwrap().bytes().await.unwrap()).unwrap();
     assert_eq!(listed["rules"][0]["name"], "outage");
 
-    let bad = http.post(&control).body(r#"{"name":"x","fault":{"type":"latency","delay_ms":1},"colour":1}"#).send();
+    let bad = json_post().body(r#"{"name":"x","fault":{"type":"latency","delay_ms":1},"colour":1}"#).send();
     let bad = bad.await.unwrap();
     assert_eq!(bad.status(), 400);
     assert!(String::from_utf8_lossy(&bad.bytes().await.unwrap()).contains("colour"));
@@ -248,7 +249,8 @@ async fn the_control_api_changes_rules_while_traffic_flows() {
     assert_eq!(http.delete(format!("{control}/outage")).send().await.unwrap().status(), 204);
     assert_eq!(connection.call_tool("ping", json!({}), DEADLINE).await.outcome, Outcome::Success);
     assert_eq!(http.delete(format!("{control}/outage")).send().await.unwrap().status(), 404);
-    let reset = http.post(control.replace("/rules", "/reset")).send().await.unwrap();
+    let reset = http.post(control.replace("/rules", "/reset")).header("content-type", "application/json");
+    let reset = reset.send().await.unwrap();
     assert_eq!(reset.status(), 204);
 }
 

@@ -1,10 +1,13 @@
 //! The Streamable HTTP front.
 //!
-//! Every request passes, in order: shutdown (503), endpoint path (404), `Host` and `Origin` (403), body size
-//! (413); then it is routed:
-//! - a request carrying `Mcp-Session-Id` goes to its legacy session (404 with JSON-RPC -32001 if the registry
-//!   does not know the id);
-//! - an `initialize` opens a new legacy session if the cap allows (503 otherwise);
+//! Every request passes, in order: shutdown (503), endpoint path (404), `Host` and `Origin` (403; 400 when given
+//! twice), body size (413, at once for a declared `Content-Length`; 408 for a body that stalls); then it is
+//! routed:
+//! - a request carrying `Mcp-Session-Id` goes to its legacy session (400 for an id given twice or not visible
+//!   ASCII; 404 with JSON-RPC -32001 if the registry does not know the id);
+//! - an `initialize` opens a new legacy session if the cap allows; at the cap, the least recently used session
+//!   idle for [`sessions::EVICTABLE_AFTER`] (or the idle timeout, if shorter) is closed to make room; 503 when
+//!   none is;
 //! - everything else (all 2026-07-28 requests, and legacy requests without a session) is served statelessly.
 //!
 //! Two rmcp services do the protocol work: one stateless (JSON bodies when the reply is the only message), one
@@ -27,7 +30,7 @@ use faultlab_http::rpc_error;
 use faultlab_wire::Frame;
 use guard::AllowedHosts;
 use http::{HeaderValue, Method, StatusCode, header};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::Full;
 use rmcp::ServerHandler;
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -54,6 +57,8 @@ pub struct HttpOptions {
     pub max_sessions: usize,
     /// A session idle this long is closed.
     pub session_idle: Duration,
+    /// Timeouts, the connection cap and the shutdown grace of the listener.
+    pub limits: faultlab_http::server::Limits,
 }
 
 impl HttpOptions {
@@ -64,6 +69,7 @@ impl HttpOptions {
             max_body_bytes: MAX_REQUEST_BODY_BYTES,
             max_sessions: sessions::MAX_SESSIONS,
             session_idle: sessions::SESSION_IDLE,
+            limits: faultlab_http::server::Limits::default(),
         }
     }
 }
@@ -120,13 +126,7 @@ where
     });
     tokio::spawn(reclaim_idle(front.clone()));
     let app = axum::Router::new().fallback(handle::<S>).with_state(front.clone());
-    let stop = shutdown.clone();
-    // Small SSE writes (headers, then each event) must not wait for delayed ACKs: without TCP_NODELAY a
-    // keep-alive client waits ~40 ms per response (Nagle's algorithm).
-    let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-        let _ = tcp.set_nodelay(true);
-    });
-    let served = axum::serve(listener, app).with_graceful_shutdown(async move { stop.cancelled().await }).await;
+    let served = faultlab_http::server::serve(listener, app, front.options.limits, shutdown).await;
     for id in front.registry.take_all() {
         let _ = front.manager.close_session(&Arc::from(id)).await;
     }
@@ -169,18 +169,19 @@ async fn handle<S: ServerHandler>(State(front): State<Arc<Front<S>>>, request: R
 }
 
 async fn post<S: ServerHandler>(front: Arc<Front<S>>, request: Request) -> Response {
+    let session_id = match session_id(request.headers()) {
+        Ok(id) => id,
+        Err(refused) => return refused,
+    };
     let (parts, body) = request.into_parts();
-    let bytes = match Limited::new(body, front.options.max_body_bytes).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(_) => {
-            let message = format!("Request body exceeds {} bytes", front.options.max_body_bytes);
-            return rpc_error(StatusCode::PAYLOAD_TOO_LARGE, -32600, &message, None);
-        }
+    let bytes = match faultlab_http::read_body(&parts.headers, body, front.options.max_body_bytes).await {
+        Ok(bytes) => bytes,
+        Err(refused) => return refused,
     };
     let frame = Frame::parse(bytes.clone());
     let id_value = frame.id().map(|id| id.to_value());
-    if let Some(session_id) = parts.headers.get(SESSION_HEADER).and_then(|v| v.to_str().ok()) {
-        let Some(session) = front.registry.get(session_id) else {
+    if let Some(session_id) = session_id {
+        let Some(session) = front.registry.get(&session_id) else {
             return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found", id_value);
         };
         let active = session.begin_request();
@@ -215,7 +216,21 @@ async fn post<S: ServerHandler>(front: Arc<Front<S>>, request: Request) -> Respo
         return body::wrap(response, exchange).await;
     }
     if frame.method() == Some("initialize") {
-        let Some(reservation) = front.registry.reserve() else {
+        let reservation = match front.registry.reserve() {
+            Some(reservation) => Some(reservation),
+            None => {
+                // At the cap: make room by closing the least recently used session that has been idle a while.
+                let min_idle = sessions::EVICTABLE_AFTER.min(front.options.session_idle);
+                match front.registry.evict_lru(min_idle) {
+                    Some(evicted) => {
+                        let _ = front.manager.close_session(&Arc::from(evicted)).await;
+                        front.registry.reserve()
+                    }
+                    None => None,
+                }
+            }
+        };
+        let Some(reservation) = reservation else {
             return rpc_error(StatusCode::SERVICE_UNAVAILABLE, -32603, "Too many active sessions", id_value);
         };
         let response = call(&front.sessions, parts, bytes, None).await;
@@ -232,7 +247,10 @@ async fn post<S: ServerHandler>(front: Arc<Front<S>>, request: Request) -> Respo
 }
 
 async fn get_or_delete<S: ServerHandler>(front: Arc<Front<S>>, request: Request) -> Response {
-    let session_id = request.headers().get(SESSION_HEADER).and_then(|v| v.to_str().ok()).map(str::to_owned);
+    let session_id = match session_id(request.headers()) {
+        Ok(id) => id,
+        Err(refused) => return refused,
+    };
     let Some(session_id) = session_id else {
         // Without a session there is nothing to stream or end: the stateless service answers 405.
         let (parts, _) = request.into_parts();
@@ -259,6 +277,23 @@ async fn get_or_delete<S: ServerHandler>(front: Arc<Front<S>>, request: Request)
         chunk
     });
     Response::from_parts(parts, Body::from_stream(held))
+}
+
+/// The request's `Mcp-Session-Id`: at most one, of visible ASCII (0x21-0x7E, as the spec requires of ids);
+/// anything else is malformed (400) rather than read as "no session".
+#[allow(clippy::result_large_err)]
+fn session_id(headers: &http::HeaderMap) -> Result<Option<String>, Response> {
+    let mut values = headers.get_all(SESSION_HEADER).iter();
+    let Some(first) = values.next() else { return Ok(None) };
+    let malformed = |message: &str| rpc_error(StatusCode::BAD_REQUEST, -32600, message, None);
+    if values.next().is_some() {
+        return Err(malformed("Bad Request: more than one Mcp-Session-Id header"));
+    }
+    let bytes = first.as_bytes();
+    if bytes.is_empty() || !bytes.iter().all(|b| (0x21..=0x7e).contains(b)) {
+        return Err(malformed("Bad Request: Mcp-Session-Id must be visible ASCII characters"));
+    }
+    Ok(Some(String::from_utf8_lossy(bytes).into_owned()))
 }
 
 /// Hands a request to an rmcp service, with the request's scope in its extensions for the tool handlers.

@@ -22,6 +22,10 @@ pub use faultlab_http::body::StreamLink;
 pub const MAX_SESSIONS: usize = 128;
 /// A session with no request in flight for this long is closed (5 min).
 pub const SESSION_IDLE: Duration = Duration::from_secs(300);
+/// At the cap, a session idle (nothing in flight) for this long may be closed to admit a new one (30 s): an
+/// abandoned session holds its place for at most this long once the cap is reached, while a client pausing
+/// between calls for less keeps its session.
+pub const EVICTABLE_AFTER: Duration = Duration::from_secs(30);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
@@ -208,6 +212,28 @@ impl Registry {
         idle_ids
     }
 
+    /// Removes the least recently used session with nothing in flight and idle for at least `min_idle`,
+    /// returning its id (to close in rmcp), or `None` when no session is that idle.
+    pub fn evict_lru(&self, min_idle: Duration) -> Option<String> {
+        let now = Instant::now();
+        let mut sessions = lock(&self.sessions);
+        let (id, _) = sessions
+            .values()
+            .filter(|s| s.active.load(Ordering::SeqCst) == 0)
+            .map(|s| (s.id.clone(), *lock(&s.last_active)))
+            .filter(|(_, last)| now.duration_since(*last) >= min_idle)
+            .min_by_key(|(_, last)| *last)?;
+        if let Some(session) = sessions.remove(&id) {
+            session.engine.clear();
+            self.recorder.record(faultlab_engine::recorder::Event::Transport {
+                outcome: faultlab_engine::recorder::TransportEventKind::Closed,
+                request_id: None,
+                detail: Some(format!("http: session {id} evicted at the session cap after being idle")),
+            });
+        }
+        Some(id)
+    }
+
     /// Removes every session, returning their ids (shutdown).
     pub fn take_all(&self) -> Vec<String> {
         lock(&self.sessions).drain().map(|(id, _)| id).collect()
@@ -267,5 +293,22 @@ mod tests {
         tokio::time::advance(Duration::from_secs(1)).await;
         assert_eq!(registry.take_idle(SESSION_IDLE), vec!["idle".to_string()]);
         assert!(registry.get("busy").is_some());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn at_the_cap_the_least_recently_used_idle_session_makes_room() {
+        let registry = Registry::new(3, Recorder::discard());
+        let older = registry.commit(registry.reserve().unwrap(), "older".into());
+        tokio::time::advance(Duration::from_secs(1)).await;
+        let newer = registry.commit(registry.reserve().unwrap(), "newer".into());
+        let busy = registry.commit(registry.reserve().unwrap(), "busy".into());
+        let _in_flight = busy.begin_request();
+        assert!(registry.reserve().is_none());
+        assert_eq!(registry.evict_lru(EVICTABLE_AFTER), None, "no session has been idle long enough");
+        tokio::time::advance(EVICTABLE_AFTER).await;
+        assert_eq!(registry.evict_lru(EVICTABLE_AFTER).as_deref(), Some("older"));
+        assert!(registry.reserve().is_some(), "the evicted session's place is free");
+        assert!(registry.get("newer").is_some() && registry.get("busy").is_some());
+        drop((older, newer));
     }
 }
