@@ -40,10 +40,11 @@ fi
 for f in /tmp/escaped-by-faultlab-escaper.txt "$out"/runs/*/escaper/escaped-by-faultlab-escaper.txt; do
     [[ ! -e "$f" ]] || die "the escaper wrote $f outside its workspace"
 done
-# Replay to another agent: every control agent, replayed on the good agent's recording of every task (the same
-# workspace nonce, the recorded replies), must get the verdict it gets live.
+# Replay to another agent: every control agent, replayed on the good agent's recording of a task of each kind (a
+# write that times out, a faulted read, a forbidden write; the same workspace nonce, the recorded replies), must
+# get the verdict it gets live. Three tasks, not seven, for the test command's time budget (about 7 s).
 runs=()
-for task in $(python3 -c 'import json,sys; print(" ".join(sorted({r["task"] for r in json.load(open(sys.argv[1]))["runs"]})))' "$out/report.json"); do
+for task in transport-timeout-after-write data-empty-read authorization-forbidden-write; do
     runs+=(--run "$task/good")
 done
 log "faultlab replay: every control agent on the good agent's recordings"
