@@ -214,7 +214,7 @@ fn namespaced(spec: &Spec, status: std::fs::File) -> i32 {
 
 /// PID 1 of the sandbox: hides what must not be seen, starts the agent, reaps every orphan, and exits with the
 /// agent (which ends every other process of the namespace).
-fn init(spec: &Spec, alive: (OwnedFd, OwnedFd), mut status: std::fs::File) -> i32 {
+fn init(spec: &Spec, alive: (OwnedFd, OwnedFd), status: std::fs::File) -> i32 {
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     // The parent is outside this PID namespace (getppid() says 0 here, and its pid means nothing), so whether it
     // died before the line above is read from a pipe only it holds open: a hang-up means it is gone.
@@ -227,6 +227,13 @@ fn init(spec: &Spec, alive: (OwnedFd, OwnedFd), mut status: std::fs::File) -> i3
         eprintln!("faultlab sandbox: {e}");
         return 125;
     }
+    // PID 1 reaps every orphan until the agent ends; SIGTERM comes only from outside, as SIGKILL to this process.
+    reap_until_agent_ends(spec, status, false)
+}
+
+/// Forks the agent, then reaps every child (orphans re-parented here among them) until the agent ends; returns its
+/// exit code (128 + signal when a signal ended it). With `stoppable`, SIGTERM/SIGINT to this process end the wait.
+fn reap_until_agent_ends(spec: &Spec, mut status: std::fs::File, stoppable: bool) -> i32 {
     // SAFETY: single-threaded.
     let agent = match unsafe { fork() } {
         Err(e) => {
@@ -241,6 +248,7 @@ fn init(spec: &Spec, alive: (OwnedFd, OwnedFd), mut status: std::fs::File) -> i3
         match waitpid(None::<Pid>, None) {
             Ok(WaitStatus::Exited(pid, code)) if pid == agent => return code,
             Ok(WaitStatus::Signaled(pid, signal, _)) if pid == agent => return 128 + signal as i32,
+            Err(Errno::EINTR) if stoppable && STOP.load(Ordering::SeqCst) => return 128 + Signal::SIGKILL as i32,
             Ok(_) | Err(Errno::EINTR) => {}
             Err(_) => return 125,
         }
@@ -356,27 +364,9 @@ fn drop_privileges() {
 
 /// Without namespaces: this process adopts every orphan of the agent's tree and kills all of it when the agent
 /// ends or the deadline passes.
-fn subreaper(spec: &Spec, mut status: std::fs::File) -> i32 {
+fn subreaper(spec: &Spec, status: std::fs::File) -> i32 {
     let _ = nix::sys::prctl::set_child_subreaper(true);
-    // SAFETY: single-threaded.
-    let agent = match unsafe { fork() } {
-        Err(e) => {
-            eprintln!("faultlab sandbox: fork: {e}");
-            return 125;
-        }
-        Ok(ForkResult::Child) => exec_agent(spec, &mut status),
-        Ok(ForkResult::Parent { child }) => child,
-    };
-    drop(status);
-    let code = loop {
-        match waitpid(None::<Pid>, None) {
-            Ok(WaitStatus::Exited(pid, code)) if pid == agent => break code,
-            Ok(WaitStatus::Signaled(pid, signal, _)) if pid == agent => break 128 + signal as i32,
-            Err(Errno::EINTR) if STOP.load(Ordering::SeqCst) => break 128 + Signal::SIGKILL as i32,
-            Ok(_) | Err(Errno::EINTR) => {}
-            Err(_) => break 125,
-        }
-    };
+    let code = reap_until_agent_ends(spec, status, true);
     kill_descendants();
     code
 }
