@@ -140,7 +140,8 @@ def peer_rows(d):
 def eval_rows(d):
     if d is None:
         return []
-    return [(f"graded eval runs ({d['runs']} runs: 8 control agents × 7 tasks × {d['repeat']} seeds, --jobs 2)",
+    agents = d["runs"] // (7 * d["repeat"]) if d.get("repeat") else "?"
+    return [(f"graded eval runs ({d['runs']} runs: {agents} control agents × 7 tasks × {d['repeat']} seeds, --jobs 2, sealed)",
              f"{fmt(d['wall_s'], 1)} s = {fmt(d['runs_per_s'])} runs/s", d["goal"], d["met"])]
 
 
