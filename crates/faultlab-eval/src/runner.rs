@@ -657,19 +657,11 @@ impl Members {
     fn scan(&self) -> (Vec<i32>, Vec<i32>) {
         let (mut live, mut zombies) = (Vec::new(), Vec::new());
         let me = std::process::id() as i32;
-        let Ok(entries) = std::fs::read_dir("/proc") else { return (live, zombies) };
-        for pid in entries.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()) {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-            // Fields after the command name (which may hold spaces), closed by the last ')': state, ppid, pgrp.
-            let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else { continue };
-            let fields: Vec<&str> = rest.split_whitespace().collect();
-            let (Some(state), Some(ppid), Some(pgrp)) = (fields.first(), fields.get(1), fields.get(2)) else {
-                continue;
-            };
-            let in_group = pgrp.parse::<i32>().is_ok_and(|g| g > 0 && self.groups.contains(&g));
-            if *state == "Z" {
+        for crate::sandbox::ProcStat { pid, state, ppid, pgrp } in crate::sandbox::processes() {
+            let in_group = pgrp > 0 && self.groups.contains(&pgrp);
+            if state == 'Z' {
                 // Tokio waits for the children it spawned (the group leaders); the rest are orphans reaped here.
-                if in_group && ppid.parse::<i32>().ok() == Some(me) && !self.groups.contains(&pid) {
+                if in_group && ppid == me && !self.groups.contains(&pid) {
                     zombies.push(pid);
                 }
                 continue;

@@ -389,16 +389,7 @@ pub fn kill_descendants() {
 
 /// Every process whose chain of parents leads to `root`, from `/proc`.
 fn descendants(root: i32) -> Vec<i32> {
-    let mut parents: Vec<(i32, i32)> = Vec::new();
-    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
-    for pid in entries.flatten().filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()) {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-        // After the command name (which may hold spaces), closed by the last ')': state, ppid.
-        let Some(rest) = stat.rsplit_once(')').map(|(_, rest)| rest) else { continue };
-        if let Some(ppid) = rest.split_whitespace().nth(1).and_then(|p| p.parse::<i32>().ok()) {
-            parents.push((pid, ppid));
-        }
-    }
+    let parents: Vec<(i32, i32)> = processes().map(|p| (p.pid, p.ppid)).collect();
     let mut found = vec![root];
     let mut i = 0;
     while i < found.len() {
@@ -408,4 +399,29 @@ fn descendants(root: i32) -> Vec<i32> {
     }
     found.remove(0);
     found
+}
+
+/// One process as `/proc/PID/stat` describes it.
+#[derive(Debug, Clone, Copy)]
+pub struct ProcStat {
+    pub pid: i32,
+    /// The state letter (`R`, `S`, `Z`, …).
+    pub state: char,
+    pub ppid: i32,
+    pub pgrp: i32,
+}
+
+/// Every process visible in `/proc` now (one that ends while being read is skipped).
+pub fn processes() -> impl Iterator<Item = ProcStat> {
+    let entries = std::fs::read_dir("/proc").into_iter().flatten().flatten();
+    entries.filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()).filter_map(|pid| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        // The fields after the command name (which may hold spaces and parentheses), closed by the last ')'.
+        let (_, rest) = stat.rsplit_once(')')?;
+        let mut fields = rest.split_whitespace();
+        let state = fields.next()?.chars().next()?;
+        let ppid = fields.next()?.parse().ok()?;
+        let pgrp = fields.next()?.parse().ok()?;
+        Some(ProcStat { pid, state, ppid, pgrp })
+    })
 }
