@@ -1,4 +1,4 @@
-//! Interop matrix client: rmcp's own client against `faultlab serve` (the same client as tests/rmcp_client.rs).
+//! Interop matrix client: rmcp's own client against `faultlab serve` (the same client as tests/it/rmcp_client.rs).
 //!
 //! For every case in interop/matrix-cases.json and every transport asked for (stdio and HTTP 2025-11-25 via
 //! `initialize`, HTTP 2026-07-28 via `server/discover`) it opens a fresh connection (a fresh server process per

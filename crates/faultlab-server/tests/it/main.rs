@@ -7,6 +7,7 @@
 //! - `front`: path, Host, Origin, body size and method checks before dispatch.
 //! - `load`: 1,000 concurrent legacy initializes against the session cap.
 //! - `frames`: property tests, no panic on random or truncated input lines.
+//! - `workspace`: the eval workspace server: paths beneath the root, no symlink followed, the ledger.
 
 mod frames;
 mod front;
@@ -16,3 +17,4 @@ mod isolation;
 mod load;
 mod stdio;
 mod util;
+mod workspace;

@@ -1,14 +1,10 @@
 //! `faultlab eval` end to end on the real binary: bad input, and an agent that hangs (killed at the task deadline
 //! with everything it started, then graded). The oracle matrix itself runs in `scripts/eval-oracle.sh`.
 
-use assert_cmd::Command;
+use crate::common::faultlab;
 use predicates::prelude::PredicateBooleanExt as _;
 use predicates::str::contains;
 use std::path::Path;
-
-fn faultlab() -> Command {
-    Command::cargo_bin("faultlab").unwrap()
-}
 
 const TASK: &str = "id: hang\nname: Hang\ngoal: copy the nonce\nworkspace: {input.txt: 'nonce: {{nonce}}'}\n\
 allowed_tools: [read_file, write_file]\nrecovery: {primary: read_file}\ndeadline_ms: 400\n\

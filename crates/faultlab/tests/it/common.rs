@@ -1,15 +1,19 @@
 //! What the stdio proxy tests share: a raw line client on `faultlab proxy` (or `faultlab serve` directly).
-// Each test binary compiles this module on its own and uses part of it.
-#![allow(dead_code)]
 
 use serde_json::{Value, json};
 use std::process::Stdio;
 use std::time::Duration;
+use std::time::Instant;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 /// How long any single read or exit may take before the test fails.
 pub const PATIENCE: Duration = Duration::from_secs(20);
 pub const BIN: &str = env!("CARGO_BIN_EXE_faultlab");
+
+/// The binary under test as an `assert_cmd` command.
+pub fn faultlab() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("faultlab").unwrap()
+}
 
 /// A client on stdio, to the proxy or straight to the server.
 pub struct Client {
@@ -160,5 +164,77 @@ impl Peer {
         drop(self.stdin.take());
         let out = tokio::time::timeout(patience, self.child.wait_with_output()).await.expect("exits in time").unwrap();
         (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+/// A `faultlab` process started for a test, killed when dropped; what it printed before it was ready is kept.
+pub struct Lab {
+    pub child: tokio::process::Child,
+    /// What the binary printed on stderr before it was ready (addresses, a token).
+    pub banner: Vec<String>,
+}
+
+impl Lab {
+    /// Starts `faultlab args` and reads stderr until a line starting with `ready` (other lines are kept).
+    pub async fn start(args: &[&str], ready: &str) -> Self {
+        let mut child = tokio::process::Command::new(BIN)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut banner = Vec::new();
+        loop {
+            let mut line = String::new();
+            let n = tokio::time::timeout(PATIENCE, stderr.read_line(&mut line)).await.unwrap().unwrap();
+            assert!(n > 0, "faultlab exited before it was ready: {banner:?}");
+            let done = line.starts_with(ready);
+            banner.push(line.trim().to_owned());
+            if done {
+                break;
+            }
+        }
+        tokio::spawn(async move { while stderr.read_line(&mut String::new()).await.is_ok_and(|n| n > 0) {} });
+        Self { child, banner }
+    }
+
+    /// The first word after `marker` in the banner (a URL).
+    pub fn after(&self, marker: &str) -> String {
+        let line = self.banner.iter().find_map(|l| l.strip_prefix(marker)).unwrap_or_else(|| panic!("{marker}"));
+        line.split(' ').next().unwrap().to_owned()
+    }
+
+    pub async fn serve(extra: &[&str]) -> (Self, String) {
+        let mut args = vec!["serve", "--transport", "http", "--port", "0"];
+        args.extend_from_slice(extra);
+        let lab = Self::start(&args, "faultlab: listening at ").await;
+        let url = lab.after("faultlab: listening at ");
+        (lab, url)
+    }
+
+    /// A bridge (`proxy --listen`) to the stdio child `command`.
+    pub async fn bridge(extra: &[&str], command: &[&str]) -> (Self, String) {
+        let mut args = vec!["proxy", "--listen", "127.0.0.1:0"];
+        args.extend_from_slice(extra);
+        args.push("--");
+        args.extend_from_slice(command);
+        let lab = Self::start(&args, "faultlab: proxy listening at ").await;
+        let url = lab.after("faultlab: proxy listening at ");
+        (lab, url)
+    }
+
+    pub fn terminate(&self) {
+        let pid = rustix::process::Pid::from_raw(self.child.id().unwrap() as i32).unwrap();
+        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    }
+
+    /// How long the process takes to exit (panics after PATIENCE).
+    pub async fn exit_time(&mut self) -> Duration {
+        let start = Instant::now();
+        tokio::time::timeout(PATIENCE, self.child.wait()).await.expect("faultlab did not exit").unwrap();
+        start.elapsed()
     }
 }

@@ -4,9 +4,7 @@
 
 use serde_json::{Value, json};
 
-mod common;
-
-use common::{PATIENCE, Peer};
+use crate::common::{PATIENCE, Peer};
 
 #[tokio::test]
 async fn the_server_refuses_a_second_initialize_and_keeps_its_version() {

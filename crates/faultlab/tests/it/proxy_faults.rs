@@ -4,9 +4,7 @@
 
 use serde_json::{Value, json};
 
-mod common;
-
-use common::{Client, PATIENCE};
+use crate::common::{Client, PATIENCE};
 
 impl Client {
     /// A proxy with one rule: `fault` on `delay` calls whose `delayMs` is 2.

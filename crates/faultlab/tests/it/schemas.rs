@@ -1,5 +1,5 @@
 //! The JSON Schemas in `schemas/` are generated from the Rust types; this test fails when they drift.
-//! Regenerate with `FAULTLAB_UPDATE_SCHEMAS=1 cargo test -p faultlab --test schemas`.
+//! Regenerate with `FAULTLAB_UPDATE_SCHEMAS=1 cargo test -p faultlab --test it schemas`.
 
 use std::path::PathBuf;
 
@@ -13,7 +13,7 @@ fn check(name: &str, schema: schemars::Schema) {
     let shipped = std::fs::read_to_string(&path).unwrap_or_default();
     assert!(
         shipped == generated,
-        "{} is out of date; run FAULTLAB_UPDATE_SCHEMAS=1 cargo test -p faultlab --test schemas",
+        "{} is out of date; run FAULTLAB_UPDATE_SCHEMAS=1 cargo test -p faultlab --test it schemas",
         path.display()
     );
 }

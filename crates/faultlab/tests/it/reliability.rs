@@ -4,85 +4,15 @@
 //! so each test takes well under 2 s.
 
 use serde_json::{Value, json};
-use std::process::Stdio;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-const BIN: &str = env!("CARGO_BIN_EXE_faultlab");
+use crate::common::{BIN, Lab};
+use std::process::Stdio;
+
 /// How long a test waits for something that should happen promptly (not a synchronising sleep).
 const PATIENCE: Duration = Duration::from_secs(5);
-
-struct Lab {
-    child: tokio::process::Child,
-    /// What the binary printed on stderr before it was ready (addresses, a token).
-    banner: Vec<String>,
-}
-
-impl Lab {
-    /// Starts `faultlab args` and reads stderr until a line starting with `ready` (other lines are kept).
-    async fn start(args: &[&str], ready: &str) -> Self {
-        let mut child = tokio::process::Command::new(BIN)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut banner = Vec::new();
-        loop {
-            let mut line = String::new();
-            let n = tokio::time::timeout(PATIENCE, stderr.read_line(&mut line)).await.unwrap().unwrap();
-            assert!(n > 0, "faultlab exited before it was ready: {banner:?}");
-            let done = line.starts_with(ready);
-            banner.push(line.trim().to_owned());
-            if done {
-                break;
-            }
-        }
-        tokio::spawn(async move { while stderr.read_line(&mut String::new()).await.is_ok_and(|n| n > 0) {} });
-        Self { child, banner }
-    }
-
-    /// The first word after `marker` in the banner (a URL).
-    fn after(&self, marker: &str) -> String {
-        let line = self.banner.iter().find_map(|l| l.strip_prefix(marker)).unwrap_or_else(|| panic!("{marker}"));
-        line.split(' ').next().unwrap().to_owned()
-    }
-
-    async fn serve(extra: &[&str]) -> (Self, String) {
-        let mut args = vec!["serve", "--transport", "http", "--port", "0"];
-        args.extend_from_slice(extra);
-        let lab = Self::start(&args, "faultlab: listening at ").await;
-        let url = lab.after("faultlab: listening at ");
-        (lab, url)
-    }
-
-    /// A bridge (`proxy --listen`) to the stdio child `command`.
-    async fn bridge(extra: &[&str], command: &[&str]) -> (Self, String) {
-        let mut args = vec!["proxy", "--listen", "127.0.0.1:0"];
-        args.extend_from_slice(extra);
-        args.push("--");
-        args.extend_from_slice(command);
-        let lab = Self::start(&args, "faultlab: proxy listening at ").await;
-        let url = lab.after("faultlab: proxy listening at ");
-        (lab, url)
-    }
-
-    fn terminate(&self) {
-        let pid = rustix::process::Pid::from_raw(self.child.id().unwrap() as i32).unwrap();
-        rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    }
-
-    /// How long the process takes to exit (panics after PATIENCE).
-    async fn exit_time(&mut self) -> Duration {
-        let start = Instant::now();
-        tokio::time::timeout(PATIENCE, self.child.wait()).await.expect("faultlab did not exit").unwrap();
-        start.elapsed()
-    }
-}
 
 fn authority(url: &str) -> String {
     url.trim_start_matches("http://").split('/').next().unwrap().to_owned()

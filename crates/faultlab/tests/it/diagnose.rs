@@ -1,14 +1,10 @@
 //! `faultlab diagnose` end to end: the demo's own traces, the exit-code contract (0, 1 naming file and message
 //! index, 2 for --fail-on), every report format, thresholds from the command line.
 
-use assert_cmd::Command;
+use crate::common::faultlab;
 use predicates::str::contains;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-
-fn faultlab() -> Command {
-    Command::cargo_bin("faultlab").unwrap()
-}
 
 fn corpus(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../faultlab-diagnose/tests/corpus").join(name)

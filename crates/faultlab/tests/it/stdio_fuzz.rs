@@ -10,9 +10,7 @@ use std::cell::Cell;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-mod common;
-
-use common::{PATIENCE, Peer, bin};
+use crate::common::{PATIENCE, Peer, bin};
 
 /// The frame-size limit both fronts run with here: a generated line may be over it.
 const LIMIT: usize = 4096;

@@ -7,9 +7,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Duration;
 
-mod common;
-
-use common::{Client, PATIENCE};
+use crate::common::{Client, PATIENCE};
 
 /// The same conversation, straight to the server and through a proxy without rules, gives identical bytes.
 #[tokio::test]
@@ -154,7 +152,7 @@ async fn a_burst_fails_consecutive_calls_then_service_resumes() {
     assert_eq!(statuses, [503, 503, 200, 200]);
 }
 
-/// The window's end is tested under the paused clock, in process (`faultlab-proxy/tests/outage.rs`); here, the
+/// The window's end is tested under the paused clock, in process (`faultlab-proxy/tests/it/outage.rs`); here, the
 /// wire effect through the real binary.
 #[tokio::test]
 async fn an_outage_fails_every_tool() {

@@ -1,23 +1,18 @@
 //! `faultlab run` end to end: every example scenario against the built-in server (both eras), against the
 //! faultlab binary as an external stdio target and as an external HTTP target; bad files; report snapshots.
 
-use assert_cmd::Command;
+use crate::common::BIN;
+use crate::common::Lab;
+use crate::common::faultlab;
 use predicates::str::contains;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
-use std::time::Duration;
-use tokio::io::AsyncBufReadExt;
 
 fn examples() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scenarios");
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
     files
-}
-
-fn faultlab() -> Command {
-    Command::cargo_bin("faultlab").unwrap()
 }
 
 /// Runs every example with `extra` arguments and returns the JSON report; the run must pass.
@@ -46,7 +41,7 @@ fn every_example_passes_against_the_builtin_server_in_both_eras() {
 fn every_example_passes_against_the_binary_as_an_external_stdio_target() {
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("stdio.json");
-    let config = serde_json::json!({"adapter": "mcp", "config": {"stdio": {"command": env!("CARGO_BIN_EXE_faultlab"), "args": ["serve"]}}});
+    let config = serde_json::json!({"adapter": "mcp", "config": {"stdio": {"command": BIN, "args": ["serve"]}}});
     std::fs::write(&target, config.to_string()).unwrap();
     for era in ["2026-07-28", "2025-11-25"] {
         let report = run_examples(&["--protocol-version", era, "--target", target.to_str().unwrap()]);
@@ -56,17 +51,7 @@ fn every_example_passes_against_the_binary_as_an_external_stdio_target() {
 
 #[tokio::test]
 async fn every_example_passes_against_the_binary_as_an_external_http_target() {
-    let mut server = tokio::process::Command::new(env!("CARGO_BIN_EXE_faultlab"))
-        .args(["serve", "--transport", "http", "--port", "0"])
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stderr = tokio::io::BufReader::new(server.stderr.take().unwrap());
-    let mut line = String::new();
-    tokio::time::timeout(Duration::from_secs(20), stderr.read_line(&mut line)).await.unwrap().unwrap();
-    tokio::spawn(async move { while stderr.read_line(&mut String::new()).await.is_ok_and(|n| n > 0) {} });
-    let url = line.trim().trim_start_matches("faultlab: listening at ").to_owned();
+    let (_server, url) = Lab::serve(&[]).await;
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("http.yaml");
     std::fs::write(&target, format!("adapter: mcp\nconfig:\n  http:\n    url: {url}\n")).unwrap();
@@ -163,7 +148,7 @@ fn a_retry_policy_recovers_from_transient_tool_errors_and_every_attempt_is_trace
     let dir = tempfile::tempdir().unwrap();
     let target = dir.path().join("probe.json");
     let config = serde_json::json!({"adapter": "mcp", "config": {"stdio": {
-        "command": env!("CARGO_BIN_EXE_faultlab"), "args": ["serve"],
+        "command": BIN, "args": ["serve"],
         "env": {"LAB_SCENARIO": "transient-error", "LAB_FAILURES": "2"}}}});
     std::fs::write(&target, config.to_string()).unwrap();
     let scenario = dir.path().join("retry.yaml");

@@ -9,9 +9,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Duration;
 
-mod common;
-
-use common::{BIN, Client, PATIENCE};
+use crate::common::{BIN, Client, PATIENCE};
 
 /// The process ids of `pid`'s children, whichever of its threads started them.
 fn children_of(pid: u32) -> Vec<u32> {

@@ -1,9 +1,7 @@
 //! `faultlab workspace-server` as `faultlab eval` runs it: the real binary over stdio with raw JSON lines, a
 //! tempdir workspace next to an outside folder, and the ledger read back by the grader's own parser.
 
-mod common;
-
-use common::{BIN, Client};
+use crate::common::{BIN, Client};
 use faultlab_eval::evidence::{self, Op};
 use serde_json::{Value, json};
 use std::os::unix::fs::symlink;

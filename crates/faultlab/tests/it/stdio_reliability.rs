@@ -2,15 +2,14 @@
 //! ignores it, SIGTERM with requests open), upstream death, frames over the size limit. Every request with an id
 //! is answered or the connection ends cleanly.
 
+use crate::common::Lab;
 use rustix::fd::OwnedFd;
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-mod common;
-
-use common::{PATIENCE, Peer, bin};
+use crate::common::{PATIENCE, Peer, bin};
 
 fn trajectory(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
@@ -211,21 +210,7 @@ async fn sigterm_to_the_proxy_ends_a_stubborn_upstream_and_its_helper_within_twi
 
 #[tokio::test]
 async fn with_an_http_upstream_a_client_line_over_the_limit_gets_an_error_for_its_id() {
-    let mut server = tokio::process::Command::new(bin())
-        .args(["serve", "--transport", "http", "--port", "0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stderr = tokio::io::BufReader::new(server.stderr.take().unwrap());
-    let mut line = String::new();
-    tokio::time::timeout(PATIENCE, tokio::io::AsyncBufReadExt::read_line(&mut stderr, &mut line))
-        .await
-        .unwrap()
-        .unwrap();
-    let url = line.trim().strip_prefix("faultlab: listening at ").unwrap_or_else(|| panic!("{line}")).to_owned();
+    let (_server, url) = Lab::serve(&[]).await;
 
     let mut proxy = Peer::spawn(&["proxy", "--max-frame-bytes", "4096", "--upstream", &url]);
     proxy.initialize("2025-11-25").await;

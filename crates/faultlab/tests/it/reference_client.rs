@@ -1,38 +1,23 @@
 //! The reference client against the real `faultlab serve`: it reaches the right outcome for each fault and counts
 //! what SDK clients hide (duplicates, late and unknown-id responses, unparsable frames) on every transport.
 
+use crate::common::BIN;
+use crate::common::Lab;
 use faultlab_client::{Anomalies, Connection, Era, ErrorKind, Outcome, Target};
 use serde_json::json;
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::AsyncBufReadExt;
 
 const SETUP: Duration = Duration::from_secs(10);
 const DEADLINE: Duration = Duration::from_secs(5);
 
 fn stdio_target() -> Target {
-    Target::Stdio {
-        command: env!("CARGO_BIN_EXE_faultlab").into(),
-        args: vec!["serve".into()],
-        cwd: None,
-        env: Default::default(),
-    }
+    Target::Stdio { command: BIN.into(), args: vec!["serve".into()], cwd: None, env: Default::default() }
 }
 
-async fn http_server() -> (tokio::process::Child, Target) {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_faultlab"))
-        .args(["serve", "--transport", "http", "--port", "0"])
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    tokio::time::timeout(SETUP, stderr.read_line(&mut line)).await.unwrap().unwrap();
-    tokio::spawn(async move { while stderr.read_line(&mut String::new()).await.is_ok_and(|n| n > 0) {} });
-    let url = line.trim().trim_start_matches("faultlab: listening at ").to_owned();
-    (child, Target::Http { url, headers: Default::default() })
+async fn http_server() -> (Lab, Target) {
+    let (lab, url) = Lab::serve(&[]).await;
+    (lab, Target::Http { url, headers: Default::default() })
 }
 
 /// Faults every transport shares; returns the anomalies seen. A reply with a wrong id answers nothing: on stdio
@@ -124,7 +109,7 @@ async fn http_modern() {
 #[tokio::test]
 async fn the_demo_passes_and_writes_its_reports() {
     let out = tempfile::tempdir().unwrap();
-    let status = tokio::process::Command::new(env!("CARGO_BIN_EXE_faultlab"))
+    let status = tokio::process::Command::new(BIN)
         .args(["demo", "--out"])
         .arg(out.path())
         .stdout(Stdio::null())

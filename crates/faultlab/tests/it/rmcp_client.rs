@@ -2,6 +2,8 @@
 //! It connects, lists the tools, calls `ping` and `delay`, times out on `hang`, and sees `disconnect` as a
 //! transport failure, never a result.
 
+use crate::common::BIN;
+use crate::common::Lab;
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientConfig, ClientRequest, ProtocolVersion, ServerResult};
 use rmcp::service::{PeerRequestOptions, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -10,7 +12,6 @@ use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt};
 use serde_json::json;
 use std::process::Stdio;
 use std::time::Duration;
-use tokio::io::AsyncBufReadExt;
 
 const PATIENCE: Duration = Duration::from_secs(20);
 
@@ -57,7 +58,7 @@ async fn expect_transport_failure(client: &RunningService<RoleClient, ClientConf
 
 #[tokio::test]
 async fn rmcp_client_over_stdio() {
-    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_faultlab"));
+    let mut command = tokio::process::Command::new(BIN);
     command.arg("serve");
     let (transport, _) = TokioChildProcess::builder(command).stderr(Stdio::null()).spawn().unwrap();
     let client = tokio::time::timeout(PATIENCE, legacy().serve(transport)).await.unwrap().unwrap();
@@ -65,20 +66,8 @@ async fn rmcp_client_over_stdio() {
     expect_transport_failure(&client).await;
 }
 
-async fn http_server() -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_faultlab"))
-        .args(["serve", "--transport", "http", "--port", "0"])
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    tokio::time::timeout(PATIENCE, stderr.read_line(&mut line)).await.unwrap().unwrap();
-    // Keep draining stderr so diagnostics never fill the pipe and block the server.
-    tokio::spawn(async move { while stderr.read_line(&mut String::new()).await.is_ok_and(|n| n > 0) {} });
-    (child, line.trim().trim_start_matches("faultlab: listening at ").to_owned())
+async fn http_server() -> (Lab, String) {
+    Lab::serve(&[]).await
 }
 
 #[tokio::test]

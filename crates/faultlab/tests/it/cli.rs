@@ -1,5 +1,6 @@
 //! The `faultlab` binary end to end: exit codes and messages for bad input, stdio and HTTP serving, lab_probe.
 
+use crate::common::Lab;
 use assert_cmd::Command;
 use predicates::str::contains;
 use serde_json::{Value, json};
@@ -205,17 +206,7 @@ async fn lab_probe_scenarios() {
 
 #[tokio::test]
 async fn http_prints_its_address_serves_and_exits_0_on_sigterm() {
-    let mut child = tokio::process::Command::new(assert_cmd::cargo::cargo_bin("faultlab"))
-        .args(["serve", "--transport", "http", "--port", "0"])
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    tokio::time::timeout(PATIENCE, stderr.read_line(&mut line)).await.unwrap().unwrap();
-    let url = line.trim().strip_prefix("faultlab: listening at ").expect("the listening line").to_owned();
+    let (mut lab, url) = Lab::serve(&[]).await;
     assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
     let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ping","arguments":{},
         "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}});
@@ -231,8 +222,7 @@ async fn http_prints_its_address_serves_and_exits_0_on_sigterm() {
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    let pid = child.id().unwrap().to_string();
-    std::process::Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    let status = tokio::time::timeout(PATIENCE, child.wait()).await.unwrap().unwrap();
+    lab.terminate();
+    let status = tokio::time::timeout(PATIENCE, lab.child.wait()).await.unwrap().unwrap();
     assert_eq!(status.code(), Some(0));
 }

@@ -1,37 +1,26 @@
 //! `faultlab proxy --listen ... --upstream URL`: the HTTP front in front of `faultlab serve --transport http`,
 //! driven by the reference client in both eras.
 
+use crate::common::BIN;
+use crate::common::Lab;
 use faultlab_client::{Connection, Era, ErrorKind, Outcome, Target};
 use serde_json::{Value, json};
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::AsyncBufReadExt;
 
-const BIN: &str = env!("CARGO_BIN_EXE_faultlab");
 const SETUP: Duration = Duration::from_secs(10);
 const DEADLINE: Duration = Duration::from_secs(5);
 
 /// Starts `faultlab` with `args` and returns it with the URL it printed on stderr after `marker`.
-async fn start(args: &[&str], marker: &str) -> (tokio::process::Child, String) {
-    let mut child = tokio::process::Command::new(BIN)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut stderr = tokio::io::BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    tokio::time::timeout(SETUP, stderr.read_line(&mut line)).await.unwrap().unwrap();
-    tokio::spawn(async move { while stderr.read_line(&mut String::new()).await.is_ok_and(|n| n > 0) {} });
-    let url =
-        line.trim().strip_prefix(marker).unwrap_or_else(|| panic!("{line}")).split(' ').next().unwrap().to_owned();
-    (child, url)
+async fn start(args: &[&str], marker: &str) -> (Lab, String) {
+    let lab = Lab::start(args, marker).await;
+    let url = lab.after(marker);
+    (lab, url)
 }
 
 /// An upstream server and a proxy in front of it with `extra` proxy arguments; returns the proxy's target.
-async fn proxied(extra: &[&str]) -> (Vec<tokio::process::Child>, Target) {
+async fn proxied(extra: &[&str]) -> (Vec<Lab>, Target) {
     let (server, upstream) = start(&["serve", "--transport", "http", "--port", "0"], "faultlab: listening at ").await;
     let mut args = vec!["proxy", "--listen", "127.0.0.1:0", "--upstream", &upstream];
     args.extend_from_slice(extra);
@@ -119,7 +108,8 @@ mod stdio_front {
     struct Lines {
         stdin: tokio::process::ChildStdin,
         stdout: BufReader<tokio::process::ChildStdout>,
-        _children: Vec<tokio::process::Child>,
+        _upstream: Lab,
+        _proxy: tokio::process::Child,
     }
 
     impl Lines {
@@ -137,7 +127,7 @@ mod stdio_front {
                 .unwrap();
             let stdin = proxy.stdin.take().unwrap();
             let stdout = BufReader::new(proxy.stdout.take().unwrap());
-            Self { stdin, stdout, _children: vec![server, proxy] }
+            Self { stdin, stdout, _upstream: server, _proxy: proxy }
         }
 
         async fn send(&mut self, value: Value) {

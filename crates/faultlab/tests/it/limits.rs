@@ -1,10 +1,10 @@
 //! Input limits end to end: every kind of file the binary reads is refused when nested absurdly deep (naming the
 //! file and the line), and no command panics when its stdout is a pipe nobody reads any more.
 
+use crate::common::BIN;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_faultlab");
 /// The depth from the issue: 100,000 levels cost 39 s of YAML parsing before the error.
 const LEVELS: usize = 100_000;
 

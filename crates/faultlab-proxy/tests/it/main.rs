@@ -1,0 +1,11 @@
+//! The proxy library's tests in one binary, each module on one concern:
+//!
+//! - `bursts`: frames that arrive together are relayed in order, each rule still applied to its own frame.
+//! - `frames`: property tests; no panic and nothing lost whatever crosses the proxy.
+//! - `outage`: `server_outage` under the paused tokio clock.
+//! - `schema_faults`: `wrong_value` and `contradictory` keep a result valid against the declared output schema.
+
+mod bursts;
+mod frames;
+mod outage;
+mod schema_faults;

@@ -1,0 +1,24 @@
+//! End-to-end tests of the `faultlab` binary, in one test binary (one link instead of one per file).
+//!
+//! Each module was its own test binary before; its first line says what it covers. `common` holds what they share:
+//! a raw line client on stdio, the listening-line reader for `--port 0`, the binary's path.
+
+mod cli;
+mod common;
+mod diagnose;
+mod eval;
+mod eval_report;
+mod limits;
+mod proxy;
+mod proxy_faults;
+mod proxy_http;
+mod proxy_restart;
+mod reference_client;
+mod reliability;
+mod rmcp_client;
+mod run;
+mod schemas;
+mod serve_stdio;
+mod stdio_fuzz;
+mod stdio_reliability;
+mod workspace_server;
