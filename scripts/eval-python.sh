@@ -122,5 +122,5 @@ for problem in "${problems[@]}"; do
   log "$problem"
 done
 log "report: $OUT/report.md (wall time $((wall_ms / 1000)).$(printf '%03d' $((wall_ms % 1000))) s)"
-echo "eval-python: $graded runs graded, $passed passed"
+echo "eval-python: $passed passed, $((graded - passed)) failed ($graded runs graded)"
 [[ "$rc" == 0 && ${#problems[@]} == 0 && "$graded" == "${#TASKS[@]}" && "$passed" == "$graded" ]]

@@ -64,11 +64,13 @@ run_client() {
   timeout -k 10 300 "$@" >"$work/raw-$name.jsonl" 2>"$work/$name.log" </dev/null || rc=$?
   [[ "$rc" == 0 ]] || log "$name exited $rc (log: $work/$name.log)"
 }
-run_client python "$PY_INTEROP_PY" interop/python/matrix_client.py --bin "$bin" --cases "$cases" \
-  --server-log "$work/python-server.log"
+# The three clients run at once: each cell mostly waits on a fault's timeout, and each client starts its own servers.
 cp interop/ts/matrix_client.mjs "$INTEROP_TS_DIR/matrix_client.mjs"
-run_client typescript "$INTEROP_TS_NODE" "$INTEROP_TS_DIR/matrix_client.mjs" --bin "$bin" --cases "$cases"
-run_client rmcp "$rmcp_example" --bin "$bin" --cases "$cases" --sdk-version "$rmcp_version"
+run_client python "$PY_INTEROP_PY" interop/python/matrix_client.py --bin "$bin" --cases "$cases" \
+  --server-log "$work/python-server.log" &
+run_client typescript "$INTEROP_TS_NODE" "$INTEROP_TS_DIR/matrix_client.mjs" --bin "$bin" --cases "$cases" &
+run_client rmcp "$rmcp_example" --bin "$bin" --cases "$cases" --sdk-version "$rmcp_version" &
+wait
 
 # --- the report ---------------------------------------------------------------------------------------------------
 out="$work/out"

@@ -1,38 +1,150 @@
 #!/usr/bin/env bash
-# Runs every test of the project:
-#   1. formatting and lints (rustfmt, clippy with warnings as errors);
-#   2. the Rust test suite of the whole workspace;
-#   3. the official MCP conformance suite: its server scenarios against `faultlab serve --transport http`, its
-#      client scenarios with the reference client as the client under test, and its server scenarios against
-#      the Node reference server directly and through `faultlab proxy` (the results must be the same);
-#   4. real-SDK interop: the official Python MCP SDK against `faultlab serve` over stdio and HTTP, and through
-#      `faultlab proxy` in front of the real filesystem server (a fault of each category, idempotency on disk);
-#      The interoperability matrix (Python, TypeScript and rmcp SDK clients × every fault × transport) must
-#      reproduce docs/compatibility.md;
-#   5. JUnit output (demo, run: passing, failing, not run) validated against the common junit-10.xsd;
-#   6. the diagnose HTML report opened in headless Chromium (Debian's package, installed by the script);
-#   7. the eval oracle matrix: every control agent on every built-in task through the real proxy, each verdict
-#      as examples/eval/oracle.yaml expects; the same against the real filesystem server (no ledger); the Python
-#      SDK example agent graded on every built-in task;
-#   8. both benchmarks in quick mode on the debug build (they run and report; figures are not checked).
-# Steps 3 to 8 install their own pinned Node and Python dependencies under .cache/ (git-ignored).
-set -euo pipefail
+# Runs every test of the project in numbered stages, one line each, then a summary; each stage's whole output is in
+# .cache/test-logs/<stage>.log (printed in full only when the stage fails):
+#   fmt, clippy    formatting and lints (rustfmt, clippy with warnings as errors);
+#   build          every Rust target (tests, examples, benches) in one cargo run;
+#   rust           the Rust test suite of the whole workspace;
+#   deps           the pinned Node and Python test dependencies and Chromium (scripts/test-deps.sh, started in the
+#                  background at the beginning so downloads overlap the build);
+#   eval-oracle    every control agent on every built-in task through the real proxy, each verdict as
+#                  examples/eval/oracle.yaml expects, and replays matching live verdicts;
+#   conformance*   the official MCP conformance suite: server scenarios against `faultlab serve`, client scenarios
+#                  with the reference client, and the Node reference server directly and through `faultlab proxy`;
+#   interop-*      the official Python SDK against serve and the proxy; the matrix (Python, TypeScript and rmcp
+#                  clients × every fault × transport) must reproduce docs/compatibility.md;
+#   *-filesystem   the proxy and eval in front of the real filesystem server; eval-python: the Python example agent;
+#   junit-validate JUnit output validated against junit-10.xsd; diagnose-html: the report in headless Chromium;
+#   bench-quick    both benchmarks in quick mode on the debug build (they run and report; figures are not checked).
+# The script stages run FAULTLAB_TEST_JOBS at a time (default 2; they mostly wait on timeouts and children).
+# Exit status 0 when every stage passed, 1 otherwise. The last line is `total: N passed, M failed` (tests and checks
+# counted by the stages).
+set -uo pipefail
 cd "$(dirname "$0")/.."
+ROOT="$PWD"
+LOGS="$ROOT/.cache/test-logs"
+rm -rf "$LOGS"
+mkdir -p "$LOGS"
+JOBS="${FAULTLAB_TEST_JOBS:-2}"
+[[ "$JOBS" =~ ^[1-9][0-9]?$ ]] || { echo "test.sh: FAULTLAB_TEST_JOBS must be a number from 1 to 99" >&2; exit 2; }
+# A clean checkout builds everything once: incremental compilation would only add work and gigabytes there.
+[[ -n "${CI:-}" ]] && export CARGO_INCREMENTAL=0
+export FAULTLAB_BIN="$ROOT/target/debug/faultlab"
 
-cargo fmt --all -- --check
-cargo clippy --workspace --all-targets --locked -- -D warnings
-cargo test --workspace --locked
+SCRIPTS=(interop-matrix eval-oracle conformance-proxy conformance conformance-client interop-python eval-python
+    proxy-filesystem eval-filesystem junit-validate diagnose-html bench-quick)
+# Runs alone: its three SDK clients already run at once, and its table records whether a client noticed a fault
+# within 1 s, which a second stage's load could change.
+ALONE=" interop-matrix "
+TOTAL=$((5 + ${#SCRIPTS[@]}))
+STARTED=$SECONDS
+stages_passed=0
+stages_failed=0
+tests_passed=0
+tests_failed=0
 
-export FAULTLAB_BIN="$PWD/target/debug/faultlab"
-scripts/eval-oracle.sh
-scripts/conformance.sh
-scripts/conformance-client.sh
-scripts/conformance-proxy.sh
-scripts/interop-python.sh
-scripts/eval-python.sh
-scripts/proxy-filesystem.sh
-scripts/eval-filesystem.sh
-scripts/interop-matrix.sh
-scripts/junit-validate.sh
-scripts/diagnose-html.sh
-scripts/bench-quick.sh
+# The counts a stage's log reports: cargo's `test result:` lines summed, else the last `N passed, M failed` line.
+counts() {
+    local log="$1"
+    if grep -q '^test result: ' "$log"; then
+        awk '/^test result: /{for(i=1;i<=NF;i++){if($(i+1)~/^passed;/)p+=$i; if($(i+1)~/^failed;/)f+=$i}} END{print p+0, f+0}' "$log"
+    else
+        grep -E '^([A-Za-z-]+: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n1 |
+            sed -E 's/^([A-Za-z-]+: )?([0-9]+) passed, ([0-9]+) failed.*/\2 \3/'
+    fi
+}
+
+# Prints a stage's line; on failure, the end of its log.
+report() {
+    local number="$1" name="$2" rc="$3" seconds="$4" log="$LOGS/$2.log" what p f
+    read -r p f < <(counts "$log"; echo) || true
+    what=""
+    if [[ -n "${p:-}" ]]; then
+        what=": $p passed, $f failed"
+        tests_passed=$((tests_passed + p))
+        tests_failed=$((tests_failed + f))
+    fi
+    if [[ "$rc" == 0 ]]; then
+        stages_passed=$((stages_passed + 1))
+        printf '[%2d/%d] %-18s ok     %4d s%s\n' "$number" "$TOTAL" "$name" "$seconds" "$what"
+    else
+        stages_failed=$((stages_failed + 1))
+        printf '[%2d/%d] %-18s FAILED %4d s%s (exit %s; log: %s)\n' "$number" "$TOTAL" "$name" "$seconds" "$what" \
+            "$rc" "${log#"$ROOT"/}"
+        echo "----- the last 60 lines of ${log#"$ROOT"/} -----"
+        tail -n 60 "$log" | sed -e '$a\'
+        echo "-----"
+    fi
+}
+
+# Runs one stage in the foreground.
+stage() {
+    local number="$1" name="$2" start=$SECONDS rc=0
+    shift 2
+    "$@" >"$LOGS/$name.log" 2>&1 </dev/null || rc=$?
+    report "$number" "$name" "$rc" $((SECONDS - start))
+    return "$rc"
+}
+
+# The downloads start now and overlap the build; their stage reports when the build is done.
+(
+    start=$SECONDS rc=0
+    scripts/test-deps.sh >"$LOGS/deps.log" 2>&1 </dev/null || rc=$?
+    echo "$rc $((SECONDS - start))" >"$LOGS/deps.status"
+) &
+deps_pid=$!
+
+stage 1 fmt cargo fmt --all -- --check
+stage 2 clippy cargo clippy --workspace --all-targets --locked -- -D warnings
+build_rc=0
+stage 3 build cargo test --workspace --all-targets --locked --no-run || build_rc=$?
+if [[ "$build_rc" == 0 ]]; then
+    stage 4 rust cargo test --workspace --locked --no-fail-fast
+fi
+wait "$deps_pid"
+read -r deps_rc deps_seconds <"$LOGS/deps.status" || { deps_rc=1 deps_seconds=0; }
+report 5 deps "$deps_rc" "$deps_seconds"
+
+if [[ "$build_rc" != 0 ]]; then
+    echo "the build failed: the Rust tests and the ${#SCRIPTS[@]} script stages did not run"
+    stages_failed=$((stages_failed + 1 + ${#SCRIPTS[@]}))
+else
+    # The script stages, JOBS at a time; each line is printed when its stage ends.
+    declare -A pid_of_number=() name_of_number=() start_of_number=()
+    next=0
+    while (( next < ${#SCRIPTS[@]} || ${#pid_of_number[@]} > 0 )); do
+        while (( next < ${#SCRIPTS[@]} && ${#pid_of_number[@]} < JOBS )); do
+            number=$((6 + next))
+            name="${SCRIPTS[$next]}"
+            if [[ "$ALONE" == *" $name "* && ${#pid_of_number[@]} -gt 0 ]] || [[ -n "${alone_running:-}" ]]; then
+                break
+            fi
+            [[ "$ALONE" == *" $name "* ]] && alone_running=$number
+            "scripts/$name.sh" >"$LOGS/$name.log" 2>&1 </dev/null &
+            pid_of_number[$number]=$!
+            name_of_number[$number]="$name"
+            start_of_number[$number]=$SECONDS
+            next=$((next + 1))
+        done
+        rc=0
+        finished=""
+        wait -n -p finished "${pid_of_number[@]}" || rc=$?
+        if [[ -z "$finished" ]]; then
+            # Nothing left to wait for although stages are listed as running: report them rather than loop.
+            for number in "${!pid_of_number[@]}"; do
+                report "$number" "${name_of_number[$number]}" 127 $((SECONDS - start_of_number[$number]))
+                unset "pid_of_number[$number]"
+            done
+        fi
+        for number in "${!pid_of_number[@]}"; do
+            if [[ "${pid_of_number[$number]}" == "$finished" ]]; then
+                report "$number" "${name_of_number[$number]}" "$rc" $((SECONDS - start_of_number[$number]))
+                unset "pid_of_number[$number]"
+                [[ "${alone_running:-}" == "$number" ]] && alone_running=""
+            fi
+        done
+    done
+fi
+
+echo "stages: $stages_passed passed, $stages_failed failed in $((SECONDS - STARTED)) s (logs: .cache/test-logs/)"
+echo "total: $tests_passed passed, $tests_failed failed"
+[[ "$stages_failed" == 0 ]]

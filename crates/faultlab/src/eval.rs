@@ -152,11 +152,18 @@ pub fn check_oracle(oracle: Oracle, runs: &[RunRecord]) -> Result<(), Failure> {
     let disagreements = oracle.check(runs);
     if disagreements.is_empty() {
         outln!("oracle: all {} verdicts as expected: the grader tells every control agent apart", oracle.entries.len());
+        outln!("oracle: {} passed, 0 failed", oracle.entries.len());
         return Ok(());
     }
     for d in &disagreements {
         outln!("oracle disagreement: {} × {}: expected {}, got {}", d.task, d.agent, d.expected, d.got);
     }
+    // The closing line test runners read: each entry is one verdict checked.
+    outln!(
+        "oracle: {} passed, {} failed",
+        oracle.entries.len().saturating_sub(disagreements.len()),
+        disagreements.len()
+    );
     Err(Failure::new(
         2,
         anyhow!("{} disagreement(s) with the oracle ({} entries checked)", disagreements.len(), oracle.entries.len()),

