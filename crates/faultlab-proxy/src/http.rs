@@ -260,17 +260,22 @@ async fn forward(proxy: &Proxy, parts: &http::request::Parts, bytes: Bytes, fram
     };
     let upstream = match target.client.request(request).await {
         Ok(response) => response,
-        // Nothing listens there, or its certificate is not trusted: say so, naming the upstream and the cause (a
-        // misconfiguration, not a fault to mirror), to the client and in the trajectory.
-        Err(e) if e.is_connect() => {
+        Err(e) => {
+            let connect = e.is_connect();
+            let what = if connect { "cannot be reached" } else { "broke the connection" };
             let detail = target.remote.explain(&faultlab_client::transport::http::describe(&e));
-            let message = format!("the upstream {} cannot be reached: {detail}", target.remote.shown());
+            let message = format!("the upstream {} {what}: {detail}", target.remote.shown());
             let id = frame.and_then(Frame::id);
             proxy.trajectory.transport(TransportEventKind::Closed, id, message.clone());
-            return rpc_error(StatusCode::BAD_GATEWAY, -32603, &message, id.map(|id| id.to_value()));
+            // Nothing listens there, or its certificate is not trusted: say so, naming the upstream and the cause
+            // (a misconfiguration, not a fault to mirror).
+            if connect {
+                return rpc_error(StatusCode::BAD_GATEWAY, -32603, &message, id.map(|id| id.to_value()));
+            }
+            // The upstream broke the connection before its answer: break ours the same way, as a direct client
+            // would see; the trajectory says why.
+            return aborted();
         }
-        // The upstream broke the connection mid-answer: break ours the same way, as a direct client would see.
-        Err(_) => return aborted(),
     };
     let (mut head, body) = upstream.into_parts();
     for name in HOP_BY_HOP {

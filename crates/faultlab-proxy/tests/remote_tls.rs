@@ -73,7 +73,19 @@ async fn answer(
     Ok(http::Response::builder().header("content-type", "application/json").body(Full::from(reply)).unwrap())
 }
 
+/// What the upstream does once a client has finished the TLS handshake.
+#[derive(Clone, Copy, PartialEq)]
+enum Behaviour {
+    Serve,
+    /// Closes the connection without reading the request (a server that crashed, a load balancer that gave up).
+    Hangup,
+}
+
 async fn tls_upstream(pki: &Pki) -> Upstream {
+    tls_upstream_that(pki, Behaviour::Serve).await
+}
+
+async fn tls_upstream_that(pki: &Pki, behaviour: Behaviour) -> Upstream {
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
@@ -92,6 +104,9 @@ async fn tls_upstream(pki: &Pki) -> Upstream {
             tokio::spawn(async move {
                 // A client that does not trust the certificate aborts the handshake: nothing to serve.
                 let Ok(tls) = acceptor.accept(tcp).await else { return };
+                if behaviour == Behaviour::Hangup {
+                    return;
+                }
                 let service = service_fn(move |request| answer(request, seen.clone()));
                 let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tls), service).await;
             });
@@ -299,5 +314,34 @@ async fn an_untrusted_certificate_is_a_502_naming_the_cause_on_the_http_front() 
     assert_names_the_cause(reply["error"]["message"].as_str().unwrap());
     assert_names_the_cause(&failure_event(&recorder));
     assert!(upstream.seen.lock().unwrap().is_empty(), "no request crossed an untrusted connection");
+    stop.cancel();
+}
+
+#[tokio::test]
+async fn an_upstream_that_hangs_up_after_the_handshake_is_a_broken_answer_and_a_transport_event_on_the_http_front() {
+    let pki = pki("faultlab test CA");
+    let dir = tempfile::tempdir().unwrap();
+    let upstream = tls_upstream_that(&pki, Behaviour::Hangup).await;
+    let remote = remote(&upstream.url, &pki.ca_pem, &dir);
+    let (recorder, trajectory) = trajectory(&remote);
+    let stop = CancellationToken::new();
+    let front = http_front(remote, trajectory, stop.clone()).await;
+
+    // The client sees what it would see from the upstream directly: the answer breaks off.
+    let sent = reqwest::Client::new()
+        .post(&front)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(call(1).to_string())
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await;
+    let body = match sent {
+        Ok(response) => response.bytes().await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    assert!(body.is_err(), "the answer breaks off");
+    let detail = failure_event(&recorder);
+    assert!(detail.contains("broke the connection") && detail.contains("https://127.0.0.1:"), "{detail}");
     stop.cancel();
 }
