@@ -6,6 +6,7 @@
 //! server's, so a reply is faulted on the response of the POST that carried its request. A client that goes away
 //! drops the upstream request too.
 
+use crate::remote::{HyperClient, Remote};
 use crate::rules::{Fired, Mode, SharedRules};
 use crate::trajectory::Trajectory;
 use axum::body::Body;
@@ -14,6 +15,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use faultlab_engine::engine::Shared;
 use faultlab_engine::recorder::FrameAction;
+use faultlab_engine::recorder::TransportEventKind;
 use faultlab_engine::{Engine, FaultKind};
 use faultlab_http::body::{self, Exchange};
 use faultlab_http::guard::AllowedHosts;
@@ -22,9 +24,6 @@ use faultlab_http::server::Limits;
 use faultlab_wire::Frame;
 use http::{StatusCode, header};
 use http_body_util::Full;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -61,7 +60,8 @@ pub struct HttpProxyOptions {
 /// Where the HTTP front sends what it does not answer itself.
 pub enum HttpUpstream {
     /// Another Streamable HTTP server.
-    Url { url: reqwest::Url, target: UrlTarget },
+    /// (Boxed: it is the larger variant by far, and the front holds one upstream for its whole life.)
+    Url { url: reqwest::Url, target: Box<UrlTarget> },
     /// A stdio server child, bridged: one line per POST, its reply as the POST's answer.
     Child(crate::http_stdio::Bridge),
 }
@@ -71,18 +71,35 @@ pub enum HttpUpstream {
 /// profile); without it the proxy spends 124 µs of CPU per request instead of 132 (proxy benchmark, figure 5).
 pub struct UrlTarget {
     uri: http::Uri,
-    client: Client<HttpConnector, Full<Bytes>>,
+    client: HyperClient,
+    /// The user's headers and the TLS trust (see [`crate::remote`]).
+    remote: Remote,
 }
 
 impl HttpUpstream {
-    /// An HTTP upstream at `url` (redirects are not followed: the upstream is the server that was named).
+    /// A plain or https:// upstream at `url`, with no headers of the user's own and the system's roots.
     pub fn url(url: reqwest::Url) -> std::io::Result<Self> {
+        Self::remote(Remote::new(url.as_str()).map_err(std::io::Error::other)?)
+    }
+
+    /// An HTTP upstream as resolved from the command line (redirects are not followed: the upstream is the
+    /// server that was named).
+    pub fn remote(remote: Remote) -> std::io::Result<Self> {
+        let url = remote.url().clone();
         let uri = url.as_str().parse::<http::Uri>().map_err(std::io::Error::other)?;
-        let mut connector = HttpConnector::new();
-        // Small SSE writes must not wait for delayed ACKs (Nagle): 40 ms a response otherwise.
-        connector.set_nodelay(true);
-        let client = Client::builder(TokioExecutor::new()).build(connector);
-        Ok(Self::Url { url, target: UrlTarget { uri, client } })
+        let client = remote.hyper_client();
+        Ok(Self::Url { url, target: Box::new(UrlTarget { uri, client, remote }) })
+    }
+}
+
+impl UrlTarget {
+    /// The upstream and the header names the proxy adds (never their values), for the start-up line.
+    pub fn describe(&self) -> String {
+        let names = self.remote.header_names();
+        if names.is_empty() {
+            return self.remote.shown();
+        }
+        format!("{} (adding headers: {})", self.remote.shown(), names.join(", "))
     }
 }
 
@@ -234,19 +251,31 @@ async fn forward(proxy: &Proxy, parts: &http::request::Parts, bytes: Bytes, fram
             }
         }
     }
+    if let Some(headers) = request.headers_mut() {
+        target.remote.apply_headers(headers);
+    }
     // `Host` is left out above: hyper's client sets it from the URI, the upstream's own.
     let Ok(request) = request.body(Full::new(bytes)) else {
         return rpc_error(StatusCode::BAD_REQUEST, -32600, "the request cannot be forwarded as HTTP", None);
     };
     let upstream = match target.client.request(request).await {
         Ok(response) => response,
-        // Nothing listens there: say so, naming the upstream (a misconfiguration, not a fault to mirror).
-        Err(e) if e.is_connect() => {
-            let message = format!("the upstream {url} cannot be reached: {e}");
-            return rpc_error(StatusCode::BAD_GATEWAY, -32603, &message, None);
+        Err(e) => {
+            let connect = e.is_connect();
+            let what = if connect { "cannot be reached" } else { "broke the connection" };
+            let detail = target.remote.explain(&faultlab_client::transport::http::describe(&e));
+            let message = format!("the upstream {} {what}: {detail}", target.remote.shown());
+            let id = frame.and_then(Frame::id);
+            proxy.trajectory.transport(TransportEventKind::Closed, id, message.clone());
+            // Nothing listens there, or its certificate is not trusted: say so, naming the upstream and the cause
+            // (a misconfiguration, not a fault to mirror).
+            if connect {
+                return rpc_error(StatusCode::BAD_GATEWAY, -32603, &message, id.map(|id| id.to_value()));
+            }
+            // The upstream broke the connection before its answer: break ours the same way, as a direct client
+            // would see; the trajectory says why.
+            return aborted();
         }
-        // The upstream broke the connection mid-answer: break ours the same way, as a direct client would see.
-        Err(_) => return aborted(),
     };
     let (mut head, body) = upstream.into_parts();
     for name in HOP_BY_HOP {

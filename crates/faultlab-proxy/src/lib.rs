@@ -8,12 +8,15 @@
 //!   server's.
 //! - [`http_stdio`]: the bridge behind the HTTP front when the upstream is a stdio child.
 //! - [`stdio_http`]: the stdio front with an HTTP upstream (each line POSTed, answers written back as lines).
+//! - [`remote`]: an HTTP upstream anywhere: TLS (rustls, system roots, `--upstream-ca`), the user's headers,
+//!   credentials from the environment, kept out of everything the proxy writes.
 //! - [`control`]: the opt-in live control API (list, add, remove, reset rules while traffic flows).
 //! - [`trajectory`]: the frame log and its ledger, shared by both fronts.
 
 pub mod control;
 pub mod http;
 pub mod http_stdio;
+pub mod remote;
 pub mod rules;
 pub mod stdio;
 pub mod stdio_http;

@@ -2,15 +2,16 @@
 //! (keeping its session and protocol-version headers as the protocol asks) and write every message of the answers
 //! back as lines, through the same engine and rules as the stdio-to-child proxy.
 
+use crate::remote::Remote;
 use crate::rules::SharedRules;
 use crate::stdio::{ProxyEnd, ProxyError, Shared, Upstream, from_server, pump_client};
 use crate::trajectory::Trajectory;
 use faultlab_client::transport::http::HttpTransport;
 use faultlab_client::transport::{Incoming, IncomingTx};
 use faultlab_engine::outlet::{self, Outlet, WriterEnd};
+use faultlab_engine::recorder::TransportEventKind;
 use faultlab_wire::{Frame, MAX_LINE_BYTES, MessageId};
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
@@ -18,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 struct HttpUpstream {
     transport: HttpTransport,
+    remote: Remote,
     /// The id of the client's `initialize`, to learn the negotiated version from its reply.
     initialize: Mutex<Option<MessageId>>,
     done: mpsc::UnboundedSender<()>,
@@ -39,7 +41,8 @@ impl Upstream for HttpUpstream {
     }
 }
 
-/// Runs until the client leaves or a fault disconnects it, with the default frame-size limit.
+/// Runs until the client leaves or a fault disconnects it, with the default frame-size limit, for a plain or
+/// https:// upstream with no headers of the user's own.
 pub async fn run<R, W>(
     url: &str,
     rules: SharedRules,
@@ -52,14 +55,16 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    run_with(MAX_LINE_BYTES, url, rules, trajectory, input, output, stop).await
+    let remote = Remote::new(url)
+        .map_err(|e| ProxyError::Spawn { command: url.to_owned(), source: std::io::Error::other(e) })?;
+    run_with(MAX_LINE_BYTES, &remote, rules, trajectory, input, output, stop).await
 }
 
 /// Runs until the client leaves or a fault disconnects it; a client line over `max_frame_bytes` is dropped and its
 /// id answered with an error.
 pub async fn run_with<R, W>(
     max_frame_bytes: usize,
-    url: &str,
+    remote: &Remote,
     rules: SharedRules,
     trajectory: Arc<Trajectory>,
     input: R,
@@ -71,8 +76,10 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let (tx, mut rx): (IncomingTx, _) = mpsc::unbounded_channel();
-    let transport = HttpTransport::new(url, &BTreeMap::new(), tx)
-        .map_err(|e| ProxyError::Spawn { command: url.to_owned(), source: std::io::Error::other(e) })?;
+    let client = remote
+        .reqwest_client()
+        .map_err(|e| ProxyError::Spawn { command: remote.shown(), source: std::io::Error::other(e) })?;
+    let transport = HttpTransport::with_client(remote.url().as_str(), remote.headers().clone(), client, tx);
     {
         let rules = rules.lock().unwrap_or_else(|e| e.into_inner());
         trajectory.started(rules.seed(), rules.len());
@@ -81,14 +88,15 @@ where
     let shared = Shared::new(trajectory.clone());
     let (outlet, queue) = Outlet::new();
     let (done_tx, done_rx) = mpsc::unbounded_channel();
-    let upstream = Arc::new(HttpUpstream { transport, initialize: Mutex::default(), done: done_tx });
+    let upstream =
+        Arc::new(HttpUpstream { transport, remote: remote.clone(), initialize: Mutex::default(), done: done_tx });
     let client =
         tokio::spawn(pump_client(input, rules, shared.clone(), outlet.clone(), upstream.clone(), max_frame_bytes));
     let server = {
         let (shared, upstream) = (shared.clone(), upstream.clone());
         tokio::spawn(async move {
             while let Some(incoming) = rx.recv().await {
-                if let Some(frame) = as_frame(&upstream, incoming) {
+                if let Some(frame) = as_frame(&upstream, &shared.trajectory, incoming) {
                     from_server(&shared, &outlet, frame);
                 }
             }
@@ -110,7 +118,7 @@ where
 }
 
 /// What the stdio client gets for something that arrived from the HTTP side.
-fn as_frame(upstream: &HttpUpstream, incoming: Incoming) -> Option<Frame> {
+fn as_frame(upstream: &HttpUpstream, trajectory: &Trajectory, incoming: Incoming) -> Option<Frame> {
     match incoming {
         Incoming::Frame(frame) => {
             let initialize = upstream.initialize.lock().unwrap_or_else(|e| e.into_inner()).clone();
@@ -131,10 +139,17 @@ fn as_frame(upstream: &HttpUpstream, incoming: Incoming) -> Option<Frame> {
             Some(Frame::from_value(json!({"jsonrpc": "2.0", "id": id.to_value(),
                 "error": {"code": -32603, "message": format!("the upstream answered HTTP {status}"), "data": {"httpStatus": status}}})))
         }
-        // A response stream that broke off: without an answer the stdio client would wait forever.
+        // A request that failed (nothing listens, an untrusted certificate) or a response stream that broke off:
+        // without an answer the stdio client would wait forever. The cause goes to the trajectory too.
         Incoming::Lost { id: Some(id), detail } => {
+            let message = format!(
+                "the upstream connection to {} was lost: {}",
+                upstream.remote.shown(),
+                upstream.remote.explain(&detail)
+            );
+            trajectory.transport(TransportEventKind::Closed, Some(&id), message.clone());
             Some(Frame::from_value(json!({"jsonrpc": "2.0", "id": id.to_value(),
-            "error": {"code": -32603, "message": format!("the upstream connection was lost: {detail}")}})))
+            "error": {"code": -32603, "message": message}})))
         }
         Incoming::Lost { id: None, .. } | Incoming::Ended { .. } => None,
     }

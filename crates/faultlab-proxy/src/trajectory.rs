@@ -1,6 +1,7 @@
 //! The trajectory: every frame that crossed the proxy, the rule and fault applied to it, and a closing ledger
 //! (frames in = frames out + frames consumed - frames injected). Same event schema as the server's recorder.
 
+use crate::remote::Secrets;
 use faultlab_engine::recorder::{Direction, Event, FrameAction, TransportEventKind};
 use faultlab_engine::{FaultKind, Recorder, WireAction};
 use faultlab_wire::frame::at;
@@ -11,6 +12,8 @@ pub struct Trajectory {
     recorder: Recorder,
     /// Record the upstream's replies in full (for replay), not only their metadata.
     bodies: bool,
+    /// Credentials sent upstream: scrubbed from the arguments and bodies recorded (an upstream may echo one).
+    secrets: Secrets,
     frames_in: AtomicU64,
     frames_out: AtomicU64,
     consumed: AtomicU64,
@@ -22,6 +25,7 @@ impl Trajectory {
         Self {
             recorder,
             bodies: false,
+            secrets: Secrets::default(),
             frames_in: AtomicU64::new(0),
             frames_out: AtomicU64::new(0),
             consumed: AtomicU64::new(0),
@@ -32,6 +36,12 @@ impl Trajectory {
     /// Also records every upstream reply's message (`body`), so `faultlab replay` can serve it again.
     pub fn with_bodies(mut self) -> Self {
         self.bodies = true;
+        self
+    }
+
+    /// Scrubs `secrets` from every argument and body recorded.
+    pub fn redacting(mut self, secrets: Secrets) -> Self {
+        self.secrets = secrets;
         self
     }
 
@@ -145,6 +155,17 @@ impl Trajectory {
         fault: Option<&FaultKind>,
         executed: Option<bool>,
     ) -> Event {
+        let mut arguments = (frame.method() == Some("tools/call"))
+            .then(|| at(frame.value()?, &["params", "arguments"]).cloned())
+            .flatten();
+        let mut body = (self.bodies && direction == Direction::ServerToClient && frame.is_reply())
+            .then(|| frame.value().cloned())
+            .flatten();
+        if !self.secrets.is_empty() {
+            for value in [&mut arguments, &mut body].into_iter().flatten() {
+                self.secrets.redact_value(value);
+            }
+        }
         Event::Frame {
             direction,
             action,
@@ -155,13 +176,9 @@ impl Trajectory {
             fault: fault.map(|f| f.name().to_owned()),
             executed,
             bytes: frame.bytes().len(),
-            arguments: (frame.method() == Some("tools/call"))
-                .then(|| at(frame.value()?, &["params", "arguments"]).cloned())
-                .flatten(),
+            arguments,
             error: frame.is_reply().then(|| reply_is_error(frame)),
-            body: (self.bodies && direction == Direction::ServerToClient && frame.is_reply())
-                .then(|| frame.value().cloned())
-                .flatten(),
+            body,
         }
     }
 

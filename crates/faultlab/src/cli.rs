@@ -421,9 +421,23 @@ pub struct ProxyArgs {
     /// Serve Streamable HTTP on this loopback address (e.g. 127.0.0.1:0) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
-    /// The upstream MCP server's Streamable HTTP URL (loopback), e.g. http://127.0.0.1:3000/mcp.
+    /// The upstream MCP server's Streamable HTTP URL, e.g. http://127.0.0.1:3000/mcp or
+    /// https://mcp.example.com/mcp (any host; credentials go in headers, never in the URL).
     #[arg(long, value_name = "URL", conflicts_with = "command")]
     pub upstream: Option<String>,
+    /// PEM file of certificates an https:// upstream may be signed by (a private CA), trusted on top of the
+    /// system's roots.
+    #[arg(long, value_name = "FILE", requires = "upstream")]
+    pub upstream_ca: Option<std::path::PathBuf>,
+    /// A header sent with every request to the upstream, e.g. 'X-Team: lab' (may be repeated; replaces the
+    /// client's header of the same name). Its value is never printed.
+    #[arg(long, value_name = "'NAME: VALUE'", requires = "upstream")]
+    pub upstream_header: Vec<String>,
+    /// A header whose value is taken from the environment, e.g. 'Authorization: Bearer ${MCP_TOKEN}' (single
+    /// quotes, so the shell leaves ${MCP_TOKEN} to the proxy); may be repeated. The value is a secret: never
+    /// printed, and scrubbed from messages and the trajectory. An unset variable is an error (exit code 2).
+    #[arg(long, value_name = "'NAME: ...${VAR}...'", requires = "upstream")]
+    pub upstream_header_env: Vec<String>,
     /// Longest frame (one line) carried in either direction by a stdio front, in bytes (default 68157440 =
     /// 65 MiB: the largest oversized_response fault, 64 MiB, plus its envelope). A longer one is dropped: the client
     /// gets a JSON-RPC error for its id and the trajectory a `dropped` event.

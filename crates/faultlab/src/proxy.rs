@@ -10,6 +10,7 @@ use faultlab_http::guard::{self, AllowedHosts};
 use faultlab_proxy::control::ControlOptions;
 use faultlab_proxy::http::{self as front, HttpProxyOptions, HttpUpstream};
 use faultlab_proxy::http_stdio::Bridge;
+use faultlab_proxy::remote::{Remote, RemoteOptions};
 use faultlab_proxy::rules::{RuleSet, RulesFile, SharedRules};
 use faultlab_proxy::trajectory::Trajectory;
 use faultlab_proxy::{stdio, stdio_http};
@@ -34,13 +35,18 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
     // Only the stdio front with a child upstream can restart its upstream (`server_outage` with `restart`).
     let restarts = args.listen.is_none() && args.upstream.is_none();
     let rules = RuleSet::for_front(file, restarts).map_err(Failure::usage)?.shared();
+    // Before the trajectory file is created: a wrong header or CA file is a usage error with nothing written.
+    let remote = args.upstream.as_deref().map(|url| remote(&args, url)).transpose()?;
     let recorder = match &args.record {
         Some(path) => Recorder::file(path)
             .with_context(|| format!("cannot open the trajectory file {}", path.display()))
             .map_err(Failure::usage)?,
         None => Recorder::stderr(),
     };
-    let trajectory = Trajectory::new(recorder);
+    let mut trajectory = Trajectory::new(recorder);
+    if let Some(remote) = &remote {
+        trajectory = trajectory.redacting(remote.secrets().clone());
+    }
     let trajectory = Arc::new(if args.record_bodies { trajectory.with_bodies() } else { trajectory });
     let control = match &args.control {
         Some(addr) => Some(listen_address(addr).map_err(Failure::usage)?),
@@ -82,7 +88,7 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
             Ok::<_, Failure>(())
         })?;
     }
-    match (&args.listen, &args.upstream, args.command.split_first()) {
+    match (&args.listen, remote, args.command.split_first()) {
         (None, None, Some((program, rest))) => {
             let mut command = tokio::process::Command::new(program);
             command.args(rest);
@@ -92,18 +98,16 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
                 stdio::run_with(options, command, rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
             })
         }
-        (None, Some(upstream), None) => {
-            let url = upstream_url(upstream).map_err(Failure::usage)?;
+        (None, Some(remote), None) => {
             let max = max_frame_bytes(&args);
-            until_signal(runtime, |stop| {
-                stdio_http::run_with(max, url.as_str(), rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
+            until_signal(runtime, |stop| async move {
+                stdio_http::run_with(max, &remote, rules, trajectory, pipes::stdin(), pipes::stdout(), stop).await
             })
         }
-        (Some(listen), Some(upstream), None) => {
+        (Some(listen), Some(remote), None) => {
             let addr = listen_address(listen).map_err(Failure::usage)?;
-            let url = upstream_url(upstream).map_err(Failure::usage)?;
-            let path = url.path().to_owned();
-            let upstream = HttpUpstream::url(url).map_err(Failure::runtime)?;
+            let path = remote.url().path().to_owned();
+            let upstream = HttpUpstream::remote(remote).map_err(Failure::runtime)?;
             runtime.block_on(serve_http(addr, path, upstream, rules, trajectory, &args))
         }
         (Some(listen), None, Some((program, rest))) => {
@@ -163,16 +167,15 @@ fn listen_address(listen: &str) -> anyhow::Result<SocketAddr> {
     Ok(SocketAddr::new(guard::bind_address(host)?, port))
 }
 
-fn upstream_url(url: &str) -> anyhow::Result<reqwest::Url> {
-    let parsed = reqwest::Url::parse(url).map_err(|e| anyhow!("--upstream {url:?} is not a URL: {e}"))?;
-    let loopback = match parsed.host_str() {
-        Some(h) => guard::bind_address(h).is_ok(),
-        None => false,
+/// `--upstream` with its CA and headers, the header values taken from the environment (exit code 2 when any of
+/// it is wrong).
+fn remote(args: &ProxyArgs, url: &str) -> Result<Remote, Failure> {
+    let options = RemoteOptions {
+        ca: args.upstream_ca.clone(),
+        headers: args.upstream_header.clone(),
+        header_env: args.upstream_header_env.clone(),
     };
-    if parsed.scheme() != "http" || !loopback {
-        return Err(anyhow!("--upstream {url:?} must be a plain http:// URL on a loopback host"));
-    }
-    Ok(parsed)
+    options.resolve(url, |name| std::env::var(name).ok()).map_err(|e| Failure::usage(anyhow::Error::from(e)))
 }
 
 async fn serve_http(
@@ -189,7 +192,7 @@ async fn serve_http(
         .map_err(Failure::runtime)?;
     let bound = listener.local_addr().map_err(|e| Failure::runtime(anyhow::Error::from(e)))?;
     let target = match &upstream {
-        HttpUpstream::Url { url, .. } => url.to_string(),
+        HttpUpstream::Url { target, .. } => target.describe(),
         HttpUpstream::Child(_) => "the stdio upstream".into(),
     };
     eprintln!("faultlab: proxy listening at http://{bound}{path} for {target}");

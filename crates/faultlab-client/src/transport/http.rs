@@ -52,16 +52,26 @@ impl HttpTransport {
             map.insert(name_, HeaderValue::try_from(value).map_err(|_| bad())?);
         }
         // Redirects are errors: a test target that redirects is not the target that was named.
-        let client = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build()?;
-        Ok(Self {
+        let builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
+        // A plain http:// target needs no trust store: with TLS compiled in, reqwest would otherwise read the
+        // system's roots for every client, and fail on a machine that has none.
+        #[cfg(feature = "tls")]
+        let builder = builder.tls_certs_only([]);
+        Ok(Self::with_client(url, map, builder.build()?, incoming))
+    }
+
+    /// A transport on a client the caller built and a URL it checked (the proxy's upstream may be https:// on
+    /// any host; its client carries the TLS trust). `headers` go with every request.
+    pub fn with_client(url: &str, headers: HeaderMap, client: reqwest::Client, incoming: IncomingTx) -> Self {
+        Self {
             client,
             url: url.to_owned(),
-            headers: map,
+            headers,
             session: Arc::default(),
             protocol: Mutex::default(),
             incoming,
             readers: Mutex::default(),
-        })
+        }
     }
 
     pub fn set_protocol(&self, version: &str) {
@@ -161,7 +171,8 @@ async fn read_answer_body(
     let response = match request.send().await {
         Ok(response) => response,
         Err(e) => {
-            lost(format!("HTTP request failed: {e}"));
+            // Without the URL: the caller knows it, and its query may carry a key.
+            lost(format!("HTTP request failed: {}", describe(&e.without_url())));
             return;
         }
     };
@@ -214,6 +225,23 @@ async fn read_answer_body(
             Err(e) => lost(format!("the response body broke off: {e}")),
         }
     }
+}
+
+/// An error and its causes, each once (reqwest's own text names only the URL): `error sending request for url
+/// (…): client error (Connect): invalid peer certificate: UnknownIssuer`.
+pub fn describe(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut next = Some(error);
+    while let Some(e) = next {
+        let text = e.to_string();
+        // A wrapper often repeats its cause's text, or its cause repeats the wrapper's.
+        if !text.is_empty() && !parts.iter().any(|p| p.contains(&text)) {
+            parts.retain(|p| !text.contains(p.as_str()));
+            parts.push(text);
+        }
+        next = e.source();
+    }
+    parts.join(": ")
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
