@@ -3,9 +3,11 @@
 //! - `bursts`: frames that arrive together are relayed in order, each rule still applied to its own frame.
 //! - `frames`: property tests; no panic and nothing lost whatever crosses the proxy.
 //! - `outage`: `server_outage` under the paused tokio clock.
+//! - `remote_tls`: HTTPS upstreams against a local TLS server: trusted CA, untrusted CA, headers, redaction.
 //! - `schema_faults`: `wrong_value` and `contradictory` keep a result valid against the declared output schema.
 
 mod bursts;
 mod frames;
 mod outage;
+mod remote_tls;
 mod schema_faults;

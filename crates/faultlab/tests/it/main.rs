@@ -12,6 +12,7 @@ mod limits;
 mod proxy;
 mod proxy_faults;
 mod proxy_http;
+mod proxy_remote;
 mod proxy_restart;
 mod reference_client;
 mod reliability;
