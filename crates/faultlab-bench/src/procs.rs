@@ -69,13 +69,12 @@ impl Drop for Proc {
     }
 }
 
+/// SIGKILL to the process group `pgid` (ESRCH, when it is gone already, is no error here).
 pub fn kill_group(pgid: u32) {
-    let _ = Command::new("kill")
-        .args(["-s", "KILL", "--", &format!("-{pgid}")])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
+    use rustix::process::{Pid, Signal, kill_process_group};
+    if let Some(pgid) = Pid::from_raw(pgid as i32) {
+        let _ = kill_process_group(pgid, Signal::KILL);
+    }
 }
 
 pub fn kill_all_groups() {

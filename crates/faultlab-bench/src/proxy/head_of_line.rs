@@ -18,6 +18,7 @@ const A_IDS: u64 = 1 << 40;
 const SENTINEL_ID: u64 = 1 << 41;
 
 /// `echo` latency (µs) under the `get-sum` stream, with the rule and without, per round.
+#[derive(Default)]
 pub(super) struct HeadOfLine {
     with_fault: Vec<Stats>,
     without: Vec<Stats>,
@@ -154,13 +155,7 @@ pub(super) fn measure(cfg: &Config, scratch: &Path) -> HeadOfLine {
         p.calls(Tool::Echo, cfg.seq_warmup).unwrap_or_else(|e| panic!("{e}"));
     }
     let mut next_a = [A_IDS; 3];
-    let mut out = HeadOfLine {
-        with_fault: Vec::new(),
-        without: Vec::new(),
-        direct: Vec::new(),
-        a_ms_with_fault: Vec::new(),
-        max_in_flight: 0,
-    };
+    let mut out = HeadOfLine::default();
     for r in 0..cfg.hol_rounds {
         for k in 0..3 {
             let i = (r + k) % 3;

@@ -24,6 +24,7 @@ const AGENTBREAK_ERA: &str = "2024-11-05";
 pub(super) const AGENTBREAK_PROXY: &str = "proxy_agentbreak_era";
 
 /// One connection and what it measured.
+#[derive(Default)]
 pub(super) struct HttpConn {
     key: &'static str,
     name: &'static str,
@@ -44,20 +45,7 @@ pub(super) struct HttpConn {
 
 impl HttpConn {
     fn new(key: &'static str, name: &'static str, url: String, era: &'static str, relay_pid: Option<u32>) -> HttpConn {
-        HttpConn {
-            key,
-            name,
-            url,
-            era,
-            target: None,
-            relay_pid,
-            latency_us: Vec::new(),
-            round_latency_us: Vec::new(),
-            round_rps: Vec::new(),
-            relay_cpu_us: 0.0,
-            server_cpu_us: 0.0,
-            requests: 0,
-        }
+        HttpConn { key, name, url, era, relay_pid, ..HttpConn::default() }
     }
     fn json(&self) -> Value {
         let per = |cpu: f64| if self.requests == 0 { 0.0 } else { cpu / self.requests as f64 };

@@ -172,8 +172,9 @@ impl Config {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug, Default)]
 enum Via {
+    #[default]
     Direct,
     /// `faultlab proxy --record FILE` (the trajectory kept in a file, as a user would keep it).
     Proxy,

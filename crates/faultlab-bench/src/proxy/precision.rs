@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// One rule's figures, per round.
+#[derive(Default)]
 struct Mode {
     mode: &'static str,
     /// Signed error (added - delay), ms, all rounds pooled.
@@ -77,16 +78,7 @@ fn mode(cfg: &Config, direct: &mut Peer, mode: &'static str, scratch: &Path) -> 
     // The rule matches `echo` only: warm the path (and Node) with `get-sum`.
     ok(proxy.calls(Tool::Sum, cfg.seq_warmup));
     let delay_ms = cfg.lat_delay_ms as f64;
-    let mut out = Mode {
-        mode,
-        error_ms: Vec::new(),
-        round_abs_p50: Vec::new(),
-        round_abs_p99: Vec::new(),
-        client_error_ms: Vec::new(),
-        direct_median_us: Vec::new(),
-        direct_after_pause_us: Vec::new(),
-        legs_median_us: Vec::new(),
-    };
+    let mut out = Mode { mode, ..Mode::default() };
     for _ in 0..cfg.lat_rounds {
         let base = Stats::of(&ok(direct.calls(Tool::Echo, cfg.lat_calls))).median;
         let first = proxy.next_id;

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use std::path::Path;
 
 /// Figures 1 and 2 for one connection, all rounds pooled.
+#[derive(Default)]
 pub(super) struct PerVia {
     via: Via,
     /// Figure 1: per-call round trips (µs); figure 2: requests per second, one per round.
@@ -43,17 +44,7 @@ pub(super) struct Rounds {
 /// A failing peer (`Via::optional`) is dropped, the reason kept in `skipped`; any other failure ends the bench.
 fn relay_rounds(cfg: &Config, peers: &mut [(Via, Peer)], pipelined: bool, skipped: &mut Skipped) -> Vec<PerVia> {
     let n = peers.len();
-    let mut out: Vec<PerVia> = peers
-        .iter()
-        .map(|(via, _)| PerVia {
-            via: *via,
-            samples: Vec::new(),
-            ratios: Vec::new(),
-            round_figures: Vec::new(),
-            relay_cpu_us: 0.0,
-            server_cpu_us: 0.0,
-        })
-        .collect();
+    let mut out: Vec<PerVia> = peers.iter().map(|(via, _)| PerVia { via: *via, ..PerVia::default() }).collect();
     let (mut cpu, mut calls) = (vec![(0.0f64, 0.0f64); n], vec![0usize; n]);
     let mut alive = vec![true; n];
     let mut drop_peer = |via: Via, alive: &mut bool, e: String| {
