@@ -2,8 +2,8 @@
 # Benchmarks `faultlab proxy` on stdio in front of the Node reference server @modelcontextprotocol/server-everything
 # (crates/faultlab-bench, `proxy`), against the same server direct, in one run: sequential tools/call round trips,
 # pipelined throughput, latency-fault precision, and the delay a latency fault adds to unrelated concurrent calls;
-# then, informational, the same calls over Streamable HTTP. A benchmark, not a test: it prints figures and never
-# fails on them.
+# then the same calls over Streamable HTTP (proxy / direct, and AgentBreak beside the proxy). A benchmark, not a
+# test: it prints figures and never fails on them.
 #
 # Installs, pinned, on first use (all under the git-ignored .cache/):
 #   - Node.js and @modelcontextprotocol/server-everything, by scripts/lib/everything-tools.sh (.cache/bench-node)
