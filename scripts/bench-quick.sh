@@ -5,11 +5,10 @@
 # checked; a bench that panics, hangs past its stall limit or leaves no JSON report fails the run. mcp-drill and
 # AgentBreak are left out here (the full run, scripts/bench.sh, installs them).
 #
-# The benches measure the faultlab binary in FAULTLAB_BIN (scripts/test.sh sets it), else target/debug/faultlab
-# (built here when missing). They are built with --workspace so that cargo resolves features as `cargo test
+# The benches measure the faultlab binary at the absolute path FAULTLAB_BIN (scripts/test.sh sets it), else
+# target/debug/faultlab (built here when missing). They are built with --workspace so that cargo resolves features as `cargo test
 # --workspace` did and reuses its dependencies instead of building them again for this one crate.
 set -euo pipefail
-CALLER_PWD="$PWD"
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
@@ -21,15 +20,13 @@ source "$ROOT/scripts/lib/everything-tools.sh"
 install_everything
 verify_everything
 
-TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-[[ "$TARGET_DIR" == /* ]] || TARGET_DIR="$CALLER_PWD/$TARGET_DIR"
-BIN="${FAULTLAB_BIN:-$TARGET_DIR/debug/faultlab}"
-[[ "$BIN" == /* ]] || BIN="$CALLER_PWD/$BIN"
-if [[ ! -x "$BIN" ]]; then
-    log "building faultlab (debug)"
-    cargo build --locked -q -p faultlab </dev/null
+BIN="${FAULTLAB_BIN:-}"
+if [[ -z "$BIN" ]]; then
+    BIN="$(cargo metadata --locked --format-version 1 --no-deps </dev/null \
+        | python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/debug/faultlab"
+    [[ -x "$BIN" ]] || cargo build --locked -q -p faultlab </dev/null
 fi
-[[ -x "$BIN" ]] || die "no faultlab binary at $BIN"
+[[ "$BIN" == /* && -x "$BIN" ]] || die "FAULTLAB_BIN must be the absolute path of a faultlab binary (got $BIN)"
 
 OUT="$(mktemp -d)"
 trap 'rm -rf "$OUT"' EXIT

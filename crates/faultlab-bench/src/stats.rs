@@ -75,6 +75,11 @@ pub fn per_round(a: &[f64], b: &[f64]) -> Vec<f64> {
     a.iter().zip(b).map(|(x, y)| x / y).collect()
 }
 
+/// One row of a Markdown table.
+pub fn row(cells: &[String]) {
+    println!("| {} |", cells.join(" | "));
+}
+
 /// The goal column of a console table.
 pub fn met(b: bool) -> &'static str {
     if b { "yes" } else { "NO" }

@@ -11,7 +11,7 @@
 use super::{Config, NODE_ERA, agentbreak};
 use crate::http::{self, Target};
 use crate::procs::cpu_us;
-use crate::stats::{Stats, fmt, met, per_round, ratio_json};
+use crate::stats::{Stats, fmt, met, per_round, ratio_json, row};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::sync::Arc;
@@ -217,23 +217,29 @@ impl Http {
         let (latency_met, rps_met) = self.met();
         let median = |key| fmt(Stats::of(&self.rounds(key, true)).median);
         let rps_median = |key| fmt(Stats::of(&self.rounds(key, false)).median);
-        println!(
-            "| 5 | Streamable HTTP `tools/call` `echo`, {NODE_ERA} session, one request in flight; {} rounds x {:?} | median {} µs | median {} µs | proxy/direct median latency: {} | (AgentBreak: peers table) | <= 1.10x (median) | {} |",
-            cfg.http_rounds,
-            cfg.http_window,
-            median("direct"),
-            median("proxy"),
-            latency.spread("x"),
-            met(latency_met)
-        );
-        println!(
-            "| 5b | the same, {} requests in flight | {} req/s | {} req/s | proxy/direct req/s: {} | - | >= 0.9x (median) | {} |",
-            cfg.http_in_flight,
-            rps_median("direct"),
-            rps_median("proxy"),
-            rps.spread("x"),
-            met(rps_met)
-        );
+        row(&[
+            "5".to_owned(),
+            format!(
+                "Streamable HTTP `tools/call` `echo`, {NODE_ERA} session, one request in flight; {} rounds x {:?}",
+                cfg.http_rounds, cfg.http_window
+            ),
+            format!("median {} µs", median("direct")),
+            format!("median {} µs", median("proxy")),
+            format!("proxy/direct median latency: {}", latency.spread("x")),
+            "(AgentBreak: peers table)".to_owned(),
+            "<= 1.10x (median)".to_owned(),
+            met(latency_met).to_owned(),
+        ]);
+        row(&[
+            "5b".to_owned(),
+            format!("the same, {} requests in flight", cfg.http_in_flight),
+            format!("{} req/s", rps_median("direct")),
+            format!("{} req/s", rps_median("proxy")),
+            format!("proxy/direct req/s: {}", rps.spread("x")),
+            "-".to_owned(),
+            ">= 0.9x (median)".to_owned(),
+            met(rps_met).to_owned(),
+        ]);
     }
 
     /// Every connection of figure 5.

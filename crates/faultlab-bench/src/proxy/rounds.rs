@@ -3,7 +3,7 @@
 //! reference of every ratio), the proxy, the peer relays and the reference connections.
 
 use super::{Config, Skipped, Via, peer};
-use crate::stats::{Stats, fmt, met, ratio_json};
+use crate::stats::{Stats, fmt, met, ratio_json, row};
 use crate::stdio::{Peer, Tool};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -228,26 +228,32 @@ impl Rounds {
                 .collect();
             cells.join("; ")
         };
-        println!(
-            "| 1 | sequential `tools/call` `echo`, {} rounds x {} calls each, no rules | {} | {} | proxy/direct total time: {} | {} | <= 1.10x (median) | {} |",
-            cfg.seq_rounds,
-            cfg.seq_calls,
+        row(&[
+            "1".to_owned(),
+            format!(
+                "sequential `tools/call` `echo`, {} rounds x {} calls each, no rules",
+                cfg.seq_rounds, cfg.seq_calls
+            ),
             seq_cell(Via::Direct),
             seq_cell(Via::Proxy),
-            Self::proxy_ratios(&self.seq).spread("x"),
+            format!("proxy/direct total time: {}", Self::proxy_ratios(&self.seq).spread("x")),
             peers_cell(&self.seq),
-            met(self.seq_met())
-        );
-        println!(
-            "| 2 | pipelined: {} `echo` calls written without waiting, all replies read; {} rounds | {} | {} | proxy/direct req/s: {} | {} | >= 0.9x (median) | {} |",
-            cfg.pipe_count,
-            cfg.pipe_rounds,
+            "<= 1.10x (median)".to_owned(),
+            met(self.seq_met()).to_owned(),
+        ]);
+        row(&[
+            "2".to_owned(),
+            format!(
+                "pipelined: {} `echo` calls written without waiting, all replies read; {} rounds",
+                cfg.pipe_count, cfg.pipe_rounds
+            ),
             rps_cell(Via::Direct),
             rps_cell(Via::Proxy),
-            Self::proxy_ratios(&self.pipe).spread("x"),
+            format!("proxy/direct req/s: {}", Self::proxy_ratios(&self.pipe).spread("x")),
             peers_cell(&self.pipe),
-            met(self.pipe_met())
-        );
+            ">= 0.9x (median)".to_owned(),
+            met(self.pipe_met()).to_owned(),
+        ]);
     }
 
     /// Every connection of figures 1 and 2.

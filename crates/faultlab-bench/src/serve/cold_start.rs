@@ -1,8 +1,8 @@
 //! Figure 1: stdio cold start, ms from spawn to the `initialize` response line; runs alternate servers so drift
 //! on a shared machine hits both alike.
 
-use super::{Config, NODE_ERA, Server};
-use crate::stats::{Stats, met};
+use super::{Config, NODE_ERA, Server, compare};
+use crate::stats::Stats;
 use crate::stdio::{Peer, initialize};
 use serde_json::{Value, json};
 use std::process::Command;
@@ -52,14 +52,8 @@ impl ColdStart {
     }
 
     pub(super) fn print(&self, cfg: &Config) {
-        println!(
-            "| stdio cold start to `initialize` response, ms (min / median / max, n={}) | {} | {} | {:.3}x | ours median <= 10 ms | {} |",
-            cfg.cold_runs,
-            self.ours.cell(false),
-            self.node.cell(false),
-            self.ours.median / self.node.median,
-            met(self.met())
-        );
+        let what = format!("stdio cold start to `initialize` response, ms (min / median / max, n={})", cfg.cold_runs);
+        compare(what, &self.ours, &self.node, false, 3, "ours median <= 10 ms", Some(self.met()));
     }
 
     pub(super) fn json(&self) -> Value {

@@ -1,7 +1,7 @@
 //! Figure 4 (informational): memory per open 2025-11-25 session, KiB, on fresh servers, alternating.
 
-use super::Config;
 use super::throughput::session_target;
+use super::{Config, compare};
 use crate::http::{self, Server};
 use crate::procs::rss_kib;
 use crate::stats::Stats;
@@ -48,14 +48,11 @@ pub(super) fn measure(cfg: &Config) -> Memory {
 
 impl Memory {
     pub(super) fn print(&self, cfg: &Config) {
-        println!(
-            "| HTTP memory per open 2025-11-25 session, KiB ({} open; min / median / max of {} fresh servers) | {} | {} | {:.3}x | - | - |",
-            cfg.memory_sessions,
-            cfg.memory_rounds,
-            self.ours.cell(false),
-            self.node.cell(false),
-            self.ours.median / self.node.median
+        let what = format!(
+            "HTTP memory per open 2025-11-25 session, KiB ({} open; min / median / max of {} fresh servers)",
+            cfg.memory_sessions, cfg.memory_rounds
         );
+        compare(what, &self.ours, &self.node, false, 3, "-", None);
     }
 
     pub(super) fn json(&self, cfg: &Config) -> Value {

@@ -26,6 +26,7 @@ mod throughput;
 
 use crate::inputs::{Inputs, Machine, Tools, write_report};
 use crate::procs::{kill_groups_on_panic, leftover_processes};
+use crate::stats::{Stats, met, row};
 use serde_json::json;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -73,6 +74,13 @@ impl Config {
             suite_rounds: i.q(1, 5),
         }
     }
+}
+
+/// One row of the main table: ours beside Node (`p99`: with the p99 column), the ratio of the medians with
+/// `digits` decimals, the goal and whether it is met (`None`: informational).
+fn compare(what: String, ours: &Stats, node: &Stats, p99: bool, digits: usize, goal: &str, ok: Option<bool>) {
+    let ratio = format!("{:.digits$}x", ours.median / node.median);
+    row(&[what, ours.cell(p99), node.cell(p99), ratio, goal.to_owned(), ok.map_or("-", met).to_owned()]);
 }
 
 #[derive(Clone, Copy, PartialEq)]

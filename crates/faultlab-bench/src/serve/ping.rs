@@ -1,8 +1,8 @@
 //! Figure 2: stdio JSON-RPC `ping` round trip, µs, on one initialized connection, after a warm-up.
 
 use super::cold_start::stdio_command;
-use super::{Config, NODE_ERA, Server};
-use crate::stats::{Stats, met};
+use super::{Config, NODE_ERA, Server, compare};
+use crate::stats::Stats;
 use crate::stdio::Peer;
 use serde_json::{Value, json};
 
@@ -35,14 +35,8 @@ impl Ping {
     }
 
     pub(super) fn print(&self, cfg: &Config) {
-        println!(
-            "| stdio `ping` round trip, µs (min / median / p99 / max, n={}) | {} | {} | {:.3}x | <= 0.3x | {} |",
-            cfg.ping_count,
-            self.ours.cell(true),
-            self.node.cell(true),
-            self.ratio(),
-            met(self.ratio() <= 0.3)
-        );
+        let what = format!("stdio `ping` round trip, µs (min / median / p99 / max, n={})", cfg.ping_count);
+        compare(what, &self.ours, &self.node, true, 3, "<= 0.3x", Some(self.ratio() <= 0.3));
     }
 
     pub(super) fn json(&self, cfg: &Config) -> Value {

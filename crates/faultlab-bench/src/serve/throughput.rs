@@ -1,10 +1,10 @@
 //! Figure 3: HTTP `tools/call` requests per second with a fixed number in flight: ours stateless (2026-07-28),
 //! ours in a 2025-11-25 session (same era as Node, informational), Node in a 2025-11-25 session.
 
-use super::{Config, MODERN_ERA, NODE_ERA};
+use super::{Config, MODERN_ERA, NODE_ERA, compare};
 use crate::http::{self, Server, Target};
 use crate::procs::cpu_us;
-use crate::stats::{Stats, fmt, met};
+use crate::stats::{Stats, fmt};
 use serde_json::{Value, json};
 use std::sync::Arc;
 
@@ -86,34 +86,21 @@ impl Throughput {
 
     pub(super) fn print(&self, cfg: &Config) {
         let (ours, node) = (&self.ours, &self.node);
-        println!(
-            "| HTTP `tools/call` req/s, {} in flight (min / median / max of {} x {:?}) | {} | {} | {:.2}x | >= 5x | {} |",
-            cfg.http_in_flight,
-            cfg.http_rounds,
-            cfg.http_window,
-            ours.rps.cell(false),
-            node.rps.cell(false),
-            self.ratio(),
-            met(self.ratio() >= 5.0)
+        let what = format!(
+            "HTTP `tools/call` req/s, {} in flight (min / median / max of {} x {:?})",
+            cfg.http_in_flight, cfg.http_rounds, cfg.http_window
         );
-        println!(
-            "| HTTP `tools/call` latency, µs (min / median / p99 / max) | {} | {} | {:.3}x | - | - |",
-            ours.latency_us.cell(true),
-            node.latency_us.cell(true),
-            ours.latency_us.median / node.latency_us.median
-        );
+        compare(what, &ours.rps, &node.rps, false, 2, ">= 5x", Some(self.ratio() >= 5.0));
+        let what = "HTTP `tools/call` latency, µs (min / median / p99 / max)".to_owned();
+        compare(what, &ours.latency_us, &node.latency_us, true, 3, "-", None);
         println!(
             "| HTTP server CPU time per request, µs (whole run; client shares the cores) | {} | {} | {:.3}x | - | - |",
             fmt(ours.server_cpu_us),
             fmt(node.server_cpu_us),
             ours.server_cpu_us / node.server_cpu_us
         );
-        println!(
-            "| same era as Node: faultlab HTTP req/s in a 2025-11-25 session (min / median / max) | {} | {} | {:.2}x | - | - |",
-            self.ours_session.rps.cell(false),
-            node.rps.cell(false),
-            self.ours_session.rps.median / node.rps.median
-        );
+        let what = "same era as Node: faultlab HTTP req/s in a 2025-11-25 session (min / median / max)".to_owned();
+        compare(what, &self.ours_session.rps, &node.rps, false, 2, "-", None);
     }
 
     pub(super) fn json(&self, cfg: &Config) -> Value {
