@@ -15,11 +15,9 @@ cd "$ROOT"
 log() { printf 'bench-eval: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 2; }
 
-TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-[[ "$TARGET_DIR" == /* ]] || TARGET_DIR="$CALLER_PWD/$TARGET_DIR"
-JSON_OUT="${FAULTLAB_BENCH_JSON:-$TARGET_DIR/bench/eval.json}"
-[[ "$JSON_OUT" == /* ]] || JSON_OUT="$CALLER_PWD/$JSON_OUT"
-mkdir -p "$(dirname "$JSON_OUT")"
+# shellcheck source=scripts/lib/bench-release.sh
+source "$ROOT/scripts/lib/bench-release.sh"
+bench_paths eval
 
 if [[ -n "${FAULTLAB_BENCH_QUICK:-}" ]]; then
     repeat=1

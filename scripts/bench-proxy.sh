@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Benchmarks `faultlab proxy` on stdio in front of the Node reference server @modelcontextprotocol/server-everything
-# (crates/faultlab/benches/proxy.rs), against the same server direct, in one run: sequential tools/call round trips,
+# (crates/faultlab-bench, `proxy`), against the same server direct, in one run: sequential tools/call round trips,
 # pipelined throughput, latency-fault precision, and the delay a latency fault adds to unrelated concurrent calls;
-# then, informational, the same calls over Streamable HTTP. A benchmark, not a test: it prints figures and never
-# fails on them.
+# then the same calls over Streamable HTTP (proxy / direct, and AgentBreak beside the proxy). A benchmark, not a
+# test: it prints figures and never fails on them.
 #
 # Installs, pinned, on first use (all under the git-ignored .cache/):
 #   - Node.js and @modelcontextprotocol/server-everything, by scripts/lib/everything-tools.sh (.cache/bench-node)
 #   - for scale, peers on the same workload (each left out with the reason when it cannot be had or run):
-#     - a stdio relay on the official TypeScript SDK (crates/faultlab/benches/ts-relay.mjs), run on the SDK npm
+#     - a stdio relay on the official TypeScript SDK (crates/faultlab-bench/ts-relay.mjs), run on the SDK npm
 #       installed beside server-everything (its dependency, resolved as of the same pinned date); nothing new to
 #       install, the version is checked against TS_RELAY_SDK_VERSION;
 #     - the Python relay mcp-drill (PyPI, `mcp-drill wrap`), pinned by version and wheel hash in a venv at
@@ -18,9 +18,8 @@
 #       bench puts it in front of the HTTP workload.
 #   With FAULTLAB_BENCH_QUICK=1 the Python peers are neither installed nor run.
 #
-# Then builds faultlab in release, copies the binary (so the bench measures exactly what
-# `cargo build --release` produced, not a rebuild with dev-dependency features) and runs
-# `cargo bench -p faultlab --bench proxy`.
+# Then builds faultlab in release and runs `cargo bench -p faultlab-bench --bench proxy` on that binary
+# (scripts/lib/bench-release.sh).
 #
 # Environment:
 #   FAULTLAB_BENCH_QUICK=1     tiny counts (seconds; proves the bench runs, figures mean nothing)
@@ -77,11 +76,9 @@ die() { log "error: $*"; exit 2; }
 
 # shellcheck source=scripts/lib/everything-tools.sh
 source "$ROOT/scripts/lib/everything-tools.sh"
-TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
-[[ "$TARGET_DIR" == /* ]] || TARGET_DIR="$CALLER_PWD/$TARGET_DIR"
-[[ -z "${CARGO_TARGET_DIR:-}" ]] || export CARGO_TARGET_DIR="$TARGET_DIR"
-JSON_OUT="${FAULTLAB_BENCH_JSON:-$TARGET_DIR/bench/proxy.json}"
-[[ "$JSON_OUT" == /* ]] || JSON_OUT="$CALLER_PWD/$JSON_OUT" # the bench runs in crates/faultlab
+# shellcheck source=scripts/lib/bench-release.sh
+source "$ROOT/scripts/lib/bench-release.sh"
+bench_paths proxy
 
 DRILL_CACHE="$ROOT/.cache/bench-proxy"
 DRILL_VENV="$DRILL_CACHE/drill-venv"
@@ -211,18 +208,8 @@ else
     TS_SDK_ARG="$TS_SDK_DIR"
 fi
 
-# ---------------------------------------------------------------- build
-log "building faultlab (cargo build --release -p faultlab)"
-build_start=$SECONDS
-cargo build --release -p faultlab </dev/null >&2
-log "release build took $((SECONDS - build_start)) s"
-mkdir -p "$TARGET_DIR/bench"
-cp "$TARGET_DIR/release/faultlab" "$TARGET_DIR/bench/faultlab-proxy-bench"
-
-# ---------------------------------------------------------------- run
-log "running cargo bench -p faultlab --bench proxy${FAULTLAB_BENCH_QUICK:+ (FAULTLAB_BENCH_QUICK=$FAULTLAB_BENCH_QUICK)}"
-bench_start=$SECONDS
-FAULTLAB_BENCH_BIN="$TARGET_DIR/bench/faultlab-proxy-bench" \
+# ---------------------------------------------------------------- build and run
+bench_release proxy \
     FAULTLAB_BENCH_NODE="$EVERYTHING_NODE_BIN" \
     FAULTLAB_BENCH_EVERYTHING="$EVERYTHING_JS" \
     FAULTLAB_BENCH_DRILL="$DRILL_ARG" \
@@ -230,7 +217,4 @@ FAULTLAB_BENCH_BIN="$TARGET_DIR/bench/faultlab-proxy-bench" \
     FAULTLAB_BENCH_AGENTBREAK="$AGENTBREAK_ARG" \
     FAULTLAB_BENCH_AGENTBREAK_SKIP="$AGENTBREAK_SKIP" \
     FAULTLAB_BENCH_TS_SDK="$TS_SDK_ARG" \
-    FAULTLAB_BENCH_TS_SKIP="$TS_SKIP" \
-    FAULTLAB_BENCH_JSON="$JSON_OUT" \
-    cargo bench -p faultlab --bench proxy </dev/null
-log "cargo bench (including its build) took $((SECONDS - bench_start)) s"
+    FAULTLAB_BENCH_TS_SKIP="$TS_SKIP"

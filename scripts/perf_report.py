@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Turns the benchmark JSON (target/bench/serve.json, target/bench/proxy.json) into docs/performance.md:
+"""Turns the benchmark JSON (target/bench/serve.json, target/bench/proxy.json, target/bench/eval.json; written by
+the benches of crates/faultlab-bench and scripts/bench-eval.sh) into docs/performance.md:
 every figure with its goal and whether it is met, the machine it came from, and the versions compared; then,
 informational, faultlab proxy beside peer relays on the same workload ("faultlab proxy / peer")."""
 import json
@@ -46,13 +47,6 @@ def serve_rows(d):
                      f"server, wall time per era (min / median / max of {w['rounds']})",
                      f"2026-07-28: {stats(w['modern'], 's')}; 2025-11-25: {stats(w['legacy'], 's')}",
                      w["goal"], w["met"]))
-    hp = d.get("http_proxy")
-    if hp:
-        for key, what in (("sequential_latency_over_direct", "median latency with one request in flight"),
-                          ("throughput_over_direct", f"requests/s with {hp['in_flight']} in flight")):
-            r = hp[key]
-            rows.append((f"proxy over HTTP in front of Node (2025-11-25 session), {what}, proxy / direct "
-                         f"(min / median / max of {hp['rounds']} rounds)", stats(r, "×"), r["goal"], r["met"]))
     m = d.get("memory_per_session_kib")
     if m:
         rows.append((f"serve: memory per open 2025-11-25 session, {m['sessions_open']} open (median of "
@@ -89,7 +83,14 @@ def proxy_rows(d):
                 text += f"; {label} {fmt(over['median'])}×"
         return text
 
-    err = l["after"]["abs_error_ms"]
+    h = d["http"]
+    proxy_http = h["connections"]["proxy"]
+    http_rows = [
+        (f"proxy over HTTP in front of Node ({h['era']} session), {what}, proxy / direct "
+         f"(min / median / max of {h['rounds']} rounds)", stats(r, "×"), r["goal"], r["met"])
+        for r, what in ((proxy_http["latency_over_direct"], "median latency with one request in flight"),
+                        (proxy_http["rps_over_direct"], f"requests/s with {h['in_flight']} in flight"))
+    ]
     return [
         (f"proxy: {s['calls_per_round']:,} sequential `tools/call` over stdio, proxy / direct "
          f"(min / median / max of {s['rounds']} rounds)", versus(s), s["goal"], s["met"]),
@@ -101,7 +102,7 @@ def proxy_rows(d):
         (f"proxy: delay added to unrelated calls while a {hol['delay_ms']} ms latency fault is active (p50 / p99)",
          f"{fmt(hol['added_p50_ms']['median'], 3)} / {fmt(hol['added_p99_ms']['median'], 3)} ms",
          hol["goal"], hol["met"]),
-    ]
+    ] + http_rows
 
 
 # Peers compared with the proxy in proxy.json "peers" (mcp-drill already shows beside the proxy's own figures).

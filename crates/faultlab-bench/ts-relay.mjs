@@ -1,4 +1,4 @@
-// A stdio MCP relay on the official TypeScript SDK, for the proxy bench (crates/faultlab/benches/proxy.rs) to
+// A stdio MCP relay on the official TypeScript SDK, for the proxy bench (crates/faultlab-bench/src/proxy) to
 // compare `faultlab proxy` with. It forwards every JSON-RPC message both ways unchanged, at the transport level:
 // StdioServerTransport toward the client, StdioClientTransport toward the server, each one's onmessage sending on
 // the other. So it costs what the SDK's own stdio framing and parsing cost, and nothing of a protocol

@@ -1,0 +1,34 @@
+# shellcheck shell=bash
+# Shared by the benchmark scripts (sourced, not run). The sourcing script sets ROOT (the workspace root) and
+# CALLER_PWD (where it was started) and defines log.
+
+# Sets TARGET_DIR (cargo's target directory, absolute; exported as CARGO_TARGET_DIR when one was given) and
+# JSON_OUT (FAULTLAB_BENCH_JSON, or TARGET_DIR/bench/NAME.json; absolute, as the bench runs in its crate's folder)
+# and creates JSON_OUT's folder.
+#   bench_paths NAME
+bench_paths() {
+    TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+    [[ "$TARGET_DIR" == /* ]] || TARGET_DIR="$CALLER_PWD/$TARGET_DIR"
+    [[ -z "${CARGO_TARGET_DIR:-}" ]] || export CARGO_TARGET_DIR="$TARGET_DIR"
+    JSON_OUT="${FAULTLAB_BENCH_JSON:-$TARGET_DIR/bench/$1.json}"
+    [[ "$JSON_OUT" == /* ]] || JSON_OUT="$CALLER_PWD/$JSON_OUT"
+    mkdir -p "$(dirname "$JSON_OUT")"
+}
+
+# Builds faultlab in release and runs one bench of crates/faultlab-bench on that binary (the bench crate does not
+# depend on faultlab, so building it leaves target/release/faultlab as `cargo build --release` made it), with the
+# JSON report to JSON_OUT and each VAR=VALUE in its environment.
+#   bench_release NAME [VAR=VALUE...]
+bench_release() {
+    local name="$1" start
+    shift
+    log "building faultlab (cargo build --release -p faultlab)"
+    start=$SECONDS
+    cargo build --release -p faultlab </dev/null >&2
+    log "release build took $((SECONDS - start)) s"
+    log "running cargo bench -p faultlab-bench --bench $name${FAULTLAB_BENCH_QUICK:+ (FAULTLAB_BENCH_QUICK=$FAULTLAB_BENCH_QUICK)}"
+    start=$SECONDS
+    env FAULTLAB_BENCH_BIN="$TARGET_DIR/release/faultlab" FAULTLAB_BENCH_JSON="$JSON_OUT" "$@" \
+        cargo bench -p faultlab-bench --bench "$name" </dev/null
+    log "cargo bench (including its build) took $((SECONDS - start)) s"
+}
