@@ -6,7 +6,7 @@
 # test: it prints figures and never fails on them.
 #
 # Installs, pinned, on first use (all under the git-ignored .cache/):
-#   - Node.js and @modelcontextprotocol/server-everything, by scripts/lib/everything-tools.sh (.cache/bench-node)
+#   - Node.js and @modelcontextprotocol/server-everything, by scripts/lib/everything-tools.sh (.cache/node)
 #   - for scale, peers on the same workload (each left out with the reason when it cannot be had or run):
 #     - a stdio relay on the official TypeScript SDK (crates/faultlab-bench/ts-relay.mjs), run on the SDK npm
 #       installed beside server-everything (its dependency, resolved as of the same pinned date); nothing new to

