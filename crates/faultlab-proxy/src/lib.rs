@@ -9,7 +9,8 @@
 //! - [`http_stdio`]: the bridge behind the HTTP front when the upstream is a stdio child.
 //! - [`stdio_http`]: the stdio front with an HTTP upstream (each line POSTed, answers written back as lines).
 //! - [`control`]: the opt-in live control API (list, add, remove, reset rules while traffic flows).
-//! - [`trajectory`]: the frame log and its ledger, shared by both fronts.
+//! - [`trajectory`]: the frame log and its ledger, shared by both fronts (written by
+//!   `faultlab_engine::trajectory::Writer`).
 
 pub mod control;
 pub mod http;

@@ -6,6 +6,8 @@ use crate::pipes;
 use crate::signals::wait_for_signal;
 use anyhow::{Context as _, anyhow};
 use faultlab_engine::Recorder;
+use faultlab_engine::recording::Recording;
+use faultlab_engine::trajectory::Trajectory as ReadTrajectory;
 use faultlab_http::guard::{self, AllowedHosts};
 use faultlab_proxy::control::ControlOptions;
 use faultlab_proxy::http::{self as front, HttpProxyOptions, HttpUpstream};
@@ -14,6 +16,7 @@ use faultlab_proxy::rules::{RuleSet, RulesFile, SharedRules};
 use faultlab_proxy::trajectory::Trajectory;
 use faultlab_proxy::{stdio, stdio_http};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -119,6 +122,22 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         }
         _ => Err(Failure::usage(anyhow!("name the upstream: -- CMD ARGS (stdio) or --upstream URL (HTTP)"))),
     }
+}
+
+/// Reads a recording (a trajectory recorded with `--record-bodies`) to answer from (`faultlab replay-server`). A
+/// trajectory without a single reply body is refused: it cannot answer anything.
+pub fn read_recording(path: &Path) -> anyhow::Result<Recording> {
+    let file = std::fs::File::open(path).with_context(|| format!("cannot read the recording {}", path.display()))?;
+    let trajectory =
+        ReadTrajectory::read(std::io::BufReader::new(file)).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let recording = Recording::from_trajectory(&trajectory);
+    if recording.is_empty() {
+        return Err(anyhow!(
+            "{} holds no reply bodies: record with `faultlab proxy --record FILE --record-bodies` (faultlab eval always does)",
+            path.display()
+        ));
+    }
+    Ok(recording)
 }
 
 fn max_frame_bytes(args: &ProxyArgs) -> usize {

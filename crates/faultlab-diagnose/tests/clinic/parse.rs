@@ -109,7 +109,7 @@ fn trajectory_errors_name_the_line() {
     let cases = [
         (
             format!(
-                "{good}\n\n{{\"tsMs\": 2.0, \"event\": \"frame\", \"direction\": \"sideways\", \"action\": \"forwarded\"}}"
+                "{good}\n\n{{\"tsMs\": 2.0, \"scope\": \"\", \"event\": \"frame\", \"direction\": \"sideways\", \"action\": \"forwarded\"}}"
             ),
             3,
             "`direction`",
@@ -118,14 +118,14 @@ fn trajectory_errors_name_the_line() {
         (format!("{good}\n{{\"event\": \"ledger\"}}"), 2, "no `tsMs`"),
         (
             format!(
-                "{good}\n{{\"tsMs\": 2.0, \"event\": \"frame\", \"direction\": \"client_to_server\", \"action\": \"eaten\"}}"
+                "{good}\n{{\"tsMs\": 2.0, \"scope\": \"\", \"event\": \"frame\", \"direction\": \"client_to_server\", \"action\": \"eaten\"}}"
             ),
             2,
             "`action`",
         ),
         (
             format!(
-                "{good}\n{{\"tsMs\": 2.0, \"event\": \"frame\", \"direction\": \"client_to_server\", \"action\": \"forwarded\", \"id\": [1]}}"
+                "{good}\n{{\"tsMs\": 2.0, \"scope\": \"\", \"event\": \"frame\", \"direction\": \"client_to_server\", \"action\": \"forwarded\", \"id\": [1]}}"
             ),
             2,
             "`id` is an array",
@@ -171,7 +171,7 @@ fn trajectory_frames_become_calls_with_what_the_client_saw() {
         [
             (1, Some(Status::Timeout), Some(2), Some(true)),
             (3, Some(Status::Lost), Some(3), Some(false)),
-            (4, Some(Status::Success), Some(5), None),
+            (4, Some(Status::Success), Some(5), Some(true)),
             (6, Some(Status::Error), Some(7), Some(false)),
             (8, None, None, None),
         ]
