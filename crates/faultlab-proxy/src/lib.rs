@@ -8,6 +8,8 @@
 //!   server's.
 //! - [`http_stdio`]: the bridge behind the HTTP front when the upstream is a stdio child.
 //! - [`stdio_http`]: the stdio front with an HTTP upstream (each line POSTed, answers written back as lines).
+//! - [`recording`]: the stdio front with a recording as the upstream (`--replay`): each request answered with the
+//!   recorded reply to the same call.
 //! - [`control`]: the opt-in live control API (list, add, remove, reset rules while traffic flows).
 //! - [`trajectory`]: the frame log and its ledger, shared by both fronts (written by
 //!   `faultlab_engine::trajectory::Writer`).
@@ -15,6 +17,7 @@
 pub mod control;
 pub mod http;
 pub mod http_stdio;
+pub mod recording;
 pub mod rules;
 pub mod stdio;
 pub mod stdio_http;

@@ -14,7 +14,7 @@ use faultlab_proxy::http::{self as front, HttpProxyOptions, HttpUpstream};
 use faultlab_proxy::http_stdio::Bridge;
 use faultlab_proxy::rules::{RuleSet, RulesFile, SharedRules};
 use faultlab_proxy::trajectory::Trajectory;
-use faultlab_proxy::{stdio, stdio_http};
+use faultlab_proxy::{recording, stdio, stdio_http};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -35,7 +35,12 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         return Err(Failure::usage(anyhow!("--max-frame-bytes applies to the stdio fronts only (without --listen)")));
     }
     // Only the stdio front with a child upstream can restart its upstream (`server_outage` with `restart`).
-    let restarts = args.listen.is_none() && args.upstream.is_none();
+    let restarts = args.listen.is_none() && args.upstream.is_none() && args.replay.is_none();
+    // Read before anything starts: a recording that cannot serve is bad input.
+    let recording = match &args.replay {
+        Some(path) => Some(read_recording(path).map_err(Failure::usage)?),
+        None => None,
+    };
     let rules = RuleSet::for_front(file, restarts).map_err(Failure::usage)?.shared();
     let recorder = match &args.record {
         Some(path) => Recorder::file(path)
@@ -85,6 +90,12 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
             Ok::<_, Failure>(())
         })?;
     }
+    if let Some(recording) = recording {
+        let max = max_frame_bytes(&args);
+        return until_signal(runtime, |stop| {
+            recording::run(recording, max, rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
+        });
+    }
     match (&args.listen, &args.upstream, args.command.split_first()) {
         (None, None, Some((program, rest))) => {
             let mut command = tokio::process::Command::new(program);
@@ -120,12 +131,14 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
                 serve_http(addr, "/mcp".into(), HttpUpstream::Child(bridge), rules, trajectory, &args).await
             })
         }
-        _ => Err(Failure::usage(anyhow!("name the upstream: -- CMD ARGS (stdio) or --upstream URL (HTTP)"))),
+        _ => Err(Failure::usage(anyhow!(
+            "name the upstream: -- CMD ARGS (stdio), --upstream URL (HTTP) or --replay TRAJECTORY (a recording)"
+        ))),
     }
 }
 
-/// Reads a recording (a trajectory recorded with `--record-bodies`) to answer from (`faultlab replay-server`). A
-/// trajectory without a single reply body is refused: it cannot answer anything.
+/// Reads a recording (a trajectory recorded with `--record-bodies`) to answer from: `--replay` and
+/// `faultlab replay-server`. A trajectory without a single reply body is refused: it cannot answer anything.
 pub fn read_recording(path: &Path) -> anyhow::Result<Recording> {
     let file = std::fs::File::open(path).with_context(|| format!("cannot read the recording {}", path.display()))?;
     let trajectory =
