@@ -8,8 +8,8 @@
 //!   server's.
 //! - [`http_stdio`]: the bridge behind the HTTP front when the upstream is a stdio child.
 //! - [`stdio_http`]: the stdio front with an HTTP upstream (each line POSTed, answers written back as lines).
-//! - [`recording`]: the stdio front with a recording as the upstream (`--replay`): each request answered with the
-//!   recorded reply to the same call.
+//! - [`recording`]: a recording as the upstream (`--replay`), for the stdio and the HTTP front: each request
+//!   answered with the recorded reply to the same call.
 //! - [`control`]: the opt-in live control API (list, add, remove, reset rules while traffic flows).
 //! - [`trajectory`]: the frame log and its ledger, shared by both fronts (written by
 //!   `faultlab_engine::trajectory::Writer`).

@@ -1,4 +1,5 @@
-//! A recording as the upstream (`faultlab proxy --replay TRAJECTORY`): no child, no URL. Each request is answered
+//! A recording as the upstream (`faultlab proxy --replay TRAJECTORY`), behind the stdio front ([`run`]) or the
+//! HTTP front ([`Replayer::respond`]): no child, no URL. Each request is answered
 //! with the reply the real server gave to the same call in a trajectory recorded with bodies (`--record FILE
 //! --record-bodies`), matched by method, tool and canonical arguments (`faultlab_engine::recording`), with this
 //! request's id. The rules apply on top exactly as in front of a live server.
@@ -11,8 +12,10 @@ use crate::rules::SharedRules;
 use crate::stdio::{ProxyEnd, ProxyError, Upstream};
 use crate::stdio_http::{Channels, relay_through};
 use crate::trajectory::Trajectory;
+use axum::response::{IntoResponse as _, Response};
 use faultlab_engine::recording::{CallKey, Recording};
 use faultlab_wire::{Frame, Kind};
+use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -22,18 +25,20 @@ use tokio_util::sync::CancellationToken;
 /// The JSON-RPC error code of a request the recording cannot answer (implementation-defined server error).
 pub const NOT_RECORDED: i64 = -32001;
 
-struct RecordingUpstream {
-    recording: Mutex<Recording>,
-    /// Where answers go; dropped when the client leaves, which ends the relay once they are written.
-    answers: Mutex<Option<mpsc::UnboundedSender<Frame>>>,
-}
+/// A recording's replies, answering requests for either front.
+pub struct Replayer(Mutex<Recording>);
 
-impl RecordingUpstream {
+impl Replayer {
+    pub fn new(recording: Recording) -> Self {
+        Self(Mutex::new(recording))
+    }
+
+    /// The answer to a request; `None` for what needs none (a notification, the client's reply).
     fn answer(&self, frame: &Frame) -> Option<Frame> {
         let Kind::Request { id, method } = frame.kind() else { return None };
         let key = frame.value().and_then(CallKey::of_request)?;
         let id = id.to_value();
-        let mut recording = self.recording.lock().unwrap_or_else(|e| e.into_inner());
+        let mut recording = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let message = match recording.take_or_repeat(&key) {
             Some(mut reply) => {
                 reply["id"] = id;
@@ -44,6 +49,24 @@ impl RecordingUpstream {
         };
         Some(Frame::from_value(message))
     }
+
+    /// The HTTP front's answer to one message: a request's reply as a JSON body, 202 for what needs no answer, and
+    /// 405 for a GET or DELETE (a recording has no standalone stream and no session to end).
+    pub fn respond(&self, method: &http::Method, frame: Option<&Frame>) -> Response {
+        let Some(frame) = frame.filter(|_| method == http::Method::POST) else {
+            return (StatusCode::METHOD_NOT_ALLOWED, "Method not allowed").into_response();
+        };
+        let Some(answer) = self.answer(frame) else { return StatusCode::ACCEPTED.into_response() };
+        let mut response = (StatusCode::OK, answer.bytes().clone()).into_response();
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        response
+    }
+}
+
+struct RecordingUpstream {
+    replayer: Replayer,
+    /// Where answers go; dropped when the client leaves, which ends the relay once they are written.
+    answers: Mutex<Option<mpsc::UnboundedSender<Frame>>>,
 }
 
 /// The error for a request the recording holds no reply for.
@@ -60,7 +83,7 @@ fn not_recorded(id: Value, key: &CallKey, closest: Option<&CallKey>) -> Value {
 
 impl Upstream for RecordingUpstream {
     async fn send(&self, frame: &Frame) -> bool {
-        if let Some(answer) = self.answer(frame)
+        if let Some(answer) = self.replayer.answer(frame)
             && let Some(answers) = self.answers.lock().unwrap_or_else(|e| e.into_inner()).as_ref()
         {
             let _ = answers.send(answer);
@@ -90,7 +113,7 @@ where
 {
     let (tx, answers) = mpsc::unbounded_channel();
     let (ended, done) = mpsc::unbounded_channel();
-    let upstream = Arc::new(RecordingUpstream { recording: Mutex::new(recording), answers: Mutex::new(Some(tx)) });
+    let upstream = Arc::new(RecordingUpstream { replayer: Replayer::new(recording), answers: Mutex::new(Some(tx)) });
     let channels = Channels { answers, ended, done };
     relay_through(max_frame_bytes, upstream, channels, |_, frame| Some(frame), rules, trajectory, input, output, stop)
         .await

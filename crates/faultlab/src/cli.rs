@@ -426,8 +426,8 @@ pub struct ProxyArgs {
     pub upstream: Option<String>,
     /// Answer from a recording instead of a live server: a trajectory recorded with --record FILE --record-bodies.
     /// Each request gets the recorded reply to the same call (method, tool, arguments), the rules apply on top; a
-    /// request the recording lacks gets a JSON-RPC error naming the closest recorded call. stdio front only.
-    #[arg(long, value_name = "TRAJECTORY", conflicts_with_all = ["command", "upstream", "listen"])]
+    /// request the recording lacks gets a JSON-RPC error naming the closest recorded call. Either front.
+    #[arg(long, value_name = "TRAJECTORY", conflicts_with_all = ["command", "upstream"])]
     pub replay: Option<std::path::PathBuf>,
     /// Longest frame (one line) carried in either direction by a stdio front, in bytes (default 68157440 =
     /// 65 MiB: the largest oversized_response fault, 64 MiB, plus its envelope). A longer one is dropped: the client

@@ -91,10 +91,15 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         })?;
     }
     if let Some(recording) = recording {
-        let max = max_frame_bytes(&args);
-        return until_signal(runtime, |stop| {
-            recording::run(recording, max, rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
-        });
+        let Some(listen) = &args.listen else {
+            let max = max_frame_bytes(&args);
+            return until_signal(runtime, |stop| {
+                recording::run(recording, max, rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
+            });
+        };
+        let addr = listen_address(listen).map_err(Failure::usage)?;
+        let upstream = HttpUpstream::Recording(recording::Replayer::new(recording));
+        return runtime.block_on(serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args));
     }
     match (&args.listen, &args.upstream, args.command.split_first()) {
         (None, None, Some((program, rest))) => {
@@ -223,6 +228,7 @@ async fn serve_http(
     let target = match &upstream {
         HttpUpstream::Url { url, .. } => url.to_string(),
         HttpUpstream::Child(_) => "the stdio upstream".into(),
+        HttpUpstream::Recording(_) => "the recording".into(),
     };
     eprintln!("faultlab: proxy listening at http://{bound}{path} for {target}");
     let options = HttpProxyOptions {

@@ -69,6 +69,41 @@ async fn a_recorded_session_is_served_again_without_the_server_with_the_rules_on
     assert!(error["message"].as_str().unwrap().contains(r#"no reply for tools/call ping {"x":1}"#), "{error}");
 }
 
+#[tokio::test]
+async fn the_http_front_answers_posts_from_the_recording() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = ["proxy", "--record", "recording.jsonl", "--record-bodies", "--", "faultlab", "serve"];
+    let recorded = session(dir.path(), &record, &requests(1)).await;
+    let mut proxy = tokio::process::Command::new(common::BIN)
+        .args(["proxy", "--replay", "recording.jsonl", "--listen", "127.0.0.1:0"])
+        .current_dir(dir.path())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stderr = tokio::io::BufReader::new(proxy.stderr.take().unwrap());
+    let mut line = String::new();
+    tokio::time::timeout(common::PATIENCE, tokio::io::AsyncBufReadExt::read_line(&mut stderr, &mut line))
+        .await
+        .unwrap()
+        .unwrap();
+    let url = line.trim().strip_prefix("faultlab: proxy listening at ").unwrap().split(' ').next().unwrap().to_owned();
+    let post = |body: Value| {
+        reqwest::Client::new()
+            .post(&url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body.to_string())
+            .send()
+    };
+    let ping = post(requests(1)[3].0.clone()).await.unwrap();
+    assert_eq!(ping.status(), 200);
+    assert_eq!(ping.json::<Value>().await.unwrap(), recorded[2]);
+    let note = post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await.unwrap();
+    assert_eq!(note.status(), 202);
+    assert_eq!(reqwest::Client::new().get(&url).send().await.unwrap().status(), 405);
+}
+
 #[test]
 fn a_recording_that_cannot_serve_and_a_replay_with_another_upstream_exit_2() {
     let dir = tempfile::tempdir().unwrap();
@@ -81,7 +116,7 @@ fn a_recording_that_cannot_serve_and_a_replay_with_another_upstream_exit_2() {
         command.assert().code(2)
     };
     replay(&[]).stderr(contains("holds no reply bodies")).stderr(contains("--record-bodies"));
-    replay(&["--listen", "127.0.0.1:0"]).stderr(contains("--listen"));
+    replay(&["--upstream", "http://127.0.0.1:1/mcp"]).stderr(contains("--upstream"));
     replay(&["--", "cat"]).stderr(contains("--replay"));
     std::fs::write(&bare, "{\"tsMs\":0,\"event\":\"frame\"}\n").unwrap();
     replay(&[]).stderr(contains("bare.jsonl: line 1"));
