@@ -158,6 +158,11 @@ fn trajectory_frames_become_calls_with_what_the_client_saw() {
         frame(15.0, "client_to_server", "consumed", 4, r#", "fault": "rate_limit", "executed": false"#),
         frame(15.5, "server_to_client", "injected", 4, r#", "fault": "rate_limit", "executed": false"#),
         frame(16.0, "client_to_server", "forwarded", 5, ""),
+        // A reply that says it failed is an error; one a fault changed but delivered is a failure the agent met.
+        frame(17.0, "client_to_server", "forwarded", 6, ""),
+        frame(17.5, "server_to_client", "forwarded", 6, r#", "error": true"#),
+        frame(18.0, "client_to_server", "forwarded", 7, ""),
+        frame(18.5, "server_to_client", "faulted", 7, r#", "rule": "d", "fault": "duplicate", "executed": true"#),
     ];
     let trace = faultlab_diagnose::parse(&lines.join("\n"), None).unwrap();
     type Seen = (usize, Option<Status>, Option<usize>, Option<bool>);
@@ -174,6 +179,8 @@ fn trajectory_frames_become_calls_with_what_the_client_saw() {
             (4, Some(Status::Success), Some(5), Some(true)),
             (6, Some(Status::Error), Some(7), Some(false)),
             (8, None, None, None),
+            (9, Some(Status::Error), Some(10), Some(true)),
+            (11, Some(Status::Faulted), Some(12), Some(true)),
         ]
     );
     assert!(trace.calls.iter().all(|c| c.tool == "w" && c.arguments.is_none()));
