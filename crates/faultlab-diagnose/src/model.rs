@@ -2,6 +2,7 @@
 //! in it, each with its result. Detectors read only this, so an OpenAI-message trace and a proxy trajectory are
 //! diagnosed by the same code.
 
+use faultlab_wire::canonical;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -85,6 +86,9 @@ pub enum Status {
     Timeout,
     /// The connection went away. The request may still have been executed.
     Lost,
+    /// An answer came, but a fault changed how or what (late, repeated, reframed, wrong content): the agent met
+    /// a failure it may or may not have noticed (trajectories only).
+    Faulted,
 }
 
 impl Status {
@@ -103,6 +107,7 @@ impl Status {
             Status::Error => "error",
             Status::Timeout => "timeout",
             Status::Lost => "lost",
+            Status::Faulted => "faulted",
         }
     }
 }
@@ -214,22 +219,6 @@ impl Trace {
     pub fn entry(&self, pos: usize) -> Option<&Entry> {
         self.entries.iter().find(|e| e.pos == pos)
     }
-}
-
-/// JSON text with object keys sorted at every level (serde_json keeps insertion order in this workspace).
-pub fn canonical(value: &Value) -> String {
-    fn sorted(value: &Value) -> Value {
-        match value {
-            Value::Object(map) => {
-                let mut keys: Vec<&String> = map.keys().collect();
-                keys.sort();
-                Value::Object(keys.into_iter().map(|k| (k.clone(), sorted(&map[k]))).collect())
-            }
-            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
-            other => other.clone(),
-        }
-    }
-    sorted(value).to_string()
 }
 
 /// At most `max` characters, with an ellipsis when cut.

@@ -198,13 +198,4 @@ fn content(content: Option<&Value>) -> Result<Option<String>, String> {
 }
 
 /// "a number", "an object", … for messages about the wrong type.
-pub(crate) fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub(crate) use faultlab_wire::json_kind as kind;

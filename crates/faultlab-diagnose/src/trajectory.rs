@@ -1,98 +1,66 @@
-//! Proxy trajectories (`faultlab proxy --record FILE`): one JSON object per line, as
-//! `faultlab_engine::recorder::Record` writes them. Errors name the line (from 1); blank lines are skipped.
+//! Proxy trajectories (`faultlab proxy --record FILE`), read through `faultlab_engine::trajectory`: the same reader,
+//! pairing of calls with replies and definition of a failed call as eval's grader and replay. Errors name the
+//! line (from 1); blank lines are skipped; a last line cut short is an error here (a trace to diagnose should be
+//! whole).
 //!
-//! A `tools/call` frame from client to server is a call; the server-to-client frame with the same id (in the same
-//! scope) is its result. What the client got decides the status: a reply a fault consumed, or one it cannot match
-//! to its request (`wrong_id`, `missing_id`, `late_response`), is a timeout; `disconnect` loses the connection;
-//! replies replaced by an error status or left unusable (`http_status`, `rate_limit`, `auth_expired`, `forbidden`,
-//! `malformed`, `truncated`, `invalid_result`, `invalid_schema`, `missing_field`) are errors; every other reply,
-//! the semantic faults' plausible-but-wrong content included, reads as a success to the client.
-//! A trajectory records each call's arguments (proxies since they gained the field; older trajectories have none),
-//! but no payloads and no agent messages: detectors that need what a trajectory lacks do not run.
+//! A `tools/call` request is a call; its result's status is what the client got
+//! (`faultlab_engine::trajectory::Outcome`): a reply a fault consumed, or one it cannot match to its request, is a
+//! timeout; `disconnect` loses the connection; an error reply, or one a fault replaced by an error, is an error; a
+//! reply a fault changed but delivered (late, repeated, reframed, wrong content) is `faulted`, a failure the agent
+//! met. A trajectory records each call's arguments (proxies since they gained the field; older trajectories have
+//! none), but no payloads and no agent messages: detectors that need what a trajectory lacks do not run.
 
-use crate::error::{ParseError, strip_position};
+use crate::error::{Location, ParseError};
 use crate::model::{Call, CallResult, Entry, Recorded, Role, Status, Trace, TraceFormat, Unit};
-use crate::openai::kind;
-use serde_json::{Map, Value};
-use std::collections::HashMap;
+use faultlab_engine::recorder::{Direction, Event, FrameAction, FrameEvent};
+use faultlab_engine::trajectory::{Outcome, ReadError, Trajectory};
+use serde_json::Value;
 
 /// Parses the text of a trajectory.
 pub fn parse(text: &str) -> Result<Trace, ParseError> {
-    let mut entries = Vec::new();
-    let mut calls: Vec<Call> = Vec::new();
-    // (scope, id) → index into `calls` of a call still waiting for its reply.
-    let mut open: HashMap<(String, String), usize> = HashMap::new();
-    // The fault that consumed a call on its way in (`instead` or `before` mode), by call index.
-    let mut consumed: HashMap<usize, Option<String>> = HashMap::new();
-    for (i, line) in text.lines().enumerate() {
-        let number = i + 1;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let value: Value = serde_json::from_str(line).map_err(|e| ParseError {
-            location: crate::error::Location::Line { line: number, column: Some(e.column()) },
-            reason: format!("invalid JSON: {}", strip_position(&e)),
-        })?;
-        let Value::Object(record) = value else {
-            return Err(ParseError::line(number, format!("expected an event object, found {}", kind(&value))));
-        };
-        let fail = |reason: String| ParseError::line(number, reason);
-        let event = match record.get("event") {
-            Some(Value::String(event)) => event.as_str(),
-            Some(other) => return Err(fail(format!("`event` is {}, not a string", kind(other)))),
-            None => return Err(fail("no `event`".into())),
-        };
-        let ts_ms = match record.get("tsMs").map(Value::as_f64) {
-            Some(Some(ms)) => ms,
-            Some(None) => return Err(fail("`tsMs` is not a number of milliseconds".into())),
-            None => return Err(fail("no `tsMs`".into())),
-        };
-        let scope = optional_string(&record, "scope").map_err(&fail)?.unwrap_or_default();
-        let text = if event == "frame" {
-            let frame = Frame::read(&record).map_err(&fail)?;
-            let key = (scope.clone(), frame.id.clone().unwrap_or_default());
-            if frame.to_server && frame.method.as_deref() == Some("tools/call") && frame.id.is_some() {
-                let index = calls.len();
-                if frame.action == "consumed" {
-                    consumed.insert(index, frame.fault.clone());
-                }
-                calls.push(Call {
-                    id: key.1.clone(),
-                    tool: frame.tool.clone().unwrap_or_else(|| "(unnamed)".into()),
-                    arguments: record.get("arguments").cloned(),
-                    at: number,
-                    ts_ms: Some(ts_ms),
-                    result: None,
-                });
-                open.insert(key, index);
-            } else if !frame.to_server
-                && frame.id.is_some()
-                && let Some(index) = open.remove(&key)
-            {
-                let status = match (&frame.fault, frame.action.as_str()) {
-                    (Some(fault), _) => fault_status(fault),
-                    (None, "consumed") => Status::Timeout,
-                    (None, _) => Status::Success,
-                };
-                calls[index].result =
-                    Some(CallResult { at: number, ts_ms: Some(ts_ms), status, text: None, executed: frame.executed });
+    let error =
+        |e: ReadError| ParseError { location: Location::Line { line: e.line, column: e.column }, reason: e.message };
+    let trajectory = Trajectory::parse(text).map_err(error)?;
+    if let Some(cut) = trajectory.cut_short {
+        return Err(error(cut));
+    }
+    let entries = trajectory
+        .lines
+        .iter()
+        .map(|line| Entry {
+            pos: line.number,
+            role: Role::Event,
+            text: Some(match &line.record.event {
+                Event::Frame(frame) => describe_frame(frame),
+                other => describe(other),
+            }),
+            ts_ms: Some(line.record.ts_ms),
+        })
+        .collect();
+    let calls: Vec<Call> = trajectory
+        .tool_calls()
+        .iter()
+        .map(|exchange| {
+            let request = exchange.request;
+            // A call consumed on its way in with no reply injected: the fault that consumed it is what the client
+            // got, at the request's line.
+            let answer = exchange.reply.unwrap_or(request);
+            Call {
+                id: id_text(exchange.id()),
+                tool: exchange.tool().unwrap_or("(unnamed)").to_owned(),
+                arguments: exchange.arguments().cloned(),
+                at: request.line,
+                ts_ms: Some(request.ts_ms),
+                result: exchange.outcome().map(|outcome| CallResult {
+                    at: answer.line,
+                    ts_ms: Some(answer.ts_ms),
+                    status: status(outcome),
+                    text: None,
+                    executed: exchange.executed(),
+                }),
             }
-            frame.describe()
-        } else {
-            describe(event, &record)
-        };
-        entries.push(Entry { pos: number, role: Role::Event, text: Some(text), ts_ms: Some(ts_ms) });
-    }
-    // A call consumed on its way in with no reply injected: the fault that consumed it is what the client got.
-    for (index, fault) in consumed {
-        if calls[index].result.is_none()
-            && let Some(fault) = fault
-        {
-            let (at, ts_ms) = (calls[index].at, calls[index].ts_ms);
-            let status = fault_status(&fault);
-            calls[index].result = Some(CallResult { at, ts_ms, status, text: None, executed: Some(false) });
-        }
-    }
+        })
+        .collect();
     let arguments = calls.iter().any(|c| c.arguments.is_some());
     Ok(Trace {
         format: TraceFormat::ProxyTrajectory,
@@ -103,129 +71,70 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
     })
 }
 
-/// What the client got when `fault` (a catalogue fault name) acted on a reply.
-fn fault_status(fault: &str) -> Status {
-    match fault {
-        "timeout" | "wrong_id" | "missing_id" | "late_response" => Status::Timeout,
-        "disconnect" => Status::Lost,
-        // The reply still arrives and reads as a success (the semantic faults' wrong content included: the
-        // client cannot tell it from a good answer).
-        "latency"
-        | "duplicate"
-        | "framing"
-        | "oversized"
-        | "split_write"
-        | "progress_after_result"
-        | "list_changed_storm"
-        | "non_json_line"
-        | "empty"
-        | "partial_result"
-        | "wrong_value"
-        | "contradictory"
-        | "stale"
-        | "replayed" => Status::Success,
-        // http_status, rate_limit, auth_expired, forbidden, malformed, truncated, invalid_result, invalid_schema,
-        // missing_field, and any fault this version does not know.
-        _ => Status::Error,
+fn status(outcome: Outcome) -> Status {
+    match outcome {
+        Outcome::Ok => Status::Success,
+        Outcome::Error => Status::Error,
+        Outcome::Timeout => Status::Timeout,
+        Outcome::Lost => Status::Lost,
+        Outcome::Faulted => Status::Faulted,
     }
 }
 
-/// The fields of a `frame` event.
-struct Frame {
-    to_server: bool,
-    action: String,
-    id: Option<String>,
-    method: Option<String>,
-    tool: Option<String>,
-    rule: Option<String>,
-    fault: Option<String>,
-    executed: Option<bool>,
+/// An id as the timeline shows it: a string quoted, a number as is.
+fn id_text(id: &Value) -> String {
+    match id {
+        Value::String(id) => format!("{id:?}"),
+        other => other.to_string(),
+    }
 }
 
-impl Frame {
-    fn read(record: &Map<String, Value>) -> Result<Self, String> {
-        let to_server = match optional_string(record, "direction")?.as_deref() {
-            Some("client_to_server") => true,
-            Some("server_to_client") => false,
-            Some(other) => return Err(format!("`direction` {other:?} is not client_to_server or server_to_client")),
-            None => return Err("a frame without `direction`".into()),
-        };
-        let action = match optional_string(record, "action")? {
-            Some(action) if ["forwarded", "faulted", "consumed", "injected"].contains(&action.as_str()) => action,
-            Some(other) => return Err(format!("`action` {other:?} is not forwarded, faulted, consumed or injected")),
-            None => return Err("a frame without `action`".into()),
-        };
-        let id = match record.get("id") {
-            None | Some(Value::Null) => None,
-            Some(Value::String(id)) => Some(format!("{id:?}")),
-            Some(Value::Number(id)) => Some(id.to_string()),
-            Some(other) => return Err(format!("`id` is {}, not a string or a number", kind(other))),
-        };
-        let executed = match record.get("executed") {
-            None | Some(Value::Null) => None,
-            Some(Value::Bool(b)) => Some(*b),
-            Some(other) => return Err(format!("`executed` is {}, not a boolean", kind(other))),
-        };
-        Ok(Self {
-            to_server,
-            action,
-            id,
-            method: optional_string(record, "method")?,
-            tool: optional_string(record, "tool")?,
-            rule: optional_string(record, "rule")?,
-            fault: optional_string(record, "fault")?,
-            executed,
-        })
+/// `client → server tools/call lab_probe · id 1 · consumed · rule r · fault http_status`
+fn describe_frame(frame: &FrameEvent) -> String {
+    let arrow = match frame.direction {
+        Direction::ClientToServer => "client → server",
+        Direction::ServerToClient => "server → client",
+    };
+    let mut text = arrow.to_owned();
+    for part in [&frame.method, &frame.tool].into_iter().flatten() {
+        text.push(' ');
+        text.push_str(part);
     }
-
-    /// `client → server  tools/call lab_probe  id 1  consumed · rule r · fault http_status`
-    fn describe(&self) -> String {
-        let arrow = if self.to_server { "client → server" } else { "server → client" };
-        let mut text = arrow.to_owned();
-        for part in [&self.method, &self.tool].into_iter().flatten() {
-            text.push(' ');
-            text.push_str(part);
-        }
-        if let Some(id) = &self.id {
-            text.push_str(&format!(" · id {id}"));
-        }
-        text.push_str(&format!(" · {}", self.action));
-        if let Some(rule) = &self.rule {
-            text.push_str(&format!(" · rule {rule}"));
-        }
-        if let Some(fault) = &self.fault {
-            text.push_str(&format!(" · fault {fault}"));
-        }
-        match self.executed {
-            Some(true) => text.push_str(" · executed upstream"),
-            Some(false) => text.push_str(" · not executed upstream"),
-            None => {}
-        }
-        text
+    if let Some(id) = frame.id.as_ref().filter(|id| !id.is_null()) {
+        text.push_str(&format!(" · id {}", id_text(id)));
     }
+    let action = match frame.action {
+        FrameAction::Forwarded => "forwarded",
+        FrameAction::Faulted => "faulted",
+        FrameAction::Consumed => "consumed",
+        FrameAction::Injected => "injected",
+    };
+    text.push_str(&format!(" · {action}"));
+    if let Some(rule) = &frame.rule {
+        text.push_str(&format!(" · rule {rule}"));
+    }
+    if let Some(fault) = &frame.fault {
+        text.push_str(&format!(" · fault {fault}"));
+    }
+    match frame.executed {
+        Some(true) => text.push_str(" · executed upstream"),
+        Some(false) => text.push_str(" · not executed upstream"),
+        None => {}
+    }
+    text
 }
 
 /// A line for events other than frames: the event's name and its fields.
-fn describe(event: &str, record: &Map<String, Value>) -> String {
+fn describe(event: &Event) -> String {
+    let Ok(Value::Object(record)) = serde_json::to_value(event) else { return String::new() };
+    let name = record.get("event").and_then(Value::as_str).unwrap_or_default().replace('_', " ");
     let fields: Vec<String> = record
         .iter()
-        .filter(|(k, v)| !["event", "tsMs", "scope"].contains(&k.as_str()) && !v.is_null())
+        .filter(|(k, v)| k.as_str() != "event" && !v.is_null())
         .map(|(k, v)| match v {
             Value::String(s) => format!("{k} {s}"),
             other => format!("{k} {other}"),
         })
         .collect();
-    if fields.is_empty() {
-        event.replace('_', " ")
-    } else {
-        format!("{} · {}", event.replace('_', " "), fields.join(" · "))
-    }
-}
-
-fn optional_string(record: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
-    match record.get(key) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(other) => Err(format!("`{key}` is {}, not a string", kind(other))),
-    }
+    if fields.is_empty() { name } else { format!("{name} · {}", fields.join(" · ")) }
 }

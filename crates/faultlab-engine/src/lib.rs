@@ -7,6 +7,10 @@
 //!   tool handlers arm faults on their own response); the proxy's rules go through the same engine.
 //! - [`render`]: turns actions into bytes for a transport: stdio lines or SSE events.
 //! - [`recorder`]: the documented diagnostics event schema, written as JSON lines.
+//! - [`recording`]: a trajectory's recorded replies matched to new requests (`faultlab proxy --replay`, eval's
+//!   replay).
+//! - [`trajectory`]: the proxy's trajectory written and read back with those types: one reader, one pairing of
+//!   requests with replies, one definition of a failed call.
 //! - [`clock`]: the microsecond sleep latency faults use.
 //!
 //! All time comes from the tokio clock, so tests run under a paused clock (latency pauses end on a timerfd when
@@ -17,7 +21,9 @@ pub mod clock;
 pub mod engine;
 pub mod outlet;
 pub mod recorder;
+pub mod recording;
 pub mod render;
+pub mod trajectory;
 
 pub use catalogue::{FaultKind, Framing, MalformedVariant, WireAction};
 pub use engine::{ArmError, Engine, MAX_PENDING_FAULTS};

@@ -3,17 +3,18 @@
 //!
 //! The schema is [`Record`] (shipped as `schemas/diagnostic-event.schema.json`); the server writes it to stderr,
 //! and the proxy's trajectory uses the same events. Times are milliseconds on the tokio clock since the recorder
-//! was created, so a paused-clock test gets exact values.
+//! was created, so a paused-clock test gets exact values. Every type here also deserialises: the proxy's
+//! trajectory is read back through [`crate::trajectory`] with these same types.
 
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::io::Write as _;
 use std::sync::{Arc, Mutex};
 use tokio::time::Instant;
 
 /// One line of the diagnostics stream.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Record {
     /// Milliseconds since the recorder started (tokio clock).
@@ -28,7 +29,9 @@ pub struct Record {
 // A `Frame` event is much larger than the others; events are built, written and dropped one at a time, never
 // stored in bulk, so boxing it would only add an allocation per frame.
 #[allow(clippy::large_enum_variant)]
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+// Readers ignore members they do not know (no `deny_unknown_fields`), so a field added to an event later (with
+// `#[serde(default)]`) neither breaks older readers nor needs older recordings to have it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(tag = "event", rename_all = "snake_case", rename_all_fields = "camelCase")]
 pub enum Event {
     /// A tool armed a fault on its own response.
@@ -59,42 +62,47 @@ pub enum Event {
     /// A proxy run starts: the seed that drives every random choice, and how many rules are active.
     RunStarted { seed: u64, rules: usize },
     /// One frame crossed the proxy (the trajectory).
-    Frame {
-        direction: Direction,
-        /// What happened to it: forwarded unchanged, changed by a fault, consumed (not forwarded), or injected by
-        /// the proxy itself.
-        action: FrameAction,
-        id: Option<Value>,
-        method: Option<String>,
-        tool: Option<String>,
-        rule: Option<String>,
-        fault: Option<String>,
-        /// For a reply: whether the upstream executed the request (false when a rule answered instead).
-        executed: Option<bool>,
-        bytes: usize,
-        /// For a `tools/call` request: its `arguments`, so a grader can tell identical calls and paths apart.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        arguments: Option<Value>,
-        /// For a reply: whether the peer saw a failure (a JSON-RPC error or a tool result with `isError: true`).
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        error: Option<bool>,
-        /// For a reply from the server, when the proxy records bodies (`--record-bodies`): the message as the
-        /// upstream sent it, before any fault, so a run can be replayed.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        body: Option<Value>,
-    },
+    Frame(FrameEvent),
     /// Totals at the end of a proxy run: frames in = frames out + frames consumed - frames injected.
     Ledger { frames_in: u64, frames_out: u64, consumed: u64, injected: u64 },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+/// The members of a `frame` event: one frame that crossed the proxy, and what the proxy did with it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FrameEvent {
+    pub direction: Direction,
+    /// What happened to it: forwarded unchanged, changed by a fault, consumed (not forwarded), or injected by
+    /// the proxy itself.
+    pub action: FrameAction,
+    pub id: Option<Value>,
+    pub method: Option<String>,
+    pub tool: Option<String>,
+    pub rule: Option<String>,
+    pub fault: Option<String>,
+    /// For a reply: whether the upstream executed the request (false when a rule answered instead).
+    pub executed: Option<bool>,
+    pub bytes: usize,
+    /// For a `tools/call` request: its `arguments`, so a grader can tell identical calls and paths apart.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<Value>,
+    /// For a reply: whether the peer saw a failure (a JSON-RPC error or a tool result with `isError: true`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<bool>,
+    /// For a reply from the server, when the proxy records bodies (`--record-bodies`): the message as the
+    /// upstream sent it, before any fault, so a run can be replayed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     ClientToServer,
     ServerToClient,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ShutdownStep {
     /// The upstream's stdin was closed (the first, polite step).
@@ -107,7 +115,7 @@ pub enum ShutdownStep {
     Exited,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum FrameAction {
     Forwarded,
@@ -116,12 +124,12 @@ pub enum FrameAction {
     Injected,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct PingOutcome {
     pub outcome: PingResult,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum PingResult {
     Success,
@@ -130,12 +138,12 @@ pub enum PingResult {
     Timeout,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct TransportOutcome {
     pub outcome: TransportEventKind,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum TransportEventKind {
     /// The connection is kept.

@@ -2,11 +2,12 @@
 //! ledger, snapshots of the workspace, the agent's claim and how the agent ended.
 
 use crate::contract::Claim;
+use faultlab_engine::trajectory::{Exchange, Outcome, ReadError, Trajectory};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// One `tools/call` as the proxy saw it: the request, and the reply the agent got (if any).
@@ -32,112 +33,54 @@ pub struct ToolCall {
 }
 
 impl ToolCall {
-    /// The agent met a failure on this call: an error, a fault, or no reply at all.
+    /// The agent met a failure on this call: an error, a fault, or no reply at all
+    /// ([`Exchange::failed`], the one definition diagnose and replay share).
     pub fn failed(&self) -> bool {
-        self.error || self.fault.is_some() || self.reply_index.is_none()
+        let reply = self.reply_index.map(|_| true);
+        Outcome::failed(Outcome::of_call(self.fault.as_deref(), reply, self.error))
     }
-}
 
-/// One line of the proxy trajectory (only the members grading needs).
-#[derive(Default, Deserialize)]
-#[serde(default, rename_all = "camelCase")]
-struct Line {
-    ts_ms: f64,
-    event: String,
-    direction: Option<String>,
-    action: Option<String>,
-    id: Option<Value>,
-    method: Option<String>,
-    tool: Option<String>,
-    rule: Option<String>,
-    fault: Option<String>,
-    executed: Option<bool>,
-    arguments: Option<Value>,
-    error: Option<bool>,
+    fn of(exchange: &Exchange<'_>) -> Self {
+        let (rule, fault) = match exchange.fault() {
+            Some((rule, fault)) => (rule.map(str::to_owned), Some(fault.to_owned())),
+            None => (None, None),
+        };
+        ToolCall {
+            // Evidence cites 0-based lines.
+            index: exchange.request.line - 1,
+            id: exchange.id().clone(),
+            tool: exchange.tool().unwrap_or_default().to_owned(),
+            arguments: exchange.arguments().cloned().unwrap_or(Value::Null),
+            at_ms: exchange.request.ts_ms,
+            reply_index: exchange.reply_line().map(|line| line - 1),
+            executed: exchange.executed().unwrap_or(false),
+            rule,
+            fault,
+            error: exchange.error(),
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("trajectory line {line}: {message}")]
-pub struct TrajectoryError {
-    pub line: usize,
-    pub message: String,
-}
+#[error("trajectory {0}")]
+pub struct TrajectoryError(#[from] pub ReadError);
 
-/// The JSON lines of a trajectory with their 0-based line indexes, blank lines left out. A last line cut short (the
-/// proxy was killed while writing it) ends them; any other line that does not parse as `T` is an error.
-pub(crate) fn trajectory_lines<T: serde::de::DeserializeOwned>(text: &str) -> Result<Vec<(usize, T)>, TrajectoryError> {
-    let lines: Vec<&str> = text.lines().collect();
-    let mut parsed = Vec::new();
-    for (index, raw) in lines.iter().enumerate() {
-        if raw.trim().is_empty() {
-            continue;
-        }
-        match serde_json::from_str(raw) {
-            Ok(line) => parsed.push((index, line)),
-            Err(_) if index + 1 == lines.len() && !text.ends_with('\n') => break,
-            Err(e) => return Err(TrajectoryError { line: index + 1, message: e.to_string() }),
-        }
+impl TrajectoryError {
+    /// 1-based line of the error.
+    pub fn line(&self) -> usize {
+        self.0.line
     }
-    Ok(parsed)
 }
 
-/// The tool calls of a trajectory (JSON lines from `faultlab proxy --record`), in arrival order. A last line cut
-/// short (the proxy was killed while writing) is ignored; any other bad line is an error.
-/// Whether the server sent anything at all through the proxy (a frame from the upstream, not injected by the
-/// proxy): a run whose server never did, and whose proxy failed, is an error of the set-up.
-pub fn upstream_answered(text: &str) -> bool {
-    text.lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .any(|line| line["event"] == "frame" && line["direction"] == "server_to_client" && line["action"] != "injected")
+/// Reads a trajectory (JSON lines from `faultlab proxy --record`) line by line. A last line cut short (the proxy
+/// was killed while writing it) is ignored; any other bad line is an error.
+pub fn read_trajectory(input: impl std::io::BufRead) -> Result<Trajectory, TrajectoryError> {
+    Ok(Trajectory::read(input)?)
 }
 
-pub fn tool_calls(text: &str) -> Result<Vec<ToolCall>, TrajectoryError> {
-    let mut calls: Vec<ToolCall> = Vec::new();
-    let mut open: HashMap<String, usize> = HashMap::new();
-    for (index, line) in trajectory_lines::<Line>(text)? {
-        if line.event != "frame" {
-            continue;
-        }
-        let Some(id) = line.id else { continue };
-        let key = id.to_string();
-        match line.direction.as_deref() {
-            Some("client_to_server") if line.method.as_deref() == Some("tools/call") => {
-                let consumed = line.action.as_deref() == Some("consumed");
-                open.insert(key, calls.len());
-                calls.push(ToolCall {
-                    index,
-                    id,
-                    tool: line.tool.unwrap_or_default(),
-                    arguments: line.arguments.unwrap_or(Value::Null),
-                    at_ms: line.ts_ms,
-                    reply_index: None,
-                    executed: false,
-                    rule: consumed.then(|| line.rule.clone()).flatten(),
-                    fault: consumed.then_some(line.fault).flatten(),
-                    error: false,
-                });
-            }
-            Some("server_to_client") if line.method.is_none() => {
-                let Some(&at) = open.get(&key) else { continue };
-                let call = &mut calls[at];
-                if call.reply_index.is_some() {
-                    continue;
-                }
-                let injected = line.action.as_deref() == Some("injected");
-                // A reply the fault consumed never reached the agent (a timeout or a disconnect).
-                let reached = line.action.as_deref() != Some("consumed");
-                call.reply_index = reached.then_some(index);
-                call.executed = !injected && line.executed.unwrap_or(true);
-                call.error = line.error.unwrap_or(false);
-                if line.fault.is_some() {
-                    call.fault = line.fault;
-                    call.rule = line.rule;
-                }
-            }
-            _ => {}
-        }
-    }
-    Ok(calls)
+/// The tool calls of a trajectory, in arrival order.
+pub fn tool_calls(trajectory: &Trajectory) -> Vec<ToolCall> {
+    trajectory.tool_calls().iter().map(ToolCall::of).collect()
 }
 
 /// One side effect the built-in workspace server performed (or refused), one JSON object per line.
@@ -184,7 +127,10 @@ pub fn ledger(text: &str) -> Result<Vec<LedgerEntry>, TrajectoryError> {
         match serde_json::from_str(raw) {
             Ok(entry) => entries.push(entry),
             Err(_) if index + 1 == lines.len() && !text.ends_with('\n') => break,
-            Err(e) => return Err(TrajectoryError { line: index + 1, message: format!("ledger: {e}") }),
+            Err(e) => {
+                let message = format!("ledger: {e}");
+                return Err(TrajectoryError(ReadError { line: index + 1, column: None, message }));
+            }
         }
     }
     Ok(entries)
@@ -295,7 +241,7 @@ mod tests {
             "\n",
             r#"{"tsMs":4.0,"scope":"stdio","event":"frame","direction":"client_to_server","action":"forwarded","id":4,"me"#,
         );
-        let calls = tool_calls(text).unwrap();
+        let calls = tool_calls(&read_trajectory(text.as_bytes()).unwrap());
         assert_eq!(calls.len(), 2);
         assert_eq!((calls[0].executed, calls[0].reply_index, calls[0].fault.as_deref()), (true, None, Some("timeout")));
         assert!(calls[0].failed());
@@ -308,8 +254,9 @@ mod tests {
 
     #[test]
     fn a_bad_line_in_the_middle_is_named() {
-        let err = tool_calls("{}\nnot json\n{}\n").unwrap_err();
-        assert_eq!(err.line, 2);
+        let good = r#"{"tsMs":0.0,"scope":"","event":"run_started","seed":7,"rules":1}"#;
+        let err = read_trajectory(format!("{good}\nnot json\n{good}\n").as_bytes()).unwrap_err();
+        assert_eq!(err.line(), 2);
     }
 
     #[test]

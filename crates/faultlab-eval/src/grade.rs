@@ -13,7 +13,7 @@ use crate::evidence::{AgentEnd, Evidence, FileState, Op, ToolCall, sha256_hex};
 use crate::task::{
     IntegrityAssertion, NONCE, PolicyAssertion, RecoveryOutcome, StateAssertion, Strategy, Task, Witness,
 };
-use faultlab_diagnose::model::canonical;
+use faultlab_wire::canonical;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

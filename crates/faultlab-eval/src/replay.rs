@@ -7,71 +7,14 @@
 //! reply and are logged as `live`. The proxy in front applies the run's rules with the run's seed again, so faults
 //! fire as they did for the same sequence of calls.
 
-use crate::evidence::{TrajectoryError, trajectory_lines};
-use faultlab_diagnose::model::canonical;
+use faultlab_engine::recording::{CallKey, Recording};
 use faultlab_wire::{Frame, LineCodec, MAX_LINE_BYTES};
 use futures::{SinkExt as _, StreamExt as _};
 use serde_json::Value;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _};
 use tokio_util::codec::{FramedRead, FramedWrite, LinesCodec};
-
-/// The recorded replies, per call key, in the order they were recorded.
-#[derive(Debug, Default)]
-pub struct Cassette {
-    replies: HashMap<String, VecDeque<Value>>,
-}
-
-impl Cassette {
-    /// Reads a trajectory recorded with bodies (`faultlab proxy --record-bodies`). Replies the proxy answered
-    /// itself (`instead` rules) are not the server's and are left out: the rule fires again on replay.
-    pub fn from_trajectory(text: &str) -> Result<Self, TrajectoryError> {
-        let mut cassette = Cassette::default();
-        let mut open: HashMap<String, String> = HashMap::new();
-        for (_, line) in trajectory_lines::<Value>(text)? {
-            if line["event"] != "frame" || line["id"].is_null() {
-                continue;
-            }
-            let id = line["id"].to_string();
-            match (line["direction"].as_str(), line["method"].as_str()) {
-                (Some("client_to_server"), Some(method)) => {
-                    open.insert(id, key(method, line["tool"].as_str(), &line["arguments"]));
-                }
-                (Some("server_to_client"), None) if line["action"] != "injected" => {
-                    if let (Some(key), Some(body)) = (open.remove(&id), line.get("body")) {
-                        cassette.replies.entry(key).or_default().push_back(body.clone());
-                    }
-                }
-                _ => {}
-            }
-        }
-        Ok(cassette)
-    }
-
-    /// How many replies the recording holds.
-    pub fn len(&self) -> usize {
-        self.replies.values().map(VecDeque::len).sum()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// The next recorded reply for this call, if any is left.
-    fn take(&mut self, key: &str) -> Option<Value> {
-        self.replies.get_mut(key)?.pop_front()
-    }
-}
-
-/// What identifies "the same call": the method, and for `tools/call` the tool and its arguments with object keys
-/// sorted (agents need not serialise arguments in the same order twice).
-pub fn key(method: &str, tool: Option<&str>, arguments: &Value) -> String {
-    match (method, tool) {
-        ("tools/call", Some(tool)) => format!("tools/call {tool} {}", canonical(arguments)),
-        _ => method.to_owned(),
-    }
-}
 
 /// One line of the replay log: which call was answered from the recording and which live.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -92,7 +35,7 @@ pub enum ReplayError {
 /// Relays between the agent (`input`/`output`) and a fresh server (`server`), swapping in recorded replies.
 /// `log` receives one [`Served`] line per reply. Returns when the agent closes its input and the server has ended.
 pub async fn serve<R, W>(
-    cassette: Cassette,
+    cassette: Recording,
     mut server: tokio::process::Command,
     input: R,
     output: W,
@@ -113,7 +56,7 @@ where
         .map_err(ReplayError::Spawn)?;
     let mut child_in = child.stdin.take().expect("piped");
     let child_out = child.stdout.take().expect("piped");
-    let pending: Arc<Mutex<HashMap<String, String>>> = Arc::default();
+    let pending: Arc<Mutex<HashMap<String, CallKey>>> = Arc::default();
 
     let requests = {
         let pending = pending.clone();
@@ -123,9 +66,7 @@ where
                 // An over-long line cannot be relayed whole; the server never sees it, as with the proxy.
                 let faultlab_wire::Line::Bytes(line) = line else { continue };
                 let frame = Frame::parse(line.clone());
-                if let (Some(id), Some(method)) = (frame.id(), frame.method()) {
-                    let arguments = frame.value().and_then(|v| v.pointer("/params/arguments")).cloned();
-                    let key = key(method, frame.tool_name(), &arguments.unwrap_or(Value::Null));
+                if let (Some(id), Some(key)) = (frame.id(), frame.value().and_then(CallKey::of_request)) {
                     pending.lock().expect("not poisoned").insert(id.to_value().to_string(), key);
                 }
                 child_in.write_all(&line).await?;
@@ -160,7 +101,7 @@ where
             };
             out.send(text).await.map_err(std::io::Error::other)?;
             if let Some(log) = log.as_mut() {
-                let _ = writeln!(log, "{}", serde_json::json!({"key": key, "from": from}));
+                let _ = writeln!(log, "{}", serde_json::json!({"key": key.to_string(), "from": from}));
             }
         }
         Ok::<_, std::io::Error>(())
@@ -170,38 +111,4 @@ where
     sent?;
     answered?;
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_key_ignores_argument_order_but_not_values() {
-        let a = key("tools/call", Some("write_file"), &serde_json::json!({"path": "a", "content": "x"}));
-        let b = key("tools/call", Some("write_file"), &serde_json::json!({"content": "x", "path": "a"}));
-        let c = key("tools/call", Some("write_file"), &serde_json::json!({"content": "y", "path": "a"}));
-        assert_eq!(a, b);
-        assert_ne!(a, c);
-        assert_eq!(key("tools/list", None, &Value::Null), "tools/list");
-    }
-
-    #[test]
-    fn the_cassette_keeps_server_replies_in_order_and_skips_injected_ones() {
-        let text = [
-            r#"{"event":"frame","direction":"client_to_server","id":1,"method":"tools/call","tool":"read_file","arguments":{"path":"a"}}"#,
-            r#"{"event":"frame","direction":"server_to_client","action":"forwarded","id":1,"method":null,"body":{"jsonrpc":"2.0","id":1,"result":{"n":1}}}"#,
-            r#"{"event":"frame","direction":"client_to_server","id":2,"method":"tools/call","tool":"read_file","arguments":{"path":"a"}}"#,
-            r#"{"event":"frame","direction":"server_to_client","action":"injected","id":2,"method":null,"body":{"jsonrpc":"2.0","id":2,"error":{}}}"#,
-            r#"{"event":"frame","direction":"client_to_server","id":3,"method":"tools/call","tool":"read_file","arguments":{"path":"a"}}"#,
-            r#"{"event":"frame","direction":"server_to_client","action":"faulted","id":3,"method":null,"body":{"jsonrpc":"2.0","id":3,"result":{"n":3}}}"#,
-        ]
-        .join("\n");
-        let mut cassette = Cassette::from_trajectory(&text).unwrap();
-        assert_eq!(cassette.len(), 2);
-        let k = key("tools/call", Some("read_file"), &serde_json::json!({"path": "a"}));
-        assert_eq!(cassette.take(&k).unwrap()["result"]["n"], 1);
-        assert_eq!(cassette.take(&k).unwrap()["result"]["n"], 3);
-        assert!(cassette.take(&k).is_none());
-    }
 }

@@ -12,6 +12,7 @@ use crate::evidence::{self, AgentEnd, Evidence, Snapshot};
 use crate::grade::{self, Verdict};
 use crate::sandbox::Isolation;
 use crate::task::{Category, NONCE, Task};
+use faultlab_engine::trajectory::Trajectory;
 use faultlab_proxy::rules::RulesFile;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -285,9 +286,13 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
         let _ = std::fs::remove_dir_all(&scratch);
     }
     let after = Snapshot::take(&workspace).map_err(io(&workspace))?;
-    let trajectory = std::fs::read_to_string(&paths.trajectory).unwrap_or_default();
-    let calls = evidence::tool_calls(&trajectory)
-        .map_err(|source| RunError::Trajectory { path: paths.trajectory.display().to_string(), source })?;
+    // A proxy that never started leaves no file: no calls.
+    let trajectory = match std::fs::File::open(&paths.trajectory) {
+        Ok(file) => evidence::read_trajectory(std::io::BufReader::new(file))
+            .map_err(|source| RunError::Trajectory { path: paths.trajectory.display().to_string(), source })?,
+        Err(_) => Default::default(),
+    };
+    let calls = evidence::tool_calls(&trajectory);
     let error = setup_error.or_else(|| proxies.setup_error(&trajectory, &paths.proxy_log));
     let ledger = match spec.task.server.is_builtin() {
         true => Some(
@@ -455,12 +460,12 @@ struct Proxies {
 impl Proxies {
     /// The environment failed, rather than the agent: a proxy could not start, or one exited with an error while
     /// the server never answered anything.
-    fn setup_error(&self, trajectory: &str, log: &Path) -> Option<String> {
+    fn setup_error(&self, trajectory: &Trajectory, log: &Path) -> Option<String> {
         if let Some(failed) = &self.failed {
             return Some(failed.clone());
         }
         let failed = self.codes.iter().any(|code| matches!(code, Some(c) if *c != 0));
-        if !failed || evidence::upstream_answered(trajectory) {
+        if !failed || trajectory.upstream_answered() {
             return None;
         }
         let log = std::fs::read_to_string(log).unwrap_or_default();

@@ -64,6 +64,8 @@ pub enum HttpUpstream {
     Url { url: reqwest::Url, target: Box<UrlTarget> },
     /// A stdio server child, bridged: one line per POST, its reply as the POST's answer.
     Child(crate::http_stdio::Bridge),
+    /// A recording (`--replay`): each POSTed request answered with the recorded reply to the same call.
+    Recording(crate::recording::Replayer),
 }
 
 /// An HTTP upstream as the forwarding path needs it: its URI parsed once, and hyper's pooled client. reqwest on
@@ -149,7 +151,7 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     if let Some(refused) = faultlab_http::check_request(&request, &proxy.options.path, &proxy.options.allowed_hosts) {
         return refused;
     }
-    if matches!(proxy.upstream, HttpUpstream::Child(_))
+    if matches!(proxy.upstream, HttpUpstream::Child(_) | HttpUpstream::Recording(_))
         && request.method() == http::Method::POST
         && let Some(refused) = crate::http_stdio::check_media_types(request.headers())
     {
@@ -230,6 +232,7 @@ async fn forward(proxy: &Proxy, parts: &http::request::Parts, bytes: Bytes, fram
     let (url, target) = match &proxy.upstream {
         HttpUpstream::Url { url, target } => (url, target),
         HttpUpstream::Child(bridge) => return bridge.forward(parts.method.clone(), frame).await,
+        HttpUpstream::Recording(replayer) => return replayer.respond(&parts.method, frame),
     };
     // The client's query string goes along (the path is the upstream's own).
     let uri = match parts.uri.query() {

@@ -10,12 +10,16 @@
 //! - [`stdio_http`]: the stdio front with an HTTP upstream (each line POSTed, answers written back as lines).
 //! - [`remote`]: an HTTP upstream anywhere: TLS (rustls, system roots, `--upstream-ca`), the user's headers,
 //!   credentials from the environment, kept out of everything the proxy writes.
+//! - [`recording`]: a recording as the upstream (`--replay`), for the stdio and the HTTP front: each request
+//!   answered with the recorded reply to the same call.
 //! - [`control`]: the opt-in live control API (list, add, remove, reset rules while traffic flows).
-//! - [`trajectory`]: the frame log and its ledger, shared by both fronts.
+//! - [`trajectory`]: the frame log and its ledger, shared by both fronts (written by
+//!   `faultlab_engine::trajectory::Writer`).
 
 pub mod control;
 pub mod http;
 pub mod http_stdio;
+pub mod recording;
 pub mod remote;
 pub mod rules;
 pub mod stdio;

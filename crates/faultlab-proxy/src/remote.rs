@@ -130,6 +130,12 @@ impl Secrets {
         self.0.is_empty()
     }
 
+    /// The trajectory's scrub hook for these secrets.
+    pub fn scrub(&self) -> faultlab_engine::trajectory::Scrub {
+        let secrets = self.clone();
+        std::sync::Arc::new(move |value| secrets.redact_value(value))
+    }
+
     /// `text` with every secret replaced by `[redacted]`.
     pub fn redact(&self, text: &str) -> String {
         let mut text = text.to_owned();

@@ -75,11 +75,49 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (tx, mut rx): (IncomingTx, _) = mpsc::unbounded_channel();
+    let (tx, rx): (IncomingTx, _) = mpsc::unbounded_channel();
     let client = remote
         .reqwest_client()
         .map_err(|e| ProxyError::Spawn { command: remote.shown(), source: std::io::Error::other(e) })?;
     let transport = HttpTransport::with_client(remote.url().as_str(), remote.headers().clone(), client, tx);
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
+    let channels = Channels { answers: rx, ended: done_tx.clone(), done: done_rx };
+    let upstream =
+        Arc::new(HttpUpstream { transport, remote: remote.clone(), initialize: Mutex::default(), done: done_tx });
+    relay_through(max_frame_bytes, upstream, channels, as_frame, rules, trajectory, input, output, stop).await
+}
+
+/// What an upstream that answers through a channel hands the relay: what it answers, and word that the client
+/// has left and the upstream has finished with it (`done`; `ended` sends it once every answer has been handed to
+/// the writer, when the upstream closes its end of `answers`).
+pub(crate) struct Channels<T> {
+    pub answers: mpsc::UnboundedReceiver<T>,
+    pub ended: mpsc::UnboundedSender<()>,
+    pub done: mpsc::UnboundedReceiver<()>,
+}
+
+/// The stdio front in front of an upstream that answers through a channel (an HTTP endpoint, a recording): the
+/// client's lines go to `upstream`, and what arrives on the channel becomes frames for the client (`to_frame`).
+/// Runs until the client leaves (and the upstream says it is done) or a fault disconnects it.
+#[allow(clippy::too_many_arguments)]
+pub(crate) async fn relay_through<U, T, R, W>(
+    max_frame_bytes: usize,
+    upstream: Arc<U>,
+    channels: Channels<T>,
+    to_frame: fn(&U, &Trajectory, T) -> Option<Frame>,
+    rules: SharedRules,
+    trajectory: Arc<Trajectory>,
+    input: R,
+    output: W,
+    stop: CancellationToken,
+) -> Result<ProxyEnd, ProxyError>
+where
+    U: Upstream,
+    T: Send + 'static,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let Channels { answers: mut rx, ended, done: done_rx } = channels;
     {
         let rules = rules.lock().unwrap_or_else(|e| e.into_inner());
         trajectory.started(rules.seed(), rules.len());
@@ -87,19 +125,17 @@ where
     let recorder = trajectory.recorder().clone();
     let shared = Shared::new(trajectory.clone());
     let (outlet, queue) = Outlet::new();
-    let (done_tx, done_rx) = mpsc::unbounded_channel();
-    let upstream =
-        Arc::new(HttpUpstream { transport, remote: remote.clone(), initialize: Mutex::default(), done: done_tx });
     let client =
         tokio::spawn(pump_client(input, rules, shared.clone(), outlet.clone(), upstream.clone(), max_frame_bytes));
     let server = {
         let (shared, upstream) = (shared.clone(), upstream.clone());
         tokio::spawn(async move {
             while let Some(incoming) = rx.recv().await {
-                if let Some(frame) = as_frame(&upstream, &shared.trajectory, incoming) {
+                if let Some(frame) = to_frame(&upstream, &shared.trajectory, incoming) {
                     from_server(&shared, &outlet, frame);
                 }
             }
+            let _ = ended.send(());
         })
     };
     // A stop (SIGINT/SIGTERM) ends the relay the same way as the client leaving, so the upstream still gets the

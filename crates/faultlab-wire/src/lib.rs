@@ -8,12 +8,15 @@
 //! - [`frame`]: one JSON-RPC message, classified (request, notification, response, error, not JSON-RPC).
 //! - [`line`]: newline-delimited framing for stdio, with a line-size limit.
 //! - [`sse`]: Server-Sent Events blocks for Streamable HTTP, split without re-encoding.
+//! - [`canonical`]: JSON text with sorted keys, for telling equal calls apart from different ones; type names.
 
+pub mod canonical;
 pub mod frame;
 pub mod line;
 pub mod nesting;
 pub mod sse;
 
+pub use canonical::{canonical, json_kind};
 pub use frame::{Frame, Kind, MessageId};
 pub use line::{Line, LineCodec, MAX_LINE_BYTES};
 pub use sse::{SseDecoder, SseError, SseEvent};

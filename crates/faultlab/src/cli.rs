@@ -438,6 +438,11 @@ pub struct ProxyArgs {
     /// printed, and scrubbed from messages and the trajectory. An unset variable is an error (exit code 2).
     #[arg(long, value_name = "'NAME: ...${VAR}...'", requires = "upstream")]
     pub upstream_header_env: Vec<String>,
+    /// Answer from a recording instead of a live server: a trajectory recorded with --record FILE --record-bodies.
+    /// Each request gets the recorded reply to the same call (method, tool, arguments), the rules apply on top; a
+    /// request the recording lacks gets a JSON-RPC error naming the closest recorded call. Either front.
+    #[arg(long, value_name = "TRAJECTORY", conflicts_with_all = ["command", "upstream"])]
+    pub replay: Option<std::path::PathBuf>,
     /// Longest frame (one line) carried in either direction by a stdio front, in bytes (default 68157440 =
     /// 65 MiB: the largest oversized_response fault, 64 MiB, plus its envelope). A longer one is dropped: the client
     /// gets a JSON-RPC error for its id and the trajectory a `dropped` event.

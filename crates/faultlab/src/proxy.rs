@@ -6,6 +6,8 @@ use crate::pipes;
 use crate::signals::wait_for_signal;
 use anyhow::{Context as _, anyhow};
 use faultlab_engine::Recorder;
+use faultlab_engine::recording::Recording;
+use faultlab_engine::trajectory::Trajectory as ReadTrajectory;
 use faultlab_http::guard::{self, AllowedHosts};
 use faultlab_proxy::control::ControlOptions;
 use faultlab_proxy::http::{self as front, HttpProxyOptions, HttpUpstream};
@@ -13,8 +15,9 @@ use faultlab_proxy::http_stdio::Bridge;
 use faultlab_proxy::remote::{Remote, RemoteOptions};
 use faultlab_proxy::rules::{RuleSet, RulesFile, SharedRules};
 use faultlab_proxy::trajectory::Trajectory;
-use faultlab_proxy::{stdio, stdio_http};
+use faultlab_proxy::{recording, stdio, stdio_http};
 use std::net::SocketAddr;
+use std::path::Path;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
@@ -33,7 +36,12 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         return Err(Failure::usage(anyhow!("--max-frame-bytes applies to the stdio fronts only (without --listen)")));
     }
     // Only the stdio front with a child upstream can restart its upstream (`server_outage` with `restart`).
-    let restarts = args.listen.is_none() && args.upstream.is_none();
+    let restarts = args.listen.is_none() && args.upstream.is_none() && args.replay.is_none();
+    // Read before anything starts: a recording that cannot serve is bad input.
+    let recording = match &args.replay {
+        Some(path) => Some(read_recording(path).map_err(Failure::usage)?),
+        None => None,
+    };
     let rules = RuleSet::for_front(file, restarts).map_err(Failure::usage)?.shared();
     // Before the trajectory file is created: a wrong header or CA file is a usage error with nothing written.
     let remote = args.upstream.as_deref().map(|url| remote(&args, url)).transpose()?;
@@ -45,7 +53,7 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
     };
     let mut trajectory = Trajectory::new(recorder);
     if let Some(remote) = &remote {
-        trajectory = trajectory.redacting(remote.secrets().clone());
+        trajectory = trajectory.redacting(remote.secrets().scrub());
     }
     let trajectory = Arc::new(if args.record_bodies { trajectory.with_bodies() } else { trajectory });
     let control = match &args.control {
@@ -88,6 +96,17 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
             Ok::<_, Failure>(())
         })?;
     }
+    if let Some(recording) = recording {
+        let Some(listen) = &args.listen else {
+            let max = max_frame_bytes(&args);
+            return until_signal(runtime, |stop| {
+                recording::run(recording, max, rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
+            });
+        };
+        let addr = listen_address(listen).map_err(Failure::usage)?;
+        let upstream = HttpUpstream::Recording(recording::Replayer::new(recording));
+        return runtime.block_on(serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args));
+    }
     match (&args.listen, remote, args.command.split_first()) {
         (None, None, Some((program, rest))) => {
             let mut command = tokio::process::Command::new(program);
@@ -121,8 +140,26 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
                 serve_http(addr, "/mcp".into(), HttpUpstream::Child(bridge), rules, trajectory, &args).await
             })
         }
-        _ => Err(Failure::usage(anyhow!("name the upstream: -- CMD ARGS (stdio) or --upstream URL (HTTP)"))),
+        _ => Err(Failure::usage(anyhow!(
+            "name the upstream: -- CMD ARGS (stdio), --upstream URL (HTTP) or --replay TRAJECTORY (a recording)"
+        ))),
     }
+}
+
+/// Reads a recording (a trajectory recorded with `--record-bodies`) to answer from: `--replay` and
+/// `faultlab replay-server`. A trajectory without a single reply body is refused: it cannot answer anything.
+pub fn read_recording(path: &Path) -> anyhow::Result<Recording> {
+    let file = std::fs::File::open(path).with_context(|| format!("cannot read the recording {}", path.display()))?;
+    let trajectory =
+        ReadTrajectory::read(std::io::BufReader::new(file)).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let recording = Recording::from_trajectory(&trajectory);
+    if recording.is_empty() {
+        return Err(anyhow!(
+            "{} holds no reply bodies: record with `faultlab proxy --record FILE --record-bodies` (faultlab eval always does)",
+            path.display()
+        ));
+    }
+    Ok(recording)
 }
 
 fn max_frame_bytes(args: &ProxyArgs) -> usize {
@@ -194,6 +231,7 @@ async fn serve_http(
     let target = match &upstream {
         HttpUpstream::Url { target, .. } => target.describe(),
         HttpUpstream::Child(_) => "the stdio upstream".into(),
+        HttpUpstream::Recording(_) => "the recording".into(),
     };
     eprintln!("faultlab: proxy listening at http://{bound}{path} for {target}");
     let options = HttpProxyOptions {

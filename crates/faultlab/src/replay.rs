@@ -6,7 +6,7 @@ use crate::cli::{ReplayArgs, ReplayServerArgs};
 use anyhow::{Context as _, anyhow};
 use faultlab_eval::agent::ControlAgent;
 use faultlab_eval::batch::{run_dir, run_specs};
-use faultlab_eval::replay::{self, Cassette};
+use faultlab_eval::replay;
 use faultlab_eval::report::{Meta, Report};
 use faultlab_eval::runner::{AgentSpec, RunRecord, RunSpec};
 use faultlab_eval::task::Task;
@@ -15,17 +15,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 pub fn run_server(args: ReplayServerArgs) -> Result<(), Failure> {
-    let text = std::fs::read_to_string(&args.cassette)
-        .with_context(|| format!("cannot read the recording {}", args.cassette.display()))
-        .map_err(Failure::runtime)?;
-    let cassette =
-        Cassette::from_trajectory(&text).map_err(|e| Failure::runtime(anyhow!("{}: {e}", args.cassette.display())))?;
-    if cassette.is_empty() {
-        return Err(Failure::runtime(anyhow!(
-            "{} holds no reply bodies: record with `faultlab proxy --record-bodies` (faultlab eval always does)",
-            args.cassette.display()
-        )));
-    }
+    let cassette = crate::proxy::read_recording(&args.cassette).map_err(Failure::runtime)?;
     let Some((program, rest)) = args.command.split_first() else {
         return Err(Failure::usage(anyhow!("name the server to replay in front of: -- CMD ARGS")));
     };

@@ -51,7 +51,7 @@ fn changes(before: &Value, after: &Value) -> String {
     let removed: Vec<&String> = before.keys().filter(|k| !after.contains_key(*k)).collect();
     let changed: Vec<&String> = before
         .iter()
-        .filter(|(k, v)| after.get(*k).is_some_and(|w| crate::model::canonical(w) != crate::model::canonical(v)))
+        .filter(|(k, v)| after.get(*k).is_some_and(|w| faultlab_wire::canonical(w) != faultlab_wire::canonical(v)))
         .map(|(k, _)| k)
         .collect();
     let mut parts = Vec::new();

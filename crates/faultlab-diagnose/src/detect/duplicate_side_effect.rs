@@ -58,7 +58,8 @@ pub fn detect(trace: &Trace, thresholds: &Thresholds) -> Vec<Finding> {
 /// Why the first write's side effect is taken to have happened, or `None`.
 fn happened(first: &Call, repeats: &[&Call]) -> Option<String> {
     let result = first.result.as_ref()?;
-    if result.executed == Some(true) {
+    // Only where no answer reached the agent: a delivered error reply was executed too, without the effect.
+    if result.executed == Some(true) && result.status.ambiguous() {
         return Some("the server executed it although no answer reached the agent".into());
     }
     match result.status {

@@ -109,7 +109,7 @@ fn trajectory_errors_name_the_line() {
     let cases = [
         (
             format!(
-                "{good}\n\n{{\"tsMs\": 2.0, \"event\": \"frame\", \"direction\": \"sideways\", \"action\": \"forwarded\"}}"
+                "{good}\n\n{{\"tsMs\": 2.0, \"scope\": \"\", \"event\": \"frame\", \"direction\": \"sideways\", \"action\": \"forwarded\"}}"
             ),
             3,
             "`direction`",
@@ -118,14 +118,14 @@ fn trajectory_errors_name_the_line() {
         (format!("{good}\n{{\"event\": \"ledger\"}}"), 2, "no `tsMs`"),
         (
             format!(
-                "{good}\n{{\"tsMs\": 2.0, \"event\": \"frame\", \"direction\": \"client_to_server\", \"action\": \"eaten\"}}"
+                "{good}\n{{\"tsMs\": 2.0, \"scope\": \"\", \"event\": \"frame\", \"direction\": \"client_to_server\", \"action\": \"eaten\"}}"
             ),
             2,
             "`action`",
         ),
         (
             format!(
-                "{good}\n{{\"tsMs\": 2.0, \"event\": \"frame\", \"direction\": \"client_to_server\", \"action\": \"forwarded\", \"id\": [1]}}"
+                "{good}\n{{\"tsMs\": 2.0, \"scope\": \"\", \"event\": \"frame\", \"direction\": \"client_to_server\", \"action\": \"forwarded\", \"id\": [1]}}"
             ),
             2,
             "`id` is an array",
@@ -158,6 +158,11 @@ fn trajectory_frames_become_calls_with_what_the_client_saw() {
         frame(15.0, "client_to_server", "consumed", 4, r#", "fault": "rate_limit", "executed": false"#),
         frame(15.5, "server_to_client", "injected", 4, r#", "fault": "rate_limit", "executed": false"#),
         frame(16.0, "client_to_server", "forwarded", 5, ""),
+        // A reply that says it failed is an error; one a fault changed but delivered is a failure the agent met.
+        frame(17.0, "client_to_server", "forwarded", 6, ""),
+        frame(17.5, "server_to_client", "forwarded", 6, r#", "error": true"#),
+        frame(18.0, "client_to_server", "forwarded", 7, ""),
+        frame(18.5, "server_to_client", "faulted", 7, r#", "rule": "d", "fault": "duplicate", "executed": true"#),
     ];
     let trace = faultlab_diagnose::parse(&lines.join("\n"), None).unwrap();
     type Seen = (usize, Option<Status>, Option<usize>, Option<bool>);
@@ -171,9 +176,11 @@ fn trajectory_frames_become_calls_with_what_the_client_saw() {
         [
             (1, Some(Status::Timeout), Some(2), Some(true)),
             (3, Some(Status::Lost), Some(3), Some(false)),
-            (4, Some(Status::Success), Some(5), None),
+            (4, Some(Status::Success), Some(5), Some(true)),
             (6, Some(Status::Error), Some(7), Some(false)),
             (8, None, None, None),
+            (9, Some(Status::Error), Some(10), Some(true)),
+            (11, Some(Status::Faulted), Some(12), Some(true)),
         ]
     );
     assert!(trace.calls.iter().all(|c| c.tool == "w" && c.arguments.is_none()));

@@ -5,7 +5,7 @@
 //! the client's EOF, the proxy fails each such request with the upstream's exit).
 
 use faultlab_engine::Recorder;
-use faultlab_engine::recorder::{Direction, Event, FrameAction, Record};
+use faultlab_engine::recorder::{Direction, Event, FrameAction, FrameEvent, Record};
 use faultlab_proxy::rules::{RuleSet, RulesFile};
 use faultlab_proxy::stdio;
 use faultlab_proxy::trajectory::Trajectory;
@@ -54,7 +54,7 @@ fn frames(records: &[Record], direction: Direction) -> Vec<(Value, FrameAction, 
     records
         .iter()
         .filter_map(|r| match &r.event {
-            Event::Frame { direction: d, action, id, fault, .. } if *d == direction => {
+            Event::Frame(FrameEvent { direction: d, action, id, fault, .. }) if *d == direction => {
                 Some((id.clone().unwrap_or(Value::Null), *action, fault.clone()))
             }
             _ => None,
@@ -117,7 +117,9 @@ async fn a_fault_firing_inside_a_burst_of_replies_keeps_its_place() {
     let back: Vec<String> = records
         .iter()
         .filter_map(|r| match &r.event {
-            Event::Frame { direction: Direction::ServerToClient, id: Some(id), .. } => Some(format!("frame {id}")),
+            Event::Frame(FrameEvent { direction: Direction::ServerToClient, id: Some(id), .. }) => {
+                Some(format!("frame {id}"))
+            }
             Event::FaultActivated { request_id, .. } => Some(format!("activated {request_id}")),
             _ => None,
         })

@@ -4,10 +4,12 @@
 //! - `frames`: property tests; no panic and nothing lost whatever crosses the proxy.
 //! - `outage`: `server_outage` under the paused tokio clock.
 //! - `remote_tls`: HTTPS upstreams against a local TLS server: trusted CA, untrusted CA, headers, redaction.
+//! - `replay_upstream`: a recording as the upstream: matching, repeats, rules on top, the closest-call error.
 //! - `schema_faults`: `wrong_value` and `contradictory` keep a result valid against the declared output schema.
 
 mod bursts;
 mod frames;
 mod outage;
 mod remote_tls;
+mod replay_upstream;
 mod schema_faults;

@@ -129,7 +129,7 @@ fn remote(url: &str, ca_pem: &str, dir: &tempfile::TempDir) -> Remote {
 
 fn trajectory(remote: &Remote) -> (Recorder, Arc<Trajectory>) {
     let recorder = Recorder::memory();
-    let trajectory = Trajectory::new(recorder.clone()).with_bodies().redacting(remote.secrets().clone());
+    let trajectory = Trajectory::new(recorder.clone()).with_bodies().redacting(remote.secrets().scrub());
     (recorder, Arc::new(trajectory))
 }
 

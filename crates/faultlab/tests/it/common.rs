@@ -35,8 +35,23 @@ impl Client {
         (client, stderr)
     }
 
+    /// Runs in `dir` with the binary under test first on the PATH, as if installed: a README command runs as
+    /// written.
+    pub fn spawn_installed(dir: &std::path::Path, args: &[&str]) -> Self {
+        let bin_dir = std::path::Path::new(BIN).parent().unwrap().to_owned();
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let path = std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(&path))).unwrap();
+        let mut command = tokio::process::Command::new(BIN);
+        command.current_dir(dir).env("PATH", path);
+        Self::spawn_command(command, args, Stdio::null())
+    }
+
     fn spawn_with(args: &[&str], stderr: Stdio) -> Self {
-        let mut child = tokio::process::Command::new(BIN)
+        Self::spawn_command(tokio::process::Command::new(BIN), args, stderr)
+    }
+
+    fn spawn_command(mut command: tokio::process::Command, args: &[&str], stderr: Stdio) -> Self {
+        let mut child = command
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

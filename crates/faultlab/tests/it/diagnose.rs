@@ -76,7 +76,7 @@ fn a_malformed_trace_exits_1_naming_the_file_and_the_message_index() {
         .code(1)
         .stderr(contains(format!("{}: message 1 (line 2, column", broken.display())));
     let trajectory = dir.path().join("proxy.jsonl");
-    std::fs::write(&trajectory, "{\"tsMs\": 1, \"event\": \"run_started\"}\n{\"tsMs\": \"x\", \"event\": \"frame\"}\n")
+    std::fs::write(&trajectory, "{\"tsMs\": 1, \"scope\": \"\", \"event\": \"run_started\", \"seed\": 0, \"rules\": 0}\n{\"tsMs\": \"x\", \"event\": \"frame\"}\n")
         .unwrap();
     faultlab().arg("diagnose").arg(&trajectory).assert().code(1).stderr(contains("proxy.jsonl: line 2: `tsMs`"));
     faultlab()

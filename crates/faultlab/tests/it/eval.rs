@@ -111,7 +111,8 @@ fn a_recorded_run_replays_from_its_recording_to_the_same_or_another_agent() {
 fn a_trajectory_without_bodies_cannot_be_replayed_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("t.jsonl");
-    std::fs::write(&cassette, "{\"event\":\"run_started\",\"seed\":0,\"rules\":0}\n").unwrap();
+    std::fs::write(&cassette, "{\"tsMs\":0,\"scope\":\"stdio\",\"event\":\"run_started\",\"seed\":0,\"rules\":0}\n")
+        .unwrap();
     faultlab()
         .args(["replay-server", "--cassette"])
         .arg(&cassette)

@@ -13,6 +13,7 @@ mod proxy;
 mod proxy_faults;
 mod proxy_http;
 mod proxy_remote;
+mod proxy_replay;
 mod proxy_restart;
 mod reference_client;
 mod reliability;

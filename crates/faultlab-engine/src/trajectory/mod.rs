@@ -1,0 +1,375 @@
+//! The proxy's trajectory, written ([`Writer`]) and read back: the one reader, the one pairing of requests with
+//! replies, and the one definition of a failed call, shared by `faultlab diagnose`, eval's grader and replay.
+//!
+//! A trajectory is what the proxy's recorder wrote ([`Record`] per line, the same types in both directions).
+//! [`Trajectory::read`] streams it line by line: a line longer than [`MAX_RECORD_BYTES`] or nested deeper than
+//! [`faultlab_wire::nesting::MAX_NESTING`] is refused, and every error names the line (from 1). A last line cut
+//! short (no newline after it, and it does not parse: the proxy was killed while writing) is set aside in
+//! [`Trajectory::cut_short`] for the caller to judge; blank lines are skipped.
+
+use crate::recorder::{Direction, Event, FrameAction, FrameEvent, Record};
+use faultlab_wire::Frame;
+use faultlab_wire::frame::at;
+use faultlab_wire::json_kind as kind;
+use serde::Deserialize as _;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::io::{BufRead, Read as _};
+
+mod write;
+pub use write::{Scrub, Writer, frames_written};
+
+/// Longest trajectory line read, in bytes: the largest frame a stdio front carries (`--max-frame-bytes` up to
+/// 1 GiB) recorded as a body, plus 1 MiB for the event around it.
+pub const MAX_RECORD_BYTES: usize = (1 << 30) + (1 << 20);
+
+/// A trajectory line that cannot be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("line {line}{}: {message}", column.map(|c| format!(", column {c}")).unwrap_or_default())]
+pub struct ReadError {
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, for text that is not JSON.
+    pub column: Option<usize>,
+    pub message: String,
+}
+
+impl ReadError {
+    fn at(line: usize, message: impl Into<String>) -> Self {
+        Self { line, column: None, message: message.into() }
+    }
+}
+
+/// One record and where it stands.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Line {
+    /// 1-based line in the file.
+    pub number: usize,
+    pub record: Record,
+}
+
+/// A whole trajectory, read.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trajectory {
+    pub lines: Vec<Line>,
+    /// The last line, when it was cut short (see the module documentation): what reading it said.
+    pub cut_short: Option<ReadError>,
+}
+
+/// One `frame` event and where it stands.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct FrameAt<'a> {
+    /// 1-based line in the file.
+    pub line: usize,
+    pub ts_ms: f64,
+    pub scope: &'a str,
+    pub frame: &'a FrameEvent,
+}
+
+impl Trajectory {
+    /// Reads a trajectory from `input`, line by line.
+    pub fn read(mut input: impl BufRead) -> Result<Self, ReadError> {
+        Self::read_with_limit(&mut input, MAX_RECORD_BYTES)
+    }
+
+    /// Reads the text of a trajectory.
+    pub fn parse(text: &str) -> Result<Self, ReadError> {
+        Self::read(text.as_bytes())
+    }
+
+    /// [`Trajectory::read`] with another line limit (tests use small ones).
+    pub fn read_with_limit(input: &mut impl BufRead, limit: usize) -> Result<Self, ReadError> {
+        let mut trajectory = Trajectory::default();
+        let mut buf = Vec::new();
+        let mut number = 0;
+        loop {
+            buf.clear();
+            number += 1;
+            // One byte past the limit tells a line at the limit from a longer one.
+            let read = input
+                .by_ref()
+                .take(limit as u64 + 1)
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| ReadError::at(number, format!("cannot read: {e}")))?;
+            if read == 0 {
+                return Ok(trajectory);
+            }
+            let ended = buf.last() == Some(&b'\n');
+            if ended {
+                buf.pop();
+            }
+            if buf.len() > limit {
+                return Err(ReadError::at(number, format!("longer than {limit} bytes")));
+            }
+            if buf.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match parse_line(number, &buf) {
+                Ok(record) => trajectory.lines.push(Line { number, record }),
+                Err(error) if !ended => {
+                    trajectory.cut_short = Some(error);
+                    return Ok(trajectory);
+                }
+                Err(error) => return Err(error),
+            }
+        }
+    }
+
+    /// Every `frame` event, in order.
+    pub fn frames(&self) -> impl Iterator<Item = FrameAt<'_>> {
+        self.lines.iter().filter_map(|line| match &line.record.event {
+            Event::Frame(frame) => {
+                Some(FrameAt { line: line.number, ts_ms: line.record.ts_ms, scope: &line.record.scope, frame })
+            }
+            _ => None,
+        })
+    }
+
+    /// Whether the server sent anything at all through the proxy (a frame from the upstream, not one the proxy
+    /// injected).
+    pub fn upstream_answered(&self) -> bool {
+        self.frames().any(|f| f.frame.direction == Direction::ServerToClient && f.frame.action != FrameAction::Injected)
+    }
+
+    /// Every request (a client-to-server frame with a method and an id) with its reply, in arrival order.
+    ///
+    /// The pairing: a reply is a server-to-client frame without a method whose id (in the same scope) names a
+    /// request still waiting; the first such frame answers it, and later ones with that id are its duplicates.
+    /// A reply that names no waiting request is not anyone's.
+    pub fn exchanges(&self) -> Vec<Exchange<'_>> {
+        let mut exchanges: Vec<Exchange<'_>> = Vec::new();
+        // (scope, id as JSON text) → the exchange of the latest request with that id.
+        let mut by_id: HashMap<(&str, String), usize> = HashMap::new();
+        for at in self.frames() {
+            let frame = at.frame;
+            let Some(id) = frame.id.as_ref().filter(|id| !id.is_null()) else { continue };
+            let key = (at.scope, id.to_string());
+            match (frame.direction, frame.method.is_some()) {
+                (Direction::ClientToServer, true) => {
+                    by_id.insert(key, exchanges.len());
+                    exchanges.push(Exchange { request: at, reply: None, duplicates: Vec::new() });
+                }
+                (Direction::ServerToClient, false) => {
+                    let Some(&index) = by_id.get(&key) else { continue };
+                    let exchange = &mut exchanges[index];
+                    match exchange.reply {
+                        None => exchange.reply = Some(at),
+                        Some(_) => exchange.duplicates.push(at.line),
+                    }
+                }
+                _ => {}
+            }
+        }
+        exchanges
+    }
+
+    /// The `tools/call` exchanges, in arrival order.
+    pub fn tool_calls(&self) -> Vec<Exchange<'_>> {
+        self.exchanges().into_iter().filter(|e| e.method() == "tools/call").collect()
+    }
+}
+
+fn parse_line(number: usize, bytes: &[u8]) -> Result<Record, ReadError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| ReadError::at(number, format!("not UTF-8: {e}")))?;
+    faultlab_wire::nesting::check(text, faultlab_wire::nesting::Syntax::Json)
+        .map_err(|e| ReadError::at(number, format!("nested deeper than {} levels", e.limit)))?;
+    let value: Value = serde_json::from_str(text).map_err(|e| ReadError {
+        line: number,
+        column: Some(e.column()),
+        message: format!("invalid JSON: {}", without_position(&e)),
+    })?;
+    let fail = |message: String| ReadError::at(number, message);
+    let Value::Object(object) = &value else {
+        return Err(fail(format!("expected an event object, found {}", kind(&value))));
+    };
+    let event = match object.get("event") {
+        Some(Value::String(event)) => event.clone(),
+        Some(other) => return Err(fail(format!("`event` is {}, not a string", kind(other)))),
+        None => return Err(fail("no `event`".into())),
+    };
+    match object.get("tsMs") {
+        Some(Value::Number(_)) => {}
+        Some(_) => return Err(fail("`tsMs` is not a number of milliseconds".into())),
+        None => return Err(fail("no `tsMs`".into())),
+    }
+    // Any JSON is an `id` to serde; JSON-RPC allows only these.
+    if let Some(id) = object.get("id").filter(|id| !matches!(id, Value::Null | Value::String(_) | Value::Number(_))) {
+        return Err(fail(format!("`id` is {}, not a string or a number", kind(id))));
+    }
+    // From a borrowed value: on an error, the object is still there to name the member.
+    Record::deserialize(&value).map_err(|e| {
+        let message = e.to_string();
+        match member_named_by(object, &message) {
+            Some(key) => fail(format!("`{event}` event: `{key}`: {message}")),
+            None => fail(format!("`{event}` event: {message}")),
+        }
+    })
+}
+
+/// The member an "unknown variant `X`" error is about (serde names the value, not the key): the one whose value
+/// is the string `X`.
+fn member_named_by<'a>(object: &'a serde_json::Map<String, Value>, message: &str) -> Option<&'a str> {
+    let variant = message.strip_prefix("unknown variant `")?.split('`').next()?;
+    object.iter().find(|(_, v)| v.as_str() == Some(variant)).map(|(k, _)| k.as_str())
+}
+
+/// serde_json's message without its ` at line L column C` (the line is the trajectory's, said once).
+fn without_position(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    match text.rfind(" at line ") {
+        Some(cut) => text[..cut].to_owned(),
+        None => text,
+    }
+}
+
+/// One request and what came back for it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exchange<'a> {
+    pub request: FrameAt<'a>,
+    /// The first reply with the request's id, whatever the proxy did with it.
+    pub reply: Option<FrameAt<'a>>,
+    /// Lines of later replies with the same id (a duplicated reply, or one the upstream sent twice).
+    pub duplicates: Vec<usize>,
+}
+
+/// What the client got for a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// A reply, unchanged and not an error.
+    Ok,
+    /// An error: a JSON-RPC error or `isError: true` from the server, or one a fault put in its place
+    /// (`http_status`, `rate_limit`, `forbidden`, a malformed or truncated reply...).
+    Error,
+    /// No usable reply (a fault held it, or sent it where the client cannot match it). The request may still
+    /// have been executed.
+    Timeout,
+    /// The connection went away. The request may still have been executed.
+    Lost,
+    /// A reply came, but a fault changed how or what (late, repeated, reframed, with wrong content): a robust
+    /// client copes, a fragile one does not.
+    Faulted,
+}
+
+impl Outcome {
+    /// What the client got, from what a trajectory says of a call: the fault that acted on it, whether a reply
+    /// was written for it (`Some(true)` it reached the client, `Some(false)` a fault consumed it) and whether that
+    /// reply was an error. `None`: nothing came and no fault says why (the request is unanswered).
+    pub fn of_call(fault: Option<&str>, reply: Option<bool>, error: bool) -> Option<Self> {
+        match (fault, reply) {
+            (Some(fault), _) => Some(Outcome::of_fault(fault)),
+            (None, None) => None,
+            (None, Some(false)) => Some(Outcome::Timeout),
+            (None, Some(true)) if error => Some(Outcome::Error),
+            (None, Some(true)) => Some(Outcome::Ok),
+        }
+    }
+
+    /// The one definition of a failed call: anything but a clean reply, an unanswered request included.
+    pub fn failed(outcome: Option<Self>) -> bool {
+        outcome != Some(Outcome::Ok)
+    }
+
+    /// What the client got when `fault` (a catalogue fault name) acted on a call.
+    pub fn of_fault(fault: &str) -> Self {
+        match fault {
+            "timeout" | "wrong_id" | "missing_id" | "late_response" => Outcome::Timeout,
+            "disconnect" => Outcome::Lost,
+            "latency"
+            | "duplicate"
+            | "framing"
+            | "oversized"
+            | "split_write"
+            | "progress_after_result"
+            | "list_changed_storm"
+            | "non_json_line"
+            | "out_of_order"
+            | "empty"
+            | "partial_result"
+            | "wrong_value"
+            | "contradictory"
+            | "stale"
+            | "replayed" => Outcome::Faulted,
+            // http_status, rate_limit, auth_expired, forbidden, malformed, truncated, invalid_result,
+            // invalid_schema, missing_field, the systemic faults' failures, and any fault this version does not
+            // know.
+            _ => Outcome::Error,
+        }
+    }
+}
+
+impl<'a> Exchange<'a> {
+    pub fn method(&self) -> &'a str {
+        self.request.frame.method.as_deref().unwrap_or_default()
+    }
+
+    pub fn tool(&self) -> Option<&'a str> {
+        self.request.frame.tool.as_deref()
+    }
+
+    /// The request's id (never null: a request has one).
+    pub fn id(&self) -> &'a Value {
+        self.request.frame.id.as_ref().unwrap_or(&Value::Null)
+    }
+
+    /// A `tools/call`'s arguments, when recorded.
+    pub fn arguments(&self) -> Option<&'a Value> {
+        self.request.frame.arguments.as_ref()
+    }
+
+    /// Whether a reply reached the client (not one a fault consumed).
+    pub fn reached(&self) -> bool {
+        self.reply.is_some_and(|r| r.frame.action != FrameAction::Consumed)
+    }
+
+    /// The line of the reply that reached the client.
+    pub fn reply_line(&self) -> Option<usize> {
+        self.reply.filter(|_| self.reached()).map(|r| r.line)
+    }
+
+    /// The rule and fault that acted on the call: on its reply, else the one that consumed the request.
+    pub fn fault(&self) -> Option<(Option<&'a str>, &'a str)> {
+        let on = |at: FrameAt<'a>| at.frame.fault.as_deref().map(|fault| (at.frame.rule.as_deref(), fault));
+        self.reply.and_then(on).or_else(|| match self.request.frame.action {
+            FrameAction::Consumed => on(self.request),
+            _ => None,
+        })
+    }
+
+    /// Whether the upstream executed the request: `None` when nothing says (no reply, nothing consumed it).
+    pub fn executed(&self) -> Option<bool> {
+        match self.reply {
+            Some(reply) if reply.frame.action == FrameAction::Injected => Some(false),
+            Some(reply) => Some(reply.frame.executed.unwrap_or(true)),
+            None if self.request.frame.action == FrameAction::Consumed => Some(false),
+            None => None,
+        }
+    }
+
+    /// Whether the reply was an error (a JSON-RPC error or `isError: true`), as recorded.
+    pub fn error(&self) -> bool {
+        self.reply.and_then(|r| r.frame.error).unwrap_or(false)
+    }
+
+    /// What the client got; `None` while no reply and no fault says anything (the request is unanswered).
+    pub fn outcome(&self) -> Option<Outcome> {
+        Outcome::of_call(self.fault().map(|(_, fault)| fault), self.reply.map(|_| self.reached()), self.error())
+    }
+
+    /// The one definition of a failed call: the agent met a failure on it, i.e. an error, a fault, or no reply
+    /// at all.
+    pub fn failed(&self) -> bool {
+        Outcome::failed(self.outcome())
+    }
+
+    /// The server's own reply message as recorded (`--record-bodies`), when it has one: a reply the proxy
+    /// injected is not the server's.
+    pub fn recorded_reply(&self) -> Option<&'a Value> {
+        self.reply.filter(|r| r.frame.action != FrameAction::Injected).and_then(|r| r.frame.body.as_ref())
+    }
+}
+
+/// Whether a reply says the call failed: a JSON-RPC error, or a tool result with `isError: true`.
+pub fn reply_is_error(frame: &Frame) -> bool {
+    let Some(value) = frame.value() else { return false };
+    value.get("error").is_some() || at(value, &["result", "isError"]) == Some(&Value::Bool(true))
+}

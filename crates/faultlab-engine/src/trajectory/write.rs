@@ -1,0 +1,208 @@
+//! Writing the trajectory: every frame that crossed the proxy, the rule and fault applied to it, and a closing
+//! ledger (frames in = frames out + frames consumed - frames injected). Same event schema as the server's
+//! recorder; read back by [`super::Trajectory`].
+
+use super::reply_is_error;
+use crate::recorder::{Direction, Event, FrameAction, FrameEvent, TransportEventKind};
+use crate::{FaultKind, Recorder, WireAction};
+use faultlab_wire::frame::at;
+use faultlab_wire::{Frame, MessageId};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Rewrites a recorded `arguments` or `body` in place before it is written: the proxy scrubs the credentials it
+/// sends upstream (an upstream may echo one back).
+pub type Scrub = Arc<dyn Fn(&mut serde_json::Value) + Send + Sync>;
+
+/// The proxy's trajectory writer (one per proxy run, shared by its connections).
+pub struct Writer {
+    recorder: Recorder,
+    /// Record the upstream's replies in full (for replay), not only their metadata.
+    bodies: bool,
+    scrub: Option<Scrub>,
+    frames_in: AtomicU64,
+    frames_out: AtomicU64,
+    consumed: AtomicU64,
+    injected: AtomicU64,
+}
+
+impl Writer {
+    pub fn new(recorder: Recorder) -> Self {
+        Self {
+            recorder,
+            bodies: false,
+            scrub: None,
+            frames_in: AtomicU64::new(0),
+            frames_out: AtomicU64::new(0),
+            consumed: AtomicU64::new(0),
+            injected: AtomicU64::new(0),
+        }
+    }
+
+    /// Also records every upstream reply's message (`body`), so `faultlab replay` can serve it again.
+    pub fn with_bodies(mut self) -> Self {
+        self.bodies = true;
+        self
+    }
+
+    /// Passes every recorded argument and body through `scrub` first.
+    pub fn redacting(mut self, scrub: Scrub) -> Self {
+        self.scrub = Some(scrub);
+        self
+    }
+
+    pub fn recorder(&self) -> &Recorder {
+        &self.recorder
+    }
+
+    pub fn started(&self, seed: u64, rules: usize) {
+        self.recorder.record(Event::RunStarted { seed, rules });
+    }
+
+    /// Accounts for one frame in that left as `out` frames.
+    pub fn account(&self, out: u64) {
+        self.frames_in.fetch_add(1, Ordering::Relaxed);
+        self.frames_out.fetch_add(out, Ordering::Relaxed);
+        match out {
+            0 => self.consumed.fetch_add(1, Ordering::Relaxed),
+            n => self.injected.fetch_add(n - 1, Ordering::Relaxed),
+        };
+    }
+
+    /// Frames the proxy wrote that no peer sent.
+    pub fn injected(&self, n: u64) {
+        self.frames_out.fetch_add(n, Ordering::Relaxed);
+        self.injected.fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// One frame the proxy wrote that no peer sent (a replayed `initialize`, an answer in place of the upstream).
+    pub fn injected_frame(
+        &self,
+        direction: Direction,
+        frame: &Frame,
+        rule: Option<&str>,
+        fault: Option<&FaultKind>,
+        executed: Option<bool>,
+    ) {
+        self.injected(1);
+        self.record(self.frame_event(direction, FrameAction::Injected, frame, rule, fault, executed));
+    }
+
+    /// Something the proxy did to its upstream connection (stopped or restarted the upstream), with the request
+    /// that caused it; `detail` names the rule.
+    pub fn transport(&self, outcome: TransportEventKind, request_id: Option<&MessageId>, detail: String) {
+        let request_id = request_id.map(MessageId::to_value);
+        self.recorder.record(Event::Transport { outcome, request_id, detail: Some(detail) });
+    }
+
+    /// A client-to-server frame that left as `out` frames.
+    pub fn client_frame(
+        &self,
+        frame: &Frame,
+        action: FrameAction,
+        rule: Option<&str>,
+        fault: Option<&FaultKind>,
+        out: u64,
+    ) {
+        self.account(out);
+        let executed = (action == FrameAction::Consumed).then_some(false);
+        self.record(self.frame_event(Direction::ClientToServer, action, frame, rule, fault, executed));
+    }
+
+    /// Client-to-server frames no rule fired on, written to the upstream together; `sent[i]` says whether frame
+    /// `i` went out. Recorded with one write.
+    pub fn client_frames_forwarded(&self, frames: &[Frame], sent: &[bool]) {
+        let events = frames.iter().zip(sent).map(|(frame, &sent)| {
+            self.account(u64::from(sent));
+            self.frame_event(Direction::ClientToServer, FrameAction::Forwarded, frame, None, None, None)
+        });
+        self.recorder.record_all(events);
+    }
+
+    /// A server-to-client frame and what went out for it: accounted for, and its event returned for the caller to
+    /// record (with others read at the same time, see [`Writer::record_events`]).
+    pub fn server_frame_event(
+        &self,
+        frame: &Frame,
+        rule: Option<&str>,
+        fault: Option<&FaultKind>,
+        actions: &[WireAction],
+        executed: bool,
+    ) -> Event {
+        let out = frames_written(actions);
+        self.account(out);
+        let action = match (fault, out) {
+            (None, _) => FrameAction::Forwarded,
+            (Some(_), 0) => FrameAction::Consumed,
+            (Some(_), _) => FrameAction::Faulted,
+        };
+        self.frame_event(Direction::ServerToClient, action, frame, rule, fault, fault.map(|_| executed))
+    }
+
+    /// Events built elsewhere (see [`Writer::server_frame_event`]), with one write.
+    pub fn record_events(&self, events: Vec<Event>) {
+        if !events.is_empty() {
+            self.recorder.record_all(events);
+        }
+    }
+
+    /// Records one event (see [`Writer::frame_event`]).
+    pub fn record(&self, event: Event) {
+        self.recorder.record(event);
+    }
+
+    /// The event for one frame; recording it is the caller's.
+    pub fn frame_event(
+        &self,
+        direction: Direction,
+        action: FrameAction,
+        frame: &Frame,
+        rule: Option<&str>,
+        fault: Option<&FaultKind>,
+        executed: Option<bool>,
+    ) -> Event {
+        let mut arguments = (frame.method() == Some("tools/call"))
+            .then(|| at(frame.value()?, &["params", "arguments"]).cloned())
+            .flatten();
+        let mut body = (self.bodies && direction == Direction::ServerToClient && frame.is_reply())
+            .then(|| frame.value().cloned())
+            .flatten();
+        if let Some(scrub) = &self.scrub {
+            for value in [&mut arguments, &mut body].into_iter().flatten() {
+                scrub(value);
+            }
+        }
+        Event::Frame(FrameEvent {
+            direction,
+            action,
+            id: frame.id().map(MessageId::to_value),
+            method: frame.method().map(str::to_owned),
+            tool: frame.tool_name().map(str::to_owned),
+            rule: rule.map(str::to_owned),
+            fault: fault.map(|f| f.name().to_owned()),
+            executed,
+            bytes: frame.bytes().len(),
+            arguments,
+            error: frame.is_reply().then(|| reply_is_error(frame)),
+            body,
+        })
+    }
+
+    /// Writes the ledger.
+    pub fn finish(&self) {
+        self.recorder.record(Event::Ledger {
+            frames_in: self.frames_in.load(Ordering::Relaxed),
+            frames_out: self.frames_out.load(Ordering::Relaxed),
+            consumed: self.consumed.load(Ordering::Relaxed),
+            injected: self.injected.load(Ordering::Relaxed),
+        });
+    }
+}
+
+/// How many frames a list of actions writes.
+pub fn frames_written(actions: &[WireAction]) -> u64 {
+    actions
+        .iter()
+        .filter(|a| matches!(a, WireAction::Send(_) | WireAction::SendFramed { .. } | WireAction::HttpStatus { .. }))
+        .count() as u64
+}

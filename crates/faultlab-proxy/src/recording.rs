@@ -1,0 +1,130 @@
+//! A recording as the upstream (`faultlab proxy --replay TRAJECTORY`), behind the stdio front ([`run`]) or the
+//! HTTP front ([`Replayer::respond`]): no child, no URL. Each request is answered
+//! with the reply the real server gave to the same call in a trajectory recorded with bodies (`--record FILE
+//! --record-bodies`), matched by method, tool and canonical arguments (`faultlab_engine::recording`), with this
+//! request's id. The rules apply on top exactly as in front of a live server.
+//!
+//! A call recorded more often than it is asked is served in recorded order; asked more often, its last reply
+//! again. A request the recording has no reply for gets a JSON-RPC error naming the closest recorded call; a
+//! `ping` it lacks is answered as any server would. Notifications and the client's replies need no answer.
+
+use crate::rules::SharedRules;
+use crate::stdio::{ProxyEnd, ProxyError, Upstream};
+use crate::stdio_http::{Channels, relay_through};
+use crate::trajectory::Trajectory;
+use axum::response::{IntoResponse as _, Response};
+use faultlab_engine::recording::{CallKey, Recording};
+use faultlab_wire::{Frame, Kind};
+use http::{HeaderValue, StatusCode, header};
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// The JSON-RPC error code of a request the recording cannot answer (implementation-defined server error).
+pub const NOT_RECORDED: i64 = -32001;
+
+/// A recording's replies, answering requests for either front.
+pub struct Replayer(Mutex<Recording>);
+
+impl Replayer {
+    pub fn new(recording: Recording) -> Self {
+        Self(Mutex::new(recording))
+    }
+
+    /// The answer to a request; `None` for what needs none (a notification, the client's reply).
+    fn answer(&self, frame: &Frame) -> Option<Frame> {
+        let Kind::Request { id, method } = frame.kind() else { return None };
+        let key = frame.value().and_then(CallKey::of_request)?;
+        let id = id.to_value();
+        let mut recording = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let message = match recording.take_or_repeat(&key) {
+            Some(mut reply) => {
+                reply["id"] = id;
+                reply
+            }
+            None if method == "ping" => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+            None => not_recorded(id, &key, recording.closest(&key)),
+        };
+        Some(Frame::from_value(message))
+    }
+
+    /// The HTTP front's answer to one message: a request's reply as a JSON body, 202 for what needs no answer, and
+    /// 405 for a GET or DELETE (a recording has no standalone stream and no session to end).
+    pub fn respond(&self, method: &http::Method, frame: Option<&Frame>) -> Response {
+        let Some(frame) = frame.filter(|_| method == http::Method::POST) else {
+            return (StatusCode::METHOD_NOT_ALLOWED, "Method not allowed").into_response();
+        };
+        let Some(answer) = self.answer(frame) else { return StatusCode::ACCEPTED.into_response() };
+        let mut response = (StatusCode::OK, answer.bytes().clone()).into_response();
+        response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        response
+    }
+}
+
+struct RecordingUpstream {
+    replayer: Replayer,
+    /// Where answers go; dropped when the client leaves, which ends the relay once they are written.
+    answers: Mutex<Option<mpsc::UnboundedSender<Frame>>>,
+}
+
+/// The error for a request the recording holds no reply for.
+fn not_recorded(id: Value, key: &CallKey, closest: Option<&CallKey>) -> Value {
+    let message = match closest {
+        Some(closest) => {
+            format!("faultlab replay: the recording has no reply for {key}; the closest recorded call is {closest}")
+        }
+        None => format!("faultlab replay: the recording has no reply for {key}, nor any other reply"),
+    };
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": NOT_RECORDED, "message": message,
+        "data": {"request": key.to_string(), "closest": closest.map(CallKey::to_string)}}})
+}
+
+impl Upstream for RecordingUpstream {
+    async fn send(&self, frame: &Frame) -> bool {
+        if let Some(answer) = self.replayer.answer(frame)
+            && let Some(answers) = self.answers.lock().unwrap_or_else(|e| e.into_inner()).as_ref()
+        {
+            let _ = answers.send(answer);
+        }
+        true
+    }
+
+    async fn client_left(&self) {
+        self.answers.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+}
+
+/// Runs the stdio front with `recording` as the upstream until the client leaves or a fault disconnects it; a
+/// client line over `max_frame_bytes` is dropped and its id answered with an error.
+pub async fn run<R, W>(
+    recording: Recording,
+    max_frame_bytes: usize,
+    rules: SharedRules,
+    trajectory: Arc<Trajectory>,
+    input: R,
+    output: W,
+    stop: CancellationToken,
+) -> Result<ProxyEnd, ProxyError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let (tx, answers) = mpsc::unbounded_channel();
+    let (ended, done) = mpsc::unbounded_channel();
+    let upstream = Arc::new(RecordingUpstream { replayer: Replayer::new(recording), answers: Mutex::new(Some(tx)) });
+    let channels = Channels { answers, ended, done };
+    relay_through(
+        max_frame_bytes,
+        upstream,
+        channels,
+        |_, _, frame| Some(frame),
+        rules,
+        trajectory,
+        input,
+        output,
+        stop,
+    )
+    .await
+}
