@@ -2,17 +2,18 @@
 //! `faultlab_engine::recorder::Record` writes them. Errors name the line (from 1); blank lines are skipped.
 //!
 //! A `tools/call` frame from client to server is a call; the server-to-client frame with the same id (in the same
-//! scope) is its result. What the client got decides the status: a reply a fault consumed, or one it cannot match
-//! to its request (`wrong_id`, `missing_id`, `late_response`), is a timeout; `disconnect` loses the connection;
-//! replies replaced by an error status or left unusable (`http_status`, `rate_limit`, `auth_expired`, `forbidden`,
-//! `malformed`, `truncated`, `invalid_result`, `invalid_schema`, `missing_field`) are errors; every other reply,
-//! the semantic faults' plausible-but-wrong content included, reads as a success to the client.
+//! scope) is its result. What the client got decides the status: a reply a fault acted on has the fault's effect
+//! (recorded on the frame as `effect`; for trajectories older than that field, the catalogue's effect for the
+//! fault's name): a timeout or a lost connection as such, an error or an invalid reply as an error, and a result,
+//! the semantic faults' plausible-but-wrong content included, as a success. A reply consumed without a fault is a
+//! timeout. A fault this version does not know, on a line without `effect`, is an error naming the line.
 //! A trajectory records each call's arguments (proxies since they gained the field; older trajectories have none),
 //! but no payloads and no agent messages: detectors that need what a trajectory lacks do not run.
 
 use crate::error::{ParseError, strip_position};
 use crate::model::{Call, CallResult, Entry, Recorded, Role, Status, Trace, TraceFormat, Unit};
 use crate::openai::kind;
+use faultlab_engine::catalogue::{Effect, FaultKind};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 
@@ -22,8 +23,9 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
     let mut calls: Vec<Call> = Vec::new();
     // (scope, id) → index into `calls` of a call still waiting for its reply.
     let mut open: HashMap<(String, String), usize> = HashMap::new();
-    // The fault that consumed a call on its way in (`instead` or `before` mode), by call index.
-    let mut consumed: HashMap<usize, Option<String>> = HashMap::new();
+    // What the fault that consumed a call on its way in (`instead` or `before` mode) left the client with, by
+    // call index.
+    let mut consumed: HashMap<usize, Option<Status>> = HashMap::new();
     for (i, line) in text.lines().enumerate() {
         let number = i + 1;
         if line.trim().is_empty() {
@@ -54,7 +56,11 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
             if frame.to_server && frame.method.as_deref() == Some("tools/call") && frame.id.is_some() {
                 let index = calls.len();
                 if frame.action == "consumed" {
-                    consumed.insert(index, frame.fault.clone());
+                    let fault = match &frame.fault {
+                        Some(fault) => Some(fault_status(fault, frame.effect).map_err(&fail)?),
+                        None => None,
+                    };
+                    consumed.insert(index, fault);
                 }
                 calls.push(Call {
                     id: key.1.clone(),
@@ -70,7 +76,7 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
                 && let Some(index) = open.remove(&key)
             {
                 let status = match (&frame.fault, frame.action.as_str()) {
-                    (Some(fault), _) => fault_status(fault),
+                    (Some(fault), _) => fault_status(fault, frame.effect).map_err(&fail)?,
                     (None, "consumed") => Status::Timeout,
                     (None, _) => Status::Success,
                 };
@@ -84,12 +90,11 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
         entries.push(Entry { pos: number, role: Role::Event, text: Some(text), ts_ms: Some(ts_ms) });
     }
     // A call consumed on its way in with no reply injected: the fault that consumed it is what the client got.
-    for (index, fault) in consumed {
+    for (index, status) in consumed {
         if calls[index].result.is_none()
-            && let Some(fault) = fault
+            && let Some(status) = status
         {
             let (at, ts_ms) = (calls[index].at, calls[index].ts_ms);
-            let status = fault_status(&fault);
             calls[index].result = Some(CallResult { at, ts_ms, status, text: None, executed: Some(false) });
         }
     }
@@ -103,31 +108,20 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
     })
 }
 
-/// What the client got when `fault` (a catalogue fault name) acted on a reply.
-fn fault_status(fault: &str) -> Status {
-    match fault {
-        "timeout" | "wrong_id" | "missing_id" | "late_response" => Status::Timeout,
-        "disconnect" => Status::Lost,
-        // The reply still arrives and reads as a success (the semantic faults' wrong content included: the
-        // client cannot tell it from a good answer).
-        "latency"
-        | "duplicate"
-        | "framing"
-        | "oversized"
-        | "split_write"
-        | "progress_after_result"
-        | "list_changed_storm"
-        | "non_json_line"
-        | "empty"
-        | "partial_result"
-        | "wrong_value"
-        | "contradictory"
-        | "stale"
-        | "replayed" => Status::Success,
-        // http_status, rate_limit, auth_expired, forbidden, malformed, truncated, invalid_result, invalid_schema,
-        // missing_field, and any fault this version does not know.
-        _ => Status::Error,
-    }
+/// What the client got when `fault` (a catalogue fault name) acted on a reply: its recorded `effect`, else the
+/// catalogue's effect for that name.
+fn fault_status(fault: &str, effect: Option<Effect>) -> Result<Status, String> {
+    let effect = effect.or_else(|| FaultKind::effect_of(fault)).ok_or_else(|| {
+        format!("fault {fault:?} is not in this version's catalogue and the line records no `effect`")
+    })?;
+    Ok(match effect {
+        Effect::Timeout => Status::Timeout,
+        Effect::TransportLoss => Status::Lost,
+        Effect::Error | Effect::Invalid => Status::Error,
+        // The reply still arrives and reads as a success (the semantic faults' wrong content included: the client
+        // cannot tell it from a good answer).
+        Effect::Result | Effect::WrongData => Status::Success,
+    })
 }
 
 /// The fields of a `frame` event.
@@ -139,6 +133,7 @@ struct Frame {
     tool: Option<String>,
     rule: Option<String>,
     fault: Option<String>,
+    effect: Option<Effect>,
     executed: Option<bool>,
 }
 
@@ -166,7 +161,15 @@ impl Frame {
             Some(Value::Bool(b)) => Some(*b),
             Some(other) => return Err(format!("`executed` is {}, not a boolean", kind(other))),
         };
+        let effect = match record.get("effect") {
+            None | Some(Value::Null) => None,
+            Some(effect) => Some(
+                serde_json::from_value(effect.clone())
+                    .map_err(|e| format!("`effect` {effect} is not an effect: {e}"))?,
+            ),
+        };
         Ok(Self {
+            effect,
             to_server,
             action,
             id,
@@ -227,5 +230,46 @@ fn optional_string(record: &Map<String, Value>, key: &str) -> Result<Option<Stri
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
         Some(other) => Err(format!("`{key}` is {}, not a string", kind(other))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A call to `tool` with id 1 and the reply a fault acted on (`reply` holds the reply's extra fields).
+    fn faulted(reply: &str) -> String {
+        let call = r#"{"tsMs":1.0,"scope":"stdio","event":"frame","direction":"client_to_server","action":"forwarded","id":1,"method":"tools/call","tool":"write_file","rule":null,"fault":null,"executed":null,"bytes":80}"#;
+        let head = r#"{"tsMs":2.0,"scope":"stdio","event":"frame","direction":"server_to_client","action":"faulted","id":1,"method":null,"tool":null,"rule":"r","executed":true,"bytes":60"#;
+        format!("{call}\n{head},{reply}}}\n")
+    }
+
+    fn status(reply: &str) -> Result<Status, ParseError> {
+        let trace = parse(&faulted(reply))?;
+        Ok(trace.calls[0].result.as_ref().unwrap().status)
+    }
+
+    #[test]
+    fn a_recorded_effect_decides_what_the_client_got() {
+        assert_eq!(status(r#""fault":"duplicate","effect":"result""#).unwrap(), Status::Success);
+        assert_eq!(status(r#""fault":"some_later_fault","effect":"timeout""#).unwrap(), Status::Timeout);
+        assert_eq!(status(r#""fault":"some_later_fault","effect":"transport_loss""#).unwrap(), Status::Lost);
+    }
+
+    #[test]
+    fn without_an_effect_the_catalogue_says_and_an_unknown_fault_is_an_error_not_a_guess() {
+        assert_eq!(status(r#""fault":"wrong_id""#).unwrap(), Status::Timeout);
+        assert_eq!(status(r#""fault":"disconnect""#).unwrap(), Status::Lost);
+        assert_eq!(status(r#""fault":"stale""#).unwrap(), Status::Success);
+        assert_eq!(status(r#""fault":"auth_expired""#).unwrap(), Status::Error);
+        let err = status(r#""fault":"some_later_fault""#).unwrap_err().to_string();
+        assert!(err.contains("some_later_fault") && err.contains("line 2"), "{err}");
+    }
+
+    #[test]
+    fn every_catalogue_fault_has_a_status_by_its_name() {
+        for (name, _) in FaultKind::examples() {
+            assert!(status(&format!(r#""fault":"{name}""#)).is_ok(), "{name}");
+        }
     }
 }

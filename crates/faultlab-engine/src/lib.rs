@@ -19,6 +19,6 @@ pub mod outlet;
 pub mod recorder;
 pub mod render;
 
-pub use catalogue::{FaultKind, Framing, MalformedVariant, WireAction};
+pub use catalogue::{FaultKind, MalformedVariant, WireAction, WireFraming};
 pub use engine::{ArmError, Engine, MAX_PENDING_FAULTS};
 pub use recorder::{Event, Recorder};

@@ -69,6 +69,10 @@ pub enum Event {
         tool: Option<String>,
         rule: Option<String>,
         fault: Option<String>,
+        /// What the client sees for the request when `fault` acts on it (the catalogue's effect: `result`,
+        /// `wrong_data`, `error`, `invalid`, `timeout`, `transport_loss`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        effect: Option<crate::catalogue::Effect>,
         /// For a reply: whether the upstream executed the request (false when a rule answered instead).
         executed: Option<bool>,
         bytes: usize,

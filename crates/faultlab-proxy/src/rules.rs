@@ -2,6 +2,7 @@
 //! here; the faults themselves are the engine's catalogue.
 
 use faultlab_engine::FaultKind;
+use faultlab_engine::catalogue::{BurstFailure, CascadingFailure, ServerOutage};
 use faultlab_wire::{Frame, nesting};
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -169,7 +170,7 @@ impl Rule {
                 return Err(at("match.argument.pointer must be a JSON pointer starting with '/'".into()));
             }
         }
-        if self.mode == Mode::Before && !matches!(self.fault, FaultKind::Latency { .. } | FaultKind::Disconnect) {
+        if self.mode == Mode::Before && !matches!(self.fault, FaultKind::Latency(_) | FaultKind::Disconnect(_)) {
             return Err(at("mode before applies to latency and disconnect only".into()));
         }
         Ok(())
@@ -178,7 +179,7 @@ impl Rule {
 
 /// Why a rule asking to restart the upstream is refused on a front that cannot.
 fn no_restart(rule: &Rule) -> Option<String> {
-    matches!(rule.fault, FaultKind::ServerOutage { restart: true, .. }).then(|| {
+    matches!(rule.fault, FaultKind::ServerOutage(ServerOutage { restart: true, .. })).then(|| {
         format!(
             "rule {:?}: fault: restart applies only to the stdio front with a child upstream (`faultlab proxy -- CMD`); \
              this proxy cannot restart an HTTP upstream or a server behind its HTTP front",
@@ -410,8 +411,8 @@ impl RuleSet {
             }
             let mut mode = rule.mode;
             match rule.fault {
-                FaultKind::BurstFailure { count } => c.burst_left = count.saturating_sub(1),
-                FaultKind::ServerOutage { duration_ms, restart } => {
+                FaultKind::BurstFailure(BurstFailure { count }) => c.burst_left = count.saturating_sub(1),
+                FaultKind::ServerOutage(ServerOutage { duration_ms, restart }) => {
                     let until_ms = elapsed_ms.saturating_add(duration_ms);
                     self.outage = Some((rule.name.clone(), rule.fault.clone(), until_ms));
                     if restart {
@@ -421,7 +422,7 @@ impl RuleSet {
                         self.restart = Some(Restart { rule: rule.name.clone(), fault: rule.fault.clone(), until });
                     }
                 }
-                FaultKind::CascadingFailure { spread } if spread > 0 => {
+                FaultKind::CascadingFailure(CascadingFailure { spread }) if spread > 0 => {
                     self.cascade = Some((rule.name.clone(), rule.fault.clone(), spread));
                 }
                 _ => {}
@@ -457,7 +458,10 @@ mod tests {
         );
         let t = Duration::ZERO;
         assert_eq!(set.decide(&call(1, "echo", Value::Null), t).unwrap().rule, "slow-echo");
-        assert_eq!(set.decide(&call(2, "write_file", Value::Null), t).unwrap().fault, FaultKind::Timeout);
+        assert_eq!(
+            set.decide(&call(2, "write_file", Value::Null), t).unwrap().fault,
+            FaultKind::Timeout(faultlab_engine::catalogue::Timeout {})
+        );
         assert!(set.decide(&call(3, "write_file", Value::Null), t).is_none(), "only the first write");
         assert!(set.decide(&call(4, "read_file", Value::Null), t).is_none());
     }
@@ -533,7 +537,7 @@ mod tests {
             yaml_serde::from_str("{name: live, fault: {type: server_outage, duration_ms: 5, restart: true}}").unwrap();
         let Err(ControlError::Invalid(message)) = http.add(live.clone()) else { panic!("added") };
         assert!(message.contains("\"live\""), "{message}");
-        let plain = Rule { fault: FaultKind::ServerOutage { duration_ms: 5, restart: false }, ..live };
+        let plain = Rule { fault: FaultKind::ServerOutage(ServerOutage { duration_ms: 5, restart: false }), ..live };
         assert_eq!(http.add(plain), Ok(()), "an outage without restart is fine anywhere");
     }
 

@@ -153,6 +153,7 @@ impl Trajectory {
             tool: frame.tool_name().map(str::to_owned),
             rule: rule.map(str::to_owned),
             fault: fault.map(|f| f.name().to_owned()),
+            effect: fault.map(FaultKind::effect),
             executed,
             bytes: frame.bytes().len(),
             arguments: (frame.method() == Some("tools/call"))
