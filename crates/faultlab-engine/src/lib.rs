@@ -6,6 +6,7 @@
 //! - [`engine`]: decides which message gets which fault. Today a fault is armed on a request id (the server's
 //!   tool handlers arm faults on their own response); the proxy's rules go through the same engine.
 //! - [`render`]: turns actions into bytes for a transport: stdio lines or SSE events.
+//! - [`rules`]: what a rules file says (which request, which mode, which fault); the proxy runs them.
 //! - [`recorder`]: the documented diagnostics event schema, written as JSON lines.
 //! - [`clock`]: the microsecond sleep latency faults use.
 //!
@@ -18,6 +19,7 @@ pub mod engine;
 pub mod outlet;
 pub mod recorder;
 pub mod render;
+pub mod rules;
 
 pub use catalogue::{FaultKind, MalformedVariant, WireAction, WireFraming};
 pub use engine::{ArmError, Engine, MAX_PENDING_FAULTS};

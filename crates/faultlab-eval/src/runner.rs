@@ -12,7 +12,7 @@ use crate::evidence::{self, AgentEnd, Evidence, Snapshot};
 use crate::grade::{self, Verdict};
 use crate::sandbox::Isolation;
 use crate::task::{Category, NONCE, Task};
-use faultlab_proxy::rules::RulesFile;
+use faultlab_engine::rules::RulesFile;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! Workspace contents may contain `{{nonce}}`: each run replaces it with a fresh token derived from the seed, so
 //! a witness can tell an agent that really read the data from one that made its answer up.
 
-use faultlab_proxy::rules::Rule;
+use faultlab_engine::rules::Rule;
 use faultlab_wire::nesting;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
