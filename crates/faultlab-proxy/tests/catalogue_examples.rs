@@ -8,6 +8,7 @@ use axum::body::Bytes;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use faultlab_engine::catalogue::Effect;
+use faultlab_engine::catalogue::observe::{self, Ending};
 use faultlab_engine::{FaultKind, Recorder};
 use faultlab_proxy::rules::{RuleSet, RulesFile};
 use faultlab_proxy::trajectory::Trajectory;
@@ -52,54 +53,9 @@ fn rules(example: &str) -> RuleSet {
     RuleSet::new(serde_json::from_value::<RulesFile>(file).unwrap())
 }
 
-/// What a client makes of the frames it read for request 2 (in order), and of how the exchange ended.
+/// What the client saw for request 2.
 fn classify(frames: &[&[u8]], ended: Ending) -> Effect {
-    let mut garbage = false;
-    for bytes in frames {
-        let Some(message) = parse(bytes) else {
-            garbage = true;
-            continue;
-        };
-        // Notifications, and replies to ids never sent or already answered, are not this call's answer.
-        if message.get("id") != Some(&json!(2)) {
-            continue;
-        }
-        return reply_effect(&message);
-    }
-    match ended {
-        Ending::Lost => Effect::TransportLoss,
-        Ending::Waited | Ending::Done if garbage => Effect::Invalid,
-        Ending::Waited | Ending::Done => Effect::Timeout,
-    }
-}
-
-/// What the reply with request 2's id amounts to.
-fn reply_effect(message: &Value) -> Effect {
-    let (result, error) = (message.get("result"), message.get("error"));
-    if message["jsonrpc"] != "2.0" || result.is_some() == error.is_some() {
-        return Effect::Invalid;
-    }
-    let Some(result) = result else { return Effect::Error };
-    let valid_blocks = result["content"].as_array().is_some_and(|blocks| {
-        blocks.iter().all(|b| b["type"].is_string() && (b["type"] != "text" || b["text"].is_string()))
-    });
-    if !valid_blocks {
-        Effect::Invalid
-    } else if *result == result_for(&json!(2)) {
-        Effect::Result
-    } else {
-        Effect::WrongData
-    }
-}
-
-#[derive(Debug, Clone, Copy)]
-enum Ending {
-    /// The connection or stream closed before a reply.
-    Lost,
-    /// The deadline passed.
-    Waited,
-    /// The HTTP response ended.
-    Done,
+    observe::seen(frames, &json!(2), ended, Some(&result_for(&json!(2))))
 }
 
 fn deadline(expected: Effect) -> Instant {
@@ -133,7 +89,7 @@ async fn through_stdio(url: String, example: &'static str, expected: Effect) -> 
             Err(_) => break Ending::Waited,
             Ok(Ok(Some(line))) => {
                 let answered = id_of(&line) == Some(json!(2));
-                let notification = parse(&line).is_some_and(|m| m.get("method").is_some());
+                let notification = observe::parse(&line).is_some_and(|m| m.get("method").is_some());
                 frames.push(line);
                 if answered {
                     break Ending::Done;
@@ -151,14 +107,8 @@ async fn through_stdio(url: String, example: &'static str, expected: Effect) -> 
     classify(&read, ended)
 }
 
-/// A frame as a client parses it (a byte-order mark and a trailing CR tolerated); `None` when it is not JSON.
-fn parse(bytes: &[u8]) -> Option<Value> {
-    let text = String::from_utf8_lossy(bytes);
-    serde_json::from_str(text.trim_start_matches('\u{feff}').trim_end_matches(['\r', '\n'])).ok()
-}
-
 fn id_of(bytes: &[u8]) -> Option<Value> {
-    parse(bytes)?.get("id").cloned()
+    observe::parse(bytes)?.get("id").cloned()
 }
 
 /// The HTTP front (one POST per call) in front of the upstream at `url`.

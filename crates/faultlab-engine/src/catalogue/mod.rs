@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use strum::IntoStaticStr;
 
+pub mod observe;
 mod schema;
 
 /// Declares the catalogue: each `Arm(module)` line is one fault, whose file `catalogue/<module>.rs` defines the

@@ -6,8 +6,10 @@
 //! - `isolation`: many calls in flight, only the activating one affected.
 //! - `front`: path, Host, Origin, body size and method checks before dispatch.
 //! - `load`: 1,000 concurrent legacy initializes against the session cap.
+//! - `catalogue`: every catalogue example a tool arms, with the effect its fault promises.
 //! - `frames`: property tests, no panic on random or truncated input lines.
 
+mod catalogue;
 mod frames;
 mod front;
 mod http_legacy;
