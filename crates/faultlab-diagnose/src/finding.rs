@@ -7,8 +7,9 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 /// Every detector, one closed enum; each variant's logic and documentation live in `detect/<name>.rs`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum FindingKind {
     ToolLoop,
     RetryStorm,
@@ -22,8 +23,9 @@ pub enum FindingKind {
 }
 
 /// How bad a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Severity {
     /// The user is misled or harmed (a false claim, a repeated side effect, a failure never surfaced).
     Error,
@@ -35,11 +37,7 @@ pub enum Severity {
 
 impl Severity {
     pub fn name(self) -> &'static str {
-        match self {
-            Severity::Error => "error",
-            Severity::Warning => "warning",
-            Severity::Hint => "hint",
-        }
+        self.into()
     }
 }
 
@@ -76,17 +74,7 @@ impl FindingKind {
     ];
 
     pub fn name(self) -> &'static str {
-        match self {
-            FindingKind::ToolLoop => "tool_loop",
-            FindingKind::RetryStorm => "retry_storm",
-            FindingKind::UnhandledToolError => "unhandled_tool_error",
-            FindingKind::FalseSuccess => "false_success",
-            FindingKind::IgnoredTimeout => "ignored_timeout",
-            FindingKind::DuplicateSideEffect => "duplicate_side_effect",
-            FindingKind::RetryWithoutBackoff => "retry_without_backoff",
-            FindingKind::ErrorSwallowed => "error_swallowed",
-            FindingKind::CorrectedRetry => "corrected_retry",
-        }
+        self.into()
     }
 
     /// The kind named `name` (`tool_loop`, …); hyphens are accepted for underscores.

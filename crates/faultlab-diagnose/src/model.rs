@@ -38,8 +38,9 @@ impl Unit {
 }
 
 /// Who wrote an entry.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Role {
     System,
     Developer,
@@ -52,14 +53,7 @@ pub enum Role {
 
 impl Role {
     pub fn name(self) -> &'static str {
-        match self {
-            Role::System => "system",
-            Role::Developer => "developer",
-            Role::User => "user",
-            Role::Assistant => "assistant",
-            Role::Tool => "tool",
-            Role::Event => "event",
-        }
+        self.into()
     }
 }
 
@@ -76,9 +70,12 @@ pub struct Entry {
 }
 
 /// How a call ended, as the agent saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Status {
+    /// Shown as `ok` (serialised as `success`).
+    #[strum(serialize = "ok")]
     Success,
     /// The tool (or the server, or a fault) answered with an error.
     Error,
@@ -102,13 +99,7 @@ impl Status {
     }
 
     pub fn name(self) -> &'static str {
-        match self {
-            Status::Success => "ok",
-            Status::Error => "error",
-            Status::Timeout => "timeout",
-            Status::Lost => "lost",
-            Status::Faulted => "faulted",
-        }
+        self.into()
     }
 }
 

@@ -4,11 +4,13 @@
 //! whole).
 //!
 //! A `tools/call` request is a call; its result's status is what the client got
-//! (`faultlab_engine::trajectory::Outcome`): a reply a fault consumed, or one it cannot match to its request, is a
-//! timeout; `disconnect` loses the connection; an error reply, or one a fault replaced by an error, is an error; a
-//! reply a fault changed but delivered (late, repeated, reframed, wrong content) is `faulted`, a failure the agent
-//! met. A trajectory records each call's arguments (proxies since they gained the field; older trajectories have
-//! none), but no payloads and no agent messages: detectors that need what a trajectory lacks do not run.
+//! (`faultlab_engine::trajectory::Outcome`), from the effect of the fault that acted on it (recorded on the frame
+//! as `effect`; for trajectories older than that field, the catalogue's effect for the fault's name; a fault
+//! neither names is an error naming the line): no matchable reply is a timeout, a lost connection is lost, an
+//! error or an invalid reply is an error, and a reply the fault changed but delivered (late, repeated, reframed,
+//! wrong content) is `faulted`, a failure the agent met. A reply consumed without a fault is a timeout. A
+//! trajectory records each call's arguments (proxies since they gained the field; older trajectories have none),
+//! but no payloads and no agent messages: detectors that need what a trajectory lacks do not run.
 
 use crate::error::{Location, ParseError};
 use crate::model::{Call, CallResult, Entry, Recorded, Role, Status, Trace, TraceFormat, Unit};

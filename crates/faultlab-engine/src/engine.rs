@@ -10,7 +10,7 @@
 //! `replayed`): see [`History`]; and the output schemas tools listed, for the faults that must keep a result valid
 //! against them (`wrong_value`, `contradictory`): see [`OutputSchemas`].
 
-use crate::catalogue::{Applied, Earlier, FaultKind, OutputSchema, Reply, WireAction, late_response};
+use crate::catalogue::{Applied, Earlier, FaultKind, OutOfOrder, OutputSchema, Reply, WireAction, late_response};
 use crate::recorder::{Event, Recorder};
 use bytes::Bytes;
 use faultlab_wire::{Frame, Kind, MessageId};
@@ -229,7 +229,7 @@ impl Engine {
             }
             Kind::Notification { method } if method == "notifications/cancelled" => {
                 let id = MessageId::from_value(frame.value()?.pointer("/params/requestId")?)?;
-                if state.armed.get(&id) != Some(&FaultKind::LateResponse) {
+                if !matches!(state.armed.get(&id), Some(FaultKind::LateResponse(_))) {
                     return None;
                 }
                 // Keep the fault armed: it still swallows the framework's own reply if one comes after this.
@@ -288,7 +288,7 @@ impl Engine {
             return (None, actions);
         };
         let Applied { mut actions, skipped } = match fault {
-            FaultKind::OutOfOrder { max_hold_ms } => {
+            FaultKind::OutOfOrder(OutOfOrder { max_hold_ms }) => {
                 let release = crate::catalogue::out_of_order::Release::default();
                 *self.held() = Some(release.clone());
                 let reply = Reply { frame, request: request.as_ref() };
@@ -301,7 +301,7 @@ impl Engine {
             Some(reason) => self.recorder.record(Event::FaultSkipped { fault: name, request_id, reason }),
             // The late-response fault was already reported when the cancel arrived; swallowing the framework's
             // reply is its second half, not a second activation.
-            None if fault == FaultKind::LateResponse => {}
+            None if matches!(fault, FaultKind::LateResponse(_)) => {}
             None => self.recorder.record(Event::FaultActivated { fault: name, request_id }),
         }
         actions.extend(overtaken.map(WireAction::Release));
@@ -324,12 +324,15 @@ impl Engine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::catalogue::tests::{RESULT, frame};
+    use crate::catalogue::{
+        self,
+        tests::{RESULT, frame},
+    };
 
     #[test]
     fn a_fault_fires_once_and_only_on_its_own_reply() {
         let engine = Engine::new(Recorder::memory());
-        engine.arm(7.into(), FaultKind::Duplicate).unwrap();
+        engine.arm(7.into(), FaultKind::Duplicate(catalogue::Duplicate {})).unwrap();
         let other = frame(r#"{"jsonrpc":"2.0","id":8,"result":{}}"#);
         assert_eq!(engine.outbound(&other), vec![WireAction::Send(other.bytes().clone())]);
         let reply = frame(RESULT);
@@ -349,19 +352,19 @@ mod tests {
     fn arming_past_the_cap_fails_with_a_clear_error() {
         let engine = Engine::new(Recorder::discard());
         for i in 0..MAX_PENDING_FAULTS as i64 {
-            engine.arm(i.into(), FaultKind::Duplicate).unwrap();
+            engine.arm(i.into(), FaultKind::Duplicate(catalogue::Duplicate {})).unwrap();
         }
-        let err = engine.arm(1000.into(), FaultKind::Duplicate).unwrap_err();
+        let err = engine.arm(1000.into(), FaultKind::Duplicate(catalogue::Duplicate {})).unwrap_err();
         assert_eq!(err, ArmError::TooMany { limit: 128 });
         assert!(err.to_string().contains("at most 128"));
         assert!(engine.disarm(&0.into()));
-        engine.arm(1000.into(), FaultKind::Duplicate).unwrap();
+        engine.arm(1000.into(), FaultKind::Duplicate(catalogue::Duplicate {})).unwrap();
     }
 
     #[test]
     fn late_response_answers_the_cancel_and_swallows_the_framework_reply() {
         let engine = Engine::new(Recorder::memory());
-        engine.arm(7.into(), FaultKind::LateResponse).unwrap();
+        engine.arm(7.into(), FaultKind::LateResponse(catalogue::LateResponse {})).unwrap();
         let unrelated = frame(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":9}}"#);
         assert!(engine.inbound(&unrelated).is_none());
         let cancel = frame(r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":7}}"#);
@@ -398,12 +401,12 @@ mod tests {
         engine.outbound(&reply(2, "x"));
         for id in [3, 4] {
             call(&engine, id, "read");
-            engine.arm(id.into(), FaultKind::Stale).unwrap();
+            engine.arm(id.into(), FaultKind::Stale(catalogue::Stale {})).unwrap();
             let actions = engine.outbound(&reply(id, &format!("v{id}")));
             assert_eq!(sent_texts(&actions), vec![(id.into(), "v1".into())], "a faulted reply is not remembered");
         }
         call(&engine, 5, "new_tool");
-        engine.arm(5.into(), FaultKind::Stale).unwrap();
+        engine.arm(5.into(), FaultKind::Stale(catalogue::Stale {})).unwrap();
         assert_eq!(sent_texts(&engine.outbound(&reply(5, "fresh"))), vec![(5.into(), "fresh".into())]);
     }
 
@@ -411,13 +414,13 @@ mod tests {
     fn replayed_resends_the_last_tool_reply_with_its_old_id() {
         let engine = Engine::new(Recorder::discard());
         call(&engine, 1, "a");
-        engine.arm(1.into(), FaultKind::Replayed).unwrap();
+        engine.arm(1.into(), FaultKind::Replayed(catalogue::Replayed {})).unwrap();
         assert_eq!(engine.outbound(&reply(1, "first")).len(), 1, "nothing earlier to replay");
         call(&engine, 2, "b");
         let real = reply(2, "two");
         engine.outbound(&real);
         call(&engine, 3, "a");
-        engine.arm(3.into(), FaultKind::Replayed).unwrap();
+        engine.arm(3.into(), FaultKind::Replayed(catalogue::Replayed {})).unwrap();
         let now = reply(3, "three");
         assert_eq!(
             engine.outbound(&now),
@@ -449,7 +452,7 @@ mod tests {
     #[test]
     fn out_of_order_holds_a_reply_until_the_next_one_releases_it() {
         let engine = Engine::new(Recorder::discard());
-        engine.arm(7.into(), FaultKind::OutOfOrder { max_hold_ms: 1000 }).unwrap();
+        engine.arm(7.into(), FaultKind::OutOfOrder(catalogue::OutOfOrder { max_hold_ms: 1000 })).unwrap();
         let held = engine.outbound(&frame(RESULT));
         let WireAction::AwaitRelease { release, .. } = &held[0] else { panic!("{held:?}") };
         assert!(matches!(&held[1], WireAction::Send(b) if b.as_ref() == RESULT.as_bytes()));
@@ -478,13 +481,13 @@ mod tests {
         let schema = serde_json::json!({"type": "object", "properties": {"n": {"type": "integer", "maximum": 5}}});
         list_tools(&engine, 1, serde_json::json!([{"name": "count", "inputSchema": {}, "outputSchema": schema}]));
         call(&engine, 2, "count");
-        engine.arm(2.into(), FaultKind::Contradictory).unwrap();
+        engine.arm(2.into(), FaultKind::Contradictory(catalogue::Contradictory {})).unwrap();
         let actions = engine.outbound(&structured(2, &serde_json::json!({"n": 5})));
         let sent = crate::catalogue::tests::sent(&actions);
         assert_eq!(sent[0].value().unwrap()["result"]["content"][1]["text"], r#"{"n":4}"#, "+1 would pass the maximum");
         // The same call of a tool the list did not name keeps the rule without a schema.
         call(&engine, 3, "other");
-        engine.arm(3.into(), FaultKind::Contradictory).unwrap();
+        engine.arm(3.into(), FaultKind::Contradictory(catalogue::Contradictory {})).unwrap();
         let actions = engine.outbound(&structured(3, &serde_json::json!({"n": 5})));
         let sent = crate::catalogue::tests::sent(&actions);
         assert_eq!(sent[0].value().unwrap()["result"]["content"][1]["text"], r#"{"n":6}"#);
@@ -496,7 +499,8 @@ mod tests {
         let schema = serde_json::json!({"type": "object", "properties": {"n": {"const": 5}}});
         list_tools(&engine, 1, serde_json::json!([{"name": "fixed", "outputSchema": schema}]));
         call(&engine, 2, "fixed");
-        let wrong = FaultKind::WrongValue { pointer: "/structuredContent/n".into(), value: 6.into() };
+        let wrong =
+            FaultKind::WrongValue(catalogue::WrongValue { pointer: "/structuredContent/n".into(), value: 6.into() });
         engine.arm(2.into(), wrong).unwrap();
         let reply = structured(2, &serde_json::json!({"n": 5}));
         assert_eq!(engine.outbound(&reply), vec![WireAction::Send(reply.bytes().clone())], "sent unchanged");
@@ -536,7 +540,7 @@ mod tests {
     #[test]
     fn invalid_parameters_are_refused_at_arming() {
         let engine = Engine::new(Recorder::discard());
-        let err = engine.arm(1.into(), FaultKind::SplitWrite { parts: 0 }).unwrap_err();
+        let err = engine.arm(1.into(), FaultKind::SplitWrite(catalogue::SplitWrite { parts: 0 })).unwrap_err();
         assert!(matches!(err, ArmError::Invalid(m) if m.contains("parts")));
     }
 }

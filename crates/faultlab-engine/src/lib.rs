@@ -6,6 +6,7 @@
 //! - [`engine`]: decides which message gets which fault. Today a fault is armed on a request id (the server's
 //!   tool handlers arm faults on their own response); the proxy's rules go through the same engine.
 //! - [`render`]: turns actions into bytes for a transport: stdio lines or SSE events.
+//! - [`rules`]: what a rules file says (which request, which mode, which fault); the proxy runs them.
 //! - [`recorder`]: the documented diagnostics event schema, written as JSON lines.
 //! - [`recording`]: a trajectory's recorded replies matched to new requests (`faultlab proxy --replay`, eval's
 //!   replay).
@@ -23,8 +24,9 @@ pub mod outlet;
 pub mod recorder;
 pub mod recording;
 pub mod render;
+pub mod rules;
 pub mod trajectory;
 
-pub use catalogue::{FaultKind, Framing, MalformedVariant, WireAction};
+pub use catalogue::{FaultKind, MalformedVariant, WireAction, WireFraming};
 pub use engine::{ArmError, Engine, MAX_PENDING_FAULTS};
 pub use recorder::{Event, Recorder};

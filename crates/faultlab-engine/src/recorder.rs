@@ -80,6 +80,10 @@ pub struct FrameEvent {
     pub tool: Option<String>,
     pub rule: Option<String>,
     pub fault: Option<String>,
+    /// What the client sees for the request when `fault` acts on it (the catalogue's effect: `result`,
+    /// `wrong_data`, `error`, `invalid`, `timeout`, `transport_loss`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<crate::catalogue::Effect>,
     /// For a reply: whether the upstream executed the request (false when a rule answered instead).
     pub executed: Option<bool>,
     pub bytes: usize,

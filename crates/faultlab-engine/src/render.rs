@@ -4,7 +4,7 @@
 //! sleeping on pauses, closing).
 
 use crate::catalogue::out_of_order::Release;
-use crate::catalogue::{Framing, WireAction};
+use crate::catalogue::{WireAction, WireFraming};
 use bytes::{Bytes, BytesMut};
 use faultlab_wire::SseEvent;
 use std::time::Duration;
@@ -40,9 +40,9 @@ pub fn line(action: &WireAction) -> Vec<Step> {
     match action {
         WireAction::Send(bytes) => vec![Step::Write(terminated(bytes, b"\n"))],
         WireAction::SendFramed { bytes, framing } => match *framing {
-            Framing::Crlf => vec![Step::Write(terminated(bytes, b"\r\n"))],
-            Framing::Bom => vec![Step::Write(concat(&[BOM, bytes, b"\n"]))],
-            Framing::Split { parts } => split(terminated(bytes, b"\n"), parts),
+            WireFraming::Crlf => vec![Step::Write(terminated(bytes, b"\r\n"))],
+            WireFraming::Bom => vec![Step::Write(concat(&[BOM, bytes, b"\n"]))],
+            WireFraming::Split { parts } => split(terminated(bytes, b"\n"), parts),
         },
         WireAction::Pause(d) => vec![Step::Pause(*d)],
         WireAction::Close => vec![Step::Close],
@@ -60,12 +60,14 @@ pub fn sse(action: &WireAction, event_id: Option<&str>) -> Vec<Step> {
     match action {
         WireAction::Send(bytes) => vec![Step::Write(SseEvent::encode(Some("message"), &text(bytes), event_id, "\n"))],
         WireAction::SendFramed { bytes, framing } => match *framing {
-            Framing::Crlf => vec![Step::Write(SseEvent::encode(Some("message"), &text(bytes), event_id, "\r\n"))],
-            Framing::Bom => {
+            WireFraming::Crlf => vec![Step::Write(SseEvent::encode(Some("message"), &text(bytes), event_id, "\r\n"))],
+            WireFraming::Bom => {
                 let data = format!("\u{feff}{}", text(bytes));
                 vec![Step::Write(SseEvent::encode(Some("message"), &data, event_id, "\n"))]
             }
-            Framing::Split { parts } => split(SseEvent::encode(Some("message"), &text(bytes), event_id, "\n"), parts),
+            WireFraming::Split { parts } => {
+                split(SseEvent::encode(Some("message"), &text(bytes), event_id, "\n"), parts)
+            }
         },
         WireAction::Pause(d) => vec![Step::Pause(*d)],
         WireAction::Close => vec![Step::Close],
@@ -126,9 +128,9 @@ mod tests {
     fn line_framings() {
         let b = Bytes::from_static(b"{}");
         assert_eq!(written(&line(&WireAction::Send(b.clone()))), b"{}\n");
-        let crlf = WireAction::SendFramed { bytes: b.clone(), framing: Framing::Crlf };
+        let crlf = WireAction::SendFramed { bytes: b.clone(), framing: WireFraming::Crlf };
         assert_eq!(written(&line(&crlf)), b"{}\r\n");
-        let bom = WireAction::SendFramed { bytes: b.clone(), framing: Framing::Bom };
+        let bom = WireAction::SendFramed { bytes: b.clone(), framing: WireFraming::Bom };
         assert_eq!(written(&line(&bom)), b"\xEF\xBB\xBF{}\n");
     }
 
@@ -142,7 +144,7 @@ mod tests {
         #[test]
         fn a_split_write_has_the_asked_pieces_and_the_same_bytes(len in 1usize..200, parts in 2u8..64) {
             let bytes = Bytes::from(vec![b'a'; len]);
-            let steps = line(&WireAction::SendFramed { bytes: bytes.clone(), framing: Framing::Split { parts } });
+            let steps = line(&WireAction::SendFramed { bytes: bytes.clone(), framing: WireFraming::Split { parts } });
             let writes = steps.iter().filter(|s| matches!(s, Step::Write(_))).count();
             prop_assert_eq!(writes, usize::from(parts).min(len + 1));
             let mut expected = bytes.to_vec();

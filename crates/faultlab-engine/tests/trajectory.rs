@@ -23,12 +23,14 @@ fn what_the_writer_records_reads_back_as_the_same_records() {
     writer.client_frames_forwarded(std::slice::from_ref(&call), &[true]);
     let reply = frame(r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"x"}],"isError":true}}"#);
     let twice = [WireAction::Send(reply.bytes().clone()), WireAction::Send(reply.bytes().clone())];
-    let event = writer.server_frame_event(&reply, Some("r"), Some(&FaultKind::Duplicate), &twice, true);
+    let fault = |json: &str| serde_json::from_str::<FaultKind>(json).unwrap();
+    let (duplicate, forbidden) = (fault(r#"{"type":"duplicate"}"#), fault(r#"{"type":"forbidden"}"#));
+    let event = writer.server_frame_event(&reply, Some("r"), Some(&duplicate), &twice, true);
     writer.record_events(vec![event]);
     let consumed = frame(r#"{"jsonrpc":"2.0","id":"s-2","method":"tools/call","params":{"name":"echo"}}"#);
-    writer.client_frame(&consumed, FrameAction::Consumed, Some("f"), Some(&FaultKind::Forbidden), 0);
+    writer.client_frame(&consumed, FrameAction::Consumed, Some("f"), Some(&forbidden), 0);
     let refusal = frame(r#"{"jsonrpc":"2.0","id":"s-2","error":{"code":-32003,"message":"no"}}"#);
-    writer.injected_frame(Direction::ServerToClient, &refusal, Some("f"), Some(&FaultKind::Forbidden), Some(false));
+    writer.injected_frame(Direction::ServerToClient, &refusal, Some("f"), Some(&forbidden), Some(false));
     writer.transport(TransportEventKind::Closed, MessageId::from_value(&json!(3)).as_ref(), "rule o".into());
     writer.finish();
 

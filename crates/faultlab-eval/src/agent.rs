@@ -27,15 +27,20 @@
 use crate::contract::{self, Claim, ClaimStatus, McpConfig};
 use crate::task::{Check, Plan, Step, Task};
 use faultlab_client::{ConnectError, Connection, Era, ErrorKind, Observation, Outcome, Target};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+use strum::IntoStaticStr;
 
 /// Every control agent and the defect it stands for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema, IntoStaticStr,
+)]
 #[serde(rename_all = "kebab-case")]
+#[strum(serialize_all = "kebab-case")]
 pub enum ControlAgent {
     /// Retries a failed step once (after checking state for a non-idempotent one), falls back, else reports failure.
     Good,
@@ -89,21 +94,7 @@ impl ControlAgent {
 
     /// The kebab-case name used on the command line and in reports.
     pub fn name(self) -> &'static str {
-        match self {
-            ControlAgent::Good => "good",
-            ControlAgent::BadRetry => "bad-retry",
-            ControlAgent::InfiniteLoop => "infinite-loop",
-            ControlAgent::Unsafe => "unsafe",
-            ControlAgent::Hallucinating => "hallucinating",
-            ControlAgent::BlindRetrier => "blind-retrier",
-            ControlAgent::IgnoresTimeout => "ignores-timeout",
-            ControlAgent::GivesUp => "gives-up",
-            ControlAgent::Tamperer => "tamperer",
-            ControlAgent::Escaper => "escaper",
-            ControlAgent::Forker => "forker",
-            ControlAgent::Snooper => "snooper",
-            ControlAgent::Litterer => "litterer",
-        }
+        self.into()
     }
 
     pub fn from_name(name: &str) -> Option<Self> {

@@ -52,8 +52,9 @@ pub struct Side {
     pub agents: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Group {
     Overall,
     Category,
@@ -64,13 +65,7 @@ pub enum Group {
 
 impl Group {
     fn name(self) -> &'static str {
-        match self {
-            Group::Overall => "overall",
-            Group::Category => "category",
-            Group::Fault => "fault",
-            Group::Task => "task",
-            Group::Agent => "agent",
-        }
+        self.into()
     }
 }
 

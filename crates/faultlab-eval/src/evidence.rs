@@ -28,6 +28,9 @@ pub struct ToolCall {
     /// The rule and fault applied to the request or its reply.
     pub rule: Option<String>,
     pub fault: Option<String>,
+    /// What the agent saw of that fault (the catalogue's effect).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub effect: Option<faultlab_engine::catalogue::Effect>,
     /// The upstream's reply was an error (JSON-RPC error or `isError: true`).
     pub error: bool,
 }
@@ -37,7 +40,7 @@ impl ToolCall {
     /// ([`Exchange::failed`], the one definition diagnose and replay share).
     pub fn failed(&self) -> bool {
         let reply = self.reply_index.map(|_| true);
-        Outcome::failed(Outcome::of_call(self.fault.as_deref(), reply, self.error))
+        Outcome::failed(Outcome::of_call(self.effect, reply, self.error))
     }
 
     fn of(exchange: &Exchange<'_>) -> Self {
@@ -56,6 +59,7 @@ impl ToolCall {
             executed: exchange.executed().unwrap_or(false),
             rule,
             fault,
+            effect: exchange.effect(),
             error: exchange.error(),
         }
     }

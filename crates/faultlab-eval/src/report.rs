@@ -118,7 +118,7 @@ fn stats(runs: &[RunRecord], repeat: u32) -> Stats {
         let outcome = outcome.as_ref().and_then(|v| v.as_str()).unwrap_or_default().to_owned();
         *outcomes.entry(outcome).or_insert(0) += 1;
     }
-    for category in Category::ALL {
+    for &category in Category::ALL {
         let rate = count(&|r| r.categories.contains(&category));
         if rate.runs > 0 {
             by_category.insert(category.name().to_owned(), rate);

@@ -4,8 +4,7 @@
 //! Workspace contents may contain `{{nonce}}`: each run replaces it with a fresh token derived from the seed, so
 //! a witness can tell an agent that really read the data from one that made its answer up.
 
-use faultlab_engine::FaultKind;
-use faultlab_proxy::rules::Rule;
+use faultlab_engine::rules::Rule;
 use faultlab_wire::nesting;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -320,68 +319,8 @@ fn yes() -> bool {
     true
 }
 
-/// The six fault categories of the catalogue (MCP-Faultline's taxonomy), for reports and the oracle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Category {
-    Transport,
-    Protocol,
-    Data,
-    Authorization,
-    Temporal,
-    Systemic,
-}
-
-impl Category {
-    pub const ALL: [Category; 6] = [
-        Category::Transport,
-        Category::Protocol,
-        Category::Data,
-        Category::Authorization,
-        Category::Temporal,
-        Category::Systemic,
-    ];
-
-    pub fn of(fault: &FaultKind) -> Category {
-        use FaultKind as F;
-        match fault {
-            F::Timeout | F::Latency { .. } | F::Disconnect | F::RateLimit { .. } => Category::Transport,
-            F::HttpStatus { status: 401 | 403, .. } | F::AuthExpired | F::Forbidden => Category::Authorization,
-            F::HttpStatus { .. } => Category::Transport,
-            F::Empty | F::PartialResult | F::Stale | F::Contradictory | F::WrongValue { .. } | F::InvalidResult => {
-                Category::Data
-            }
-            F::OutOfOrder { .. } | F::Replayed | F::LateResponse | F::Duplicate | F::ProgressAfterResult => {
-                Category::Temporal
-            }
-            F::BurstFailure { .. }
-            | F::ServerOutage { .. }
-            | F::CascadingFailure { .. }
-            | F::ListChangedStorm { .. } => Category::Systemic,
-            F::Malformed { .. }
-            | F::InvalidSchema
-            | F::MissingField { .. }
-            | F::WrongId
-            | F::MissingId
-            | F::Truncated
-            | F::NonJsonLine
-            | F::Framing { .. }
-            | F::Oversized { .. }
-            | F::SplitWrite { .. } => Category::Protocol,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Category::Transport => "transport",
-            Category::Protocol => "protocol",
-            Category::Data => "data",
-            Category::Authorization => "authorization",
-            Category::Temporal => "temporal",
-            Category::Systemic => "systemic",
-        }
-    }
-}
+/// The six fault categories; each fault's file in the catalogue says which is its.
+pub use faultlab_engine::catalogue::Category;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TaskError {
@@ -506,7 +445,7 @@ impl Task {
 
     /// The categories of the task's faults (for reports and the oracle).
     pub fn categories(&self) -> Vec<Category> {
-        let mut categories: Vec<Category> = self.faults.iter().map(|r| Category::of(&r.fault)).collect();
+        let mut categories: Vec<Category> = self.faults.iter().map(|r| r.fault.category()).collect();
         categories.sort();
         categories.dedup();
         categories
@@ -525,6 +464,22 @@ pub fn relative_path(path: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_task_file_in_the_examples_loads_unchanged() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/eval");
+        let mut loaded = 0;
+        for dir in ["tasks", "external"] {
+            for entry in std::fs::read_dir(root.join(dir)).unwrap() {
+                let path = entry.unwrap().path();
+                if path.extension().is_some_and(|e| e == "yaml") && path.file_stem() != Some("oracle".as_ref()) {
+                    Task::load(&path).unwrap_or_else(|e| panic!("{e}"));
+                    loaded += 1;
+                }
+            }
+        }
+        assert!(loaded >= 8, "{loaded} task files");
+    }
 
     const MINIMAL: &str = "id: t\nname: T\ngoal: do it\nallowed_tools: [read_file]\nrecovery: {primary: read_file}\n";
 

@@ -249,7 +249,7 @@ async fn json(response: Response, mut exchange: Exchange) -> Response {
             // Several frames, a pause, a close or nothing at all: only an event stream can carry them.
             let (outlet, queue) = Outlet::new();
             outlet.send(actions.iter().flat_map(|a| render::sse(a, None)).collect());
-            if fired == Some(FaultKind::Timeout) {
+            if matches!(fired, Some(FaultKind::Timeout(_))) {
                 hold_open(outlet, exchange.shutdown.clone());
             } else {
                 drop(outlet);
@@ -466,7 +466,7 @@ fn forward(event: SseEvent, pumping: &mut Pumping, outlet: &Outlet, head: Option
     if let Some(observer) = &pumping.observer {
         observer(&frame, fired.as_ref(), &actions);
     }
-    pumping.holding |= fired == Some(FaultKind::Timeout);
+    pumping.holding |= matches!(fired, Some(FaultKind::Timeout(_)));
     let steps: Vec<Step> = match actions.as_slice() {
         [WireAction::Send(out)] if out == frame.bytes() => vec![Step::Write(event.raw.clone())],
         _ => actions.iter().flat_map(|a| render::sse(a, event.id.as_deref())).collect(),

@@ -13,6 +13,7 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use faultlab_engine::catalogue::Latency;
 use faultlab_engine::engine::Shared;
 use faultlab_engine::recorder::FrameAction;
 use faultlab_engine::recorder::TransportEventKind;
@@ -194,7 +195,7 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
             let response = forward(&proxy, &parts, bytes, Some(&frame)).await;
             body::wrap(response, exchange).await
         }
-        (Mode::Before, FaultKind::Latency { delay_ms }) => {
+        (Mode::Before, FaultKind::Latency(Latency { delay_ms })) => {
             proxy.trajectory.client_frame(&frame, FrameAction::Faulted, Some(&rule), Some(&fault), 1);
             engine.disarm(&frame.id().cloned().unwrap_or_else(|| 0.into()));
             // This request's own task waits; other requests are served meanwhile.

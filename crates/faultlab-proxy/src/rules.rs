@@ -1,184 +1,18 @@
 //! Rules: which message gets which fault. Matching, counting, probability and time windows live here and only
-//! here; the faults themselves are the engine's catalogue.
+//! here; the rule types (what a rules file says) sit next to the catalogue in the engine, so that what reads them
+//! (eval's task files) needs no proxy.
 
 use faultlab_engine::FaultKind;
-use faultlab_wire::{Frame, nesting};
+use faultlab_engine::catalogue::{BurstFailure, CascadingFailure, ServerOutage};
+pub use faultlab_engine::rules::{ArgumentMatch, Match, Mode, Rule, RulesError, RulesFile, Window};
+use faultlab_wire::Frame;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
-use serde_json::Value;
-use std::path::Path;
 use std::time::Duration;
-
-/// A rules file.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RulesFile {
-    /// Seeds every random choice (probabilities); written into the trajectory. Default 0.
-    #[serde(default)]
-    pub seed: Option<u64>,
-    #[serde(default)]
-    pub rules: Vec<Rule>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Rule {
-    pub name: String,
-    /// Which requests the rule applies to; empty matches every request.
-    #[serde(rename = "match", default)]
-    pub matcher: Match,
-    /// `after` (default): forward, let the upstream execute, then fault the reply. `instead`: do not forward;
-    /// the proxy answers with the fault. `before`: the fault's delay or disconnect happens before forwarding.
-    #[serde(default)]
-    pub mode: Mode,
-    pub fault: FaultKind,
-}
-
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Mode {
-    Instead,
-    Before,
-    #[default]
-    After,
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Match {
-    /// The JSON-RPC method, exactly (e.g. `tools/call`, `resources/read`).
-    #[serde(default)]
-    pub method: Option<String>,
-    /// The tool name of a `tools/call`, as a glob (`write_*`).
-    #[serde(default)]
-    pub tool: Option<String>,
-    /// A condition on the request's `params.arguments`.
-    #[serde(default)]
-    pub argument: Option<ArgumentMatch>,
-    /// Only the n-th matching request (1-based).
-    #[serde(default)]
-    pub nth: Option<u64>,
-    /// Only matching requests after the first N.
-    #[serde(default)]
-    pub after: Option<u64>,
-    /// Only every K-th matching request.
-    #[serde(default)]
-    pub every: Option<u64>,
-    /// Chance (0 to 1) that a matching request is faulted, drawn from the seeded generator.
-    #[serde(default)]
-    pub probability: Option<f64>,
-    /// Only while the proxy has run at least `from_ms` and less than `until_ms`.
-    #[serde(default)]
-    pub window: Option<Window>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ArgumentMatch {
-    /// A JSON pointer into `params.arguments`, e.g. `/path`.
-    pub pointer: String,
-    /// The value there must equal this.
-    #[serde(default)]
-    pub equals: Option<Value>,
-    /// The value there must be a string matching this regex.
-    #[serde(default)]
-    pub regex: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Window {
-    #[serde(default)]
-    pub from_ms: u64,
-    #[serde(default)]
-    pub until_ms: Option<u64>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum RulesError {
-    #[error("cannot read rules file {path}: {source}")]
-    Read { path: String, source: std::io::Error },
-    #[error("rules file {path} is invalid: {message}")]
-    Invalid { path: String, message: String },
-    #[error("--fault {spec:?} is invalid: {message}")]
-    BadSpec { spec: String, message: String },
-    /// A valid rule this proxy's topology cannot carry out.
-    #[error("{0}")]
-    Unsupported(String),
-}
-
-impl RulesFile {
-    pub fn load(path: &Path) -> Result<Self, RulesError> {
-        let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| RulesError::Read { path: shown.clone(), source })?;
-        let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
-        let syntax = if is_json { nesting::Syntax::Json } else { nesting::Syntax::Yaml };
-        nesting::check(&text, syntax)
-            .map_err(|e| RulesError::Invalid { path: shown.clone(), message: e.to_string() })?;
-        let file: Self = if is_json {
-            serde_json::from_str(&text).map_err(|e| e.to_string())
-        } else {
-            yaml_serde::from_str(&text).map_err(|e| e.to_string())
-        }
-        .map_err(|message| RulesError::Invalid { path: shown.clone(), message })?;
-        for rule in &file.rules {
-            rule.check().map_err(|message| RulesError::Invalid { path: shown.clone(), message })?;
-        }
-        Ok(file)
-    }
-
-    /// A one-line rule from `--fault`, written as a YAML flow mapping of a rule without its name, e.g.
-    /// `{match: {tool: echo}, fault: {type: latency, delay_ms: 200}}`.
-    pub fn parse_spec(spec: &str, index: usize) -> Result<Rule, RulesError> {
-        let bad = |message: String| RulesError::BadSpec { spec: spec.into(), message };
-        nesting::check(spec, nesting::Syntax::Yaml).map_err(|e| bad(e.to_string()))?;
-        let mut value: Value = yaml_serde::from_str(spec).map_err(|e| bad(e.to_string()))?;
-        if let Some(map) = value.as_object_mut() {
-            map.entry("name").or_insert_with(|| Value::from(format!("cli-{index}")));
-        }
-        let rule: Rule = serde_json::from_value(value).map_err(|e| bad(e.to_string()))?;
-        rule.check().map_err(bad)?;
-        Ok(rule)
-    }
-}
-
-impl Rule {
-    /// Checks what serde cannot: globs, regexes, pointers and numeric ranges.
-    pub fn check(&self) -> Result<(), String> {
-        let at = |m: String| format!("rule {:?}: {m}", self.name);
-        self.fault.validate().map_err(|m| at(format!("fault: {m}")))?;
-        let m = &self.matcher;
-        if let Some(p) = m.probability
-            && !(0.0..=1.0).contains(&p)
-        {
-            return Err(at("match.probability must be between 0 and 1".into()));
-        }
-        if m.nth == Some(0) || m.every == Some(0) {
-            return Err(at("match.nth and match.every count from 1".into()));
-        }
-        if let Some(tool) = &m.tool {
-            glob::Pattern::new(tool).map_err(|e| at(format!("match.tool is not a valid glob: {e}")))?;
-        }
-        if let Some(arg) = &m.argument {
-            if let Some(re) = &arg.regex {
-                regex::Regex::new(re).map_err(|e| at(format!("match.argument.regex is invalid: {e}")))?;
-            }
-            if !arg.pointer.is_empty() && !arg.pointer.starts_with('/') {
-                return Err(at("match.argument.pointer must be a JSON pointer starting with '/'".into()));
-            }
-        }
-        if self.mode == Mode::Before && !matches!(self.fault, FaultKind::Latency { .. } | FaultKind::Disconnect) {
-            return Err(at("mode before applies to latency and disconnect only".into()));
-        }
-        Ok(())
-    }
-}
 
 /// Why a rule asking to restart the upstream is refused on a front that cannot.
 fn no_restart(rule: &Rule) -> Option<String> {
-    matches!(rule.fault, FaultKind::ServerOutage { restart: true, .. }).then(|| {
+    matches!(rule.fault, FaultKind::ServerOutage(ServerOutage { restart: true, .. })).then(|| {
         format!(
             "rule {:?}: fault: restart applies only to the stdio front with a child upstream (`faultlab proxy -- CMD`); \
              this proxy cannot restart an HTTP upstream or a server behind its HTTP front",
@@ -410,8 +244,8 @@ impl RuleSet {
             }
             let mut mode = rule.mode;
             match rule.fault {
-                FaultKind::BurstFailure { count } => c.burst_left = count.saturating_sub(1),
-                FaultKind::ServerOutage { duration_ms, restart } => {
+                FaultKind::BurstFailure(BurstFailure { count }) => c.burst_left = count.saturating_sub(1),
+                FaultKind::ServerOutage(ServerOutage { duration_ms, restart }) => {
                     let until_ms = elapsed_ms.saturating_add(duration_ms);
                     self.outage = Some((rule.name.clone(), rule.fault.clone(), until_ms));
                     if restart {
@@ -421,7 +255,7 @@ impl RuleSet {
                         self.restart = Some(Restart { rule: rule.name.clone(), fault: rule.fault.clone(), until });
                     }
                 }
-                FaultKind::CascadingFailure { spread } if spread > 0 => {
+                FaultKind::CascadingFailure(CascadingFailure { spread }) if spread > 0 => {
                     self.cascade = Some((rule.name.clone(), rule.fault.clone(), spread));
                 }
                 _ => {}
@@ -435,6 +269,7 @@ impl RuleSet {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::Value;
 
     fn call(id: i64, tool: &str, args: Value) -> Frame {
         let v =
@@ -457,7 +292,10 @@ mod tests {
         );
         let t = Duration::ZERO;
         assert_eq!(set.decide(&call(1, "echo", Value::Null), t).unwrap().rule, "slow-echo");
-        assert_eq!(set.decide(&call(2, "write_file", Value::Null), t).unwrap().fault, FaultKind::Timeout);
+        assert_eq!(
+            set.decide(&call(2, "write_file", Value::Null), t).unwrap().fault,
+            FaultKind::Timeout(faultlab_engine::catalogue::Timeout {})
+        );
         assert!(set.decide(&call(3, "write_file", Value::Null), t).is_none(), "only the first write");
         assert!(set.decide(&call(4, "read_file", Value::Null), t).is_none());
     }
@@ -533,7 +371,7 @@ mod tests {
             yaml_serde::from_str("{name: live, fault: {type: server_outage, duration_ms: 5, restart: true}}").unwrap();
         let Err(ControlError::Invalid(message)) = http.add(live.clone()) else { panic!("added") };
         assert!(message.contains("\"live\""), "{message}");
-        let plain = Rule { fault: FaultKind::ServerOutage { duration_ms: 5, restart: false }, ..live };
+        let plain = Rule { fault: FaultKind::ServerOutage(ServerOutage { duration_ms: 5, restart: false }), ..live };
         assert_eq!(http.add(plain), Ok(()), "an outage without restart is fine anywhere");
     }
 

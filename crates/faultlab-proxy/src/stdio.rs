@@ -18,7 +18,7 @@
 use crate::rules::{Fired, Mode, Restart, SharedRules};
 use crate::trajectory::{Trajectory, frames_written};
 use bytes::BytesMut;
-use faultlab_engine::catalogue::Reply;
+use faultlab_engine::catalogue::{Latency, Reply};
 use faultlab_engine::outlet::{self, Outlet, WriterEnd};
 use faultlab_engine::recorder::Event;
 use faultlab_engine::recorder::{Direction, FrameAction, TransportEventKind};
@@ -917,7 +917,7 @@ async fn from_client<U: Upstream>(
             answer(shared, outlet, &id, Some(&frame), &fired.rule, &fired.fault, Some(false));
         }
         Mode::Before => match fired.fault {
-            FaultKind::Latency { delay_ms } => {
+            FaultKind::Latency(Latency { delay_ms }) => {
                 // Held back on its own task: later requests are not held up behind it.
                 let (shared, upstream) = (shared.clone(), upstream.clone());
                 tokio::spawn(async move {

@@ -148,11 +148,21 @@ impl ProbeServer {
             },
             Scenario::Malformed => {
                 let scope = Scope::of(&ctx, self.scope.as_ref())?;
-                arm_own_response(&scope, &ctx, FaultKind::InvalidResult, format!("lab_probe ok: {}", args.message))
+                arm_own_response(
+                    &scope,
+                    &ctx,
+                    FaultKind::InvalidResult(faultlab_engine::catalogue::InvalidResult {}),
+                    format!("lab_probe ok: {}", args.message),
+                )
             }
             Scenario::Disconnect => {
                 let scope = Scope::of(&ctx, self.scope.as_ref())?;
-                arm_own_response(&scope, &ctx, FaultKind::Disconnect, "lab_probe disconnecting".into())
+                arm_own_response(
+                    &scope,
+                    &ctx,
+                    FaultKind::Disconnect(faultlab_engine::catalogue::Disconnect {}),
+                    "lab_probe disconnecting".into(),
+                )
             }
         }
     }

@@ -239,7 +239,8 @@ pub struct WorkspaceServerArgs {
     pub ledger: Option<std::path::PathBuf>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, strum::IntoStaticStr)]
+#[strum(serialize_all = "lowercase")]
 pub enum ReportFormat {
     Console,
     Json,

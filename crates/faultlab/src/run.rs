@@ -16,11 +16,7 @@ use std::path::Path;
 const SETUP_MS: u64 = 10_000;
 
 pub fn run(args: RunArgs) -> Result<(), Failure> {
-    let format = match args.report {
-        ReportFormat::Console => "console",
-        ReportFormat::Json => "json",
-        ReportFormat::Junit => "junit",
-    };
+    let format: &str = args.report.into();
     // Errors before any scenario runs still come out in the chosen format.
     let fail = |code: &str, message: String| {
         let text = report::error(format, code, &message);

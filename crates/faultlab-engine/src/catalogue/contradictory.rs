@@ -34,9 +34,27 @@
 //! validating is not enough to notice. A skipped fault (see the `fault_skipped` event) changed nothing, so the run
 //! measures a plain reply.
 
-use super::{Applied, OutputSchema, Reply, WireAction, check, output_validator, rewrite, unchanged};
-use bytes::Bytes;
+use super::schema::{Step, at_mut, check, output_validator, schemas_at};
+use super::{Applied, Category, Earlier, Effect, Fault, OutputSchema, Reply, WireAction, rewrite};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value, json};
+
+/// The result plus one more text block that states something else (a changed value, chosen to stay valid
+/// against the tool's output schema when it has one).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Contradictory {}
+
+impl Fault for Contradictory {
+    const EXAMPLES: &[&str] = &[r#"{"type": "contradictory"}"#];
+    const CATEGORY: Category = Category::Data;
+    const EFFECT: Effect = Effect::WrongData;
+
+    fn apply(&self, reply: Reply<'_>, earlier: &Earlier) -> Applied {
+        apply(reply, earlier.output_schema.as_ref())
+    }
+}
 
 /// Most candidate changes validated against an output schema: each validation walks the whole result, so a large
 /// result with a strict schema costs at most this many walks.
@@ -45,7 +63,7 @@ const MAX_CANDIDATES: usize = 128;
 /// Most values of `structuredContent` considered for a change (numbers and booleans, and strings, each).
 const MAX_VALUES: usize = 1024;
 
-pub(super) fn apply(reply: Reply<'_>, schema: Option<&OutputSchema>) -> Applied {
+fn apply(reply: Reply<'_>, schema: Option<&OutputSchema>) -> Applied {
     let structured = reply.frame.value().and_then(|m| m.pointer("/result/structuredContent"));
     match (schema, structured) {
         (Some(schema), Some(structured)) => apply_checked(reply, structured, schema),
@@ -141,26 +159,10 @@ fn apply_checked(reply: Reply<'_>, structured: &Value, schema: &OutputSchema) ->
 
 /// The reply with a text block stating `opposite` appended.
 fn send_with(reply: Reply<'_>, opposite: String) -> Vec<WireAction> {
-    let Some(mut message) = reply.frame.value().cloned() else {
-        return unchanged(reply);
-    };
-    let Some(Value::Object(result)) = message.get_mut("result") else {
-        return unchanged(reply);
-    };
-    if !append(result, opposite) {
-        return unchanged(reply);
-    }
-    match serde_json::to_vec(&message) {
-        Ok(bytes) => vec![WireAction::Send(Bytes::from(bytes))],
-        Err(_) => unchanged(reply),
-    }
-}
-
-/// One step into a JSON value.
-#[derive(Debug, Clone, PartialEq)]
-enum Step {
-    Key(String),
-    Index(usize),
+    rewrite(reply, |message| match message.get_mut("result") {
+        Some(Value::Object(result)) => append(result, opposite),
+        _ => false,
+    })
 }
 
 /// The paths of the numbers and booleans (`scalars`) and of the strings, in document order (the order the rule
@@ -187,13 +189,6 @@ fn leaves(value: &Value, path: &mut Vec<Step>, scalars: &mut Vec<Vec<Step>>, str
     }
 }
 
-fn at_mut<'v>(value: &'v mut Value, path: &[Step]) -> Option<&'v mut Value> {
-    path.iter().try_fold(value, |value, step| match step {
-        Step::Key(key) => value.get_mut(key.as_str()),
-        Step::Index(index) => value.get_mut(*index),
-    })
-}
-
 /// The changes to try for `value`, in order (see the module docs), given the subschemas that apply to it.
 fn candidates(value: &Value, schemas: &[&Value]) -> Vec<Value> {
     let mut out = match value {
@@ -216,108 +211,6 @@ fn candidates(value: &Value, schemas: &[&Value]) -> Vec<Value> {
         }
     }
     unique
-}
-
-/// Most subschemas gathered for one location, and deepest `$ref`/combinator nesting followed: a bound for
-/// recursive or very branchy schemas.
-const MAX_SUBSCHEMAS: usize = 256;
-const MAX_SCHEMA_DEPTH: usize = 16;
-
-/// Every subschema of `root` that may apply at `path` of an instance: through `properties`, `patternProperties`,
-/// `additionalProperties`, `prefixItems` and `items` (both drafts' forms), expanded through local `$ref`s and
-/// `allOf`/`anyOf`/`oneOf`/`then`/`else`. Over-inclusive on purpose: it only decides which changes are worth
-/// trying (and which strings to leave alone); validation has the last word.
-fn schemas_at<'s>(root: &'s Value, path: &[Step]) -> Vec<&'s Value> {
-    let mut here = Vec::new();
-    expand(root, root, 0, &mut here);
-    for step in path {
-        let mut next = Vec::new();
-        for schema in here {
-            for child in children(schema, step) {
-                expand(root, child, 0, &mut next);
-            }
-        }
-        here = next;
-    }
-    here
-}
-
-/// The subschemas of `schema` that apply to its instance's child at `step` (before expansion).
-fn children<'s>(schema: &'s Value, step: &Step) -> Vec<&'s Value> {
-    let mut out = Vec::new();
-    match step {
-        Step::Key(key) => {
-            let named = schema.get("properties").and_then(|p| p.get(key.as_str()));
-            out.extend(named);
-            if let Some(Value::Object(patterns)) = schema.get("patternProperties") {
-                out.extend(patterns.values());
-            }
-            if named.is_none() {
-                out.extend(schema.get("additionalProperties"));
-            }
-        }
-        Step::Index(index) => {
-            let prefix = schema.get("prefixItems").and_then(Value::as_array);
-            match (prefix.and_then(|p| p.get(*index)), schema.get("items")) {
-                (Some(item), _) => out.push(item),
-                // Drafts before 2020-12 write a tuple as an `items` array, and the rest as `additionalItems`.
-                (None, Some(Value::Array(tuple))) => match tuple.get(*index) {
-                    Some(item) => out.push(item),
-                    None => out.extend(schema.get("additionalItems")),
-                },
-                (None, Some(items)) if prefix.is_none_or(|p| *index >= p.len()) => out.push(items),
-                _ => {}
-            }
-        }
-    }
-    out
-}
-
-/// Adds `schema` and every subschema it brings in at the same location to `out`.
-fn expand<'s>(root: &'s Value, schema: &'s Value, depth: usize, out: &mut Vec<&'s Value>) {
-    if depth > MAX_SCHEMA_DEPTH || out.len() >= MAX_SUBSCHEMAS || !schema.is_object() {
-        return;
-    }
-    out.push(schema);
-    if let Some(target) = schema.get("$ref").and_then(Value::as_str).and_then(|r| local_ref(root, r)) {
-        expand(root, target, depth + 1, out);
-    }
-    for key in ["allOf", "anyOf", "oneOf"] {
-        for branch in schema.get(key).and_then(Value::as_array).into_iter().flatten() {
-            expand(root, branch, depth + 1, out);
-        }
-    }
-    for key in ["then", "else"] {
-        if let Some(branch) = schema.get(key) {
-            expand(root, branch, depth + 1, out);
-        }
-    }
-}
-
-/// The target of a `$ref` that points inside the schema itself (`#`, `#/$defs/x`); `None` for anything else.
-fn local_ref<'s>(root: &'s Value, reference: &str) -> Option<&'s Value> {
-    let pointer = reference.strip_prefix('#')?;
-    if pointer.is_empty() {
-        return Some(root);
-    }
-    // A `$ref` is a URI, so its fragment may percent-encode characters of the pointer.
-    root.pointer(&percent_decoded(pointer)?)
-}
-
-fn percent_decoded(text: &str) -> Option<String> {
-    let mut bytes = Vec::with_capacity(text.len());
-    let mut rest = text.as_bytes();
-    while let [first, tail @ ..] = rest {
-        if *first == b'%' {
-            let hex = std::str::from_utf8(tail.get(..2)?).ok()?;
-            bytes.push(u8::from_str_radix(hex, 16).ok()?);
-            rest = &tail[2..];
-        } else {
-            bytes.push(*first);
-            rest = tail;
-        }
-    }
-    String::from_utf8(bytes).ok()
 }
 
 /// The text with one value changed (see the module docs).
@@ -546,8 +439,6 @@ mod tests {
         assert_eq!(decreased(&i64::MIN.into()), Number::from(i64::MIN + 1));
         assert_eq!(decreased(&u64::MAX.into()), Number::from(u64::MAX - 1));
         assert_eq!(decreased(&Number::from_f64(0.5).unwrap()), Number::from_f64(-0.5).unwrap());
-        assert_eq!(percent_decoded("/$defs/a%20b%25"), Some("/$defs/a b%".into()));
-        assert_eq!(percent_decoded("%2"), None);
     }
 
     #[test]

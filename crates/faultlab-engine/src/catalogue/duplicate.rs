@@ -10,9 +10,26 @@
 //!
 //! **How it is graded.** The call succeeds once; an observer sees two responses with the same id.
 
-use super::{Reply, WireAction};
+use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-pub(super) fn apply(reply: Reply<'_>) -> Vec<WireAction> {
+/// The same reply, twice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Duplicate {}
+
+impl Fault for Duplicate {
+    const EXAMPLES: &[&str] = &[r#"{"type": "duplicate"}"#];
+    const CATEGORY: Category = Category::Temporal;
+    const EFFECT: Effect = Effect::Result;
+
+    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
+        Applied::done(apply(reply))
+    }
+}
+
+fn apply(reply: Reply<'_>) -> Vec<WireAction> {
     let bytes = reply.frame.bytes().clone();
     vec![WireAction::Send(bytes.clone()), WireAction::Send(bytes)]
 }

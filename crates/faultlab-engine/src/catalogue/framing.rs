@@ -10,12 +10,40 @@
 //!
 //! **How it is graded.** CRLF: the call succeeds. BOM: success or a clean error, and the connection stays usable.
 
-use super::{Framing, FramingStyle, Reply, WireAction};
+use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction, WireFraming};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-pub(super) fn apply(reply: Reply<'_>, style: FramingStyle) -> Vec<WireAction> {
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum FramingStyle {
+    /// The line (stdio) or the SSE event lines (HTTP) end in `\r\n`.
+    Crlf,
+    /// A UTF-8 byte-order mark before the message.
+    Bom,
+}
+
+/// The reply with unusual framing: CRLF line endings or a byte-order mark.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Framing {
+    pub style: FramingStyle,
+}
+
+impl Fault for Framing {
+    const EXAMPLES: &[&str] = &[r#"{"type": "framing", "style": "crlf"}"#, r#"{"type": "framing", "style": "bom"}"#];
+    const CATEGORY: Category = Category::Protocol;
+    const EFFECT: Effect = Effect::Result;
+
+    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
+        Applied::done(apply(reply, self.style))
+    }
+}
+
+fn apply(reply: Reply<'_>, style: FramingStyle) -> Vec<WireAction> {
     let framing = match style {
-        FramingStyle::Crlf => Framing::Crlf,
-        FramingStyle::Bom => Framing::Bom,
+        FramingStyle::Crlf => WireFraming::Crlf,
+        FramingStyle::Bom => WireFraming::Bom,
     };
     vec![WireAction::SendFramed { bytes: reply.frame.bytes().clone(), framing }]
 }

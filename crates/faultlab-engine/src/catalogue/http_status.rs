@@ -12,14 +12,56 @@
 //!
 //! **How it is graded.** The call fails with an error naming the status; a retry honours `Retry-After`.
 
-use super::{Reply, WireAction};
+use super::{Applied, Category, Earlier, Effect, Fault, MAX_RETRY_AFTER_SEC, Reply, WireAction, within};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use bytes::Bytes;
 use serde_json::{Value, json};
+
+/// An HTTP error status instead of the reply (stdio: a JSON-RPC error naming the status).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HttpStatus {
+    pub status: u16,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_sec: Option<u32>,
+}
+
+impl Fault for HttpStatus {
+    const EXAMPLES: &[&str] = &[r#"{"type": "http_status", "status": 429, "retry_after_sec": 2}"#, r#"{"type": "http_status", "status": 500}"#, r#"{"type": "http_status", "status": 401}"#];
+    const CATEGORY: Category = Category::Transport;
+    const EFFECT: Effect = Effect::Error;
+
+    /// 401 and 403 are about who may do what.
+    fn category(&self) -> Category {
+        category(self.status)
+    }
+    fn validate(&self) -> Result<(), String> {
+        if !ALLOWED.contains(&self.status) {
+            return Err(format!("status must be one of {ALLOWED:?}"));
+        }
+        match self.retry_after_sec {
+            Some(secs) => within("retry_after_sec", secs, 0, MAX_RETRY_AFTER_SEC),
+            None => Ok(()),
+        }
+    }
+    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
+        Applied::done(apply(reply, self.status, self.retry_after_sec))
+    }
+}
+
+/// 401 and 403 say who may do what; the other statuses say the service cannot answer now.
+fn category(status: u16) -> Category {
+    match status {
+        401 | 403 => Category::Authorization,
+        _ => Category::Transport,
+    }
+}
 
 /// The statuses the fault can produce.
 pub const ALLOWED: [u16; 6] = [401, 403, 404, 429, 500, 503];
 
-pub(super) fn apply(reply: Reply<'_>, status: u16, retry_after_sec: Option<u32>) -> Vec<WireAction> {
+fn apply(reply: Reply<'_>, status: u16, retry_after_sec: Option<u32>) -> Vec<WireAction> {
     let (code, text) = match status {
         401 => (-32001, "Unauthorized: authentication expired"),
         403 => (-32003, "Forbidden"),
@@ -44,6 +86,17 @@ pub(super) fn replace_with_status(
     let id = reply.frame.id().map_or(Value::Null, |id| id.to_value());
     let body = json!({"jsonrpc": "2.0", "id": id, "error": error});
     vec![WireAction::HttpStatus { status, retry_after_sec, body: Bytes::from(body.to_string()) }]
+}
+
+/// The JSON-RPC error code for "service unavailable" (this fault's code for 503).
+const UNAVAILABLE: i64 = -32030;
+
+/// The 503 the systemic faults (`burst_failure`, `server_outage`, `cascading_failure`) answer with; `data.fault`
+/// names the fault, since the same status means a different schedule for each.
+pub(super) fn unavailable(reply: Reply<'_>, fault: &str) -> Vec<WireAction> {
+    let error = json!({"code": UNAVAILABLE, "message": "HTTP 503: Service unavailable",
+        "data": {"httpStatus": 503, "fault": fault}});
+    replace_with_status(reply, 503, None, error)
 }
 
 #[cfg(test)]

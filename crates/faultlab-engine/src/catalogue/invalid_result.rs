@@ -10,22 +10,36 @@
 //!
 //! **How it is graded.** The call's outcome is an error (the result was rejected), not success.
 
-use super::{Reply, WireAction, edit, unchanged};
+use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-pub(super) fn apply(reply: Reply<'_>) -> Vec<WireAction> {
-    let changed = edit(reply, |obj| {
-        let Some(Value::Array(content)) = obj.get_mut("result").and_then(|r| r.get_mut("content")) else {
-            return;
+/// The result's text content blocks carry a number instead of a string.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InvalidResult {}
+
+impl Fault for InvalidResult {
+    const EXAMPLES: &[&str] = &[r#"{"type": "invalid_result"}"#];
+    const CATEGORY: Category = Category::Data;
+    const EFFECT: Effect = Effect::Invalid;
+
+    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
+        Applied::done(apply(reply))
+    }
+}
+
+fn apply(reply: Reply<'_>) -> Vec<WireAction> {
+    rewrite(reply, |message| {
+        let Some(Value::Array(content)) = message.get_mut("result").and_then(|r| r.get_mut("content")) else {
+            return false;
         };
         for block in content.iter_mut().filter(|b| b["type"] == "text") {
             block["text"] = json!(42);
         }
-    });
-    match changed {
-        Some(bytes) => vec![WireAction::Send(bytes)],
-        None => unchanged(reply),
-    }
+        true
+    })
 }
 
 #[cfg(test)]

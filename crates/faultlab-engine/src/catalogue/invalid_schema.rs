@@ -16,10 +16,27 @@
 //! **How it is graded.** The call's outcome is an error (the result was rejected), not success; a follow-up call
 //! on the same connection succeeds.
 
-use super::{Reply, WireAction, rewrite};
+use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub(super) fn apply(reply: Reply<'_>) -> Vec<WireAction> {
+/// The tool result's `content` is an object (keyed "0", "1", ...) where the schema requires an array.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InvalidSchema {}
+
+impl Fault for InvalidSchema {
+    const EXAMPLES: &[&str] = &[r#"{"type": "invalid_schema"}"#];
+    const CATEGORY: Category = Category::Protocol;
+    const EFFECT: Effect = Effect::Invalid;
+
+    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
+        Applied::done(apply(reply))
+    }
+}
+
+fn apply(reply: Reply<'_>) -> Vec<WireAction> {
     rewrite(reply, |message| {
         let Some(Value::Object(result)) = message.get_mut("result") else {
             return false;

@@ -16,8 +16,30 @@
 //! recorded under that name. One entry keeps one behaviour (including `mode: before` in the proxy) instead of two
 //! copies that could drift apart.
 
-use super::{Reply, WireAction};
+use super::{Applied, Category, Earlier, Effect, Fault, MAX_LATENCY_MS, Reply, WireAction, within};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use std::time::Duration;
+
+/// Hold the reply for `delay_ms` before writing it. Also accepted as `delayed` (MCP-Faultline's name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Latency {
+    pub delay_ms: u64,
+}
+
+impl Fault for Latency {
+    const EXAMPLES: &[&str] = &[r#"{"type": "latency", "delay_ms": 50}"#, r#"{"type": "delayed", "delay_ms": 20}"#];
+    const CATEGORY: Category = Category::Transport;
+    const EFFECT: Effect = Effect::Result;
+
+    fn validate(&self) -> Result<(), String> {
+        within("delay_ms", self.delay_ms, 0, MAX_LATENCY_MS)
+    }
+    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
+        Applied::done(apply(reply, self.delay_ms))
+    }
+}
 
 /// Lets the JSON Schema accept `delayed` as well, as serde does (schemars ignores serde aliases).
 pub(super) fn accept_delayed_alias(schema: &mut schemars::Schema) {
@@ -27,7 +49,7 @@ pub(super) fn accept_delayed_alias(schema: &mut schemars::Schema) {
     }
 }
 
-pub(super) fn apply(reply: Reply<'_>, delay_ms: u64) -> Vec<WireAction> {
+fn apply(reply: Reply<'_>, delay_ms: u64) -> Vec<WireAction> {
     vec![WireAction::Pause(Duration::from_millis(delay_ms)), WireAction::Send(reply.frame.bytes().clone())]
 }
 

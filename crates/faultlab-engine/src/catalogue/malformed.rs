@@ -12,8 +12,40 @@
 //!
 //! **How it is graded.** The call's outcome is an error; a follow-up call on the same connection succeeds.
 
-use super::{MalformedVariant, Reply, WireAction, edit, unchanged};
+use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
+
+/// Valid JSON, invalid JSON-RPC. Also accepted as `malformed_response` (MCP-Faultline's name).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Malformed {
+    #[serde(default)]
+    pub variant: MalformedVariant,
+}
+
+impl Fault for Malformed {
+    const EXAMPLES: &[&str] = &[r#"{"type": "malformed"}"#, r#"{"type": "malformed", "variant": "invalid-jsonrpc-version"}"#, r#"{"type": "malformed_response", "variant": "result-with-error"}"#];
+    const CATEGORY: Category = Category::Protocol;
+    const EFFECT: Effect = Effect::Invalid;
+
+    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
+        Applied::done(apply(reply, self.variant))
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum MalformedVariant {
+    /// The `jsonrpc` member is removed (the default).
+    #[default]
+    MissingJsonrpc,
+    /// `jsonrpc` is `"1.0"`.
+    InvalidJsonrpcVersion,
+    /// A result and an error in one response.
+    ResultWithError,
+}
 
 /// Lets the JSON Schema accept `malformed_response` as well, as serde does (schemars ignores serde aliases).
 pub(super) fn accept_faultline_alias(schema: &mut schemars::Schema) {
@@ -23,25 +55,25 @@ pub(super) fn accept_faultline_alias(schema: &mut schemars::Schema) {
     }
 }
 
-pub(super) fn apply(reply: Reply<'_>, variant: MalformedVariant) -> Vec<WireAction> {
-    let changed = edit(reply, |obj| match variant {
-        MalformedVariant::MissingJsonrpc => {
-            obj.shift_remove("jsonrpc");
+fn apply(reply: Reply<'_>, variant: MalformedVariant) -> Vec<WireAction> {
+    rewrite(reply, |message| {
+        let Some(obj) = message.as_object_mut() else { return false };
+        match variant {
+            MalformedVariant::MissingJsonrpc => {
+                obj.shift_remove("jsonrpc");
+            }
+            MalformedVariant::InvalidJsonrpcVersion => {
+                obj.insert("jsonrpc".into(), json!("1.0"));
+            }
+            MalformedVariant::ResultWithError => {
+                obj.insert(
+                    "error".into(),
+                    json!({"code": -32603, "message": "Injected response contains both result and error"}),
+                );
+            }
         }
-        MalformedVariant::InvalidJsonrpcVersion => {
-            obj.insert("jsonrpc".into(), json!("1.0"));
-        }
-        MalformedVariant::ResultWithError => {
-            obj.insert(
-                "error".into(),
-                json!({"code": -32603, "message": "Injected response contains both result and error"}),
-            );
-        }
-    });
-    match changed {
-        Some(bytes) => vec![WireAction::Send(bytes)],
-        None => unchanged(reply),
-    }
+        true
+    })
 }
 
 #[cfg(test)]

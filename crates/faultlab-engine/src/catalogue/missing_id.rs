@@ -10,13 +10,25 @@
 //!
 //! **How it is graded.** The call times out or errors, never succeeds; the connection stays usable.
 
-use super::{Reply, WireAction, edit, unchanged};
+use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-pub(super) fn apply(reply: Reply<'_>) -> Vec<WireAction> {
-    match edit(reply, |obj| {
-        obj.shift_remove("id");
-    }) {
-        Some(bytes) => vec![WireAction::Send(bytes)],
-        None => unchanged(reply),
+/// The reply carries no id at all.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MissingId {}
+
+impl Fault for MissingId {
+    const EXAMPLES: &[&str] = &[r#"{"type": "missing_id"}"#];
+    const CATEGORY: Category = Category::Protocol;
+    const EFFECT: Effect = Effect::Timeout;
+
+    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
+        Applied::done(apply(reply))
     }
+}
+
+fn apply(reply: Reply<'_>) -> Vec<WireAction> {
+    rewrite(reply, |message| message.as_object_mut().is_some_and(|obj| obj.shift_remove("id").is_some()))
 }

@@ -10,12 +10,29 @@
 //!
 //! **How it is graded.** The call succeeds; an observer counts one unparsable frame.
 
-use super::{Reply, WireAction};
+use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use bytes::Bytes;
+
+/// A line that is not JSON, then the reply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NonJsonLine {}
+
+impl Fault for NonJsonLine {
+    const EXAMPLES: &[&str] = &[r#"{"type": "non_json_line"}"#];
+    const CATEGORY: Category = Category::Protocol;
+    const EFFECT: Effect = Effect::Result;
+
+    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
+        Applied::done(apply(reply))
+    }
+}
 
 /// The stray text, chosen to look like a log line a careless server might print to stdout.
 pub const NON_JSON_TEXT: &str = "faultlab: this line is not JSON-RPC";
 
-pub(super) fn apply(reply: Reply<'_>) -> Vec<WireAction> {
+fn apply(reply: Reply<'_>) -> Vec<WireAction> {
     vec![WireAction::Send(Bytes::from_static(NON_JSON_TEXT.as_bytes())), WireAction::Send(reply.frame.bytes().clone())]
 }

@@ -10,24 +10,46 @@
 //!
 //! **How it is graded.** Below the client's limit: success with the full content. Above: a clean error.
 
-use super::{Reply, WireAction, edit, unchanged};
+use super::{Applied, Category, Earlier, Effect, Fault, MAX_OVERSIZED_BYTES, Reply, WireAction, rewrite, within};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-pub(super) fn apply(reply: Reply<'_>, bytes: usize) -> Vec<WireAction> {
-    let padding = json!({"type": "text", "text": "x".repeat(bytes)});
-    let changed = edit(reply, |obj| {
-        if let Some(Value::Array(content)) = obj.get_mut("result").and_then(|r| r.get_mut("content")) {
-            content.push(padding);
-        } else if let Some(Value::Object(error)) = obj.get_mut("error") {
-            error.insert("data".into(), padding);
-        } else if let Some(Value::Object(result)) = obj.get_mut("result") {
-            result.insert("content".into(), Value::Array(vec![padding]));
-        }
-    });
-    match changed {
-        Some(bytes) => vec![WireAction::Send(bytes)],
-        None => unchanged(reply),
+/// The reply padded with `bytes` of extra text content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Oversized {
+    pub bytes: usize,
+}
+
+impl Fault for Oversized {
+    const EXAMPLES: &[&str] = &[r#"{"type": "oversized", "bytes": 100000}"#];
+    const CATEGORY: Category = Category::Protocol;
+    // The answer arrives with a padding block the server never sent (if the client takes a frame that big).
+    const EFFECT: Effect = Effect::WrongData;
+
+    fn validate(&self) -> Result<(), String> {
+        within("bytes", self.bytes, 1, MAX_OVERSIZED_BYTES)
     }
+    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
+        Applied::done(apply(reply, self.bytes))
+    }
+}
+
+fn apply(reply: Reply<'_>, bytes: usize) -> Vec<WireAction> {
+    let padding = json!({"type": "text", "text": "x".repeat(bytes)});
+    rewrite(reply, |message| {
+        if let Some(Value::Array(content)) = message.get_mut("result").and_then(|r| r.get_mut("content")) {
+            content.push(padding);
+        } else if let Some(Value::Object(error)) = message.get_mut("error") {
+            error.insert("data".into(), padding);
+        } else if let Some(Value::Object(result)) = message.get_mut("result") {
+            result.insert("content".into(), Value::Array(vec![padding]));
+        } else {
+            return false;
+        }
+        true
+    })
 }
 
 #[cfg(test)]

@@ -11,11 +11,28 @@
 //!
 //! **How it is graded.** The call succeeds; the following call on the connection succeeds too.
 
-use super::{Reply, WireAction};
+use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-pub(super) fn apply(reply: Reply<'_>) -> Vec<WireAction> {
+/// A progress notification for the request, sent after its result.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProgressAfterResult {}
+
+impl Fault for ProgressAfterResult {
+    const EXAMPLES: &[&str] = &[r#"{"type": "progress_after_result"}"#];
+    const CATEGORY: Category = Category::Temporal;
+    const EFFECT: Effect = Effect::Result;
+
+    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
+        Applied::done(apply(reply))
+    }
+}
+
+fn apply(reply: Reply<'_>) -> Vec<WireAction> {
     let token =
         reply.request.and_then(|r| r.progress_token()).cloned().unwrap_or_else(|| Value::from("faultlab-stale"));
     let note = json!({

@@ -16,13 +16,39 @@
 //! **How it is graded.** The call fails with a rate-limit error; a retry, if any, comes no sooner than the advertised
 //! delay; retries stay within the policy's bound.
 
-use super::{Reply, WireAction, http_status};
+use super::{Applied, Category, Earlier, Effect, Fault, MAX_RETRY_AFTER_SEC, Reply, WireAction, http_status, within};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::json;
+
+/// Rate limited: HTTP 429 with `Retry-After` (stdio: the JSON-RPC error, code -32029, `data.retryAfterSec`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RateLimit {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_after_sec: Option<u32>,
+}
+
+impl Fault for RateLimit {
+    const EXAMPLES: &[&str] = &[r#"{"type": "rate_limit", "retry_after_sec": 2}"#, r#"{"type": "rate_limit"}"#];
+    const CATEGORY: Category = Category::Transport;
+    const EFFECT: Effect = Effect::Error;
+
+    fn validate(&self) -> Result<(), String> {
+        match self.retry_after_sec {
+            Some(secs) => within("retry_after_sec", secs, 0, MAX_RETRY_AFTER_SEC),
+            None => Ok(()),
+        }
+    }
+    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
+        Applied::done(apply(reply, self.retry_after_sec))
+    }
+}
 
 /// The JSON-RPC error code for a rate limit (the `http_status` fault's code for 429).
 const CODE: i64 = -32029;
 
-pub(super) fn apply(reply: Reply<'_>, retry_after_sec: Option<u32>) -> Vec<WireAction> {
+fn apply(reply: Reply<'_>, retry_after_sec: Option<u32>) -> Vec<WireAction> {
     let mut data = json!({"httpStatus": 429});
     if let Some(secs) = retry_after_sec {
         data["retryAfterSec"] = json!(secs);

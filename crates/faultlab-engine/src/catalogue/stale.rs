@@ -18,11 +18,28 @@
 //! **How it is graded.** By the task's state and witness checks: acting on the old data shows in the end state or
 //! fails the witness; noticing and re-reading passes.
 
-use super::{Reply, WireAction, unchanged};
+use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction, unchanged};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use bytes::Bytes;
 use faultlab_wire::Frame;
 
-pub(super) fn apply(reply: Reply<'_>, earlier: Option<&Bytes>) -> Vec<WireAction> {
+/// The last earlier reply of the same tool, with this request's id, instead of this reply.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Stale {}
+
+impl Fault for Stale {
+    const EXAMPLES: &[&str] = &[r#"{"type": "stale"}"#];
+    const CATEGORY: Category = Category::Data;
+    const EFFECT: Effect = Effect::WrongData;
+
+    fn apply(&self, reply: Reply<'_>, earlier: &Earlier) -> Applied {
+        Applied::done(apply(reply, earlier.same_tool.as_ref()))
+    }
+}
+
+fn apply(reply: Reply<'_>, earlier: Option<&Bytes>) -> Vec<WireAction> {
     let (Some(earlier), Some(id)) = (earlier, reply.frame.id()) else {
         return unchanged(reply);
     };

@@ -11,8 +11,25 @@
 //!
 //! **How it is graded.** The call's outcome is a timeout; side effects of a retry are checked (at most once).
 
-use super::{Reply, WireAction};
+use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-pub(super) fn apply(_reply: Reply<'_>) -> Vec<WireAction> {
+/// The reply is never sent: the request stays open until the client gives up.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Timeout {}
+
+impl Fault for Timeout {
+    const EXAMPLES: &[&str] = &[r#"{"type": "timeout"}"#];
+    const CATEGORY: Category = Category::Transport;
+    const EFFECT: Effect = Effect::Timeout;
+
+    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
+        Applied::done(apply(reply))
+    }
+}
+
+fn apply(_reply: Reply<'_>) -> Vec<WireAction> {
     Vec::new()
 }

@@ -10,9 +10,26 @@
 //!
 //! **How it is graded.** The call times out or errors; the next call on the same connection succeeds.
 
-use super::{Reply, WireAction};
+use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
-pub(super) fn apply(reply: Reply<'_>) -> Vec<WireAction> {
+/// Only the first half of the reply's bytes, then the frame ends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Truncated {}
+
+impl Fault for Truncated {
+    const EXAMPLES: &[&str] = &[r#"{"type": "truncated"}"#];
+    const CATEGORY: Category = Category::Protocol;
+    const EFFECT: Effect = Effect::Invalid;
+
+    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
+        Applied::done(apply(reply))
+    }
+}
+
+fn apply(reply: Reply<'_>) -> Vec<WireAction> {
     let bytes = reply.frame.bytes();
     vec![WireAction::Send(bytes.slice(..bytes.len() / 2))]
 }

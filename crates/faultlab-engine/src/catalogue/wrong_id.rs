@@ -10,20 +10,32 @@
 //!
 //! **How it is graded.** The call times out rather than succeeding; the connection stays usable.
 
-use super::{Reply, WireAction, edit, unchanged};
+use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite, unchanged};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub(super) fn apply(reply: Reply<'_>) -> Vec<WireAction> {
+/// The reply carries an id no request had.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WrongId {}
+
+impl Fault for WrongId {
+    const EXAMPLES: &[&str] = &[r#"{"type": "wrong_id"}"#];
+    const CATEGORY: Category = Category::Protocol;
+    const EFFECT: Effect = Effect::Timeout;
+
+    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
+        Applied::done(apply(reply))
+    }
+}
+
+fn apply(reply: Reply<'_>) -> Vec<WireAction> {
     let Some(id) = reply.frame.id() else {
         return unchanged(reply);
     };
     let wrong = Value::String(format!("{}-wrong", id.as_json()));
-    match edit(reply, |obj| {
-        obj.insert("id".into(), wrong);
-    }) {
-        Some(bytes) => vec![WireAction::Send(bytes)],
-        None => unchanged(reply),
-    }
+    rewrite(reply, |message| message.as_object_mut().map(|obj| obj.insert("id".into(), wrong)).is_some())
 }
 
 #[cfg(test)]

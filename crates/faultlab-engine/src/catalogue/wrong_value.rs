@@ -25,11 +25,36 @@
 //! state; a client that verified it, or reported the inconsistency, passes. A skipped fault (see the
 //! `fault_skipped` event) changed nothing, so the run measures a plain reply.
 
-use super::{Applied, OutputSchema, Reply, WireAction, check, output_validator, rewrite, split_pointer, unchanged};
+use super::schema::{check, output_validator};
+use super::{Applied, Category, Earlier, Effect, Fault, OutputSchema, Reply, WireAction, rewrite, split_pointer, unchanged};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use bytes::Bytes;
 use serde_json::Value;
 
-pub(super) fn apply(reply: Reply<'_>, pointer: &str, value: &Value, schema: Option<&OutputSchema>) -> Applied {
+/// `value` is written at `pointer`, a JSON pointer inside the reply's `result`. Inside `structuredContent`,
+/// only if the result stays valid against the tool's output schema (else the reply is sent unchanged).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WrongValue {
+    pub pointer: String,
+    pub value: serde_json::Value,
+}
+
+impl Fault for WrongValue {
+    const EXAMPLES: &[&str] = &[r#"{"type": "wrong_value", "pointer": "/content/0/text", "value": "0 apples"}"#];
+    const CATEGORY: Category = Category::Data;
+    const EFFECT: Effect = Effect::WrongData;
+
+    fn validate(&self) -> Result<(), String> {
+        super::check_pointer(&self.pointer)
+    }
+    fn apply(&self, reply: Reply<'_>, earlier: &Earlier) -> Applied {
+        apply(reply, &self.pointer, &self.value, earlier.output_schema.as_ref())
+    }
+}
+
+fn apply(reply: Reply<'_>, pointer: &str, value: &Value, schema: Option<&OutputSchema>) -> Applied {
     let inside_structured = pointer == "/structuredContent" || pointer.starts_with("/structuredContent/");
     match schema {
         Some(schema) if inside_structured => apply_checked(reply, pointer, value, schema),

@@ -7,6 +7,8 @@
 //! short (no newline after it, and it does not parse: the proxy was killed while writing) is set aside in
 //! [`Trajectory::cut_short`] for the caller to judge; blank lines are skipped.
 
+use crate::FaultKind;
+use crate::catalogue::Effect;
 use crate::recorder::{Direction, Event, FrameAction, FrameEvent, Record};
 use faultlab_wire::Frame;
 use faultlab_wire::frame::at;
@@ -197,13 +199,23 @@ fn parse_line(number: usize, bytes: &[u8]) -> Result<Record, ReadError> {
         return Err(fail(format!("`id` is {}, not a string or a number", kind(id))));
     }
     // From a borrowed value: on an error, the object is still there to name the member.
-    Record::deserialize(&value).map_err(|e| {
+    let mut record = Record::deserialize(&value).map_err(|e| {
         let message = e.to_string();
         match member_named_by(object, &message) {
             Some(key) => fail(format!("`{event}` event: `{key}`: {message}")),
             None => fail(format!("`{event}` event: {message}")),
         }
-    })
+    })?;
+    // What the client saw for a faulted frame: as recorded, or (trajectories older than `effect`) the catalogue's
+    // effect for the fault's name. A fault neither names is not guessed at.
+    if let Event::Frame(frame) = &mut record.event
+        && let (Some(fault), None) = (&frame.fault, frame.effect)
+    {
+        frame.effect = Some(FaultKind::effect_of(fault).ok_or_else(|| {
+            fail(format!("fault {fault:?} is not in this version's catalogue and the line records no `effect`"))
+        })?);
+    }
+    Ok(record)
 }
 
 /// The member an "unknown variant `X`" error is about (serde names the value, not the key): the one whose value
@@ -251,12 +263,12 @@ pub enum Outcome {
 }
 
 impl Outcome {
-    /// What the client got, from what a trajectory says of a call: the fault that acted on it, whether a reply
-    /// was written for it (`Some(true)` it reached the client, `Some(false)` a fault consumed it) and whether that
-    /// reply was an error. `None`: nothing came and no fault says why (the request is unanswered).
-    pub fn of_call(fault: Option<&str>, reply: Option<bool>, error: bool) -> Option<Self> {
+    /// What the client got, from what a trajectory says of a call: the effect of the fault that acted on it,
+    /// whether a reply was written for it (`Some(true)` it reached the client, `Some(false)` a fault consumed it)
+    /// and whether that reply was an error. `None`: nothing came and no fault says why (the request is unanswered).
+    pub fn of_call(fault: Option<Effect>, reply: Option<bool>, error: bool) -> Option<Self> {
         match (fault, reply) {
-            (Some(fault), _) => Some(Outcome::of_fault(fault)),
+            (Some(effect), _) => Some(Outcome::of_effect(effect)),
             (None, None) => None,
             (None, Some(false)) => Some(Outcome::Timeout),
             (None, Some(true)) if error => Some(Outcome::Error),
@@ -269,30 +281,14 @@ impl Outcome {
         outcome != Some(Outcome::Ok)
     }
 
-    /// What the client got when `fault` (a catalogue fault name) acted on a call.
-    pub fn of_fault(fault: &str) -> Self {
-        match fault {
-            "timeout" | "wrong_id" | "missing_id" | "late_response" => Outcome::Timeout,
-            "disconnect" => Outcome::Lost,
-            "latency"
-            | "duplicate"
-            | "framing"
-            | "oversized"
-            | "split_write"
-            | "progress_after_result"
-            | "list_changed_storm"
-            | "non_json_line"
-            | "out_of_order"
-            | "empty"
-            | "partial_result"
-            | "wrong_value"
-            | "contradictory"
-            | "stale"
-            | "replayed" => Outcome::Faulted,
-            // http_status, rate_limit, auth_expired, forbidden, malformed, truncated, invalid_result,
-            // invalid_schema, missing_field, the systemic faults' failures, and any fault this version does not
-            // know.
-            _ => Outcome::Error,
+    /// What the client got when a fault with this effect (the catalogue's) acted on a call: a reply that still
+    /// arrives, right or wrong, was changed by the fault (`Faulted`).
+    pub fn of_effect(effect: Effect) -> Self {
+        match effect {
+            Effect::Timeout => Outcome::Timeout,
+            Effect::TransportLoss => Outcome::Lost,
+            Effect::Error | Effect::Invalid => Outcome::Error,
+            Effect::Result | Effect::WrongData => Outcome::Faulted,
         }
     }
 }
@@ -328,7 +324,17 @@ impl<'a> Exchange<'a> {
 
     /// The rule and fault that acted on the call: on its reply, else the one that consumed the request.
     pub fn fault(&self) -> Option<(Option<&'a str>, &'a str)> {
-        let on = |at: FrameAt<'a>| at.frame.fault.as_deref().map(|fault| (at.frame.rule.as_deref(), fault));
+        self.faulted().and_then(|at| at.frame.fault.as_deref().map(|fault| (at.frame.rule.as_deref(), fault)))
+    }
+
+    /// What the client saw of the fault that acted on the call (the catalogue's effect; see [`Exchange::fault`]).
+    pub fn effect(&self) -> Option<Effect> {
+        self.faulted().and_then(|at| at.frame.effect)
+    }
+
+    /// The frame a fault acted on: the reply, or the request a fault consumed on its way in.
+    fn faulted(&self) -> Option<FrameAt<'a>> {
+        let on = |at: FrameAt<'a>| at.frame.fault.is_some().then_some(at);
         self.reply.and_then(on).or_else(|| match self.request.frame.action {
             FrameAction::Consumed => on(self.request),
             _ => None,
@@ -352,7 +358,7 @@ impl<'a> Exchange<'a> {
 
     /// What the client got; `None` while no reply and no fault says anything (the request is unanswered).
     pub fn outcome(&self) -> Option<Outcome> {
-        Outcome::of_call(self.fault().map(|(_, fault)| fault), self.reply.map(|_| self.reached()), self.error())
+        Outcome::of_call(self.effect(), self.reply.map(|_| self.reached()), self.error())
     }
 
     /// The one definition of a failed call: the agent met a failure on it, i.e. an error, a fault, or no reply

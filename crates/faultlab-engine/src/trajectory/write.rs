@@ -180,6 +180,7 @@ impl Writer {
             tool: frame.tool_name().map(str::to_owned),
             rule: rule.map(str::to_owned),
             fault: fault.map(|f| f.name().to_owned()),
+            effect: fault.map(FaultKind::effect),
             executed,
             bytes: frame.bytes().len(),
             arguments,

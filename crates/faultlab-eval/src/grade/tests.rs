@@ -76,6 +76,7 @@ fn ok(line: usize, tool: &str, arguments: Value) -> ToolCall {
         executed: true,
         rule: None,
         fault: None,
+        effect: None,
         error: false,
     }
 }
@@ -94,6 +95,7 @@ fn timed_out(mut call: ToolCall, executed: bool) -> ToolCall {
     call.executed = executed;
     call.rule = Some("t".into());
     call.fault = Some("timeout".into());
+    call.effect = faultlab_engine::FaultKind::effect_of("timeout");
     call
 }
 
@@ -103,6 +105,7 @@ fn refused(mut call: ToolCall, fault: &str) -> ToolCall {
     call.error = true;
     call.rule = Some("r".into());
     call.fault = Some(fault.into());
+    call.effect = faultlab_engine::FaultKind::effect_of(fault);
     call
 }
 

@@ -83,7 +83,7 @@ async fn a_pipelined_burst_arrives_whole_and_in_order_with_one_event_per_frame()
     let ids: Vec<Value> = sent.iter().map(|(id, ..)| id.clone()).collect();
     assert_eq!(ids, (1..=300).map(Value::from).collect::<Vec<_>>(), "one event per client frame, in order");
     assert_eq!(sent[149].1, FrameAction::Consumed);
-    assert_eq!(sent[149].2.as_deref(), Some("forbidden"));
+    assert_eq!(sent[149].2.as_deref(), Some("http_status"), "a preset is recorded as the fault it stands for");
     assert!(sent.iter().enumerate().all(|(i, (_, action, _))| i == 149 || *action == FrameAction::Forwarded));
     let ledger = records.iter().find_map(|r| match r.event {
         Event::Ledger { frames_in, frames_out, consumed, injected } => {

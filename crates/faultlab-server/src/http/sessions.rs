@@ -27,8 +27,9 @@ pub const SESSION_IDLE: Duration = Duration::from_secs(300);
 /// between calls for less keeps its session.
 pub const EVICTABLE_AFTER: Duration = Duration::from_secs(30);
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema, strum::IntoStaticStr)]
 #[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum LossActivation {
     /// Remove the session and interrupt the activating response.
     DuringRequest,
@@ -38,10 +39,7 @@ pub enum LossActivation {
 
 impl LossActivation {
     pub fn as_str(self) -> &'static str {
-        match self {
-            Self::DuringRequest => "during_request",
-            Self::AfterResponse => "after_response",
-        }
+        self.into()
     }
 }
 

@@ -2,6 +2,7 @@
 
 use super::{FaultServer, check_range, text_result, tool_error};
 use faultlab_engine::FaultKind;
+use faultlab_engine::catalogue::{Disconnect, MAX_LATENCY_MS};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::service::RequestContext;
@@ -10,8 +11,8 @@ use serde::Deserialize;
 use serde_json::json;
 use std::time::Duration;
 
-/// Longest `delay`, in ms.
-pub const MAX_DELAY_MS: u64 = 30_000;
+/// Longest `delay`, in ms: the catalogue's `latency` ceiling.
+pub const MAX_DELAY_MS: u64 = MAX_LATENCY_MS;
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -55,6 +56,6 @@ impl FaultServer {
     #[tool(description = "Drop the connection instead of answering. stdio: the server closes stdout and exits. \
                           HTTP: this response stream is aborted; the server keeps listening.")]
     async fn disconnect(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
-        self.arm_own_response(&ctx, FaultKind::Disconnect, "transport disconnected".into())
+        self.arm_own_response(&ctx, FaultKind::Disconnect(Disconnect {}), "transport disconnected".into())
     }
 }

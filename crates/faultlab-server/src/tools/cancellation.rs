@@ -23,7 +23,9 @@ impl FaultServer {
         let id = request_id(&ctx);
         // The wire layer writes the late result itself when it sees the cancel go by: rmcp would drop any
         // response to a cancelled request, and this one has to reach the wire.
-        if let Err(err) = scope.engine.arm(id.clone(), FaultKind::LateResponse) {
+        if let Err(err) =
+            scope.engine.arm(id.clone(), FaultKind::LateResponse(faultlab_engine::catalogue::LateResponse {}))
+        {
             return Ok(tool_error(err.to_string()));
         }
         if let Some(token) = ctx.meta.get_progress_token() {

@@ -76,7 +76,7 @@ impl FaultServer {
         }
         if transport == TransportEventKind::ClosureRequested {
             // The wire layer aborts this response instead of sending it and records `closed`.
-            if let Err(err) = scope.engine.arm(id, FaultKind::Disconnect) {
+            if let Err(err) = scope.engine.arm(id, FaultKind::Disconnect(faultlab_engine::catalogue::Disconnect {})) {
                 scope.engine.recorder().record(Event::Transport {
                     outcome: TransportEventKind::CloseFailed,
                     request_id: None,

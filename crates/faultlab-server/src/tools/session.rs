@@ -34,7 +34,9 @@ impl FaultServer {
         }
         let text = format!("session loss activated {}", args.activation.as_str());
         match args.activation {
-            LossActivation::DuringRequest => self.arm_own_response(&ctx, FaultKind::Disconnect, text),
+            LossActivation::DuringRequest => {
+                self.arm_own_response(&ctx, FaultKind::Disconnect(faultlab_engine::catalogue::Disconnect {}), text)
+            }
             LossActivation::AfterResponse => Ok(text_result(text)),
         }
     }

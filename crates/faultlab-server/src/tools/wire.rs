@@ -4,7 +4,9 @@
 use super::{FaultServer, check_range, tool_error};
 use faultlab_engine::FaultKind;
 use faultlab_engine::catalogue::{
-    FramingStyle, MAX_OVERSIZED_BYTES, MAX_SPLIT_PARTS, MAX_STORM_COUNT, MalformedVariant,
+    Duplicate, Framing, FramingStyle, HttpStatus, ListChangedStorm, MAX_OVERSIZED_BYTES, MAX_RETRY_AFTER_SEC,
+    MAX_SPLIT_PARTS, MAX_STORM_COUNT, Malformed, MalformedVariant, MissingId, NonJsonLine, Oversized,
+    ProgressAfterResult, SplitWrite, Truncated, WrongId,
 };
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
@@ -52,9 +54,6 @@ pub struct HttpStatusArgs {
     pub retry_after_sec: Option<u32>,
 }
 
-/// Longest Retry-After the `http_status` tool sets, in seconds (one day).
-const MAX_RETRY_AFTER_SEC: u64 = 86_400;
-
 #[tool_router(router = wire_router, vis = "pub(super)")]
 impl FaultServer {
     #[tool(description = "Answer with valid JSON that is invalid JSON-RPC: variant missing-jsonrpc, \
@@ -65,32 +64,32 @@ impl FaultServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let text = json!({"status": "fault-activated", "variant": args.variant}).to_string();
-        self.arm_own_response(&ctx, FaultKind::Malformed { variant: args.variant }, text)
+        self.arm_own_response(&ctx, FaultKind::Malformed(Malformed { variant: args.variant }), text)
     }
 
     #[tool(description = "Send this response twice, with the same id.")]
     async fn duplicate_response(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
-        self.arm_own_response(&ctx, FaultKind::Duplicate, "duplicate response activated".into())
+        self.arm_own_response(&ctx, FaultKind::Duplicate(Duplicate {}), "duplicate response activated".into())
     }
 
     #[tool(description = "Answer with an id that no request used.")]
     async fn wrong_id(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
-        self.arm_own_response(&ctx, FaultKind::WrongId, "wrong id activated".into())
+        self.arm_own_response(&ctx, FaultKind::WrongId(WrongId {}), "wrong id activated".into())
     }
 
     #[tool(description = "Answer without an id.")]
     async fn missing_id(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
-        self.arm_own_response(&ctx, FaultKind::MissingId, "missing id activated".into())
+        self.arm_own_response(&ctx, FaultKind::MissingId(MissingId {}), "missing id activated".into())
     }
 
     #[tool(description = "Send only the first half of this response's bytes, then end the frame.")]
     async fn truncated_response(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
-        self.arm_own_response(&ctx, FaultKind::Truncated, "truncated response activated".into())
+        self.arm_own_response(&ctx, FaultKind::Truncated(Truncated {}), "truncated response activated".into())
     }
 
     #[tool(description = "Write a line that is not JSON before this response.")]
     async fn non_json_line(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
-        self.arm_own_response(&ctx, FaultKind::NonJsonLine, "non-JSON line activated".into())
+        self.arm_own_response(&ctx, FaultKind::NonJsonLine(NonJsonLine {}), "non-JSON line activated".into())
     }
 
     #[tool(description = "Frame this response unusually: style crlf (CRLF line ending) or bom (byte-order mark).")]
@@ -99,7 +98,7 @@ impl FaultServer {
         Parameters(args): Parameters<FramingArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        self.arm_own_response(&ctx, FaultKind::Framing { style: args.style }, "framing activated".into())
+        self.arm_own_response(&ctx, FaultKind::Framing(Framing { style: args.style }), "framing activated".into())
     }
 
     #[tool(description = "Pad this response with `bytes` bytes of text content (1 to 67108864).")]
@@ -111,7 +110,7 @@ impl FaultServer {
         if let Err(error) = check_range("bytes", args.bytes, 1, MAX_OVERSIZED_BYTES as u64) {
             return Ok(tool_error(error));
         }
-        let fault = FaultKind::Oversized { bytes: args.bytes as usize };
+        let fault = FaultKind::Oversized(Oversized { bytes: args.bytes as usize });
         self.arm_own_response(&ctx, fault, "oversized response activated".into())
     }
 
@@ -124,13 +123,17 @@ impl FaultServer {
         if let Err(error) = check_range("parts", args.parts, 2, u64::from(MAX_SPLIT_PARTS)) {
             return Ok(tool_error(error));
         }
-        let fault = FaultKind::SplitWrite { parts: args.parts as u8 };
+        let fault = FaultKind::SplitWrite(SplitWrite { parts: args.parts as u8 });
         self.arm_own_response(&ctx, fault, "split response activated".into())
     }
 
     #[tool(description = "Send a progress notification for this request after its result.")]
     async fn progress_after_result(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
-        self.arm_own_response(&ctx, FaultKind::ProgressAfterResult, "progress after result activated".into())
+        self.arm_own_response(
+            &ctx,
+            FaultKind::ProgressAfterResult(ProgressAfterResult {}),
+            "progress after result activated".into(),
+        )
     }
 
     #[tool(description = "Send `count` notifications/tools/list_changed before this response (1 to 10000).")]
@@ -142,7 +145,7 @@ impl FaultServer {
         if let Err(error) = check_range("count", args.count, 1, u64::from(MAX_STORM_COUNT)) {
             return Ok(tool_error(error));
         }
-        let fault = FaultKind::ListChangedStorm { count: args.count as u32 };
+        let fault = FaultKind::ListChangedStorm(ListChangedStorm { count: args.count as u32 });
         self.arm_own_response(&ctx, fault, "list_changed storm activated".into())
     }
 
@@ -154,11 +157,11 @@ impl FaultServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         if let Some(secs) = args.retry_after_sec
-            && let Err(error) = check_range("retryAfterSec", u64::from(secs), 0, MAX_RETRY_AFTER_SEC)
+            && let Err(error) = check_range("retryAfterSec", u64::from(secs), 0, u64::from(MAX_RETRY_AFTER_SEC))
         {
             return Ok(tool_error(error));
         }
-        let fault = FaultKind::HttpStatus { status: args.status, retry_after_sec: args.retry_after_sec };
+        let fault = FaultKind::HttpStatus(HttpStatus { status: args.status, retry_after_sec: args.retry_after_sec });
         self.arm_own_response(&ctx, fault, format!("http status {} activated", args.status))
     }
 }

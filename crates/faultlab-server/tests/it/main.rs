@@ -6,9 +6,11 @@
 //! - `isolation`: many calls in flight, only the activating one affected.
 //! - `front`: path, Host, Origin, body size and method checks before dispatch.
 //! - `load`: 1,000 concurrent legacy initializes against the session cap.
+//! - `catalogue`: every catalogue example a tool arms, with the effect its fault promises.
 //! - `frames`: property tests, no panic on random or truncated input lines.
 //! - `workspace`: the eval workspace server: paths beneath the root, no symlink followed, the ledger.
 
+mod catalogue;
 mod frames;
 mod front;
 mod http_legacy;

@@ -72,7 +72,7 @@ async fn the_http_front_answers_posts_from_the_recording() {
     let dir = tempfile::tempdir().unwrap();
     let record = ["proxy", "--record", "recording.jsonl", "--record-bodies", "--", "faultlab", "serve"];
     let recorded = session(dir.path(), &record, &requests(1)).await;
-    let mut proxy = tokio::process::Command::new(common::BIN)
+    let mut proxy = tokio::process::Command::new(crate::common::BIN)
         .args(["proxy", "--replay", "recording.jsonl", "--listen", "127.0.0.1:0"])
         .current_dir(dir.path())
         .stderr(std::process::Stdio::piped())
@@ -81,7 +81,7 @@ async fn the_http_front_answers_posts_from_the_recording() {
         .unwrap();
     let mut stderr = tokio::io::BufReader::new(proxy.stderr.take().unwrap());
     let mut line = String::new();
-    tokio::time::timeout(common::PATIENCE, tokio::io::AsyncBufReadExt::read_line(&mut stderr, &mut line))
+    tokio::time::timeout(crate::common::PATIENCE, tokio::io::AsyncBufReadExt::read_line(&mut stderr, &mut line))
         .await
         .unwrap()
         .unwrap();
@@ -109,7 +109,7 @@ fn a_recording_that_cannot_serve_and_a_replay_with_another_upstream_exit_2() {
     std::fs::write(&bare, "{\"tsMs\":0,\"scope\":\"stdio\",\"event\":\"run_started\",\"seed\":0,\"rules\":0}\n")
         .unwrap();
     let replay = |extra: &[&str]| {
-        let mut command = Command::new(common::BIN);
+        let mut command = Command::new(crate::common::BIN);
         command.args(["proxy", "--replay"]).arg(&bare).args(extra);
         command.assert().code(2)
     };

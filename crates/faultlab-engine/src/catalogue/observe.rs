@@ -1,0 +1,87 @@
+//! What a client makes of what it read for one request: the [`Effect`] it saw. The catalogue's tests run every
+//! example on every front and compare this with the fault's promised effect.
+
+use super::Effect;
+use serde_json::Value;
+
+/// How reading for the request ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ending {
+    /// The connection or the response stream closed (or failed) before a reply.
+    Lost,
+    /// The client stopped waiting.
+    Waited,
+    /// The exchange ended normally (the reply was read, or an HTTP response ended).
+    Done,
+}
+
+/// A frame as a tolerant client parses it (a byte-order mark and a trailing line end allowed); `None` when it is
+/// not JSON.
+pub fn parse(bytes: &[u8]) -> Option<Value> {
+    let text = String::from_utf8_lossy(bytes);
+    serde_json::from_str(text.trim_start_matches('\u{feff}').trim_end_matches(['\r', '\n'])).ok()
+}
+
+/// What the client saw for request `id`, from the frames it read (in order) and how reading ended. `answer` is
+/// the result the server meant to send; a valid result that differs from it is wrong data (with no `answer`,
+/// any valid result counts as the result).
+pub fn seen(frames: &[&[u8]], id: &Value, ended: Ending, answer: Option<&Value>) -> Effect {
+    let mut garbage = false;
+    for bytes in frames {
+        let Some(message) = parse(bytes) else {
+            garbage = true;
+            continue;
+        };
+        // Notifications, and replies to ids never sent or already answered, are not this request's answer.
+        if message.get("id") == Some(id) {
+            return reply(&message, answer);
+        }
+    }
+    match ended {
+        Ending::Lost => Effect::TransportLoss,
+        Ending::Waited | Ending::Done if garbage => Effect::Invalid,
+        Ending::Waited | Ending::Done => Effect::Timeout,
+    }
+}
+
+/// What one reply with the request's id amounts to.
+fn reply(message: &Value, answer: Option<&Value>) -> Effect {
+    let (result, error) = (message.get("result"), message.get("error"));
+    if message["jsonrpc"] != "2.0" || result.is_some() == error.is_some() {
+        return Effect::Invalid;
+    }
+    let Some(result) = result else { return Effect::Error };
+    let valid_blocks = result["content"].as_array().is_some_and(|blocks| {
+        blocks.iter().all(|b| b["type"].is_string() && (b["type"] != "text" || b["text"].is_string()))
+    });
+    match answer {
+        _ if !valid_blocks => Effect::Invalid,
+        Some(answer) if answer != result => Effect::WrongData,
+        _ => Effect::Result,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn replies_errors_garbage_and_silence() {
+        let id = json!(2);
+        let answer = json!({"content": [{"type": "text", "text": "ok"}]});
+        let good = br#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"ok"}]}}"#;
+        let other = br#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#;
+        let error = br#"{"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"no"}}"#;
+        let old = br#"{"jsonrpc":"1.0","id":2,"result":{"content":[]}}"#;
+        let seen_one = |frames: &[&[u8]], ended| seen(frames, &id, ended, Some(&answer));
+        assert_eq!(seen_one(&[b"not json", good], Ending::Done), Effect::Result);
+        assert_eq!(seen_one(&[other], Ending::Done), Effect::WrongData);
+        assert_eq!(seen(&[other], &id, Ending::Done, None), Effect::Result);
+        assert_eq!(seen_one(&[error], Ending::Done), Effect::Error);
+        assert_eq!(seen_one(&[old], Ending::Done), Effect::Invalid);
+        assert_eq!(seen_one(&[b"{\"jsonrpc\":\"2.0\",\"id\":"], Ending::Waited), Effect::Invalid);
+        assert_eq!(seen_one(&[br#"{"jsonrpc":"2.0","id":"2-wrong","result":{}}"#], Ending::Waited), Effect::Timeout);
+        assert_eq!(seen_one(&[], Ending::Lost), Effect::TransportLoss);
+    }
+}

@@ -1,0 +1,215 @@
+//! Every example of every catalogue fault, through both of the proxy's fronts (stdio lines to an HTTP upstream,
+//! and the HTTP front), checked against the effect the fault's file promises: what the client reads off the wire
+//! for the faulted call is classified (result, wrong data, error, invalid, timeout, lost) and compared. A call
+//! before it, which the rule does not touch, must pass byte for byte. All cells run at once, in process: one
+//! upstream (a few lines of axum), one proxy per cell.
+
+use axum::body::Bytes;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use faultlab_engine::catalogue::Effect;
+use faultlab_engine::catalogue::observe::{self, Ending};
+use faultlab_engine::{FaultKind, Recorder};
+use faultlab_proxy::rules::{RuleSet, RulesFile};
+use faultlab_proxy::trajectory::Trajectory;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::time::{Instant, timeout_at};
+use tokio_util::sync::CancellationToken;
+
+/// How long a cell waits for a reply it expects none of (`timeout`), and how long after a frame that is not this
+/// call's answer (a non-JSON line, a reply with another id) it waits for the answer still to come: long enough
+/// for any fault here to have answered (the slowest example holds a reply 50 ms), short enough to keep it fast.
+const ABSENCE: Duration = Duration::from_millis(300);
+/// How long a cell waits for a reply it expects; reached only when the check fails.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// The upstream's result for a `tools/call` with this id: text naming the id, so an old answer shows.
+fn result_for(id: &Value) -> Value {
+    json!({"content": [{"type": "text", "text": format!("3 apples, answer {id}")}]})
+}
+
+async fn upstream(body: Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or_default();
+    let Some(id) = request.get("id") else { return StatusCode::ACCEPTED.into_response() };
+    let reply = match request["method"].as_str() {
+        Some("tools/call") => json!({"jsonrpc": "2.0", "id": id, "result": result_for(id)}),
+        _ => json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "not here"}}),
+    };
+    ([(header::CONTENT_TYPE, "application/json")], reply.to_string()).into_response()
+}
+
+fn call(id: i64) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": "probe", "arguments": {}}})
+        .to_string()
+}
+
+/// The rule: the second `probe` call gets the example's fault.
+fn rules(example: &str) -> RuleSet {
+    let fault: Value = serde_json::from_str(example).unwrap();
+    let file = json!({"seed": 1, "rules": [{"name": "r", "match": {"tool": "probe", "nth": 2}, "fault": fault}]});
+    RuleSet::new(serde_json::from_value::<RulesFile>(file).unwrap())
+}
+
+/// What the client saw for request 2.
+fn classify(frames: &[&[u8]], ended: Ending) -> Effect {
+    observe::seen(frames, &json!(2), ended, Some(&result_for(&json!(2))))
+}
+
+fn deadline(expected: Effect) -> Instant {
+    Instant::now() + if expected == Effect::Timeout { ABSENCE } else { PATIENCE }
+}
+
+/// The stdio front (lines over an in-memory pipe) in front of the upstream at `url`.
+async fn through_stdio(url: String, example: &'static str, expected: Effect) -> Effect {
+    let trajectory = Arc::new(Trajectory::new(Recorder::memory()));
+    let (client, proxy_side) = tokio::io::duplex(1 << 20);
+    let (input, output) = tokio::io::split(proxy_side);
+    let stop = CancellationToken::new();
+    let rules = rules(example).shared();
+    let proxy = tokio::spawn({
+        let stop = stop.clone();
+        async move { faultlab_proxy::stdio_http::run(&url, rules, trajectory, input, output, stop).await }
+    });
+    let (from_proxy, mut to_proxy) = tokio::io::split(client);
+    let mut lines = BufReader::new(from_proxy).split(b'\n');
+    to_proxy.write_all(format!("{}\n", call(1)).as_bytes()).await.unwrap();
+    let first = lines.next_segment().await.unwrap().unwrap();
+    let untouched = json!({"jsonrpc": "2.0", "id": 1, "result": result_for(&json!(1))}).to_string();
+    assert_eq!(String::from_utf8_lossy(&first), untouched, "{example}: the call before passes byte for byte");
+
+    to_proxy.write_all(format!("{}\n", call(2)).as_bytes()).await.unwrap();
+    let mut until = deadline(expected);
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    // Read until this call's reply (good or not), the end of the output, or the deadline.
+    let ended = loop {
+        match timeout_at(until, lines.next_segment()).await {
+            Err(_) => break Ending::Waited,
+            Ok(Ok(Some(line))) => {
+                let answered = id_of(&line) == Some(json!(2));
+                let notification = observe::parse(&line).is_some_and(|m| m.get("method").is_some());
+                frames.push(line);
+                if answered {
+                    break Ending::Done;
+                }
+                if !notification {
+                    until = until.min(Instant::now() + ABSENCE);
+                }
+            }
+            Ok(_) => break Ending::Lost,
+        }
+    };
+    stop.cancel();
+    proxy.abort();
+    let read: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+    classify(&read, ended)
+}
+
+fn id_of(bytes: &[u8]) -> Option<Value> {
+    observe::parse(bytes)?.get("id").cloned()
+}
+
+/// The HTTP front (one POST per call) in front of the upstream at `url`.
+async fn through_http(client: reqwest::Client, url: String, example: &'static str, expected: Effect) -> Effect {
+    let front = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = front.local_addr().unwrap();
+    let options = faultlab_proxy::http::HttpProxyOptions {
+        path: "/mcp".into(),
+        allowed_hosts: faultlab_http::guard::AllowedHosts::for_bind(address.ip()),
+        limits: Default::default(),
+    };
+    let upstream = faultlab_proxy::http::HttpUpstream::url(url.parse().unwrap()).unwrap();
+    let trajectory = Arc::new(Trajectory::new(Recorder::memory()));
+    let stop = CancellationToken::new();
+    let proxy = tokio::spawn(faultlab_proxy::http::serve(
+        front,
+        options,
+        upstream,
+        rules(example).shared(),
+        trajectory,
+        stop.clone(),
+    ));
+    let post = |body: String| {
+        client
+            .post(format!("http://{address}/mcp"))
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .body(body)
+            .send()
+    };
+    let first = post(call(1)).await.unwrap().text().await.unwrap();
+    let untouched = json!({"jsonrpc": "2.0", "id": 1, "result": result_for(&json!(1))}).to_string();
+    assert_eq!(first, untouched, "{example}: the call before passes byte for byte");
+
+    let exchange = async {
+        let response = post(call(2)).await?;
+        let (status, sse) = (response.status(), response.headers().get(header::CONTENT_TYPE).cloned());
+        Ok::<_, reqwest::Error>((status, sse, response.bytes().await?))
+    };
+    let effect = match timeout_at(deadline(expected), exchange).await {
+        Err(_) => Effect::Timeout,
+        Ok(Err(_)) => Effect::TransportLoss,
+        Ok(Ok((status, _, body))) if status != StatusCode::OK => {
+            // An error status whose body, if any, is this call's JSON-RPC error.
+            let error = serde_json::from_slice::<Value>(&body).ok();
+            assert!(error.is_none_or(|e| e["id"] == 2 && e["error"].is_object()), "{example}: {status} body");
+            Effect::Error
+        }
+        Ok(Ok((_, content_type, body))) => {
+            let is_sse = content_type.is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
+            let frames = if is_sse { sse_data(&body) } else { vec![body.to_vec()] };
+            let read: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+            classify(&read, Ending::Done)
+        }
+    };
+    stop.cancel();
+    proxy.abort();
+    effect
+}
+
+/// The `data` of each SSE event in `body` (lines joined with `\n`), CRLF or LF line ends.
+fn sse_data(body: &[u8]) -> Vec<Vec<u8>> {
+    let text = String::from_utf8_lossy(body).replace("\r\n", "\n");
+    text.split("\n\n")
+        .filter_map(|event| {
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect();
+            (!data.is_empty()).then(|| data.join("\n").into_bytes())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_example_has_its_effect_on_both_proxy_fronts() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let router = axum::Router::new().route("/mcp", axum::routing::post(upstream));
+    let server = tokio::spawn(async move { axum::serve(listener, router).await });
+
+    let client = reqwest::Client::new();
+    let mut cells = Vec::new();
+    for (name, examples) in FaultKind::examples() {
+        assert!(!examples.is_empty(), "{name} has no examples");
+        for &example in examples {
+            let expected = serde_json::from_str::<FaultKind>(example).unwrap().effect();
+            let stdio = tokio::spawn(through_stdio(url.clone(), example, expected));
+            let http = tokio::spawn(through_http(client.clone(), url.clone(), example, expected));
+            cells.push((example, expected, "stdio", stdio));
+            cells.push((example, expected, "http", http));
+        }
+    }
+    let mut wrong = Vec::new();
+    for (example, expected, front, cell) in cells {
+        let seen = cell.await.unwrap_or_else(|e| panic!("{front} {example}: {e}"));
+        if seen != expected {
+            wrong.push(format!("{front} {example}: expected {}, the client saw {}", expected.name(), seen.name()));
+        }
+    }
+    server.abort();
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}

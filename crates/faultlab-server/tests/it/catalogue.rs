@@ -1,0 +1,92 @@
+//! Every catalogue example whose fault a server tool arms, through that tool over an in-process stdio
+//! connection: the client sees the effect the fault's file promises (the proxy's fronts run every example in
+//! `faultlab-proxy`'s `catalogue_examples`). The server has no unfaulted answer to compare with, so a padded
+//! result (`oversized`, wrong data) counts as a result here.
+
+use super::util::{StdioClient, call, modern_meta};
+use faultlab_engine::FaultKind;
+use faultlab_engine::catalogue::Effect;
+use faultlab_engine::catalogue::observe::{self, Ending};
+use serde_json::{Value, json};
+use std::time::Duration;
+use tokio::time::{Instant, timeout_at};
+
+/// How long a cell waits for a reply it expects none of, or for the reply still to come after a frame that is
+/// not it (a non-JSON line, a reply with another id).
+const ABSENCE: Duration = Duration::from_millis(300);
+
+/// The tool that arms `fault` (written as the catalogue writes it) and its arguments; `None` where no tool does.
+fn tool_for(fault: &Value) -> Option<(&'static str, Value)> {
+    let parameter = |name: &str| fault[name].clone();
+    Some(match fault["type"].as_str()? {
+        "latency" => ("delay", json!({"delayMs": parameter("delay_ms")})),
+        "disconnect" => ("disconnect", json!({})),
+        "malformed" => ("malformed_message", json!({"variant": parameter("variant")})),
+        "duplicate" => ("duplicate_response", json!({})),
+        "wrong_id" => ("wrong_id", json!({})),
+        "missing_id" => ("missing_id", json!({})),
+        "truncated" => ("truncated_response", json!({})),
+        "non_json_line" => ("non_json_line", json!({})),
+        "framing" => ("framing", json!({"style": parameter("style")})),
+        "oversized" => ("oversized_response", json!({"bytes": parameter("bytes")})),
+        "split_write" => ("split_response", json!({"parts": parameter("parts")})),
+        "progress_after_result" => ("progress_after_result", json!({})),
+        "list_changed_storm" => ("list_changed_storm", json!({"count": parameter("count")})),
+        "http_status" => {
+            ("http_status", json!({"status": parameter("status"), "retryAfterSec": parameter("retry_after_sec")}))
+        }
+        _ => return None,
+    })
+}
+
+/// Calls `tool` as request 2 and reads until its reply, the end of the output, or the deadline.
+async fn through_tool(tool: &'static str, arguments: Value, expected: Effect) -> Effect {
+    let mut client = StdioClient::start(None).await;
+    client.send(&call(2, tool, arguments, Some(modern_meta()))).await;
+    let patience = if expected == Effect::Timeout { ABSENCE } else { super::util::PATIENCE };
+    let mut until = Instant::now() + patience;
+    let mut frames = Vec::new();
+    let ended = loop {
+        match timeout_at(until, client.recv_raw()).await {
+            Err(_) => break Ending::Waited,
+            Ok(None) => break Ending::Lost,
+            Ok(Some(line)) => {
+                let message = observe::parse(&line);
+                frames.push(line);
+                match message {
+                    Some(m) if m.get("id") == Some(&json!(2)) => break Ending::Done,
+                    Some(m) if m.get("method").is_some() => {}
+                    _ => until = until.min(Instant::now() + ABSENCE),
+                }
+            }
+        }
+    };
+    client.server.abort();
+    let read: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+    observe::seen(&read, &json!(2), ended, None)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_example_a_tool_arms_has_its_effect() {
+    let mut cells = Vec::new();
+    for (_, examples) in FaultKind::examples() {
+        for &example in examples {
+            let fault: FaultKind = serde_json::from_str(example).unwrap();
+            let Some((tool, arguments)) = tool_for(&serde_json::to_value(&fault).unwrap()) else { continue };
+            let expected = match fault.effect() {
+                Effect::WrongData => Effect::Result,
+                effect => effect,
+            };
+            cells.push((example, expected, tokio::spawn(through_tool(tool, arguments, expected))));
+        }
+    }
+    assert!(cells.len() >= 15, "{} examples have a tool", cells.len());
+    let mut wrong = Vec::new();
+    for (example, expected, cell) in cells {
+        let seen = cell.await.unwrap();
+        if seen != expected {
+            wrong.push(format!("{example}: expected {}, the client saw {}", expected.name(), seen.name()));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
