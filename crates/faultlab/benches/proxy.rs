@@ -1376,7 +1376,7 @@ impl HttpConn {
 /// (the reason kept in `agentbreak_error`); any other failure ends the bench.
 fn http_figure(cfg: &Config, scratch: &Path, agentbreak_error: &mut Option<String>) -> Vec<HttpConn> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
-    let client = reqwest::Client::builder().no_proxy().timeout(STALL).build().expect("HTTP client");
+    let client = faultlab_client::tls::client_builder().no_proxy().timeout(STALL).build().expect("HTTP client");
     let (node, node_url) = start_node_http(cfg).unwrap_or_else(|e| panic!("{e}"));
     let (proxy, proxy_url) = start_proxy_http(cfg, &node_url, scratch).unwrap_or_else(|e| panic!("{e}"));
     let mut conns = vec![

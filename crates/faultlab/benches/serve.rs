@@ -510,7 +510,7 @@ fn main() {
     eprintln!("bench: HTTP tools/call, {} in flight, {} x {:?}", cfg.http_in_flight, cfg.http_rounds, cfg.http_window);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let (http_ours, http_ours_session, http_node) = runtime.block_on(async {
-        let client = reqwest::Client::builder().no_proxy().timeout(STALL).build().unwrap();
+        let client = faultlab_client::tls::client_builder().no_proxy().timeout(STALL).build().unwrap();
         let ours = start_ours_http(&cfg);
         let modern_label = "faultlab, stateless 2026-07-28, tool `ping`";
         let modern = http_bench(&cfg, modern_label, &ours, &client, modern_target(&ours.url)).await;
@@ -527,7 +527,7 @@ fn main() {
     // 4. Memory per legacy session, fresh servers each round, alternating.
     eprintln!("bench: HTTP memory with {} sessions open x{}", cfg.memory_sessions, cfg.memory_rounds);
     let (mem_ours, mem_node) = runtime.block_on(async {
-        let client = reqwest::Client::builder().no_proxy().timeout(STALL).build().unwrap();
+        let client = faultlab_client::tls::client_builder().no_proxy().timeout(STALL).build().unwrap();
         let (mut ours, mut node) = (Vec::new(), Vec::new());
         for _ in 0..cfg.memory_rounds {
             // Each server is killed (dropped) before the next starts.
@@ -546,7 +546,7 @@ fn main() {
     eprintln!("bench: HTTP proxy vs direct, {} rounds", cfg.http_rounds);
     let record = std::env::temp_dir().join(format!("faultlab-bench-proxy-{}.jsonl", std::process::id()));
     let http_proxy = runtime.block_on(async {
-        let client = reqwest::Client::builder().no_proxy().timeout(STALL).build().unwrap();
+        let client = faultlab_client::tls::client_builder().no_proxy().timeout(STALL).build().unwrap();
         let node = start_node_http(&cfg);
         let proxy = start_proxy_http(&cfg, &node.url, &record);
         let echo = json!({"message": "ping"});
