@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 /// The HTTP client of every figure: no proxy from the environment, every request bounded by [`STALL`].
 pub fn client() -> reqwest::Client {
-    reqwest::Client::builder().no_proxy().timeout(STALL).build().expect("HTTP client")
+    faultlab_client::tls::client_builder().no_proxy().timeout(STALL).build().expect("HTTP client")
 }
 
 /// A multi-thread tokio runtime for the load generator.

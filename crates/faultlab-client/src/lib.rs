@@ -13,6 +13,7 @@
 pub mod connection;
 pub mod outcome;
 pub mod retry;
+pub mod tls;
 pub mod trace;
 pub mod transport;
 

@@ -243,14 +243,15 @@ impl Remote {
     /// reqwest's client for the stdio front. Redirects are not followed and `HTTP(S)_PROXY` is not used: the
     /// upstream is the server named, reached the same way by both fronts.
     pub fn reqwest_client(&self) -> Result<reqwest::Client, RemoteError> {
-        let builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).no_proxy();
         let builder = match &self.tls {
-            // Plain http:// needs no trust store: without this reqwest would read the system's roots (and fail on
-            // a machine that has none).
-            None => builder.tls_certs_only([]),
-            Some(config) => builder.tls_backend_preconfigured(config.as_ref().clone()),
+            None => faultlab_client::tls::client_builder(),
+            Some(config) => faultlab_client::tls::client_builder_with(config.as_ref().clone()),
         };
-        builder.build().map_err(|e| RemoteError::Client(e.to_string()))
+        builder
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
+            .build()
+            .map_err(|e| RemoteError::Client(e.to_string()))
     }
 
     /// Why the upstream did not answer, for the client and the trajectory: `detail` (an error and its causes) with
@@ -429,8 +430,7 @@ fn tls_config(ca: Option<&Path>) -> Result<rustls::ClientConfig, RemoteError> {
     if roots.is_empty() {
         return Err(RemoteError::NoRoots);
     }
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = rustls::ClientConfig::builder_with_provider(provider)
+    let config = rustls::ClientConfig::builder_with_provider(faultlab_client::tls::provider())
         .with_safe_default_protocol_versions()
         .map_err(|e| RemoteError::Client(e.to_string()))?
         .with_root_certificates(roots)

@@ -107,6 +107,11 @@ async fn call(
     tokio::time::timeout(deadline + GRACE, fut).await.ok()
 }
 
+/// rmcp's HTTP client on the lab's reqwest builder (reqwest here has no TLS crypto provider of its own).
+fn http_client() -> Result<reqwest::Client, String> {
+    faultlab_client::tls::client_builder().build().map_err(|e| e.to_string())
+}
+
 async fn http_server(bin: &str) -> Result<(tokio::process::Child, String), String> {
     let mut child = tokio::process::Command::new(bin)
         .args(["serve", "--transport", "http", "--port", "0"])
@@ -153,13 +158,14 @@ async fn connect(
         "http-2025-11-25" => {
             let (child, url) = http_server(bin).await?;
             let config = StreamableHttpClientTransportConfig::with_uri(url).reinit_on_expired_session(false);
-            let t = StreamableHttpClientTransport::from_config(config);
+            let t = StreamableHttpClientTransport::with_client(http_client()?, config);
             let client = tokio::time::timeout(bound, legacy().serve(t)).await.map_err(|_| "connect timed out")?;
             Ok((client.map_err(|e| e.to_string())?, Some(child)))
         }
         _ => {
             let (child, url) = http_server(bin).await?;
-            let t = StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url));
+            let config = StreamableHttpClientTransportConfig::with_uri(url);
+            let t = StreamableHttpClientTransport::with_client(http_client()?, config);
             let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
             let client = tokio::time::timeout(bound, ClientConfig::default().serve_with_lifecycle(t, lifecycle))
                 .await

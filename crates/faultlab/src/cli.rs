@@ -14,7 +14,7 @@ pub enum Command {
     /// Run the deliberately faulty MCP server (stdio by default, or Streamable HTTP).
     Serve(ServeArgs),
     /// Stand between an MCP client and a real MCP server and inject faults by rules.
-    Proxy(ProxyArgs),
+    Proxy(Box<ProxyArgs>),
     /// Run scenario files with the reference client against the built-in server or an external target.
     Run(RunArgs),
     /// The whole lab on built-in parts: reference-client runs against the faulty server, with reports.

@@ -65,7 +65,7 @@ fn main() -> ExitCode {
     init_tracing();
     let result = match cli.command {
         cli::Command::Serve(args) => serve::run(args),
-        cli::Command::Proxy(args) => proxy::run(args),
+        cli::Command::Proxy(args) => proxy::run(*args),
         cli::Command::Run(args) => run::run(args),
         cli::Command::Demo(args) => demo::run(args),
         cli::Command::Diagnose(args) => diagnose::run(args),

@@ -52,12 +52,8 @@ impl HttpTransport {
             map.insert(name_, HeaderValue::try_from(value).map_err(|_| bad())?);
         }
         // Redirects are errors: a test target that redirects is not the target that was named.
-        let builder = reqwest::Client::builder().redirect(reqwest::redirect::Policy::none());
-        // A plain http:// target needs no trust store: with TLS compiled in, reqwest would otherwise read the
-        // system's roots for every client, and fail on a machine that has none.
-        #[cfg(feature = "tls")]
-        let builder = builder.tls_certs_only([]);
-        Ok(Self::with_client(url, map, builder.build()?, incoming))
+        let client = crate::tls::client_builder().redirect(reqwest::redirect::Policy::none()).build()?;
+        Ok(Self::with_client(url, map, client, incoming))
     }
 
     /// A transport on a client the caller built and a URL it checked (the proxy's upstream may be https:// on

@@ -191,7 +191,7 @@ async fn every_example_has_its_effect_on_both_proxy_fronts() {
     let router = axum::Router::new().route("/mcp", axum::routing::post(upstream));
     let server = tokio::spawn(async move { axum::serve(listener, router).await });
 
-    let client = reqwest::Client::new();
+    let client = faultlab_client::tls::client_builder().build().unwrap();
     let mut cells = Vec::new();
     for (name, examples) in FaultKind::examples() {
         assert!(!examples.is_empty(), "{name} has no examples");

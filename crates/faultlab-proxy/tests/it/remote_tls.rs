@@ -86,8 +86,7 @@ async fn tls_upstream(pki: &Pki) -> Upstream {
 }
 
 async fn tls_upstream_that(pki: &Pki, behaviour: Behaviour) -> Upstream {
-    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-    let config = rustls::ServerConfig::builder_with_provider(provider)
+    let config = rustls::ServerConfig::builder_with_provider(faultlab_client::tls::provider())
         .with_safe_default_protocol_versions()
         .unwrap()
         .with_no_client_auth()
@@ -186,7 +185,9 @@ async fn http_front(remote: Remote, trajectory: Arc<Trajectory>, stop: Cancellat
 }
 
 async fn post(url: &str, message: &Value) -> (u16, Value) {
-    let response = reqwest::Client::new()
+    let response = faultlab_client::tls::client_builder()
+        .build()
+        .unwrap()
         .post(url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
@@ -328,7 +329,9 @@ async fn an_upstream_that_hangs_up_after_the_handshake_is_a_broken_answer_and_a_
     let front = http_front(remote, trajectory, stop.clone()).await;
 
     // The client sees what it would see from the upstream directly: the answer breaks off.
-    let sent = reqwest::Client::new()
+    let sent = faultlab_client::tls::client_builder()
+        .build()
+        .unwrap()
         .post(&front)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")

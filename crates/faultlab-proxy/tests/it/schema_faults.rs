@@ -201,7 +201,7 @@ async fn over_the_http_front_faults_build_on_replies_other_requests_brought() {
         tokio::spawn(faultlab_proxy::http::serve(front, options, upstream, rules, trajectory, shutdown.clone()));
 
     // Each message is a POST of its own: a request of its own to the front, with an engine of its own.
-    let client = reqwest::Client::new();
+    let client = faultlab_client::tls::client_builder().build().unwrap();
     let exchange = async |message: Value| -> String {
         let response = client
             .post(format!("http://{front_addr}/mcp"))

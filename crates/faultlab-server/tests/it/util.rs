@@ -151,7 +151,7 @@ impl HttpServer {
         let recorder = Recorder::memory();
         let shutdown = CancellationToken::new();
         let task = tokio::spawn(http::serve(listener, options, FaultServer::http, recorder.clone(), shutdown.clone()));
-        let http = reqwest::Client::builder().pool_max_idle_per_host(0).build().unwrap();
+        let http = faultlab_client::tls::client_builder().pool_max_idle_per_host(0).build().unwrap();
         Self { url: format!("http://{addr}/mcp"), addr, recorder, shutdown, task, http }
     }
 

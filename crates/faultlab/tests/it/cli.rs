@@ -1,6 +1,6 @@
 //! The `faultlab` binary end to end: exit codes and messages for bad input, stdio and HTTP serving, lab_probe.
 
-use crate::common::Lab;
+use crate::common::{Lab, http_client};
 use assert_cmd::Command;
 use predicates::str::contains;
 use serde_json::{Value, json};
@@ -210,7 +210,7 @@ async fn http_prints_its_address_serves_and_exits_0_on_sigterm() {
     assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
     let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ping","arguments":{},
         "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}});
-    let response = reqwest::Client::new()
+    let response = http_client()
         .post(&url)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")

@@ -10,6 +10,11 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 pub const PATIENCE: Duration = Duration::from_secs(20);
 pub const BIN: &str = env!("CARGO_BIN_EXE_faultlab");
 
+/// An HTTP client for the lab's plain http:// listeners (reqwest's own constructors need a TLS crypto provider).
+pub fn http_client() -> reqwest::Client {
+    faultlab_client::tls::client_builder().build().unwrap()
+}
+
 /// The binary under test as an `assert_cmd` command.
 pub fn faultlab() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("faultlab").unwrap()

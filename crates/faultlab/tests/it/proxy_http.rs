@@ -2,7 +2,7 @@
 //! driven by the reference client in both eras.
 
 use crate::common::BIN;
-use crate::common::Lab;
+use crate::common::{Lab, http_client};
 use faultlab_client::{Connection, Era, ErrorKind, Outcome, Target};
 use serde_json::{Value, json};
 use std::process::Stdio;
@@ -93,7 +93,7 @@ async fn after_rules_fault_the_upstreams_reply_and_a_timeout_holds_the_request_o
 async fn the_front_checks_host_and_path_like_serve() {
     let (_children, target) = proxied(&[]).await;
     let Target::Http { url, .. } = target else { unreachable!() };
-    let client = reqwest::Client::new();
+    let client = http_client();
     let wrong_host = client.post(&url).header("host", "evil.example").body("{}").send().await.unwrap();
     assert_eq!(wrong_host.status(), 403);
     let wrong_path = client.post(url.replace("/mcp", "/other")).body("{}").send().await.unwrap();
@@ -216,7 +216,7 @@ async fn the_control_api_changes_rules_while_traffic_flows() {
     let connection = Connection::open(&target, Era::Modern, SETUP).await.unwrap();
     assert_eq!(connection.call_tool("ping", json!({}), DEADLINE).await.outcome, Outcome::Success);
 
-    let http = reqwest::Client::new();
+    let http = http_client();
     let rule = json!({"name": "outage", "match": {"tool": "ping"}, "mode": "instead",
         "fault": {"type": "http_status", "status": 503}});
     let json_post = || http.post(&control).header("content-type", "application/json");
@@ -300,7 +300,7 @@ async fn headers_query_and_bodies_pass_unchanged_and_host_becomes_the_upstreams(
         start(&["proxy", "--listen", "127.0.0.1:0", "--upstream", &upstream], "faultlab: proxy listening at ").await;
     // Unusual spacing and key order: the body must arrive byte for byte.
     let body = r#"{"jsonrpc":"2.0", "id":7,"method":"tools/call","params":{"name":"echo","arguments":{"z":1,"a":2}}}"#;
-    let response = reqwest::Client::new()
+    let response = http_client()
         .post(format!("{url}?probe=1"))
         .header("accept", "application/json, text/event-stream")
         .header("content-type", "application/json")

@@ -87,7 +87,7 @@ async fn the_http_front_answers_posts_from_the_recording() {
         .unwrap();
     let url = line.trim().strip_prefix("faultlab: proxy listening at ").unwrap().split(' ').next().unwrap().to_owned();
     let post = |body: Value| {
-        reqwest::Client::new()
+        crate::common::http_client()
             .post(&url)
             .header("content-type", "application/json")
             .header("accept", "application/json, text/event-stream")
@@ -99,7 +99,7 @@ async fn the_http_front_answers_posts_from_the_recording() {
     assert_eq!(ping.json::<Value>().await.unwrap(), recorded[2]);
     let note = post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await.unwrap();
     assert_eq!(note.status(), 202);
-    assert_eq!(reqwest::Client::new().get(&url).send().await.unwrap().status(), 405);
+    assert_eq!(crate::common::http_client().get(&url).send().await.unwrap().status(), 405);
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::common::{BIN, Lab};
+use crate::common::{BIN, Lab, http_client};
 use std::process::Stdio;
 
 /// How long a test waits for something that should happen promptly (not a synchronising sleep).
@@ -112,7 +112,7 @@ async fn many_slow_clients_do_not_lock_out_a_legitimate_one() {
         stream.write_all(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n").await.unwrap();
         slow.push(stream);
     }
-    let http = reqwest::Client::new();
+    let http = http_client();
     let started = Instant::now();
     let answer = tokio::time::timeout(PATIENCE, modern_post(&http, &url, ping_body(1)).send()).await;
     let response = answer.expect("the legitimate client got no answer").unwrap();
@@ -161,7 +161,7 @@ async fn sigterm_with_a_hang_open_ends_within_the_grace() {
     )
     .await;
     let url = proxy.after("faultlab: proxy listening at ");
-    let http = reqwest::Client::new();
+    let http = http_client();
     let hang = ping_body(1).replace("\"ping\"", "\"hang\"");
     let open = tokio::spawn(modern_post(&http, &url, hang).header("mcp-name", "hang").send());
     // The request is open once the upstream has it: wait for the proxy to be holding it.
@@ -176,7 +176,7 @@ async fn sigterm_with_a_hang_open_ends_within_the_grace() {
 #[tokio::test]
 async fn serve_with_a_hang_open_ends_within_the_grace() {
     let (mut lab, url) = Lab::serve(&["--shutdown-grace", "0.3"]).await;
-    let http = reqwest::Client::new();
+    let http = http_client();
     let sid = {
         let response = legacy_post(&http, &url, &initialize(1, "2025-11-25"), None).send().await.unwrap();
         response.headers()["mcp-session-id"].to_str().unwrap().to_owned()
@@ -220,7 +220,7 @@ Content-Length: {}\r\n\r\n{body}",
 #[tokio::test]
 async fn a_non_ascii_session_id_is_malformed() {
     let (_lab, url) = Lab::serve(&[]).await;
-    let http = reqwest::Client::new();
+    let http = http_client();
     let garbled = reqwest::header::HeaderValue::from_bytes(b"caf\xe9").unwrap();
     let response = modern_post(&http, &url, ping_body(1)).header("mcp-session-id", garbled).send().await.unwrap();
     assert_eq!(response.status(), 400);
@@ -231,7 +231,7 @@ async fn a_non_ascii_session_id_is_malformed() {
 #[tokio::test]
 async fn a_second_initialize_on_a_session_is_refused_and_the_version_kept() {
     let (_lab, url) = Lab::serve(&[]).await;
-    let http = reqwest::Client::new();
+    let http = http_client();
     let response = legacy_post(&http, &url, &initialize(1, "2025-11-25"), None).send().await.unwrap();
     let sid = response.headers()["mcp-session-id"].to_str().unwrap().to_owned();
     let again = legacy_post(&http, &url, &initialize(2, "2025-03-26"), Some(&sid)).send().await.unwrap();
@@ -246,7 +246,7 @@ async fn a_second_initialize_on_a_session_is_refused_and_the_version_kept() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abandoned_sessions_do_not_block_new_clients() {
     let (_lab, url) = Lab::serve(&["--session-idle-timeout", "0.5"]).await;
-    let http = reqwest::Client::new();
+    let http = http_client();
     let flood = (0..128).map(|i| {
         let request = legacy_post(&http, &url, &initialize(i, "2025-11-25"), None);
         async move { request.send().await.unwrap().status().as_u16() }
@@ -281,7 +281,7 @@ const RULE: &str = r#"{"name": "r1", "match": {"tool": "ping"}, "fault": {"type"
 async fn the_control_api_refuses_cross_origin_and_non_json_writes() {
     let (_lab, rules) = control(&[]).await;
     let reset = rules.replace("/rules", "/reset");
-    let http = reqwest::Client::new();
+    let http = http_client();
     let cross = http.post(&rules).header("origin", "http://evil.example").header("content-type", "text/plain");
     assert_eq!(cross.body(RULE).send().await.unwrap().status(), 403);
     let cross_reset = http.post(&reset).header("origin", "http://evil.example").send().await.unwrap();
@@ -297,7 +297,7 @@ async fn the_control_api_refuses_cross_origin_and_non_json_writes() {
 #[tokio::test]
 async fn a_control_token_is_required_when_set() {
     let (_lab, rules) = control(&["--control-token", "s3cret-token-0123456789"]).await;
-    let http = reqwest::Client::new();
+    let http = http_client();
     assert_eq!(http.get(&rules).send().await.unwrap().status(), 401);
     let wrong = http.get(&rules).bearer_auth("guess").send().await.unwrap();
     assert_eq!(wrong.status(), 401);
@@ -326,7 +326,7 @@ async fn the_bridge_answers_an_id_less_error_and_times_out_a_silent_child() {
     let idless =
         r#"while read -r line; do echo '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no"}}'; done"#;
     let (_lab, url) = Lab::bridge(&[], &["sh", "-c", idless]).await;
-    let http = reqwest::Client::new();
+    let http = http_client();
     let response = tokio::time::timeout(PATIENCE, bridge_post(&http, &url, ping_body(1)).send()).await;
     let text = response.expect("the POST hung").unwrap().text().await.unwrap();
     assert_eq!(messages(&text)[0]["error"]["code"], -32600, "{text}");
@@ -344,7 +344,7 @@ async fn the_bridge_answers_an_id_less_error_and_times_out_a_silent_child() {
 #[tokio::test]
 async fn the_bridge_answers_concurrent_requests_with_equal_ids() {
     let (_lab, url) = Lab::bridge(&[], &[BIN, "serve"]).await;
-    let http = reqwest::Client::new();
+    let http = http_client();
     let delayed = |ms: u64| {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "delay", "arguments": {"delayMs": ms}, "_meta": meta()}});
@@ -362,7 +362,7 @@ async fn the_bridge_answers_concurrent_requests_with_equal_ids() {
 #[tokio::test]
 async fn the_bridge_checks_headers_like_serve() {
     let (_lab, url) = Lab::bridge(&[], &["sh", "-c", "cat > /dev/null"]).await;
-    let http = reqwest::Client::new();
+    let http = http_client();
     let plain =
         http.post(&url).header("content-type", "text/plain").header("accept", "application/json, text/event-stream");
     assert_eq!(plain.body(ping_body(1)).send().await.unwrap().status(), 415);

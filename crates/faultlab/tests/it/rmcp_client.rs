@@ -3,7 +3,7 @@
 //! transport failure, never a result.
 
 use crate::common::BIN;
-use crate::common::Lab;
+use crate::common::{Lab, http_client};
 use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientConfig, ClientRequest, ProtocolVersion, ServerResult};
 use rmcp::service::{PeerRequestOptions, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -74,7 +74,7 @@ async fn http_server() -> (Lab, String) {
 async fn rmcp_client_over_http_legacy_session() {
     let (_server, url) = http_server().await;
     let config = StreamableHttpClientTransportConfig::with_uri(url).reinit_on_expired_session(false);
-    let transport = StreamableHttpClientTransport::from_config(config);
+    let transport = StreamableHttpClientTransport::with_client(http_client(), config);
     let client = tokio::time::timeout(PATIENCE, legacy().serve(transport)).await.unwrap().unwrap();
     exercise(&client).await;
     expect_transport_failure(&client).await;
@@ -83,7 +83,8 @@ async fn rmcp_client_over_http_legacy_session() {
 #[tokio::test]
 async fn rmcp_client_over_http_modern() {
     let (_server, url) = http_server().await;
-    let transport = StreamableHttpClientTransport::from_config(StreamableHttpClientTransportConfig::with_uri(url));
+    let transport =
+        StreamableHttpClientTransport::with_client(http_client(), StreamableHttpClientTransportConfig::with_uri(url));
     let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
     let client =
         tokio::time::timeout(PATIENCE, ClientConfig::default().serve_with_lifecycle(transport, lifecycle)).await;
