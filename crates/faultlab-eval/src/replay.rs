@@ -9,13 +9,15 @@
 
 use crate::evidence::{TrajectoryError, trajectory_lines};
 use faultlab_diagnose::model::canonical;
+use faultlab_wire::child::{self, ChildCommand, Spawned, Stdin};
+use faultlab_wire::line::{self, Line};
 use faultlab_wire::{Frame, LineCodec, MAX_LINE_BYTES};
-use futures::{SinkExt as _, StreamExt as _};
+use futures::StreamExt as _;
 use serde_json::Value;
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _};
-use tokio_util::codec::{FramedRead, FramedWrite, LinesCodec};
+use tokio_util::codec::FramedRead;
 
 /// The recorded replies, per call key, in the order they were recorded.
 #[derive(Debug, Default)]
@@ -90,10 +92,11 @@ pub enum ReplayError {
 }
 
 /// Relays between the agent (`input`/`output`) and a fresh server (`server`), swapping in recorded replies.
-/// `log` receives one [`Served`] line per reply. Returns when the agent closes its input and the server has ended.
+/// `log` receives one [`Served`] line per reply. Returns when the agent has closed its input and the server has
+/// ended: it gets [`child::DEFAULT_GRACE`] to exit after its stdin closes, then is stopped in the spec's order.
 pub async fn serve<R, W>(
     cassette: Cassette,
-    mut server: tokio::process::Command,
+    server: tokio::process::Command,
     input: R,
     output: W,
     mut log: Option<std::fs::File>,
@@ -103,16 +106,8 @@ where
     W: AsyncWrite + Unpin,
 {
     use std::io::Write as _;
-    use std::process::Stdio;
-    let mut child = server
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(ReplayError::Spawn)?;
-    let mut child_in = child.stdin.take().expect("piped");
-    let child_out = child.stdout.take().expect("piped");
+    let Spawned { process: mut child, stdin: mut child_in, stdout: mut lines } =
+        ChildCommand::new(server).spawn(MAX_LINE_BYTES).map_err(ReplayError::Spawn)?;
     let pending: Arc<Mutex<HashMap<String, String>>> = Arc::default();
 
     let requests = {
@@ -121,44 +116,52 @@ where
             let mut lines = FramedRead::new(input, LineCodec::new(MAX_LINE_BYTES));
             while let Some(Ok(line)) = lines.next().await {
                 // An over-long line cannot be relayed whole; the server never sees it, as with the proxy.
-                let faultlab_wire::Line::Bytes(line) = line else { continue };
+                let Line::Bytes(line) = line else { continue };
                 let frame = Frame::parse(line.clone());
                 if let (Some(id), Some(method)) = (frame.id(), frame.method()) {
                     let arguments = frame.value().and_then(|v| v.pointer("/params/arguments")).cloned();
                     let key = key(method, frame.tool_name(), &arguments.unwrap_or(Value::Null));
                     pending.lock().expect("not poisoned").insert(id.to_value().to_string(), key);
                 }
-                child_in.write_all(&line).await?;
-                child_in.write_all(b"\n").await?;
-                child_in.flush().await?;
+                child_in.send(&line).await?;
             }
-            // The agent is gone: closing the server's input ends it, as a client's EOF would.
-            drop(child_in);
-            Ok::<_, std::io::Error>(())
+            Ok::<_, std::io::Error>(child_in)
         }
+    };
+    // The agent is gone: closing the server's input ends it, as a client's EOF would; one that stays is stopped.
+    let requests = async {
+        let (closing, sent) = match requests.await {
+            Ok(child_in) => (Stdin::Close(Some(child_in)), Ok(())),
+            Err(e) => (Stdin::Close(None), Err(e)),
+        };
+        child.stop(closing, child::DEFAULT_GRACE, |_| {}).await;
+        sent
     };
     let replies = async move {
         let mut cassette = cassette;
-        let mut lines = FramedRead::new(child_out, LinesCodec::new_with_max_length(MAX_LINE_BYTES));
-        let mut out = FramedWrite::new(output, LinesCodec::new_with_max_length(MAX_LINE_BYTES));
+        let mut output = output;
         while let Some(Ok(line)) = lines.next().await {
-            let frame = Frame::parse(line.clone().into_bytes());
+            // An over-long reply cannot be relayed whole; the agent's request then goes unanswered.
+            let Line::Bytes(line) = line else { continue };
+            let frame = Frame::parse(line.clone());
             let key = match (frame.is_reply(), frame.id()) {
                 (true, Some(id)) => pending.lock().expect("not poisoned").remove(&id.to_value().to_string()),
                 _ => None,
             };
             let Some(key) = key else {
-                out.send(line).await.map_err(std::io::Error::other)?;
+                output.write_all(&line::encode(&line)).await?;
+                output.flush().await?;
                 continue;
             };
             let (text, from) = match cassette.take(&key) {
                 Some(mut recorded) => {
                     recorded["id"] = frame.id().map(|id| id.to_value()).unwrap_or(Value::Null);
-                    (recorded.to_string(), "recorded")
+                    (recorded.to_string().into(), "recorded")
                 }
                 None => (line, "live"),
             };
-            out.send(text).await.map_err(std::io::Error::other)?;
+            output.write_all(&line::encode(&text)).await?;
+            output.flush().await?;
             if let Some(log) = log.as_mut() {
                 let _ = writeln!(log, "{}", serde_json::json!({"key": key, "from": from}));
             }
@@ -166,7 +169,6 @@ where
         Ok::<_, std::io::Error>(())
     };
     let (sent, answered) = tokio::join!(requests, replies);
-    let _ = child.wait().await;
     sent?;
     answered?;
     Ok(())

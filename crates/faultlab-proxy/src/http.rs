@@ -61,9 +61,9 @@ pub struct HttpProxyOptions {
 /// Where the HTTP front sends what it does not answer itself.
 pub enum HttpUpstream {
     /// Another Streamable HTTP server.
-    Url { url: reqwest::Url, target: UrlTarget },
+    Url { url: reqwest::Url, target: Box<UrlTarget> },
     /// A stdio server child, bridged: one line per POST, its reply as the POST's answer.
-    Child(crate::http_stdio::Bridge),
+    Child(Arc<crate::http_stdio::Bridge>),
 }
 
 /// An HTTP upstream as the forwarding path needs it: its URI parsed once, and hyper's pooled client. reqwest on
@@ -82,7 +82,7 @@ impl HttpUpstream {
         // Small SSE writes must not wait for delayed ACKs (Nagle): 40 ms a response otherwise.
         connector.set_nodelay(true);
         let client = Client::builder(TokioExecutor::new()).build(connector);
-        Ok(Self::Url { url, target: UrlTarget { uri, client } })
+        Ok(Self::Url { url, target: Box::new(UrlTarget { uri, client }) })
     }
 }
 

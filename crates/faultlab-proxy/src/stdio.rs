@@ -17,24 +17,23 @@
 
 use crate::rules::{Fired, Mode, Restart, SharedRules};
 use crate::trajectory::{Trajectory, frames_written};
-use bytes::BytesMut;
 use faultlab_engine::catalogue::Reply;
 use faultlab_engine::outlet::{self, Outlet, WriterEnd};
 use faultlab_engine::recorder::Event;
 use faultlab_engine::recorder::{Direction, FrameAction, TransportEventKind};
 use faultlab_engine::render::{self, Step};
 use faultlab_engine::{Engine, FaultKind, WireAction};
+use faultlab_wire::child::{self, ChildCommand, ChildProcess, LineWriter, Lines, Spawned, Stdin, StopStep};
 use faultlab_wire::frame::at;
 use faultlab_wire::line::Line;
 use faultlab_wire::{Frame, LineCodec, MAX_LINE_BYTES, MessageId};
 use futures::StreamExt;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
-use std::process::Stdio;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -44,7 +43,7 @@ use tokio_util::sync::CancellationToken;
 /// After the client leaves, how long the upstream gets to exit on its own, then after SIGTERM (the spec's order),
 /// unless `--shutdown-grace` says otherwise. Also how long the replies a crashed child wrote get to drain from its
 /// pipe.
-pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = child::DEFAULT_GRACE;
 /// JSON-RPC error code for a request the upstream can no longer answer (it exited, or the proxy stopped it): an
 /// implementation-defined server error.
 const UPSTREAM_GONE: i64 = -32000;
@@ -134,7 +133,7 @@ where
 /// then stops the upstream in order (see [`Supervisor::shut_down`]), bounded by `options.shutdown_grace`.
 pub async fn run_with<R, W>(
     options: ProxyOptions,
-    mut command: Command,
+    command: Command,
     rules: SharedRules,
     trajectory: Arc<Trajectory>,
     input: R,
@@ -145,17 +144,10 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let shown = format!("{:?}", command.as_std().get_program());
-    command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
-    // Its own process group, so stopping it reaches the helpers it started too.
-    command.process_group(0);
-    die_with_parent(&mut command);
-    let mut child = command.spawn().map_err(|source| ProxyError::Spawn { command: shown.clone(), source })?;
-    let child_stdin = child.stdin.take();
-    let child_stdout = child.stdout.take().ok_or_else(|| ProxyError::Spawn {
-        command: shown,
-        source: std::io::Error::other("the upstream has no stdout"),
-    })?;
+    let mut command = ChildCommand::new(command);
+    let Spawned { process, stdin: child_stdin, stdout: child_stdout } = command
+        .spawn(options.max_frame_bytes)
+        .map_err(|source| ProxyError::Spawn { command: command.shown().to_owned(), source })?;
     {
         let rules = rules.lock().unwrap_or_else(|e| e.into_inner());
         trajectory.started(rules.seed(), rules.len());
@@ -167,8 +159,8 @@ where
     let (stopped_tx, _) = tokio::sync::watch::channel(false);
 
     let supervisor = Arc::new(Supervisor {
-        stdin: tokio::sync::Mutex::new(child_stdin),
-        state: Mutex::new(ChildState::new(command, child)),
+        stdin: tokio::sync::Mutex::new(Some(child_stdin)),
+        state: Mutex::new(ChildState::new(command, process)),
         shared: shared.clone(),
         outlet: outlet.clone(),
         done: done_tx,
@@ -203,16 +195,6 @@ where
     })
 }
 
-/// Makes the kernel send the child SIGTERM if the proxy dies (even by SIGKILL): no orphan is left.
-pub(crate) fn die_with_parent(command: &mut Command) {
-    // SAFETY: the closure only calls prctl, which is async-signal-safe, between fork and exec.
-    unsafe {
-        command.pre_exec(|| {
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM).map_err(std::io::Error::from)
-        });
-    }
-}
-
 /// Why the upstream is being stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Cause {
@@ -222,40 +204,6 @@ enum Cause {
     Stop,
     /// The upstream closed its stdout on its own: it is exiting, or has exited.
     UpstreamEnded,
-}
-
-/// Sends `signal` to the process group `group`; whether some process got it (false: the group is empty).
-fn signal_group(group: Option<i32>, signal: nix::sys::signal::Signal) -> bool {
-    group.is_some_and(|g| nix::sys::signal::killpg(nix::unistd::Pid::from_raw(g), signal).is_ok())
-}
-
-/// An exit status in words, and its code and signal.
-fn describe(status: std::process::ExitStatus) -> (String, Option<i32>, Option<i32>) {
-    use std::os::unix::process::ExitStatusExt as _;
-    let signal = status.signal();
-    let words = match (status.code(), signal) {
-        (Some(code), _) => format!("exit code {code}"),
-        (None, Some(n)) => match nix::sys::signal::Signal::try_from(n) {
-            Ok(name) => format!("signal {n} ({name})"),
-            Err(_) => format!("signal {n}"),
-        },
-        (None, None) => "an unknown status".into(),
-    };
-    (words, status.code(), signal)
-}
-
-fn unknown() -> (String, Option<i32>, Option<i32>) {
-    ("an unknown status".into(), None, None)
-}
-
-/// Kills the upstream at once for an outage: SIGKILL to its process group (no chance to finish work or flush),
-/// then stdin is closed, and the child is reaped. The orderly order could take twice the shutdown grace, longer
-/// than many outage windows.
-async fn crash_child(child: &mut Child, stdin: Option<ChildStdin>) {
-    signal_group(child.id().and_then(|p| i32::try_from(p).ok()), nix::sys::signal::Signal::SIGKILL);
-    // `kill` sends SIGKILL to the child itself (in case it left its group) and waits, so no zombie is left.
-    let _ = child.kill().await;
-    drop(stdin);
 }
 
 /// Where client frames go: a child's stdin, or an HTTP endpoint.
@@ -323,7 +271,7 @@ impl Upstream for ChildUpstream {
 struct Supervisor {
     /// The running child's stdin; `None` while the child is down and once the client has left. Held for a whole
     /// stop and restart, so client frames wait until the fresh child has been initialised.
-    stdin: tokio::sync::Mutex<Option<ChildStdin>>,
+    stdin: tokio::sync::Mutex<Option<LineWriter>>,
     state: Mutex<ChildState>,
     shared: Arc<Shared>,
     outlet: Outlet,
@@ -336,9 +284,9 @@ struct Supervisor {
 
 struct ChildState {
     /// The upstream's command, kept to start a fresh child after a restarting outage.
-    command: Command,
+    command: ChildCommand,
     /// The running child; `None` while it is down, and once the proxy has stopped it.
-    child: Option<Child>,
+    child: Option<ChildProcess>,
     /// Counts children started (the first is 0). A reader's end matters only while its child is the running one.
     generation: u64,
     /// The task reading the running child's stdout.
@@ -366,7 +314,7 @@ struct ChildState {
 }
 
 impl ChildState {
-    fn new(command: Command, child: Child) -> Self {
+    fn new(command: ChildCommand, child: ChildProcess) -> Self {
         Self {
             command,
             child: Some(child),
@@ -412,10 +360,9 @@ impl Supervisor {
     }
 
     /// Reads the stdout of child `generation`, passing each frame on; the frames of one read go on together.
-    fn read(self: &Arc<Self>, stdout: ChildStdout, generation: u64) -> JoinHandle<()> {
+    fn read(self: &Arc<Self>, mut lines: Lines, generation: u64) -> JoinHandle<()> {
         let this = self.clone();
         tokio::spawn(async move {
-            let mut lines = FramedRead::new(stdout, LineCodec::new(this.options.max_frame_bytes));
             let too_long = |id: Option<MessageId>, bytes: usize| {
                 // The client waits for this reply: it gets an error instead, and a restart no longer owes it one.
                 if let Some(id) = &id {
@@ -509,7 +456,7 @@ impl Supervisor {
             return false;
         };
         self.track(frame);
-        write_line(child_stdin, frame).await
+        child_stdin.send(frame.bytes()).await.is_ok()
     }
 
     /// Sends frames the client wrote together with one write (one wake-up of the child for all of them).
@@ -524,13 +471,10 @@ impl Supervisor {
             }
             return sent;
         };
-        let mut lines = BytesMut::with_capacity(frames.iter().map(|f| f.bytes().len() + 1).sum());
         for frame in frames {
             self.track(frame);
-            lines.extend_from_slice(frame.bytes());
-            lines.extend_from_slice(b"\n");
         }
-        let sent = child_stdin.write_all(&lines).await.is_ok() && child_stdin.flush().await.is_ok();
+        let sent = child_stdin.send_all(frames.iter().map(|f| &f.bytes()[..])).await.is_ok();
         vec![sent; frames.len()]
     }
 
@@ -588,10 +532,11 @@ impl Supervisor {
         let window_ms = until.saturating_duration_since(Instant::now()).as_millis();
         // Already down (a new outage after a window ended, before the fresh child started): only the window moves.
         if let Some(mut child) = child {
-            let pid = child.id().map_or_else(|| "?".into(), |p| p.to_string());
+            let pid = child.shown_pid();
             let detail = format!("stopping the upstream (pid {pid}) with SIGKILL: server_outage rule {rule:?}");
             t.transport(TransportEventKind::ClosureRequested, trigger, detail);
-            crash_child(&mut child, stdin.take()).await;
+            child.crash().await;
+            *stdin = None;
             // What the child wrote before it died is still in the pipe: let it through, so only the requests left
             // without a reply fail. Bounded: a process the child started may hold the pipe open.
             if let Some(mut reader) = reader
@@ -625,7 +570,7 @@ impl Supervisor {
 
     /// Starts a fresh child once the outage's window has ended, and re-initialises it for the client. `stdin` is
     /// the locked stdin slot: client frames wait until the child is ready.
-    async fn restart(self: &Arc<Self>, stdin: &mut Option<ChildStdin>) {
+    async fn restart(self: &Arc<Self>, stdin: &mut Option<LineWriter>) {
         let (down, spawned) = {
             let mut state = self.state();
             let due = state.down.as_ref().is_some_and(|d| d.until <= Instant::now());
@@ -633,17 +578,13 @@ impl Supervisor {
                 return;
             }
             let Some(down) = state.down.take() else { return };
-            let spawned = state.command.spawn();
+            let spawned = state.command.spawn(self.options.max_frame_bytes);
             (down, spawned)
         };
         let t = &self.shared.trajectory;
         let (rule, fault, trigger) = (down.rule.as_str(), &down.fault, down.trigger.as_ref());
-        let started = spawned.and_then(|mut child| match (child.stdin.take(), child.stdout.take()) {
-            (Some(stdin), Some(stdout)) => Ok((child, stdin, stdout)),
-            _ => Err(std::io::Error::other("the fresh upstream has no stdin or stdout")),
-        });
-        let (child, mut child_stdin, child_stdout) = match started {
-            Ok(started) => started,
+        let Spawned { process: child, stdin: mut child_stdin, stdout: child_stdout } = match spawned {
+            Ok(spawned) => spawned,
             Err(e) => {
                 // Nothing left to relay to: the relay ends, as when the upstream exits.
                 let detail = format!("cannot restart the upstream after server_outage rule {rule:?}: {e}");
@@ -653,7 +594,7 @@ impl Supervisor {
                 return;
             }
         };
-        let pid = child.id().map_or_else(|| "?".into(), |p| p.to_string());
+        let pid = child.shown_pid();
         let (answered, replay) = oneshot::channel();
         let (initialize, initialized) = {
             let mut state = self.state();
@@ -677,7 +618,7 @@ impl Supervisor {
         let detail = format!("upstream restarted: server_outage rule {rule:?} started pid {pid}; {how}");
         t.transport(TransportEventKind::Retained, trigger, detail);
         if let Some(initialize) = initialize {
-            if write_line(&mut child_stdin, &initialize).await {
+            if child_stdin.send(initialize.bytes()).await.is_ok() {
                 t.injected_frame(Direction::ClientToServer, &initialize, Some(rule), Some(fault), None);
             }
             match tokio::time::timeout(REINIT_PATIENCE, replay).await {
@@ -694,7 +635,7 @@ impl Supervisor {
                 }
             }
             if let Some(initialized) = initialized
-                && write_line(&mut child_stdin, &initialized).await
+                && child_stdin.send(initialized.bytes()).await.is_ok()
             {
                 t.injected_frame(Direction::ClientToServer, &initialized, Some(rule), Some(fault), None);
             }
@@ -732,7 +673,6 @@ impl Supervisor {
     /// waiting gets a JSON-RPC error. No restart follows.
     async fn stop_upstream(self: &Arc<Self>, cause: Cause) {
         use faultlab_engine::recorder::ShutdownStep;
-        use nix::sys::signal::Signal;
         let timer = self.state().timer.take();
         if let Some(timer) = timer {
             // Awaited, so a restart it was running has let go of the stdin slot and stored its child.
@@ -741,8 +681,8 @@ impl Supervisor {
         }
         // A write blocked on a child that does not read holds the slot; it ends when the child does.
         let stdin = match tokio::time::timeout(self.options.shutdown_grace, self.stdin.lock()).await {
-            Ok(mut slot) => Ok(slot.take()),
-            Err(_) => Err(()),
+            Ok(mut slot) => Stdin::Close(slot.take()),
+            Err(_) => Stdin::Stuck,
         };
         let (child, reader) = {
             let mut state = self.state();
@@ -753,35 +693,24 @@ impl Supervisor {
         let grace = self.options.shutdown_grace;
         let (mut status, mut alone) = (None, false);
         if let Some(mut child) = child {
-            let pid = child.id().and_then(|p| i32::try_from(p).ok());
-            let shown = pid.map_or_else(|| "?".into(), |p| p.to_string());
-            if let Ok(stdin) = stdin {
-                drop(stdin);
-                step(
-                    ShutdownStep::StdinClosed,
-                    format!("closed the upstream's stdin (pid {shown}); it has {} s to exit", grace.as_secs_f64()),
-                );
-                status = tokio::time::timeout(grace, child.wait()).await.ok().and_then(Result::ok);
-                alone = status.is_some();
-            }
-            if status.is_none() {
-                signal_group(pid, Signal::SIGTERM);
-                step(
-                    ShutdownStep::Sigterm,
-                    format!("SIGTERM to process group {shown}; it has {} s to exit", grace.as_secs_f64()),
-                );
-                status = tokio::time::timeout(grace, child.wait()).await.ok().and_then(Result::ok);
-            }
-            if status.is_none() {
-                signal_group(pid, Signal::SIGKILL);
-                step(ShutdownStep::Sigkill, format!("SIGKILL to process group {shown}"));
-                let _ = child.kill().await;
-                status = child.try_wait().ok().flatten();
-            }
-            // The leader is gone; a helper it started in its group must not outlive the proxy.
-            let leftovers = signal_group(pid, Signal::SIGKILL);
-            let (words, ..) = status.map_or_else(unknown, describe);
-            let rest = if leftovers { "; SIGKILL to what was left of its process group" } else { "" };
+            let shown = child.shown_pid();
+            let secs = grace.as_secs_f64();
+            let stopped = child
+                .stop(stdin, grace, |s| match s {
+                    StopStep::StdinClosed => step(
+                        ShutdownStep::StdinClosed,
+                        format!("closed the upstream's stdin (pid {shown}); it has {secs} s to exit"),
+                    ),
+                    StopStep::Sigterm => step(
+                        ShutdownStep::Sigterm,
+                        format!("SIGTERM to process group {shown}; it has {secs} s to exit"),
+                    ),
+                    StopStep::Sigkill => step(ShutdownStep::Sigkill, format!("SIGKILL to process group {shown}")),
+                })
+                .await;
+            (status, alone) = (stopped.status, stopped.on_its_own);
+            let (words, ..) = child::describe(status);
+            let rest = if stopped.leftovers { "; SIGKILL to what was left of its process group" } else { "" };
             step(ShutdownStep::Exited, format!("the upstream (pid {shown}) ended with {words}{rest}"));
         } else {
             drop(stdin);
@@ -802,7 +731,7 @@ impl Supervisor {
             Cause::Stop => false,
         };
         let (message, data) = if died {
-            let (words, code, signal) = status.map_or_else(unknown, describe);
+            let (words, code, signal) = child::describe(status);
             t.record(Event::UpstreamExit { status: words.clone(), code, signal, pending: pending.len() });
             self.state().died = Some(words.clone());
             let data = json!({"upstreamExit": {"status": words, "code": code, "signal": signal}});
@@ -816,15 +745,6 @@ impl Supervisor {
             reply_error(&self.shared, &self.outlet, &id, UPSTREAM_GONE, &message, data.clone());
         }
     }
-}
-
-/// Writes one frame as a line.
-async fn write_line(stdin: &mut ChildStdin, frame: &Frame) -> bool {
-    let bytes = frame.bytes();
-    let mut line = BytesMut::with_capacity(bytes.len() + 1);
-    line.extend_from_slice(bytes);
-    line.extend_from_slice(b"\n");
-    stdin.write_all(&line).await.is_ok() && stdin.flush().await.is_ok()
 }
 
 /// Reads the client's lines, asks the rules, and hands each frame on.

@@ -114,7 +114,12 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
                 let bridge = Bridge::spawn(command, trajectory.clone(), args.request_timeout)
                     .with_context(|| format!("cannot start the upstream server {program:?}"))
                     .map_err(Failure::runtime)?;
-                serve_http(addr, "/mcp".into(), HttpUpstream::Child(bridge), rules, trajectory, &args).await
+                let bridge = Arc::new(bridge);
+                let upstream = HttpUpstream::Child(bridge.clone());
+                let served = serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args).await;
+                // The front has stopped: the child is stopped in order, not killed with the runtime.
+                bridge.stop(args.shutdown_grace).await;
+                served
             })
         }
         _ => Err(Failure::usage(anyhow!("name the upstream: -- CMD ARGS (stdio) or --upstream URL (HTTP)"))),
