@@ -6,9 +6,11 @@
 
 use faultlab_engine::Recorder;
 use faultlab_engine::recorder::{Direction, Event, FrameAction, Record};
+use faultlab_proxy::front::stdio;
+use faultlab_proxy::relay::ProxyOptions;
 use faultlab_proxy::rules::{RuleSet, RulesFile};
-use faultlab_proxy::stdio;
 use faultlab_proxy::trajectory::Trajectory;
+use faultlab_proxy::upstream::child::Child;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,11 +20,11 @@ use tokio_util::sync::CancellationToken;
 /// Writes `input` to `faultlab proxy -- <upstream>` in one write, closes, and returns what the client read
 /// back and the trajectory.
 async fn relay(upstream: tokio::process::Command, rules: &str, input: String) -> (Vec<Value>, Vec<Record>) {
-    relay_with(stdio::ProxyOptions::default(), upstream, rules, input).await
+    relay_with(ProxyOptions::default(), upstream, rules, input).await
 }
 
 async fn relay_with(
-    options: stdio::ProxyOptions,
+    options: ProxyOptions,
     upstream: tokio::process::Command,
     rules: &str,
     input: String,
@@ -34,7 +36,7 @@ async fn relay_with(
     let trajectory = Arc::new(Trajectory::new(recorder.clone()));
     let shared = RuleSet::new(file).shared();
     let stop = CancellationToken::new();
-    let proxy = tokio::spawn(stdio::run_with(options, upstream, shared, trajectory, proxy_in, proxy_out, stop));
+    let proxy = tokio::spawn(stdio::run(options, Child(upstream), shared, trajectory, proxy_in, proxy_out, stop));
     client.write_all(input.as_bytes()).await.unwrap();
     client.shutdown().await.unwrap();
     let mut received = String::new();
@@ -135,7 +137,7 @@ async fn an_over_long_line_from_the_upstream_is_skipped_and_the_relay_goes_on() 
     let mut upstream = tokio::process::Command::new("sh");
     upstream.args(["-c", "head -c 1100000 /dev/zero | tr '\\0' a; echo; cat"]);
     let request = call(1, "echo");
-    let options = stdio::ProxyOptions { max_frame_bytes: 1 << 20, ..Default::default() };
+    let options = ProxyOptions { max_frame_bytes: 1 << 20, ..Default::default() };
     let (received, records) = relay_with(options, upstream, "rules: []", format!("{request}\n")).await;
     assert_eq!(received[0], request, "the relay went on after the over-long line");
     assert!(

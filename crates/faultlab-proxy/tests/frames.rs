@@ -3,9 +3,11 @@
 //! unanswered fail with its exit once it ends).
 
 use faultlab_engine::Recorder;
+use faultlab_proxy::front::stdio;
+use faultlab_proxy::relay::ProxyOptions;
 use faultlab_proxy::rules::{RuleSet, RulesFile};
-use faultlab_proxy::stdio;
 use faultlab_proxy::trajectory::Trajectory;
+use faultlab_proxy::upstream::child::Child;
 use proptest::prelude::*;
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -32,7 +34,8 @@ fn relay(lines: &[Vec<u8>], rules: &str) -> Vec<u8> {
         let (input, output) = tokio::io::split(proxy_side);
         let trajectory = Arc::new(Trajectory::new(Recorder::discard()));
         let run = stdio::run(
-            tokio::process::Command::new("cat"),
+            ProxyOptions::default(),
+            Child(tokio::process::Command::new("cat")),
             RuleSet::new(file).shared(),
             trajectory,
             input,

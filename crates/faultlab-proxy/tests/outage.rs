@@ -3,9 +3,11 @@
 //! comes back as the same line), so the window is measured on the test's clock, not by waiting.
 
 use faultlab_engine::Recorder;
+use faultlab_proxy::front::stdio;
+use faultlab_proxy::relay::ProxyOptions;
 use faultlab_proxy::rules::{RuleSet, RulesFile};
-use faultlab_proxy::stdio;
 use faultlab_proxy::trajectory::Trajectory;
+use faultlab_proxy::upstream::child::Child;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -24,8 +26,15 @@ async fn an_outage_fails_every_tool_for_exactly_its_window_then_forwards_again()
     let (input, output) = tokio::io::split(proxy_side);
     let trajectory = Arc::new(Trajectory::new(Recorder::discard()));
     let cat = tokio::process::Command::new("cat");
-    let proxy =
-        tokio::spawn(stdio::run(cat, RuleSet::new(file).shared(), trajectory, input, output, CancellationToken::new()));
+    let proxy = tokio::spawn(stdio::run(
+        ProxyOptions::default(),
+        Child(cat),
+        RuleSet::new(file).shared(),
+        trajectory,
+        input,
+        output,
+        CancellationToken::new(),
+    ));
     let (read, mut write) = tokio::io::split(client);
     let mut lines = BufReader::new(read).lines();
     let mut ask = async |line: String| -> Value {

@@ -8,11 +8,13 @@ use anyhow::{Context as _, anyhow};
 use faultlab_engine::Recorder;
 use faultlab_http::guard::{self, AllowedHosts};
 use faultlab_proxy::control::ControlOptions;
-use faultlab_proxy::http::{self as front, HttpProxyOptions, HttpUpstream};
-use faultlab_proxy::http_stdio::Bridge;
+use faultlab_proxy::front::http::{self as front, Backend, HttpProxyOptions};
+use faultlab_proxy::front::stdio;
+use faultlab_proxy::relay::{ProxyEnd, ProxyError, ProxyOptions};
 use faultlab_proxy::rules::{RuleSet, RulesFile, SharedRules};
 use faultlab_proxy::trajectory::Trajectory;
-use faultlab_proxy::{stdio, stdio_http};
+use faultlab_proxy::upstream::bridge::Bridge;
+use faultlab_proxy::upstream::{child::Child, http::Endpoint};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
@@ -86,24 +88,24 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         (None, None, Some((program, rest))) => {
             let mut command = tokio::process::Command::new(program);
             command.args(rest);
-            let options =
-                stdio::ProxyOptions { shutdown_grace: args.shutdown_grace, max_frame_bytes: max_frame_bytes(&args) };
+            let options = ProxyOptions { shutdown_grace: args.shutdown_grace, max_frame_bytes: max_frame_bytes(&args) };
             until_signal(runtime, |stop| {
-                stdio::run_with(options, command, rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
+                stdio::run(options, Child(command), rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
             })
         }
         (None, Some(upstream), None) => {
             let url = upstream_url(upstream).map_err(Failure::usage)?;
-            let max = max_frame_bytes(&args);
+            let options = ProxyOptions { shutdown_grace: args.shutdown_grace, max_frame_bytes: max_frame_bytes(&args) };
+            let endpoint = Endpoint(url.to_string());
             until_signal(runtime, |stop| {
-                stdio_http::run_with(max, url.as_str(), rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
+                stdio::run(options, endpoint, rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
             })
         }
         (Some(listen), Some(upstream), None) => {
             let addr = listen_address(listen).map_err(Failure::usage)?;
             let url = upstream_url(upstream).map_err(Failure::usage)?;
             let path = url.path().to_owned();
-            let upstream = HttpUpstream::url(url).map_err(Failure::runtime)?;
+            let upstream = Backend::url(url).map_err(Failure::runtime)?;
             runtime.block_on(serve_http(addr, path, upstream, rules, trajectory, &args))
         }
         (Some(listen), None, Some((program, rest))) => {
@@ -115,7 +117,7 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
                     .with_context(|| format!("cannot start the upstream server {program:?}"))
                     .map_err(Failure::runtime)?;
                 let bridge = Arc::new(bridge);
-                let upstream = HttpUpstream::Child(bridge.clone());
+                let upstream = Backend::Child(bridge.clone());
                 let served = serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args).await;
                 // The front has stopped: the child is stopped in order, not killed with the runtime.
                 bridge.stop(args.shutdown_grace).await;
@@ -134,7 +136,7 @@ fn max_frame_bytes(args: &ProxyArgs) -> usize {
 fn until_signal<F, Fut>(runtime: tokio::runtime::Runtime, run: F) -> Result<(), Failure>
 where
     F: FnOnce(CancellationToken) -> Fut,
-    Fut: std::future::Future<Output = Result<stdio::ProxyEnd, stdio::ProxyError>>,
+    Fut: std::future::Future<Output = Result<ProxyEnd, ProxyError>>,
 {
     let stop = CancellationToken::new();
     let served = runtime.block_on(async {
@@ -146,14 +148,14 @@ where
         });
         let ended = run(stop).await.map_err(|e| match e {
             // The only I/O error the relay returns is the writer's: the client closed its end of stdout.
-            stdio::ProxyError::Io(e) => Failure::runtime(anyhow!("cannot write to the client on stdout: {e}")),
+            ProxyError::Io(e) => Failure::runtime(anyhow!("cannot write to the client on stdout: {e}")),
             other => Failure::runtime(other),
         })?;
         match ended {
-            stdio::ProxyEnd::UpstreamExited { status } => {
+            ProxyEnd::UpstreamExited { status } => {
                 Err(Failure::runtime(anyhow!("the upstream exited on its own ({status}); see the trajectory")))
             }
-            stdio::ProxyEnd::Finished | stdio::ProxyEnd::Disconnected => Ok(()),
+            ProxyEnd::Finished | ProxyEnd::Disconnected => Ok(()),
         }
     });
     // A blocking stdin read may still be pending; the process is about to exit, so do not wait for it.
@@ -183,7 +185,7 @@ fn upstream_url(url: &str) -> anyhow::Result<reqwest::Url> {
 async fn serve_http(
     addr: SocketAddr,
     path: String,
-    upstream: HttpUpstream,
+    upstream: Backend,
     rules: SharedRules,
     trajectory: Arc<Trajectory>,
     args: &ProxyArgs,
@@ -194,8 +196,8 @@ async fn serve_http(
         .map_err(Failure::runtime)?;
     let bound = listener.local_addr().map_err(|e| Failure::runtime(anyhow::Error::from(e)))?;
     let target = match &upstream {
-        HttpUpstream::Url { url, .. } => url.to_string(),
-        HttpUpstream::Child(_) => "the stdio upstream".into(),
+        Backend::Url { url, .. } => url.to_string(),
+        Backend::Child(_) => "the stdio upstream".into(),
     };
     eprintln!("faultlab: proxy listening at http://{bound}{path} for {target}");
     let options = HttpProxyOptions {

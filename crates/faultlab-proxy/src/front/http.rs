@@ -58,12 +58,12 @@ pub struct HttpProxyOptions {
     pub limits: Limits,
 }
 
-/// Where the HTTP front sends what it does not answer itself.
-pub enum HttpUpstream {
+/// Where the HTTP front sends what it does not answer itself (its upstream).
+pub enum Backend {
     /// Another Streamable HTTP server.
     Url { url: reqwest::Url, target: Box<UrlTarget> },
     /// A stdio server child, bridged: one line per POST, its reply as the POST's answer.
-    Child(Arc<crate::http_stdio::Bridge>),
+    Child(Arc<crate::upstream::bridge::Bridge>),
 }
 
 /// An HTTP upstream as the forwarding path needs it: its URI parsed once, and hyper's pooled client. reqwest on
@@ -74,7 +74,7 @@ pub struct UrlTarget {
     client: Client<HttpConnector, Full<Bytes>>,
 }
 
-impl HttpUpstream {
+impl Backend {
     /// An HTTP upstream at `url` (redirects are not followed: the upstream is the server that was named).
     pub fn url(url: reqwest::Url) -> std::io::Result<Self> {
         let uri = url.as_str().parse::<http::Uri>().map_err(std::io::Error::other)?;
@@ -94,7 +94,7 @@ struct Proxy {
     options: HttpProxyOptions,
     rules: SharedRules,
     trajectory: Arc<Trajectory>,
-    upstream: HttpUpstream,
+    upstream: Backend,
     start: Instant,
     shutdown: CancellationToken,
 }
@@ -103,7 +103,7 @@ struct Proxy {
 pub async fn serve(
     listener: TcpListener,
     options: HttpProxyOptions,
-    upstream: HttpUpstream,
+    upstream: Backend,
     rules: SharedRules,
     trajectory: Arc<Trajectory>,
     shutdown: CancellationToken,
@@ -132,9 +132,9 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     if let Some(refused) = faultlab_http::check_request(&request, &proxy.options.path, &proxy.options.allowed_hosts) {
         return refused;
     }
-    if matches!(proxy.upstream, HttpUpstream::Child(_))
+    if matches!(proxy.upstream, Backend::Child(_))
         && request.method() == http::Method::POST
-        && let Some(refused) = crate::http_stdio::check_media_types(request.headers())
+        && let Some(refused) = crate::upstream::bridge::check_media_types(request.headers())
     {
         return refused;
     }
@@ -211,8 +211,8 @@ fn aborted() -> Response {
 /// Sends the request upstream and streams the answer back as it arrives.
 async fn forward(proxy: &Proxy, parts: &http::request::Parts, bytes: Bytes, frame: Option<&Frame>) -> Response {
     let (url, target) = match &proxy.upstream {
-        HttpUpstream::Url { url, target } => (url, target),
-        HttpUpstream::Child(bridge) => return bridge.forward(parts.method.clone(), frame).await,
+        Backend::Url { url, target } => (url, target),
+        Backend::Child(bridge) => return bridge.forward(parts.method.clone(), frame).await,
     };
     // The client's query string goes along (the path is the upstream's own).
     let uri = match parts.uri.query() {

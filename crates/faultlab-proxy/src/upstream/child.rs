@@ -1,12 +1,5 @@
-//! The stdio proxy: the client speaks to us on stdin/stdout; the upstream server is our child process.
-//!
-//! ```text
-//! client ─stdin─▶ [client pump: rules] ─▶ child stdin          child stdout ─▶ [server pump: engine] ─▶ outlet ─▶ stdout
-//! ```
-//!
-//! Lines pass byte for byte unless a rule fires. `after` arms the rule's fault on the request id in the one
-//! fault engine, which applies it to the upstream's reply; `instead` answers from the proxy without forwarding;
-//! `before` delays or disconnects before forwarding. Every frame is recorded, and the run ends with a ledger.
+//! The child-process upstream: a stdio server the proxy starts, stops in order, and replaces after a restarting
+//! `server_outage`.
 //!
 //! A `server_outage` rule with `restart` crashes the child when its window starts (SIGKILL at once: an outage is
 //! a crash, not the orderly stop of a client that is done), lets through the replies the child wrote before it
@@ -15,40 +8,26 @@
 //! `notifications/initialized` (the fresh child's `initialize` reply is swallowed: the client has one already),
 //! so the client carries on without initialising again. Client frames wait while the fresh child is prepared.
 
-use crate::rules::{Fired, Mode, Restart, SharedRules};
-use crate::trajectory::{Trajectory, frames_written};
-use faultlab_engine::catalogue::Reply;
-use faultlab_engine::outlet::{self, Outlet, WriterEnd};
-use faultlab_engine::recorder::Event;
-use faultlab_engine::recorder::{Direction, FrameAction, TransportEventKind};
-use faultlab_engine::render::{self, Step};
-use faultlab_engine::{Engine, FaultKind, WireAction};
+use crate::relay::{
+    Connect, Link, ProxyError, ProxyOptions, Relay, UPSTREAM_GONE, Upstream, answer, dropped, from_server_all,
+    next_burst, reply_error,
+};
+use crate::rules::{Fired, Mode, Restart};
+use faultlab_engine::FaultKind;
+use faultlab_engine::outlet::Outlet;
+use faultlab_engine::recorder::{Direction, Event, FrameAction, TransportEventKind};
 use faultlab_wire::child::{self, ChildCommand, ChildProcess, LineWriter, Lines, Spawned, Stdin, StopStep};
 use faultlab_wire::frame::at;
-use faultlab_wire::line::Line;
-use faultlab_wire::{Frame, LineCodec, MAX_LINE_BYTES, MessageId};
-use futures::StreamExt;
+use faultlab_wire::{Frame, MessageId};
 use serde_json::json;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::process::Command;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
-use tokio_util::codec::FramedRead;
-use tokio_util::sync::CancellationToken;
 
-/// After the client leaves, how long the upstream gets to exit on its own, then after SIGTERM (the spec's order),
-/// unless `--shutdown-grace` says otherwise. Also how long the replies a crashed child wrote get to drain from its
-/// pipe.
-pub const DEFAULT_SHUTDOWN_GRACE: Duration = child::DEFAULT_GRACE;
-/// JSON-RPC error code for a request the upstream can no longer answer (it exited, or the proxy stopped it): an
-/// implementation-defined server error.
-const UPSTREAM_GONE: i64 = -32000;
-/// JSON-RPC error code for a frame over the frame-size limit (the spec's "Invalid Request").
-const TOO_LARGE: i64 = -32600;
 /// How long a restarted child gets to answer the replayed `initialize` before relaying resumes anyway: client
 /// frames wait meanwhile, and a server that never answers must not hold them forever (10 s).
 const REINIT_PATIENCE: Duration = Duration::from_secs(10);
@@ -56,144 +35,6 @@ const REINIT_PATIENCE: Duration = Duration::from_secs(10);
 /// request is not remembered, and would wait for a reply after a restart; only a server that leaves thousands
 /// of requests unanswered gets there.
 const MAX_IN_FLIGHT: usize = 10_000;
-
-/// How a proxy run ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ProxyEnd {
-    /// The client closed its side (or a signal stopped the proxy) and the upstream was stopped in order.
-    Finished,
-    /// A disconnect fault closed the client's connection.
-    Disconnected,
-    /// The upstream exited on its own while the client was still connected, or with requests left unanswered;
-    /// `status` says how (`exit code 1`). Each pending request got a JSON-RPC error.
-    UpstreamExited { status: String },
-}
-
-/// Limits of a stdio proxy run.
-#[derive(Debug, Clone, Copy)]
-pub struct ProxyOptions {
-    /// How long the upstream gets after its stdin is closed, and again after SIGTERM, before the next step.
-    pub shutdown_grace: Duration,
-    /// The longest line (frame) carried in either direction, in bytes.
-    pub max_frame_bytes: usize,
-}
-
-impl Default for ProxyOptions {
-    fn default() -> Self {
-        Self { shutdown_grace: DEFAULT_SHUTDOWN_GRACE, max_frame_bytes: MAX_LINE_BYTES }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum ProxyError {
-    #[error("cannot start the upstream server {command:?}: {source}")]
-    Spawn { command: String, source: std::io::Error },
-    /// Writing to the client failed (it closed its end of stdout).
-    #[error(transparent)]
-    Io(#[from] std::io::Error),
-}
-
-impl Shared {
-    pub(crate) fn new(trajectory: Arc<Trajectory>) -> Arc<Self> {
-        Arc::new(Self {
-            engine: Engine::new(trajectory.recorder().clone()),
-            trajectory,
-            armed_by: Mutex::default(),
-            start: Instant::now(),
-        })
-    }
-}
-
-/// What both pumps share.
-pub(crate) struct Shared {
-    pub(crate) engine: Engine,
-    pub(crate) trajectory: Arc<Trajectory>,
-    /// Which rule armed a fault on which request id (to name it when the reply passes).
-    pub(crate) armed_by: Mutex<HashMap<MessageId, String>>,
-    pub(crate) start: Instant,
-}
-
-/// Runs the proxy with the default [`ProxyOptions`].
-pub async fn run<R, W>(
-    command: Command,
-    rules: SharedRules,
-    trajectory: Arc<Trajectory>,
-    input: R,
-    output: W,
-    stop: CancellationToken,
-) -> Result<ProxyEnd, ProxyError>
-where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    run_with(ProxyOptions::default(), command, rules, trajectory, input, output, stop).await
-}
-
-/// Runs the proxy until the client leaves, the upstream exits, a fault disconnects the client, or `stop` fires;
-/// then stops the upstream in order (see [`Supervisor::shut_down`]), bounded by `options.shutdown_grace`.
-pub async fn run_with<R, W>(
-    options: ProxyOptions,
-    command: Command,
-    rules: SharedRules,
-    trajectory: Arc<Trajectory>,
-    input: R,
-    output: W,
-    stop: CancellationToken,
-) -> Result<ProxyEnd, ProxyError>
-where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    let mut command = ChildCommand::new(command);
-    let Spawned { process, stdin: child_stdin, stdout: child_stdout } = command
-        .spawn(options.max_frame_bytes)
-        .map_err(|source| ProxyError::Spawn { command: command.shown().to_owned(), source })?;
-    {
-        let rules = rules.lock().unwrap_or_else(|e| e.into_inner());
-        trajectory.started(rules.seed(), rules.len());
-    }
-    let recorder = trajectory.recorder().clone();
-    let shared = Shared::new(trajectory.clone());
-    let (outlet, queue) = Outlet::new();
-    let (done_tx, done_rx) = mpsc::unbounded_channel();
-    let (stopped_tx, _) = tokio::sync::watch::channel(false);
-
-    let supervisor = Arc::new(Supervisor {
-        stdin: tokio::sync::Mutex::new(Some(child_stdin)),
-        state: Mutex::new(ChildState::new(command, process)),
-        shared: shared.clone(),
-        outlet: outlet.clone(),
-        done: done_tx,
-        options,
-        stopped: stopped_tx,
-    });
-    let reader = supervisor.read(child_stdout, 0);
-    supervisor.state().reader = Some(reader);
-    let upstream = Arc::new(ChildUpstream(supervisor.clone()));
-    let client = tokio::spawn(pump_client(input, rules, shared.clone(), outlet, upstream, options.max_frame_bytes));
-    // The writer runs until the shutdown has ended (replies the upstream writes meanwhile still reach the client).
-    // A stop (SIGINT/SIGTERM) starts the same bounded shutdown as the client leaving.
-    let writer = outlet::write_stream(output, queue, done_rx, &recorder, |_| {});
-    tokio::pin!(writer);
-    let end = tokio::select! {
-        end = &mut writer => end,
-        () = stop.cancelled() => {
-            supervisor.begin_shutdown(Cause::Stop);
-            writer.await
-        }
-    };
-    client.abort();
-    // Ends the upstream when the writer ended first (a disconnect fault, a closed stdout); otherwise it has ended.
-    supervisor.begin_shutdown(Cause::ClientGone);
-    supervisor.shut_down().await;
-    trajectory.finish();
-    let died = supervisor.state().died.take();
-    Ok(match (end?, died) {
-        (WriterEnd::Closed, _) => ProxyEnd::Disconnected,
-        (WriterEnd::Finished, Some(status)) => ProxyEnd::UpstreamExited { status },
-        (WriterEnd::Finished, None) => ProxyEnd::Finished,
-    })
-}
 
 /// Why the upstream is being stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,42 +47,35 @@ enum Cause {
     UpstreamEnded,
 }
 
-/// Where client frames go: a child's stdin, or an HTTP endpoint.
-pub(crate) trait Upstream: Send + Sync + 'static {
-    /// Sends one frame; false when the upstream is gone.
-    fn send(&self, frame: &Frame) -> impl std::future::Future<Output = bool> + Send;
-    /// Sends frames the client wrote together, in order; whether each went out. An upstream that can takes them
-    /// in one write.
-    fn send_all(&self, frames: &[Frame]) -> impl std::future::Future<Output = Vec<bool>> + Send {
-        async move {
-            let mut sent = Vec::with_capacity(frames.len());
-            for frame in frames {
-                sent.push(self.send(frame).await);
-            }
-            sent
-        }
-    }
-    /// The client has left.
-    fn client_left(&self) -> impl std::future::Future<Output = ()> + Send;
-    /// A `server_outage` with `restart` has just started on request `trigger`: stop the upstream now and start a
-    /// fresh one when the window ends. Only a child upstream can; other fronts refuse such rules when they load.
-    fn outage_restart(
-        &self,
-        restart: Restart,
-        trigger: Option<&MessageId>,
-    ) -> impl std::future::Future<Output = ()> + Send {
-        let _ = (restart, trigger);
-        async {}
-    }
-    /// The outage a request must fail with because the upstream is down and its window has not ended, when the
-    /// rules did not say so themselves (a control-API reset forgets the rules' outage, not the dead process).
-    fn down(&self) -> Option<Fired> {
-        None
+/// A stdio server to start as the upstream (`faultlab proxy -- CMD ARGS`).
+pub struct Child(pub Command);
+
+impl Connect for Child {
+    type Upstream = ChildUpstream;
+
+    fn connect(self, link: Link) -> Result<Arc<ChildUpstream>, ProxyError> {
+        let mut command = ChildCommand::new(self.0);
+        let Spawned { process, stdin, stdout } = command
+            .spawn(link.options.max_frame_bytes)
+            .map_err(|source| ProxyError::Spawn { command: command.shown().to_owned(), source })?;
+        let (stopped, _) = tokio::sync::watch::channel(false);
+        let supervisor = Arc::new(Supervisor {
+            stdin: tokio::sync::Mutex::new(Some(stdin)),
+            state: Mutex::new(ChildState::new(command, process)),
+            relay: link.relay.clone(),
+            outlet: link.outlet.clone(),
+            done: link.done.clone(),
+            options: link.options,
+            stopped,
+        });
+        let reader = supervisor.read(stdout, 0);
+        supervisor.state().reader = Some(reader);
+        Ok(Arc::new(ChildUpstream(supervisor)))
     }
 }
 
 /// A child process upstream, which a restarting outage can replace.
-struct ChildUpstream(Arc<Supervisor>);
+pub struct ChildUpstream(Arc<Supervisor>);
 
 impl Upstream for ChildUpstream {
     async fn send(&self, frame: &Frame) -> bool {
@@ -265,6 +99,18 @@ impl Upstream for ChildUpstream {
         let down = state.down.as_ref().filter(|d| Instant::now() < d.until)?;
         Some(Fired { rule: down.rule.clone(), mode: Mode::Instead, fault: down.fault.clone() })
     }
+
+    fn stop(&self) {
+        // The same bounded shutdown as the client leaving; the writer relays what the child still writes.
+        self.0.begin_shutdown(Cause::Stop);
+    }
+
+    async fn finish(&self) -> Option<String> {
+        // Ends the child when the writer ended first (a disconnect fault, a closed stdout); otherwise it has ended.
+        self.0.begin_shutdown(Cause::ClientGone);
+        self.0.shut_down().await;
+        self.0.state().died.take()
+    }
 }
 
 /// The upstream child: its stdin, and everything it takes to replace it after a restarting outage.
@@ -273,7 +119,7 @@ struct Supervisor {
     /// stop and restart, so client frames wait until the fresh child has been initialised.
     stdin: tokio::sync::Mutex<Option<LineWriter>>,
     state: Mutex<ChildState>,
-    shared: Arc<Shared>,
+    relay: Arc<Relay>,
     outlet: Outlet,
     /// Ends the relay: the shutdown has ended.
     done: mpsc::UnboundedSender<()>,
@@ -340,7 +186,7 @@ struct Down {
     fault: FaultKind,
     /// The request that started it.
     trigger: Option<MessageId>,
-    /// When its window ends (the rules' clock: `Shared::start` plus the window's end).
+    /// When its window ends (the rules' clock: `Relay::start` plus the window's end).
     until: Instant,
 }
 
@@ -368,11 +214,11 @@ impl Supervisor {
                 if let Some(id) = &id {
                     this.state().in_flight.remove(id);
                 }
-                dropped(&this.shared, &this.outlet, Direction::ServerToClient, id, bytes, this.options.max_frame_bytes);
+                dropped(&this.relay, &this.outlet, Direction::ServerToClient, id, bytes, this.options.max_frame_bytes);
             };
             while let Some(burst) = next_burst(&mut lines, too_long).await {
-                let frames: Vec<Frame> = burst.into_iter().filter_map(|frame| this.relay(frame)).collect();
-                from_server_all(&this.shared, &this.outlet, frames);
+                let frames: Vec<Frame> = burst.into_iter().filter_map(|frame| this.pass_on(frame)).collect();
+                from_server_all(&this.relay, &this.outlet, frames);
             }
             this.child_ended(generation);
         })
@@ -380,7 +226,7 @@ impl Supervisor {
 
     /// One frame from the child: the reply to a replayed `initialize` is swallowed (`None`), everything else is
     /// returned to go to the client through the engine.
-    fn relay(&self, frame: Frame) -> Option<Frame> {
+    fn pass_on(&self, frame: Frame) -> Option<Frame> {
         if frame.is_reply()
             && let Some(id) = frame.id()
         {
@@ -397,7 +243,7 @@ impl Supervisor {
             };
             if let Some(reinit) = reinit {
                 // The client got its own reply to this `initialize` from the first child; this one is the proxy's.
-                let t = &self.shared.trajectory;
+                let t = &self.relay.trajectory;
                 t.account(0);
                 t.record(t.frame_event(
                     Direction::ServerToClient,
@@ -443,7 +289,7 @@ impl Supervisor {
             } else if let (Some(_), Some(id)) = (frame.method(), frame.id()) {
                 // A request the rules let through while the process is still down (one held back by a `before`
                 // latency, or after a control-API reset): it fails like the others in the window.
-                answer(&self.shared, &self.outlet, id, Some(frame), &rule, &fault, Some(false));
+                answer(&self.relay, &self.outlet, id, Some(frame), &rule, &fault, Some(false));
                 return false;
             }
         }
@@ -451,7 +297,7 @@ impl Supervisor {
             // Stopping: the upstream takes nothing more, and a request must not wait for a reply that cannot come.
             if let (Some(_), Some(id)) = (frame.method(), frame.id()) {
                 let message = "the upstream is being stopped; the request was not forwarded";
-                reply_error(&self.shared, &self.outlet, id, UPSTREAM_GONE, message, json!({"upstream": "stopping"}));
+                reply_error(&self.relay, &self.outlet, id, UPSTREAM_GONE, message, json!({"upstream": "stopping"}));
             }
             return false;
         };
@@ -513,7 +359,7 @@ impl Supervisor {
     async fn go_down(self: &Arc<Self>, restart: Restart, trigger: Option<&MessageId>) {
         // Taking the stdin lock waits out a frame being written and holds back the next ones until this is done.
         let mut stdin = self.stdin.lock().await;
-        let until = self.shared.start + restart.until;
+        let until = self.relay.start + restart.until;
         let (child, reader, timer) = {
             let mut state = self.state();
             if state.closing {
@@ -527,7 +373,7 @@ impl Supervisor {
         if let Some(timer) = timer {
             timer.abort();
         }
-        let t = &self.shared.trajectory;
+        let t = &self.relay.trajectory;
         let (rule, fault) = (restart.rule.as_str(), &restart.fault);
         let window_ms = until.saturating_duration_since(Instant::now()).as_millis();
         // Already down (a new outage after a window ended, before the fresh child started): only the window moves.
@@ -552,10 +398,10 @@ impl Supervisor {
             );
             t.transport(TransportEventKind::Closed, trigger, detail);
             for id in unanswered {
-                self.shared.engine.disarm(&id);
-                self.shared.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                self.relay.engine.disarm(&id);
+                self.relay.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
                 // The request reached the child; whether it ran before the crash is unknown.
-                answer(&self.shared, &self.outlet, &id, None, rule, fault, None);
+                answer(&self.relay, &self.outlet, &id, None, rule, fault, None);
             }
         }
         drop(stdin);
@@ -581,7 +427,7 @@ impl Supervisor {
             let spawned = state.command.spawn(self.options.max_frame_bytes);
             (down, spawned)
         };
-        let t = &self.shared.trajectory;
+        let t = &self.relay.trajectory;
         let (rule, fault, trigger) = (down.rule.as_str(), &down.fault, down.trigger.as_ref());
         let Spawned { process: child, stdin: mut child_stdin, stdout: child_stdout } = match spawned {
             Ok(spawned) => spawned,
@@ -688,7 +534,7 @@ impl Supervisor {
             let mut state = self.state();
             (state.child.take(), state.reader.take())
         };
-        let t = &self.shared.trajectory;
+        let t = &self.relay.trajectory;
         let step = |step, detail: String| t.record(Event::Shutdown { step, detail });
         let grace = self.options.shutdown_grace;
         let (mut status, mut alone) = (None, false);
@@ -740,280 +586,9 @@ impl Supervisor {
             ("the upstream was stopped before answering".to_owned(), json!({"upstream": "stopped"}))
         };
         for id in pending {
-            self.shared.engine.disarm(&id);
-            self.shared.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-            reply_error(&self.shared, &self.outlet, &id, UPSTREAM_GONE, &message, data.clone());
+            self.relay.engine.disarm(&id);
+            self.relay.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            reply_error(&self.relay, &self.outlet, &id, UPSTREAM_GONE, &message, data.clone());
         }
-    }
-}
-
-/// Reads the client's lines, asks the rules, and hands each frame on.
-pub(crate) async fn pump_client<R, U>(
-    input: R,
-    rules: SharedRules,
-    shared: Arc<Shared>,
-    outlet: Outlet,
-    upstream: Arc<U>,
-    max_frame_bytes: usize,
-) where
-    R: AsyncRead + Unpin,
-    U: Upstream,
-{
-    let mut lines = FramedRead::new(input, LineCodec::new(max_frame_bytes));
-    // Frames read together that no rule touches go to the upstream together.
-    let mut plain = Vec::new();
-    let too_long = |id, bytes| dropped(&shared, &outlet, Direction::ClientToServer, id, bytes, max_frame_bytes);
-    while let Some(burst) = next_burst(&mut lines, too_long).await {
-        for frame in burst {
-            let (mut fired, restart) = {
-                let mut rules = rules.lock().unwrap_or_else(|e| e.into_inner());
-                let fired = rules.decide(&frame, shared.start.elapsed());
-                (fired, rules.take_restart())
-            };
-            if restart.is_none() && fired.is_none() && frame.method().is_some() && frame.id().is_some() {
-                fired = upstream.down();
-            }
-            if fired.is_none() && restart.is_none() {
-                shared.engine.inbound(&frame);
-                plain.push(frame);
-                continue;
-            }
-            // What came before this frame goes first.
-            forward_plain(&shared, &*upstream, &mut plain).await;
-            if let Some(restart) = restart {
-                // Before the triggering request is answered: by then the upstream is down.
-                upstream.outage_restart(restart, frame.id()).await;
-            }
-            if fired.is_none() && frame.method().is_some() && frame.id().is_some() {
-                fired = upstream.down();
-            }
-            from_client(&shared, &outlet, &upstream, frame, fired).await;
-        }
-        forward_plain(&shared, &*upstream, &mut plain).await;
-    }
-    upstream.client_left().await;
-}
-
-/// Sends client frames no rule fired on, together, and records them with one write.
-async fn forward_plain<U: Upstream>(shared: &Shared, upstream: &U, frames: &mut Vec<Frame>) {
-    if frames.is_empty() {
-        return;
-    }
-    let sent = upstream.send_all(frames).await;
-    shared.trajectory.client_frames_forwarded(frames, &sent);
-    frames.clear();
-}
-
-async fn from_client<U: Upstream>(
-    shared: &Arc<Shared>,
-    outlet: &Outlet,
-    upstream: &Arc<U>,
-    frame: Frame,
-    fired: Option<Fired>,
-) {
-    shared.engine.inbound(&frame);
-    let t = &shared.trajectory;
-    let Some(fired) = fired else {
-        let out = u64::from(upstream.send(&frame).await);
-        t.client_frame(&frame, FrameAction::Forwarded, None, None, out);
-        return;
-    };
-    let (rule, fault) = (Some(fired.rule.as_str()), Some(&fired.fault));
-    let id = frame.id().cloned();
-    match fired.mode {
-        Mode::After => {
-            if let Some(id) = &id
-                && shared.engine.arm(id.clone(), fired.fault.clone()).is_ok()
-            {
-                shared.armed_by.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), fired.rule.clone());
-            }
-            let out = u64::from(upstream.send(&frame).await);
-            t.client_frame(&frame, FrameAction::Forwarded, rule, fault, out);
-        }
-        Mode::Instead => {
-            // The upstream never sees the request; the proxy answers as the fault says.
-            t.client_frame(&frame, FrameAction::Consumed, rule, fault, 0);
-            let Some(id) = id else { return };
-            answer(shared, outlet, &id, Some(&frame), &fired.rule, &fired.fault, Some(false));
-        }
-        Mode::Before => match fired.fault {
-            FaultKind::Latency { delay_ms } => {
-                // Held back on its own task: later requests are not held up behind it.
-                let (shared, upstream) = (shared.clone(), upstream.clone());
-                tokio::spawn(async move {
-                    faultlab_engine::clock::precise_sleep(Duration::from_millis(delay_ms)).await;
-                    let out = u64::from(upstream.send(&frame).await);
-                    let (rule, fault) = (Some(fired.rule.as_str()), Some(&fired.fault));
-                    shared.trajectory.client_frame(&frame, FrameAction::Faulted, rule, fault, out);
-                });
-            }
-            _ => {
-                t.client_frame(&frame, FrameAction::Consumed, rule, fault, 0);
-                outlet.send(vec![Step::Close]);
-            }
-        },
-    }
-}
-
-/// Answers request `id` in place of the upstream, as `fault` says, and records the frames injected. `executed`
-/// says whether the upstream ran the request (`None`: unknown, it may have before it crashed).
-fn answer(
-    shared: &Shared,
-    outlet: &Outlet,
-    id: &MessageId,
-    request: Option<&Frame>,
-    rule: &str,
-    fault: &FaultKind,
-    executed: Option<bool>,
-) {
-    let t = &shared.trajectory;
-    let stand_in = Frame::from_value(json!({
-        "jsonrpc": "2.0", "id": id.to_value(),
-        "result": {"content": [{"type": "text", "text": format!("answered by faultlab rule {rule}")}]}
-    }));
-    let actions = fault.apply(Reply { frame: &stand_in, request });
-    let sent = frames_written(&actions);
-    t.injected(sent);
-    if sent > 0 {
-        // Record what the client got (the fault's error, say), not the placeholder the fault was applied to.
-        let first = actions.iter().find_map(|a| match a {
-            // On stdio an HTTP status goes out as its JSON-RPC error body.
-            WireAction::Send(bytes)
-            | WireAction::SendFramed { bytes, .. }
-            | WireAction::HttpStatus { body: bytes, .. } => Some(Frame::parse(bytes.clone())),
-            _ => None,
-        });
-        let written = first.as_ref().unwrap_or(&stand_in);
-        t.record(t.frame_event(
-            Direction::ServerToClient,
-            FrameAction::Injected,
-            written,
-            Some(rule),
-            Some(fault),
-            executed,
-        ));
-    }
-    outlet.send(actions.iter().flat_map(render::line).collect());
-}
-
-/// A line over the frame-size limit, read from `direction`: recorded as dropped, and when its id is known the
-/// client (who waits on it either way: its request, or the reply to it) gets a JSON-RPC error for it.
-pub(crate) fn dropped(
-    shared: &Shared,
-    outlet: &Outlet,
-    direction: Direction,
-    id: Option<MessageId>,
-    bytes: usize,
-    limit: usize,
-) {
-    let what = match direction {
-        Direction::ClientToServer => "request",
-        Direction::ServerToClient => "upstream's reply",
-    };
-    let reason = format!("the {what} is {bytes} bytes, over the frame-size limit of {limit} bytes (--max-frame-bytes)");
-    let answered = id.is_some();
-    // In the ledger: a frame in that nothing carried on (consumed), so the loss shows.
-    shared.trajectory.account(0);
-    shared.trajectory.record(Event::Dropped {
-        direction,
-        id: id.as_ref().map(MessageId::to_value),
-        bytes,
-        answered,
-        reason: reason.clone(),
-    });
-    if let Some(id) = id {
-        shared.engine.disarm(&id);
-        shared.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-        let data = json!({"bytes": bytes, "maxFrameBytes": limit, "direction": direction});
-        reply_error(shared, outlet, &id, TOO_LARGE, &reason, data);
-    }
-}
-
-/// Answers request `id` with a JSON-RPC error the proxy writes itself, recorded as injected.
-pub(crate) fn reply_error(
-    shared: &Shared,
-    outlet: &Outlet,
-    id: &MessageId,
-    code: i64,
-    message: &str,
-    data: serde_json::Value,
-) {
-    let frame = Frame::from_value(json!({
-        "jsonrpc": "2.0", "id": id.to_value(), "error": {"code": code, "message": message, "data": data}
-    }));
-    // Whether the upstream ran the request is unknown (it may have before it exited).
-    shared.trajectory.injected_frame(Direction::ServerToClient, &frame, None, None, None);
-    outlet.send(render::line(&WireAction::Send(frame.bytes().clone())));
-}
-
-/// Passes one upstream frame through the engine to the client.
-pub(crate) fn from_server(shared: &Shared, outlet: &Outlet, frame: Frame) {
-    from_server_all(shared, outlet, [frame]);
-}
-
-/// Passes upstream frames read together through the engine to the client. Frames no fault fires on are recorded
-/// with one write and go to the writer as one batch; a reply with a fault armed goes on its own, after everything
-/// before it, so the trajectory keeps the order things happened in and a latency holds back that reply alone.
-/// Every frame is recorded before it is handed to the writer.
-pub(crate) fn from_server_all(shared: &Shared, outlet: &Outlet, frames: impl IntoIterator<Item = Frame>) {
-    let t = &shared.trajectory;
-    let (mut events, mut steps) = (Vec::new(), Vec::new());
-    let flush = |events: &mut Vec<_>, steps: &mut Vec<Step>| {
-        t.record_events(std::mem::take(events));
-        outlet.send(std::mem::take(steps));
-    };
-    for frame in frames {
-        // The fault's own events (fault_activated) are recorded as it fires: the frames before it go first.
-        if frame.id().is_some_and(|id| shared.engine.is_armed(id)) {
-            flush(&mut events, &mut steps);
-        }
-        let (fired, actions) = shared.engine.outbound_fired(&frame);
-        let rule = match (&fired, frame.id()) {
-            (Some(_), Some(id)) => shared.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(id),
-            _ => None,
-        };
-        events.push(t.server_frame_event(&frame, rule.as_deref(), fired.as_ref(), &actions, true));
-        if fired.is_some() {
-            flush(&mut events, &mut steps);
-            outlet.send(actions.iter().flat_map(render::line).collect());
-        } else {
-            steps.extend(actions.iter().flat_map(render::line));
-        }
-    }
-    flush(&mut events, &mut steps);
-}
-
-/// Most frames taken as one burst. Larger bursts save more system calls, but the peer downstream waits while the
-/// burst is parsed: in a pipelined benchmark 32 kept the upstream busier than 256 or 8.
-const MAX_BURST_FRAMES: usize = 32;
-
-/// The next line from `lines` and the further whole lines already in its buffer (no read, so a lone request is
-/// not held up by a read that would find nothing), as frames; `None` when the stream has ended. A line over the
-/// size limit is skipped and handed to `too_long` with the id read from its start and its length.
-async fn next_burst<R: AsyncRead + Unpin>(
-    lines: &mut FramedRead<R, LineCodec>,
-    mut too_long: impl FnMut(Option<MessageId>, usize),
-) -> Option<Vec<Frame>> {
-    let mut burst = Vec::new();
-    let mut next = lines.next().await;
-    loop {
-        match next {
-            Some(Ok(Line::Bytes(bytes))) => burst.push(Frame::parse(bytes)),
-            Some(Ok(Line::TooLong)) => {
-                let codec = lines.decoder();
-                too_long(MessageId::from_prefix(codec.overlong_prefix()), codec.overlong_len());
-            }
-            // The end (or a read error): what was read before it still goes on.
-            Some(Err(_)) | None => return (!burst.is_empty()).then_some(burst),
-        }
-        if burst.is_empty() {
-            next = lines.next().await;
-            continue;
-        }
-        if burst.len() >= MAX_BURST_FRAMES || !lines.read_buffer().contains(&b'\n') {
-            return Some(burst);
-        }
-        // A whole line is buffered, so this does not wait.
-        next = lines.next().await;
     }
 }
