@@ -17,11 +17,12 @@ use faultlab_engine::recorder::{Direction, Event, FrameAction};
 use faultlab_engine::render::{self, Step};
 use faultlab_engine::{Engine, FaultKind, WireAction};
 use faultlab_wire::child;
+use faultlab_wire::frame::at;
 use faultlab_wire::line::Line;
 use faultlab_wire::{Frame, LineCodec, MAX_LINE_BYTES, MessageId};
 use futures::StreamExt;
 use serde_json::json;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::AsyncRead;
@@ -94,6 +95,55 @@ impl Relay {
     /// Passes one upstream frame through the engine to the client.
     pub fn from_server(&self, link: &Link, frame: Frame) {
         from_server_all(self, &link.outlet, [frame]);
+    }
+}
+
+/// Most requests remembered as waiting for the upstream's reply (to fail them if it ends). Beyond this a request
+/// is not remembered; only a server that leaves thousands of requests unanswered gets there.
+const MAX_IN_FLIGHT: usize = 10_000;
+
+/// The requests sent upstream that it has not answered and the client has not cancelled: when the upstream ends,
+/// each gets an error instead of waiting forever.
+#[derive(Default)]
+pub(crate) struct InFlight(HashSet<MessageId>);
+
+impl InFlight {
+    /// Notes a frame going upstream: a request is now waiting; a cancelled one no longer is (the spec lets the
+    /// server drop it).
+    pub(crate) fn sent(&mut self, frame: &Frame) {
+        match (frame.method(), frame.id()) {
+            (Some(_), Some(id)) if self.0.len() < MAX_IN_FLIGHT => {
+                self.0.insert(id.clone());
+            }
+            (Some("notifications/cancelled"), None) => {
+                let id = frame.value().and_then(|v| at(v, &["params", "requestId"])).and_then(MessageId::from_value);
+                if let Some(id) = id {
+                    self.0.remove(&id);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Notes a reply (or an error the proxy gave in its place) for `id`.
+    pub(crate) fn answered(&mut self, id: &MessageId) {
+        self.0.remove(id);
+    }
+
+    pub(crate) fn drain(&mut self) -> Vec<MessageId> {
+        self.0.drain().collect()
+    }
+}
+
+impl Relay {
+    /// Answers each request in `ids` with a JSON-RPC error the proxy writes itself (the upstream can no longer
+    /// answer it), after disarming what a rule armed on it.
+    pub(crate) fn fail(&self, outlet: &Outlet, ids: Vec<MessageId>, message: &str, data: &serde_json::Value) {
+        for id in ids {
+            self.engine.disarm(&id);
+            self.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            reply_error(self, outlet, &id, UPSTREAM_GONE, message, data.clone());
+        }
     }
 }
 

@@ -9,18 +9,16 @@
 //! so the client carries on without initialising again. Client frames wait while the fresh child is prepared.
 
 use crate::relay::{
-    Connect, Link, ProxyError, ProxyOptions, Relay, UPSTREAM_GONE, Upstream, answer, dropped, from_server_all,
-    next_burst, reply_error,
+    Connect, InFlight, Link, ProxyError, ProxyOptions, Relay, UPSTREAM_GONE, Upstream, answer, dropped,
+    from_server_all, next_burst, reply_error,
 };
 use crate::rules::{Fired, Mode, Restart};
 use faultlab_engine::FaultKind;
 use faultlab_engine::outlet::Outlet;
 use faultlab_engine::recorder::{Direction, Event, FrameAction, TransportEventKind};
 use faultlab_wire::child::{self, ChildCommand, ChildProcess, LineWriter, Lines, Spawned, Stdin, StopStep};
-use faultlab_wire::frame::at;
 use faultlab_wire::{Frame, MessageId};
 use serde_json::json;
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 use tokio::process::Command;
@@ -31,10 +29,6 @@ use tokio::time::Instant;
 /// How long a restarted child gets to answer the replayed `initialize` before relaying resumes anyway: client
 /// frames wait meanwhile, and a server that never answers must not hold them forever (10 s).
 const REINIT_PATIENCE: Duration = Duration::from_secs(10);
-/// Most requests remembered as waiting for the child's reply (to fail them if it is restarted). Beyond this a
-/// request is not remembered, and would wait for a reply after a restart; only a server that leaves thousands
-/// of requests unanswered gets there.
-const MAX_IN_FLIGHT: usize = 10_000;
 
 /// Why the upstream is being stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,7 +132,7 @@ struct ChildState {
     /// The task reading the running child's stdout.
     reader: Option<JoinHandle<()>>,
     /// Requests forwarded to the running child that it has not answered and the client has not cancelled.
-    in_flight: HashSet<MessageId>,
+    in_flight: InFlight,
     /// The client's `initialize` as forwarded, and whether the child answered it (only then is it replayed: a
     /// client still waiting for its reply gets the outage's 503 instead and will initialise again itself).
     initialize: Option<Frame>,
@@ -166,7 +160,7 @@ impl ChildState {
             child: Some(child),
             generation: 0,
             reader: None,
-            in_flight: HashSet::new(),
+            in_flight: InFlight::default(),
             initialize: None,
             initialize_answered: false,
             initialized: None,
@@ -212,7 +206,7 @@ impl Supervisor {
             let too_long = |id: Option<MessageId>, bytes: usize| {
                 // The client waits for this reply: it gets an error instead, and a restart no longer owes it one.
                 if let Some(id) = &id {
-                    this.state().in_flight.remove(id);
+                    this.state().in_flight.answered(id);
                 }
                 dropped(&this.relay, &this.outlet, Direction::ServerToClient, id, bytes, this.options.max_frame_bytes);
             };
@@ -234,7 +228,7 @@ impl Supervisor {
                 let mut state = self.state();
                 let reinit = state.reinit.take_if(|r| r.id == *id);
                 if reinit.is_none() {
-                    state.in_flight.remove(id);
+                    state.in_flight.answered(id);
                     if state.initialize.as_ref().and_then(Frame::id) == Some(id) {
                         state.initialize_answered = true;
                     }
@@ -326,27 +320,15 @@ impl Supervisor {
 
     /// Remembers what a restart needs: requests awaiting a reply, and the client's initialisation.
     fn track(&self, frame: &Frame) {
-        let Some(method) = frame.method() else { return };
         let mut state = self.state();
-        match frame.id() {
-            Some(id) => {
-                if state.in_flight.len() < MAX_IN_FLIGHT {
-                    state.in_flight.insert(id.clone());
-                }
-                if method == "initialize" {
-                    state.initialize = Some(frame.clone());
-                    state.initialize_answered = false;
-                }
+        state.in_flight.sent(frame);
+        match (frame.method(), frame.id()) {
+            (Some("initialize"), Some(_)) => {
+                state.initialize = Some(frame.clone());
+                state.initialize_answered = false;
             }
-            None if method == "notifications/initialized" => state.initialized = Some(frame.clone()),
-            // A cancelled request gets no reply (the spec lets the server drop it): nothing to fail later.
-            None if method == "notifications/cancelled" => {
-                let id = frame.value().and_then(|v| at(v, &["params", "requestId"])).and_then(MessageId::from_value);
-                if let Some(id) = id {
-                    state.in_flight.remove(&id);
-                }
-            }
-            None => {}
+            (Some("notifications/initialized"), None) => state.initialized = Some(frame.clone()),
+            _ => {}
         }
     }
 
@@ -390,7 +372,7 @@ impl Supervisor {
             {
                 reader.abort();
             }
-            let unanswered: Vec<MessageId> = self.state().in_flight.drain().collect();
+            let unanswered = self.state().in_flight.drain();
             let detail = format!(
                 "upstream stopped: server_outage rule {rule:?} killed pid {pid} (SIGKILL); {} request(s) in flight \
                  fail with the outage; a fresh upstream starts in {window_ms} ms",
@@ -446,7 +428,7 @@ impl Supervisor {
             let mut state = self.state();
             state.generation += 1;
             state.child = Some(child);
-            state.in_flight.clear();
+            state.in_flight = InFlight::default();
             let initialize = state.initialize.clone().filter(|_| state.initialize_answered);
             if let Some(id) = initialize.as_ref().and_then(Frame::id) {
                 let (rule, fault) = (rule.to_owned(), fault.clone());
@@ -568,7 +550,7 @@ impl Supervisor {
         {
             reader.abort();
         }
-        let pending: Vec<MessageId> = self.state().in_flight.drain().collect();
+        let pending = self.state().in_flight.drain();
         // Ended on its own with the client still there, or on the client's EOF but leaving requests unanswered.
         // Stopped for a signal, the upstream did as asked: its open requests fail, but it did not die.
         let died = match cause {
@@ -585,10 +567,6 @@ impl Supervisor {
         } else {
             ("the upstream was stopped before answering".to_owned(), json!({"upstream": "stopped"}))
         };
-        for id in pending {
-            self.relay.engine.disarm(&id);
-            self.relay.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-            reply_error(&self.relay, &self.outlet, &id, UPSTREAM_GONE, &message, data.clone());
-        }
+        self.relay.fail(&self.outlet, pending, &message, &data);
     }
 }
