@@ -1,94 +1,14 @@
 //! The stdio front with the real server (`faultlab serve`'s rmcp server and wire layer) as an in-process upstream
 //! over an in-memory pipe: no child process, no `cat`, and the paused tokio clock where time matters.
 
-use faultlab_engine::recorder::{Event, Record};
-use faultlab_engine::{Engine, Recorder};
-use faultlab_proxy::front::stdio;
+use faultlab_engine::recorder::Event;
 use faultlab_proxy::relay::{ProxyEnd, ProxyOptions};
-use faultlab_proxy::rules::{RuleSet, RulesFile};
-use faultlab_proxy::trajectory::Trajectory;
-use faultlab_proxy::upstream::in_process::InProcess;
-use faultlab_server::{FaultServer, Scope, TransportKind};
-use faultlab_wire::MAX_LINE_BYTES;
-use serde_json::{Value, json};
-use std::sync::Arc;
+use serde_json::json;
 use std::time::Duration;
-use tokio::io::DuplexStream;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines, ReadHalf, WriteHalf};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
 
-/// `faultlab serve` on stdio, in process: the fault server behind its own stdio wire layer.
-fn lab_server() -> InProcess {
-    InProcess::spawn(|pipe| async move {
-        let scope = Scope {
-            engine: Arc::new(Engine::new(Recorder::discard())),
-            transport: TransportKind::Stdio,
-            session: None,
-        };
-        let engine = scope.engine.clone();
-        let (read, write) = tokio::io::split(pipe);
-        let _ = faultlab_server::stdio::serve(FaultServer::stdio(scope), engine, read, write, MAX_LINE_BYTES).await;
-    })
-}
+mod harness;
 
-/// A client on the stdio front, in front of the in-process server.
-struct Client {
-    lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
-    write: WriteHalf<DuplexStream>,
-    proxy: JoinHandle<Result<ProxyEnd, faultlab_proxy::relay::ProxyError>>,
-    recorder: Recorder,
-}
-
-impl Client {
-    fn start(rules: &str) -> Self {
-        let file: RulesFile = yaml_serde::from_str(rules).unwrap();
-        let (client, proxy_side) = tokio::io::duplex(1 << 16);
-        let (input, output) = tokio::io::split(proxy_side);
-        let recorder = Recorder::memory();
-        let trajectory = Arc::new(Trajectory::new(recorder.clone()));
-        let (rules, stop) = (RuleSet::new(file).shared(), CancellationToken::new());
-        let proxy =
-            tokio::spawn(stdio::run(ProxyOptions::default(), lab_server(), rules, trajectory, input, output, stop));
-        let (read, write) = tokio::io::split(client);
-        Self { lines: BufReader::new(read).lines(), write, proxy, recorder }
-    }
-
-    async fn send(&mut self, message: &Value) {
-        self.write.write_all(format!("{message}\n").as_bytes()).await.unwrap();
-    }
-
-    async fn recv(&mut self) -> Value {
-        let line = tokio::time::timeout(Duration::from_secs(10), self.lines.next_line()).await;
-        serde_json::from_str(&line.expect("a line in time").unwrap().expect("a line")).unwrap()
-    }
-
-    async fn ask(&mut self, message: &Value) -> Value {
-        self.send(message).await;
-        self.recv().await
-    }
-
-    async fn initialize(&mut self) {
-        let reply = self
-            .ask(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",
-                "capabilities":{},"clientInfo":{"name":"proxy-test","version":"1"}}}))
-            .await;
-        assert!(reply["result"]["serverInfo"]["name"].is_string(), "{reply}");
-        self.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
-    }
-
-    /// Closes the client's side and waits for the run to end; returns how it ended and the trajectory.
-    async fn finish(mut self) -> (ProxyEnd, Vec<Record>) {
-        self.write.shutdown().await.unwrap();
-        while let Ok(Some(_)) = self.lines.next_line().await {}
-        let end = tokio::time::timeout(Duration::from_secs(10), self.proxy).await;
-        (end.expect("the run ends").expect("no panic").expect("no error"), self.recorder.records())
-    }
-}
-
-fn call(id: i64, tool: &str, arguments: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
-}
+use harness::{Client, call};
 
 #[tokio::test]
 async fn the_real_server_answers_through_the_relay_and_the_run_ends_cleanly() {
@@ -129,7 +49,7 @@ async fn a_request_left_open_when_the_client_leaves_gets_an_error_within_the_gra
     // is stopped and the request gets its error, never silence.
     client.send(&call(3, "hang", json!({}))).await;
     let started = tokio::time::Instant::now();
-    client.write.shutdown().await.unwrap();
+    client.close().await;
     let reply = client.recv().await;
     assert_eq!((reply["id"].clone(), reply["error"]["code"].clone()), (json!(3), json!(-32000)), "{reply}");
     assert_eq!(reply["error"]["data"]["upstream"], "stopped", "{reply}");
