@@ -80,6 +80,13 @@ impl Client {
         line
     }
 
+    /// The next line without its newline, or `None` once the proxy has closed the client's side.
+    pub async fn recv_raw(&mut self) -> Option<String> {
+        let mut line = String::new();
+        let read = tokio::time::timeout(Duration::from_secs(10), self.read.read_line(&mut line)).await;
+        (read.expect("a line or the end in time").unwrap() > 0).then(|| line.trim_end_matches('\n').to_owned())
+    }
+
     pub async fn recv(&mut self) -> Value {
         serde_json::from_str(&self.recv_line().await).unwrap()
     }
