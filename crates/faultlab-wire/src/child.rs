@@ -64,7 +64,7 @@ impl ChildCommand {
         };
         let pid = child.id().and_then(|p| i32::try_from(p).ok());
         Ok(Spawned {
-            process: ChildProcess { child, pid },
+            process: ChildProcess { child, pid, ended: false },
             stdin: LineWriter { stdin, buf: BytesMut::new() },
             stdout: FramedRead::new(stdout, LineCodec::new(max_line_bytes)),
         })
@@ -137,6 +137,9 @@ pub struct ChildProcess {
     child: Child,
     /// Also the process group id.
     pid: Option<i32>,
+    /// A stop or a crash has ended the whole group: nothing is left for the drop to kill (and its id may be free
+    /// for reuse).
+    ended: bool,
 }
 
 impl ChildProcess {
@@ -165,6 +168,7 @@ impl ChildProcess {
         self.signal_group(Signal::SIGKILL);
         // `kill` sends SIGKILL to the child itself (in case it left its group) and waits, so no zombie is left.
         let _ = self.child.kill().await;
+        self.ended = true;
     }
 
     /// Stops the child in the spec's order, each step bounded by `grace`: close its stdin; after the grace,
@@ -193,6 +197,7 @@ impl ChildProcess {
         }
         // The leader is gone; a helper it started in its group must not outlive the lab.
         let leftovers = self.signal_group(Signal::SIGKILL);
+        self.ended = true;
         Stopped { status, on_its_own, leftovers }
     }
 }
@@ -201,7 +206,9 @@ impl Drop for ChildProcess {
     fn drop(&mut self) {
         // Not stopped in order (a panic, an aborted task): the whole group goes, not just the leader
         // (`kill_on_drop`). A reaped leader's group may hold helpers still; its id is not reused while they live.
-        self.signal_group(Signal::SIGKILL);
+        if !self.ended {
+            self.signal_group(Signal::SIGKILL);
+        }
     }
 }
 
