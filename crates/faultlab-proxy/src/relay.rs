@@ -72,6 +72,7 @@ pub enum ProxyError {
     #[error(transparent)]
     Io(#[from] std::io::Error),
 }
+
 /// What the relay of one connection shares: the engine, the trajectory, and which rule armed which fault.
 pub struct Relay {
     pub(crate) engine: Engine,
@@ -92,9 +93,14 @@ impl Relay {
         })
     }
 
-    /// Passes one upstream frame through the engine to the client.
-    pub fn from_server(&self, link: &Link, frame: Frame) {
-        from_server_all(self, &link.outlet, [frame]);
+    /// Answers each request in `ids` with a JSON-RPC error the proxy writes itself (the upstream can no longer
+    /// answer it), after disarming what a rule armed on it.
+    pub(crate) fn fail(&self, outlet: &Outlet, ids: Vec<MessageId>, message: &str, data: &serde_json::Value) {
+        for id in ids {
+            self.engine.disarm(&id);
+            self.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            reply_error(self, outlet, &id, UPSTREAM_GONE, message, data.clone());
+        }
     }
 }
 
@@ -132,18 +138,6 @@ impl InFlight {
 
     pub(crate) fn drain(&mut self) -> Vec<MessageId> {
         self.0.drain().collect()
-    }
-}
-
-impl Relay {
-    /// Answers each request in `ids` with a JSON-RPC error the proxy writes itself (the upstream can no longer
-    /// answer it), after disarming what a rule armed on it.
-    pub(crate) fn fail(&self, outlet: &Outlet, ids: Vec<MessageId>, message: &str, data: &serde_json::Value) {
-        for id in ids {
-            self.engine.disarm(&id);
-            self.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
-            reply_error(self, outlet, &id, UPSTREAM_GONE, message, data.clone());
-        }
     }
 }
 
