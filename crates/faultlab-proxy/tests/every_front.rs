@@ -1,6 +1,7 @@
-//! The same rule, the same request, both fronts: the stdio front (lines) and the HTTP front (Streamable HTTP, a
-//! 2025-11-25 session), each in front of the real server in process (the HTTP one on its own loopback listener
-//! in this process). A catalogue fault must give the client the same JSON-RPC message on either front.
+//! The same rule, the same request, every front: the stdio front (lines) in front of the real server in process
+//! and in front of its HTTP front, and the HTTP front (Streamable HTTP, a 2025-11-25 session) in front of its
+//! HTTP front, all in this process (HTTP on loopback listeners). A catalogue fault must give the client the same
+//! JSON-RPC message whichever way it goes.
 
 use faultlab_client::transport::{HttpTransport, Incoming};
 use faultlab_engine::Recorder;
@@ -8,6 +9,7 @@ use faultlab_http::guard::AllowedHosts;
 use faultlab_proxy::front::http::{self as front, Backend, HttpProxyOptions};
 use faultlab_proxy::rules::{RuleSet, RulesFile};
 use faultlab_proxy::trajectory::Trajectory;
+use faultlab_proxy::upstream::http::Endpoint;
 use faultlab_server::FaultServer;
 use faultlab_server::http::HttpOptions;
 use faultlab_wire::Frame;
@@ -30,28 +32,33 @@ async fn listen() -> (TcpListener, String) {
     (listener, url)
 }
 
+/// `faultlab serve --transport http` in process until `shutdown`; its URL.
+async fn http_server(shutdown: &CancellationToken) -> String {
+    let (server, url) = listen().await;
+    let options = HttpOptions::new("/mcp".into(), AllowedHosts::for_bind(server.local_addr().unwrap().ip()));
+    let recorder = Recorder::discard();
+    tokio::spawn(faultlab_server::http::serve(server, options, FaultServer::http, recorder, shutdown.clone()));
+    url
+}
+
+fn rules_of(rule: &str) -> RulesFile {
+    let mut file = RulesFile::default();
+    file.rules.push(RulesFile::parse_spec(rule, 1).unwrap());
+    file
+}
+
 /// `faultlab serve --transport http` and `faultlab proxy --listen … --upstream …` with `rule`, in process; a
 /// session through the proxy. Returns the reply to `request`.
 async fn over_http(rule: &str, request: &Value) -> Value {
     let shutdown = CancellationToken::new();
-    let (server, upstream) = listen().await;
-    let options = HttpOptions::new("/mcp".into(), AllowedHosts::for_bind(server.local_addr().unwrap().ip()));
-    tokio::spawn(faultlab_server::http::serve(
-        server,
-        options,
-        FaultServer::http,
-        Recorder::discard(),
-        shutdown.clone(),
-    ));
+    let upstream = http_server(&shutdown).await;
 
     let (proxy, url) = listen().await;
     let allowed_hosts = AllowedHosts::for_bind(proxy.local_addr().unwrap().ip());
     let options = HttpProxyOptions { path: "/mcp".into(), allowed_hosts, limits: Default::default() };
-    let mut file = RulesFile::default();
-    file.rules.push(RulesFile::parse_spec(rule, 1).unwrap());
     let trajectory = Arc::new(Trajectory::new(Recorder::discard()));
     let backend = Backend::url(upstream.parse().unwrap()).unwrap();
-    let rules = RuleSet::new(file).shared();
+    let rules = RuleSet::new(rules_of(rule)).shared();
     tokio::spawn(front::serve(proxy, options, backend, rules, trajectory, shutdown.clone()));
 
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -83,17 +90,22 @@ async fn over_http(rule: &str, request: &Value) -> Value {
     reply
 }
 
-/// The same through the stdio front.
-async fn over_stdio(rule: &str, request: &Value) -> Value {
-    let mut client = Client::with_faults(&[rule]);
+/// The same through the stdio front, in front of the server on stdio or, with `http`, over HTTP.
+async fn over_stdio(rule: &str, request: &Value, http: bool) -> Value {
+    let shutdown = CancellationToken::new();
+    let mut client = match http {
+        false => Client::with_faults(&[rule]),
+        true => Client::with_upstream(rules_of(rule), Endpoint(http_server(&shutdown).await)),
+    };
     client.initialize().await;
     let reply = client.ask(request).await;
     client.finish_clean().await;
+    shutdown.cancel();
     reply
 }
 
 #[tokio::test]
-async fn each_catalogue_fault_gives_the_same_message_on_the_stdio_and_the_http_front() {
+async fn each_catalogue_fault_gives_the_same_message_on_every_front() {
     let faults = [
         "{type: rate_limit, retry_after_sec: 3}",
         "{type: auth_expired}",
@@ -111,8 +123,9 @@ async fn each_catalogue_fault_gives_the_same_message_on_the_stdio_and_the_http_f
         json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": text}], "isError": false}});
     for fault in faults {
         let rule = format!("{{match: {{tool: delay}}, fault: {fault}}}");
-        let (stdio, http) = (over_stdio(&rule, &request).await, over_http(&rule, &request).await);
-        assert_eq!(stdio, http, "{fault}");
+        let stdio = over_stdio(&rule, &request, false).await;
+        assert_eq!(stdio, over_stdio(&rule, &request, true).await, "{fault}: stdio front, HTTP upstream");
+        assert_eq!(stdio, over_http(&rule, &request).await, "{fault}: HTTP front");
         assert_ne!(stdio, plain, "{fault} fired");
     }
 }

@@ -6,7 +6,7 @@
 use faultlab_engine::recorder::Record;
 use faultlab_engine::{Engine, Recorder};
 use faultlab_proxy::front::stdio;
-use faultlab_proxy::relay::{ProxyEnd, ProxyError, ProxyOptions};
+use faultlab_proxy::relay::{Connect, ProxyEnd, ProxyError, ProxyOptions};
 use faultlab_proxy::rules::{RuleSet, RulesFile};
 use faultlab_proxy::trajectory::Trajectory;
 use faultlab_proxy::upstream::in_process::InProcess;
@@ -57,13 +57,17 @@ impl Client {
     }
 
     pub fn with_rules(file: RulesFile) -> Self {
+        Self::with_upstream(file, lab_server())
+    }
+
+    /// A proxy with the rules `file` in front of `upstream`.
+    pub fn with_upstream<C: Connect + Send + 'static>(file: RulesFile, upstream: C) -> Self {
         let (client, proxy_side) = tokio::io::duplex(1 << 16);
         let (input, output) = tokio::io::split(proxy_side);
         let recorder = Recorder::memory();
         let trajectory = Arc::new(Trajectory::new(recorder.clone()));
         let (rules, stop) = (RuleSet::new(file).shared(), CancellationToken::new());
-        let proxy =
-            tokio::spawn(stdio::run(ProxyOptions::default(), lab_server(), rules, trajectory, input, output, stop));
+        let proxy = tokio::spawn(stdio::run(ProxyOptions::default(), upstream, rules, trajectory, input, output, stop));
         let (read, write) = tokio::io::split(client);
         Self { read: BufReader::new(read), write, proxy, recorder }
     }
