@@ -6,7 +6,7 @@
 use crate::catalogue::out_of_order::Release;
 use crate::catalogue::{WireAction, WireFraming};
 use bytes::{Bytes, BytesMut};
-use faultlab_wire::SseEvent;
+use faultlab_wire::{SseEvent, line};
 use std::time::Duration;
 
 /// The UTF-8 byte-order mark.
@@ -38,16 +38,16 @@ pub enum Step {
 /// Steps for a newline-delimited stream (stdio).
 pub fn line(action: &WireAction) -> Vec<Step> {
     match action {
-        WireAction::Send(bytes) => vec![Step::Write(terminated(bytes, b"\n"))],
+        WireAction::Send(bytes) => vec![Step::Write(line::encode(bytes))],
         WireAction::SendFramed { bytes, framing } => match *framing {
-            WireFraming::Crlf => vec![Step::Write(terminated(bytes, b"\r\n"))],
+            WireFraming::Crlf => vec![Step::Write(concat(&[bytes, b"\r\n"]))],
             WireFraming::Bom => vec![Step::Write(concat(&[BOM, bytes, b"\n"]))],
-            WireFraming::Split { parts } => split(terminated(bytes, b"\n"), parts),
+            WireFraming::Split { parts } => split(line::encode(bytes), parts),
         },
         WireAction::Pause(d) => vec![Step::Pause(*d)],
         WireAction::Close => vec![Step::Close],
         // stdio has no status line: the JSON-RPC error stands in for the whole HTTP answer.
-        WireAction::HttpStatus { body, .. } => vec![Step::Write(terminated(body, b"\n"))],
+        WireAction::HttpStatus { body, .. } => vec![Step::Write(line::encode(body))],
         WireAction::AwaitRelease { release, max } => vec![Step::Await { release: release.clone(), max: *max }],
         WireAction::Release(release) => vec![Step::Release(release.clone())],
     }
@@ -77,10 +77,6 @@ pub fn sse(action: &WireAction, event_id: Option<&str>) -> Vec<Step> {
         WireAction::AwaitRelease { release, max } => vec![Step::Await { release: release.clone(), max: *max }],
         WireAction::Release(release) => vec![Step::Release(release.clone())],
     }
-}
-
-fn terminated(bytes: &Bytes, end: &[u8]) -> Bytes {
-    concat(&[bytes, end])
 }
 
 fn concat(parts: &[&[u8]]) -> Bytes {

@@ -8,13 +8,15 @@
 //! fire as they did for the same sequence of calls.
 
 use faultlab_engine::recording::{CallKey, Recording};
+use faultlab_wire::child::{self, ChildCommand, Spawned, Stdin};
+use faultlab_wire::line::{self, Line};
 use faultlab_wire::{Frame, LineCodec, MAX_LINE_BYTES};
-use futures::{SinkExt as _, StreamExt as _};
+use futures::StreamExt as _;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt as _};
-use tokio_util::codec::{FramedRead, FramedWrite, LinesCodec};
+use tokio_util::codec::FramedRead;
 
 /// One line of the replay log: which call was answered from the recording and which live.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -33,10 +35,11 @@ pub enum ReplayError {
 }
 
 /// Relays between the agent (`input`/`output`) and a fresh server (`server`), swapping in recorded replies.
-/// `log` receives one [`Served`] line per reply. Returns when the agent closes its input and the server has ended.
+/// `log` receives one [`Served`] line per reply. Returns when the agent has closed its input and the server has
+/// ended: it gets [`child::DEFAULT_GRACE`] to exit after its stdin closes, then is stopped in the spec's order.
 pub async fn serve<R, W>(
     cassette: Recording,
-    mut server: tokio::process::Command,
+    server: tokio::process::Command,
     input: R,
     output: W,
     mut log: Option<std::fs::File>,
@@ -46,16 +49,8 @@ where
     W: AsyncWrite + Unpin,
 {
     use std::io::Write as _;
-    use std::process::Stdio;
-    let mut child = server
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .map_err(ReplayError::Spawn)?;
-    let mut child_in = child.stdin.take().expect("piped");
-    let child_out = child.stdout.take().expect("piped");
+    let Spawned { process: mut child, stdin: mut child_in, stdout: mut lines } =
+        ChildCommand::new(server).spawn(MAX_LINE_BYTES).map_err(ReplayError::Spawn)?;
     let pending: Arc<Mutex<HashMap<String, CallKey>>> = Arc::default();
 
     let requests = {
@@ -64,42 +59,50 @@ where
             let mut lines = FramedRead::new(input, LineCodec::new(MAX_LINE_BYTES));
             while let Some(Ok(line)) = lines.next().await {
                 // An over-long line cannot be relayed whole; the server never sees it, as with the proxy.
-                let faultlab_wire::Line::Bytes(line) = line else { continue };
+                let Line::Bytes(line) = line else { continue };
                 let frame = Frame::parse(line.clone());
                 if let (Some(id), Some(key)) = (frame.id(), frame.value().and_then(CallKey::of_request)) {
                     pending.lock().expect("not poisoned").insert(id.to_value().to_string(), key);
                 }
-                child_in.write_all(&line).await?;
-                child_in.write_all(b"\n").await?;
-                child_in.flush().await?;
+                child_in.send(&line).await?;
             }
-            // The agent is gone: closing the server's input ends it, as a client's EOF would.
-            drop(child_in);
-            Ok::<_, std::io::Error>(())
+            Ok::<_, std::io::Error>(child_in)
         }
+    };
+    // The agent is gone: closing the server's input ends it, as a client's EOF would; one that stays is stopped.
+    let requests = async {
+        let (closing, sent) = match requests.await {
+            Ok(child_in) => (Stdin::Close(Some(child_in)), Ok(())),
+            Err(e) => (Stdin::Close(None), Err(e)),
+        };
+        child.stop(closing, child::DEFAULT_GRACE, |_| {}).await;
+        sent
     };
     let replies = async move {
         let mut cassette = cassette;
-        let mut lines = FramedRead::new(child_out, LinesCodec::new_with_max_length(MAX_LINE_BYTES));
-        let mut out = FramedWrite::new(output, LinesCodec::new_with_max_length(MAX_LINE_BYTES));
+        let mut output = output;
         while let Some(Ok(line)) = lines.next().await {
-            let frame = Frame::parse(line.clone().into_bytes());
+            // An over-long reply cannot be relayed whole; the agent's request then goes unanswered.
+            let Line::Bytes(line) = line else { continue };
+            let frame = Frame::parse(line.clone());
             let key = match (frame.is_reply(), frame.id()) {
                 (true, Some(id)) => pending.lock().expect("not poisoned").remove(&id.to_value().to_string()),
                 _ => None,
             };
             let Some(key) = key else {
-                out.send(line).await.map_err(std::io::Error::other)?;
+                output.write_all(&line::encode(&line)).await?;
+                output.flush().await?;
                 continue;
             };
             let (text, from) = match cassette.take(&key) {
                 Some(mut recorded) => {
                     recorded["id"] = frame.id().map(|id| id.to_value()).unwrap_or(Value::Null);
-                    (recorded.to_string(), "recorded")
+                    (recorded.to_string().into(), "recorded")
                 }
                 None => (line, "live"),
             };
-            out.send(text).await.map_err(std::io::Error::other)?;
+            output.write_all(&line::encode(&text)).await?;
+            output.flush().await?;
             if let Some(log) = log.as_mut() {
                 let _ = writeln!(log, "{}", serde_json::json!({"key": key.to_string(), "from": from}));
             }
@@ -107,7 +110,6 @@ where
         Ok::<_, std::io::Error>(())
     };
     let (sent, answered) = tokio::join!(requests, replies);
-    let _ = child.wait().await;
     sent?;
     answered?;
     Ok(())

@@ -2,12 +2,10 @@
 //!
 //! - [`rules`]: the rules file (strict YAML or JSON): which request gets which catalogue fault, when, how often,
 //!   and in which mode (`instead` of the upstream, `before` forwarding, or `after` the upstream executed).
-//! - [`stdio`]: the stdio front with a child-process upstream; every frame passes byte for byte unless a rule
-//!   fires, and every frame is written to the trajectory.
-//! - [`http`]: the Streamable HTTP front with an HTTP upstream, through the same fault-applying body as the
-//!   server's.
-//! - [`http_stdio`]: the bridge behind the HTTP front when the upstream is a stdio child.
-//! - [`stdio_http`]: the stdio front with an HTTP upstream (each line POSTed, answers written back as lines).
+//! - [`front`]: where clients connect: stdio, or Streamable HTTP.
+//! - [`relay`]: what the stdio front shares with every upstream: rules, the engine, the outlet, the trajectory;
+//!   every frame passes byte for byte unless a rule fires, and every frame is recorded.
+//! - [`upstream`]: where requests go: a child process, an HTTP endpoint, the bridge behind the HTTP front.
 //! - [`remote`]: an HTTP upstream anywhere: TLS (rustls, system roots, `--upstream-ca`), the user's headers,
 //!   credentials from the environment, kept out of everything the proxy writes.
 //! - [`recording`]: a recording as the upstream (`--replay`), for the stdio and the HTTP front: each request
@@ -17,11 +15,10 @@
 //!   `faultlab_engine::trajectory::Writer`).
 
 pub mod control;
-pub mod http;
-pub mod http_stdio;
+pub mod front;
 pub mod recording;
+pub mod relay;
 pub mod remote;
 pub mod rules;
-pub mod stdio;
-pub mod stdio_http;
 pub mod trajectory;
+pub mod upstream;

@@ -8,19 +8,15 @@
 //! again. A request the recording has no reply for gets a JSON-RPC error naming the closest recorded call; a
 //! `ping` it lacks is answered as any server would. Notifications and the client's replies need no answer.
 
-use crate::rules::SharedRules;
-use crate::stdio::{ProxyEnd, ProxyError, Upstream};
-use crate::stdio_http::{Channels, relay_through};
-use crate::trajectory::Trajectory;
+use crate::relay::{Connect, Link, ProxyError, Upstream};
 use axum::response::{IntoResponse as _, Response};
 use faultlab_engine::recording::{CallKey, Recording};
 use faultlab_wire::{Frame, Kind};
 use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
+use tokio::task::JoinHandle;
 
 /// The JSON-RPC error code of a request the recording cannot answer (implementation-defined server error).
 pub const NOT_RECORDED: i64 = -32001;
@@ -63,10 +59,35 @@ impl Replayer {
     }
 }
 
-struct RecordingUpstream {
+/// A recording to use as the upstream of the stdio front (`faultlab proxy --replay TRAJECTORY`).
+pub struct Replay(pub Recording);
+
+/// A connected [`Replay`].
+pub struct RecordingUpstream {
     replayer: Replayer,
-    /// Where answers go; dropped when the client leaves, which ends the relay once they are written.
+    /// Where answers go; dropped when the client leaves, which ends the run once they are written.
     answers: Mutex<Option<mpsc::UnboundedSender<Frame>>>,
+    /// Hands the answers to the relay in order, on a task of its own (as a live upstream's replies arrive).
+    reader: Mutex<Option<JoinHandle<()>>>,
+}
+
+impl Connect for Replay {
+    type Upstream = RecordingUpstream;
+
+    fn connect(self, link: Link) -> Result<Arc<RecordingUpstream>, ProxyError> {
+        let (tx, mut answers) = mpsc::unbounded_channel::<Frame>();
+        let reader = tokio::spawn(async move {
+            while let Some(answer) = answers.recv().await {
+                link.deliver([answer]);
+            }
+            link.end();
+        });
+        Ok(Arc::new(RecordingUpstream {
+            replayer: Replayer::new(self.0),
+            answers: Mutex::new(Some(tx)),
+            reader: Mutex::new(Some(reader)),
+        }))
+    }
 }
 
 /// The error for a request the recording holds no reply for.
@@ -94,37 +115,15 @@ impl Upstream for RecordingUpstream {
     async fn client_left(&self) {
         self.answers.lock().unwrap_or_else(|e| e.into_inner()).take();
     }
-}
 
-/// Runs the stdio front with `recording` as the upstream until the client leaves or a fault disconnects it; a
-/// client line over `max_frame_bytes` is dropped and its id answered with an error.
-pub async fn run<R, W>(
-    recording: Recording,
-    max_frame_bytes: usize,
-    rules: SharedRules,
-    trajectory: Arc<Trajectory>,
-    input: R,
-    output: W,
-    stop: CancellationToken,
-) -> Result<ProxyEnd, ProxyError>
-where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    let (tx, answers) = mpsc::unbounded_channel();
-    let (ended, done) = mpsc::unbounded_channel();
-    let upstream = Arc::new(RecordingUpstream { replayer: Replayer::new(recording), answers: Mutex::new(Some(tx)) });
-    let channels = Channels { answers, ended, done };
-    relay_through(
-        max_frame_bytes,
-        upstream,
-        channels,
-        |_, _, frame| Some(frame),
-        rules,
-        trajectory,
-        input,
-        output,
-        stop,
-    )
-    .await
+    fn stop(&self) {
+        self.answers.lock().unwrap_or_else(|e| e.into_inner()).take();
+    }
+
+    async fn finish(&self) -> Option<String> {
+        if let Some(reader) = self.reader.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            reader.abort();
+        }
+        None
+    }
 }

@@ -9,7 +9,6 @@
 //! fault engine; lines pass on byte for byte unless a fault fired. The writer is the only task that touches stdout,
 //! so a fault's frames are never interleaved with others.
 
-use bytes::BytesMut;
 use faultlab_engine::outlet::{self, Outlet, WriterEnd};
 use faultlab_engine::recorder::{Direction, Event};
 use faultlab_engine::{Engine, WireAction, render};
@@ -128,10 +127,7 @@ where
         if let Some((_, actions)) = engine.inbound(&frame) {
             outlet.send(actions.iter().flat_map(render::line).collect());
         }
-        let mut framed = BytesMut::with_capacity(bytes.len() + 1);
-        framed.extend_from_slice(&bytes);
-        framed.extend_from_slice(b"\n");
-        if to_server.write_all(&framed).await.is_err() {
+        if to_server.write_all(&faultlab_wire::line::encode(&bytes)).await.is_err() {
             break;
         }
     }

@@ -7,10 +7,13 @@
 //!
 //! - [`frame`]: one JSON-RPC message, classified (request, notification, response, error, not JSON-RPC).
 //! - [`line`]: newline-delimited framing for stdio, with a line-size limit.
+//! - [`child`]: a child process speaking lines: spawned in its own process group with a parent death signal,
+//!   stopped in the spec's order with one grace.
 //! - [`sse`]: Server-Sent Events blocks for Streamable HTTP, split without re-encoding.
 //! - [`canonical`]: JSON text with sorted keys, for telling equal calls apart from different ones; type names.
 
 pub mod canonical;
+pub mod child;
 pub mod frame;
 pub mod line;
 pub mod nesting;

@@ -1,6 +1,6 @@
 //! Newline-delimited framing (the MCP stdio transport): one message per line, `\n` terminated.
 
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::{Buf, BufMut, Bytes, BytesMut};
 use tokio_util::codec::Decoder;
 
 /// Default limit for one line (one frame), in bytes: 65 MiB. It carries the catalogue's largest fault, an
@@ -57,6 +57,22 @@ impl LineCodec {
     pub fn overlong_len(&self) -> usize {
         self.overlong
     }
+}
+
+/// Appends one message to `out` as a line: its bytes, then `\n`. The one line encoder of the lab: every stdio
+/// writer (the proxy, the bridge, the reference client, replay, the server's pipe to rmcp, the engine's `render`)
+/// frames through it.
+pub fn encode_into(out: &mut BytesMut, message: &[u8]) {
+    out.reserve(message.len() + 1);
+    out.extend_from_slice(message);
+    out.put_u8(b'\n');
+}
+
+/// One message as a line: its bytes, then `\n`.
+pub fn encode(message: &[u8]) -> Bytes {
+    let mut out = BytesMut::with_capacity(message.len() + 1);
+    encode_into(&mut out, message);
+    out.freeze()
 }
 
 impl Default for LineCodec {
@@ -169,6 +185,19 @@ mod tests {
         assert!(codec.overlong_prefix().starts_with(b"{\"id\":7,"));
         assert_eq!(codec.overlong_len(), 48, "17 + 25 + 6 bytes before the newline");
         assert_eq!(codec.decode(&mut buf).unwrap(), Some(Line::Bytes(Bytes::from_static(b"next"))));
+    }
+
+    #[test]
+    fn an_encoded_line_decodes_to_the_same_bytes() {
+        let mut buf = BytesMut::new();
+        encode_into(&mut buf, b"{\"a\":1}\r");
+        buf.extend_from_slice(&encode(b"{}"));
+        assert_eq!(&buf[..], b"{\"a\":1}\r\n{}\n");
+        let lines = decode_all(&mut LineCodec::default(), &buf);
+        assert_eq!(
+            lines,
+            vec![Line::Bytes(Bytes::from_static(b"{\"a\":1}\r")), Line::Bytes(Bytes::from_static(b"{}"))]
+        );
     }
 
     #[test]

@@ -10,12 +10,15 @@ use faultlab_engine::recording::Recording;
 use faultlab_engine::trajectory::Trajectory as ReadTrajectory;
 use faultlab_http::guard::{self, AllowedHosts};
 use faultlab_proxy::control::ControlOptions;
-use faultlab_proxy::http::{self as front, HttpProxyOptions, HttpUpstream};
-use faultlab_proxy::http_stdio::Bridge;
+use faultlab_proxy::front::http::{self as front, Backend, HttpProxyOptions};
+use faultlab_proxy::front::stdio;
+use faultlab_proxy::recording::{self, Replay};
+use faultlab_proxy::relay::{ProxyEnd, ProxyError, ProxyOptions};
 use faultlab_proxy::remote::{Remote, RemoteOptions};
 use faultlab_proxy::rules::{RuleSet, RulesFile, SharedRules};
 use faultlab_proxy::trajectory::Trajectory;
-use faultlab_proxy::{recording, stdio, stdio_http};
+use faultlab_proxy::upstream::bridge::Bridge;
+use faultlab_proxy::upstream::{child::Child, http::Endpoint};
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -98,35 +101,34 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
     }
     if let Some(recording) = recording {
         let Some(listen) = &args.listen else {
-            let max = max_frame_bytes(&args);
+            let options = ProxyOptions { shutdown_grace: args.shutdown_grace, max_frame_bytes: max_frame_bytes(&args) };
             return until_signal(runtime, |stop| {
-                recording::run(recording, max, rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
+                stdio::run(options, Replay(recording), rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
             });
         };
         let addr = listen_address(listen).map_err(Failure::usage)?;
-        let upstream = HttpUpstream::Recording(recording::Replayer::new(recording));
+        let upstream = Backend::Recording(recording::Replayer::new(recording));
         return runtime.block_on(serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args));
     }
     match (&args.listen, remote, args.command.split_first()) {
         (None, None, Some((program, rest))) => {
             let mut command = tokio::process::Command::new(program);
             command.args(rest);
-            let options =
-                stdio::ProxyOptions { shutdown_grace: args.shutdown_grace, max_frame_bytes: max_frame_bytes(&args) };
+            let options = ProxyOptions { shutdown_grace: args.shutdown_grace, max_frame_bytes: max_frame_bytes(&args) };
             until_signal(runtime, |stop| {
-                stdio::run_with(options, command, rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
+                stdio::run(options, Child(command), rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
             })
         }
         (None, Some(remote), None) => {
-            let max = max_frame_bytes(&args);
-            until_signal(runtime, |stop| async move {
-                stdio_http::run_with(max, &remote, rules, trajectory, pipes::stdin(), pipes::stdout(), stop).await
+            let options = ProxyOptions { shutdown_grace: args.shutdown_grace, max_frame_bytes: max_frame_bytes(&args) };
+            until_signal(runtime, |stop| {
+                stdio::run(options, Endpoint(remote), rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
             })
         }
         (Some(listen), Some(remote), None) => {
             let addr = listen_address(listen).map_err(Failure::usage)?;
             let path = remote.url().path().to_owned();
-            let upstream = HttpUpstream::remote(remote).map_err(Failure::runtime)?;
+            let upstream = Backend::remote(remote).map_err(Failure::runtime)?;
             runtime.block_on(serve_http(addr, path, upstream, rules, trajectory, &args))
         }
         (Some(listen), None, Some((program, rest))) => {
@@ -137,7 +139,12 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
                 let bridge = Bridge::spawn(command, trajectory.clone(), args.request_timeout)
                     .with_context(|| format!("cannot start the upstream server {program:?}"))
                     .map_err(Failure::runtime)?;
-                serve_http(addr, "/mcp".into(), HttpUpstream::Child(bridge), rules, trajectory, &args).await
+                let bridge = Arc::new(bridge);
+                let upstream = Backend::Child(bridge.clone());
+                let served = serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args).await;
+                // The front has stopped: the child is stopped in order, not killed with the runtime.
+                bridge.stop(args.shutdown_grace).await;
+                served
             })
         }
         _ => Err(Failure::usage(anyhow!(
@@ -170,7 +177,7 @@ fn max_frame_bytes(args: &ProxyArgs) -> usize {
 fn until_signal<F, Fut>(runtime: tokio::runtime::Runtime, run: F) -> Result<(), Failure>
 where
     F: FnOnce(CancellationToken) -> Fut,
-    Fut: std::future::Future<Output = Result<stdio::ProxyEnd, stdio::ProxyError>>,
+    Fut: std::future::Future<Output = Result<ProxyEnd, ProxyError>>,
 {
     let stop = CancellationToken::new();
     let served = runtime.block_on(async {
@@ -182,14 +189,14 @@ where
         });
         let ended = run(stop).await.map_err(|e| match e {
             // The only I/O error the relay returns is the writer's: the client closed its end of stdout.
-            stdio::ProxyError::Io(e) => Failure::runtime(anyhow!("cannot write to the client on stdout: {e}")),
+            ProxyError::Io(e) => Failure::runtime(anyhow!("cannot write to the client on stdout: {e}")),
             other => Failure::runtime(other),
         })?;
         match ended {
-            stdio::ProxyEnd::UpstreamExited { status } => {
+            ProxyEnd::UpstreamExited { status } => {
                 Err(Failure::runtime(anyhow!("the upstream exited on its own ({status}); see the trajectory")))
             }
-            stdio::ProxyEnd::Finished | stdio::ProxyEnd::Disconnected => Ok(()),
+            ProxyEnd::Finished | ProxyEnd::Disconnected => Ok(()),
         }
     });
     // A blocking stdin read may still be pending; the process is about to exit, so do not wait for it.
@@ -218,7 +225,7 @@ fn remote(args: &ProxyArgs, url: &str) -> Result<Remote, Failure> {
 async fn serve_http(
     addr: SocketAddr,
     path: String,
-    upstream: HttpUpstream,
+    upstream: Backend,
     rules: SharedRules,
     trajectory: Arc<Trajectory>,
     args: &ProxyArgs,
@@ -229,9 +236,9 @@ async fn serve_http(
         .map_err(Failure::runtime)?;
     let bound = listener.local_addr().map_err(|e| Failure::runtime(anyhow::Error::from(e)))?;
     let target = match &upstream {
-        HttpUpstream::Url { target, .. } => target.describe(),
-        HttpUpstream::Child(_) => "the stdio upstream".into(),
-        HttpUpstream::Recording(_) => "the recording".into(),
+        Backend::Url { target, .. } => target.describe(),
+        Backend::Child(_) => "the stdio upstream".into(),
+        Backend::Recording(_) => "the recording".into(),
     };
     eprintln!("faultlab: proxy listening at http://{bound}{path} for {target}");
     let options = HttpProxyOptions {

@@ -1,29 +1,41 @@
 //! Frames that arrive together (a client pipelining requests, an upstream answering many at once) are relayed
 //! and recorded together: nothing is lost or reordered, every frame has its own trajectory event, and a fault
-//! that fires in the middle of a burst stays in its place in the trajectory. The upstream is `cat`, so a frame
-//! the client sends comes back as server output (and a request it echoes stays unanswered: when `cat` exits on
-//! the client's EOF, the proxy fails each such request with the upstream's exit).
+//! that fires in the middle of a burst stays in its place in the trajectory. The upstream is an echo server in
+//! process, so a frame the client sends comes back as server output (and a request it echoes stays unanswered:
+//! when the echo ends on the client's EOF, the proxy fails each such request with the upstream's exit).
 
 use faultlab_engine::Recorder;
 use faultlab_engine::recorder::{Direction, Event, FrameAction, FrameEvent, Record};
+use faultlab_proxy::front::stdio;
+use faultlab_proxy::relay::ProxyOptions;
 use faultlab_proxy::rules::{RuleSet, RulesFile};
-use faultlab_proxy::stdio;
 use faultlab_proxy::trajectory::Trajectory;
+use faultlab_proxy::upstream::in_process::InProcess;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
-/// Writes `input` to `faultlab proxy -- <upstream>` in one write, closes, and returns what the client read
-/// back and the trajectory.
-async fn relay(upstream: tokio::process::Command, rules: &str, input: String) -> (Vec<Value>, Vec<Record>) {
-    relay_with(stdio::ProxyOptions::default(), upstream, rules, input).await
+/// An upstream that writes `first`, then echoes every byte it is sent (an in-process `cat`).
+fn echo(first: Vec<u8>) -> InProcess {
+    InProcess::spawn(|pipe| async move {
+        let (mut from_proxy, mut to_proxy) = tokio::io::split(pipe);
+        if to_proxy.write_all(&first).await.is_ok() {
+            let _ = tokio::io::copy(&mut from_proxy, &mut to_proxy).await;
+        }
+    })
+}
+
+/// Writes `input` to the proxy in front of an echo upstream in one write, closes, and returns what the client
+/// read back and the trajectory.
+async fn relay(rules: &str, input: String) -> (Vec<Value>, Vec<Record>) {
+    relay_with(ProxyOptions::default(), echo(Vec::new()), rules, input).await
 }
 
 async fn relay_with(
-    options: stdio::ProxyOptions,
-    upstream: tokio::process::Command,
+    options: ProxyOptions,
+    upstream: InProcess,
     rules: &str,
     input: String,
 ) -> (Vec<Value>, Vec<Record>) {
@@ -34,7 +46,7 @@ async fn relay_with(
     let trajectory = Arc::new(Trajectory::new(recorder.clone()));
     let shared = RuleSet::new(file).shared();
     let stop = CancellationToken::new();
-    let proxy = tokio::spawn(stdio::run_with(options, upstream, shared, trajectory, proxy_in, proxy_out, stop));
+    let proxy = tokio::spawn(stdio::run(options, upstream, shared, trajectory, proxy_in, proxy_out, stop));
     client.write_all(input.as_bytes()).await.unwrap();
     client.shutdown().await.unwrap();
     let mut received = String::new();
@@ -69,7 +81,7 @@ async fn a_pipelined_burst_arrives_whole_and_in_order_with_one_event_per_frame()
         "rules:\n  - name: refuse\n    match: {tool: refused}\n    mode: instead\n    fault: {type: forbidden}\n";
     let requests: Vec<Value> = (1..=300).map(|id| call(id, if id == 150 { "refused" } else { "echo" })).collect();
     let input: String = requests.iter().map(|r| format!("{r}\n")).collect();
-    let (received, records) = relay(tokio::process::Command::new("cat"), rules, input).await;
+    let (received, records) = relay(rules, input).await;
 
     let echoed: Vec<&Value> = received.iter().filter(|v| v.get("method").is_some()).collect();
     let expected: Vec<&Value> = requests.iter().filter(|r| r["params"]["name"] == "echo").collect();
@@ -92,20 +104,20 @@ async fn a_pipelined_burst_arrives_whole_and_in_order_with_one_event_per_frame()
         _ => None,
     });
     // In: 300 client frames + 299 echoed; out: 299 forwarded + 299 relayed back + 1 answer the proxy made + 299
-    // errors for the requests `cat` never answered.
+    // errors for the requests the echo never answered.
     assert_eq!(ledger, Some((599, 898, 1, 300)));
 }
 
 #[tokio::test]
 async fn a_fault_firing_inside_a_burst_of_replies_keeps_its_place() {
-    // The client's own response-shaped lines come back from `cat` as replies, all in one burst; the reply to
+    // The client's own response-shaped lines come back from the echo as replies, all in one burst; the reply to
     // request 7 has a fault armed (`mode: after`).
     let rules = "rules:\n  - name: seven\n    match: {tool: armed}\n    mode: after\n    fault: {type: rate_limit}\n";
     let mut input = format!("{}\n", call(7, "armed"));
     for id in 1..=12 {
         input.push_str(&format!("{}\n", json!({"jsonrpc": "2.0", "id": id, "result": {"n": id}})));
     }
-    let (received, records) = relay(tokio::process::Command::new("cat"), rules, input).await;
+    let (received, records) = relay(rules, input).await;
 
     let replies: Vec<&Value> = received.iter().filter(|v| v.get("method").is_none()).collect();
     let ids: Vec<&Value> = replies.iter().map(|v| &v["id"]).collect();
@@ -125,7 +137,7 @@ async fn a_fault_firing_inside_a_burst_of_replies_keeps_its_place() {
         })
         .collect();
     let position = |s: &str| back.iter().position(|b| b == s).unwrap_or_else(|| panic!("{s} in {back:?}"));
-    // `cat` also echoes the request 7 itself as the first server frame.
+    // The echo also returns the request 7 itself as the first server frame.
     assert!(position("activated 7") > back.iter().rposition(|b| b == "frame 6").unwrap(), "{back:?}");
     assert!(position("activated 7") < back.iter().rposition(|b| b == "frame 7").unwrap(), "{back:?}");
     assert!(back.iter().rposition(|b| b == "frame 7").unwrap() < position("frame 8"), "{back:?}");
@@ -134,10 +146,11 @@ async fn a_fault_firing_inside_a_burst_of_replies_keeps_its_place() {
 #[tokio::test]
 async fn an_over_long_line_from_the_upstream_is_skipped_and_the_relay_goes_on() {
     // The upstream writes a line over a 1 MiB limit, then echoes what it is sent.
-    let mut upstream = tokio::process::Command::new("sh");
-    upstream.args(["-c", "head -c 1100000 /dev/zero | tr '\\0' a; echo; cat"]);
+    let mut long = vec![b'a'; 1_100_000];
+    long.push(b'\n');
+    let upstream = echo(long);
     let request = call(1, "echo");
-    let options = stdio::ProxyOptions { max_frame_bytes: 1 << 20, ..Default::default() };
+    let options = ProxyOptions { max_frame_bytes: 1 << 20, ..Default::default() };
     let (received, records) = relay_with(options, upstream, "rules: []", format!("{request}\n")).await;
     assert_eq!(received[0], request, "the relay went on after the over-long line");
     assert!(

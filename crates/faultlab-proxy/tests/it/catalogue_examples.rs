@@ -71,7 +71,11 @@ async fn through_stdio(url: String, example: &'static str, expected: Effect) -> 
     let rules = rules(example).shared();
     let proxy = tokio::spawn({
         let stop = stop.clone();
-        async move { faultlab_proxy::stdio_http::run(&url, rules, trajectory, input, output, stop).await }
+        async move {
+            let endpoint = faultlab_proxy::upstream::http::Endpoint(faultlab_proxy::remote::Remote::new(&url).unwrap());
+            let options = faultlab_proxy::relay::ProxyOptions::default();
+            faultlab_proxy::front::stdio::run(options, endpoint, rules, trajectory, input, output, stop).await
+        }
     });
     let (from_proxy, mut to_proxy) = tokio::io::split(client);
     let mut lines = BufReader::new(from_proxy).split(b'\n');
@@ -115,15 +119,15 @@ fn id_of(bytes: &[u8]) -> Option<Value> {
 async fn through_http(client: reqwest::Client, url: String, example: &'static str, expected: Effect) -> Effect {
     let front = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = front.local_addr().unwrap();
-    let options = faultlab_proxy::http::HttpProxyOptions {
+    let options = faultlab_proxy::front::http::HttpProxyOptions {
         path: "/mcp".into(),
         allowed_hosts: faultlab_http::guard::AllowedHosts::for_bind(address.ip()),
         limits: Default::default(),
     };
-    let upstream = faultlab_proxy::http::HttpUpstream::url(url.parse().unwrap()).unwrap();
+    let upstream = faultlab_proxy::front::http::Backend::url(url.parse().unwrap()).unwrap();
     let trajectory = Arc::new(Trajectory::new(Recorder::memory()));
     let stop = CancellationToken::new();
-    let proxy = tokio::spawn(faultlab_proxy::http::serve(
+    let proxy = tokio::spawn(faultlab_proxy::front::http::serve(
         front,
         options,
         upstream,

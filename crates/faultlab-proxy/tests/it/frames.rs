@@ -1,11 +1,13 @@
 //! No panic, and nothing lost, whatever crosses the proxy: random and truncated lines go through it in both
-//! directions (`cat` as the upstream echoes what the client sends back as server output; the requests it leaves
-//! unanswered fail with its exit once it ends).
+//! directions (an echo server in process as the upstream sends what the client sends back as server output; the
+//! requests it leaves unanswered fail with its exit once it ends).
 
 use faultlab_engine::Recorder;
+use faultlab_proxy::front::stdio;
+use faultlab_proxy::relay::ProxyOptions;
 use faultlab_proxy::rules::{RuleSet, RulesFile};
-use faultlab_proxy::stdio;
 use faultlab_proxy::trajectory::Trajectory;
+use faultlab_proxy::upstream::in_process::InProcess;
 use proptest::prelude::*;
 use std::sync::Arc;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -23,7 +25,7 @@ fn line() -> impl Strategy<Value = Vec<u8>> {
     ]
 }
 
-/// Runs the lines through `faultlab proxy -- cat` with `rules`; returns what the client read back.
+/// Runs the lines through the proxy in front of an echo server with `rules`; returns what the client read back.
 fn relay(lines: &[Vec<u8>], rules: &str) -> Vec<u8> {
     let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     runtime.block_on(async {
@@ -32,7 +34,11 @@ fn relay(lines: &[Vec<u8>], rules: &str) -> Vec<u8> {
         let (input, output) = tokio::io::split(proxy_side);
         let trajectory = Arc::new(Trajectory::new(Recorder::discard()));
         let run = stdio::run(
-            tokio::process::Command::new("cat"),
+            ProxyOptions::default(),
+            InProcess::spawn(|pipe| async move {
+                let (mut from_proxy, mut to_proxy) = tokio::io::split(pipe);
+                let _ = tokio::io::copy(&mut from_proxy, &mut to_proxy).await;
+            }),
             RuleSet::new(file).shared(),
             trajectory,
             input,
@@ -65,11 +71,11 @@ proptest! {
         }
         let received = relay(&lines, "rules: []");
         prop_assert_eq!(&received[..expected.len().min(received.len())], &expected[..]);
-        // `cat` answers no request: when it exits on the client's EOF, each one it left gets the exit as an error.
+        // The echo answers no request: when it ends on the client's EOF, each one it left gets the exit as an error.
         for extra in received[expected.len()..].split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
             let error: serde_json::Value = serde_json::from_slice(extra).unwrap();
             prop_assert_eq!(&error["id"], &serde_json::json!(5));
-            prop_assert_eq!(&error["error"]["data"]["upstreamExit"]["code"], &serde_json::json!(0));
+            prop_assert_eq!(&error["error"]["data"]["upstreamExit"]["status"], &serde_json::json!("the in-process server ended"));
         }
     }
 

@@ -3,15 +3,22 @@
 //! - `catalogue_examples`: every catalogue example through the stdio and HTTP fronts, the effect checked on the wire.
 //! - `bursts`: frames that arrive together are relayed in order, each rule still applied to its own frame.
 //! - `frames`: property tests; no panic and nothing lost whatever crosses the proxy.
-//! - `outage`: `server_outage` under the paused tokio clock.
+//! - `in_process`: the in-process upstream: the real server and an echo, `server_outage` under the paused clock.
+//! - `catalogue_faults`, `rule_modes`: each fault and each rule mode on the wire, the real server in process.
+//! - `every_front`: the same faults through every front and upstream pair give the same message.
+//! - `harness`: the real server in process and a line client on the proxy's stdio front.
 //! - `remote_tls`: HTTPS upstreams against a local TLS server: trusted CA, untrusted CA, headers, redaction.
 //! - `replay_upstream`: a recording as the upstream: matching, repeats, rules on top, the closest-call error.
 //! - `schema_faults`: `wrong_value` and `contradictory` keep a result valid against the declared output schema.
 
 mod bursts;
 mod catalogue_examples;
+mod catalogue_faults;
+mod every_front;
 mod frames;
-mod outage;
+mod harness;
+mod in_process;
 mod remote_tls;
 mod replay_upstream;
+mod rule_modes;
 mod schema_faults;

@@ -6,11 +6,13 @@
 
 use bytes::Bytes;
 use faultlab_engine::{Event, Recorder};
-use faultlab_proxy::http::{HttpProxyOptions, HttpUpstream};
+use faultlab_proxy::front::http::{Backend, HttpProxyOptions};
+use faultlab_proxy::front::stdio;
+use faultlab_proxy::relay::ProxyOptions;
 use faultlab_proxy::remote::{Remote, RemoteOptions};
 use faultlab_proxy::rules::{RuleSet, RulesFile};
-use faultlab_proxy::stdio_http;
 use faultlab_proxy::trajectory::Trajectory;
+use faultlab_proxy::upstream::http::Endpoint;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
@@ -156,8 +158,7 @@ impl StdioClient {
         let (client, proxy_side) = tokio::io::duplex(1 << 16);
         let (input, output) = tokio::io::split(proxy_side);
         tokio::spawn(async move {
-            let max = faultlab_wire::MAX_LINE_BYTES;
-            stdio_http::run_with(max, &remote, no_rules(), trajectory, input, output, stop).await
+            stdio::run(ProxyOptions::default(), Endpoint(remote), no_rules(), trajectory, input, output, stop).await
         });
         let (reader, writer) = tokio::io::split(client);
         Self { lines: BufReader::new(reader).lines(), writer }
@@ -179,8 +180,8 @@ async fn http_front(remote: Remote, trajectory: Arc<Trajectory>, stop: Cancellat
         allowed_hosts: faultlab_http::guard::AllowedHosts::for_bind(addr.ip()),
         limits: Default::default(),
     };
-    let upstream = HttpUpstream::remote(remote).unwrap();
-    tokio::spawn(faultlab_proxy::http::serve(front, options, upstream, no_rules(), trajectory, stop));
+    let upstream = Backend::remote(remote).unwrap();
+    tokio::spawn(faultlab_proxy::front::http::serve(front, options, upstream, no_rules(), trajectory, stop));
     format!("http://{addr}/mcp")
 }
 

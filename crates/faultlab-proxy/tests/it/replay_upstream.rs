@@ -5,7 +5,9 @@
 use faultlab_engine::Recorder;
 use faultlab_engine::recording::Recording;
 use faultlab_engine::trajectory::Trajectory as Recorded;
+use faultlab_proxy::front::stdio;
 use faultlab_proxy::recording::{self, NOT_RECORDED};
+use faultlab_proxy::relay::ProxyOptions;
 use faultlab_proxy::rules::{RuleSet, RulesFile};
 use faultlab_proxy::trajectory::Trajectory;
 use serde_json::{Value, json};
@@ -51,15 +53,10 @@ async fn requests_are_answered_from_the_recording_with_the_rules_on_top() {
     let recorder = Recorder::memory();
     let trajectory = Arc::new(Trajectory::new(recorder.clone()));
     let stop = CancellationToken::new();
-    let proxy = tokio::spawn(recording::run(
-        recording(),
-        1 << 20,
-        RuleSet::new(rules).shared(),
-        trajectory,
-        input,
-        output,
-        stop,
-    ));
+    let options = ProxyOptions { max_frame_bytes: 1 << 20, ..ProxyOptions::default() };
+    let rules = RuleSet::new(rules).shared();
+    let proxy =
+        tokio::spawn(stdio::run(options, recording::Replay(recording()), rules, trajectory, input, output, stop));
 
     let (read, mut write) = tokio::io::split(client);
     let echo = |id: &str, arguments: &str| {

@@ -8,10 +8,11 @@ use axum::body::Bytes;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use faultlab_engine::{Event, Recorder};
+use faultlab_proxy::front::stdio;
+use faultlab_proxy::relay::{ProxyEnd, ProxyOptions};
 use faultlab_proxy::rules::{RuleSet, RulesFile};
-use faultlab_proxy::stdio::ProxyEnd;
-use faultlab_proxy::stdio_http;
 use faultlab_proxy::trajectory::Trajectory;
+use faultlab_proxy::upstream::http::Endpoint;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
@@ -102,7 +103,19 @@ async fn faults_keep_structured_content_valid_against_the_listed_output_schema()
     let (input, output) = tokio::io::split(proxy_side);
     let proxy = tokio::spawn({
         let url = url.clone();
-        async move { stdio_http::run(&url, rules, trajectory, input, output, CancellationToken::new()).await }
+        async move {
+            let stop = CancellationToken::new();
+            stdio::run(
+                ProxyOptions::default(),
+                Endpoint(faultlab_proxy::remote::Remote::new(&url).unwrap()),
+                rules,
+                trajectory,
+                input,
+                output,
+                stop,
+            )
+            .await
+        }
     });
     let (from_proxy, mut to_proxy) = tokio::io::split(client);
     let mut lines = BufReader::new(from_proxy).lines();
@@ -190,15 +203,15 @@ async fn over_the_http_front_faults_build_on_replies_other_requests_brought() {
     let trajectory = Arc::new(Trajectory::new(recorder.clone()));
     let front = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let front_addr = front.local_addr().unwrap();
-    let options = faultlab_proxy::http::HttpProxyOptions {
+    let options = faultlab_proxy::front::http::HttpProxyOptions {
         path: "/mcp".into(),
         allowed_hosts: faultlab_http::guard::AllowedHosts::for_bind(front_addr.ip()),
         limits: Default::default(),
     };
-    let upstream = faultlab_proxy::http::HttpUpstream::url(upstream_url.parse().unwrap()).unwrap();
+    let upstream = faultlab_proxy::front::http::Backend::url(upstream_url.parse().unwrap()).unwrap();
     let shutdown = CancellationToken::new();
     let proxy =
-        tokio::spawn(faultlab_proxy::http::serve(front, options, upstream, rules, trajectory, shutdown.clone()));
+        tokio::spawn(faultlab_proxy::front::http::serve(front, options, upstream, rules, trajectory, shutdown.clone()));
 
     // Each message is a POST of its own: a request of its own to the front, with an engine of its own.
     let client = faultlab_client::tls::client_builder().build().unwrap();

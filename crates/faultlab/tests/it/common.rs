@@ -89,11 +89,6 @@ impl Client {
         (n > 0).then_some(line)
     }
 
-    /// The next line; EOF fails the test.
-    pub async fn recv_line(&mut self) -> String {
-        self.recv_raw().await.expect("a line, not EOF")
-    }
-
     pub async fn recv(&mut self) -> Value {
         serde_json::from_str(&self.recv_raw().await.expect("a line, not EOF")).unwrap()
     }

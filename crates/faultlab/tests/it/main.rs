@@ -10,7 +10,6 @@ mod eval;
 mod eval_report;
 mod limits;
 mod proxy;
-mod proxy_faults;
 mod proxy_http;
 mod proxy_remote;
 mod proxy_replay;

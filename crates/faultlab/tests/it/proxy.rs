@@ -1,5 +1,6 @@
-//! `faultlab proxy` in front of a real MCP server (`faultlab serve` as the upstream child): transparency without
-//! rules, each rule mode on the wire, the trajectory and its ledger, bad rules.
+//! `faultlab proxy` in front of a real MCP server (`faultlab serve` as the upstream child), through the real
+//! binary: transparency without rules, the trajectory and its ledger, bad rules, signals and orphans. Each rule
+//! mode on the wire is tested in process (`faultlab-proxy/tests/rule_modes.rs`).
 
 use assert_cmd::Command;
 use predicates::str::contains;
@@ -66,56 +67,6 @@ async fn after_mode_timeout_lets_the_upstream_execute_and_swallows_the_reply() {
     assert_eq!(n("consumed"), 1);
 }
 
-#[tokio::test]
-async fn instead_mode_answers_without_the_upstream() {
-    let mut client = Client::proxied(&[
-        "--fault",
-        "{match: {tool: ping}, mode: instead, fault: {type: http_status, status: 429, retry_after_sec: 3}}",
-    ]);
-    client.initialize().await;
-    client.call(1, "ping", json!({})).await;
-    let reply = client.recv().await;
-    assert_eq!(reply["id"], 1);
-    assert_eq!(reply["error"]["data"]["httpStatus"], 429);
-    client.call(2, "delay", json!({"delayMs": 1})).await;
-    assert_eq!(client.recv().await["result"]["isError"], false, "other tools pass through");
-}
-
-#[tokio::test]
-async fn latency_delays_only_the_matching_reply() {
-    let mut client = Client::proxied(&["--fault", "{match: {tool: ping}, fault: {type: latency, delay_ms: 400}}"]);
-    client.initialize().await;
-    client.call(1, "ping", json!({})).await;
-    client.call(2, "delay", json!({"delayMs": 1})).await;
-    assert_eq!(client.recv().await["id"], 2, "the unrelated reply overtakes the delayed one");
-    assert_eq!(client.recv().await["id"], 1);
-}
-
-#[tokio::test]
-async fn wire_faults_from_the_catalogue_apply_to_upstream_replies() {
-    let mut client = Client::proxied(&[
-        "--fault",
-        "{match: {tool: ping}, fault: {type: duplicate}}",
-        "--fault",
-        "{match: {tool: delay}, fault: {type: malformed, variant: invalid-jsonrpc-version}}",
-    ]);
-    client.initialize().await;
-    client.call(1, "ping", json!({})).await;
-    let (a, b) = (client.recv_raw().await.unwrap(), client.recv_raw().await.unwrap());
-    assert_eq!(a, b);
-    client.call(2, "delay", json!({"delayMs": 1})).await;
-    assert_eq!(client.recv().await["jsonrpc"], "1.0");
-}
-
-#[tokio::test]
-async fn a_disconnect_closes_the_client_and_ends_the_upstream() {
-    let mut client = Client::proxied(&["--fault", "{match: {tool: ping}, mode: before, fault: {type: disconnect}}"]);
-    client.initialize().await;
-    client.call(1, "ping", json!({})).await;
-    assert_eq!(client.recv_raw().await, None);
-    assert_eq!(client.finish().await, Some(0));
-}
-
 #[test]
 fn bad_rules_exit_2_naming_file_line_and_key_and_a_missing_upstream_exits_1() {
     let dir = tempfile::tempdir().unwrap();
@@ -136,33 +87,6 @@ fn bad_rules_exit_2_naming_file_line_and_key_and_a_missing_upstream_exits_1() {
         .assert()
         .code(1)
         .stderr(contains("/no/such/server"));
-}
-
-#[tokio::test]
-async fn a_burst_fails_consecutive_calls_then_service_resumes() {
-    let mut client =
-        Client::proxied(&["--fault", "{match: {tool: delay, nth: 1}, fault: {type: burst_failure, count: 2}}"]);
-    client.initialize().await;
-    let mut statuses = Vec::new();
-    for id in 1..=4 {
-        client.call(id, "delay", json!({"delayMs": 1})).await;
-        let reply = client.recv().await;
-        statuses.push(reply["error"]["data"]["httpStatus"].as_u64().unwrap_or(200));
-    }
-    assert_eq!(statuses, [503, 503, 200, 200]);
-}
-
-/// The window's end is tested under the paused clock, in process (`faultlab-proxy/tests/it/outage.rs`); here, the
-/// wire effect through the real binary.
-#[tokio::test]
-async fn an_outage_fails_every_tool() {
-    let rule = "{match: {tool: ping}, mode: instead, fault: {type: server_outage, duration_ms: 60000}}";
-    let mut client = Client::proxied(&["--fault", rule]);
-    client.initialize().await;
-    client.call(1, "ping", json!({})).await;
-    assert_eq!(client.recv().await["error"]["data"]["fault"], "server_outage");
-    client.call(2, "delay", json!({"delayMs": 1})).await;
-    assert_eq!(client.recv().await["error"]["data"]["httpStatus"], 503, "another tool fails too");
 }
 
 /// The process ids of `pid`'s children.
@@ -211,15 +135,4 @@ async fn a_killed_proxy_takes_its_upstream_with_it() {
     let _ = client.child.wait().await;
     // The kernel signals the upstream when the proxy dies (bounded by PATIENCE).
     assert!(exits_within(upstream, PATIENCE).await, "the upstream outlived a SIGKILLed proxy");
-}
-
-#[tokio::test]
-async fn out_of_order_lets_a_later_reply_overtake() {
-    let mut client = Client::proxied(&["--fault", "{match: {tool: delay, nth: 1}, fault: {type: out_of_order}}"]);
-    client.initialize().await;
-    client.call(1, "delay", json!({"delayMs": 1})).await;
-    client.call(2, "delay", json!({"delayMs": 30})).await;
-    let (first, second) = (client.recv().await, client.recv().await);
-    assert_eq!((first["id"].clone(), second["id"].clone()), (json!(2), json!(1)), "the held reply comes second");
-    assert_eq!(second["result"]["isError"], false, "unchanged, only late");
 }

@@ -5,8 +5,9 @@ use crate::common::BIN;
 use crate::common::{Lab, http_client};
 use faultlab_client::{Connection, Era, ErrorKind, Outcome, Target};
 use serde_json::{Value, json};
+use std::path::Path;
 use std::process::Stdio;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::AsyncBufReadExt;
 
 const SETUP: Duration = Duration::from_secs(10);
@@ -325,4 +326,60 @@ async fn headers_query_and_bodies_pass_unchanged_and_host_becomes_the_upstreams(
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["x-upstream-marker"], "kept");
     assert_eq!(response.text().await.unwrap(), answer, "the reply arrives byte for byte");
+}
+
+/// A stdio server that never reads stdin and ignores SIGTERM, with a helper in its group that ignores it too;
+/// it writes both pids to files once they run. Only SIGKILL to the group ends both.
+const STUBBORN_BRIDGED: &str = r#"trap '' TERM; sleep 40 & echo $! > "$0/helper.tmp"; mv "$0/helper.tmp" "$0/helper"; echo $$ > "$0/leader.tmp"; mv "$0/leader.tmp" "$0/leader"; while :; do sleep 0.05; done"#;
+
+/// Whether process `pid` has ended (gone, or a zombie waiting to be reaped by init), polled for up to `patience`:
+/// a SIGKILL takes effect when the kernel next schedules the process.
+async fn ends_within(pid: &str, patience: Duration) -> bool {
+    let ended = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        matches!(stat.rsplit(") ").next().and_then(|rest| rest.chars().next()), None | Some('Z'))
+    };
+    let deadline = Instant::now() + patience;
+    while !ended() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    ended()
+}
+
+/// Reads a pid file the child writes once it runs (renamed into place whole), waiting up to `patience`.
+async fn pid_file(path: &Path, patience: Duration) -> String {
+    let deadline = Instant::now() + patience;
+    loop {
+        if let Ok(pid) = std::fs::read_to_string(path) {
+            return pid.trim().to_owned();
+        }
+        assert!(Instant::now() < deadline, "{} was not written", path.display());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// The HTTP front's bridge to a stdio server, stopped: its child and the helpers in its process group end with
+/// the proxy, in the spec's order, within twice the shutdown grace.
+#[tokio::test]
+async fn sigterm_to_the_http_proxy_stops_a_stubborn_stdio_child_and_its_helper() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().to_str().unwrap();
+    let args =
+        ["proxy", "--listen", "127.0.0.1:0", "--shutdown-grace", "0.2", "--", "sh", "-c", STUBBORN_BRIDGED, folder];
+    let (mut proxy, _url) = start(&args, "faultlab: proxy listening at ").await;
+    let helper = pid_file(&dir.path().join("helper"), Duration::from_secs(20)).await;
+    let leader = pid_file(&dir.path().join("leader"), Duration::from_secs(20)).await;
+
+    let started = Instant::now();
+    let pid = rustix::process::Pid::from_raw(proxy.child.id().unwrap() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let status = tokio::time::timeout(Duration::from_secs(10), proxy.child.wait()).await.expect("exits in time").unwrap();
+    let took = started.elapsed();
+    assert_eq!(status.code(), Some(0));
+    assert!(
+        took < Duration::from_secs(5),
+        "listener grace, then stdin close, 0.2 s, SIGTERM, 0.2 s, SIGKILL: {took:?}"
+    );
+    assert!(ends_within(&leader, Duration::from_secs(2)).await, "the stdio child {leader} is gone");
+    assert!(ends_within(&helper, Duration::from_secs(2)).await, "the helper {helper} in its process group is gone");
 }

@@ -11,22 +11,20 @@
 
 use crate::trajectory::Trajectory;
 use axum::response::{IntoResponse, Response};
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use faultlab_engine::recorder::{Direction, FrameAction};
 use faultlab_http::rpc_error;
+use faultlab_wire::child::{ChildCommand, ChildProcess, LineWriter, Spawned, Stdin};
 use faultlab_wire::line::Line;
-use faultlab_wire::{Frame, Kind, LineCodec, MAX_LINE_BYTES, MessageId};
+use faultlab_wire::{Frame, Kind, MAX_LINE_BYTES, MessageId};
 use futures::StreamExt;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::Command;
 use tokio::sync::oneshot;
-use tokio_util::codec::FramedRead;
 
 /// Default time the child has to answer a request (60 s).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
@@ -102,30 +100,22 @@ fn with_id(frame: &Frame, id: &MessageId) -> Frame {
 }
 
 pub struct Bridge {
-    stdin: tokio::sync::Mutex<ChildStdin>,
+    /// `None` once [`Bridge::stop`] has closed it.
+    stdin: tokio::sync::Mutex<Option<LineWriter>>,
     waiting: Waiting,
     request_timeout: Duration,
-    /// Kept so the child lives as long as the bridge (and is killed with it).
-    _child: Child,
+    /// The child, until [`Bridge::stop`] ends it (dropped without a stop, its process group is killed).
+    process: tokio::sync::Mutex<Option<ChildProcess>>,
 }
 
 impl Bridge {
-    /// Starts the child; the kernel ends it if the proxy dies. A request unanswered after `request_timeout` gets
-    /// an error.
-    pub fn spawn(
-        mut command: Command,
-        trajectory: Arc<Trajectory>,
-        request_timeout: Duration,
-    ) -> std::io::Result<Self> {
-        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::inherit()).kill_on_drop(true);
-        crate::stdio::die_with_parent(&mut command);
-        let mut child = command.spawn()?;
-        let stdin = child.stdin.take().ok_or_else(|| std::io::Error::other("the upstream has no stdin"))?;
-        let stdout = child.stdout.take().ok_or_else(|| std::io::Error::other("the upstream has no stdout"))?;
+    /// Starts the child in its own process group; the kernel ends it if the proxy dies. A request unanswered
+    /// after `request_timeout` gets an error.
+    pub fn spawn(command: Command, trajectory: Arc<Trajectory>, request_timeout: Duration) -> std::io::Result<Self> {
+        let Spawned { process, stdin, stdout: mut lines } = ChildCommand::new(command).spawn(MAX_LINE_BYTES)?;
         let waiting: Waiting = Arc::default();
         let routes = waiting.clone();
         tokio::spawn(async move {
-            let mut lines = FramedRead::new(stdout, LineCodec::new(MAX_LINE_BYTES));
             while let Some(Ok(Line::Bytes(bytes))) = lines.next().await {
                 let frame = Frame::parse(bytes);
                 let waiter = if frame.is_reply() { lock(&routes).take_for(&frame) } else { None };
@@ -153,7 +143,21 @@ impl Bridge {
             // The child is gone: nobody waiting will get a reply; dropping the senders says so.
             lock(&routes).waiting.clear();
         });
-        Ok(Self { stdin: tokio::sync::Mutex::new(stdin), waiting, request_timeout, _child: child })
+        Ok(Self {
+            stdin: tokio::sync::Mutex::new(Some(stdin)),
+            waiting,
+            request_timeout,
+            process: tokio::sync::Mutex::new(Some(process)),
+        })
+    }
+
+    /// Stops the child in the spec's order (close its stdin, `grace`, SIGTERM to its group, `grace`, SIGKILL);
+    /// requests still waiting then get their error. Later calls do nothing.
+    pub async fn stop(&self, grace: Duration) {
+        let stdin = self.stdin.lock().await.take();
+        if let Some(mut process) = self.process.lock().await.take() {
+            process.stop(Stdin::Close(stdin), grace, |_| {}).await;
+        }
     }
 
     /// Sends one POSTed message to the child and answers the POST with its reply.
@@ -228,11 +232,10 @@ impl Bridge {
 
     /// Writes one line to the child; false when it is gone.
     async fn write(&self, message: &Bytes) -> bool {
-        let mut line = BytesMut::with_capacity(message.len() + 1);
-        line.extend_from_slice(message);
-        line.extend_from_slice(b"\n");
-        let mut stdin = self.stdin.lock().await;
-        stdin.write_all(&line).await.is_ok() && stdin.flush().await.is_ok()
+        match self.stdin.lock().await.as_mut() {
+            Some(stdin) => stdin.send(message).await.is_ok(),
+            None => false,
+        }
     }
 }
 

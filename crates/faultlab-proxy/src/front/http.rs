@@ -58,13 +58,13 @@ pub struct HttpProxyOptions {
     pub limits: Limits,
 }
 
-/// Where the HTTP front sends what it does not answer itself.
-pub enum HttpUpstream {
+/// Where the HTTP front sends what it does not answer itself (its upstream).
+pub enum Backend {
     /// Another Streamable HTTP server.
     /// (Boxed: it is the larger variant by far, and the front holds one upstream for its whole life.)
     Url { url: reqwest::Url, target: Box<UrlTarget> },
     /// A stdio server child, bridged: one line per POST, its reply as the POST's answer.
-    Child(crate::http_stdio::Bridge),
+    Child(Arc<crate::upstream::bridge::Bridge>),
     /// A recording (`--replay`): each POSTed request answered with the recorded reply to the same call.
     Recording(crate::recording::Replayer),
 }
@@ -79,7 +79,7 @@ pub struct UrlTarget {
     remote: Remote,
 }
 
-impl HttpUpstream {
+impl Backend {
     /// A plain or https:// upstream at `url`, with no headers of the user's own and the system's roots.
     pub fn url(url: reqwest::Url) -> std::io::Result<Self> {
         Self::remote(Remote::new(url.as_str()).map_err(std::io::Error::other)?)
@@ -114,7 +114,7 @@ struct Proxy {
     options: HttpProxyOptions,
     rules: SharedRules,
     trajectory: Arc<Trajectory>,
-    upstream: HttpUpstream,
+    upstream: Backend,
     start: Instant,
     shutdown: CancellationToken,
 }
@@ -123,7 +123,7 @@ struct Proxy {
 pub async fn serve(
     listener: TcpListener,
     options: HttpProxyOptions,
-    upstream: HttpUpstream,
+    upstream: Backend,
     rules: SharedRules,
     trajectory: Arc<Trajectory>,
     shutdown: CancellationToken,
@@ -152,9 +152,9 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     if let Some(refused) = faultlab_http::check_request(&request, &proxy.options.path, &proxy.options.allowed_hosts) {
         return refused;
     }
-    if matches!(proxy.upstream, HttpUpstream::Child(_) | HttpUpstream::Recording(_))
+    if matches!(proxy.upstream, Backend::Child(_) | Backend::Recording(_))
         && request.method() == http::Method::POST
-        && let Some(refused) = crate::http_stdio::check_media_types(request.headers())
+        && let Some(refused) = crate::upstream::bridge::check_media_types(request.headers())
     {
         return refused;
     }
@@ -231,9 +231,9 @@ fn aborted() -> Response {
 /// Sends the request upstream and streams the answer back as it arrives.
 async fn forward(proxy: &Proxy, parts: &http::request::Parts, bytes: Bytes, frame: Option<&Frame>) -> Response {
     let (url, target) = match &proxy.upstream {
-        HttpUpstream::Url { url, target } => (url, target),
-        HttpUpstream::Child(bridge) => return bridge.forward(parts.method.clone(), frame).await,
-        HttpUpstream::Recording(replayer) => return replayer.respond(&parts.method, frame),
+        Backend::Url { url, target } => (url, target),
+        Backend::Child(bridge) => return bridge.forward(parts.method.clone(), frame).await,
+        Backend::Recording(replayer) => return replayer.respond(&parts.method, frame),
     };
     // The client's query string goes along (the path is the upstream's own).
     let uri = match parts.uri.query() {
