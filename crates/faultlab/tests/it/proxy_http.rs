@@ -373,7 +373,8 @@ async fn sigterm_to_the_http_proxy_stops_a_stubborn_stdio_child_and_its_helper()
     let started = Instant::now();
     let pid = rustix::process::Pid::from_raw(proxy.child.id().unwrap() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
-    let status = tokio::time::timeout(Duration::from_secs(10), proxy.child.wait()).await.expect("exits in time").unwrap();
+    let status =
+        tokio::time::timeout(Duration::from_secs(10), proxy.child.wait()).await.expect("exits in time").unwrap();
     let took = started.elapsed();
     assert_eq!(status.code(), Some(0));
     assert!(
