@@ -11,7 +11,7 @@
 #
 # Environment:
 #   CONFORMANCE_CLIENT_BIN  client binary to test, taken as is; when unset, the script runs
-#                           `cargo build -p faultlab-client --example conformance_client` and uses what it built
+#                           `cargo build --workspace --example conformance_client` and uses what it built
 #   CLIENT_TIMEOUT          milliseconds the suite allows the client per scenario (default 30000)
 #   SCENARIO_TIMEOUT        seconds allowed per scenario, suite included (default 120)
 #
@@ -70,8 +70,10 @@ if [[ -n "${CONFORMANCE_CLIENT_BIN:-}" ]]; then
 else
     # Default: the example's debug build, brought up to date (a no-op when fresh). Cargo names the executable it
     # built (wherever the target directory is) in its JSON messages.
-    log "building the client (cargo build -p faultlab-client --example conformance_client)"
-    cargo build -p faultlab-client --example conformance_client --message-format=json-render-diagnostics \
+    # --workspace: the features the whole workspace resolves, as the test build has them (with -p faultlab-client
+    # alone, cargo would resolve fewer features and build every dependency again).
+    log "building the client (cargo build --workspace --example conformance_client)"
+    cargo build --workspace --example conformance_client --message-format=json-render-diagnostics \
         </dev/null >"$RUN_DIR/cargo-build.json"
     CLIENT_BIN="$("$NODE_BIN" -e '
         const lines = require("fs").readFileSync(process.argv[1], "utf8").split("\n");

@@ -45,9 +45,9 @@ target="${CARGO_TARGET_DIR:-target}"
 if [[ -n "${FAULTLAB_BIN:-}" ]]; then
   bin="$FAULTLAB_BIN"
   [[ -x "$bin" ]] || die "FAULTLAB_BIN=$bin is not an executable file"
-  cargo build -q -p faultlab --example interop_rmcp </dev/null
+  cargo build -q --workspace --example interop_rmcp </dev/null
 else
-  cargo build -q -p faultlab --bin faultlab --example interop_rmcp </dev/null
+  cargo build -q --workspace --bin faultlab --example interop_rmcp </dev/null
   bin="$target/debug/faultlab"
 fi
 bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"

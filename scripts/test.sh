@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Runs every test of the project in numbered stages, one line each, then a summary; each stage's whole output is in
 # .cache/test-logs/<stage>.log (printed in full only when the stage fails):
-#   fmt, clippy    formatting and lints (rustfmt, clippy with warnings as errors);
-#   build          every Rust target (tests, examples, benches) in one cargo run;
+#   fmt            formatting (rustfmt);
+#   build          every Rust target (tests, examples, benches) in one cargo run, linted by clippy as it is
+#                  compiled (clippy-driver as the workspace's rustc wrapper, warnings as errors): what
+#                  `cargo clippy --workspace --all-targets -- -D warnings` reports, without a second pass over
+#                  every dependency;
 #   rust           the Rust test suite of the whole workspace;
 #   deps           the pinned Node and Python test dependencies and Chromium (scripts/test-deps.sh, started in the
 #                  background at the beginning so downloads overlap the build);
@@ -35,7 +38,7 @@ SCRIPTS=(interop-matrix eval-oracle conformance-proxy conformance conformance-cl
 # Runs alone: its three SDK clients already run at once, and its table records whether a client noticed a fault
 # within 1 s, which a second stage's load could change.
 ALONE=" interop-matrix "
-TOTAL=$((5 + ${#SCRIPTS[@]}))
+TOTAL=$((4 + ${#SCRIPTS[@]}))
 STARTED=$SECONDS
 stages_passed=0
 stages_failed=0
@@ -94,15 +97,20 @@ stage() {
 deps_pid=$!
 
 stage 1 fmt cargo fmt --all -- --check
-stage 2 clippy cargo clippy --workspace --all-targets --locked -- -D warnings
+# Every later cargo run (the scripts' too) sees the same wrapper, so nothing is built twice. `cargo clippy` passes
+# its lint flags to clippy-driver the same way (CLIPPY_ARGS, separated by __CLIPPY_HACKERY__).
+clippy_driver="$(command -v clippy-driver || true)"
+[[ -n "$clippy_driver" ]] || { echo "test.sh: clippy-driver not found (rustup component add clippy)" >&2; exit 2; }
+export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 build_rc=0
-stage 3 build cargo test --workspace --all-targets --locked --no-run || build_rc=$?
+stage 2 build cargo test --workspace --all-targets --locked --no-run || build_rc=$?
 if [[ "$build_rc" == 0 ]]; then
-    stage 4 rust cargo test --workspace --locked --no-fail-fast
+    stage 3 rust cargo test --workspace --locked --no-fail-fast
 fi
 wait "$deps_pid"
 read -r deps_rc deps_seconds <"$LOGS/deps.status" || { deps_rc=1 deps_seconds=0; }
-report 5 deps "$deps_rc" "$deps_seconds"
+report 4 deps "$deps_rc" "$deps_seconds"
 
 if [[ "$build_rc" != 0 ]]; then
     echo "the build failed: the Rust tests and the ${#SCRIPTS[@]} script stages did not run"
@@ -113,7 +121,7 @@ else
     next=0
     while (( next < ${#SCRIPTS[@]} || ${#pid_of_number[@]} > 0 )); do
         while (( next < ${#SCRIPTS[@]} && ${#pid_of_number[@]} < JOBS )); do
-            number=$((6 + next))
+            number=$((5 + next))
             name="${SCRIPTS[$next]}"
             if [[ "$ALONE" == *" $name "* && ${#pid_of_number[@]} -gt 0 ]] || [[ -n "${alone_running:-}" ]]; then
                 break
