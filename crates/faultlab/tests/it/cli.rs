@@ -226,3 +226,28 @@ async fn http_prints_its_address_serves_and_exits_0_on_sigterm() {
     let status = tokio::time::timeout(PATIENCE, lab.child.wait()).await.unwrap().unwrap();
     assert_eq!(status.code(), Some(0));
 }
+
+/// Every subcommand's `--help` as users read it: a change to a flag, its default or its wording shows in review.
+#[test]
+fn every_subcommands_help_is_as_recorded() {
+    let top = faultlab().arg("--help").output().unwrap();
+    assert!(top.status.success());
+    let top = String::from_utf8(top.stdout).unwrap();
+    insta::assert_snapshot!("help", top);
+    // The subcommands are the indented words of the `Commands:` section (`help` itself aside).
+    let commands: Vec<&str> = top
+        .split("Commands:")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .unwrap()
+        .lines()
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .collect();
+    assert!(commands.len() >= 9, "{commands:?}");
+    for command in commands {
+        let help = faultlab().args([command, "--help"]).output().unwrap();
+        assert!(help.status.success(), "{command} --help");
+        insta::assert_snapshot!(format!("help_{command}"), String::from_utf8(help.stdout).unwrap());
+    }
+}
