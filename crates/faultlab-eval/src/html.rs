@@ -33,17 +33,8 @@ const MAX_TEXT: usize = 2000;
 /// Columns of the call-density strip drawn over an elided timeline: bounded, whatever the number of calls.
 const BUCKETS: usize = 60;
 
-const CSS: &str = r#":root {
-  --ink: #1d232b; --muted: #5c6672; --line: #dde2e8; --paper: #ffffff; --wash: #f5f7fa;
-  --error: #c62828; --error-bg: #fdecea; --warning: #b26a00; --warning-bg: #fff4de;
-  --hint: #1f5fbf; --hint-bg: #e8f0fd; --ok: #2e7d32; --ok-bg: #e6f4ea; --lost: #546e7a; --lost-bg: #eceff1;
-}
-* { box-sizing: border-box; }
-body { margin: 0; font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "DejaVu Sans", sans-serif;
-  color: var(--ink); background: var(--wash); }
-header, main, footer { max-width: 1180px; margin: 0 auto; padding: 0 24px; }
-header { padding-top: 24px; padding-bottom: 12px; }
-h1 { font-size: 26px; margin: 0 0 4px; }
+/// On top of the base stylesheet the diagnose report shares (`faultlab_diagnose::render::html::BASE_CSS`).
+const CSS: &str = r#"header { padding-bottom: 12px; }
 .headline { margin: 0; font-size: 19px; font-weight: 700; }
 .meta, .muted { color: var(--muted); }
 .meta { margin: 2px 0; }
@@ -51,9 +42,9 @@ h1 { font-size: 26px; margin: 0 0 4px; }
   margin-bottom: 24px; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(340px, 1fr)); gap: 0 24px; }
 h2 { font-size: 20px; margin: 12px 0 8px; }
-h3 { font-size: 15px; text-transform: uppercase; letter-spacing: .05em; color: var(--muted); margin: 18px 0 6px; }
+h3 { margin: 18px 0 6px; }
 h4 { font-size: 14px; margin: 0 0 4px; }
-code, .fn, .args { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 13px; }
+.fn, .args { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 13px; }
 .args { overflow-wrap: anywhere; }
 .fn { font-weight: 700; }
 .note { border-left: 6px solid var(--warning); background: var(--warning-bg); border-radius: 4px; padding: 8px 12px;
@@ -156,9 +147,10 @@ pub fn render(report: &Report) -> String {
         out,
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>faultlab eval — {h}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n<header>\n\
+         <title>faultlab eval — {h}</title>\n<style>\n{BASE}{CSS}</style>\n</head>\n<body>\n<header>\n\
          <h1>Agent eval</h1>\n<p class=\"headline\">{h}</p>\n",
-        h = esc(&headline)
+        h = esc(&headline),
+        BASE = faultlab_diagnose::render::html::BASE_CSS
     );
     if runs > 0 {
         out.push_str(&bar(&s.overall));

@@ -13,6 +13,8 @@ use crate::model::{Call, Entry, Role, Trace, Unit};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
+/// What the diagnose and eval HTML reports share: palette, page frame, headings, type.
+pub const BASE_CSS: &str = include_str!("base.css");
 const CSS: &str = include_str!("report.css");
 const JS: &str = include_str!("report.js");
 /// Characters of a message shown before it is cut (tool results can be megabytes).
@@ -25,7 +27,7 @@ pub fn render(diagnoses: &[Diagnosis]) -> String {
         out,
         "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
          <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>faultlab diagnose — {}</title>\n<style>\n{CSS}</style>\n</head>\n<body>\n<header>\n\
+         <title>faultlab diagnose — {}</title>\n<style>\n{BASE_CSS}{CSS}</style>\n</head>\n<body>\n<header>\n\
          <h1>Trace clinic</h1>\n<p class=\"headline\">{}</p>\n</header>\n<main>\n",
         esc(&title),
         esc(&title)
