@@ -253,3 +253,21 @@ impl Lab {
         start.elapsed()
     }
 }
+
+/// A pidfd for `pid`: it turns readable when that process exits, whoever its parent is.
+pub fn pidfd(pid: i32) -> std::os::fd::OwnedFd {
+    let pid = rustix::process::Pid::from_raw(pid).expect("a process id");
+    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).expect("pidfd_open")
+}
+
+/// Whether the process behind `fd` (see [`pidfd`]) exits within `patience`: one poll on the pidfd, on a blocking
+/// thread, woken by the exit.
+pub async fn exits_within(fd: std::os::fd::OwnedFd, patience: Duration) -> bool {
+    tokio::task::spawn_blocking(move || {
+        use rustix::event::{PollFd, PollFlags, Timespec, poll};
+        let timeout = Timespec::try_from(patience).expect("a patience in range");
+        poll(&mut [PollFd::new(&fd, PollFlags::IN)], Some(&timeout)).expect("poll pidfd") == 1
+    })
+    .await
+    .unwrap()
+}

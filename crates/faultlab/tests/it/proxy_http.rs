@@ -1,14 +1,13 @@
 //! `faultlab proxy --listen ... --upstream URL`: the HTTP front in front of `faultlab serve --transport http`,
 //! driven by the reference client in both eras.
 
-use crate::common::BIN;
-use crate::common::{Lab, http_client};
+use crate::common::{BIN, Lab, exits_within, http_client, pidfd};
 use faultlab_client::{Connection, Era, ErrorKind, Outcome, Target};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
-use tokio::io::AsyncBufReadExt;
+use tokio::io::{AsyncBufReadExt, BufReader};
 
 const SETUP: Duration = Duration::from_secs(10);
 const DEADLINE: Duration = Duration::from_secs(5);
@@ -329,33 +328,23 @@ async fn headers_query_and_bodies_pass_unchanged_and_host_becomes_the_upstreams(
 }
 
 /// A stdio server that never reads stdin and ignores SIGTERM, with a helper in its group that ignores it too;
-/// it writes both pids to files once they run. Only SIGKILL to the group ends both.
-const STUBBORN_BRIDGED: &str = r#"trap '' TERM; sleep 40 & echo $! > "$0/helper.tmp"; mv "$0/helper.tmp" "$0/helper"; echo $$ > "$0/leader.tmp"; mv "$0/leader.tmp" "$0/leader"; while :; do sleep 0.05; done"#;
+/// it writes both pids to named pipes once they run. Only SIGKILL to the group ends both.
+const STUBBORN_BRIDGED: &str =
+    r#"trap '' TERM; sleep 40 & echo $! > "$0/helper"; echo $$ > "$0/leader"; while :; do sleep 0.05; done"#;
 
-/// Whether process `pid` has ended (gone, or a zombie waiting to be reaped by init), polled for up to `patience`:
-/// a SIGKILL takes effect when the kernel next schedules the process.
-async fn ends_within(pid: &str, patience: Duration) -> bool {
-    let ended = || {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
-        matches!(stat.rsplit(") ").next().and_then(|rest| rest.chars().next()), None | Some('Z'))
-    };
-    let deadline = Instant::now() + patience;
-    while !ended() && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    ended()
+/// A named pipe at `path` for a child to announce a pid on. Opened read-write, so that reading it waits for the
+/// child's line instead of seeing EOF before the child has opened it.
+fn announcement(path: &Path) -> BufReader<tokio::net::unix::pipe::Receiver> {
+    use rustix::fs::{CWD, FileType, Mode, mknodat};
+    mknodat(CWD, path, FileType::Fifo, Mode::RUSR | Mode::WUSR, 0).expect("mkfifo");
+    BufReader::new(tokio::net::unix::pipe::OpenOptions::new().read_write(true).open_receiver(path).unwrap())
 }
 
-/// Reads a pid file the child writes once it runs (renamed into place whole), waiting up to `patience`.
-async fn pid_file(path: &Path, patience: Duration) -> String {
-    let deadline = Instant::now() + patience;
-    loop {
-        if let Ok(pid) = std::fs::read_to_string(path) {
-            return pid.trim().to_owned();
-        }
-        assert!(Instant::now() < deadline, "{} was not written", path.display());
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+/// The pid a child announces on its named pipe (see [`announcement`]).
+async fn announced(pipe: &mut BufReader<tokio::net::unix::pipe::Receiver>) -> i32 {
+    let mut line = String::new();
+    tokio::time::timeout(Duration::from_secs(20), pipe.read_line(&mut line)).await.expect("a pid in time").unwrap();
+    line.trim().parse().expect("a pid")
 }
 
 /// The HTTP front's bridge to a stdio server, stopped: its child and the helpers in its process group end with
@@ -366,9 +355,13 @@ async fn sigterm_to_the_http_proxy_stops_a_stubborn_stdio_child_and_its_helper()
     let folder = dir.path().to_str().unwrap();
     let args =
         ["proxy", "--listen", "127.0.0.1:0", "--shutdown-grace", "0.2", "--", "sh", "-c", STUBBORN_BRIDGED, folder];
+    let (mut helper_pipe, mut leader_pipe) =
+        (announcement(&dir.path().join("helper")), announcement(&dir.path().join("leader")));
     let (mut proxy, _url) = start(&args, "faultlab: proxy listening at ").await;
-    let helper = pid_file(&dir.path().join("helper"), Duration::from_secs(20)).await;
-    let leader = pid_file(&dir.path().join("leader"), Duration::from_secs(20)).await;
+    let helper = announced(&mut helper_pipe).await;
+    let leader = announced(&mut leader_pipe).await;
+    // Opened while both run, so each wait below is for these very processes.
+    let (helper_fd, leader_fd) = (pidfd(helper), pidfd(leader));
 
     let started = Instant::now();
     let pid = rustix::process::Pid::from_raw(proxy.child.id().unwrap() as i32).unwrap();
@@ -381,6 +374,7 @@ async fn sigterm_to_the_http_proxy_stops_a_stubborn_stdio_child_and_its_helper()
         took < Duration::from_secs(5),
         "listener grace, then stdin close, 0.2 s, SIGTERM, 0.2 s, SIGKILL: {took:?}"
     );
-    assert!(ends_within(&leader, Duration::from_secs(2)).await, "the stdio child {leader} is gone");
-    assert!(ends_within(&helper, Duration::from_secs(2)).await, "the helper {helper} in its process group is gone");
+    // A SIGKILL takes effect when the kernel next schedules the process: waited for, bounded by 2 s.
+    assert!(exits_within(leader_fd, Duration::from_secs(2)).await, "the stdio child {leader} is gone");
+    assert!(exits_within(helper_fd, Duration::from_secs(2)).await, "the helper {helper} in its process group is gone");
 }

@@ -2,7 +2,7 @@
 //! ignores it, SIGTERM with requests open), upstream death, frames over the size limit. Every request with an id
 //! is answered or the connection ends cleanly.
 
-use crate::common::Lab;
+use crate::common::{Lab, pidfd};
 use rustix::fd::OwnedFd;
 use serde_json::{Value, json};
 use std::path::Path;
@@ -17,11 +17,6 @@ fn trajectory(path: &Path) -> Vec<Value> {
 
 fn events<'a>(all: &'a [Value], name: &str) -> Vec<&'a Value> {
     all.iter().filter(|e| e["event"] == name).collect()
-}
-
-fn pidfd(pid: i32) -> OwnedFd {
-    let pid = rustix::process::Pid::from_raw(pid).expect("a process id");
-    rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).expect("pidfd_open")
 }
 
 /// Whether the process behind `fd` has exited (a pidfd is readable once it has).
