@@ -75,7 +75,8 @@ pub enum ProxyError {
 
 /// What the relay of one connection shares: the engine, the trajectory, and which rule armed which fault.
 pub struct Relay {
-    pub(crate) engine: Engine,
+    /// The proxy's own; for `faultlab serve`, the one the server's tools arm their faults on.
+    pub(crate) engine: Arc<Engine>,
     pub(crate) trajectory: Arc<Trajectory>,
     /// Which rule armed a fault on which request id (to name it when the reply passes).
     pub(crate) armed_by: Mutex<HashMap<MessageId, String>>,
@@ -85,12 +86,11 @@ pub struct Relay {
 
 impl Relay {
     pub(crate) fn new(trajectory: Arc<Trajectory>) -> Arc<Self> {
-        Arc::new(Self {
-            engine: Engine::new(trajectory.recorder().clone()),
-            trajectory,
-            armed_by: Mutex::default(),
-            start: Instant::now(),
-        })
+        Self::with_engine(Arc::new(Engine::new(trajectory.recorder().clone())), trajectory)
+    }
+
+    pub(crate) fn with_engine(engine: Arc<Engine>, trajectory: Arc<Trajectory>) -> Arc<Self> {
+        Arc::new(Self { engine, trajectory, armed_by: Mutex::default(), start: Instant::now() })
     }
 
     /// Answers each request in `ids` with a JSON-RPC error the proxy writes itself (the upstream can no longer
@@ -236,7 +236,7 @@ pub(crate) async fn pump_client<R, U>(
                 fired = upstream.down();
             }
             if fired.is_none() && restart.is_none() {
-                relay.engine.inbound(&frame);
+                engine_sees(&relay, &outlet, &frame);
                 plain.push(frame);
                 continue;
             }
@@ -256,6 +256,16 @@ pub(crate) async fn pump_client<R, U>(
     upstream.client_left().await;
 }
 
+/// Shows a client frame to the engine, and writes what it answers at once: a cancel of a request armed with
+/// `late_response` releases the late result.
+fn engine_sees(relay: &Relay, outlet: &Outlet, frame: &Frame) {
+    if let Some((_, actions)) = relay.engine.inbound(frame) {
+        let sent = frames_written(&actions);
+        relay.trajectory.injected(sent);
+        outlet.send(actions.iter().flat_map(render::line).collect());
+    }
+}
+
 /// Sends client frames no rule fired on, together, and records them with one write.
 async fn forward_plain<U: Upstream>(relay: &Relay, upstream: &U, frames: &mut Vec<Frame>) {
     if frames.is_empty() {
@@ -273,7 +283,7 @@ async fn from_client<U: Upstream>(
     frame: Frame,
     fired: Option<Fired>,
 ) {
-    relay.engine.inbound(&frame);
+    engine_sees(relay, outlet, &frame);
     let t = &relay.trajectory;
     let Some(fired) = fired else {
         let out = u64::from(upstream.send(&frame).await);

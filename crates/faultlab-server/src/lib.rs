@@ -3,8 +3,8 @@
 //! Read in this order:
 //! - [`tools`]: the fault tools. Each handler either misbehaves itself (sleeps, hangs, pings the client) or arms a
 //!   catalogue fault on its own response through its connection's [`Scope`].
-//! - [`stdio`]: rmcp runs over an in-memory pipe; the stdio wire layer sits between that pipe and the real
-//!   stdin/stdout, showing every line to the fault engine.
+//! - [`stdio`]: rmcp's side of the stdio wire: the server runs in process behind the lab's stdio front and relay
+//!   (`faultlab_proxy::front::stdio::serve_in_process`), which show every line to the fault engine.
 //! - [`http`]: the Streamable HTTP front: validation (path, Host, Origin, body size), routing between the
 //!   stateless service (2026-07-28 and sessionless legacy requests) and legacy sessions, the session registry
 //!   (cap, idle reclaim, loss), and the response-body middleware that applies faults to JSON bodies and SSE events.
@@ -19,6 +19,8 @@ pub mod stdio;
 pub mod tools;
 pub mod workspace;
 
+/// What `stdio::serve_lines` serves: any rmcp server (the binary names it without depending on rmcp).
+pub use rmcp::ServerHandler;
 pub use scope::{Scope, TransportKind};
 pub use tools::FaultServer;
 

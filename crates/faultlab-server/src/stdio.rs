@@ -1,29 +1,30 @@
-//! The stdio wire layer.
+//! The rmcp server's side of the stdio wire: what `faultlab serve` puts behind the lab's stdio front.
 //!
 //! ```text
-//!  client ──stdin──▶ [inbound pump] ──pipe──▶ rmcp server
-//!  client ◀─stdout── [writer] ◀─ outlet ◀─ [outbound pump] ◀──pipe── rmcp server
+//!  client ─stdin─▶ [stdio front + relay: engine] ─pipe─▶ [inbound guard] ─pipe─▶ rmcp server
+//!  client ◀─stdout─ [writer ◀ outlet ◀ engine]  ◀─pipe─ [outbound guard] ◀─pipe─ rmcp server
 //! ```
 //!
-//! rmcp speaks to an in-memory pipe. The pumps split both directions into lines and show each to the connection's
-//! fault engine; lines pass on byte for byte unless a fault fired. The writer is the only task that touches stdout,
-//! so a fault's frames are never interleaved with others.
+//! The stdio front and the relay (`faultlab_proxy::front::stdio::serve_in_process`) own the client's pipes, the
+//! fault engine the tools arm, the frame-size limit and the single writer. This module is what sits between
+//! them and rmcp: it answers itself what rmcp would drop or answer without an id (a second `initialize`, a request
+//! with an id that is not valid JSON-RPC), and cuts long strings in error replies (rmcp echoes input).
 
-use faultlab_engine::outlet::{self, Outlet, WriterEnd};
+use bytes::Bytes;
+use faultlab_engine::Recorder;
 use faultlab_engine::recorder::{Direction, Event};
-use faultlab_engine::{Engine, WireAction, render};
 use faultlab_wire::frame::Kind;
 use faultlab_wire::line::Line;
 use faultlab_wire::{Frame, LineCodec, MessageId};
 use futures::StreamExt;
 use rmcp::{ServerHandler, ServiceExt};
 use serde_json::{Value, json};
-use std::sync::Arc;
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, DuplexStream};
 use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
+use tokio_util::task::AbortOnDropHandle;
 
-/// Size of the in-memory pipe between the wire layer and rmcp, in bytes.
+/// Size of the in-memory pipe between this layer and rmcp, in bytes.
 const PIPE_BYTES: usize = 256 * 1024;
 /// The most of one string an error reply quotes back (of the client's input, which rmcp's errors echo), in bytes:
 /// an oversized argument must not come back doubled by escaping.
@@ -36,144 +37,117 @@ const INTERNAL_ERROR: i64 = -32603;
 /// an escaped input grows a control byte 6-fold (`\u0001`).
 const ESCAPE_GROWTH: usize = 6;
 
-/// How a stdio connection ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StdioEnd {
-    /// The client closed stdin (or the server finished).
-    ClientClosed,
-    /// A `disconnect` fault closed the connection.
-    Disconnected,
-}
-
-/// Serves one MCP connection over `input`/`output` (the process's stdin/stdout, or pipes in tests) until the
-/// client closes its side or a fault closes the connection.
-pub async fn serve<S, R, W>(
-    service: S,
-    engine: Arc<Engine>,
-    input: R,
-    output: W,
-    max_line_bytes: usize,
-) -> std::io::Result<StdioEnd>
-where
-    S: ServerHandler,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+/// Runs `service` on rmcp, speaking lines on `pipe` (the in-process upstream's end) until the relay closes it.
+/// `recorder` gets a `dropped` event for a reply too long even to cut; the relay enforces `max_line_bytes` on
+/// what this writes.
+pub async fn serve_lines<S: ServerHandler>(service: S, pipe: DuplexStream, recorder: Recorder, max_line_bytes: usize) {
     let (server_io, wire_io) = tokio::io::duplex(PIPE_BYTES);
-    let server = tokio::spawn(async move {
+    // Aborted when this ends or is dropped (the relay drops it when the client's connection ends).
+    let _server = AbortOnDropHandle::new(tokio::spawn(async move {
         // An error here means the client never completed a lifecycle message (e.g. it closed at once).
         if let Ok(running) = service.serve(server_io).await {
             let _ = running.waiting().await;
         }
-    });
+    }));
     let (from_server, to_server) = tokio::io::split(wire_io);
-    let (outlet, queue) = Outlet::new();
-    let (end_tx, end_rx) = mpsc::unbounded_channel::<()>();
-
-    let inbound = tokio::spawn(pump_inbound(input, to_server, engine.clone(), outlet.clone(), max_line_bytes));
-    let outbound = tokio::spawn(pump_outbound(from_server, engine.clone(), outlet, end_tx, max_line_bytes));
-    let end = outlet::write_stream(output, queue, end_rx, engine.recorder(), |_| {}).await.map(|end| match end {
-        WriterEnd::Finished => StdioEnd::ClientClosed,
-        WriterEnd::Closed => StdioEnd::Disconnected,
-    });
-
-    inbound.abort();
-    outbound.abort();
-    server.abort();
-    engine.clear();
-    end
+    let (input, output) = tokio::io::split(pipe);
+    // Both guards write to the relay; one task does, so lines never interleave.
+    let (lines, queue) = mpsc::unbounded_channel::<Bytes>();
+    let inbound = AbortOnDropHandle::new(tokio::spawn(guard_inbound(input, to_server, lines.clone(), max_line_bytes)));
+    let writer = AbortOnDropHandle::new(tokio::spawn(write_lines(output, queue)));
+    // rmcp has closed its side (after the client's EOF, or on its own): what is queued is written, then the
+    // pipe's end tells the relay the server has ended.
+    guard_outbound(from_server, lines, recorder, max_line_bytes).await;
+    drop(inbound);
+    let _ = writer.await;
 }
 
-/// Client to server: every line goes to rmcp unchanged; the engine sees it first (a cancel may release a
-/// late response).
-async fn pump_inbound<R, W>(input: R, mut to_server: W, engine: Arc<Engine>, outlet: Outlet, max_line_bytes: usize)
+async fn write_lines<W: AsyncWrite + Unpin>(mut output: W, mut queue: mpsc::UnboundedReceiver<Bytes>) {
+    while let Some(line) = queue.recv().await {
+        if output.write_all(&line).await.is_err() {
+            return;
+        }
+    }
+    let _ = output.shutdown().await;
+}
+
+/// Client to server: every line goes to rmcp unchanged, except what rmcp would drop or answer without its id.
+async fn guard_inbound<R, W>(input: R, mut to_server: W, replies: mpsc::UnboundedSender<Bytes>, max: usize)
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let mut lines = FramedRead::new(input, LineCodec::new(max_line_bytes));
+    let mut lines = FramedRead::new(input, LineCodec::new(max));
     // The version the first `initialize` asked for; a second `initialize` is refused and keeps it.
     let mut initialized: Option<String> = None;
+    let send_error = |id: &MessageId, code, message: &str, data| {
+        let _ = replies.send(error_line(id, code, message, data));
+    };
     while let Some(Ok(line)) = lines.next().await {
-        let bytes = match line {
-            Line::Bytes(bytes) => bytes,
-            Line::TooLong => {
-                let codec = lines.decoder();
-                let id = MessageId::from_prefix(codec.overlong_prefix());
-                let reason = format!(
-                    "a request of {} bytes, over the frame-size limit of {max_line_bytes} bytes (--max-frame-bytes)",
-                    codec.overlong_len()
-                );
-                too_long(&engine, &outlet, Direction::ClientToServer, id, codec.overlong_len(), reason);
-                continue;
-            }
-        };
+        // The relay in front enforces the limit; a line over it cannot arrive here.
+        let Line::Bytes(bytes) = line else { continue };
         let frame = Frame::parse(bytes.clone());
         // rmcp drops some such requests without a word, and answers others without their id.
         if let Some((id, reason)) = unreadable_request(&frame) {
-            send_error(&outlet, &id, INVALID_REQUEST, &format!("invalid request: {reason}"), Value::Null);
+            send_error(&id, INVALID_REQUEST, &format!("invalid request: {reason}"), Value::Null);
             continue;
         }
         if let (Some("initialize"), Some(id)) = (frame.method(), frame.id()) {
             if let Some(version) = &initialized {
                 let message =
                     format!("already initialized: a session is initialized once (protocol version {version} stays)");
-                send_error(&outlet, id, INVALID_REQUEST, &message, json!({"protocolVersion": version}));
+                send_error(id, INVALID_REQUEST, &message, json!({"protocolVersion": version}));
                 continue;
             }
             let asked = frame.value().and_then(|v| v.pointer("/params/protocolVersion")).and_then(Value::as_str);
             initialized = Some(asked.unwrap_or("unknown").to_owned());
         }
-        if let Some((_, actions)) = engine.inbound(&frame) {
-            outlet.send(actions.iter().flat_map(render::line).collect());
-        }
         if to_server.write_all(&faultlab_wire::line::encode(&bytes)).await.is_err() {
             break;
         }
     }
-    // Client EOF: rmcp sees EOF too and ends the session, which ends the outbound pump.
+    // Client EOF: rmcp sees EOF too and ends the session, which ends the outbound guard.
     let _ = to_server.shutdown().await;
 }
 
-/// Server to client: every line the server writes goes through the engine, then to the writer queue.
-async fn pump_outbound<R>(
+/// Server to client: rmcp's lines, with the quotes in error replies cut; a line too long even for that becomes an
+/// error for its id and a `dropped` event.
+async fn guard_outbound<R: AsyncRead + Unpin>(
     from_server: R,
-    engine: Arc<Engine>,
-    outlet: Outlet,
-    end: mpsc::UnboundedSender<()>,
-    max_line_bytes: usize,
-) where
-    R: AsyncRead + Unpin,
-{
+    out: mpsc::UnboundedSender<Bytes>,
+    recorder: Recorder,
+    max: usize,
+) {
     // rmcp's line may be longer than the limit before its quotes are cut (escaping can grow a quoted input up to
-    // 6-fold: `\u0001`), so it is read with room for that and the limit applies to what would be sent.
-    let mut lines = FramedRead::new(from_server, LineCodec::new(max_line_bytes.saturating_mul(ESCAPE_GROWTH)));
+    // 6-fold: `\u0001`), so it is read with room for that; the relay applies the limit to what is sent.
+    let room = max.saturating_mul(ESCAPE_GROWTH);
+    let mut lines = FramedRead::new(from_server, LineCodec::new(room));
     while let Some(Ok(line)) = lines.next().await {
         let frame = match line {
             Line::Bytes(bytes) => limit_quotes(Frame::parse(bytes)),
             Line::TooLong => {
                 let codec = lines.decoder();
-                let id = MessageId::from_prefix(codec.overlong_prefix());
+                let (id, bytes) = (MessageId::from_prefix(codec.overlong_prefix()), codec.overlong_len());
                 let reason = format!(
-                    "a reply of over {} bytes, over the frame-size limit of {max_line_bytes} bytes (--max-frame-bytes)",
-                    codec.overlong_len()
+                    "a reply of over {bytes} bytes, over the frame-size limit of {max} bytes (--max-frame-bytes)"
                 );
-                too_long(&engine, &outlet, Direction::ServerToClient, id, codec.overlong_len(), reason);
+                recorder.record(Event::Dropped {
+                    direction: Direction::ServerToClient,
+                    id: id.as_ref().map(MessageId::to_value),
+                    bytes,
+                    answered: id.is_some(),
+                    reason: reason.clone(),
+                });
+                if let Some(id) = id {
+                    let _ = out.send(error_line(&id, INTERNAL_ERROR, &reason, json!({"bytes": bytes})));
+                }
                 continue;
             }
         };
-        if frame.bytes().len() > max_line_bytes {
-            let (id, bytes) = (frame.id().cloned(), frame.bytes().len());
-            let reason = format!(
-                "a reply of {bytes} bytes, over the frame-size limit of {max_line_bytes} bytes (--max-frame-bytes)"
-            );
-            too_long(&engine, &outlet, Direction::ServerToClient, id, bytes, reason);
-            continue;
+        if out.send(faultlab_wire::line::encode(frame.bytes())).is_err() {
+            break;
         }
-        let actions = engine.outbound(&frame);
-        outlet.send(actions.iter().flat_map(render::line).collect());
     }
-    let _ = end.send(());
 }
 
 /// A request with an id that is not valid JSON-RPC 2.0, and what is wrong with it; `None` for everything else
@@ -197,35 +171,14 @@ fn unreadable_request(frame: &Frame) -> Option<(MessageId, &'static str)> {
     Some((id, reason))
 }
 
-/// A line over the size limit: a `dropped` diagnostic, and an error for its id when the id could be read.
-fn too_long(
-    engine: &Engine,
-    outlet: &Outlet,
-    direction: Direction,
-    id: Option<MessageId>,
-    bytes: usize,
-    reason: String,
-) {
-    engine.recorder().record(Event::Dropped {
-        direction,
-        id: id.as_ref().map(MessageId::to_value),
-        bytes,
-        answered: id.is_some(),
-        reason: reason.clone(),
-    });
-    if let Some(id) = id {
-        let code = if direction == Direction::ClientToServer { INVALID_REQUEST } else { INTERNAL_ERROR };
-        send_error(outlet, &id, code, &reason, json!({"bytes": bytes}));
-    }
-}
-
-fn send_error(outlet: &Outlet, id: &MessageId, code: i64, message: &str, data: Value) {
+/// A JSON-RPC error reply for `id`, as one line.
+fn error_line(id: &MessageId, code: i64, message: &str, data: Value) -> Bytes {
     let mut error = json!({"code": code, "message": message});
     if !data.is_null() {
         error["data"] = data;
     }
     let reply = json!({"jsonrpc": "2.0", "id": id.to_value(), "error": error});
-    outlet.send(render::line(&WireAction::Send(Frame::from_value(reply).bytes().clone())));
+    faultlab_wire::line::encode(Frame::from_value(reply).bytes())
 }
 
 /// An error reply (a JSON-RPC error, or a tool result with `isError: true`) quotes at most [`QUOTE_BYTES`] of any

@@ -5,6 +5,8 @@ use crate::cli::{ServeArgs, Transport};
 use crate::signals::wait_for_signal;
 use anyhow::Context as _;
 use faultlab_engine::{Engine, Recorder};
+use faultlab_proxy::front::stdio::serve_in_process;
+use faultlab_proxy::upstream::in_process::InProcess;
 use faultlab_server::http::guard::{self, AllowedHosts};
 use faultlab_server::http::{self as front, HttpOptions};
 use faultlab_server::probe::{ProbeConfig, ProbeServer};
@@ -62,14 +64,24 @@ async fn serve_stdio(probe: Option<ProbeConfig>, max_frame_bytes: usize) -> anyh
         session: None,
     };
     let engine = scope.engine.clone();
+    match probe {
+        Some(config) => serve_on_stdio(ProbeServer::new(config, Some(scope)), engine, max_frame_bytes).await,
+        None => serve_on_stdio(FaultServer::stdio(scope), engine, max_frame_bytes).await,
+    }
+}
+
+/// Serves `service` to the client on stdin/stdout: the lab's stdio front, with no rules, in front of the server in
+/// process; the faults are those its tools arm on `engine`.
+pub async fn serve_on_stdio<S: faultlab_server::ServerHandler>(
+    service: S,
+    engine: Arc<Engine>,
+    max_frame_bytes: usize,
+) -> anyhow::Result<()> {
+    let recorder = engine.recorder().clone();
+    let server = InProcess::spawn(move |pipe| stdio::serve_lines(service, pipe, recorder, max_frame_bytes));
     let (stdin, stdout) = (crate::pipes::stdin(), crate::pipes::stdout());
-    let served = match probe {
-        Some(config) => {
-            stdio::serve(ProbeServer::new(config, Some(scope)), engine, stdin, stdout, max_frame_bytes).await
-        }
-        None => stdio::serve(FaultServer::stdio(scope), engine, stdin, stdout, max_frame_bytes).await,
-    };
-    // The only I/O error the wire layer returns is its writer's: the client closed its end of stdout.
+    let served = serve_in_process(engine, server, stdin, stdout, max_frame_bytes).await;
+    // The only I/O error the relay returns is its writer's: the client closed its end of stdout.
     served.context("cannot write to the client on stdout")?;
     Ok(())
 }

@@ -5,7 +5,6 @@ use crate::Failure;
 use crate::cli::WorkspaceServerArgs;
 use anyhow::Context as _;
 use faultlab_engine::{Engine, Recorder};
-use faultlab_server::stdio;
 use faultlab_server::workspace::WorkspaceServer;
 use faultlab_wire::MAX_LINE_BYTES;
 use std::sync::Arc;
@@ -14,14 +13,12 @@ pub fn run(args: WorkspaceServerArgs) -> Result<(), Failure> {
     // Checked before any MCP traffic, so a bad root or ledger fails at once with a message instead of a silent server.
     let server = WorkspaceServer::open(&args.root, args.ledger.as_deref()).map_err(|e| Failure::new(1, e.into()))?;
     let runtime = crate::pipes::runtime().map_err(Failure::runtime)?;
-    // The shared stdio wire layer with an engine that never has a fault armed: lines pass unchanged, and an
+    // The lab's stdio front with an engine that never has a fault armed: lines pass unchanged, and an
     // over-long line is reported on stderr rather than silently dropped.
     let engine = Arc::new(Engine::new(Recorder::stderr().scoped("workspace")));
     // The pipes register with the runtime's reactor, so they are made inside it.
-    let served = runtime.block_on(async {
-        stdio::serve(server, engine, crate::pipes::stdin(), crate::pipes::stdout(), MAX_LINE_BYTES).await
-    });
+    let served = runtime.block_on(crate::serve::serve_on_stdio(server, engine, MAX_LINE_BYTES));
     // As in `serve`: a blocking stdin read may still hold a runtime thread; the process is about to exit anyway.
     std::mem::forget(runtime);
-    served.map(drop).context("the stdio connection failed").map_err(Failure::runtime)
+    served.context("the stdio connection failed").map_err(Failure::runtime)
 }

@@ -19,6 +19,9 @@ pub struct Writer {
     recorder: Recorder,
     /// Record the upstream's replies in full (for replay), not only their metadata.
     bodies: bool,
+    /// Record every frame and the ledger; off for `faultlab serve`, whose recorder gets only what went wrong
+    /// (dropped frames, faults fired, an upstream's end).
+    frames: bool,
     scrub: Option<Scrub>,
     frames_in: AtomicU64,
     frames_out: AtomicU64,
@@ -31,6 +34,7 @@ impl Writer {
         Self {
             recorder,
             bodies: false,
+            frames: true,
             scrub: None,
             frames_in: AtomicU64::new(0),
             frames_out: AtomicU64::new(0),
@@ -45,6 +49,13 @@ impl Writer {
         self
     }
 
+    /// Records no frames, no start and no ledger: only the events that say something went wrong (a frame dropped,
+    /// an upstream's end). What `faultlab serve` writes to its diagnostics.
+    pub fn diagnostics_only(mut self) -> Self {
+        self.frames = false;
+        self
+    }
+
     /// Passes every recorded argument and body through `scrub` first.
     pub fn redacting(mut self, scrub: Scrub) -> Self {
         self.scrub = Some(scrub);
@@ -56,7 +67,9 @@ impl Writer {
     }
 
     pub fn started(&self, seed: u64, rules: usize) {
-        self.recorder.record(Event::RunStarted { seed, rules });
+        if self.frames {
+            self.recorder.record(Event::RunStarted { seed, rules });
+        }
     }
 
     /// Accounts for one frame in that left as `out` frames.
@@ -112,11 +125,15 @@ impl Writer {
     /// Client-to-server frames no rule fired on, written to the upstream together; `sent[i]` says whether frame
     /// `i` went out. Recorded with one write.
     pub fn client_frames_forwarded(&self, frames: &[Frame], sent: &[bool]) {
-        let events = frames.iter().zip(sent).map(|(frame, &sent)| {
+        for &sent in sent {
             self.account(u64::from(sent));
-            self.frame_event(Direction::ClientToServer, FrameAction::Forwarded, frame, None, None, None)
-        });
-        self.recorder.record_all(events);
+        }
+        if self.frames {
+            let events = frames.iter().map(|frame| {
+                self.frame_event(Direction::ClientToServer, FrameAction::Forwarded, frame, None, None, None)
+            });
+            self.recorder.record_all(events);
+        }
     }
 
     /// A server-to-client frame and what went out for it: accounted for, and its event returned for the caller to
@@ -141,14 +158,19 @@ impl Writer {
 
     /// Events built elsewhere (see [`Writer::server_frame_event`]), with one write.
     pub fn record_events(&self, events: Vec<Event>) {
-        if !events.is_empty() {
+        if events.is_empty() {
+        } else if self.frames {
             self.recorder.record_all(events);
+        } else {
+            self.recorder.record_all(events.into_iter().filter(|e| !matches!(e, Event::Frame(_))));
         }
     }
 
     /// Records one event (see [`Writer::frame_event`]).
     pub fn record(&self, event: Event) {
-        self.recorder.record(event);
+        if self.frames || !matches!(event, Event::Frame(_)) {
+            self.recorder.record(event);
+        }
     }
 
     /// The event for one frame; recording it is the caller's.
@@ -191,6 +213,9 @@ impl Writer {
 
     /// Writes the ledger.
     pub fn finish(&self) {
+        if !self.frames {
+            return;
+        }
         self.recorder.record(Event::Ledger {
             frames_in: self.frames_in.load(Ordering::Relaxed),
             frames_out: self.frames_out.load(Ordering::Relaxed),

@@ -4,10 +4,15 @@
 //! ```text
 //! client ─input─▶ [relay: rules] ─▶ upstream          upstream ─▶ [relay: engine] ─▶ outlet ─▶ writer ─output─▶ client
 //! ```
+//!
+//! `faultlab serve` on stdio is this front with no rules in front of its rmcp server in process
+//! ([`serve_in_process`]): the server's tools arm their faults on the relay's engine.
 
 use crate::relay::{Connect, Link, ProxyEnd, ProxyError, ProxyOptions, Relay, Upstream, pump_client};
-use crate::rules::SharedRules;
+use crate::rules::{RuleSet, RulesFile, SharedRules};
 use crate::trajectory::Trajectory;
+use crate::upstream::in_process::InProcess;
+use faultlab_engine::Engine;
 use faultlab_engine::outlet::{self, Outlet, WriterEnd};
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -31,7 +36,41 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let relay = Relay::new(trajectory.clone());
+    let relay = Relay::new(trajectory);
+    relay_lines(relay, options, upstream, rules, input, output, stop).await
+}
+
+/// Serves one client on `input`/`output` from a server in process (`faultlab serve` on stdio): no rules; the faults
+/// are the ones the server's tools arm on `engine`, and only what went wrong (a frame dropped, the server's end)
+/// is recorded, to the engine's recorder. Ends when the client leaves or a fault disconnects it.
+pub async fn serve_in_process<R, W>(
+    engine: Arc<Engine>,
+    server: InProcess,
+    input: R,
+    output: W,
+    max_frame_bytes: usize,
+) -> Result<ProxyEnd, ProxyError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let trajectory = Arc::new(Trajectory::new(engine.recorder().clone()).diagnostics_only());
+    let relay = Relay::with_engine(engine, trajectory);
+    let options = ProxyOptions { max_frame_bytes, ..ProxyOptions::default() };
+    let rules = RuleSet::new(RulesFile::default()).shared();
+    relay_lines(relay, options, server, rules, input, output, CancellationToken::new()).await
+}
+
+async fn relay_lines(
+    relay: Arc<Relay>,
+    options: ProxyOptions,
+    upstream: impl Connect,
+    rules: SharedRules,
+    input: impl AsyncRead + Unpin + Send + 'static,
+    output: impl AsyncWrite + Unpin + Send + 'static,
+    stop: CancellationToken,
+) -> Result<ProxyEnd, ProxyError> {
+    let trajectory = relay.trajectory.clone();
     let (outlet, queue) = Outlet::new();
     let (done, done_rx) = mpsc::unbounded_channel();
     let link = Link { relay: relay.clone(), outlet: outlet.clone(), done, options };
@@ -40,6 +79,7 @@ where
         let rules = rules.lock().unwrap_or_else(|e| e.into_inner());
         trajectory.started(rules.seed(), rules.len());
     }
+    let engine = relay.engine.clone();
     let client = tokio::spawn(pump_client(input, rules, relay, outlet, upstream.clone(), options.max_frame_bytes));
     // The writer runs until the upstream has ended the run (replies it writes meanwhile still reach the client).
     let writer = outlet::write_stream(output, queue, done_rx, trajectory.recorder(), |_| {});
@@ -53,6 +93,8 @@ where
     };
     client.abort();
     let died = upstream.finish().await;
+    // A fault armed on a request that was never answered must not outlive the connection.
+    engine.clear();
     trajectory.finish();
     Ok(match (end?, died) {
         (WriterEnd::Closed, _) => ProxyEnd::Disconnected,

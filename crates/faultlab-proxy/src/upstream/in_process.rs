@@ -1,5 +1,5 @@
 //! A server in process as the upstream: it speaks lines over an in-memory pipe (`tokio::io::duplex`) on a task of
-//! its own, e.g. the rmcp server behind `faultlab serve`'s stdio wire layer. No process to start or stop: closing
+//! its own, e.g. `faultlab serve`'s rmcp server. No process to start or stop: closing
 //! the pipe is the server's EOF, and it ends when its end of the pipe does.
 //!
 //! As with a child, a request the server leaves unanswered when it ends gets a JSON-RPC error (-32000); a server

@@ -1,5 +1,5 @@
-//! The proxy's stdio front in process, in front of the real server (`faultlab serve`'s rmcp server and stdio
-//! wire layer) as an in-process upstream: a line client, no child process.
+//! The proxy's stdio front in process, in front of the real server (`faultlab serve`'s rmcp server behind its own
+//! stdio front) as an in-process upstream: a line client, no child process.
 
 use faultlab_engine::recorder::Record;
 use faultlab_engine::{Engine, Recorder};
@@ -26,8 +26,13 @@ pub fn lab_server() -> InProcess {
             session: None,
         };
         let engine = scope.engine.clone();
+        let recorder = engine.recorder().clone();
+        let service = FaultServer::stdio(scope);
+        let server = InProcess::spawn(move |lines| {
+            faultlab_server::stdio::serve_lines(service, lines, recorder, MAX_LINE_BYTES)
+        });
         let (read, write) = tokio::io::split(pipe);
-        let _ = faultlab_server::stdio::serve(FaultServer::stdio(scope), engine, read, write, MAX_LINE_BYTES).await;
+        let _ = stdio::serve_in_process(engine, server, read, write, MAX_LINE_BYTES).await;
     })
 }
 

@@ -2,7 +2,7 @@
 
 use crate::util::*;
 use faultlab_engine::recorder::{Event, PingResult, TransportEventKind};
-use faultlab_server::stdio::StdioEnd;
+use faultlab_proxy::relay::ProxyEnd;
 use faultlab_wire::{Kind, MessageId};
 use serde_json::{Value, json};
 use std::time::Duration;
@@ -54,7 +54,7 @@ async fn disconnect_closes_the_connection_and_ends_the_server() {
     let mut c = StdioClient::start(LEGACY).await;
     c.call(2, "disconnect", json!({})).await;
     assert_eq!(c.recv_raw().await, None, "EOF instead of a reply");
-    assert_eq!(within("server end", &mut c.server).await.unwrap().unwrap(), StdioEnd::Disconnected);
+    assert_eq!(within("server end", &mut c.server).await.unwrap().unwrap(), ProxyEnd::Disconnected);
     let outcomes: Vec<_> = c
         .records()
         .into_iter()

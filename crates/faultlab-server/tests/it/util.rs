@@ -3,6 +3,9 @@
 use bytes::Bytes;
 use faultlab_engine::recorder::Record;
 use faultlab_engine::{Engine, Recorder};
+use faultlab_proxy::front::stdio::serve_in_process;
+use faultlab_proxy::relay::{ProxyEnd, ProxyError};
+use faultlab_proxy::upstream::in_process::InProcess;
 use faultlab_server::http::guard::AllowedHosts;
 use faultlab_server::http::{self, HttpOptions};
 use faultlab_server::{FaultServer, Scope, TransportKind, stdio};
@@ -24,12 +27,24 @@ pub async fn within<T>(what: &str, fut: impl std::future::Future<Output = T>) ->
 
 // ---------- stdio ----------
 
+/// `faultlab serve` on stdio, on `pipe`: the lab's stdio front with no rules in front of `service` in process.
+pub fn serve_stdio<S: rmcp::ServerHandler>(
+    service: S,
+    engine: Arc<Engine>,
+    pipe: DuplexStream,
+) -> JoinHandle<Result<ProxyEnd, ProxyError>> {
+    let recorder = engine.recorder().clone();
+    let server = InProcess::spawn(move |lines| stdio::serve_lines(service, lines, recorder, MAX_LINE_BYTES));
+    let (input, output) = tokio::io::split(pipe);
+    tokio::spawn(serve_in_process(engine, server, input, output, MAX_LINE_BYTES))
+}
+
 /// A client on an in-process stdio connection.
 pub struct StdioClient {
     writer: WriteHalf<DuplexStream>,
     reader: BufReader<ReadHalf<DuplexStream>>,
     pub recorder: Recorder,
-    pub server: JoinHandle<std::io::Result<stdio::StdioEnd>>,
+    pub server: JoinHandle<Result<ProxyEnd, ProxyError>>,
 }
 
 impl StdioClient {
@@ -48,8 +63,7 @@ impl StdioClient {
         protocol_version: Option<&str>,
     ) -> Self {
         let (client_io, server_io) = tokio::io::duplex(1 << 20);
-        let (server_read, server_write) = tokio::io::split(server_io);
-        let server = tokio::spawn(stdio::serve(server, engine, server_read, server_write, MAX_LINE_BYTES));
+        let server = serve_stdio(server, engine, server_io);
         let (reader, writer) = tokio::io::split(client_io);
         let mut client = Self { writer, reader: BufReader::new(reader), recorder, server };
         if let Some(version) = protocol_version {

@@ -2,9 +2,7 @@
 //! an "outside" folder that must never change, and the ledger read back from disk.
 
 use faultlab_engine::{Engine, Recorder};
-use faultlab_server::stdio;
 use faultlab_server::workspace::{OpenError, WorkspaceServer};
-use faultlab_wire::MAX_LINE_BYTES;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -39,9 +37,8 @@ impl Lab {
     async fn connect(dir: tempfile::TempDir) -> Self {
         let server = WorkspaceServer::open(&dir.path().join("root"), Some(&dir.path().join("ledger.jsonl"))).unwrap();
         let (client_io, server_io) = tokio::io::duplex(1 << 20);
-        let (server_read, server_write) = tokio::io::split(server_io);
         let engine = Arc::new(Engine::new(Recorder::discard()));
-        tokio::spawn(stdio::serve(server, engine, server_read, server_write, MAX_LINE_BYTES));
+        crate::util::serve_stdio(server, engine, server_io);
         let (reader, writer) = tokio::io::split(client_io);
         let mut lab = Self { dir, writer, reader: BufReader::new(reader), next_id: 1 };
         let params = json!({"protocolVersion": "2025-11-25", "capabilities": {},
