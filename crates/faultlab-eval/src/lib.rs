@@ -12,7 +12,6 @@
 //! - [`batch`]: every (task, agent, repeat), in parallel, sharded; [`report`]: JSON and Markdown, statistics.
 //! - [`merge`]: shard reports joined into one; [`compare`]: two reports side by side, with significance tests.
 //! - [`html`]: the report as one self-contained page: heatmap, rates with intervals, every run's checks and timeline.
-//! - [`replay`]: a recorded run's server replies served again, in front of a fresh server.
 //! - [`agent`]: the built-in control agents, each a real MCP client process; [`adversary`]: what the adversarial
 //!   ones try against the sandbox.
 
@@ -27,7 +26,6 @@ pub mod grade;
 pub mod html;
 pub mod merge;
 pub mod oracle;
-pub mod replay;
 pub mod report;
 pub mod runner;
 pub mod sandbox;

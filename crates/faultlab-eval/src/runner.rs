@@ -427,11 +427,11 @@ fn proxy_command(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> (String,
             text(&paths.ledger),
         ],
     };
-    args.push("--".into());
     if let Some(cassette) = &spec.cassette {
-        args.extend([exe.clone(), "replay-server".into(), "--cassette".into(), text(cassette)]);
-        args.extend(["--log".into(), text(&paths.replay_log), "--".into()]);
+        // The recording laid over the fresh server: its writes really happen, its replies come from the recording.
+        args.extend(["--replay".into(), text(cassette), "--replay-log".into(), text(&paths.replay_log)]);
     }
+    args.push("--".into());
     args.extend(server);
     (exe, args)
 }

@@ -5,15 +5,21 @@
 //! request's id. The rules apply on top exactly as in front of a live server.
 //!
 //! A call recorded more often than it is asked is served in recorded order; asked more often, its last reply
-//! again. A request the recording has no reply for gets a JSON-RPC error naming the closest recorded call; a
+//! again.
+//!
+//! Laid over a live upstream instead ([`Over`], `--replay TRAJECTORY -- CMD`: what `faultlab replay` runs), every
+//! request still reaches the live server, so its writes really happen again and the end state can be graded, but
+//! the reply the recording holds for the same call (same occurrence) replaces the live one; a call the recording
+//! lacks (the agent went another way) gets the live reply. Each reply's source can be logged. A request the recording has no reply for gets a JSON-RPC error naming the closest recorded call; a
 //! `ping` it lacks is answered as any server would. Notifications and the client's replies need no answer.
 
 use crate::relay::{Connect, Link, ProxyError, Upstream};
 use axum::response::{IntoResponse as _, Response};
 use faultlab_engine::recording::{CallKey, Recording};
-use faultlab_wire::{Frame, Kind};
+use faultlab_wire::{Frame, Kind, MessageId};
 use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -87,6 +93,64 @@ impl Connect for Replay {
             answers: Mutex::new(Some(tx)),
             reader: Mutex::new(Some(reader)),
         }))
+    }
+}
+
+/// A recording laid over the live upstream `live`, its replies in place of the live ones for the same call.
+pub struct Over<C> {
+    pub recording: Recording,
+    pub live: C,
+    /// Gets one JSON line per reply to a call: `{"key": "<call>", "from": "recorded" | "live"}`.
+    pub log: Option<std::fs::File>,
+}
+
+impl<C: Connect> Connect for Over<C> {
+    type Upstream = C::Upstream;
+
+    fn connect(self, link: Link) -> Result<Arc<C::Upstream>, ProxyError> {
+        let overlay =
+            Overlay { recording: Mutex::new(self.recording), calls: Mutex::default(), log: Mutex::new(self.log) };
+        // Set before the live upstream starts, so no reply can pass without it.
+        let _ = link.relay.overlay.set(Arc::new(overlay));
+        self.live.connect(link)
+    }
+}
+
+/// The state of [`Over`] the relay consults: which call each request id is, and the replies left to serve.
+pub struct Overlay {
+    recording: Mutex<Recording>,
+    calls: Mutex<HashMap<MessageId, CallKey>>,
+    log: Mutex<Option<std::fs::File>>,
+}
+
+impl Overlay {
+    /// A frame going to the live upstream: a request's call is remembered until its reply.
+    pub(crate) fn request(&self, frame: &Frame) {
+        if let (Kind::Request { id, .. }, Some(key)) = (frame.kind(), frame.value().and_then(CallKey::of_request)) {
+            self.calls.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), key);
+        }
+    }
+
+    /// A frame from the live upstream: the recorded reply in its place when the recording holds one for its call.
+    pub(crate) fn reply(&self, frame: Frame) -> Frame {
+        let key = match (frame.is_reply(), frame.id()) {
+            (true, Some(id)) => self.calls.lock().unwrap_or_else(|e| e.into_inner()).remove(id),
+            _ => None,
+        };
+        let Some(key) = key else { return frame };
+        let recorded = self.recording.lock().unwrap_or_else(|e| e.into_inner()).take(&key);
+        let from = if recorded.is_some() { "recorded" } else { "live" };
+        if let Some(log) = self.log.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+            use std::io::Write as _;
+            let _ = writeln!(log, "{}", json!({"key": key.to_string(), "from": from}));
+        }
+        match (recorded, frame.id()) {
+            (Some(mut reply), Some(id)) => {
+                reply["id"] = id.to_value();
+                Frame::from_value(reply)
+            }
+            _ => frame,
+        }
     }
 }
 

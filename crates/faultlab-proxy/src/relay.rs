@@ -9,6 +9,7 @@
 //! `before` delays or disconnects before forwarding. Every frame is recorded, and the run ends with a ledger.
 //! Upstreams live in [`crate::upstream`]; the stdio front that drives this is [`crate::front::stdio`].
 
+use crate::recording::Overlay;
 use crate::rules::{Fired, Mode, Restart, SharedRules};
 use crate::trajectory::{Trajectory, frames_written};
 use faultlab_engine::catalogue::Reply;
@@ -23,7 +24,7 @@ use faultlab_wire::{Frame, LineCodec, MAX_LINE_BYTES, MessageId};
 use futures::StreamExt;
 use serde_json::json;
 use std::collections::{HashMap, HashSet};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::io::AsyncRead;
 use tokio::sync::mpsc;
@@ -82,6 +83,8 @@ pub struct Relay {
     pub(crate) armed_by: Mutex<HashMap<MessageId, String>>,
     /// The rules' clock starts here.
     pub(crate) start: Instant,
+    /// A recording laid over a live upstream (`--replay` with a server): set once, when the upstream connects.
+    pub(crate) overlay: OnceLock<Arc<Overlay>>,
 }
 
 impl Relay {
@@ -90,7 +93,15 @@ impl Relay {
     }
 
     pub(crate) fn with_engine(engine: Arc<Engine>, trajectory: Arc<Trajectory>) -> Arc<Self> {
-        Arc::new(Self { engine, trajectory, armed_by: Mutex::default(), start: Instant::now() })
+        let (armed_by, start, overlay) = (Mutex::default(), Instant::now(), OnceLock::new());
+        Arc::new(Self { engine, trajectory, armed_by, start, overlay })
+    }
+
+    /// Notes frames about to go upstream (a recording laid over the upstream remembers which call each id is).
+    fn going_upstream(&self, frames: &[Frame]) {
+        if let Some(overlay) = self.overlay.get() {
+            frames.iter().for_each(|frame| overlay.request(frame));
+        }
     }
 
     /// Answers each request in `ids` with a JSON-RPC error the proxy writes itself (the upstream can no longer
@@ -271,6 +282,7 @@ async fn forward_plain<U: Upstream>(relay: &Relay, upstream: &U, frames: &mut Ve
     if frames.is_empty() {
         return;
     }
+    relay.going_upstream(frames);
     let sent = upstream.send_all(frames).await;
     relay.trajectory.client_frames_forwarded(frames, &sent);
     frames.clear();
@@ -286,6 +298,7 @@ async fn from_client<U: Upstream>(
     engine_sees(relay, outlet, &frame);
     let t = &relay.trajectory;
     let Some(fired) = fired else {
+        relay.going_upstream(std::slice::from_ref(&frame));
         let out = u64::from(upstream.send(&frame).await);
         t.client_frame(&frame, FrameAction::Forwarded, None, None, out);
         return;
@@ -299,6 +312,7 @@ async fn from_client<U: Upstream>(
             {
                 relay.armed_by.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), fired.rule.clone());
             }
+            relay.going_upstream(std::slice::from_ref(&frame));
             let out = u64::from(upstream.send(&frame).await);
             t.client_frame(&frame, FrameAction::Forwarded, rule, fault, out);
         }
@@ -314,6 +328,7 @@ async fn from_client<U: Upstream>(
                 let (relay, upstream) = (relay.clone(), upstream.clone());
                 tokio::spawn(async move {
                     faultlab_engine::clock::precise_sleep(Duration::from_millis(delay_ms)).await;
+                    relay.going_upstream(std::slice::from_ref(&frame));
                     let out = u64::from(upstream.send(&frame).await);
                     let (rule, fault) = (Some(fired.rule.as_str()), Some(&fired.fault));
                     relay.trajectory.client_frame(&frame, FrameAction::Faulted, rule, fault, out);
@@ -429,7 +444,12 @@ pub(crate) fn from_server_all(relay: &Relay, outlet: &Outlet, frames: impl IntoI
         t.record_events(std::mem::take(events));
         outlet.send(std::mem::take(steps));
     };
+    let overlay = relay.overlay.get();
     for frame in frames {
+        let frame = match overlay {
+            Some(overlay) => overlay.reply(frame),
+            None => frame,
+        };
         // The fault's own events (fault_activated) are recorded as it fires: the frames before it go first.
         if frame.id().is_some_and(|id| relay.engine.is_armed(id)) {
             flush(&mut events, &mut steps);

@@ -36,9 +36,6 @@ pub enum Command {
     WorkspaceServer(WorkspaceServerArgs),
     /// Run recorded eval runs again, the server's replies served from the recording, to the same or another agent.
     Replay(ReplayArgs),
-    /// Serves a recorded run's replies in front of a fresh server (started by `faultlab replay`).
-    #[command(hide = true)]
-    ReplayServer(ReplayServerArgs),
     /// Runs an agent sealed: its own PID and mount namespaces, evidence hidden (started by `faultlab eval`).
     #[command(hide = true)]
     Sandbox(SandboxArgs),
@@ -145,19 +142,6 @@ pub struct ReplayArgs {
     /// Overrides every task's deadline_ms (e.g. for an agent that takes seconds to start).
     #[arg(long, value_name = "MS")]
     pub deadline_ms: Option<u64>,
-}
-
-#[derive(Debug, clap::Args)]
-pub struct ReplayServerArgs {
-    /// A trajectory recorded with bodies (faultlab proxy --record-bodies; every faultlab eval run has one).
-    #[arg(long)]
-    pub cassette: std::path::PathBuf,
-    /// Append one JSON line per reply: whether it came from the recording or from the live server.
-    #[arg(long)]
-    pub log: Option<std::path::PathBuf>,
-    /// The fresh server behind the replay, after `--`.
-    #[arg(last = true, value_name = "CMD")]
-    pub command: Vec<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -441,9 +425,15 @@ pub struct ProxyArgs {
     pub upstream_header_env: Vec<String>,
     /// Answer from a recording instead of a live server: a trajectory recorded with --record FILE --record-bodies.
     /// Each request gets the recorded reply to the same call (method, tool, arguments), the rules apply on top; a
-    /// request the recording lacks gets a JSON-RPC error naming the closest recorded call. Either front.
-    #[arg(long, value_name = "TRAJECTORY", conflicts_with_all = ["command", "upstream"])]
+    /// request the recording lacks gets a JSON-RPC error naming the closest recorded call. Either front. With a
+    /// server after `--` (stdio front), the recording is laid over that server instead: every request still
+    /// reaches it (its writes really happen), a recorded reply replaces its reply to the same call, and calls the
+    /// recording lacks get the live reply.
+    #[arg(long, value_name = "TRAJECTORY", conflicts_with = "upstream")]
     pub replay: Option<std::path::PathBuf>,
+    /// With --replay over a server: append one JSON line per reply, {"key": CALL, "from": "recorded" | "live"}.
+    #[arg(long, value_name = "FILE", requires = "replay")]
+    pub replay_log: Option<std::path::PathBuf>,
     /// Longest frame (one line) carried in either direction by a stdio front, in bytes (default 68157440 =
     /// 65 MiB: the largest oversized_response fault, 64 MiB, plus its envelope). A longer one is dropped: the client
     /// gets a JSON-RPC error for its id and the trajectory a `dropped` event.

@@ -75,7 +75,6 @@ fn main() -> ExitCode {
         cli::Command::Agent(args) => agent::run(args),
         cli::Command::WorkspaceServer(args) => workspace::run(args),
         cli::Command::Replay(args) => replay::run(args),
-        cli::Command::ReplayServer(args) => replay::run_server(args),
         cli::Command::Connect(args) => connect::run(args),
         cli::Command::Sandbox(_) => unreachable!("handled before tracing starts"),
     };

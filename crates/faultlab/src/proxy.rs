@@ -12,7 +12,7 @@ use faultlab_http::guard::{self, AllowedHosts};
 use faultlab_proxy::control::ControlOptions;
 use faultlab_proxy::front::http::{self as front, Backend, HttpProxyOptions};
 use faultlab_proxy::front::stdio;
-use faultlab_proxy::recording::{self, Replay};
+use faultlab_proxy::recording::{self, Over, Replay};
 use faultlab_proxy::relay::{ProxyEnd, ProxyError, ProxyOptions};
 use faultlab_proxy::remote::{Remote, RemoteOptions};
 use faultlab_proxy::rules::{RuleSet, RulesFile, SharedRules};
@@ -39,7 +39,7 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         return Err(Failure::usage(anyhow!("--max-frame-bytes applies to the stdio fronts only (without --listen)")));
     }
     // Only the stdio front with a child upstream can restart its upstream (`server_outage` with `restart`).
-    let restarts = args.listen.is_none() && args.upstream.is_none() && args.replay.is_none();
+    let restarts = args.listen.is_none() && args.upstream.is_none() && !args.command.is_empty();
     // Read before anything starts: a recording that cannot serve is bad input.
     let recording = match &args.replay {
         Some(path) => Some(read_recording(path).map_err(Failure::usage)?),
@@ -100,15 +100,32 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         })?;
     }
     if let Some(recording) = recording {
-        let Some(listen) = &args.listen else {
-            let options = ProxyOptions { shutdown_grace: args.shutdown_grace, max_frame_bytes: max_frame_bytes(&args) };
-            return until_signal(runtime, |stop| {
-                stdio::run(options, Replay(recording), rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
-            });
-        };
-        let addr = listen_address(listen).map_err(Failure::usage)?;
-        let upstream = Backend::Recording(recording::Replayer::new(recording));
-        return runtime.block_on(serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args));
+        let options = ProxyOptions { shutdown_grace: args.shutdown_grace, max_frame_bytes: max_frame_bytes(&args) };
+        match (&args.listen, args.command.split_first()) {
+            (None, None) => {
+                return until_signal(runtime, |stop| {
+                    stdio::run(options, Replay(recording), rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
+                });
+            }
+            (None, Some((program, rest))) => {
+                let mut command = tokio::process::Command::new(program);
+                command.args(rest);
+                let over = Over { recording, live: Child(command), log: replay_log(&args)? };
+                return until_signal(runtime, |stop| {
+                    stdio::run(options, over, rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
+                });
+            }
+            (Some(_), Some(_)) => {
+                return Err(Failure::usage(anyhow!(
+                    "--replay over a server (-- CMD) needs the stdio front: drop --listen, or drop the command"
+                )));
+            }
+            (Some(listen), None) => {
+                let addr = listen_address(listen).map_err(Failure::usage)?;
+                let upstream = Backend::Recording(recording::Replayer::new(recording));
+                return runtime.block_on(serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args));
+            }
+        }
     }
     match (&args.listen, remote, args.command.split_first()) {
         (None, None, Some((program, rest))) => {
@@ -153,8 +170,15 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
     }
 }
 
-/// Reads a recording (a trajectory recorded with `--record-bodies`) to answer from: `--replay` and
-/// `faultlab replay-server`. A trajectory without a single reply body is refused: it cannot answer anything.
+/// The file `--replay-log` names, opened for appending.
+fn replay_log(args: &ProxyArgs) -> Result<Option<std::fs::File>, Failure> {
+    let Some(path) = &args.replay_log else { return Ok(None) };
+    let file = std::fs::OpenOptions::new().create(true).append(true).open(path);
+    let file = file.with_context(|| format!("cannot open the --replay-log file {}", path.display()));
+    file.map(Some).map_err(Failure::usage)
+}
+
+/// Reads a recording (a trajectory recorded with `--record-bodies`) to answer from (`--replay`). A trajectory without a single reply body is refused: it cannot answer anything.
 pub fn read_recording(path: &Path) -> anyhow::Result<Recording> {
     let file = std::fs::File::open(path).with_context(|| format!("cannot read the recording {}", path.display()))?;
     let trajectory =

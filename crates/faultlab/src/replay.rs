@@ -1,44 +1,17 @@
 //! `faultlab replay`: run a recorded eval run again, the server's replies served from its recording, with the same
-//! agent or another; and the hidden `faultlab replay-server` that does the serving.
+//! agent or another. The serving is the proxy's: `--replay` laid over the fresh server (see `eval::runner`).
 
 use crate::Failure;
-use crate::cli::{ReplayArgs, ReplayServerArgs};
+use crate::cli::ReplayArgs;
 use anyhow::{Context as _, anyhow};
 use faultlab_eval::agent::ControlAgent;
 use faultlab_eval::batch::{run_dir, run_specs};
-use faultlab_eval::replay;
 use faultlab_eval::report::{Meta, Report};
 use faultlab_eval::runner::{AgentSpec, RunRecord, RunSpec};
 use faultlab_eval::task::Task;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
-
-pub fn run_server(args: ReplayServerArgs) -> Result<(), Failure> {
-    let cassette = crate::proxy::read_recording(&args.cassette).map_err(Failure::runtime)?;
-    let Some((program, rest)) = args.command.split_first() else {
-        return Err(Failure::usage(anyhow!("name the server to replay in front of: -- CMD ARGS")));
-    };
-    let mut server = tokio::process::Command::new(program);
-    server.args(rest);
-    let log = match &args.log {
-        Some(path) => Some(
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .with_context(|| format!("cannot open the replay log {}", path.display()))
-                .map_err(Failure::runtime)?,
-        ),
-        None => None,
-    };
-    let runtime = crate::pipes::runtime().map_err(Failure::runtime)?;
-    let served = runtime
-        .block_on(async { replay::serve(cassette, server, crate::pipes::stdin(), crate::pipes::stdout(), log).await });
-    // As in `serve`: a thread may still be blocked on stdin, which nothing can interrupt; the process exits now.
-    std::mem::forget(runtime);
-    served.map_err(|e| Failure::runtime(anyhow::Error::from(e)))
-}
 
 pub fn run(args: ReplayArgs) -> Result<(), Failure> {
     let text = std::fs::read_to_string(&args.report)

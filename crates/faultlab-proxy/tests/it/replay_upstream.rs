@@ -103,3 +103,37 @@ async fn requests_are_answered_from_the_recording_with_the_rules_on_top() {
     let records = recorder.records();
     assert!(matches!(records.last().unwrap().event, faultlab_engine::Event::Ledger { frames_in: 15, .. }));
 }
+
+/// `--replay TRAJECTORY -- CMD` (what `faultlab replay` runs): every request reaches the live server, the recorded
+/// reply to the same call replaces its reply once, and a call the recording no longer holds gets the live reply;
+/// the log says which was which.
+#[tokio::test]
+async fn a_recording_laid_over_a_live_server_replaces_its_replies_to_recorded_calls() {
+    let lines = [
+        r#"{"tsMs":1,"scope":"stdio","event":"frame","direction":"client_to_server","action":"forwarded","id":5,"method":"tools/call","tool":"delay","arguments":{"delayMs":0},"bytes":1}"#,
+        r#"{"tsMs":2,"scope":"stdio","event":"frame","direction":"server_to_client","action":"forwarded","id":5,"bytes":1,"body":{"jsonrpc":"2.0","id":5,"result":{"content":[{"type":"text","text":"from the recording"}]}}}"#,
+    ];
+    let recording = Recording::from_trajectory(&Recorded::parse(&lines.join("\n")).unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("replay.jsonl");
+    let over = recording::Over {
+        recording,
+        live: crate::harness::lab_server(),
+        log: Some(std::fs::File::create(&log).unwrap()),
+    };
+    let mut client = crate::harness::Client::with_upstream(RulesFile::default(), over);
+    client.initialize().await;
+    let text = |reply: &Value| reply["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+    let first = client.ask(&crate::harness::call(7, "delay", json!({"delayMs": 0}))).await;
+    assert_eq!((first["id"].clone(), text(&first)), (json!(7), "from the recording".to_owned()), "{first}");
+    let second = client.ask(&crate::harness::call(8, "delay", json!({"delayMs": 0}))).await;
+    assert_eq!(second["id"], 8, "{second}");
+    assert!(!text(&second).is_empty() && text(&second) != "from the recording", "the live reply: {second}");
+    client.finish_clean().await;
+    let froms: Vec<String> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap()["from"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(froms, ["live", "recorded", "live"], "initialize, then the recorded call, then the same call again");
+}

@@ -114,11 +114,11 @@ fn a_trajectory_without_bodies_cannot_be_replayed_and_says_why() {
     std::fs::write(&cassette, "{\"tsMs\":0,\"scope\":\"stdio\",\"event\":\"run_started\",\"seed\":0,\"rules\":0}\n")
         .unwrap();
     faultlab()
-        .args(["replay-server", "--cassette"])
+        .args(["proxy", "--replay"])
         .arg(&cassette)
         .args(["--", "true"])
         .assert()
-        .code(1)
+        .code(2)
         .stderr(contains("--record-bodies"));
 }
 

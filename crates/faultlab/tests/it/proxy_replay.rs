@@ -115,7 +115,12 @@ fn a_recording_that_cannot_serve_and_a_replay_with_another_upstream_exit_2() {
     };
     replay(&[]).stderr(contains("holds no reply bodies")).stderr(contains("--record-bodies"));
     replay(&["--upstream", "http://127.0.0.1:1/mcp"]).stderr(contains("--upstream"));
-    replay(&["--", "cat"]).stderr(contains("--replay"));
+    // Laid over a server is allowed, but the recording must still hold replies.
+    replay(&["--", "cat"]).stderr(contains("holds no reply bodies"));
+    let reply = r#"{"tsMs":1,"scope":"stdio","event":"frame","direction":"server_to_client","action":"forwarded","id":1,"bytes":1,"body":{"jsonrpc":"2.0","id":1,"result":{}}}"#;
+    let ping = r#"{"tsMs":0,"scope":"stdio","event":"frame","direction":"client_to_server","action":"forwarded","id":1,"method":"ping","bytes":1}"#;
+    std::fs::write(&bare, format!("{ping}\n{reply}\n")).unwrap();
+    replay(&["--listen", "127.0.0.1:0", "--", "cat"]).stderr(contains("needs the stdio front"));
     std::fs::write(&bare, "{\"tsMs\":0,\"event\":\"frame\"}\n").unwrap();
     replay(&[]).stderr(contains("bare.jsonl: line 1"));
 }
