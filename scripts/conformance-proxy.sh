@@ -17,7 +17,7 @@
 #   FAULTLAB_BIN        faultlab binary to test, taken as is; when unset, target/debug/faultlab (built with
 #                       `cargo build -p faultlab` if it does not exist yet)
 #   SCENARIOS           space-separated scenario names to run (default: every scenario of `conformance list --server`)
-#   SCENARIO_TIMEOUT    seconds allowed per scenario run (default 60)
+#   SUITE_TIMEOUT       seconds allowed for the whole suite's run in one mode (default 300)
 #   STARTUP_TIMEOUT     seconds to wait for a server's or the proxy's listening line (default 30)
 #
 # Prints a table `scenario  direct  proxied  same?`, then `N passed, M failed` alone on a line, where a pass is a
@@ -44,7 +44,7 @@ die() { log "error: $*"; exit 2; }
 source "$ROOT/scripts/lib/conformance-tools.sh"
 # shellcheck source=scripts/lib/everything-tools.sh
 source "$ROOT/scripts/lib/everything-tools.sh"
-SCENARIO_TIMEOUT="${SCENARIO_TIMEOUT:-60}"
+SUITE_TIMEOUT="${SUITE_TIMEOUT:-300}"
 STARTUP_TIMEOUT="${STARTUP_TIMEOUT:-30}"
 export CI="${CI:-true}"
 # Loopback only, never through a proxy from the environment (reqwest in faultlab honours these variables too).
@@ -202,25 +202,31 @@ signature() {
 }
 
 declare -A OUTCOME SIG MSIG CHECKS
-# run_mode MODE URL: runs every scenario against URL; fills OUTCOME, SIG and CHECKS for MODE.
+# run_mode MODE URL: runs the whole suite (active and pending scenarios) against URL in one run of the CLI (one Node
+# start, not one per scenario), then fills OUTCOME, SIG and CHECKS for MODE from each scenario's checks.json: a
+# scenario fails when one of its checks is a FAILURE; one without a checks.json timed out (the run did) or erred.
 run_mode() {
-    local mode="$1" url="$2" scenario out_dir rc
+    local mode="$1" url="$2" scenario rc=0 checks
+    local out_dir="$RUN_DIR/$mode"
+    timeout --kill-after=5 "$SUITE_TIMEOUT" \
+        "$NODE_BIN" "$CONFORMANCE_JS" server --url "$url" --suite all -o "$out_dir" \
+        </dev/null >"$out_dir/output.txt" 2>&1 || rc=$?
     for scenario in "${SCENARIO_LIST[@]}"; do
-        out_dir="$RUN_DIR/$mode/$scenario"
-        mkdir -p "$out_dir"
-        rc=0
-        timeout --kill-after=5 "$SCENARIO_TIMEOUT" \
-            "$NODE_BIN" "$CONFORMANCE_JS" server --url "$url" --scenario "$scenario" -o "$out_dir" \
-            </dev/null >"$out_dir/output.txt" 2>&1 || rc=$?
-        case $rc in
-            0) OUTCOME[$mode,$scenario]="pass" ;;
-            1) OUTCOME[$mode,$scenario]="fail" ;;
-            124 | 137) OUTCOME[$mode,$scenario]="timeout" ;;
-            *) OUTCOME[$mode,$scenario]="error($rc)" ;;
-        esac
-        CHECKS[$mode,$scenario]="$(checks_file "$out_dir")"
-        SIG[$mode,$scenario]="$(signature "${CHECKS[$mode,$scenario]}")"
-        MSIG[$mode,$scenario]="$(signature "${CHECKS[$mode,$scenario]}" messages)"
+        # The CLI names each scenario's folder server-<scenario>-<timestamp>.
+        checks="$(find "$out_dir" -maxdepth 2 -path "$out_dir/server-$scenario-20*/checks.json" -print -quit)"
+        if [[ -z "$checks" ]]; then
+            case $rc in
+                124 | 137) OUTCOME[$mode,$scenario]="timeout" ;;
+                *) OUTCOME[$mode,$scenario]="error($rc)" ;;
+            esac
+        elif grep -q '"status": *"FAILURE"' "$checks"; then
+            OUTCOME[$mode,$scenario]="fail"
+        else
+            OUTCOME[$mode,$scenario]="pass"
+        fi
+        CHECKS[$mode,$scenario]="$checks"
+        SIG[$mode,$scenario]="$(signature "$checks")"
+        MSIG[$mode,$scenario]="$(signature "$checks" messages)"
         log "$mode $scenario: ${OUTCOME[$mode,$scenario]} [${SIG[$mode,$scenario]}]"
     done
 }
