@@ -8,7 +8,8 @@
 # network needs (no background networking, no component updates, no QUIC) and a fresh profile each time.
 #
 # The page: `faultlab demo --out DIR` writes its traces; `faultlab diagnose DIR/traces/tool-error.json
-# DIR/traces/healthy.json --format html --out report.html` renders them. Chromium then
+# DIR/traces/healthy.json TRAJECTORY --format html --out report.html` renders them with the trajectory of the
+# demo's blind retrier. Chromium then
 #   - takes a screenshot (1280x2000) of report.html, and
 #   - dumps the DOM after the page's script has run (--dump-dom).
 # Checks, one line each:
@@ -18,6 +19,9 @@
 #                 whose name reads NAME sits in the timeline message where it happens, and the summary table has
 #                 its row
 #   healthy       the healthy trace's section says it has no findings
+#   index         the page (three traces) opens with an index linking to each
+#   sequence      each trace with calls has a sequence view with a call group and a held bar per call, and a
+#                 duration chart with a row per call
 #   script        the page's script ran in the browser (the filter label counts the messages with findings)
 #   screenshot    the PNG exists, is a 1280x2000 PNG and is not trivially small
 #   highlight     the screenshot shows the findings' colours (the error and warning boxes' borders) over enough
@@ -79,8 +83,10 @@ dom="$work/dom.html"
 timeout -k 10 300 "$bin" demo --out "$work/demo" </dev/null >"$work/demo.log" 2>&1 ||
   die "faultlab demo failed; its output: $(tail -n 5 "$work/demo.log")"
 diagnose_rc=0
-"$bin" diagnose "$work/demo/traces/tool-error.json" "$work/demo/traces/healthy.json" --format html --out "$page" \
-  </dev/null 2>"$work/diagnose.stderr" || diagnose_rc=$?
+# A proxy trajectory too (the blind retrier's, where a write timed out after it ran): the sequence view's three lanes.
+trajectory="$work/demo/eval/runs/transport-timeout-after-write/blind-retrier/1/trajectory.jsonl"
+"$bin" diagnose "$work/demo/traces/tool-error.json" "$work/demo/traces/healthy.json" "$trajectory" --format html \
+  --out "$page" </dev/null 2>"$work/diagnose.stderr" || diagnose_rc=$?
 
 # Chromium as root needs --no-sandbox; the rest keeps it from reaching for the network this machine does not have.
 browser() {
@@ -142,12 +148,25 @@ class Dom(html.parser.HTMLParser):
         self.counts = []
         self.clean = []
         self.text_for = None  # (list, index) collecting text
+        self.index = []  # the index's links
+        self.pictures = {}  # section id -> [sequence calls, held bars, duration rows]
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
         classes = (attrs.get("class") or "").split()
         if tag not in self.VOID:
             self.stack.append((tag, attrs))
+        section = next((a.get("id") for t, a in reversed(self.stack) if t == "section"), None)
+        inside = lambda name: any(name in (a.get("class") or "").split() for _, a in self.stack[:-1])
+        if tag == "a" and any(t == "nav" for t, _ in self.stack):
+            self.index.append(attrs.get("href"))
+        counts = self.pictures.setdefault(section, [0, 0, 0])
+        if tag == "g" and "call" in classes and inside("sequence"):
+            counts[0] += 1
+        if tag == "rect" and "held" in classes:
+            counts[1] += 1
+        if tag == "tr" and "duration" in classes:
+            counts[2] += 1
         if tag == "div" and "finding" in classes and "data-kind" in attrs:
             entry = next((a.get("id") for t, a in reversed(self.stack) if t == "li"), None)
             self.findings.append([attrs["data-kind"], "", entry])
@@ -241,6 +260,11 @@ for kind, anchor in anchors.items():
     check(f"finding {kind}", ok, f"{where}; summary row {'present' if kind in parsed.rows else 'missing'}")
 check("healthy", any("No findings" in c for c in parsed.clean), f"clean notes: {[c.strip() for c in parsed.clean]}")
 check("script", " (10 of 11)" in parsed.counts, f"filter counts after the script ran: {parsed.counts}")
+check("index", parsed.index == ["#t0", "#t1", "#t2"], f"the index links to {parsed.index}")
+pictures = {k: v for k, v in parsed.pictures.items() if k and any(v)}
+ok = bool(pictures) and all(calls > 0 and calls == held == rows for calls, held, rows in pictures.values())
+check("sequence", ok, ", ".join(f"{k}: {c} calls, {h} held bars, {r} duration rows" for k, (c, h, r) in
+      sorted(pictures.items())) or "no sequence view")
 
 size = os.path.getsize(shot) if os.path.isfile(shot) else 0
 try:

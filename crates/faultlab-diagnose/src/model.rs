@@ -157,6 +157,8 @@ pub struct CallResult {
     pub text: Option<String>,
     /// Whether the server executed the request (trajectories: the proxy knows); `None` when unknown.
     pub executed: Option<bool>,
+    /// The fault the proxy put on the call (trajectories only).
+    pub fault: Option<String>,
 }
 
 /// What kinds of data a trace records. Detectors that need something a trace lacks are reported as not checked

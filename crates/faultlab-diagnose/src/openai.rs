@@ -148,7 +148,8 @@ impl Builder {
             Some(Value::Bool(false)) => crate::model::Status::Success,
             Some(other) => return Err(format!("`is_error` is {}, not a boolean", kind(other))),
         };
-        self.calls[call].result = Some(CallResult { at: index, ts_ms, status, text: Some(text), executed: None });
+        self.calls[call].result =
+            Some(CallResult { at: index, ts_ms, status, text: Some(text), executed: None, fault: None });
         Ok(())
     }
 }

@@ -59,6 +59,7 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
                     status: status(outcome),
                     text: None,
                     executed: exchange.executed(),
+                    fault: exchange.fault().map(|(_, fault)| fault.to_owned()),
                 }),
             }
         })

@@ -6,7 +6,7 @@
 //! Elements a reader (or a test) can rely on: each finding is `<div class="finding" data-kind="NAME">`, each summary
 //! row `<tr class="finding-row" data-kind="NAME">`, each message `<li class="entry" id="tN-mPOS">`.
 
-use super::{describe, evidence, headline, not_checked, place};
+use super::{charts, describe, evidence, headline, not_checked, place};
 use crate::detect::Diagnosis;
 use crate::finding::Finding;
 use crate::model::{Call, Entry, Role, Trace, Unit};
@@ -32,6 +32,9 @@ pub fn render(diagnoses: &[Diagnosis]) -> String {
         esc(&title),
         esc(&title)
     );
+    if diagnoses.len() > 1 {
+        index(&mut out, diagnoses);
+    }
     for (t, d) in diagnoses.iter().enumerate() {
         trace_section(&mut out, t, d);
     }
@@ -42,6 +45,27 @@ pub fn render(diagnoses: &[Diagnosis]) -> String {
          </body>\n</html>\n"
     );
     out
+}
+
+/// The list of traces at the top of a page with several: each a link to its section, with what was found.
+fn index(out: &mut String, diagnoses: &[Diagnosis]) {
+    out.push_str("<nav class=\"index\">\n<h2>Traces</h2>\n<ol>\n");
+    for (t, d) in diagnoses.iter().enumerate() {
+        let worst = d.findings.iter().map(|f| f.severity).min();
+        let (class, found) = match (worst, d.findings.len()) {
+            (None, _) => ("clean".to_owned(), "no findings".to_owned()),
+            (Some(sev), 1) => (format!("sev-{}", sev.name()), "1 finding".to_owned()),
+            (Some(sev), n) => (format!("sev-{}", sev.name()), format!("{n} findings")),
+        };
+        let _ = writeln!(
+            out,
+            "<li class=\"{class}\"><a href=\"#t{t}\"><code>{}</code></a> <span class=\"found\">{found}</span> \
+             <span class=\"meta\">{} calls</span></li>",
+            esc(&d.file),
+            d.trace.calls.len()
+        );
+    }
+    out.push_str("</ol>\n</nav>\n");
 }
 
 fn trace_section(out: &mut String, t: usize, d: &Diagnosis) {
@@ -77,6 +101,12 @@ fn trace_section(out: &mut String, t: usize, d: &Diagnosis) {
         let _ =
             writeln!(out, "<p class=\"not-checked\">Not checked: {} — {}.</p>", esc(&names.join(", ")), esc(&reason));
     }
+    if !d.trace.calls.is_empty() {
+        out.push_str("<h3>Sequence</h3>\n<div class=\"picture\">\n");
+        charts::sequence(out, &d.trace);
+        out.push_str("</div>\n<h3>Durations</h3>\n");
+        charts::durations(out, &d.trace);
+    }
     let unit = if d.unit == Unit::Line { "lines" } else { "messages" };
     let _ = write!(
         out,
@@ -86,13 +116,23 @@ fn trace_section(out: &mut String, t: usize, d: &Diagnosis) {
     // Times are shown from the first one in the trace: epoch milliseconds mean nothing to a reader.
     let first_ts = d.trace.entries.iter().find_map(|e| e.ts_ms);
     let answers = answers(&d.trace);
+    // A finding's name is written once, at the first message it cites; the others it cites get a mark.
+    let first_cited: Vec<Option<usize>> = d.findings.iter().map(|f| f.evidence.iter().min().copied()).collect();
     for entry in &d.trace.entries {
-        entry_item(out, t, d, entry, first_ts, answers.get(&entry.pos).copied());
+        entry_item(out, t, d, entry, first_ts, answers.get(&entry.pos).copied(), &first_cited);
     }
     out.push_str("</ol>\n</section>\n");
 }
 
-fn entry_item(out: &mut String, t: usize, d: &Diagnosis, entry: &Entry, first_ts: Option<f64>, status: Option<&str>) {
+fn entry_item(
+    out: &mut String,
+    t: usize,
+    d: &Diagnosis,
+    entry: &Entry,
+    first_ts: Option<f64>,
+    status: Option<&str>,
+    first_cited: &[Option<usize>],
+) {
     let trace = &d.trace;
     let cited: Vec<(usize, &Finding)> =
         d.findings.iter().enumerate().filter(|(_, f)| f.evidence.contains(&entry.pos)).collect();
@@ -118,7 +158,12 @@ fn entry_item(out: &mut String, t: usize, d: &Diagnosis, entry: &Entry, first_ts
         let _ = write!(out, "<span class=\"ts\">+{} ms</span>", crate::detect::ms(ts - first));
     }
     for (i, f) in &cited {
-        let _ = write!(out, "<a class=\"chip sev-{}\" href=\"#t{t}-f{i}\">{}</a>", f.severity.name(), f.kind.name());
+        let (sev, kind) = (f.severity.name(), f.kind.name());
+        if first_cited[*i] == Some(entry.pos) {
+            let _ = write!(out, "<a class=\"chip sev-{sev}\" href=\"#t{t}-f{i}\">{kind}</a>");
+        } else {
+            let _ = write!(out, "<a class=\"mark sev-{sev}\" href=\"#t{t}-f{i}\" title=\"{kind}\"></a>");
+        }
     }
     out.push_str("</div>");
     if let Some(text) = entry.text.as_deref().filter(|s| !s.trim().is_empty()) {

@@ -1,5 +1,6 @@
 //! One report model ([`Diagnosis`]), one small renderer per format.
 
+mod charts;
 pub mod console;
 pub mod html;
 pub mod json;
