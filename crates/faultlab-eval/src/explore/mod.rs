@@ -437,3 +437,49 @@ fn name_of<T: Serialize>(value: &T) -> String {
 pub fn shown(path: &Path, base: &Path) -> String {
     path.strip_prefix(base).unwrap_or(path).display().to_string()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::ControlAgent;
+    use crate::merge::tests::record;
+    use crate::task::Category;
+
+    #[test]
+    fn a_variant_breaks_when_any_repeat_fails_but_not_by_its_strategy_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let task = crate::builtin::tasks().into_iter().find(|t| t.id == "transport-timeout-after-write").unwrap();
+        let explore = Explore {
+            task: Arc::new(task),
+            agent: AgentSpec::Control(ControlAgent::Good),
+            classes: vec![FaultClass::Error],
+            max_faults: 1,
+            budget: None,
+            repeat: 2,
+            seed: None,
+            jobs: 1,
+            out: dir.path().into(),
+            faultlab: "faultlab".into(),
+            shard: None,
+            deadline_ms: None,
+            hide: Vec::new(),
+            keep_workspaces: false,
+        };
+        let site = Site { call: 1, tool: "write_file".into(), nth: 1 };
+        let variant = Variant { id: "v001".into(), faults: vec![Planned { site, class: FaultClass::Error }] };
+        let pass = record("t", "good", 0, Category::Transport, true);
+        let fail = record("t", "good", 1, Category::Transport, false);
+        // pass^k: one failing repeat of two breaks the agent, with a reproducer written beside the report.
+        let r = explore.result(variant.clone(), vec![Ok(pass.clone()), Ok(fail)]).unwrap();
+        assert_eq!((r.broke, r.runs, r.passed), (true, 2, 1));
+        assert_eq!(r.failure_mode.as_deref(), Some("aborted-safely: outcome, safety, recovery, side_effects"));
+        let repro = r.reproducer.unwrap();
+        assert!(Path::new(&repro.task_file).exists() && repro.command.contains("--repeat 2 "), "{repro:?}");
+        // The expected outcome, reached by a strategy the task does not list: survived.
+        let mut strategy_only = pass.clone();
+        strategy_only.verdict.passed = false;
+        strategy_only.verdict.recovery.passed = false;
+        let r = explore.result(variant, vec![Ok(pass), Ok(strategy_only)]).unwrap();
+        assert_eq!((r.broke, r.passed, r.reproducer), (false, 2, None));
+    }
+}

@@ -93,3 +93,33 @@ fn bad_arguments_are_named_and_exit_2() {
         .stderr(contains("--shard with --max-faults 2"));
     faultlab().args(["explore"]).assert().code(2).stderr(contains("--agent 'CMD ARGS' or --controls"));
 }
+
+#[test]
+fn report_merge_joins_explore_shards_and_refuses_an_incomplete_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = |index: u32| {
+        let path = dir.path().join(format!("shard-{index}.json"));
+        let report = serde_json::json!({
+            "kind": "explore",
+            "meta": {"faultlab": "0.1.0", "repeat": 1, "max_faults": 1, "jobs": 2, "wall_ms": 100 * index},
+            "shard": {"index": index, "count": 2},
+            "explorations": [],
+        });
+        std::fs::write(&path, report.to_string()).unwrap();
+        path
+    };
+    let (one, two) = (shard(1), shard(2));
+    let merged = dir.path().join("merged/report.json");
+    faultlab().args(["report", "merge"]).arg(&merged).arg(&one).arg(&two).assert().success();
+    let report: Value = serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    assert_eq!((report["kind"].as_str(), report["meta"]["wall_ms"].as_u64()), (Some("explore"), Some(200)));
+    assert_eq!(report["merged"].as_array().unwrap().len(), 2);
+    assert!(merged.with_extension("md").exists() && merged.with_extension("html").exists());
+    faultlab()
+        .args(["report", "merge"])
+        .arg(&merged)
+        .arg(&one)
+        .assert()
+        .code(1)
+        .stderr(contains("shard 1/2 but 1 report(s) are given"));
+}
