@@ -41,7 +41,8 @@ pub struct Explore {
     pub repeat: u32,
     pub seed: Option<u64>,
     pub jobs: usize,
-    /// The report's folder (absolute); runs go to `runs/<task>/<agent>/…` and reproducers to `repro/…` in it.
+    /// The report's folder (absolute); runs go to `runs/<task>/<agent>.<variant>/<repeat>` and reproducers to
+    /// `repro/<task>/<agent>/<variant>` in it.
     pub out: PathBuf,
     pub faultlab: PathBuf,
     /// `(i, n)`, 0-based: run only the variants whose number is i modulo n (every shard runs the healthy run).
@@ -157,9 +158,10 @@ impl Explore {
         self.seed.or(self.task.seed).unwrap_or(0)
     }
 
-    /// `runs/<task>/<agent>/<name>/<repeat>`, relative to the report.
+    /// `runs/<task>/<agent>.<name>/<repeat>`, relative to the report: as deep as eval's `runs/<task>/<agent>/<repeat>`,
+    /// since the runner hides from every agent the runs folder three levels above a run's.
     fn report_dir(&self, name: &str, repeat: u32) -> String {
-        format!("runs/{}/{}/{name}/{}", self.task.id, self.agent.label(), repeat + 1)
+        format!("runs/{}/{}.{name}/{}", self.task.id, self.agent.label(), repeat + 1)
     }
 
     fn specs(&self, task: &Arc<Task>, name: &str) -> Vec<RunSpec> {
@@ -465,6 +467,12 @@ mod tests {
             hide: Vec::new(),
             keep_workspaces: false,
         };
+        // Every run's folder lies where the runner hides the whole runs folder (three levels up) from the agents.
+        let specs = explore.specs(&explore.task, "v001");
+        assert_eq!(specs.len(), 2);
+        for spec in &specs {
+            assert_eq!(spec.dir.ancestors().nth(3), Some(dir.path().join("runs").as_path()), "{}", spec.dir.display());
+        }
         let site = Site { call: 1, tool: "write_file".into(), nth: 1 };
         let variant = Variant { id: "v001".into(), faults: vec![Planned { site, class: FaultClass::Error }] };
         let pass = record("t", "good", 0, Category::Transport, true);

@@ -65,10 +65,10 @@ fn a_timeout_after_the_write_breaks_the_blind_retrier_and_the_reproducer_replays
 
 /// The nonce of the explored variant's run (the reproducer must get the same one).
 fn report_nonce(out: &Path) -> Value {
-    let run = out.join("runs/transport-timeout-after-write/blind-retrier/v001/1/task.json");
+    let run = out.join("runs/transport-timeout-after-write/blind-retrier.v001/1/task.json");
     assert!(run.exists(), "{}", run.display());
     let claim: Value = serde_json::from_slice(
-        &std::fs::read(out.join("runs/transport-timeout-after-write/blind-retrier/v001/1/claim.json")).unwrap(),
+        &std::fs::read(out.join("runs/transport-timeout-after-write/blind-retrier.v001/1/claim.json")).unwrap(),
     )
     .unwrap();
     claim["answer"].clone()
