@@ -24,7 +24,7 @@ use crate::task::Task;
 use faultlab_engine::trajectory::Trajectory;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 pub use synth::{CallFacts, FaultClass, Planned, Pruned, Site, Variant};
 
@@ -435,17 +435,13 @@ fn name_of<T: Serialize>(value: &T) -> String {
     serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
-/// A folder name for a path in reports: relative to `base` when beneath it.
-pub fn shown(path: &Path, base: &Path) -> String {
-    path.strip_prefix(base).unwrap_or(path).display().to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::agent::ControlAgent;
     use crate::merge::tests::record;
     use crate::task::Category;
+    use std::path::Path;
 
     #[test]
     fn a_variant_breaks_when_any_repeat_fails_but_not_by_its_strategy_alone() {
