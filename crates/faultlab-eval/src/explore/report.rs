@@ -371,12 +371,16 @@ pub fn html(report: &ExploreReport) -> String {
             let ids: Vec<String> = variants.iter().map(|v| format!("{} ({})", v.id, label(v))).collect();
             let _ = writeln!(out, "<p><b>minimal failing set, {}</b>: {}</p>", esc(&mode), esc(&ids.join("; ")));
         }
+        if !e.variants.iter().any(|v| v.broke) {
+            out.push_str("<p>No variant broke the agent.</p>\n");
+        }
         out.push_str("<ul>\n");
         for v in e.variants.iter().filter(|v| v.broke) {
             let _ = write!(
                 out,
                 "<li class=\"variant\" id=\"{}\"><b>{}</b> {}: {}<ul>",
-                esc(&v.id),
+                // Unique on the page, which shows every (task, agent) exploration.
+                esc(&format!("{}-{}-{}", e.task, e.agent, v.id)),
                 esc(&v.id),
                 esc(&label(v)),
                 esc(&v.verdict)
