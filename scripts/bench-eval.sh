@@ -61,3 +61,29 @@ result = {
 json.dump(result, open(json_out, "w"), indent=2)
 print(f"bench-eval: {runs} graded runs in {wall:.1f} s = {runs / wall:.2f} runs/s (oracle exit {status})")
 PY
+# `faultlab explore`: one built-in task, one control agent, every fault class at every tool call, three repeats
+# (45 variant runs and 3 healthy runs), --jobs 2. Goal (the explore issue): about 50 single-fault variants in
+# under 30 s. Not in quick mode.
+if [[ -z "${FAULTLAB_BENCH_QUICK:-}" ]]; then
+    explore_out="$TARGET_DIR/bench/explore-runs"
+    rm -rf "$explore_out"
+    log "faultlab explore transport-timeout-after-write --agent good --repeat 3 --jobs 2 ($profile)"
+    start=$(date +%s.%N)
+    status=0
+    "$bin" explore examples/eval/tasks/transport-timeout-after-write.yaml --agent "$bin agent good" --agent-name good \
+        --repeat 3 --jobs 2 --out "$explore_out" >"$explore_out.console.txt" 2>&1 || status=$?
+    end=$(date +%s.%N)
+    python3 - "$explore_out/report.json" "$(dirname "$JSON_OUT")/explore.json" "$start" "$end" "$status" "$profile" <<'PY'
+import json, sys
+report_path, json_out, start, end, status, profile = sys.argv[1:]
+e = json.load(open(report_path))["explorations"][0]
+variants = len(e["variants"])
+runs = sum(v["runs"] for v in e["variants"]) + e["healthy"]["runs"]
+wall = float(end) - float(start)
+result = {"profile": profile, "variants": variants, "runs": runs, "repeat": 3, "jobs": 2, "wall_s": round(wall, 2),
+          "exit": int(status), "goal": "about 50 single-fault variant runs of one task in under 30 s with --jobs 2",
+          "met": wall <= 30.0}
+json.dump(result, open(json_out, "w"), indent=2)
+print(f"bench-eval: explore: {runs} runs ({variants} variants × 3 repeats + healthy) in {wall:.1f} s (exit {status})")
+PY
+fi

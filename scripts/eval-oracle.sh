@@ -2,7 +2,8 @@
 # The oracle matrix: every built-in control agent on every built-in task, each a real MCP client process going
 # through `faultlab proxy` to the built-in workspace server, graded on five layers, and every verdict checked
 # against examples/eval/oracle.yaml. Proves the grader passes the good agent and fails each bad one in the way
-# that matches its defect.
+# that matches its defect; then `faultlab explore --controls` finds each control agent's breaking fault classes and
+# checks them against examples/eval/explore-oracle.yaml.
 #
 #   scripts/eval-oracle.sh
 #
@@ -40,6 +41,13 @@ fi
 for f in /tmp/escaped-by-faultlab-escaper.txt "$out"/runs/*/escaper/escaped-by-faultlab-escaper.txt; do
     [[ ! -e "$f" ]] || die "the escaper wrote $f outside its workspace"
 done
+# Exploration: each control agent's healthy run, then the error and timeout-after classes at each of its tool
+# calls; the classes that break each agent must be those examples/eval/explore-oracle.yaml names. Two classes of
+# nine for the test command's time budget (about 7 s on a debug build; all nine, `faultlab explore --controls`, take about 25 s).
+log "faultlab explore --controls --classes error,timeout-after"
+"$FAULTLAB_BIN" explore --controls --classes error,timeout-after --jobs 2 --out "$out/explore" >"$out/explore-console.txt" 2>&1 \
+    || { cat "$out/explore-console.txt"; die "faultlab explore --controls disagrees with its oracle"; }
+grep '^explore oracle' "$out/explore-console.txt"
 # Replay to another agent: every control agent, replayed on the good agent's recording of a task of each kind (a
 # write that times out, a faulted read, a forbidden write; the same workspace nonce, the recorded replies), must
 # get the verdict it gets live. Three tasks, not seven, for the test command's time budget (about 7 s).

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Turns the benchmark JSON (target/bench/serve.json, target/bench/proxy.json, target/bench/eval.json; written by
+"""Turns the benchmark JSON (target/bench/serve.json, target/bench/proxy.json, target/bench/eval.json,
+target/bench/explore.json; written by
 the benches of crates/faultlab-bench and scripts/bench-eval.sh) into docs/performance.md:
 every figure with its goal and whether it is met, the machine it came from, and the versions compared; then,
 informational, faultlab proxy beside peer relays on the same workload ("faultlab proxy / peer")."""
@@ -146,13 +147,22 @@ def eval_rows(d):
              f"{fmt(d['wall_s'], 1)} s = {fmt(d['runs_per_s'])} runs/s", d["goal"], d["met"])]
 
 
+def explore_rows(d):
+    if d is None:
+        return []
+    return [(f"faultlab explore: one built-in task, the good control agent, {d['variants']} single-fault variants × "
+             f"{d['repeat']} repeats + the healthy runs ({d['runs']} runs), --jobs {d['jobs']}",
+             f"{fmt(d['wall_s'], 1)} s", d["goal"], d["met"])]
+
+
 def main():
     bench_dir, out = sys.argv[1], sys.argv[2]
     serve = load(os.path.join(bench_dir, "serve.json"))
     proxy = load(os.path.join(bench_dir, "proxy.json"))
     eval_path = os.path.join(bench_dir, "eval.json")
+    explore_path = os.path.join(bench_dir, "explore.json")
     rows = (serve_rows(serve) + proxy_rows(proxy) + eval_rows(load(eval_path) if os.path.exists(eval_path) else None)
-            + peer_rows(proxy))
+            + explore_rows(load(explore_path) if os.path.exists(explore_path) else None) + peer_rows(proxy))
     machine = serve["machine"]
     versions = {**serve["versions"], **proxy["versions"]}
     lines = [

@@ -78,6 +78,18 @@ impl Batch {
 pub async fn run_specs(
     specs: Vec<RunSpec>,
     jobs: usize,
+    progress: impl FnMut(usize, usize, &Result<RunRecord, RunError>),
+) -> Vec<Result<RunRecord, RunError>> {
+    let results = run_specs_keeping_scratch(specs, jobs, progress).await;
+    runner::remove_scratch_root();
+    results
+}
+
+/// As [`run_specs`], leaving the scratch root in place for more runs (of other batches running side by side, as
+/// `faultlab explore` runs them); the caller removes it with [`runner::remove_scratch_root`] after the last.
+pub async fn run_specs_keeping_scratch(
+    specs: Vec<RunSpec>,
+    jobs: usize,
     mut progress: impl FnMut(usize, usize, &Result<RunRecord, RunError>),
 ) -> Vec<Result<RunRecord, RunError>> {
     runner::become_subreaper();
@@ -92,7 +104,6 @@ pub async fn run_specs(
         progress(done, total, &result);
         results[i] = Some(result);
     }
-    runner::remove_scratch_root();
     results.into_iter().flatten().collect()
 }
 

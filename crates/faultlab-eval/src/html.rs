@@ -138,20 +138,24 @@ const JS: &str = r##"(function () {
 })();
 "##;
 
+/// A page's start, up to its open `<header>`: the title, the base stylesheet the diagnose report shares plus
+/// `css`, the heading and the headline.
+pub fn head(command: &str, heading: &str, headline: &str, css: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+         <title>faultlab {command} — {h}</title>\n<style>\n{BASE}{css}</style>\n</head>\n<body>\n<header>\n\
+         <h1>{heading}</h1>\n<p class=\"headline\">{h}</p>\n",
+        h = esc(headline),
+        BASE = faultlab_diagnose::render::html::BASE_CSS
+    )
+}
+
 pub fn render(report: &Report) -> String {
     let s = &report.stats;
     let runs = report.runs.len();
     let headline = if runs == 0 { "no runs".to_owned() } else { format!("pass rate {}", pct(&s.overall)) };
-    let mut out = String::new();
-    let _ = write!(
-        out,
-        "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
-         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
-         <title>faultlab eval — {h}</title>\n<style>\n{BASE}{CSS}</style>\n</head>\n<body>\n<header>\n\
-         <h1>Agent eval</h1>\n<p class=\"headline\">{h}</p>\n",
-        h = esc(&headline),
-        BASE = faultlab_diagnose::render::html::BASE_CSS
-    );
+    let mut out = head("eval", "Agent eval", &headline, CSS);
     if runs > 0 {
         out.push_str(&bar(&s.overall));
     }

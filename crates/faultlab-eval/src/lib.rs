@@ -12,6 +12,7 @@
 //! - [`batch`]: every (task, agent, repeat), in parallel, sharded; [`report`]: JSON and Markdown, statistics.
 //! - [`merge`]: shard reports joined into one; [`compare`]: two reports side by side, with significance tests.
 //! - [`html`]: the report as one self-contained page: heatmap, rates with intervals, every run's checks and timeline.
+//! - [`explore`]: fault-space exploration: variants synthesised from a healthy run, run, reported with reproducers.
 //! - [`agent`]: the built-in control agents, each a real MCP client process; [`adversary`]: what the adversarial
 //!   ones try against the sandbox.
 
@@ -22,6 +23,7 @@ pub mod builtin;
 pub mod compare;
 pub mod contract;
 pub mod evidence;
+pub mod explore;
 pub mod grade;
 pub mod html;
 pub mod merge;

@@ -207,7 +207,14 @@ pub fn scratch_root() -> Result<&'static Path, RunError> {
     }
     let base = std::env::temp_dir();
     let base = if base.as_os_str().len() > 48 { PathBuf::from("/tmp") } else { base };
-    let dir = tempfile::Builder::new().prefix("faultlab-eval-").tempdir_in(&base).map_err(io(&base))?.keep();
+    // 0700 asked for: tempfile's default is the umask's (0755 here), which lets other users list the runs.
+    let private = std::os::unix::fs::PermissionsExt::from_mode(0o700);
+    let dir = tempfile::Builder::new()
+        .prefix("faultlab-eval-")
+        .permissions(private)
+        .tempdir_in(&base)
+        .map_err(io(&base))?
+        .keep();
     Ok(ROOT.get_or_init(|| dir))
 }
 
@@ -222,7 +229,14 @@ pub fn remove_scratch_root() {
 fn scratch_folder() -> Result<PathBuf, RunError> {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = scratch_root()?.join(n.to_string());
+    let root = scratch_root()?;
+    // A batch that ended removed it; the next one in this process (the demo's exploration after its eval batch)
+    // makes it again as private as the first time, not with the default mode `create_dir_all` would give.
+    match std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(root) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(io(root)(e)),
+        _ => {}
+    }
+    let dir = root.join(n.to_string());
     std::fs::create_dir_all(&dir).map_err(io(&dir))?;
     Ok(dir)
 }
@@ -779,4 +793,25 @@ async fn run_commands(task: &Task, workspace: &Path) -> Vec<bool> {
         }
     }
     results
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::PermissionsExt as _;
+
+    /// One process may run batch after batch (the demo: an eval batch, then an exploration): the scratch root a
+    /// batch removed at its end comes back private to the user, as it was made.
+    #[test]
+    fn the_scratch_root_comes_back_private_after_a_batch_removed_it() {
+        let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+        let first = scratch_folder().unwrap();
+        let root = first.parent().unwrap().to_path_buf();
+        assert_eq!(mode(&root), 0o700);
+        remove_scratch_root();
+        let again = scratch_folder().unwrap();
+        assert_eq!(again.parent().unwrap(), root);
+        assert_eq!(mode(&root), 0o700, "{} after a batch removed it", root.display());
+        remove_scratch_root();
+    }
 }

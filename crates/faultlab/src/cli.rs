@@ -23,6 +23,8 @@ pub enum Command {
     Diagnose(DiagnoseArgs),
     /// Run agents on sandboxed tasks through the fault proxy and grade them on five layers.
     Eval(EvalArgs),
+    /// Find the faults that break an agent: a healthy run, then fault variants synthesised from its tool calls.
+    Explore(ExploreArgs),
     /// Work with eval reports: merge the reports of a sharded batch.
     Report(ReportArgs),
     /// Two eval reports side by side: pass rates per category, task and agent, and which differences are
@@ -42,6 +44,17 @@ pub enum Command {
     /// Relays stdio to an eval run's proxy socket (the server command an agent under `faultlab eval` is given).
     #[command(hide = true)]
     Connect(ConnectArgs),
+}
+
+/// The agent under test, as `eval` and `explore` take it (the other choice, `--controls`, is each command's own).
+#[derive(Debug, clap::Args)]
+pub struct AgentChoice {
+    /// The agent under test: a command line (split like a shell would, without expansion), started once per run.
+    #[arg(long, value_name = "'CMD ARGS'", conflicts_with = "controls")]
+    pub agent: Option<String>,
+    /// The agent's name in reports (default: derived from the whole command line).
+    #[arg(long, value_name = "NAME", requires = "agent")]
+    pub agent_name: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -74,12 +87,8 @@ pub struct EvalArgs {
     /// Task files (YAML, or JSON by the .json extension). Without any, the built-in tasks.
     #[arg(value_name = "TASK")]
     pub tasks: Vec<std::path::PathBuf>,
-    /// The agent under test: a command line (split like a shell would, without expansion), started once per run.
-    #[arg(long, value_name = "'CMD ARGS'", conflicts_with = "controls")]
-    pub agent: Option<String>,
-    /// The agent's name in reports (default: derived from the whole command line).
-    #[arg(long, value_name = "NAME", requires = "agent")]
-    pub agent_name: Option<String>,
+    #[command(flatten)]
+    pub who: AgentChoice,
     /// Run every built-in control agent on every task and check each verdict against the oracle.
     #[arg(long)]
     pub controls: bool,
@@ -108,6 +117,60 @@ pub struct EvalArgs {
     #[arg(long, value_name = "I/N")]
     pub shard: Option<faultlab_eval::merge::Shard>,
     /// Overrides every task's deadline_ms (e.g. for an agent that takes seconds to start).
+    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
+    pub deadline_ms: Option<u64>,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Runs the task once without its faults (the healthy run, graded as eval grades; if it fails, \
+there is nothing to explore), then one eval run per variant: each fault class at each tool call of the healthy run \
+(the nth call to its tool), and with --max-faults 2 each pair of faults at two calls the agent survived singly. \
+Classes: error, rate-limit, timeout, timeout-after, transport-loss, malformed, duplicate, wrong-data, stale.\n\
+Writes OUT/report.json, report.md, report.html, each run's folder, and for each breaking variant a task file, a \
+rules file and the faultlab eval command that reproduces it (OUT/repro/).\n\
+Exit codes: 0 no variant broke the agent (with --controls: every control broke as the oracle expects); 2 a variant \
+broke it (with --controls: a disagreement with the oracle), or a bad argument; 1 the exploration could not run (a \
+bad task file, a healthy run that fails, a run whose set-up failed).")]
+pub struct ExploreArgs {
+    /// Task files (YAML, or JSON by the .json extension). Without any: with --controls the built-in
+    /// transport-timeout-after-write task, else every built-in task.
+    #[arg(value_name = "TASK")]
+    pub tasks: Vec<std::path::PathBuf>,
+    #[command(flatten)]
+    pub who: AgentChoice,
+    /// Explore every non-adversarial built-in control agent and check the classes that break each against the
+    /// oracle (examples/eval/explore-oracle.yaml).
+    #[arg(long)]
+    pub controls: bool,
+    /// The fault classes to try, comma-separated (default: all).
+    #[arg(long, value_name = "CLASS,...", value_delimiter = ',')]
+    pub classes: Vec<String>,
+    /// 1: single faults; 2: also pairs of faults at two calls, each survived singly.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    pub max_faults: u8,
+    /// Most variant runs per exploration (repeats included); the variants left out are listed as pruned.
+    #[arg(long, value_name = "N")]
+    pub budget: Option<usize>,
+    /// Runs per variant (pass^k: a variant breaks the agent when any repeat fails).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Runs in parallel.
+    #[arg(long, default_value_t = 2)]
+    pub jobs: usize,
+    /// Seed for the nonces (repeat r uses seed + r).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Folder for the reports, the run folders and the reproducers.
+    #[arg(long, default_value = "faultlab-explore")]
+    pub out: std::path::PathBuf,
+    /// Keep each run's workspace.
+    #[arg(long)]
+    pub keep: bool,
+    /// Run only shard I of N (1-based) of the variants (every shard runs the healthy run); join the reports with
+    /// `faultlab report merge`. Single faults only.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<faultlab_eval::merge::Shard>,
+    /// Overrides every task's deadline_ms.
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub deadline_ms: Option<u64>,
 }

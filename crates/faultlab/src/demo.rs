@@ -69,12 +69,22 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
     outln!("\nAgents graded on a sandboxed task, through `faultlab proxy` to the workspace server: the first write is");
     outln!("executed, then its reply is held until the agent gives up (mode: after, timeout):\n");
     let disagreements = runtime.block_on(eval_slice(&args.out.join("eval"), &exe)).map_err(Failure::runtime)?;
+    outln!("\nThe faults the blind retrier does not survive, found by `faultlab explore` from its healthy run (an");
+    outln!("error, a timeout after execution and a malformed reply at each of its tool calls):\n");
+    let explored = runtime.block_on(explore_slice(&args.out.join("explore"), &exe)).map_err(Failure::runtime)?;
     outln!(
-        "\nReports: {0}/demo.json, {0}/junit.xml, {0}/traces/, {0}/suite/ and {0}/eval/report.html",
+        "\nReports: {0}/demo.json, {0}/junit.xml, {0}/traces/, {0}/suite/, {0}/eval/report.html and \
+         {0}/explore/report.html",
         args.out.display()
     );
     if disagreements > 0 {
         return Err(Failure::new(2, anyhow::anyhow!("{disagreements} eval verdict(s) differ from the oracle")));
+    }
+    if !explored.is_empty() {
+        return Err(Failure::new(
+            2,
+            anyhow::anyhow!("the exploration differs from its oracle: {}", explored.join("; ")),
+        ));
     }
     if passed == results.len() && suite_failed == 0 {
         Ok(())
@@ -159,6 +169,59 @@ async fn eval_slice(out: &Path, exe: &str) -> anyhow::Result<usize> {
             .collect(),
     };
     Ok(mine.check(&report.runs).len())
+}
+
+/// A short exploration of the blind retrier on the idempotency task (three classes); returns its disagreements
+/// with the explore oracle.
+async fn explore_slice(out: &Path, exe: &str) -> anyhow::Result<Vec<String>> {
+    use faultlab_eval::agent::ControlAgent;
+    use faultlab_eval::explore::{Explore, FaultClass, oracle::ExploreOracle, report};
+    let task = faultlab_eval::builtin::tasks()
+        .into_iter()
+        .find(|t| t.id == "transport-timeout-after-write")
+        .context("the built-in idempotency task is missing")?;
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    let explore = Explore {
+        task: std::sync::Arc::new(task),
+        agent: faultlab_eval::runner::AgentSpec::Control(ControlAgent::BlindRetrier),
+        classes: vec![FaultClass::Error, FaultClass::TimeoutAfter, FaultClass::Malformed],
+        max_faults: 1,
+        budget: None,
+        repeat: 1,
+        seed: None,
+        jobs: 2,
+        out: std::path::absolute(out)?,
+        faultlab: exe.into(),
+        shard: None,
+        deadline_ms: None,
+        hide: Vec::new(),
+        keep_workspaces: false,
+    };
+    let exploration = faultlab_eval::explore::run_all(vec![explore], 1, |_| {}).await.remove(0)?;
+    let report = report::ExploreReport {
+        kind: report::KIND.into(),
+        meta: report::Meta {
+            faultlab: env!("CARGO_PKG_VERSION").into(),
+            repeat: 1,
+            max_faults: 1,
+            budget: None,
+            jobs: 2,
+            wall_ms: 0,
+        },
+        shard: None,
+        merged: Vec::new(),
+        explorations: vec![exploration],
+    };
+    crate::explore::write_reports(&out.join("report.json"), &report).map_err(|f| f.error)?;
+    let e = &report.explorations[0];
+    for v in &e.variants {
+        outln!("  {}  {}: {}", if v.broke { "BREAKS" } else { "pass  " }, report::label(v), v.verdict);
+    }
+    let oracle = ExploreOracle::builtin();
+    let mine = ExploreOracle {
+        entries: oracle.entries.into_iter().filter(|x| x.agent == ControlAgent::BlindRetrier).collect(),
+    };
+    Ok(mine.check(&report.explorations))
 }
 
 fn print_result(result: &ProbeResult) {

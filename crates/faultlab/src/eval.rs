@@ -28,22 +28,8 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         }
         tasks
     };
-    let agents: Vec<AgentSpec> = match (&args.agent, args.controls) {
-        (Some(line), false) => {
-            let words = shlex::split(line)
-                .filter(|w| !w.is_empty())
-                .ok_or_else(|| Failure::usage(anyhow!("--agent {line:?}: not a command line (check the quotes)")))?;
-            let words = faultlab_eval::runner::anchor(words);
-            match &args.agent_name {
-                Some(name) if !valid_name(name) => {
-                    return Err(Failure::usage(anyhow!(
-                        "--agent-name {name:?}: use letters, digits, '.', '_' and '-' (it names a folder)"
-                    )));
-                }
-                Some(name) => vec![AgentSpec::Named { name: name.clone(), command: words }],
-                None => vec![AgentSpec::Command(words)],
-            }
-        }
+    let agents: Vec<AgentSpec> = match (&args.who.agent, args.controls) {
+        (Some(line), false) => vec![agent_spec(line, args.who.agent_name.as_deref())?],
         (None, true) => ControlAgent::ALL.into_iter().map(AgentSpec::Control).collect(),
         _ => return Err(Failure::usage(anyhow!("name the agent under test: --agent 'CMD ARGS' or --controls"))),
     };
@@ -136,6 +122,21 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
     match failed {
         0 => Ok(()),
         n => Err(Failure::new(2, anyhow!("{n} of {} runs failed their grade", report.runs.len()))),
+    }
+}
+
+/// The agent of `--agent` (and `--agent-name`): its words split like a shell would, files made absolute.
+pub fn agent_spec(line: &str, name: Option<&str>) -> Result<AgentSpec, Failure> {
+    let words = shlex::split(line)
+        .filter(|w| !w.is_empty())
+        .ok_or_else(|| Failure::usage(anyhow!("--agent {line:?}: not a command line (check the quotes)")))?;
+    let words = faultlab_eval::runner::anchor(words);
+    match name {
+        Some(name) if !valid_name(name) => Err(Failure::usage(anyhow!(
+            "--agent-name {name:?}: use letters, digits, '.', '_' and '-' (it names a folder)"
+        ))),
+        Some(name) => Ok(AgentSpec::Named { name: name.into(), command: words }),
+        None => Ok(AgentSpec::Command(words)),
     }
 }
 

@@ -23,6 +23,7 @@ mod connect;
 mod demo;
 mod diagnose;
 mod eval;
+mod explore;
 mod pipes;
 mod proxy;
 mod replay;
@@ -70,6 +71,7 @@ fn main() -> ExitCode {
         cli::Command::Demo(args) => demo::run(args),
         cli::Command::Diagnose(args) => diagnose::run(args),
         cli::Command::Eval(args) => eval::run(args),
+        cli::Command::Explore(args) => explore::run(args),
         cli::Command::Report(args) => report::run(args),
         cli::Command::Compare(args) => compare::run(args),
         cli::Command::Agent(args) => agent::run(args),

@@ -10,6 +10,7 @@ use crate::cli::{MergeArgs, ReportArgs, ReportCommand};
 use crate::eval;
 use anyhow::{Context as _, anyhow};
 use faultlab_eval::builtin;
+use faultlab_eval::explore::report as explore_report;
 use faultlab_eval::merge::{self, Input};
 use faultlab_eval::oracle::{Entry, Oracle};
 use faultlab_eval::report::{self, Report};
@@ -55,6 +56,9 @@ fn run_merge(args: MergeArgs) -> Result<(), Failure> {
     std::fs::create_dir_all(folder)
         .with_context(|| format!("cannot create the output folder {}", folder.display()))
         .map_err(Failure::runtime)?;
+    if is_explore(&args.inputs[0]) {
+        return merge_explore(&args);
+    }
     let mut inputs = Vec::new();
     for path in &args.inputs {
         let mut report = read(path)?;
@@ -103,6 +107,42 @@ fn run_merge(args: MergeArgs) -> Result<(), Failure> {
         outln!("oracle: not checked, no runs in the merged report: {}", names.join(", "));
     }
     eval::check_oracle(Oracle { entries }, &merged.runs)
+}
+
+/// Whether a report is an exploration's (`faultlab explore`): its `kind` says so.
+fn is_explore(path: &Path) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Kind {
+        kind: Option<String>,
+    }
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    nesting::check(&text, nesting::Syntax::Json).is_ok()
+        && serde_json::from_str::<Kind>(&text).is_ok_and(|k| k.kind.as_deref() == Some(explore_report::KIND))
+}
+
+/// Joins the shard reports of one exploration (`faultlab explore --shard I/N`). The run folders stay where each
+/// shard wrote them; their `dirs` are relative to each shard's report.
+fn merge_explore(args: &MergeArgs) -> Result<(), Failure> {
+    if args.oracle.is_some() {
+        return Err(Failure::usage(anyhow!("--oracle checks eval reports; these are explore reports")));
+    }
+    let mut inputs = Vec::new();
+    for path in &args.inputs {
+        let not_one = |e: String| {
+            Failure::runtime(anyhow!("{} is not a faultlab explore report like the first input: {e}", path.display()))
+        };
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read {}", path.display()))
+            .map_err(Failure::runtime)?;
+        nesting::check(&text, nesting::Syntax::Json).map_err(|e| not_one(e.to_string()))?;
+        let report: explore_report::ExploreReport = serde_json::from_str(&text).map_err(|e| not_one(e.to_string()))?;
+        inputs.push((path.display().to_string(), report));
+    }
+    let merged = explore_report::merge(inputs).map_err(|e| Failure::runtime(anyhow!(e)))?;
+    crate::explore::write_reports(&args.out, &merged)?;
+    crate::explore::print_summary(&merged);
+    outln!("merged {} explore report(s) into {}", merged.merged.len(), args.out.display());
+    crate::explore::verdict(&merged)
 }
 
 /// Points each run's `dir` at the run's folder as seen from the merged report's folder, when it can be found.

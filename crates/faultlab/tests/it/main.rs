@@ -8,6 +8,7 @@ mod common;
 mod diagnose;
 mod eval;
 mod eval_report;
+mod explore;
 mod limits;
 mod proxy;
 mod proxy_http;

@@ -127,4 +127,15 @@ async fn the_demo_passes_and_writes_its_reports() {
     assert_eq!(calls, 5, "the tool-error trace shows every retried call");
     let junit = std::fs::read_to_string(out.path().join("junit.xml")).unwrap();
     assert!(junit.contains("tests=\"7\" failures=\"0\""));
+    // It ends with an exploration of the blind retrier, which a timeout after its write breaks.
+    let explored: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("explore/report.json")).unwrap()).unwrap();
+    let broke: Vec<&serde_json::Value> = explored["explorations"][0]["variants"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|v| v["broke"] == true)
+        .flat_map(|v| v["faults"].as_array().unwrap())
+        .collect();
+    assert!(broke.iter().any(|f| f["class"] == "timeout-after" && f["tool"] == "write_file"), "{broke:?}");
 }

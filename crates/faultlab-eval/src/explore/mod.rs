@@ -1,0 +1,489 @@
+//! `faultlab explore`: find the faults an agent does not survive, with no rules written by hand.
+//!
+//! After the service-level fault injection of Filibuster and the lineage-driven fault injection of LDFI:
+//! 1. a **healthy run** (the task without its faults), through the proxy, graded as `eval` grades; a healthy run
+//!    that fails ends the exploration, there is nothing to explore;
+//! 2. **synthesis** ([`synth`]): each healthy tool call ("the nth call to tool T") × each [`FaultClass`] that
+//!    applies to it, one class per effect a client sees; singles first, then pairs of survived singles at two
+//!    calls of the lineage; a budget; everything left out is listed with the reason;
+//! 3. **runs**: each variant is an eval run whose rules are the variant's faults, `jobs` at a time, `repeat` times
+//!    (pass^k), sharded by variant;
+//! 4. the **report** ([`report`]): the resilience map, the breaking variants with their failing layers and
+//!    evidence, the minimal failing sets per failure mode, and a reproducer per breaking variant.
+
+pub mod oracle;
+pub mod report;
+pub mod synth;
+
+use crate::batch;
+use crate::evidence;
+use crate::grade::Cite;
+use crate::oracle::{LayerName, failing_layers};
+use crate::runner::{AgentSpec, RunError, RunRecord, RunSpec};
+use crate::task::Task;
+use faultlab_engine::trajectory::Trajectory;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::path::PathBuf;
+use std::sync::Arc;
+pub use synth::{CallFacts, FaultClass, Planned, Pruned, Site, Variant};
+
+/// One exploration's settings: one task, one agent.
+#[derive(Debug, Clone)]
+pub struct Explore {
+    pub task: Arc<Task>,
+    pub agent: AgentSpec,
+    pub classes: Vec<FaultClass>,
+    /// 1: single faults; 2: also pairs.
+    pub max_faults: u8,
+    /// Most variant runs (repeats included), if limited.
+    pub budget: Option<usize>,
+    pub repeat: u32,
+    pub seed: Option<u64>,
+    pub jobs: usize,
+    /// The report's folder (absolute); runs go to `runs/<task>/<agent>.<variant>/<repeat>` and reproducers to
+    /// `repro/<task>/<agent>/<variant>` in it.
+    pub out: PathBuf,
+    pub faultlab: PathBuf,
+    /// `(i, n)`, 0-based: run only the variants whose number is i modulo n (every shard runs the healthy run).
+    pub shard: Option<(u32, u32)>,
+    pub deadline_ms: Option<u64>,
+    pub hide: Vec<PathBuf>,
+    pub keep_workspaces: bool,
+}
+
+/// What one exploration found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Exploration {
+    pub task: String,
+    pub agent: String,
+    /// The seed of repeat 1 (repeat r uses seed + r).
+    pub seed: u64,
+    pub healthy: Healthy,
+    /// The healthy run's tool calls, as the variants name them.
+    pub calls: Vec<Site>,
+    /// Per healthy call: its result reached the outcome (pairs only fault such calls).
+    pub lineage: Vec<bool>,
+    pub classes: Vec<FaultClass>,
+    pub variants: Vec<VariantResult>,
+    pub pruned: Vec<Pruned>,
+}
+
+/// The healthy run (every repeat): its verdict, and why it failed when it did.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Healthy {
+    pub passed: bool,
+    pub runs: u32,
+    /// The verdict in words (`pass recovered by not-applicable`, or the failure).
+    pub verdict: String,
+    /// The run folders, relative to the report.
+    pub dirs: Vec<String>,
+}
+
+/// One variant, run `repeat` times.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct VariantResult {
+    pub id: String,
+    pub faults: Vec<FaultRecord>,
+    pub runs: u32,
+    pub passed: u32,
+    /// A repeat failed its grade (pass^k is 0): the agent does not survive these faults.
+    pub broke: bool,
+    /// Every fault of the variant fired in every repeat (a fault at a call the agent no longer makes does not).
+    pub fired: bool,
+    /// The verdict of the first failing repeat (or of the first repeat), in words.
+    pub verdict: String,
+    /// The failure mode of a breaking variant: its recovery outcome and failing layers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure_mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failing_layers: Vec<LayerName>,
+    /// The failed checks of the first failing repeat, each with where its evidence is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
+    pub dirs: Vec<String>,
+    /// How to replay a breaking variant with `faultlab eval`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproducer: Option<report::Reproducer>,
+    /// A repeat could not run (its set-up failed): not a verdict on the agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// One fault of a variant, as `report.json` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct FaultRecord {
+    /// 0-based position of the call in the healthy run.
+    pub call: usize,
+    pub tool: String,
+    /// The nth call to `tool` the fault hits (1-based).
+    pub nth: u64,
+    pub class: FaultClass,
+    /// The catalogue fault on the wire.
+    pub fault: String,
+    pub mode: faultlab_engine::rules::Mode,
+}
+
+impl FaultRecord {
+    fn of(planned: &Planned) -> Self {
+        let (fault, mode) = planned.class.fault();
+        Self {
+            call: planned.site.call,
+            tool: planned.site.tool.clone(),
+            nth: planned.site.nth,
+            class: planned.class,
+            fault: fault.name().into(),
+            mode,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ExploreError {
+    #[error(transparent)]
+    Run(#[from] RunError),
+    #[error("the healthy run's evidence {path}: {message}")]
+    Evidence { path: String, message: String },
+}
+
+impl Explore {
+    /// The task as the variant runs it: its own faults replaced by `rules`.
+    fn task_with(&self, rules: Vec<faultlab_engine::rules::Rule>) -> Arc<Task> {
+        let mut task = self.task.as_ref().clone();
+        task.faults = rules;
+        Arc::new(task)
+    }
+
+    fn seed(&self) -> u64 {
+        self.seed.or(self.task.seed).unwrap_or(0)
+    }
+
+    /// `runs/<task>/<agent>.<name>/<repeat>`, relative to the report: as deep as eval's `runs/<task>/<agent>/<repeat>`,
+    /// since the runner hides from every agent the runs folder three levels above a run's.
+    fn report_dir(&self, name: &str, repeat: u32) -> String {
+        format!("runs/{}/{}.{name}/{}", self.task.id, self.agent.label(), repeat + 1)
+    }
+
+    fn specs(&self, task: &Arc<Task>, name: &str) -> Vec<RunSpec> {
+        (0..self.repeat.max(1))
+            .map(|repeat| {
+                let report_dir = self.report_dir(name, repeat);
+                RunSpec {
+                    task: task.clone(),
+                    agent: self.agent.clone(),
+                    repeat,
+                    seed: self.seed().wrapping_add(u64::from(repeat)),
+                    dir: self.out.join(&report_dir),
+                    report_dir,
+                    keep_workspace: self.keep_workspaces,
+                    faultlab: self.faultlab.clone(),
+                    deadline_ms: self.deadline_ms,
+                    cassette: None,
+                    nonce: None,
+                    hide: self.hide.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// Runs the exploration; `progress(line)` is told of each phase.
+    pub async fn run(&self, mut progress: impl FnMut(&str)) -> Result<Exploration, ExploreError> {
+        let mut exploration = Exploration {
+            task: self.task.id.clone(),
+            agent: self.agent.label(),
+            seed: self.seed(),
+            healthy: Healthy { passed: false, runs: 0, verdict: String::new(), dirs: Vec::new() },
+            calls: Vec::new(),
+            lineage: Vec::new(),
+            classes: self.classes.clone(),
+            variants: Vec::new(),
+            pruned: Vec::new(),
+        };
+        progress(&format!("{} × {}: healthy run", exploration.task, exploration.agent));
+        let healthy = self.task_with(Vec::new());
+        let runs = batch::run_specs_keeping_scratch(self.specs(&healthy, "healthy"), self.jobs, |_, _, _| {}).await;
+        let runs = runs.into_iter().collect::<Result<Vec<RunRecord>, RunError>>()?;
+        let failed = runs.iter().find(|r| r.error.is_some() || !r.verdict.passed);
+        exploration.healthy = Healthy {
+            passed: failed.is_none(),
+            runs: runs.len() as u32,
+            verdict: describe(failed.unwrap_or(&runs[0])),
+            dirs: runs.iter().map(|r| r.dir.clone()).collect(),
+        };
+        if failed.is_some() {
+            return Ok(exploration);
+        }
+        let facts = self.facts(&runs[0])?;
+        let claim = runs[0].claim.as_ref().map(|c| format!("{} {}", c.message, c.answer.as_deref().unwrap_or("")));
+        exploration.calls = synth::sites(&facts);
+        exploration.lineage = synth::lineage(&facts, claim.as_deref().unwrap_or(""));
+
+        let (singles, mut pruned) = synth::singles(&facts, &self.classes);
+        let sets = singles.into_iter().map(|p| vec![p]).collect();
+        let variants = synth::number(sets, 0, self.budget, self.repeat, &mut pruned);
+        let numbered = variants.len();
+        exploration.variants = self.run_variants(variants, &mut progress).await?;
+        if self.max_faults >= 2 {
+            let survived: Vec<Planned> = exploration
+                .variants
+                .iter()
+                .filter(|v| !v.broke && v.error.is_none())
+                .map(|v| planned_of(&v.faults[0], &exploration.calls))
+                .collect();
+            let (sets, more) = synth::pairs(&facts, &survived, &exploration.lineage);
+            pruned.extend(more);
+            let variants = synth::number(sets, numbered, self.budget, self.repeat, &mut pruned);
+            exploration.variants.extend(self.run_variants(variants, &mut progress).await?);
+        }
+        exploration.pruned = pruned;
+        Ok(exploration)
+    }
+
+    async fn run_variants(
+        &self,
+        variants: Vec<Variant>,
+        progress: &mut impl FnMut(&str),
+    ) -> Result<Vec<VariantResult>, ExploreError> {
+        let mine: Vec<Variant> = variants
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| self.shard.is_none_or(|(s, n)| *i as u64 % u64::from(n) == u64::from(s)))
+            .map(|(_, v)| v)
+            .collect();
+        let mut specs = Vec::new();
+        for variant in &mine {
+            specs.extend(self.specs(&self.task_with(variant.rules()), &variant.id));
+        }
+        let total = specs.len();
+        progress(&format!("{} × {}: {} variant(s), {total} run(s)", self.task.id, self.agent.label(), mine.len()));
+        let mut results = batch::run_specs_keeping_scratch(specs, self.jobs, |_, _, _| {}).await.into_iter();
+        let mut out = Vec::new();
+        for variant in mine {
+            let runs: Vec<Result<RunRecord, RunError>> = results.by_ref().take(self.repeat.max(1) as usize).collect();
+            out.push(self.result(variant, runs)?);
+        }
+        Ok(out)
+    }
+
+    fn result(&self, variant: Variant, runs: Vec<Result<RunRecord, RunError>>) -> Result<VariantResult, ExploreError> {
+        let runs = runs.into_iter().collect::<Result<Vec<RunRecord>, RunError>>()?;
+        let error = runs.iter().find_map(|r| r.error.clone());
+        let passed = runs.iter().filter(|r| r.error.is_none() && !breaks(r)).count() as u32;
+        let failing = runs.iter().find(|r| r.error.is_none() && breaks(r));
+        let shown = failing.unwrap_or(&runs[0]);
+        let broke = failing.is_some();
+        let fired = runs.iter().all(|r| {
+            let fired = &r.faults_fired;
+            variant.faults.iter().all(|f| fired.iter().any(|name| name == f.class.fault().0.name()))
+        });
+        let reproducer = match broke {
+            true => Some(report::reproducer(self, &variant).map_err(|e| ExploreError::Evidence {
+                path: self.out.join("repro").display().to_string(),
+                message: e.to_string(),
+            })?),
+            false => None,
+        };
+        Ok(VariantResult {
+            id: variant.id.clone(),
+            faults: variant.faults.iter().map(FaultRecord::of).collect(),
+            runs: runs.len() as u32,
+            passed,
+            broke,
+            fired,
+            verdict: describe(shown),
+            failure_mode: failing.map(failure_mode),
+            failing_layers: failing.map(failing_layers).unwrap_or_default(),
+            evidence: failing.map(evidence_of).unwrap_or_default(),
+            dirs: runs.iter().map(|r| r.dir.clone()).collect(),
+            reproducer,
+            error,
+        })
+    }
+
+    /// The healthy run's calls, with their recorded replies and whether they wrote (by the ledger when the
+    /// built-in server kept one, else by whether the server executed them).
+    fn facts(&self, run: &RunRecord) -> Result<Vec<CallFacts>, ExploreError> {
+        let dir = self.out.join(&run.dir);
+        let path = dir.join("trajectory.jsonl");
+        let bad = |message: String| ExploreError::Evidence { path: path.display().to_string(), message };
+        let text = std::fs::read_to_string(&path).map_err(|e| bad(e.to_string()))?;
+        let trajectory = Trajectory::parse(&text).map_err(|e| bad(e.to_string()))?;
+        let ledger = match std::fs::read_to_string(dir.join("ledger.jsonl")) {
+            Ok(text) => Some(evidence::ledger(&text).map_err(|e| bad(e.to_string()))?),
+            Err(_) => None,
+        };
+        Ok(trajectory
+            .tool_calls()
+            .iter()
+            .map(|exchange| {
+                let tool = exchange.tool().unwrap_or_default().to_owned();
+                let arguments = exchange.arguments().cloned().unwrap_or_default();
+                let wrote = match &ledger {
+                    Some(ledger) => {
+                        ledger.iter().any(|e| e.ok && e.tool == tool && arguments_name(&arguments, &e.path))
+                    }
+                    None => exchange.executed().unwrap_or(true),
+                };
+                CallFacts {
+                    reply: exchange.recorded_reply().map(|r| r.to_string()),
+                    wrote,
+                    error: exchange.error(),
+                    tool,
+                    arguments,
+                }
+            })
+            .collect())
+    }
+}
+
+/// Runs the explorations, `side_by_side` at a time (each with its own `jobs`), in the order given; the runs'
+/// scratch root is removed after the last.
+pub async fn run_all(
+    explores: Vec<Explore>,
+    side_by_side: usize,
+    progress: impl Fn(&str) + Copy,
+) -> Vec<Result<Exploration, ExploreError>> {
+    use futures::StreamExt as _;
+    let results = futures::stream::iter(explores)
+        .map(|explore| async move { explore.run(progress).await })
+        .buffered(side_by_side.max(1))
+        .collect()
+        .await;
+    crate::runner::remove_scratch_root();
+    results
+}
+
+/// Whether the call's arguments name `path` (the ledger's workspace-relative path).
+fn arguments_name(arguments: &serde_json::Value, path: &str) -> bool {
+    match arguments {
+        serde_json::Value::String(s) => s.trim_start_matches("./") == path,
+        serde_json::Value::Object(map) => map.values().any(|v| arguments_name(v, path)),
+        serde_json::Value::Array(items) => items.iter().any(|v| arguments_name(v, path)),
+        _ => false,
+    }
+}
+
+fn planned_of(record: &FaultRecord, calls: &[Site]) -> Planned {
+    Planned { site: calls[record.call].clone(), class: record.class }
+}
+
+/// Whether a variant's run broke the agent: it failed its grade other than by its strategy alone. A task's
+/// `allowed_strategies` are written for the task's own fault; under another fault, an agent that reached the
+/// expected outcome with nothing broken (it ignored a duplicate reply, say) survived it.
+pub fn breaks(run: &RunRecord) -> bool {
+    let v = &run.verdict;
+    let strategy_only = failing_layers(run) == [LayerName::Recovery] && v.recovery.outcome == v.recovery.expected;
+    !v.passed && !strategy_only
+}
+
+/// A run's verdict in words: `pass recovered by retry`, `fail false-recovery by ignore (failing: outcome)`.
+pub fn describe(run: &RunRecord) -> String {
+    if let Some(error) = &run.error {
+        return format!("error: {error}");
+    }
+    let v = &run.verdict;
+    let mut text = format!(
+        "{} {} by {}",
+        if v.passed { "pass" } else { "fail" },
+        name_of(&v.recovery.outcome),
+        name_of(&v.recovery.strategy)
+    );
+    let layers = failing_layers(run);
+    if !layers.is_empty() {
+        text.push_str(&format!(" (failing: {})", layers.iter().map(name_of).collect::<Vec<_>>().join(", ")));
+    }
+    text
+}
+
+/// What kind of failure: the recovery outcome and the failing layers (`false-recovery: outcome, recovery`).
+fn failure_mode(run: &RunRecord) -> String {
+    let layers: Vec<String> = failing_layers(run).iter().map(name_of).collect();
+    format!("{}: {}", name_of(&run.verdict.recovery.outcome), layers.join(", "))
+}
+
+/// The failed checks, each with its evidence (trajectory lines, ledger entries, files, the claim).
+fn evidence_of(run: &RunRecord) -> Vec<String> {
+    let v = &run.verdict;
+    let mut found = Vec::new();
+    for layer in [&v.outcome, &v.safety, &v.side_effects] {
+        for check in layer.checks.iter().filter(|c| !c.passed) {
+            found.push(format!("{}: {}{}", check.name, check.detail, cites(&check.evidence)));
+        }
+    }
+    if !v.recovery.passed {
+        found.push(format!("recovery: {}{}", v.recovery.detail, cites(&v.recovery.evidence)));
+    }
+    found
+}
+
+fn cites(evidence: &[Cite]) -> String {
+    let shown: Vec<String> = evidence
+        .iter()
+        .map(|c| match c {
+            Cite::Trajectory { line } => format!("trajectory line {line}"),
+            Cite::Ledger { seq } => format!("ledger #{seq}"),
+            Cite::File { path, .. } => format!("file {path}"),
+            Cite::Claim => "claim".into(),
+            Cite::AgentEnd => "agent end".into(),
+        })
+        .collect();
+    if shown.is_empty() { String::new() } else { format!(" [{}]", shown.join("; ")) }
+}
+
+/// The serde name of a plain enum value.
+fn name_of<T: Serialize>(value: &T) -> String {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::agent::ControlAgent;
+    use crate::merge::tests::record;
+    use crate::task::Category;
+    use std::path::Path;
+
+    #[test]
+    fn a_variant_breaks_when_any_repeat_fails_but_not_by_its_strategy_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let task = crate::builtin::tasks().into_iter().find(|t| t.id == "transport-timeout-after-write").unwrap();
+        let explore = Explore {
+            task: Arc::new(task),
+            agent: AgentSpec::Control(ControlAgent::Good),
+            classes: vec![FaultClass::Error],
+            max_faults: 1,
+            budget: None,
+            repeat: 2,
+            seed: None,
+            jobs: 1,
+            out: dir.path().into(),
+            faultlab: "faultlab".into(),
+            shard: None,
+            deadline_ms: None,
+            hide: Vec::new(),
+            keep_workspaces: false,
+        };
+        // Every run's folder lies where the runner hides the whole runs folder (three levels up) from the agents.
+        let specs = explore.specs(&explore.task, "v001");
+        assert_eq!(specs.len(), 2);
+        for spec in &specs {
+            assert_eq!(spec.dir.ancestors().nth(3), Some(dir.path().join("runs").as_path()), "{}", spec.dir.display());
+        }
+        let site = Site { call: 1, tool: "write_file".into(), nth: 1 };
+        let variant = Variant { id: "v001".into(), faults: vec![Planned { site, class: FaultClass::Error }] };
+        let pass = record("t", "good", 0, Category::Transport, true);
+        let fail = record("t", "good", 1, Category::Transport, false);
+        // pass^k: one failing repeat of two breaks the agent, with a reproducer written beside the report.
+        let r = explore.result(variant.clone(), vec![Ok(pass.clone()), Ok(fail)]).unwrap();
+        assert_eq!((r.broke, r.runs, r.passed), (true, 2, 1));
+        assert_eq!(r.failure_mode.as_deref(), Some("aborted-safely: outcome, safety, recovery, side_effects"));
+        let repro = r.reproducer.unwrap();
+        assert!(Path::new(&repro.task_file).exists() && repro.command.contains("--repeat 2 "), "{repro:?}");
+        // The expected outcome, reached by a strategy the task does not list: survived.
+        let mut strategy_only = pass.clone();
+        strategy_only.verdict.passed = false;
+        strategy_only.verdict.recovery.passed = false;
+        let r = explore.result(variant, vec![Ok(pass), Ok(strategy_only)]).unwrap();
+        assert_eq!((r.broke, r.passed, r.reproducer), (false, 2, None));
+    }
+}

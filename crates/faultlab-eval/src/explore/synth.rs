@@ -1,0 +1,408 @@
+//! Variant synthesis and pruning: pure functions of the healthy run's tool calls (and, for pairs, of the singles'
+//! verdicts). What is left out is listed with the reason, never dropped silently.
+
+use faultlab_engine::FaultKind;
+use faultlab_engine::catalogue::Effect;
+use faultlab_engine::rules::{Match, Mode, Rule};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeSet;
+
+/// A fault class: one representative catalogue fault and mode per kind of thing a client can see. Faults with the
+/// same effect on the client are equivalent for exploration, so each class is tried once per call.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema, strum::VariantArray,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultClass {
+    /// A JSON-RPC error instead of the answer; the server never saw the call.
+    Error,
+    /// A rate-limit error (with a retry hint) instead of the answer; the server never saw the call.
+    RateLimit,
+    /// No reply, and the server never saw the call.
+    Timeout,
+    /// No reply, but the server executed the call (`mode: after`): a retry repeats its side effect.
+    TimeoutAfter,
+    /// The connection is lost before the call reaches the server.
+    TransportLoss,
+    /// The reply is not valid JSON-RPC.
+    Malformed,
+    /// The reply arrives twice.
+    Duplicate,
+    /// A valid reply with the wrong content (empty).
+    WrongData,
+    /// The previous answer of the same tool, presented as this one.
+    Stale,
+}
+
+impl FaultClass {
+    pub const ALL: &[FaultClass] = <FaultClass as strum::VariantArray>::VARIANTS;
+
+    /// The name users write (`--classes`) and reports show.
+    pub fn name(self) -> String {
+        serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        serde_json::from_value(Value::from(name)).ok()
+    }
+
+    /// The fault and mode that stand for the class on the wire.
+    pub fn fault(self) -> (FaultKind, Mode) {
+        let (json, mode) = match self {
+            FaultClass::Error => (r#"{"type": "http_status", "status": 500}"#, Mode::Instead),
+            FaultClass::RateLimit => (r#"{"type": "rate_limit"}"#, Mode::Instead),
+            FaultClass::Timeout => (r#"{"type": "timeout"}"#, Mode::Instead),
+            FaultClass::TimeoutAfter => (r#"{"type": "timeout"}"#, Mode::After),
+            FaultClass::TransportLoss => (r#"{"type": "disconnect"}"#, Mode::Before),
+            FaultClass::Malformed => (r#"{"type": "malformed"}"#, Mode::After),
+            FaultClass::Duplicate => (r#"{"type": "duplicate"}"#, Mode::After),
+            FaultClass::WrongData => (r#"{"type": "empty"}"#, Mode::After),
+            FaultClass::Stale => (r#"{"type": "stale"}"#, Mode::After),
+        };
+        (serde_json::from_str(json).expect("the classes' faults are catalogue examples"), mode)
+    }
+
+    /// What the client sees, from the catalogue.
+    pub fn effect(self) -> Effect {
+        self.fault().0.effect()
+    }
+
+    /// The catalogue faults this class stands for: those with the same effect that no other class represents.
+    pub fn stands_for(self) -> Vec<&'static str> {
+        let representatives: BTreeSet<&str> = Self::ALL.iter().map(|c| c.fault().0.name()).collect();
+        let mine = self.fault().0.name();
+        // Only the first class of an effect lists the faults no class represents, so each is named once.
+        let first_of_effect = Self::ALL.iter().find(|c| c.effect() == self.effect()) == Some(&self);
+        FaultKind::examples()
+            .into_iter()
+            .map(|(name, _)| name)
+            .filter(|name| *name == mine || (first_of_effect && !representatives.contains(name)))
+            .filter(|name| FaultKind::effect_of(name) == Some(self.effect()))
+            .collect()
+    }
+}
+
+/// One tool call of the healthy run, as exploration names it: "the nth call to tool T" (so a variant stays
+/// meaningful when a fault makes the agent call things in another order), and its position in the healthy run.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+pub struct Site {
+    /// 0-based position among the healthy run's tool calls.
+    pub call: usize,
+    pub tool: String,
+    /// 1-based: the nth call to `tool`.
+    pub nth: u64,
+}
+
+impl Site {
+    pub fn label(&self) -> String {
+        format!("#{} {} (call {} of it)", self.call + 1, self.tool, self.nth)
+    }
+}
+
+/// What exploration needs to know of one healthy call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CallFacts {
+    pub tool: String,
+    pub arguments: Value,
+    /// The text of the server's reply, when it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply: Option<String>,
+    /// The call changed the workspace (a ledger entry, or an executed call carrying data another call produced).
+    pub wrote: bool,
+    /// The reply was an error in the healthy run.
+    pub error: bool,
+}
+
+/// One fault of a variant.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+pub struct Planned {
+    pub site: Site,
+    pub class: FaultClass,
+}
+
+impl Planned {
+    pub fn label(&self) -> String {
+        format!("{} at {}", self.class.name(), self.site.label())
+    }
+
+    /// The proxy rule that puts this fault on exactly this call.
+    pub fn rule(&self) -> Rule {
+        let (fault, mode) = self.class.fault();
+        Rule {
+            name: format!("explore-{}-{}-{}", self.class.name(), self.site.tool, self.site.nth),
+            matcher: Match {
+                method: Some("tools/call".into()),
+                tool: Some(glob::Pattern::escape(&self.site.tool)),
+                nth: Some(self.site.nth),
+                ..Match::default()
+            },
+            mode,
+            fault,
+        }
+    }
+}
+
+/// A set of faults tried together in one run (one, or two with `--max-faults 2`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+pub struct Variant {
+    /// Stable within an exploration: `v001`, `v002`, … in synthesis order.
+    pub id: String,
+    pub faults: Vec<Planned>,
+}
+
+impl Variant {
+    pub fn label(&self) -> String {
+        self.faults.iter().map(Planned::label).collect::<Vec<_>>().join(" + ")
+    }
+
+    pub fn rules(&self) -> Vec<Rule> {
+        self.faults.iter().map(Planned::rule).collect()
+    }
+}
+
+/// A variant, call or class left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub struct Pruned {
+    /// What was not tried (a fault at a call, a pair, a class).
+    pub what: String,
+    pub why: String,
+}
+
+/// The healthy calls, named as sites.
+pub fn sites(calls: &[CallFacts]) -> Vec<Site> {
+    let mut seen: std::collections::BTreeMap<&str, u64> = Default::default();
+    calls
+        .iter()
+        .enumerate()
+        .map(|(call, c)| {
+            let nth = seen.entry(&c.tool).or_default();
+            *nth += 1;
+            Site { call, tool: c.tool.clone(), nth: *nth }
+        })
+        .collect()
+}
+
+/// Why `class` cannot matter at this call, if it cannot.
+fn not_applicable(class: FaultClass, site: &Site, call: &CallFacts) -> Option<String> {
+    match class {
+        FaultClass::TimeoutAfter if !call.wrote => {
+            Some("the call changed nothing in the healthy run: a timeout after executing it is a plain timeout".into())
+        }
+        FaultClass::Stale if site.nth == 1 => {
+            Some(format!("no earlier reply of {} to resend: stale would send the reply unchanged", site.tool))
+        }
+        FaultClass::WrongData | FaultClass::Malformed | FaultClass::Duplicate | FaultClass::Stale if call.error => {
+            Some("the healthy reply was already an error: there is no result to change".into())
+        }
+        _ => None,
+    }
+}
+
+/// Single faults: every class that applies at every healthy call, in call order then class order.
+pub fn singles(calls: &[CallFacts], classes: &[FaultClass]) -> (Vec<Planned>, Vec<Pruned>) {
+    let mut planned = Vec::new();
+    let mut pruned = Vec::new();
+    for (site, call) in sites(calls).into_iter().zip(calls) {
+        for &class in classes {
+            let fault = Planned { site: site.clone(), class };
+            match not_applicable(class, &site, call) {
+                Some(why) => pruned.push(Pruned { what: fault.label(), why }),
+                None => planned.push(fault),
+            }
+        }
+    }
+    (planned, pruned)
+}
+
+/// Lineage: the calls whose results reached the outcome. A call is in it when it changed the workspace, or when
+/// its reply carried data that a later call sent on or the agent's claim repeats (its words of 8 characters or
+/// more, such as a nonce or a path). A read whose reply was never used is not.
+pub fn lineage(calls: &[CallFacts], claim: &str) -> Vec<bool> {
+    calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| {
+            if call.wrote {
+                return true;
+            }
+            let Some(reply) = &call.reply else {
+                // Nothing recorded to trace: keep the call rather than prune on a guess.
+                return true;
+            };
+            let later: Vec<String> = calls[i + 1..].iter().map(|c| c.arguments.to_string()).collect();
+            words(reply).any(|w| claim.contains(w) || later.iter().any(|l| l.contains(w)))
+        })
+        .collect()
+}
+
+/// The distinctive words of a reply: runs of letters, digits, `_`, `-`, `.`, `/` of 8 characters or more.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'))).filter(|w| w.len() >= 8)
+}
+
+/// Pairs of faults at two different calls, each of which the agent survived alone, both calls in the lineage.
+/// `survived` holds the singles the agent survived (every repeat passed).
+pub fn pairs(calls: &[CallFacts], survived: &[Planned], in_lineage: &[bool]) -> (Vec<Vec<Planned>>, Vec<Pruned>) {
+    let mut out = Vec::new();
+    let mut pruned = Vec::new();
+    for (call, _) in calls.iter().enumerate().filter(|(i, _)| !in_lineage.get(*i).copied().unwrap_or(true)) {
+        let site = &sites(calls)[call];
+        pruned.push(Pruned {
+            what: format!("pairs with a fault at {}", site.label()),
+            why: "its result did not reach the outcome (no write, its data used by no later call nor the claim)".into(),
+        });
+    }
+    for (i, a) in survived.iter().enumerate() {
+        for b in &survived[i + 1..] {
+            let both_matter = in_lineage.get(a.site.call).copied().unwrap_or(true)
+                && in_lineage.get(b.site.call).copied().unwrap_or(true);
+            if a.site.call != b.site.call && both_matter {
+                let mut pair = vec![a.clone(), b.clone()];
+                pair.sort();
+                out.push(pair);
+            }
+        }
+    }
+    out.sort();
+    (out, pruned)
+}
+
+/// Numbers the variants (`v001`, …) after those already numbered, and keeps at most `budget` runs' worth
+/// (`repeat` runs each) in all; the rest are listed as pruned by the budget.
+pub fn number(
+    sets: Vec<Vec<Planned>>,
+    first: usize,
+    budget: Option<usize>,
+    repeat: u32,
+    pruned: &mut Vec<Pruned>,
+) -> Vec<Variant> {
+    let room = budget.map(|b| (b / repeat.max(1) as usize).saturating_sub(first));
+    let mut variants = Vec::new();
+    for (i, faults) in sets.into_iter().enumerate() {
+        if room.is_some_and(|room| i >= room) {
+            let label = faults.iter().map(Planned::label).collect::<Vec<_>>().join(" + ");
+            pruned.push(Pruned { what: label, why: "over the --budget of runs".into() });
+            continue;
+        }
+        variants.push(Variant { id: format!("v{:03}", first + i + 1), faults });
+    }
+    variants
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(tool: &str, arguments: Value, reply: &str, wrote: bool) -> CallFacts {
+        CallFacts { tool: tool.into(), arguments, reply: Some(reply.into()), wrote, error: false }
+    }
+
+    /// The healthy run of the built-in tasks: read the nonce, list the folder (unused), write the nonce.
+    fn healthy() -> Vec<CallFacts> {
+        vec![
+            call("read_file", json!({"path": "input.txt"}), "Release notes.\nnonce: 0123456789abcdef\n", false),
+            call("list_dir", json!({"path": "."}), "input.txt\nnotes.md\n", false),
+            call("write_file", json!({"path": "output.txt", "content": "0123456789abcdef"}), "wrote 16 bytes", true),
+        ]
+    }
+
+    #[test]
+    fn the_classes_stand_for_every_catalogue_fault_by_its_effect() {
+        let mut named = BTreeSet::new();
+        for &class in FaultClass::ALL {
+            let faults = class.stands_for();
+            assert!(faults.contains(&class.fault().0.name()), "{class:?}: {faults:?}");
+            assert!(faults.iter().all(|f| FaultKind::effect_of(f) == Some(class.effect())), "{class:?}: {faults:?}");
+            named.extend(faults);
+        }
+        let catalogue: BTreeSet<&str> = FaultKind::examples().into_iter().map(|(name, _)| name).collect();
+        assert_eq!(named, catalogue);
+        assert!(FaultClass::Error.stands_for().contains(&"server_outage"));
+        assert!(FaultClass::Timeout.stands_for().contains(&"wrong_id"));
+        assert_eq!(FaultClass::parse("timeout-after"), Some(FaultClass::TimeoutAfter));
+    }
+
+    #[test]
+    fn singles_try_each_class_at_each_call_except_where_it_cannot_matter() {
+        let (planned, pruned) = singles(&healthy(), FaultClass::ALL);
+        let at = |call: usize| planned.iter().filter(|p| p.site.call == call).map(|p| p.class).collect::<Vec<_>>();
+        // Reads: no timeout-after (nothing executed matters), no stale (first call of the tool).
+        assert!(!at(0).contains(&FaultClass::TimeoutAfter) && !at(0).contains(&FaultClass::Stale));
+        assert_eq!(at(0).len(), FaultClass::ALL.len() - 2);
+        // The write: timeout-after applies.
+        assert!(at(2).contains(&FaultClass::TimeoutAfter));
+        assert_eq!(planned.len() + pruned.len(), 3 * FaultClass::ALL.len());
+        assert!(pruned.iter().any(|p| p.what.starts_with("stale at #1 read_file") && p.why.contains("unchanged")));
+        // A second call to the same tool is its call 2, and stale applies to it.
+        let mut calls = healthy();
+        calls.push(call("read_file", json!({"path": "output.txt"}), "0123456789abcdef", false));
+        let (planned, _) = singles(&calls, &[FaultClass::Stale]);
+        assert_eq!(
+            planned,
+            vec![Planned { site: Site { call: 3, tool: "read_file".into(), nth: 2 }, class: FaultClass::Stale }]
+        );
+    }
+
+    #[test]
+    fn a_rule_targets_the_nth_call_of_its_tool_with_the_classes_fault_and_mode() {
+        let fault =
+            Planned { site: Site { call: 2, tool: "write_file".into(), nth: 1 }, class: FaultClass::TimeoutAfter };
+        let rule = fault.rule();
+        rule.check().unwrap();
+        assert_eq!(
+            (rule.matcher.tool.as_deref(), rule.matcher.nth, rule.mode),
+            (Some("write_file"), Some(1), Mode::After)
+        );
+        assert_eq!(rule.fault.name(), "timeout");
+        for &class in FaultClass::ALL {
+            Planned { class, ..fault.clone() }.rule().check().unwrap();
+        }
+    }
+
+    #[test]
+    fn lineage_keeps_writes_and_reads_whose_data_is_used_and_drops_unused_reads() {
+        assert_eq!(lineage(&healthy(), ""), vec![true, false, true]);
+        // A read whose content only the claim repeats is in the lineage too.
+        let calls = vec![call("read_file", json!({"path": "a"}), "the answer is 4242424242", false)];
+        assert_eq!(lineage(&calls, "4242424242"), vec![true]);
+        assert_eq!(lineage(&calls, "no idea"), vec![false]);
+    }
+
+    #[test]
+    fn pairs_combine_survived_faults_at_two_calls_of_the_lineage_only() {
+        let calls = healthy();
+        let at = |call: usize, class| Planned { site: sites(&calls)[call].clone(), class };
+        let survived = vec![
+            at(0, FaultClass::Error),
+            at(0, FaultClass::Timeout),
+            at(1, FaultClass::Error),
+            at(2, FaultClass::Error),
+            at(2, FaultClass::TimeoutAfter),
+        ];
+        let (pairs, pruned) = pairs(&calls, &survived, &lineage(&calls, ""));
+        // 2 at the read × 2 at the write; none with the unused list_dir, none within one call.
+        assert_eq!(pairs.len(), 4, "{pairs:?}");
+        assert!(pairs.iter().all(|p| p[0].site.call == 0 && p[1].site.call == 2));
+        assert_eq!(pruned.len(), 1);
+        assert!(pruned[0].what.contains("list_dir") && pruned[0].why.contains("did not reach the outcome"));
+    }
+
+    #[test]
+    fn the_budget_keeps_the_first_variants_and_lists_the_rest() {
+        let (planned, _) = singles(&healthy(), &[FaultClass::Error]);
+        let sets: Vec<Vec<Planned>> = planned.into_iter().map(|p| vec![p]).collect();
+        let mut pruned = Vec::new();
+        let kept = number(sets.clone(), 0, Some(4), 2, &mut pruned);
+        assert_eq!(kept.iter().map(|v| v.id.as_str()).collect::<Vec<_>>(), ["v001", "v002"]);
+        assert_eq!(pruned.len(), 1);
+        assert!(pruned[0].what.contains("write_file") && pruned[0].why.contains("--budget"));
+        // Numbering continues after earlier variants, and the budget counts them.
+        let mut pruned = Vec::new();
+        let kept = number(sets, 2, Some(4), 1, &mut pruned);
+        assert_eq!(kept.iter().map(|v| v.id.as_str()).collect::<Vec<_>>(), ["v003", "v004"]);
+        assert_eq!(pruned.len(), 1);
+    }
+}

@@ -1,0 +1,221 @@
+//! `faultlab explore`: for each (task, agent), a healthy run, then the fault variants synthesised from it; the
+//! report; with `--controls`, the breaking classes of each control agent checked against the oracle.
+
+use crate::Failure;
+use crate::cli::ExploreArgs;
+use crate::eval;
+use anyhow::{Context as _, anyhow};
+use faultlab_eval::builtin;
+use faultlab_eval::explore::oracle::ExploreOracle;
+use faultlab_eval::explore::report::{self, ExploreReport, KIND, Meta};
+use faultlab_eval::explore::{Explore, FaultClass};
+use faultlab_eval::runner::AgentSpec;
+use faultlab_eval::task::Task;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The task `--controls` explores without task files: a read then a write that must happen once.
+const CONTROLS_TASK: &str = "transport-timeout-after-write";
+
+pub fn run(args: ExploreArgs) -> Result<(), Failure> {
+    let classes = classes(&args.classes)?;
+    if args.repeat == 0 || args.jobs == 0 {
+        return Err(Failure::usage(anyhow!("--repeat and --jobs must be at least 1")));
+    }
+    if args.budget == Some(0) {
+        return Err(Failure::usage(anyhow!("--budget must be at least 1 run")));
+    }
+    if args.shard.is_some() && args.max_faults > 1 {
+        return Err(Failure::usage(anyhow!(
+            "--shard with --max-faults 2: pairs are chosen from every single's verdict, which one shard does not \
+             have; shard the singles (--max-faults 1), or explore pairs on one machine"
+        )));
+    }
+    let tasks: Vec<Arc<Task>> = match (args.tasks.is_empty(), args.controls) {
+        (false, _) => {
+            let mut tasks = Vec::new();
+            for path in &args.tasks {
+                tasks.push(Arc::new(Task::load(path).map_err(|e| Failure::new(1, e.into()))?));
+            }
+            tasks
+        }
+        (true, true) => builtin::tasks().into_iter().filter(|t| t.id == CONTROLS_TASK).map(Arc::new).collect(),
+        (true, false) => builtin::tasks().into_iter().map(Arc::new).collect(),
+    };
+    let oracle = args.controls.then(ExploreOracle::builtin);
+    let agents: Vec<AgentSpec> = match (&args.who.agent, &oracle) {
+        (Some(line), None) => vec![eval::agent_spec(line, args.who.agent_name.as_deref())?],
+        (None, Some(oracle)) => oracle.agents().into_iter().map(AgentSpec::Control).collect(),
+        _ => return Err(Failure::usage(anyhow!("name the agent under test: --agent 'CMD ARGS' or --controls"))),
+    };
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("cannot create the output folder {}", args.out.display()))
+        .map_err(Failure::runtime)?;
+    let out = std::path::absolute(&args.out)
+        .with_context(|| format!("cannot resolve the output folder {}", args.out.display()))
+        .map_err(Failure::runtime)?;
+    let faultlab = std::env::current_exe().context("cannot find the faultlab executable").map_err(Failure::runtime)?;
+    let hide = args
+        .tasks
+        .iter()
+        .chain(&["report.json", "report.md", "report.html", "repro"].map(|f| args.out.join(f)))
+        .filter_map(|p| std::path::absolute(p).ok())
+        .collect::<Vec<_>>();
+    let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)?;
+    let started = Instant::now();
+    let pairs: Vec<(Arc<Task>, AgentSpec)> =
+        tasks.iter().flat_map(|t| agents.iter().map(move |a| (t.clone(), a.clone()))).collect();
+    // Many explorations (the controls) run side by side, one run each at a time, rather than one after the other
+    // with `jobs` runs each: an exploration's variants are few, and its slowest run would hold the others back.
+    let (side_by_side, jobs_each) = match pairs.len() >= args.jobs {
+        true => (args.jobs, 1),
+        false => (1, args.jobs),
+    };
+    let explores: Vec<Explore> = pairs
+        .into_iter()
+        .map(|(task, agent)| Explore {
+            task,
+            agent,
+            classes: classes.clone(),
+            max_faults: args.max_faults,
+            budget: args.budget,
+            repeat: args.repeat,
+            seed: args.seed,
+            jobs: jobs_each,
+            out: out.clone(),
+            faultlab: faultlab.clone(),
+            shard: args.shard.map(faultlab_eval::merge::Shard::zero_based),
+            deadline_ms: args.deadline_ms,
+            hide: hide.clone(),
+            keep_workspaces: args.keep,
+        })
+        .collect();
+    let labels: Vec<String> = explores.iter().map(|e| format!("{} × {}", e.task.id, e.agent.label())).collect();
+    let results = runtime.block_on(faultlab_eval::explore::run_all(explores, side_by_side, |line| {
+        eprintln!("faultlab explore: {line}")
+    }));
+    let results: Vec<Result<_, Failure>> = results
+        .into_iter()
+        .zip(labels)
+        .map(|(found, label)| found.map_err(|e| Failure::runtime(anyhow!("{label}: {e}"))))
+        .collect();
+    let explorations = results.into_iter().collect::<Result<Vec<_>, Failure>>()?;
+    let report = ExploreReport {
+        kind: KIND.into(),
+        meta: Meta {
+            faultlab: env!("CARGO_PKG_VERSION").into(),
+            repeat: args.repeat,
+            max_faults: args.max_faults,
+            budget: args.budget,
+            jobs: args.jobs,
+            wall_ms: started.elapsed().as_millis() as u64,
+        },
+        shard: args.shard,
+        merged: Vec::new(),
+        explorations,
+    };
+    write_reports(&args.out.join("report.json"), &report)?;
+    print_summary(&report);
+    outln!("reports: {}", args.out.join("report.md").display());
+    match oracle {
+        Some(oracle) => check_oracle(&oracle, &report),
+        None => verdict(&report),
+    }
+}
+
+/// The exit status of a report: 1 when a healthy run failed or a run could not happen, 2 when a variant broke
+/// the agent, else 0.
+pub fn verdict(report: &ExploreReport) -> Result<(), Failure> {
+    let errors: Vec<String> = report
+        .explorations
+        .iter()
+        .flat_map(|e| e.variants.iter().filter_map(|v| v.error.as_ref().map(|m| format!("{} {}: {m}", e.agent, v.id))))
+        .collect();
+    if let Some(first) = errors.first() {
+        return Err(Failure::runtime(anyhow!("{} run(s) could not happen; first: {first}", errors.len())));
+    }
+    if let Some(e) = report.explorations.iter().find(|e| !e.healthy.passed) {
+        if let Some(error) = e.healthy.verdict.strip_prefix("error: ") {
+            return Err(Failure::runtime(anyhow!(
+                "{} × {}: the healthy run could not happen: {error}",
+                e.task,
+                e.agent
+            )));
+        }
+        return Err(Failure::runtime(anyhow!(
+            "{} × {}: the healthy run (no faults) already fails ({}): there is nothing to explore; see {}",
+            e.task,
+            e.agent,
+            e.healthy.verdict,
+            e.healthy.dirs.first().map(String::as_str).unwrap_or_default()
+        )));
+    }
+    match report.breaking() {
+        0 => Ok(()),
+        n => Err(Failure::new(2, anyhow!("{n} variant(s) broke the agent; reproducers in report.md"))),
+    }
+}
+
+fn check_oracle(oracle: &ExploreOracle, report: &ExploreReport) -> Result<(), Failure> {
+    let disagreements = oracle.check(&report.explorations);
+    for d in &disagreements {
+        outln!("explore oracle disagreement: {d}");
+    }
+    let n = oracle.entries.len();
+    outln!("explore oracle: {} passed, {} failed", n.saturating_sub(disagreements.len()), disagreements.len());
+    match disagreements.len() {
+        0 => Ok(()),
+        k => Err(Failure::new(2, anyhow!("{k} disagreement(s) with the explore oracle ({n} entries checked)"))),
+    }
+}
+
+fn classes(names: &[String]) -> Result<Vec<FaultClass>, Failure> {
+    if names.is_empty() {
+        return Ok(FaultClass::ALL.to_vec());
+    }
+    let mut classes = Vec::new();
+    for name in names {
+        let class = FaultClass::parse(name.trim()).ok_or_else(|| {
+            let known: Vec<String> = FaultClass::ALL.iter().map(|c| c.name()).collect();
+            Failure::usage(anyhow!("--classes: unknown class {name:?}; the classes are {}", known.join(", ")))
+        })?;
+        if !classes.contains(&class) {
+            classes.push(class);
+        }
+    }
+    Ok(classes)
+}
+
+/// `path` (report.json), and report.md and report.html beside it.
+pub fn write_reports(path: &Path, report: &ExploreReport) -> Result<(), Failure> {
+    let write = |path: &Path, text: String| {
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display())).map_err(Failure::runtime)
+    };
+    write(path, serde_json::to_string_pretty(report).expect("plain data serialises"))?;
+    write(&path.with_extension("md"), report::markdown(report))?;
+    write(&path.with_extension("html"), report::html(report))
+}
+
+pub fn print_summary(report: &ExploreReport) {
+    for e in &report.explorations {
+        if !e.healthy.passed {
+            outln!("{} × {}: the healthy run fails ({}): nothing explored", e.task, e.agent, e.healthy.verdict);
+            continue;
+        }
+        let broke: Vec<&_> = e.variants.iter().filter(|v| v.broke).collect();
+        outln!(
+            "{} × {}: {} calls, {} variants run, {} pruned, {} breaking",
+            e.task,
+            e.agent,
+            e.calls.len(),
+            e.variants.len(),
+            e.pruned.len(),
+            broke.len()
+        );
+        for v in broke {
+            outln!("  BREAKS {} {}: {}", v.id, report::label(v), v.verdict);
+        }
+    }
+    outln!("wall time {:.1} s", report.meta.wall_ms as f64 / 1000.0);
+}

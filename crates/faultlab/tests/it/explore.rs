@@ -1,0 +1,125 @@
+//! `faultlab explore` end to end on the real binary: a control agent's breaking fault found from its healthy run,
+//! reported with its faults and reproduced by the `faultlab eval` command the report gives; a healthy run that
+//! already fails; bad arguments. The controls' oracle runs in `scripts/eval-oracle.sh`.
+
+use crate::common::{BIN, faultlab};
+use predicates::prelude::PredicateBooleanExt as _;
+use predicates::str::contains;
+use serde_json::Value;
+use std::path::Path;
+
+fn task() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/eval/tasks/transport-timeout-after-write.yaml")
+}
+
+fn explore(agent: &str, out: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
+    faultlab()
+        .args(["explore", "--agent", &format!("{BIN} agent {agent}"), "--agent-name", agent, "--out"])
+        .arg(out)
+        .arg(task())
+        .args(extra)
+        .assert()
+}
+
+#[test]
+fn a_timeout_after_the_write_breaks_the_blind_retrier_and_the_reproducer_replays_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    explore("blind-retrier", &out, &["--classes", "timeout-after"])
+        .code(2)
+        .stdout(contains("BREAKS v001 timeout-after at #2 write_file"));
+    let report: Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let e = &report["explorations"][0];
+    assert_eq!(e["healthy"]["passed"], true);
+    assert_eq!(e["calls"].as_array().unwrap().len(), 2, "{:#}", e["calls"]);
+    // A read changes nothing: a timeout after executing it is a plain timeout, pruned with the reason.
+    assert!(e["pruned"][0]["what"].as_str().unwrap().contains("read_file"), "{:#}", e["pruned"]);
+    let variants = e["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 1);
+    let v = &variants[0];
+    assert_eq!(v["faults"][0]["tool"], "write_file");
+    assert_eq!(v["faults"][0]["fault"], "timeout");
+    assert_eq!(v["faults"][0]["mode"], "after");
+    assert_eq!((v["broke"].as_bool(), v["fired"].as_bool()), (Some(true), Some(true)));
+    assert_eq!(v["failing_layers"], serde_json::json!(["side_effects"]));
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("| #2 write_file (call 1 of it) | BREAKS |"), "{md}");
+    let html = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(html.contains(r#"<td class="cell breaks" data-class="timeout-after">"#), "{html}");
+
+    // The reproducer: its rules file holds the one rule, and its command grades the same failure again.
+    let repro = &v["reproducer"];
+    let rules: Value = serde_json::from_slice(&std::fs::read(repro["rules_file"].as_str().unwrap()).unwrap()).unwrap();
+    assert_eq!(rules["rules"].as_array().unwrap().len(), 1);
+    let words = shlex::split(repro["command"].as_str().unwrap()).unwrap();
+    assert_eq!(words[..2], [BIN.to_owned(), "eval".to_owned()]);
+    let status = std::process::Command::new(&words[0]).args(&words[1..]).output().unwrap();
+    assert_eq!(status.status.code(), Some(2), "{}", String::from_utf8_lossy(&status.stderr));
+    let eval_out = words.iter().skip_while(|w| *w != "--out").nth(1).unwrap();
+    let replayed: Value =
+        serde_json::from_slice(&std::fs::read(Path::new(eval_out).join("report.json")).unwrap()).unwrap();
+    let run = &replayed["runs"][0];
+    assert_eq!(run["verdict"]["side_effects"]["passed"], false, "{:#}", run["verdict"]);
+    assert_eq!(run["nonce"], report_nonce(&out));
+}
+
+/// The nonce of the explored variant's run (the reproducer must get the same one).
+fn report_nonce(out: &Path) -> Value {
+    let run = out.join("runs/transport-timeout-after-write/blind-retrier.v001/1/task.json");
+    assert!(run.exists(), "{}", run.display());
+    let claim: Value = serde_json::from_slice(
+        &std::fs::read(out.join("runs/transport-timeout-after-write/blind-retrier.v001/1/claim.json")).unwrap(),
+    )
+    .unwrap();
+    claim["answer"].clone()
+}
+
+#[test]
+fn a_healthy_run_that_already_fails_stops_the_exploration_with_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    explore("hallucinating", &dir.path().join("out"), &[])
+        .code(1)
+        .stderr(contains("the healthy run (no faults) already fails").and(contains("nothing to explore")));
+}
+
+#[test]
+fn bad_arguments_are_named_and_exit_2() {
+    let dir = tempfile::tempdir().unwrap();
+    explore("good", &dir.path().join("out"), &["--classes", "timeout,slow"])
+        .code(2)
+        .stderr(contains("unknown class \"slow\"").and(contains("timeout-after")));
+    explore("good", &dir.path().join("out"), &["--max-faults", "2", "--shard", "1/2"])
+        .code(2)
+        .stderr(contains("--shard with --max-faults 2"));
+    faultlab().args(["explore"]).assert().code(2).stderr(contains("--agent 'CMD ARGS' or --controls"));
+}
+
+#[test]
+fn report_merge_joins_explore_shards_and_refuses_an_incomplete_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = |index: u32| {
+        let path = dir.path().join(format!("shard-{index}.json"));
+        let report = serde_json::json!({
+            "kind": "explore",
+            "meta": {"faultlab": "0.1.0", "repeat": 1, "max_faults": 1, "jobs": 2, "wall_ms": 100 * index},
+            "shard": {"index": index, "count": 2},
+            "explorations": [],
+        });
+        std::fs::write(&path, report.to_string()).unwrap();
+        path
+    };
+    let (one, two) = (shard(1), shard(2));
+    let merged = dir.path().join("merged/report.json");
+    faultlab().args(["report", "merge"]).arg(&merged).arg(&one).arg(&two).assert().success();
+    let report: Value = serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    assert_eq!((report["kind"].as_str(), report["meta"]["wall_ms"].as_u64()), (Some("explore"), Some(200)));
+    assert_eq!(report["merged"].as_array().unwrap().len(), 2);
+    assert!(merged.with_extension("md").exists() && merged.with_extension("html").exists());
+    faultlab()
+        .args(["report", "merge"])
+        .arg(&merged)
+        .arg(&one)
+        .assert()
+        .code(1)
+        .stderr(contains("shard 1/2 but 1 report(s) are given"));
+}
