@@ -308,10 +308,10 @@ fn chat_events(ctx: &Ctx, out: &Output, include_usage: bool) -> Vec<Event> {
 
 fn responses_events(ctx: &Ctx, out: &Output) -> Vec<Event> {
     let mut events: Vec<Event> = Vec::new();
-    let mut push = |name: &'static str, mut data: Value| {
-        data["type"] = json!(name);
-        data["sequence_number"] = json!(events.len());
-        events.push(Event { name: Some(name), data: data.to_string() });
+    let mut push = |name: &'static str, data: Value| {
+        let mut event = typed(name, data);
+        event["sequence_number"] = json!(events.len());
+        events.push(Event { name: Some(name), data: event.to_string() });
     };
     push("response.created", json!({"response": response_object(ctx, "in_progress", vec![])}));
     push("response.in_progress", json!({"response": response_object(ctx, "in_progress", vec![])}));
@@ -350,10 +350,7 @@ fn responses_events(ctx: &Ctx, out: &Output) -> Vec<Event> {
 }
 
 fn messages_events(ctx: &Ctx, out: &Output) -> Vec<Event> {
-    let event = |name: &'static str, mut data: Value| {
-        data["type"] = json!(name);
-        Event { name: Some(name), data: data.to_string() }
-    };
+    let event = |name: &'static str, data: Value| Event { name: Some(name), data: typed(name, data).to_string() };
     let start = json!({"id": format!("msg_fl{}", ctx.seq), "type": "message", "role": "assistant",
         "model": ctx.model, "content": [], "stop_reason": null, "stop_sequence": null,
         "usage": {"input_tokens": 0, "output_tokens": 0}});
@@ -375,6 +372,15 @@ fn messages_events(ctx: &Ctx, out: &Output) -> Vec<Event> {
     ));
     events.push(event("message_stop", json!({})));
     events
+}
+
+/// An event's data with its `type` first, as the APIs write it.
+fn typed(name: &str, data: Value) -> Value {
+    let mut event = serde_json::Map::from_iter([("type".to_owned(), json!(name))]);
+    if let Value::Object(fields) = data {
+        event.extend(fields);
+    }
+    Value::Object(event)
 }
 
 /// An error body in the API's own shape.

@@ -109,8 +109,9 @@ pub enum Because {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScriptError {
-    #[error("cannot read model script {path}: {source}")]
-    Read { path: String, source: std::io::Error },
+    /// The I/O error is part of the message, not a source, so that a chain is printed once.
+    #[error("cannot read model script {path}: {error}")]
+    Read { path: String, error: std::io::Error },
     #[error("model script {path} is invalid: {message}")]
     Invalid { path: String, message: String },
 }
@@ -119,7 +120,7 @@ impl Script {
     /// Reads a script: JSON for a `.json` file, YAML otherwise; depth-limited before parsing, unknown keys refused.
     pub fn load(path: &Path) -> Result<Self, ScriptError> {
         let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ScriptError::Read { path: shown.clone(), source })?;
+        let text = std::fs::read_to_string(path).map_err(|error| ScriptError::Read { path: shown.clone(), error })?;
         Self::parse(&text, path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")))
             .map_err(|message| ScriptError::Invalid { path: shown, message })
     }

@@ -23,6 +23,7 @@ mod connect;
 mod demo;
 mod diagnose;
 mod eval;
+mod model;
 mod pipes;
 mod proxy;
 mod replay;
@@ -66,6 +67,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         cli::Command::Serve(args) => serve::run(args),
         cli::Command::Proxy(args) => proxy::run(*args),
+        cli::Command::Model(args) => model::run(args),
         cli::Command::Run(args) => run::run(args),
         cli::Command::Demo(args) => demo::run(args),
         cli::Command::Diagnose(args) => diagnose::run(args),

@@ -126,3 +126,23 @@ pub fn sse(text: &str) -> Vec<(Option<String>, String)> {
         })
         .collect()
 }
+
+/// The example files the docs run load as they are.
+#[test]
+fn the_example_script_and_rules_load() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/model");
+    let script = Script::load(&root.join("script.yaml")).unwrap();
+    assert_eq!(script.steps.len(), 2);
+    rules(RulesFile::load(&root.join("rules.yaml")).unwrap()).unwrap();
+    // The YAML blocks of docs/frameworks.md: scripts and rules files as shown.
+    let doc = std::fs::read_to_string(root.join("../../docs/frameworks.md")).unwrap();
+    let blocks: Vec<&str> = doc.split("```yaml\n").skip(1).filter_map(|rest| rest.split("```").next()).collect();
+    assert_eq!(blocks.len(), 2);
+    for block in blocks {
+        if block.contains("rules:") {
+            rules(yaml_serde::from_str(block).unwrap()).unwrap();
+        } else {
+            Script::parse(block, false).unwrap();
+        }
+    }
+}

@@ -9,6 +9,7 @@ mod diagnose;
 mod eval;
 mod eval_report;
 mod limits;
+mod model;
 mod proxy;
 mod proxy_http;
 mod proxy_remote;

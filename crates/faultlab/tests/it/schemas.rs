@@ -28,4 +28,5 @@ fn shipped_schemas_match_the_types() {
     check("task.schema.json", schemars::schema_for!(faultlab_eval::task::Task));
     check("oracle.schema.json", schemars::schema_for!(faultlab_eval::oracle::Oracle));
     check("claim.schema.json", schemars::schema_for!(faultlab_eval::contract::Claim));
+    check("model-script.schema.json", schemars::schema_for!(faultlab_model::script::Script));
 }
