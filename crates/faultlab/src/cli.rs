@@ -15,6 +15,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Stand between an MCP client and a real MCP server and inject faults by rules.
     Proxy(Box<ProxyArgs>),
+    /// A scripted model endpoint (OpenAI and Anthropic APIs) to run agent frameworks offline, with faults on it.
+    Model(ModelArgs),
     /// Run scenario files with the reference client against the built-in server or an external target.
     Run(RunArgs),
     /// The whole lab on built-in parts: reference-client runs against the faulty server, with reports.
@@ -364,6 +366,36 @@ pub struct ServeArgs {
     pub session_idle_timeout: Option<std::time::Duration>,
     /// On SIGINT/SIGTERM, how long open responses get to finish before their connections are closed (HTTP:
     /// seconds, decimals allowed).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_grace, default_value = "2")]
+    pub shutdown_grace: std::time::Duration,
+    #[command(flatten)]
+    pub http_limits: HttpLimitArgs,
+}
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Serves POST /v1/chat/completions, /v1/responses and /v1/messages on loopback. Point an \
+OpenAI client's base URL at the printed address (…/v1) and an Anthropic client's at the same without /v1.")]
+pub struct ModelArgs {
+    /// The model script (YAML, or JSON by the .json extension): the tool calls to ask for, in order, what to do
+    /// when a result comes back failed, and the final answer. Schema: schemas/model-script.schema.json.
+    #[arg(long, value_name = "FILE")]
+    pub script: std::path::PathBuf,
+    /// Write every request received, with the tool results it carried back and the turn given, as JSON lines.
+    #[arg(long, value_name = "FILE")]
+    pub record: Option<std::path::PathBuf>,
+    /// A rules file (the proxy's format) putting catalogue faults on the model hop: latency, http_status,
+    /// rate_limit, malformed, truncated, disconnect, timeout and the systemic faults; match.method is the API
+    /// (chat.completions, responses, messages).
+    #[arg(long, value_name = "FILE")]
+    pub rules: Option<std::path::PathBuf>,
+    /// Loopback address to listen on: 127.0.0.1, ::1, localhost or another 127.x.y.z.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on; 0 picks a free port. The address is printed on stderr.
+    #[arg(long, default_value_t = 0)]
+    pub port: u16,
+    /// On SIGINT/SIGTERM, how long open responses get to finish before their connections are closed (seconds,
+    /// decimals allowed).
     #[arg(long, value_name = "SECONDS", value_parser = parse_grace, default_value = "2")]
     pub shutdown_grace: std::time::Duration,
     #[command(flatten)]

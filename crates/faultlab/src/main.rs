@@ -24,6 +24,7 @@ mod demo;
 mod diagnose;
 mod eval;
 mod explore;
+mod model;
 mod pipes;
 mod proxy;
 mod replay;
@@ -67,6 +68,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         cli::Command::Serve(args) => serve::run(args),
         cli::Command::Proxy(args) => proxy::run(*args),
+        cli::Command::Model(args) => model::run(args),
         cli::Command::Run(args) => run::run(args),
         cli::Command::Demo(args) => demo::run(args),
         cli::Command::Diagnose(args) => diagnose::run(args),

@@ -21,7 +21,7 @@ const DEFAULT_HOST: &str = "127.0.0.1";
 const DEFAULT_PORT: u16 = 3000;
 const DEFAULT_PATH: &str = "/mcp";
 /// After the grace, how long closing sessions may take before the process exits anyway (1 s).
-const CLOSE_MARGIN: Duration = Duration::from_secs(1);
+pub(crate) const CLOSE_MARGIN: Duration = Duration::from_secs(1);
 
 pub fn run(args: ServeArgs) -> Result<(), Failure> {
     let probe = ProbeConfig::from_vars(|name| std::env::var(name).ok()).map_err(Failure::usage)?;
@@ -92,16 +92,8 @@ async fn serve_http(
     probe: Option<ProbeConfig>,
     args: &ServeArgs,
 ) -> Result<(), Failure> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("cannot listen on {addr}; is the port in use? choose another with --port"))
-        .map_err(Failure::runtime)?;
-    let bound = listener.local_addr().map_err(|e| Failure::runtime(anyhow::Error::from(e)))?;
-    let host = match bound.ip() {
-        IpAddr::V4(v4) => v4.to_string(),
-        IpAddr::V6(v6) => format!("[{v6}]"),
-    };
-    eprintln!("faultlab: listening at http://{host}:{}{path}", bound.port());
+    let (listener, bound) = listen(addr).await?;
+    eprintln!("faultlab: listening at {}{path}", origin(bound));
     let mut options = HttpOptions::new(path, AllowedHosts::for_bind(bound.ip()));
     options.limits = args.http_limits.limits(args.shutdown_grace);
     if let Some(idle) = args.session_idle_timeout {
@@ -120,9 +112,27 @@ async fn serve_http(
     served.context("the HTTP server failed").map_err(Failure::runtime)
 }
 
+/// A listener on `addr` (`--port 0`: a free port) and the address it got.
+pub(crate) async fn listen(addr: SocketAddr) -> Result<(tokio::net::TcpListener, SocketAddr), Failure> {
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("cannot listen on {addr}; is the port in use? choose another with --port"))
+        .map_err(Failure::runtime)?;
+    let bound = listener.local_addr().map_err(|e| Failure::runtime(anyhow::Error::from(e)))?;
+    Ok((listener, bound))
+}
+
+/// `http://host:port` for a bound address (an IPv6 host in brackets).
+pub(crate) fn origin(bound: SocketAddr) -> String {
+    match bound.ip() {
+        IpAddr::V4(v4) => format!("http://{v4}:{}", bound.port()),
+        IpAddr::V6(v6) => format!("http://[{v6}]:{}", bound.port()),
+    }
+}
+
 /// Cancels `shutdown` on SIGINT or SIGTERM (the server then drains for its grace and closes what is left); exits
 /// the process if it has still not stopped after `backstop`.
-async fn stop_on_signal(shutdown: CancellationToken, backstop: Duration) {
+pub(crate) async fn stop_on_signal(shutdown: CancellationToken, backstop: Duration) {
     let signal = wait_for_signal().await;
     eprintln!("faultlab: received {signal}; shutting down");
     shutdown.cancel();

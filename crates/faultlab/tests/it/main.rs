@@ -10,6 +10,7 @@ mod eval;
 mod eval_report;
 mod explore;
 mod limits;
+mod model;
 mod proxy;
 mod proxy_http;
 mod proxy_remote;

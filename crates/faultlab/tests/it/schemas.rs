@@ -29,4 +29,5 @@ fn shipped_schemas_match_the_types() {
     check("oracle.schema.json", schemars::schema_for!(faultlab_eval::oracle::Oracle));
     check("claim.schema.json", schemars::schema_for!(faultlab_eval::contract::Claim));
     check("explore-oracle.schema.json", schemars::schema_for!(faultlab_eval::explore::oracle::ExploreOracle));
+    check("model-script.schema.json", schemars::schema_for!(faultlab_model::script::Script));
 }

@@ -1,0 +1,435 @@
+//! The three API shapes: what a request carries back to the model (tool results, declared tools, streaming), and
+//! a turn written as each API's JSON body, SSE events and error body.
+//!
+//! - OpenAI Chat Completions (`POST /v1/chat/completions`): tool results are `role: tool` messages; a call is a
+//!   `tool_calls` entry with `finish_reason: tool_calls`; a stream is `chat.completion.chunk` deltas ending in
+//!   `data: [DONE]`.
+//! - OpenAI Responses (`POST /v1/responses`): tool results are `function_call_output` input items; a call is a
+//!   `function_call` output item; a stream is typed events numbered by `sequence_number`, ending in
+//!   `response.completed` (no `[DONE]`).
+//! - Anthropic Messages (`POST /v1/messages`): tool results are `tool_result` blocks in a user message (with
+//!   `is_error`); a call is a `tool_use` block with `stop_reason: tool_use`; a stream is `message_start`,
+//!   `content_block_*`, `message_delta`, `message_stop`.
+
+use crate::script::ToolResult;
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    ChatCompletions,
+    Responses,
+    Messages,
+}
+
+impl Api {
+    /// The API a request path names.
+    pub fn from_path(path: &str) -> Option<Self> {
+        match path {
+            "/v1/chat/completions" => Some(Self::ChatCompletions),
+            "/v1/responses" => Some(Self::Responses),
+            "/v1/messages" => Some(Self::Messages),
+            _ => None,
+        }
+    }
+
+    /// The name a rule's `match.method` and the recording use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::ChatCompletions => "chat.completions",
+            Self::Responses => "responses",
+            Self::Messages => "messages",
+        }
+    }
+}
+
+/// What the endpoint reads from a request.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub model: String,
+    pub stream: bool,
+    /// Chat Completions `stream_options.include_usage`: a last chunk with the usage.
+    pub include_usage: bool,
+    /// The tool names the request declares.
+    pub tools: Vec<String>,
+    /// The tool results the conversation carries, oldest first.
+    pub results: Vec<ToolResult>,
+}
+
+/// Reads a request body; the error names the field to fix.
+pub fn parse(api: Api, body: &Value) -> Result<Request, String> {
+    if !body.is_object() {
+        return Err("the request body must be a JSON object".into());
+    }
+    let model = body.get("model").and_then(Value::as_str).unwrap_or("faultlab-model").to_owned();
+    let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let include_usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
+    let tool_name = match api {
+        Api::ChatCompletions => "/function/name",
+        Api::Responses | Api::Messages => "/name",
+    };
+    let tools = body
+        .get("tools")
+        .and_then(Value::as_array)
+        .map(|tools| tools.iter().filter_map(|t| t.pointer(tool_name)?.as_str().map(String::from)).collect())
+        .unwrap_or_default();
+    let results = match api {
+        Api::ChatCompletions => messages(body)?
+            .iter()
+            .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
+            .map(|m| result(m, "tool_call_id", "content"))
+            .collect(),
+        Api::Responses => {
+            if body.get("previous_response_id").is_some_and(|v| !v.is_null()) {
+                return Err("previous_response_id: faultlab model keeps no conversations; send the whole input \
+                            (store: false)"
+                    .into());
+            }
+            match body.get("input") {
+                Some(Value::String(_)) => Vec::new(),
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .filter(|i| i.get("type").and_then(Value::as_str) == Some("function_call_output"))
+                    .map(|i| result(i, "call_id", "output"))
+                    .collect(),
+                _ => return Err("input: a string or an array of items is required".into()),
+            }
+        }
+        Api::Messages => messages(body)?
+            .iter()
+            .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+            .filter_map(|m| m.get("content").and_then(Value::as_array))
+            .flatten()
+            .filter(|b| b.get("type").and_then(Value::as_str) == Some("tool_result"))
+            .map(|b| ToolResult {
+                is_error: b.get("is_error").and_then(Value::as_bool).unwrap_or(false),
+                ..result(b, "tool_use_id", "content")
+            })
+            .collect(),
+    };
+    Ok(Request { model, stream, include_usage, tools, results })
+}
+
+fn messages(body: &Value) -> Result<&Vec<Value>, String> {
+    body.get("messages").and_then(Value::as_array).ok_or_else(|| "messages: an array is required".into())
+}
+
+fn result(item: &Value, id: &str, content: &str) -> ToolResult {
+    let call_id = item.get(id).and_then(Value::as_str).map(String::from);
+    ToolResult { call_id, text: text_of(item.get(content).unwrap_or(&Value::Null)), is_error: false }
+}
+
+/// A result's text: a string as is, the `text` of each part of an array joined by newlines, nothing for null.
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::Null => String::new(),
+        Value::String(s) => s.clone(),
+        Value::Array(parts) => parts
+            .iter()
+            .filter_map(|p| p.as_str().or_else(|| p.get("text").and_then(Value::as_str)))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        other => other.to_string(),
+    }
+}
+
+/// A turn as it goes on the wire.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    Call { name: String, arguments: String },
+    Text(String),
+}
+
+/// The ids and names one answer carries.
+#[derive(Debug, Clone)]
+pub struct Ctx {
+    /// This request's number (ids are made from it, so they are unique for the endpoint's life).
+    pub seq: u64,
+    pub model: String,
+    /// Seconds since the epoch.
+    pub created: u64,
+}
+
+impl Ctx {
+    fn call_id(&self, api: Api) -> String {
+        match api {
+            Api::Messages => format!("toolu_fl{}", self.seq),
+            _ => format!("call_fl{}", self.seq),
+        }
+    }
+}
+
+/// The non-streaming body.
+pub fn body(api: Api, ctx: &Ctx, out: &Output) -> Value {
+    match api {
+        Api::ChatCompletions => {
+            let (message, finish) = match out {
+                Output::Call { name, arguments } => (
+                    json!({"role": "assistant", "content": null, "refusal": null, "tool_calls": [
+                        {"id": ctx.call_id(api), "type": "function", "function": {"name": name, "arguments": arguments}}
+                    ]}),
+                    "tool_calls",
+                ),
+                Output::Text(text) => (json!({"role": "assistant", "content": text, "refusal": null}), "stop"),
+            };
+            json!({"id": format!("chatcmpl-fl{}", ctx.seq), "object": "chat.completion", "created": ctx.created,
+                "model": ctx.model, "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
+                "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}})
+        }
+        Api::Responses => response_object(ctx, "completed", vec![item(ctx, out, true)]),
+        Api::Messages => {
+            json!({"id": format!("msg_fl{}", ctx.seq), "type": "message", "role": "assistant", "model": ctx.model,
+                "content": [block(ctx, out, true)], "stop_reason": stop_reason(out), "stop_sequence": null,
+                "usage": {"input_tokens": 0, "output_tokens": 0}})
+        }
+    }
+}
+
+fn response_object(ctx: &Ctx, status: &str, output: Vec<Value>) -> Value {
+    let usage = (status == "completed").then(|| {
+        json!({"input_tokens": 0, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 0,
+            "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 0})
+    });
+    json!({"id": format!("resp_fl{}", ctx.seq), "object": "response", "created_at": ctx.created, "status": status,
+        "model": ctx.model, "output": output, "error": null, "incomplete_details": null, "instructions": null,
+        "metadata": {}, "parallel_tool_calls": true, "temperature": 1.0, "top_p": 1.0, "tool_choice": "auto",
+        "tools": [], "text": {"format": {"type": "text"}}, "usage": usage})
+}
+
+/// A Responses output item, finished (`done`) or as announced before its content streams.
+fn item(ctx: &Ctx, out: &Output, done: bool) -> Value {
+    let status = if done { "completed" } else { "in_progress" };
+    match out {
+        Output::Call { name, arguments } => json!({"type": "function_call", "id": format!("fc_fl{}", ctx.seq),
+            "call_id": ctx.call_id(Api::Responses), "name": name,
+            "arguments": if done { arguments.as_str() } else { "" }, "status": status}),
+        Output::Text(text) => {
+            let content = if done { vec![output_text(text)] } else { Vec::new() };
+            json!({"type": "message", "id": format!("msg_fl{}", ctx.seq), "status": status, "role": "assistant",
+                "content": content})
+        }
+    }
+}
+
+fn output_text(text: &str) -> Value {
+    json!({"type": "output_text", "text": text, "annotations": []})
+}
+
+/// An Anthropic content block, whole or as `content_block_start` announces it.
+fn block(ctx: &Ctx, out: &Output, done: bool) -> Value {
+    match out {
+        Output::Call { name, arguments } => {
+            let input = if done { serde_json::from_str(arguments).unwrap_or_else(|_| json!({})) } else { json!({}) };
+            json!({"type": "tool_use", "id": ctx.call_id(Api::Messages), "name": name, "input": input})
+        }
+        Output::Text(text) => json!({"type": "text", "text": if done { text.as_str() } else { "" }}),
+    }
+}
+
+fn stop_reason(out: &Output) -> &'static str {
+    match out {
+        Output::Call { .. } => "tool_use",
+        Output::Text(_) => "end_turn",
+    }
+}
+
+/// `s` in two pieces at a character boundary, so a client must join the deltas.
+fn halves(s: &str) -> [&str; 2] {
+    let mut mid = s.len() / 2;
+    while !s.is_char_boundary(mid) {
+        mid += 1;
+    }
+    [&s[..mid], &s[mid..]]
+}
+
+/// One SSE event: its `event:` name, if the API names events, and its JSON data.
+pub struct Event {
+    pub name: Option<&'static str>,
+    pub data: String,
+}
+
+impl Event {
+    pub fn bytes(&self) -> Bytes {
+        match self.name {
+            Some(name) => Bytes::from(format!("event: {name}\ndata: {}\n\n", self.data)),
+            None => Bytes::from(format!("data: {}\n\n", self.data)),
+        }
+    }
+}
+
+/// The streamed answer, event by event, in the API's own shapes.
+pub fn events(api: Api, ctx: &Ctx, out: &Output, include_usage: bool) -> Vec<Event> {
+    match api {
+        Api::ChatCompletions => chat_events(ctx, out, include_usage),
+        Api::Responses => responses_events(ctx, out),
+        Api::Messages => messages_events(ctx, out),
+    }
+}
+
+fn chat_events(ctx: &Ctx, out: &Output, include_usage: bool) -> Vec<Event> {
+    let chunk = |delta: Value, finish: Option<&str>| Event {
+        name: None,
+        data: json!({"id": format!("chatcmpl-fl{}", ctx.seq), "object": "chat.completion.chunk",
+            "created": ctx.created, "model": ctx.model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": null, "finish_reason": finish}]})
+        .to_string(),
+    };
+    let mut events = vec![chunk(json!({"role": "assistant", "content": null}), None)];
+    let finish = match out {
+        Output::Call { name, arguments } => {
+            let call_id = ctx.call_id(Api::ChatCompletions);
+            events.push(chunk(
+                json!({"tool_calls": [{"index": 0, "id": call_id, "type": "function",
+                    "function": {"name": name, "arguments": ""}}]}),
+                None,
+            ));
+            for piece in halves(arguments) {
+                events.push(chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}), None));
+            }
+            "tool_calls"
+        }
+        Output::Text(text) => {
+            for piece in halves(text) {
+                events.push(chunk(json!({"content": piece}), None));
+            }
+            "stop"
+        }
+    };
+    events.push(chunk(json!({}), Some(finish)));
+    if include_usage {
+        let data = json!({"id": format!("chatcmpl-fl{}", ctx.seq), "object": "chat.completion.chunk",
+            "created": ctx.created, "model": ctx.model, "choices": [],
+            "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}});
+        events.push(Event { name: None, data: data.to_string() });
+    }
+    events.push(Event { name: None, data: "[DONE]".into() });
+    events
+}
+
+fn responses_events(ctx: &Ctx, out: &Output) -> Vec<Event> {
+    let mut events: Vec<Event> = Vec::new();
+    let mut push = |name: &'static str, data: Value| {
+        let mut event = typed(name, data);
+        event["sequence_number"] = json!(events.len());
+        events.push(Event { name: Some(name), data: event.to_string() });
+    };
+    push("response.created", json!({"response": response_object(ctx, "in_progress", vec![])}));
+    push("response.in_progress", json!({"response": response_object(ctx, "in_progress", vec![])}));
+    push("response.output_item.added", json!({"output_index": 0, "item": item(ctx, out, false)}));
+    let item_id = item(ctx, out, false)["id"].clone();
+    match out {
+        Output::Call { arguments, .. } => {
+            for piece in halves(arguments) {
+                push(
+                    "response.function_call_arguments.delta",
+                    json!({"item_id": item_id, "output_index": 0, "delta": piece}),
+                );
+            }
+            push(
+                "response.function_call_arguments.done",
+                json!({"item_id": item_id, "output_index": 0, "arguments": arguments}),
+            );
+        }
+        Output::Text(text) => {
+            let at = json!({"item_id": item_id, "output_index": 0, "content_index": 0});
+            let with = |mut v: Value, key: &str, value: Value| {
+                v[key] = value;
+                v
+            };
+            push("response.content_part.added", with(at.clone(), "part", output_text("")));
+            for piece in halves(text) {
+                push("response.output_text.delta", with(at.clone(), "delta", json!(piece)));
+            }
+            push("response.output_text.done", with(at.clone(), "text", json!(text)));
+            push("response.content_part.done", with(at, "part", output_text(text)));
+        }
+    }
+    push("response.output_item.done", json!({"output_index": 0, "item": item(ctx, out, true)}));
+    push("response.completed", json!({"response": response_object(ctx, "completed", vec![item(ctx, out, true)])}));
+    events
+}
+
+fn messages_events(ctx: &Ctx, out: &Output) -> Vec<Event> {
+    let event = |name: &'static str, data: Value| Event { name: Some(name), data: typed(name, data).to_string() };
+    let start = json!({"id": format!("msg_fl{}", ctx.seq), "type": "message", "role": "assistant",
+        "model": ctx.model, "content": [], "stop_reason": null, "stop_sequence": null,
+        "usage": {"input_tokens": 0, "output_tokens": 0}});
+    let mut events = vec![
+        event("message_start", json!({"message": start})),
+        event("content_block_start", json!({"index": 0, "content_block": block(ctx, out, false)})),
+    ];
+    let (text, kind, key) = match out {
+        Output::Call { arguments, .. } => (arguments, "input_json_delta", "partial_json"),
+        Output::Text(text) => (text, "text_delta", "text"),
+    };
+    for piece in halves(text) {
+        events.push(event("content_block_delta", json!({"index": 0, "delta": {"type": kind, key: piece}})));
+    }
+    events.push(event("content_block_stop", json!({"index": 0})));
+    events.push(event(
+        "message_delta",
+        json!({"delta": {"stop_reason": stop_reason(out), "stop_sequence": null}, "usage": {"output_tokens": 0}}),
+    ));
+    events.push(event("message_stop", json!({})));
+    events
+}
+
+/// An event's data with its `type` first, as the APIs write it.
+fn typed(name: &str, data: Value) -> Value {
+    let mut event = serde_json::Map::from_iter([("type".to_owned(), json!(name))]);
+    if let Value::Object(fields) = data {
+        event.extend(fields);
+    }
+    Value::Object(event)
+}
+
+/// An error body in the API's own shape.
+pub fn error_body(api: Api, status: u16, message: &str) -> Value {
+    let kind = match status {
+        400 | 413 => "invalid_request_error",
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        429 => "rate_limit_error",
+        503 => "overloaded_error",
+        _ => "api_error",
+    };
+    match api {
+        Api::Messages => json!({"type": "error", "error": {"type": kind, "message": message}}),
+        _ => json!({"error": {"message": message, "type": kind, "param": null, "code": null}}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tool_results_are_read_from_each_api_shape() {
+        let chat = json!({"model": "m", "stream": true, "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "echo", "arguments": "{}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": [{"type": "text", "text": "a"}, {"type": "text", "text": "b"}]}
+        ], "tools": [{"type": "function", "function": {"name": "echo"}}]});
+        let read = parse(Api::ChatCompletions, &chat).unwrap();
+        assert!(read.stream);
+        assert_eq!(read.tools, ["echo"]);
+        assert_eq!(read.results, [ToolResult { call_id: Some("c1".into()), text: "a\nb".into(), is_error: false }]);
+
+        let responses = json!({"input": [{"role": "user", "content": "hi"},
+            {"type": "function_call", "call_id": "c1", "name": "echo", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "done"}],
+            "tools": [{"type": "function", "name": "echo"}]});
+        let read = parse(Api::Responses, &responses).unwrap();
+        assert_eq!((read.tools.as_slice(), read.results[0].text.as_str()), (&["echo".to_owned()][..], "done"));
+        let chained = json!({"input": "x", "previous_response_id": "resp_1"});
+        assert!(parse(Api::Responses, &chained).unwrap_err().starts_with("previous_response_id"));
+
+        let messages = json!({"messages": [{"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": "t1", "content": "boom", "is_error": true}]}],
+            "tools": [{"name": "echo", "input_schema": {}}]});
+        let read = parse(Api::Messages, &messages).unwrap();
+        assert_eq!(read.results, [ToolResult { call_id: Some("t1".into()), text: "boom".into(), is_error: true }]);
+        assert_eq!(parse(Api::Messages, &json!({})).unwrap_err(), "messages: an array is required");
+    }
+}

@@ -1,0 +1,303 @@
+//! `faultlab model`: a loopback model endpoint that speaks the OpenAI Chat Completions and Responses APIs and the
+//! Anthropic Messages API (streaming and not), answering from a [`script`] instead of a language model, so an
+//! agent framework can be run against MCP faults offline and deterministically.
+//!
+//! - [`script`]: the tool calls to ask for and what to do with a failed result; the turn is a pure function of
+//!   the tool results a request carries back.
+//! - [`api`]: the three API shapes (reading requests, writing bodies, SSE events and errors).
+//! - [`hop`]: catalogue faults on this hop, chosen by the proxy's rule set.
+//!
+//! Every request is written to the recording (JSON lines) before it is answered: what the framework passed back
+//! to the model after each fault is the evidence.
+
+pub mod api;
+pub mod hop;
+pub mod script;
+
+use api::{Api, Ctx, Output};
+use axum::body::Body;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use faultlab_http::guard::AllowedHosts;
+use faultlab_http::server::Limits;
+use faultlab_proxy::rules::{Fired, RuleSet, RulesError, RulesFile};
+use faultlab_wire::Frame;
+use futures::StreamExt as _;
+use hop::HopFault;
+use http::{HeaderValue, StatusCode, header};
+use script::{Script, ToolResult, Turn};
+use serde::Serialize;
+use serde_json::{Value, json};
+use std::io::Write as _;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::net::TcpListener;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// Largest request body (32 MiB): a long conversation with tool results, not an unbounded upload.
+pub const MAX_REQUEST_BYTES: usize = 32 << 20;
+
+/// Everything one endpoint needs.
+pub struct Options {
+    pub script: Script,
+    /// The rules (already checked by [`rules`]).
+    pub rules: RuleSet,
+    /// Where each request is written as one JSON line.
+    pub record: Option<Box<dyn std::io::Write + Send>>,
+    pub allowed: AllowedHosts,
+    pub limits: Limits,
+}
+
+/// The rule set for this hop: the proxy's, refusing faults the hop cannot carry and restarts it has nothing to
+/// restart for.
+pub fn rules(file: RulesFile) -> Result<RuleSet, RulesError> {
+    hop::check(&file)?;
+    RuleSet::for_front(file, false)
+}
+
+/// Serves the endpoint on `listener` until `shutdown` is cancelled.
+pub async fn serve(listener: TcpListener, options: Options, shutdown: CancellationToken) -> std::io::Result<()> {
+    let limits = options.limits;
+    faultlab_http::server::serve(listener, router(options), limits, shutdown).await
+}
+
+/// The endpoint as an axum router (every path: unknown ones get 404 in the OpenAI error shape).
+pub fn router(options: Options) -> axum::Router {
+    let model = Arc::new(Model {
+        script: options.script,
+        rules: Mutex::new(options.rules),
+        record: options.record.map(Mutex::new),
+        allowed: options.allowed,
+        started: Instant::now(),
+        seq: AtomicU64::new(0),
+    });
+    axum::Router::new().fallback(move |request: axum::extract::Request| {
+        let model = model.clone();
+        async move { model.answer(request).await }
+    })
+}
+
+struct Model {
+    script: Script,
+    rules: Mutex<RuleSet>,
+    record: Option<Mutex<Box<dyn std::io::Write + Send>>>,
+    allowed: AllowedHosts,
+    started: Instant,
+    seq: AtomicU64,
+}
+
+/// One line of the recording.
+#[derive(Serialize)]
+struct Record<'a> {
+    seq: u64,
+    /// Since the endpoint started.
+    at_ms: u64,
+    api: &'static str,
+    stream: bool,
+    /// The tool results the request carried back, each with whether the script counted it failed.
+    tool_results: Vec<Recorded<'a>>,
+    /// The scripted turn (absent when the request could not be read).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    turn: Option<&'a Turn>,
+    /// The rule that fired, its mode and fault.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    fault: Option<Value>,
+    /// Why the request was refused (400).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    /// The request body as received (a string when it is not JSON).
+    request: &'a Value,
+}
+
+#[derive(Serialize)]
+struct Recorded<'a> {
+    #[serde(flatten)]
+    result: &'a ToolResult,
+    failed: bool,
+}
+
+impl Model {
+    async fn answer(&self, request: axum::extract::Request) -> Response {
+        if let Some(refused) = faultlab_http::check_origin(&request, &self.allowed) {
+            return refused;
+        }
+        let Some(api) = Api::from_path(request.uri().path()) else {
+            let message = format!(
+                "no such endpoint {}: faultlab model serves POST /v1/chat/completions, \
+                                   /v1/responses and /v1/messages",
+                request.uri().path()
+            );
+            return error(Api::ChatCompletions, StatusCode::NOT_FOUND, &message);
+        };
+        if request.method() != http::Method::POST {
+            let mut refused = error(api, StatusCode::METHOD_NOT_ALLOWED, "only POST is served here");
+            refused.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
+            return refused;
+        }
+        let (parts, body) = request.into_parts();
+        let bytes = match faultlab_http::read_body(&parts.headers, body, MAX_REQUEST_BYTES).await {
+            Ok(bytes) => bytes,
+            Err(refused) => return refused,
+        };
+        let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
+        let at_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let body: Result<Value, String> =
+            serde_json::from_slice(&bytes).map_err(|e| format!("the body is not JSON: {e}"));
+        let read = body.as_ref().map_err(Clone::clone).and_then(|b| api::parse(api, b));
+        let request_value = body.unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
+        let read = match read {
+            Ok(read) => read,
+            Err(message) => {
+                let record = Record {
+                    seq,
+                    at_ms,
+                    api: api.name(),
+                    stream: false,
+                    tool_results: Vec::new(),
+                    turn: None,
+                    fault: None,
+                    error: Some(&message),
+                    request: &request_value,
+                };
+                if let Err(e) = self.write(&record) {
+                    return unrecorded(e);
+                }
+                return error(api, StatusCode::BAD_REQUEST, &message);
+            }
+        };
+        let turn = self.script.turn(&read.results);
+        let fired = self.decide(api, seq);
+        let record = Record {
+            seq,
+            at_ms,
+            api: api.name(),
+            stream: read.stream,
+            tool_results: read
+                .results
+                .iter()
+                .map(|result| Recorded { result, failed: self.script.failed(result) })
+                .collect(),
+            turn: Some(&turn),
+            fault: fired.as_ref().map(|f| json!({"rule": f.rule, "mode": f.mode, "fault": f.fault})),
+            error: None,
+            request: &request_value,
+        };
+        if let Err(e) = self.write(&record) {
+            return unrecorded(e);
+        }
+        let output = match &turn {
+            Turn::Call { tool, arguments, .. } => Output::Call {
+                name: script::resolve(tool, &read.tools).to_owned(),
+                arguments: Value::Object(arguments.clone()).to_string(),
+            },
+            Turn::Answer { text, .. } => Output::Text(text.clone()),
+        };
+        let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let ctx = Ctx { seq, model: self.script.model.clone().unwrap_or(read.model), created };
+        let fault = fired.as_ref().and_then(|f| HopFault::of(&f.fault));
+        respond(api, &ctx, &output, read.stream, read.include_usage, fault).await
+    }
+
+    /// The rule that fires for this request: the proxy's rule set sees it as a request whose method is the API's
+    /// name (rules naming a tool or its arguments were refused when loaded).
+    fn decide(&self, api: Api, seq: u64) -> Option<Fired> {
+        let frame = Frame::from_value(json!({"jsonrpc": "2.0", "id": seq, "method": api.name()}));
+        let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
+        rules.decide(&frame, self.started.elapsed())
+    }
+
+    /// Writes one line of the recording before the answer goes out.
+    fn write(&self, record: &Record<'_>) -> std::io::Result<()> {
+        let Some(file) = &self.record else { return Ok(()) };
+        let mut line = serde_json::to_vec(record).map_err(std::io::Error::other)?;
+        line.push(b'\n');
+        let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+        file.write_all(&line).and_then(|()| file.flush())
+    }
+}
+
+/// A recording that cannot be written fails the request (500) rather than leaving a gap no one sees.
+fn unrecorded(e: std::io::Error) -> Response {
+    let message = format!("faultlab model cannot write its recording: {e}");
+    error(Api::ChatCompletions, StatusCode::INTERNAL_SERVER_ERROR, &message)
+}
+
+/// The answer on the wire, with the fault the rules chose.
+async fn respond(
+    api: Api,
+    ctx: &Ctx,
+    output: &Output,
+    stream: bool,
+    include_usage: bool,
+    fault: Option<HopFault>,
+) -> Response {
+    let chunks: Vec<Bytes> = if stream {
+        api::events(api, ctx, output, include_usage).iter().map(api::Event::bytes).collect()
+    } else {
+        vec![Bytes::from(api::body(api, ctx, output).to_string())]
+    };
+    let content_type = if stream { "text/event-stream" } else { "application/json" };
+    let (chunks, cut) = match fault {
+        None => (chunks, false),
+        Some(HopFault::Latency(delay)) => {
+            tokio::time::sleep(delay).await;
+            (chunks, false)
+        }
+        Some(HopFault::Status { status, retry_after_sec }) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let mut response = error(api, status, &hop::message(status.as_u16()));
+            if let Some(secs) = retry_after_sec {
+                response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
+            }
+            return response;
+        }
+        Some(HopFault::Malformed) => {
+            let mut chunks = chunks;
+            chunks[0] = malformed(&chunks[0]);
+            (chunks, false)
+        }
+        Some(HopFault::Cut) if stream => {
+            let keep = (chunks.len() / 2).max(1);
+            (chunks.into_iter().take(keep).collect(), true)
+        }
+        Some(HopFault::Cut) => {
+            let whole = &chunks[0];
+            (vec![whole.slice(..whole.len() / 2)], true)
+        }
+        Some(HopFault::Disconnect) => (Vec::new(), true),
+        Some(HopFault::Hang) => return std::future::pending::<Response>().await,
+    };
+    let mut body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>)).boxed();
+    if cut {
+        // A body that fails makes hyper close the connection without ending the response: the client sees the
+        // connection drop mid-answer, as it would if the model's server went away. The yield first lets hyper
+        // flush what came before (it writes buffered bytes when the body is not ready), so the cut is mid-answer.
+        let broken = futures::stream::once(async {
+            tokio::task::yield_now().await;
+            Err(std::io::Error::other("faultlab: the answer was cut"))
+        });
+        body = body.chain(broken).boxed();
+    }
+    let mut response = Response::new(Body::from_stream(body));
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    if stream {
+        response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    }
+    response
+}
+
+/// The chunk with its JSON broken: the last `}` of its data becomes `,` (a stream's `[DONE]` is left alone).
+fn malformed(chunk: &Bytes) -> Bytes {
+    let mut bytes = chunk.to_vec();
+    if let Some(at) = bytes.iter().rposition(|&b| b == b'}') {
+        bytes[at] = b',';
+    }
+    Bytes::from(bytes)
+}
+
+fn error(api: Api, status: StatusCode, message: &str) -> Response {
+    let mut response = (status, api::error_body(api, status.as_u16(), message).to_string()).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
