@@ -28,6 +28,9 @@ pub enum Command {
     /// Two eval reports side by side: pass rates per category, task and agent, and which differences are
     /// significant.
     Compare(CompareArgs),
+    /// List the fault catalogue, or explain one fault: what it does on the wire, what a robust client does, an
+    /// example rule, where it exists.
+    Faults(crate::faults::FaultsArgs),
     /// A built-in control agent (started by `faultlab eval`; reads the FAULTLAB_* environment).
     #[command(hide = true)]
     Agent(AgentArgs),

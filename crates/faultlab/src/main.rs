@@ -23,6 +23,7 @@ mod connect;
 mod demo;
 mod diagnose;
 mod eval;
+mod faults;
 mod pipes;
 mod proxy;
 mod replay;
@@ -72,6 +73,7 @@ fn main() -> ExitCode {
         cli::Command::Eval(args) => eval::run(args),
         cli::Command::Report(args) => report::run(args),
         cli::Command::Compare(args) => compare::run(args),
+        cli::Command::Faults(args) => faults::run(args),
         cli::Command::Agent(args) => agent::run(args),
         cli::Command::WorkspaceServer(args) => workspace::run(args),
         cli::Command::Replay(args) => replay::run(args),

@@ -28,6 +28,7 @@ impl Fault for BurstFailure {
     const EXAMPLES: &[&str] = &[r#"{"type": "burst_failure", "count": 3}"#];
     const CATEGORY: Category = Category::Systemic;
     const EFFECT: Effect = Effect::Error;
+    const SERVE_TOOL: Option<&str> = None;
 
     fn validate(&self) -> Result<(), String> {
         within("count", self.count, 1, MAX_BURST)

@@ -28,6 +28,7 @@ impl Fault for CascadingFailure {
     const EXAMPLES: &[&str] = &[r#"{"type": "cascading_failure", "spread": 4}"#];
     const CATEGORY: Category = Category::Systemic;
     const EFFECT: Effect = Effect::Error;
+    const SERVE_TOOL: Option<&str> = None;
 
     fn validate(&self) -> Result<(), String> {
         within("spread", self.spread, 0, MAX_BURST)

@@ -50,6 +50,7 @@ impl Fault for Contradictory {
     const EXAMPLES: &[&str] = &[r#"{"type": "contradictory"}"#];
     const CATEGORY: Category = Category::Data;
     const EFFECT: Effect = Effect::WrongData;
+    const SERVE_TOOL: Option<&str> = None;
 
     fn apply(&self, reply: Reply<'_>, earlier: &Earlier) -> Applied {
         apply(reply, earlier.output_schema.as_ref())

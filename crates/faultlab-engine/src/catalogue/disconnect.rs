@@ -24,6 +24,7 @@ impl Fault for Disconnect {
     const EXAMPLES: &[&str] = &[r#"{"type": "disconnect"}"#];
     const CATEGORY: Category = Category::Transport;
     const EFFECT: Effect = Effect::TransportLoss;
+    const SERVE_TOOL: Option<&str> = Some("disconnect");
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

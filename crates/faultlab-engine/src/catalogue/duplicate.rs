@@ -23,6 +23,7 @@ impl Fault for Duplicate {
     const EXAMPLES: &[&str] = &[r#"{"type": "duplicate"}"#];
     const CATEGORY: Category = Category::Temporal;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<&str> = Some("duplicate_response");
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

@@ -28,6 +28,7 @@ impl Fault for Empty {
     const EXAMPLES: &[&str] = &[r#"{"type": "empty"}"#];
     const CATEGORY: Category = Category::Data;
     const EFFECT: Effect = Effect::WrongData;
+    const SERVE_TOOL: Option<&str> = None;
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

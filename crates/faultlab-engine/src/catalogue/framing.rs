@@ -34,6 +34,7 @@ impl Fault for Framing {
     const EXAMPLES: &[&str] = &[r#"{"type": "framing", "style": "crlf"}"#, r#"{"type": "framing", "style": "bom"}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<&str> = Some("framing");
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply, self.style))

@@ -31,6 +31,7 @@ impl Fault for HttpStatus {
     const EXAMPLES: &[&str] = &[r#"{"type": "http_status", "status": 429, "retry_after_sec": 2}"#, r#"{"type": "http_status", "status": 500}"#, r#"{"type": "http_status", "status": 401}"#];
     const CATEGORY: Category = Category::Transport;
     const EFFECT: Effect = Effect::Error;
+    const SERVE_TOOL: Option<&str> = Some("http_status");
 
     /// 401 and 403 are about who may do what.
     fn category(&self) -> Category {

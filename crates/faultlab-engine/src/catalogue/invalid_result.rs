@@ -24,6 +24,7 @@ impl Fault for InvalidResult {
     const EXAMPLES: &[&str] = &[r#"{"type": "invalid_result"}"#];
     const CATEGORY: Category = Category::Data;
     const EFFECT: Effect = Effect::Invalid;
+    const SERVE_TOOL: Option<&str> = None;
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

@@ -30,6 +30,7 @@ impl Fault for InvalidSchema {
     const EXAMPLES: &[&str] = &[r#"{"type": "invalid_schema"}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Invalid;
+    const SERVE_TOOL: Option<&str> = None;
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

@@ -30,6 +30,7 @@ impl Fault for LateResponse {
     const EXAMPLES: &[&str] = &[r#"{"type": "late_response"}"#];
     const CATEGORY: Category = Category::Temporal;
     const EFFECT: Effect = Effect::Timeout;
+    const SERVE_TOOL: Option<&str> = Some("response_after_cancellation");
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

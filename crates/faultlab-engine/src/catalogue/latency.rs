@@ -32,6 +32,7 @@ impl Fault for Latency {
     const EXAMPLES: &[&str] = &[r#"{"type": "latency", "delay_ms": 50}"#, r#"{"type": "delayed", "delay_ms": 20}"#];
     const CATEGORY: Category = Category::Transport;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<&str> = Some("delay");
 
     fn validate(&self) -> Result<(), String> {
         within("delay_ms", self.delay_ms, 0, MAX_LATENCY_MS)

@@ -26,6 +26,7 @@ impl Fault for ListChangedStorm {
     const EXAMPLES: &[&str] = &[r#"{"type": "list_changed_storm", "count": 20}"#];
     const CATEGORY: Category = Category::Systemic;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<&str> = Some("list_changed_storm");
 
     fn validate(&self) -> Result<(), String> {
         within("count", self.count, 1, MAX_STORM_COUNT)

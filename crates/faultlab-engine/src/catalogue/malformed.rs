@@ -29,6 +29,7 @@ impl Fault for Malformed {
     const EXAMPLES: &[&str] = &[r#"{"type": "malformed"}"#, r#"{"type": "malformed", "variant": "invalid-jsonrpc-version"}"#, r#"{"type": "malformed_response", "variant": "result-with-error"}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Invalid;
+    const SERVE_TOOL: Option<&str> = Some("malformed_message");
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply, self.variant))

@@ -38,6 +38,7 @@ impl Fault for MissingField {
     const EXAMPLES: &[&str] = &[r#"{"type": "missing_field"}"#, r#"{"type": "missing_field", "pointer": "/jsonrpc"}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Invalid;
+    const SERVE_TOOL: Option<&str> = None;
 
     fn validate(&self) -> Result<(), String> {
         super::check_pointer(&self.pointer)

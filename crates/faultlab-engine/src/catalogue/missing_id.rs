@@ -23,6 +23,7 @@ impl Fault for MissingId {
     const EXAMPLES: &[&str] = &[r#"{"type": "missing_id"}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Timeout;
+    const SERVE_TOOL: Option<&str> = Some("missing_id");
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

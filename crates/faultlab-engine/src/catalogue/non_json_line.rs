@@ -24,6 +24,7 @@ impl Fault for NonJsonLine {
     const EXAMPLES: &[&str] = &[r#"{"type": "non_json_line"}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<&str> = Some("non_json_line");
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

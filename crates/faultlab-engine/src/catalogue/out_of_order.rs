@@ -32,6 +32,7 @@ impl Fault for OutOfOrder {
     const EXAMPLES: &[&str] = &[r#"{"type": "out_of_order", "max_hold_ms": 50}"#];
     const CATEGORY: Category = Category::Temporal;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<&str> = None;
 
     fn validate(&self) -> Result<(), String> {
         within("max_hold_ms", self.max_hold_ms, 1, MAX_LATENCY_MS)

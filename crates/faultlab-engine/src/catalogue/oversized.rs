@@ -27,6 +27,7 @@ impl Fault for Oversized {
     const CATEGORY: Category = Category::Protocol;
     // The answer arrives with a padding block the server never sent (if the client takes a frame that big).
     const EFFECT: Effect = Effect::WrongData;
+    const SERVE_TOOL: Option<&str> = Some("oversized_response");
 
     fn validate(&self) -> Result<(), String> {
         within("bytes", self.bytes, 1, MAX_OVERSIZED_BYTES)

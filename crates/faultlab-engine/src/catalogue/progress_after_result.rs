@@ -26,6 +26,7 @@ impl Fault for ProgressAfterResult {
     const EXAMPLES: &[&str] = &[r#"{"type": "progress_after_result"}"#];
     const CATEGORY: Category = Category::Temporal;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<&str> = Some("progress_after_result");
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

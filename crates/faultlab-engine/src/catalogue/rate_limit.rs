@@ -33,6 +33,7 @@ impl Fault for RateLimit {
     const EXAMPLES: &[&str] = &[r#"{"type": "rate_limit", "retry_after_sec": 2}"#, r#"{"type": "rate_limit"}"#];
     const CATEGORY: Category = Category::Transport;
     const EFFECT: Effect = Effect::Error;
+    const SERVE_TOOL: Option<&str> = None;
 
     fn validate(&self) -> Result<(), String> {
         match self.retry_after_sec {

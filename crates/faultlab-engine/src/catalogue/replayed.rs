@@ -30,6 +30,7 @@ impl Fault for Replayed {
     const EXAMPLES: &[&str] = &[r#"{"type": "replayed"}"#];
     const CATEGORY: Category = Category::Temporal;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<&str> = None;
 
     fn apply(&self, reply: Reply<'_>, earlier: &Earlier) -> Applied {
         Applied::done(apply(reply, earlier.any_tool.as_ref()))

@@ -48,6 +48,7 @@ impl Fault for ServerOutage {
     const EXAMPLES: &[&str] = &[r#"{"type": "server_outage", "duration_ms": 2000}"#];
     const CATEGORY: Category = Category::Systemic;
     const EFFECT: Effect = Effect::Error;
+    const SERVE_TOOL: Option<&str> = None;
 
     fn validate(&self) -> Result<(), String> {
         within("duration_ms", self.duration_ms, 1, MAX_OUTAGE_MS)

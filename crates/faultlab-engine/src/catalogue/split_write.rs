@@ -25,6 +25,7 @@ impl Fault for SplitWrite {
     const EXAMPLES: &[&str] = &[r#"{"type": "split_write", "parts": 4}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<&str> = Some("split_response");
 
     fn validate(&self) -> Result<(), String> {
         within("parts", self.parts, 2, MAX_SPLIT_PARTS)

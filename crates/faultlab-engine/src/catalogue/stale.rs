@@ -33,6 +33,7 @@ impl Fault for Stale {
     const EXAMPLES: &[&str] = &[r#"{"type": "stale"}"#];
     const CATEGORY: Category = Category::Data;
     const EFFECT: Effect = Effect::WrongData;
+    const SERVE_TOOL: Option<&str> = None;
 
     fn apply(&self, reply: Reply<'_>, earlier: &Earlier) -> Applied {
         Applied::done(apply(reply, earlier.same_tool.as_ref()))

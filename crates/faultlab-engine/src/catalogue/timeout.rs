@@ -24,6 +24,7 @@ impl Fault for Timeout {
     const EXAMPLES: &[&str] = &[r#"{"type": "timeout"}"#];
     const CATEGORY: Category = Category::Transport;
     const EFFECT: Effect = Effect::Timeout;
+    const SERVE_TOOL: Option<&str> = None;
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

@@ -23,6 +23,7 @@ impl Fault for Truncated {
     const EXAMPLES: &[&str] = &[r#"{"type": "truncated"}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Invalid;
+    const SERVE_TOOL: Option<&str> = Some("truncated_response");
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

@@ -24,6 +24,7 @@ impl Fault for WrongId {
     const EXAMPLES: &[&str] = &[r#"{"type": "wrong_id"}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Timeout;
+    const SERVE_TOOL: Option<&str> = Some("wrong_id");
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

@@ -45,6 +45,7 @@ impl Fault for WrongValue {
     const EXAMPLES: &[&str] = &[r#"{"type": "wrong_value", "pointer": "/content/0/text", "value": "0 apples"}"#];
     const CATEGORY: Category = Category::Data;
     const EFFECT: Effect = Effect::WrongData;
+    const SERVE_TOOL: Option<&str> = None;
 
     fn validate(&self) -> Result<(), String> {
         super::check_pointer(&self.pointer)
