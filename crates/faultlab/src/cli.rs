@@ -31,6 +31,9 @@ pub enum Command {
     /// List the fault catalogue, or explain one fault: what it does on the wire, what a robust client does, an
     /// example rule, where it exists.
     Faults(crate::faults::FaultsArgs),
+    /// Write a starter folder for testing your own client, agent or server: a target file, the fault proxy's
+    /// rules and scenarios that expect what they do; prints the command to run next.
+    Init(crate::init::InitArgs),
     /// A built-in control agent (started by `faultlab eval`; reads the FAULTLAB_* environment).
     #[command(hide = true)]
     Agent(AgentArgs),

@@ -24,6 +24,7 @@ mod demo;
 mod diagnose;
 mod eval;
 mod faults;
+mod init;
 mod pipes;
 mod proxy;
 mod replay;
@@ -74,6 +75,7 @@ fn main() -> ExitCode {
         cli::Command::Report(args) => report::run(args),
         cli::Command::Compare(args) => compare::run(args),
         cli::Command::Faults(args) => faults::run(args),
+        cli::Command::Init(args) => init::run(args),
         cli::Command::Agent(args) => agent::run(args),
         cli::Command::WorkspaceServer(args) => workspace::run(args),
         cli::Command::Replay(args) => replay::run(args),

@@ -9,6 +9,7 @@ mod diagnose;
 mod eval;
 mod eval_report;
 mod faults;
+mod init;
 mod limits;
 mod proxy;
 mod proxy_http;
