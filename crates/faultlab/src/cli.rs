@@ -34,6 +34,9 @@ pub enum Command {
     /// Write a starter folder for testing your own client, agent or server: a target file, the fault proxy's
     /// rules and scenarios that expect what they do; prints the command to run next.
     Init(crate::init::InitArgs),
+    /// Print the server entry for an MCP host's configuration (Claude Desktop, Claude Code, Cursor, VS Code,
+    /// Windsurf, the Inspector): faultlab serve, or the fault proxy in front of your server.
+    Config(crate::config::ConfigArgs),
     /// A built-in control agent (started by `faultlab eval`; reads the FAULTLAB_* environment).
     #[command(hide = true)]
     Agent(AgentArgs),
@@ -458,6 +461,14 @@ pub struct ProxyArgs {
     /// The upstream MCP server command and its arguments, after `--` (a stdio upstream).
     #[arg(last = true, value_name = "CMD", id = "command")]
     pub command: Vec<String>,
+    /// The stdio upstream's program, instead of `-- CMD` (for hosts that swallow `--`, such as the MCP
+    /// Inspector); its arguments are --upstream-arg.
+    #[arg(long, value_name = "PROGRAM", conflicts_with_all = ["command", "upstream", "replay"])]
+    pub upstream_command: Option<String>,
+    /// One argument of --upstream-command (repeatable, in order; `--upstream-arg=--flag` or `--upstream-arg
+    /// --flag` for one that starts with a dash).
+    #[arg(long, value_name = "ARG", requires = "upstream_command", allow_hyphen_values = true)]
+    pub upstream_arg: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

@@ -19,6 +19,7 @@ mod agent;
 mod builtin;
 mod cli;
 mod compare;
+mod config;
 mod connect;
 mod demo;
 mod diagnose;
@@ -76,6 +77,7 @@ fn main() -> ExitCode {
         cli::Command::Compare(args) => compare::run(args),
         cli::Command::Faults(args) => faults::run(args),
         cli::Command::Init(args) => init::run(args),
+        cli::Command::Config(args) => config::run(args),
         cli::Command::Agent(args) => agent::run(args),
         cli::Command::WorkspaceServer(args) => workspace::run(args),
         cli::Command::Replay(args) => replay::run(args),

@@ -24,7 +24,11 @@ use std::path::Path;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-pub fn run(args: ProxyArgs) -> Result<(), Failure> {
+pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
+    if let Some(program) = args.upstream_command.take() {
+        // The same upstream as `-- PROGRAM ARGS`, spelt for hosts that swallow `--`.
+        args.command = std::iter::once(program).chain(std::mem::take(&mut args.upstream_arg)).collect();
+    }
     let mut file = match &args.rules {
         Some(path) => RulesFile::load(path).map_err(Failure::usage)?,
         None => RulesFile::default(),
@@ -148,7 +152,8 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
             })
         }
         _ => Err(Failure::usage(anyhow!(
-            "name the upstream: -- CMD ARGS (stdio), --upstream URL (HTTP) or --replay TRAJECTORY (a recording)"
+            "name the upstream: -- CMD ARGS or --upstream-command CMD --upstream-arg ARG… (stdio), --upstream URL \
+             (HTTP) or --replay TRAJECTORY (a recording)"
         ))),
     }
 }

@@ -5,6 +5,7 @@
 
 mod cli;
 mod common;
+mod config;
 mod diagnose;
 mod eval;
 mod eval_report;
