@@ -307,14 +307,14 @@ pub struct ServeArgs {
     /// stdio: MCP over stdin/stdout. http: Streamable HTTP on --host/--port/--path.
     #[arg(long, value_enum, default_value_t = Transport::Stdio)]
     pub transport: Transport,
-    /// Loopback address to listen on (HTTP only): 127.0.0.1, ::1, localhost or another 127.x.y.z.
-    #[arg(long)]
+    // The defaults are shown, not set: giving any of these flags without `--transport http` is a mistake.
+    #[arg(long, help = format!("Loopback address to listen on (HTTP only): 127.0.0.1, ::1, localhost or another \
+        127.x.y.z [default: {}]", crate::serve::DEFAULT_HOST))]
     pub host: Option<String>,
-    /// Port to listen on (HTTP only); 0 picks a free port, printed on stderr.
-    #[arg(long)]
+    #[arg(long, help = format!("Port to listen on (HTTP only); 0 picks a free port, printed on stderr [default: {}]",
+        crate::serve::DEFAULT_PORT))]
     pub port: Option<u16>,
-    /// Endpoint path (HTTP only), e.g. /mcp.
-    #[arg(long)]
+    #[arg(long, help = format!("Endpoint path (HTTP only) [default: {}]", crate::serve::DEFAULT_PATH))]
     pub path: Option<String>,
     /// Longest frame (one line) read or written on stdio, in bytes (stdio only). A request over it gets a JSON-RPC
     /// error for its id; a reply over it is replaced by one (and a diagnostic on stderr).

@@ -21,6 +21,7 @@ mod cli;
 mod compare;
 mod config;
 mod connect;
+mod console;
 mod demo;
 mod diagnose;
 mod eval;
@@ -90,7 +91,7 @@ fn main() -> ExitCode {
         Err(failure) => {
             if !failure.silent {
                 // Not eprintln!: a closed stderr must not turn an error exit into a panic.
-                let _ = writeln!(std::io::stderr(), "faultlab: {:#}", failure.error);
+                let _ = writeln!(std::io::stderr(), "faultlab: {}", console::error_line(&failure.error));
             }
             ExitCode::from(failure.code)
         }

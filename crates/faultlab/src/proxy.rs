@@ -64,7 +64,7 @@ pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
     }
     let trajectory = Arc::new(if args.record_bodies { trajectory.with_bodies() } else { trajectory });
     let control = match &args.control {
-        Some(addr) => Some(listen_address(addr).map_err(Failure::usage)?),
+        Some(addr) => Some(listen_address("--control", addr).map_err(Failure::usage)?),
         None => None,
     };
     let token = match args.control_token.as_deref() {
@@ -110,7 +110,7 @@ pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
                 stdio::run(options, Replay(recording), rules, trajectory, pipes::stdin(), pipes::stdout(), stop)
             });
         };
-        let addr = listen_address(listen).map_err(Failure::usage)?;
+        let addr = listen_address("--listen", listen).map_err(Failure::usage)?;
         let upstream = Backend::Recording(recording::Replayer::new(recording));
         return runtime.block_on(serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args));
     }
@@ -130,13 +130,13 @@ pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
             })
         }
         (Some(listen), Some(remote), None) => {
-            let addr = listen_address(listen).map_err(Failure::usage)?;
+            let addr = listen_address("--listen", listen).map_err(Failure::usage)?;
             let path = remote.url().path().to_owned();
             let upstream = Backend::remote(remote).map_err(Failure::runtime)?;
             runtime.block_on(serve_http(addr, path, upstream, rules, trajectory, &args))
         }
         (Some(listen), None, Some((program, rest))) => {
-            let addr = listen_address(listen).map_err(Failure::usage)?;
+            let addr = listen_address("--listen", listen).map_err(Failure::usage)?;
             let mut command = tokio::process::Command::new(program);
             command.args(rest);
             runtime.block_on(async {
@@ -209,11 +209,12 @@ where
     served
 }
 
-fn listen_address(listen: &str) -> anyhow::Result<SocketAddr> {
+fn listen_address(flag: &str, listen: &str) -> anyhow::Result<SocketAddr> {
     let (host, port) =
-        listen.rsplit_once(':').ok_or_else(|| anyhow!("--listen {listen:?} must be HOST:PORT, e.g. 127.0.0.1:0"))?;
-    let port: u16 = port.parse().map_err(|_| anyhow!("--listen {listen:?}: the port must be 0 to 65535"))?;
-    Ok(SocketAddr::new(guard::bind_address(host)?, port))
+        listen.rsplit_once(':').ok_or_else(|| anyhow!("{flag} {listen:?} must be HOST:PORT, e.g. 127.0.0.1:0"))?;
+    let port: u16 = port.parse().map_err(|_| anyhow!("{flag} {listen:?}: the port must be 0 to 65535"))?;
+    let ip = guard::bind_address(host).map_err(|e| anyhow!("{flag} {listen}: {e}"))?;
+    Ok(SocketAddr::new(ip, port))
 }
 
 /// `--upstream` with its CA and headers, the header values taken from the environment (exit code 2 when any of

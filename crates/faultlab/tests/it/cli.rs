@@ -35,6 +35,22 @@ fn bad_flags_and_values_exit_2_naming_what_to_fix() {
     faultlab().args(["serve", "--transport", "http", "--path", "mcp"]).assert().code(2).stderr(contains("--path"));
 }
 
+/// The message names the flag the user typed, once; an OS error's text appears once, not again as its cause.
+#[test]
+fn an_error_names_the_flag_typed_and_says_its_cause_once() {
+    for (flag, value) in [("--listen", "0.0.0.0:8080"), ("--control", "[::]:0"), ("--listen", "10.1.2.3:80")] {
+        let output = faultlab().args(["proxy", flag, value, "--", "cat"]).output().unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert!(stderr.contains(&format!("{flag} {value}")) && !stderr.contains("--host"), "{stderr}");
+    }
+    let output = faultlab().args(["proxy", "--rules", "no-such-rules.yaml", "--", "cat"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("no-such-rules.yaml"), "{stderr}");
+    assert_eq!(stderr.matches("os error 2").count(), 1, "{stderr}");
+}
+
 #[test]
 fn bad_shutdown_grace_and_frame_limits_exit_2_naming_the_flag() {
     for bad in ["-1", "abc", "NaN", "inf", "3601", ""] {
