@@ -108,6 +108,16 @@ fn a_failed_expectation_exits_2() {
         .stdout(contains("expected outcome error, received success"));
 }
 
+#[test]
+fn a_skip_says_why() {
+    let stdio_only = examples().into_iter().find(|p| p.ends_with("disconnect-stdio.yaml")).unwrap();
+    let out = faultlab().arg("run").arg(stdio_only).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let console = String::from_utf8(out.stdout).unwrap();
+    let line = console.lines().find(|l| l.starts_with("SKIP")).unwrap();
+    assert!(line.ends_with("skipped: it runs over stdio only, and this target is http"), "{line}");
+}
+
 fn snapshot_files() -> Vec<PathBuf> {
     examples()
         .into_iter()
