@@ -83,7 +83,7 @@ pub struct ConnectArgs {
 failed its grade (with --controls: a verdict disagrees with the oracle); 1 the evaluation could not happen (a bad \
 task file or argument, an agent command that cannot start).")]
 pub struct EvalArgs {
-    /// Task files (YAML, or JSON by the .json extension). Without any, the built-in tasks.
+    /// Task files (YAML, or JSON by the .json extension), or folders of them. Without any, the built-in tasks.
     #[arg(value_name = "TASK")]
     pub tasks: Vec<std::path::PathBuf>,
     /// The agent under test: a command line (split like a shell would, without expansion), started once per run.
@@ -268,7 +268,7 @@ pub enum Era {
 #[command(after_help = "Exit codes: 0 every scenario passed (an expected error or timeout is a pass); 2 an \
 expectation failed; 1 the run could not happen (a bad file or argument, a target that did not start).")]
 pub struct RunArgs {
-    /// Scenario files (YAML, or JSON by the .json extension).
+    /// Scenario files (YAML, or JSON by the .json extension), or folders of them.
     #[arg(required = true)]
     pub scenarios: Vec<std::path::PathBuf>,
     /// A target file naming an external MCP server (stdio command or loopback HTTP URL). Without it, the built-in
@@ -488,7 +488,7 @@ not be read or parsed (the error names the file and the message index or line), 
 threshold.")]
 pub struct DiagnoseArgs {
     /// Traces: OpenAI-message JSON (from faultlab run, faultlab demo or an agent) or proxy trajectories (JSON lines
-    /// from faultlab proxy --record).
+    /// from faultlab proxy --record), or folders of them (.json and .jsonl files).
     #[arg(required = true, value_name = "TRACE")]
     pub traces: Vec<std::path::PathBuf>,
     /// How the report is written; html is one self-contained page.

@@ -23,7 +23,8 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         builtin::tasks().into_iter().map(Arc::new).collect()
     } else {
         let mut tasks = Vec::new();
-        for path in &args.tasks {
+        let paths = crate::inputs::expand(&args.tasks, crate::inputs::YAML_OR_JSON).map_err(Failure::runtime)?;
+        for path in &paths {
             tasks.push(Arc::new(Task::load(path).map_err(|e| Failure::new(1, e.into()))?));
         }
         tasks

@@ -10,11 +10,9 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
-#[command(
-    after_help = "Example: faultlab init my-lab && cd my-lab && faultlab run scenarios/*.yaml --target target.json\n\
+#[command(after_help = "Example: faultlab init my-lab && cd my-lab && faultlab run scenarios/ --target target.json\n\
 Exit codes: 0 written; 2 a file it would write exists already (nothing is written then); 1 the folder cannot be \
-written."
-)]
+written.")]
 pub struct InitArgs {
     /// The folder to create (or an existing one without the starter's files).
     #[arg(value_name = "DIR")]
@@ -123,7 +121,7 @@ pub fn run(args: InitArgs) -> Result<(), Failure> {
     }
     let quoted = shlex::try_quote(&shown).map_or_else(|_| shown.clone(), |q| q.into_owned());
     outln!("Next (with faultlab on your PATH), run them; the proxy records what it did in trajectory.jsonl:");
-    outln!("  cd {quoted} && faultlab run scenarios/*.yaml --target target.json");
+    outln!("  cd {quoted} && faultlab run scenarios/ --target target.json");
     Ok(())
 }
 

@@ -27,6 +27,7 @@ mod diagnose;
 mod eval;
 mod faults;
 mod init;
+mod inputs;
 mod pipes;
 mod proxy;
 mod replay;
