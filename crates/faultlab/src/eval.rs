@@ -108,7 +108,7 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
     };
     let report = Report { shard: args.shard, ..Report::new(meta, runs) };
     write_reports(&args.out, &report)?;
-    print_summary(&report);
+    print_summary(&report, oracle.as_ref());
     outln!("reports: {}", args.out.join("report.md").display());
     if let Some(first) = errors.first() {
         for error in &errors {
@@ -192,7 +192,8 @@ pub fn write_reports(out: &std::path::Path, report: &Report) -> Result<(), Failu
     write("report.html", faultlab_eval::html::render(report))
 }
 
-fn print_summary(report: &Report) {
+/// One line per run; with an oracle, a control agent's failure it calls for reads EXPECTED, not FAIL.
+fn print_summary(report: &Report, oracle: Option<&Oracle>) {
     for run in &report.runs {
         let v = &run.verdict;
         let outcome = serde_json::to_value(v.recovery.outcome).unwrap_or_default();
@@ -203,7 +204,7 @@ fn print_summary(report: &Report) {
         }
         outln!(
             "{} {} × {} #{}: {} → {} ({} calls)",
-            if v.passed { "PASS" } else { "FAIL" },
+            faultlab_eval::oracle::verdict_word(v.passed, oracle.and_then(|o| o.entry(&run.task, &run.agent))),
             run.task,
             run.agent,
             run.repeat + 1,
