@@ -225,36 +225,42 @@ fn print_summary(report: &Report, oracle: Option<&Oracle>) {
     );
 }
 
-/// Progress on stderr: a bar redrawn in place on a terminal, one line per finished run otherwise.
+/// Progress on stderr: an `indicatif` bar on a terminal, one line per ten finished runs otherwise (a log has no
+/// use for a bar redrawn in place).
 struct Progress {
-    terminal: bool,
+    bar: Option<indicatif::ProgressBar>,
 }
 
 impl Progress {
     fn new(total: usize, shard: Option<Shard>) -> Self {
-        let terminal = std::io::stderr().is_terminal();
         match shard {
             Some(shard) => eprintln!("faultlab eval: shard {shard}: {total} runs"),
             None => eprintln!("faultlab eval: {total} runs"),
         }
-        Self { terminal }
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let style = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} ({eta} left)")
+                .expect("a valid template");
+            indicatif::ProgressBar::new(total as u64).with_style(style)
+        });
+        Self { bar }
     }
 
     fn update<T, E: std::fmt::Display>(&self, done: usize, total: usize, result: &Result<T, E>) {
-        if self.terminal {
-            let width = 30;
-            let filled = done * width / total.max(1);
-            eprint!("\r[{}{}] {done}/{total}", "#".repeat(filled), " ".repeat(width - filled));
-        } else if let Err(e) = result {
-            eprintln!("[{done}/{total}] could not run: {e}");
-        } else if done.is_multiple_of(10) || done == total {
-            eprintln!("[{done}/{total}]");
+        match (&self.bar, result) {
+            (Some(bar), Err(e)) => {
+                bar.println(format!("[{done}/{total}] could not run: {e}"));
+                bar.set_position(done as u64);
+            }
+            (Some(bar), Ok(_)) => bar.set_position(done as u64),
+            (None, Err(e)) => eprintln!("[{done}/{total}] could not run: {e}"),
+            (None, Ok(_)) if done.is_multiple_of(10) || done == total => eprintln!("[{done}/{total}]"),
+            (None, Ok(_)) => {}
         }
     }
 
     fn finish(&self) {
-        if self.terminal {
-            eprintln!();
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
         }
     }
 }
