@@ -51,8 +51,10 @@ pub fn write_stdout(args: std::fmt::Arguments) {
     if STDOUT_GONE.load(Ordering::Relaxed) {
         return;
     }
-    let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+    // Through anstream: the verdicts' colours reach a terminal, and are stripped in a pipe or under NO_COLOR.
+    let text = console::colour_verdicts(&args.to_string());
+    let mut stdout = anstream::stdout().lock();
+    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
         STDOUT_GONE.store(true, Ordering::Relaxed);
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             let _ =
@@ -92,7 +94,8 @@ fn main() -> ExitCode {
         Err(failure) => {
             if !failure.silent {
                 // Not eprintln!: a closed stderr must not turn an error exit into a panic.
-                let _ = writeln!(std::io::stderr(), "faultlab: {}", console::error_line(&failure.error));
+                let line = console::error_line(&failure.error);
+                let _ = writeln!(anstream::stderr(), "{} {line}", console::error_prefix());
             }
             ExitCode::from(failure.code)
         }
