@@ -85,7 +85,10 @@ fn explain(entry: &Entry) -> String {
     ));
     text.push_str("  faultlab eval: a task's `rules:` (the same rule format)\n");
     match entry.serve_tool {
-        Some(tool) => text.push_str(&format!("  faultlab serve: the `{tool}` tool arms it on its own reply\n")),
+        Some(tool) => {
+            let over = tool.restriction();
+            text.push_str(&format!("  faultlab serve: the `{}` tool arms it on its own reply{over}\n", tool.name))
+        }
         None => {
             text.push_str("  faultlab serve: no tool arms it (put the proxy in front of `faultlab serve` instead)\n")
         }

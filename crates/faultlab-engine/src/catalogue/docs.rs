@@ -3,7 +3,7 @@
 //! *What it does on the wire*, *What a robust client should do*, *Example* and *How it is graded*, with the
 //! fault's category, effect, examples and the `faultlab serve` tool that arms it.
 
-use super::{Category, Effect, FaultKind};
+use super::{Category, Effect, FaultKind, ServeTool};
 
 /// The sections every fault's file must have (the catalogue's tests check each is there and not empty).
 pub const WIRE: &str = "What it does on the wire";
@@ -32,7 +32,7 @@ pub struct Entry {
     /// As users write them (JSON); every one is checked on the wire by the catalogue's tests.
     pub examples: &'static [&'static str],
     /// The `faultlab serve` tool that arms it on its own reply, if one does.
-    pub serve_tool: Option<&'static str>,
+    pub serve_tool: Option<ServeTool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,7 +156,7 @@ mod tests {
         assert_eq!(find("malformed_response").unwrap().name, "malformed");
         let expired = find("auth_expired").unwrap();
         assert_eq!((expired.preset_of, expired.category), (Some("http_status"), Category::Authorization));
-        assert_eq!(expired.serve_tool, Some("http_status"));
+        assert_eq!(expired.serve_tool, Some(ServeTool::http_only("http_status")));
         assert_eq!(find("stale").unwrap().serve_tool, None);
         assert!(find("nonsense").is_none());
         // A section's later paragraphs stay in it.

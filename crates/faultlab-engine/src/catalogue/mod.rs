@@ -98,7 +98,7 @@ macro_rules! catalogue {
             }
 
             /// The `faultlab serve` tool that arms the fault on its own reply, if one does.
-            pub fn serve_tool(&self) -> Option<&'static str> {
+            pub fn serve_tool(&self) -> Option<ServeTool> {
                 match self {
                     $( Self::$arm(_) => <$arm as Fault>::SERVE_TOOL, )*
                 }
@@ -178,7 +178,7 @@ pub trait Fault {
     const EFFECT: Effect;
     /// The `faultlab serve` tool that arms this fault on its own reply (`None`: only rules arm it). `faultlab
     /// faults NAME` lists it among the places the fault exists; the server's tests check it.
-    const SERVE_TOOL: Option<&str>;
+    const SERVE_TOOL: Option<ServeTool>;
     /// The category, when it depends on the parameters.
     fn category(&self) -> Category {
         Self::CATEGORY
@@ -189,6 +189,46 @@ pub trait Fault {
     }
     /// What the wire does with `reply`, given what the engine learnt from earlier replies.
     fn apply(&self, reply: Reply<'_>, earlier: &Earlier) -> Applied;
+}
+
+/// A `faultlab serve` tool that arms a fault on its own reply, and where the server offers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServeTool {
+    pub name: &'static str,
+    pub offered: Offered,
+}
+
+/// Where `faultlab serve` offers a tool (what the tool does needs that transport).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offered {
+    Everywhere,
+    /// Streamable HTTP only: it answers with a status line.
+    HttpOnly,
+    /// stdio and 2025-11-25 HTTP sessions: it needs a cancellation the connection outlives.
+    StdioAndSessions,
+}
+
+impl ServeTool {
+    pub const fn everywhere(name: &'static str) -> Self {
+        Self { name, offered: Offered::Everywhere }
+    }
+
+    pub const fn http_only(name: &'static str) -> Self {
+        Self { name, offered: Offered::HttpOnly }
+    }
+
+    pub const fn stdio_and_sessions(name: &'static str) -> Self {
+        Self { name, offered: Offered::StdioAndSessions }
+    }
+
+    /// Where it is offered, in words (empty when everywhere).
+    pub fn restriction(&self) -> &'static str {
+        match self.offered {
+            Offered::Everywhere => "",
+            Offered::HttpOnly => " (over Streamable HTTP only)",
+            Offered::StdioAndSessions => " (over stdio and 2025-11-25 HTTP sessions only)",
+        }
+    }
 }
 
 /// The six fault categories (MCP-Faultline's taxonomy), for reports and the oracle.

@@ -69,10 +69,9 @@ fn each_fault_is_explained_with_a_rule_that_loads() {
         let spec = text.split("--fault '").nth(1).and_then(|s| s.split("' --").next()).unwrap();
         RulesFile::parse_spec(spec, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
         let serve = text.lines().find(|l| l.starts_with("  faultlab serve:")).unwrap();
-        assert_eq!(
-            entry.serve_tool.is_some_and(|tool| serve.contains(&format!("`{tool}`"))),
-            entry.serve_tool.is_some()
-        );
+        let named = entry.serve_tool.is_some_and(|tool| serve.contains(&format!("`{}`", tool.name)));
+        assert_eq!(named, entry.serve_tool.is_some(), "{serve}");
+        assert!(entry.serve_tool.is_none_or(|tool| serve.ends_with(tool.restriction())), "{serve}");
     }
 }
 
