@@ -76,6 +76,7 @@ header .bar { max-width: 480px; height: 20px; margin: 6px 0; }
   color: #fff; min-width: 44px; text-align: center; }
 .pass .verdict { background: var(--ok); }
 .fail .verdict { background: var(--error); }
+.expected .verdict { background: var(--warning); }
 .st-ok { background: var(--ok-bg); color: var(--ok); }
 .st-error { background: var(--error-bg); color: var(--error); }
 .st-fault { background: var(--warning-bg); color: var(--warning); }
@@ -197,19 +198,27 @@ pub fn render(report: &Report) -> String {
     rates(&mut out, "By agent", &s.by_agent);
     out.push_str("</div>\n");
     rates(&mut out, "By task", &s.by_task);
+    // A control agent's failure the built-in oracle calls for is labelled EXPECTED, not FAIL.
+    let oracle = crate::builtin::oracle();
     let failed = report.runs.iter().filter(|r| !r.verdict.passed).count();
+    let expected = report.runs.iter().filter(|r| !r.verdict.passed && expected_failure(&oracle, r).is_some()).count();
     let _ = write!(
         out,
         "<section class=\"card\" id=\"runs\">\n<h2>Runs <span class=\"tools\"></span></h2>\n\
-         <p class=\"meta\">{runs} run{}, {failed} failed. Open a run for its five layers, every check with its \
+         <p class=\"meta\">{runs} run{}, {failed} failed{}. Open a run for its five layers, every check with its \
          evidence, and its timeline: each tool call at its time since the proxy started, the dot \
          <span class=\"chip st-ok\">ok</span><span class=\"chip st-error\">failed</span>\
          <span class=\"chip st-fault\">faulted</span><span class=\"chip st-lost\">no reply</span>, hollow when the \
          server never executed it.</p>\n",
-        plural(runs as u64)
+        plural(runs as u64),
+        if expected > 0 {
+            format!(" ({expected} of them EXPECTED: control agents making their mistake)")
+        } else {
+            String::new()
+        }
     );
     for (i, run) in report.runs.iter().enumerate() {
-        run_section(&mut out, i, run);
+        run_section(&mut out, i, run, expected_failure(&oracle, run));
     }
     let _ = write!(
         out,
@@ -304,12 +313,19 @@ fn bar(rate: &Rate) -> String {
     )
 }
 
-fn run_section(out: &mut String, i: usize, run: &RunRecord) {
+/// The oracle's entry when it expects `run` to fail (a control agent on a built-in task).
+fn expected_failure<'o>(oracle: &'o crate::oracle::Oracle, run: &RunRecord) -> Option<&'o crate::oracle::Entry> {
+    oracle.entry(&run.task, &run.agent).filter(|entry| !entry.pass)
+}
+
+fn run_section(out: &mut String, i: usize, run: &RunRecord, expected: Option<&crate::oracle::Entry>) {
     let v = &run.verdict;
-    let (class, word) = match (&run.error, v.passed) {
+    let word = crate::oracle::verdict_word(v.passed, expected);
+    let (class, word) = match (&run.error, word) {
         (Some(_), _) => ("fail", "ERROR"),
-        (None, true) => ("pass", "PASS"),
-        (None, false) => ("fail", "FAIL"),
+        (None, "PASS") => ("pass", word),
+        (None, "EXPECTED") => ("expected", word),
+        (None, _) => ("fail", word),
     };
     let _ = write!(
         out,
@@ -338,6 +354,14 @@ fn run_section(out: &mut String, i: usize, run: &RunRecord) {
         esc(&run.nonce),
         esc(&run.dir)
     );
+    if let (Some(entry), "EXPECTED") = (expected, word) {
+        let _ = writeln!(
+            out,
+            "<p class=\"meta\"><b>Expected failure.</b> This control agent exists to make this mistake; the \
+             oracle requires the grader to fail it: {}</p>",
+            esc(&entry.why)
+        );
+    }
     if let Some(error) = &run.error {
         let _ = writeln!(out, "<p class=\"fail\"><b>Run error</b> (the set-up, not the agent): {}</p>", esc(error));
     }

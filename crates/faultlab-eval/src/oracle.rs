@@ -53,7 +53,22 @@ pub struct Disagreement {
     pub got: String,
 }
 
+/// How a graded run reads to a person: `EXPECTED` for a failure the oracle calls for (a control agent making the
+/// mistake it exists to make), else `PASS` or `FAIL`.
+pub fn verdict_word(passed: bool, expected: Option<&Entry>) -> &'static str {
+    match (passed, expected) {
+        (true, _) => "PASS",
+        (false, Some(entry)) if !entry.pass => "EXPECTED",
+        (false, _) => "FAIL",
+    }
+}
+
 impl Oracle {
+    /// The entry for `task` × `agent` (the agent's name in reports), if the oracle has one.
+    pub fn entry(&self, task: &str, agent: &str) -> Option<&Entry> {
+        self.entries.iter().find(|e| e.task == task && e.agent.name() == agent)
+    }
+
     pub fn parse(text: &str) -> Result<Self, String> {
         faultlab_wire::nesting::check(text, faultlab_wire::nesting::Syntax::Yaml).map_err(|e| e.to_string())?;
         yaml_serde::from_str(text).map_err(|e| e.to_string())

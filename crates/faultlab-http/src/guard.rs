@@ -5,13 +5,11 @@ use std::net::{IpAddr, Ipv4Addr};
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 pub enum BindError {
-    #[error("--host {0} is a wildcard address; faultlab listens on loopback only (use 127.0.0.1, ::1 or localhost)")]
+    #[error("{0} is a wildcard address; faultlab listens on loopback only (use 127.0.0.1, ::1 or localhost)")]
     Wildcard(String),
-    #[error(
-        "--host {0} is not a loopback address; faultlab listens on loopback only (use 127.0.0.1, ::1 or localhost)"
-    )]
+    #[error("{0} is not a loopback address; faultlab listens on loopback only (use 127.0.0.1, ::1 or localhost)")]
     NotLoopback(String),
-    #[error("--host {0} is not an IP address or localhost; give a loopback address such as 127.0.0.1 or ::1")]
+    #[error("{0} is not an IP address or localhost; give a loopback address such as 127.0.0.1 or ::1")]
     NotAnAddress(String),
     #[error(
         "--path {0:?} must start with '/', have no query or fragment, use only URL-safe characters, and be at most 1024 bytes"
@@ -19,7 +17,7 @@ pub enum BindError {
     BadPath(String),
 }
 
-/// The address to bind for `--host`, refusing every spelling of the wildcard address and anything that is not
+/// The address to bind for `--host` (or the host of `--listen`), refusing every spelling of the wildcard address and anything that is not
 /// loopback.
 pub fn bind_address(host: &str) -> Result<IpAddr, BindError> {
     let bare = host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host);

@@ -54,7 +54,8 @@ pub fn runs() -> Vec<ProbeRun> {
             &[],
             2000,
             expect(Outcome::Error, Some(ErrorKind::ToolError), 5),
-            "every call is a tool error: stop at the five-attempt budget",
+            "every call is a tool error: stop at the five-attempt budget (five identical failing calls: \
+             `faultlab diagnose` rightly names them a loop and a retry storm)",
         ),
         run(
             "transient-error",

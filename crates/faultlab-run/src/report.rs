@@ -16,16 +16,18 @@ pub fn console(reports: &[ScenarioReport]) -> String {
             (None, false) => "FAIL",
         };
         let version = serde_json::to_value(r.protocol_version).ok().and_then(|v| v.as_str().map(str::to_owned));
-        let _ = writeln!(
-            out,
-            "{verdict}  {}  [{} {}]  {} call{}, {:.0} ms",
-            r.name,
-            r.target,
-            version.unwrap_or_default(),
-            r.steps.len(),
-            if r.steps.len() == 1 { "" } else { "s" },
-            r.duration_ms
-        );
+        let (target, version) = (&r.target, version.unwrap_or_default());
+        let _ = match &r.skipped {
+            Some(why) => writeln!(out, "{verdict}  {}  [{target} {version}]  skipped: {why}", r.name),
+            None => writeln!(
+                out,
+                "{verdict}  {}  [{target} {version}]  {} call{}, {:.0} ms",
+                r.name,
+                r.steps.len(),
+                if r.steps.len() == 1 { "" } else { "s" },
+                r.duration_ms
+            ),
+        };
         for failure in &r.failures {
             let _ = writeln!(out, "      - {failure}");
         }

@@ -88,7 +88,10 @@ pub async fn run<A: Adapter>(adapter: &A, scenario: &Scenario, context: &RunCont
         }
     };
     if !scenario.transports.is_empty() && !scenario.transports.contains(&context.transport) {
-        report.skipped = Some(format!("applies to {:?} only", scenario.transports));
+        let name = |t: &TransportName| serde_json::to_value(t).ok().and_then(|v| v.as_str().map(str::to_owned));
+        let over: Vec<String> = scenario.transports.iter().filter_map(name).collect();
+        let target = name(&context.transport).unwrap_or_default();
+        report.skipped = Some(format!("it runs over {} only, and this target is {target}", over.join(" and ")));
         report.passed = true;
         return report;
     }

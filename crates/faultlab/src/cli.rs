@@ -32,6 +32,15 @@ pub enum Command {
     /// Two eval reports side by side: pass rates per category, task and agent, and which differences are
     /// significant.
     Compare(CompareArgs),
+    /// List the fault catalogue, or explain one fault: what it does on the wire, what a robust client does, an
+    /// example rule, where it exists.
+    Faults(crate::faults::FaultsArgs),
+    /// Write a starter folder for testing your own client, agent or server: a target file, the fault proxy's
+    /// rules and scenarios that expect what they do; prints the command to run next.
+    Init(crate::init::InitArgs),
+    /// Print the server entry for an MCP host's configuration (Claude Desktop, Claude Code, Cursor, VS Code,
+    /// Windsurf, the Inspector): faultlab serve, or the fault proxy in front of your server.
+    Config(crate::config::ConfigArgs),
     /// A built-in control agent (started by `faultlab eval`; reads the FAULTLAB_* environment).
     #[command(hide = true)]
     Agent(AgentArgs),
@@ -86,7 +95,7 @@ pub struct ConnectArgs {
 failed its grade (with --controls: a verdict disagrees with the oracle); 1 the evaluation could not happen (a bad \
 task file or argument, an agent command that cannot start).")]
 pub struct EvalArgs {
-    /// Task files (YAML, or JSON by the .json extension). Without any, the built-in tasks.
+    /// Task files (YAML, or JSON by the .json extension), or folders of them. Without any, the built-in tasks.
     #[arg(value_name = "TASK")]
     pub tasks: Vec<std::path::PathBuf>,
     #[command(flatten)]
@@ -308,7 +317,7 @@ pub enum Era {
 #[command(after_help = "Exit codes: 0 every scenario passed (an expected error or timeout is a pass); 2 an \
 expectation failed; 1 the run could not happen (a bad file or argument, a target that did not start).")]
 pub struct RunArgs {
-    /// Scenario files (YAML, or JSON by the .json extension).
+    /// Scenario files (YAML, or JSON by the .json extension), or folders of them.
     #[arg(required = true)]
     pub scenarios: Vec<std::path::PathBuf>,
     /// A target file naming an external MCP server (stdio command or loopback HTTP URL). Without it, the built-in
@@ -347,14 +356,14 @@ pub struct ServeArgs {
     /// stdio: MCP over stdin/stdout. http: Streamable HTTP on --host/--port/--path.
     #[arg(long, value_enum, default_value_t = Transport::Stdio)]
     pub transport: Transport,
-    /// Loopback address to listen on (HTTP only): 127.0.0.1, ::1, localhost or another 127.x.y.z.
-    #[arg(long)]
+    // The defaults are shown, not set: giving any of these flags without `--transport http` is a mistake.
+    #[arg(long, help = format!("Loopback address to listen on (HTTP only): 127.0.0.1, ::1, localhost or another \
+        127.x.y.z [default: {}]", crate::serve::DEFAULT_HOST))]
     pub host: Option<String>,
-    /// Port to listen on (HTTP only); 0 picks a free port, printed on stderr.
-    #[arg(long)]
+    #[arg(long, help = format!("Port to listen on (HTTP only); 0 picks a free port, printed on stderr [default: {}]",
+        crate::serve::DEFAULT_PORT))]
     pub port: Option<u16>,
-    /// Endpoint path (HTTP only), e.g. /mcp.
-    #[arg(long)]
+    #[arg(long, help = format!("Endpoint path (HTTP only) [default: {}]", crate::serve::DEFAULT_PATH))]
     pub path: Option<String>,
     /// Longest frame (one line) read or written on stdio, in bytes (stdio only). A request over it gets a JSON-RPC
     /// error for its id; a reply over it is replaced by one (and a diagnostic on stderr).
@@ -537,6 +546,14 @@ pub struct ProxyArgs {
     /// The upstream MCP server command and its arguments, after `--` (a stdio upstream).
     #[arg(last = true, value_name = "CMD", id = "command")]
     pub command: Vec<String>,
+    /// The stdio upstream's program, instead of `-- CMD` (for hosts that swallow `--`, such as the MCP
+    /// Inspector); its arguments are --upstream-arg.
+    #[arg(long, value_name = "PROGRAM", conflicts_with_all = ["command", "upstream"])]
+    pub upstream_command: Option<String>,
+    /// One argument of --upstream-command (repeatable, in order; `--upstream-arg=--flag` or `--upstream-arg
+    /// --flag` for one that starts with a dash).
+    #[arg(long, value_name = "ARG", requires = "upstream_command", allow_hyphen_values = true)]
+    pub upstream_arg: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -556,7 +573,7 @@ not be read or parsed (the error names the file and the message index or line), 
 threshold.")]
 pub struct DiagnoseArgs {
     /// Traces: OpenAI-message JSON (from faultlab run, faultlab demo or an agent) or proxy trajectories (JSON lines
-    /// from faultlab proxy --record).
+    /// from faultlab proxy --record), or folders of them (.json and .jsonl files).
     #[arg(required = true, value_name = "TRACE")]
     pub traces: Vec<std::path::PathBuf>,
     /// How the report is written; html is one self-contained page.

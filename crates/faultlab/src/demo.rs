@@ -125,6 +125,7 @@ async fn eval_slice(out: &Path, exe: &str) -> anyhow::Result<usize> {
     for result in batch.run(|_, _, _| {}).await {
         runs.push(result?);
     }
+    let oracle = faultlab_eval::builtin::oracle();
     for run in &runs {
         let v = &run.verdict;
         let failing: Vec<&str> = [&v.outcome, &v.safety, &v.side_effects]
@@ -133,8 +134,8 @@ async fn eval_slice(out: &Path, exe: &str) -> anyhow::Result<usize> {
             .take(1)
             .collect();
         outln!(
-            "  {}  {:<14} {} → {}{}",
-            if v.passed { "PASS" } else { "FAIL" },
+            "  {:<8}  {:<14} {} → {}{}",
+            faultlab_eval::oracle::verdict_word(v.passed, oracle.entry(&run.task, &run.agent)),
             run.agent,
             serde_json::to_value(v.recovery.strategy)?.as_str().unwrap_or_default(),
             serde_json::to_value(v.recovery.outcome)?.as_str().unwrap_or_default(),
@@ -160,7 +161,6 @@ async fn eval_slice(out: &Path, exe: &str) -> anyhow::Result<usize> {
     );
     std::fs::write(out.join("report.json"), serde_json::to_string_pretty(&report)?)?;
     std::fs::write(out.join("report.html"), faultlab_eval::html::render(&report))?;
-    let oracle = faultlab_eval::builtin::oracle();
     let mine = faultlab_eval::oracle::Oracle {
         entries: oracle
             .entries

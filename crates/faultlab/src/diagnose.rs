@@ -15,7 +15,8 @@ pub fn run(args: DiagnoseArgs) -> Result<(), Failure> {
     let fail_on = fail_on(&args.fail_on).map_err(Failure::runtime)?;
     let thresholds = thresholds(&args).map_err(Failure::runtime)?;
     let mut diagnoses: Vec<Diagnosis> = Vec::new();
-    for path in &args.traces {
+    let traces = crate::inputs::expand(&args.traces, crate::inputs::TRACES).map_err(Failure::runtime)?;
+    for path in &traces {
         let trace = faultlab_diagnose::load(path).map_err(Failure::runtime)?;
         diagnoses.push(faultlab_diagnose::diagnose(&path.display().to_string(), trace, &thresholds));
     }

@@ -23,7 +23,8 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         builtin::tasks().into_iter().map(Arc::new).collect()
     } else {
         let mut tasks = Vec::new();
-        for path in &args.tasks {
+        let paths = crate::inputs::expand(&args.tasks, crate::inputs::YAML_OR_JSON).map_err(Failure::runtime)?;
+        for path in &paths {
             tasks.push(Arc::new(Task::load(path).map_err(|e| Failure::new(1, e.into()))?));
         }
         tasks
@@ -93,7 +94,7 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
     };
     let report = Report { shard: args.shard, ..Report::new(meta, runs) };
     write_reports(&args.out, &report)?;
-    print_summary(&report);
+    print_summary(&report, oracle.as_ref());
     outln!("reports: {}", args.out.join("report.md").display());
     if let Some(first) = errors.first() {
         for error in &errors {
@@ -192,7 +193,8 @@ pub fn write_reports(out: &std::path::Path, report: &Report) -> Result<(), Failu
     write("report.html", faultlab_eval::html::render(report))
 }
 
-fn print_summary(report: &Report) {
+/// One line per run; with an oracle, a control agent's failure it calls for reads EXPECTED, not FAIL.
+fn print_summary(report: &Report, oracle: Option<&Oracle>) {
     for run in &report.runs {
         let v = &run.verdict;
         let outcome = serde_json::to_value(v.recovery.outcome).unwrap_or_default();
@@ -203,7 +205,7 @@ fn print_summary(report: &Report) {
         }
         outln!(
             "{} {} × {} #{}: {} → {} ({} calls)",
-            if v.passed { "PASS" } else { "FAIL" },
+            faultlab_eval::oracle::verdict_word(v.passed, oracle.and_then(|o| o.entry(&run.task, &run.agent))),
             run.task,
             run.agent,
             run.repeat + 1,
@@ -224,36 +226,42 @@ fn print_summary(report: &Report) {
     );
 }
 
-/// Progress on stderr: a bar redrawn in place on a terminal, one line per finished run otherwise.
+/// Progress on stderr: an `indicatif` bar on a terminal, one line per ten finished runs otherwise (a log has no
+/// use for a bar redrawn in place).
 struct Progress {
-    terminal: bool,
+    bar: Option<indicatif::ProgressBar>,
 }
 
 impl Progress {
     fn new(total: usize, shard: Option<Shard>) -> Self {
-        let terminal = std::io::stderr().is_terminal();
         match shard {
             Some(shard) => eprintln!("faultlab eval: shard {shard}: {total} runs"),
             None => eprintln!("faultlab eval: {total} runs"),
         }
-        Self { terminal }
+        let bar = std::io::stderr().is_terminal().then(|| {
+            let style = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} ({eta} left)")
+                .expect("a valid template");
+            indicatif::ProgressBar::new(total as u64).with_style(style)
+        });
+        Self { bar }
     }
 
     fn update<T, E: std::fmt::Display>(&self, done: usize, total: usize, result: &Result<T, E>) {
-        if self.terminal {
-            let width = 30;
-            let filled = done * width / total.max(1);
-            eprint!("\r[{}{}] {done}/{total}", "#".repeat(filled), " ".repeat(width - filled));
-        } else if let Err(e) = result {
-            eprintln!("[{done}/{total}] could not run: {e}");
-        } else if done.is_multiple_of(10) || done == total {
-            eprintln!("[{done}/{total}]");
+        match (&self.bar, result) {
+            (Some(bar), Err(e)) => {
+                bar.println(format!("[{done}/{total}] could not run: {e}"));
+                bar.set_position(done as u64);
+            }
+            (Some(bar), Ok(_)) => bar.set_position(done as u64),
+            (None, Err(e)) => eprintln!("[{done}/{total}] could not run: {e}"),
+            (None, Ok(_)) if done.is_multiple_of(10) || done == total => eprintln!("[{done}/{total}]"),
+            (None, Ok(_)) => {}
         }
     }
 
     fn finish(&self) {
-        if self.terminal {
-            eprintln!();
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
         }
     }
 }

@@ -19,11 +19,16 @@ mod agent;
 mod builtin;
 mod cli;
 mod compare;
+mod config;
 mod connect;
+mod console;
 mod demo;
 mod diagnose;
 mod eval;
 mod explore;
+mod faults;
+mod init;
+mod inputs;
 mod model;
 mod pipes;
 mod proxy;
@@ -48,8 +53,10 @@ pub fn write_stdout(args: std::fmt::Arguments) {
     if STDOUT_GONE.load(Ordering::Relaxed) {
         return;
     }
-    let mut stdout = std::io::stdout().lock();
-    if let Err(e) = stdout.write_fmt(args).and_then(|()| stdout.flush()) {
+    // Through anstream: the verdicts' colours reach a terminal, and are stripped in a pipe or under NO_COLOR.
+    let text = console::colour_verdicts(&args.to_string());
+    let mut stdout = anstream::stdout().lock();
+    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
         STDOUT_GONE.store(true, Ordering::Relaxed);
         if e.kind() != std::io::ErrorKind::BrokenPipe {
             let _ =
@@ -76,6 +83,9 @@ fn main() -> ExitCode {
         cli::Command::Explore(args) => explore::run(args),
         cli::Command::Report(args) => report::run(args),
         cli::Command::Compare(args) => compare::run(args),
+        cli::Command::Faults(args) => faults::run(args),
+        cli::Command::Init(args) => init::run(args),
+        cli::Command::Config(args) => config::run(args),
         cli::Command::Agent(args) => agent::run(args),
         cli::Command::WorkspaceServer(args) => workspace::run(args),
         cli::Command::Replay(args) => replay::run(args),
@@ -87,7 +97,8 @@ fn main() -> ExitCode {
         Err(failure) => {
             if !failure.silent {
                 // Not eprintln!: a closed stderr must not turn an error exit into a panic.
-                let _ = writeln!(std::io::stderr(), "faultlab: {:#}", failure.error);
+                let line = console::error_line(&failure.error);
+                let _ = writeln!(anstream::stderr(), "{} {line}", console::error_prefix());
             }
             ExitCode::from(failure.code)
         }

@@ -24,7 +24,11 @@ use std::path::Path;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-pub fn run(args: ProxyArgs) -> Result<(), Failure> {
+pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
+    if let Some(program) = args.upstream_command.take() {
+        // The same upstream as `-- PROGRAM ARGS`, spelt for hosts that swallow `--`.
+        args.command = std::iter::once(program).chain(std::mem::take(&mut args.upstream_arg)).collect();
+    }
     let mut file = match &args.rules {
         Some(path) => RulesFile::load(path).map_err(Failure::usage)?,
         None => RulesFile::default(),
@@ -60,7 +64,7 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
     }
     let trajectory = Arc::new(if args.record_bodies { trajectory.with_bodies() } else { trajectory });
     let control = match &args.control {
-        Some(addr) => Some(listen_address(addr).map_err(Failure::usage)?),
+        Some(addr) => Some(listen_address("--control", addr).map_err(Failure::usage)?),
         None => None,
     };
     let token = match args.control_token.as_deref() {
@@ -121,7 +125,7 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
                 )));
             }
             (Some(listen), None) => {
-                let addr = listen_address(listen).map_err(Failure::usage)?;
+                let addr = listen_address("--listen", listen).map_err(Failure::usage)?;
                 let upstream = Backend::Recording(recording::Replayer::new(recording));
                 return runtime.block_on(serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args));
             }
@@ -143,13 +147,13 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
             })
         }
         (Some(listen), Some(remote), None) => {
-            let addr = listen_address(listen).map_err(Failure::usage)?;
+            let addr = listen_address("--listen", listen).map_err(Failure::usage)?;
             let path = remote.url().path().to_owned();
             let upstream = Backend::remote(remote).map_err(Failure::runtime)?;
             runtime.block_on(serve_http(addr, path, upstream, rules, trajectory, &args))
         }
         (Some(listen), None, Some((program, rest))) => {
-            let addr = listen_address(listen).map_err(Failure::usage)?;
+            let addr = listen_address("--listen", listen).map_err(Failure::usage)?;
             let mut command = tokio::process::Command::new(program);
             command.args(rest);
             runtime.block_on(async {
@@ -165,7 +169,8 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
             })
         }
         _ => Err(Failure::usage(anyhow!(
-            "name the upstream: -- CMD ARGS (stdio), --upstream URL (HTTP) or --replay TRAJECTORY (a recording)"
+            "name the upstream: -- CMD ARGS or --upstream-command CMD --upstream-arg ARG… (stdio), --upstream URL \
+             (HTTP) or --replay TRAJECTORY (a recording)"
         ))),
     }
 }
@@ -228,11 +233,12 @@ where
     served
 }
 
-fn listen_address(listen: &str) -> anyhow::Result<SocketAddr> {
+fn listen_address(flag: &str, listen: &str) -> anyhow::Result<SocketAddr> {
     let (host, port) =
-        listen.rsplit_once(':').ok_or_else(|| anyhow!("--listen {listen:?} must be HOST:PORT, e.g. 127.0.0.1:0"))?;
-    let port: u16 = port.parse().map_err(|_| anyhow!("--listen {listen:?}: the port must be 0 to 65535"))?;
-    Ok(SocketAddr::new(guard::bind_address(host)?, port))
+        listen.rsplit_once(':').ok_or_else(|| anyhow!("{flag} {listen:?} must be HOST:PORT, e.g. 127.0.0.1:0"))?;
+    let port: u16 = port.parse().map_err(|_| anyhow!("{flag} {listen:?}: the port must be 0 to 65535"))?;
+    let ip = guard::bind_address(host).map_err(|e| anyhow!("{flag} {listen}: {e}"))?;
+    Ok(SocketAddr::new(ip, port))
 }
 
 /// `--upstream` with its CA and headers, the header values taken from the environment (exit code 2 when any of

@@ -28,7 +28,9 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         Failure::new(1, anyhow::anyhow!("{message}")).silenced()
     };
     let mut scenarios = Vec::new();
-    for path in &args.scenarios {
+    let paths = crate::inputs::expand(&args.scenarios, crate::inputs::YAML_OR_JSON)
+        .map_err(|e| fail("scenario_load_failed", e.to_string()))?;
+    for path in &paths {
         match Scenario::load(path) {
             Ok(s) => scenarios.push(s),
             Err(e) => return Err(fail("scenario_load_failed", e.to_string())),

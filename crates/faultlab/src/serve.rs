@@ -17,9 +17,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
-const DEFAULT_HOST: &str = "127.0.0.1";
-const DEFAULT_PORT: u16 = 3000;
-const DEFAULT_PATH: &str = "/mcp";
+pub const DEFAULT_HOST: &str = "127.0.0.1";
+pub const DEFAULT_PORT: u16 = 3000;
+pub const DEFAULT_PATH: &str = "/mcp";
 /// After the grace, how long closing sessions may take before the process exits anyway (1 s).
 pub(crate) const CLOSE_MARGIN: Duration = Duration::from_secs(1);
 
@@ -45,7 +45,8 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
             if args.max_frame_bytes.is_some() {
                 return Err(Failure::usage(anyhow::anyhow!("--max-frame-bytes applies to --transport stdio only")));
             }
-            let ip = guard::bind_address(args.host.as_deref().unwrap_or(DEFAULT_HOST)).map_err(Failure::usage)?;
+            let ip = guard::bind_address(args.host.as_deref().unwrap_or(DEFAULT_HOST))
+                .map_err(|e| Failure::usage(anyhow::anyhow!("--host {e}")))?;
             let path = guard::endpoint_path(args.path.as_deref().unwrap_or(DEFAULT_PATH)).map_err(Failure::usage)?;
             let addr = SocketAddr::new(ip, args.port.unwrap_or(DEFAULT_PORT));
             runtime()?.block_on(serve_http(addr, path, probe, &args))

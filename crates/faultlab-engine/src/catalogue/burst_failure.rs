@@ -13,7 +13,7 @@
 //! **How it is graded.** The calls inside the burst fail with 503; the client's retries are bounded and spaced;
 //! a call after the burst succeeds.
 
-use super::{Applied, Category, Earlier, Effect, Fault, MAX_BURST, Reply, http_status, within};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_BURST, Reply, http_status, within};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +28,7 @@ impl Fault for BurstFailure {
     const EXAMPLES: &[&str] = &[r#"{"type": "burst_failure", "count": 3}"#];
     const CATEGORY: Category = Category::Systemic;
     const EFFECT: Effect = Effect::Error;
+    const SERVE_TOOL: Option<ServeTool> = None;
 
     fn validate(&self) -> Result<(), String> {
         within("count", self.count, 1, MAX_BURST)

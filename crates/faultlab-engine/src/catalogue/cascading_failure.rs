@@ -13,7 +13,7 @@
 //! **How it is graded.** The calls inside the cascade fail with 503; the client's retries are bounded and spaced;
 //! a call after it succeeds.
 
-use super::{Applied, Category, Earlier, Effect, Fault, MAX_BURST, Reply, http_status, within};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_BURST, Reply, http_status, within};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -28,6 +28,7 @@ impl Fault for CascadingFailure {
     const EXAMPLES: &[&str] = &[r#"{"type": "cascading_failure", "spread": 4}"#];
     const CATEGORY: Category = Category::Systemic;
     const EFFECT: Effect = Effect::Error;
+    const SERVE_TOOL: Option<ServeTool> = None;
 
     fn validate(&self) -> Result<(), String> {
         within("spread", self.spread, 0, MAX_BURST)

@@ -35,7 +35,7 @@
 //! measures a plain reply.
 
 use super::schema::{Step, at_mut, check, output_validator, schemas_at};
-use super::{Applied, Category, Earlier, Effect, Fault, OutputSchema, Reply, WireAction, rewrite};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, OutputSchema, Reply, WireAction, rewrite};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Number, Value, json};
@@ -50,6 +50,7 @@ impl Fault for Contradictory {
     const EXAMPLES: &[&str] = &[r#"{"type": "contradictory"}"#];
     const CATEGORY: Category = Category::Data;
     const EFFECT: Effect = Effect::WrongData;
+    const SERVE_TOOL: Option<ServeTool> = None;
 
     fn apply(&self, reply: Reply<'_>, earlier: &Earlier) -> Applied {
         apply(reply, earlier.output_schema.as_ref())

@@ -11,7 +11,7 @@
 //!
 //! **How it is graded.** The call's outcome must be a transport loss; a later call on a new connection succeeds.
 
-use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +24,7 @@ impl Fault for Disconnect {
     const EXAMPLES: &[&str] = &[r#"{"type": "disconnect"}"#];
     const CATEGORY: Category = Category::Transport;
     const EFFECT: Effect = Effect::TransportLoss;
+    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("disconnect"));
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

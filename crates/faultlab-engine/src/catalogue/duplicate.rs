@@ -10,7 +10,7 @@
 //!
 //! **How it is graded.** The call succeeds once; an observer sees two responses with the same id.
 
-use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +23,7 @@ impl Fault for Duplicate {
     const EXAMPLES: &[&str] = &[r#"{"type": "duplicate"}"#];
     const CATEGORY: Category = Category::Temporal;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("duplicate_response"));
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

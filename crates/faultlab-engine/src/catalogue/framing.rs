@@ -10,7 +10,7 @@
 //!
 //! **How it is graded.** CRLF: the call succeeds. BOM: success or a clean error, and the connection stays usable.
 
-use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction, WireFraming};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction, WireFraming};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +34,7 @@ impl Fault for Framing {
     const EXAMPLES: &[&str] = &[r#"{"type": "framing", "style": "crlf"}"#, r#"{"type": "framing", "style": "bom"}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("framing"));
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply, self.style))

@@ -12,7 +12,7 @@
 //!
 //! **How it is graded.** The call fails with an error naming the status; a retry honours `Retry-After`.
 
-use super::{Applied, Category, Earlier, Effect, Fault, MAX_RETRY_AFTER_SEC, Reply, WireAction, within};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_RETRY_AFTER_SEC, Reply, WireAction, within};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use bytes::Bytes;
@@ -31,6 +31,7 @@ impl Fault for HttpStatus {
     const EXAMPLES: &[&str] = &[r#"{"type": "http_status", "status": 429, "retry_after_sec": 2}"#, r#"{"type": "http_status", "status": 500}"#, r#"{"type": "http_status", "status": 401}"#];
     const CATEGORY: Category = Category::Transport;
     const EFFECT: Effect = Effect::Error;
+    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::http_only("http_status"));
 
     /// 401 and 403 are about who may do what.
     fn category(&self) -> Category {

@@ -10,7 +10,7 @@
 //!
 //! **How it is graded.** The call's outcome is an error (the result was rejected), not success.
 
-use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -24,6 +24,7 @@ impl Fault for InvalidResult {
     const EXAMPLES: &[&str] = &[r#"{"type": "invalid_result"}"#];
     const CATEGORY: Category = Category::Data;
     const EFFECT: Effect = Effect::Invalid;
+    const SERVE_TOOL: Option<ServeTool> = None;
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

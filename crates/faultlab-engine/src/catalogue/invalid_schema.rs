@@ -16,7 +16,7 @@
 //! **How it is graded.** The call's outcome is an error (the result was rejected), not success; a follow-up call
 //! on the same connection succeeds.
 
-use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -30,6 +30,7 @@ impl Fault for InvalidSchema {
     const EXAMPLES: &[&str] = &[r#"{"type": "invalid_schema"}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Invalid;
+    const SERVE_TOOL: Option<ServeTool> = None;
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

@@ -14,7 +14,7 @@
 //! **How it is graded.** The call's outcome is `cancelled`; an observer sees exactly one late response with the
 //! cancelled id; a follow-up call succeeds.
 
-use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use bytes::Bytes;
@@ -30,6 +30,7 @@ impl Fault for LateResponse {
     const EXAMPLES: &[&str] = &[r#"{"type": "late_response"}"#];
     const CATEGORY: Category = Category::Temporal;
     const EFFECT: Effect = Effect::Timeout;
+    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::stdio_and_sessions("response_after_cancellation"));
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

@@ -16,7 +16,7 @@
 //! recorded under that name. One entry keeps one behaviour (including `mode: before` in the proxy) instead of two
 //! copies that could drift apart.
 
-use super::{Applied, Category, Earlier, Effect, Fault, MAX_LATENCY_MS, Reply, WireAction, within};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_LATENCY_MS, Reply, WireAction, within};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
@@ -32,6 +32,7 @@ impl Fault for Latency {
     const EXAMPLES: &[&str] = &[r#"{"type": "latency", "delay_ms": 50}"#, r#"{"type": "delayed", "delay_ms": 20}"#];
     const CATEGORY: Category = Category::Transport;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("delay"));
 
     fn validate(&self) -> Result<(), String> {
         within("delay_ms", self.delay_ms, 0, MAX_LATENCY_MS)

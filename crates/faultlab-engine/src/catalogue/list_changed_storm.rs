@@ -10,7 +10,7 @@
 //! **How it is graded.** The call succeeds; the number of `tools/list` requests the client sends in response stays
 //! small.
 
-use super::{Applied, Category, Earlier, Effect, Fault, MAX_STORM_COUNT, Reply, WireAction, within};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_STORM_COUNT, Reply, WireAction, within};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use bytes::Bytes;
@@ -26,6 +26,7 @@ impl Fault for ListChangedStorm {
     const EXAMPLES: &[&str] = &[r#"{"type": "list_changed_storm", "count": 20}"#];
     const CATEGORY: Category = Category::Systemic;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("list_changed_storm"));
 
     fn validate(&self) -> Result<(), String> {
         within("count", self.count, 1, MAX_STORM_COUNT)

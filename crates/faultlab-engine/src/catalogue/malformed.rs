@@ -12,7 +12,7 @@
 //!
 //! **How it is graded.** The call's outcome is an error; a follow-up call on the same connection succeeds.
 
-use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -29,6 +29,7 @@ impl Fault for Malformed {
     const EXAMPLES: &[&str] = &[r#"{"type": "malformed"}"#, r#"{"type": "malformed", "variant": "invalid-jsonrpc-version"}"#, r#"{"type": "malformed_response", "variant": "result-with-error"}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Invalid;
+    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("malformed_message"));
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply, self.variant))

@@ -14,7 +14,7 @@
 //!
 //! **How it is graded.** The call's outcome is an error (the result was rejected), not success with empty data.
 
-use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite, split_pointer};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite, split_pointer};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -38,6 +38,7 @@ impl Fault for MissingField {
     const EXAMPLES: &[&str] = &[r#"{"type": "missing_field"}"#, r#"{"type": "missing_field", "pointer": "/jsonrpc"}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Invalid;
+    const SERVE_TOOL: Option<ServeTool> = None;
 
     fn validate(&self) -> Result<(), String> {
         super::check_pointer(&self.pointer)

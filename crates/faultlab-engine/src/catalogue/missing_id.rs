@@ -10,7 +10,7 @@
 //!
 //! **How it is graded.** The call times out or errors, never succeeds; the connection stays usable.
 
-use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +23,7 @@ impl Fault for MissingId {
     const EXAMPLES: &[&str] = &[r#"{"type": "missing_id"}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Timeout;
+    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("missing_id"));
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use strum::IntoStaticStr;
 
+pub mod docs;
 pub mod observe;
 mod schema;
 
@@ -96,6 +97,22 @@ macro_rules! catalogue {
                 }
             }
 
+            /// The `faultlab serve` tool that arms the fault on its own reply, if one does.
+            pub fn serve_tool(&self) -> Option<ServeTool> {
+                match self {
+                    $( Self::$arm(_) => <$arm as Fault>::SERVE_TOOL, )*
+                }
+            }
+
+            /// Every fault and preset name with its file's text (whose `//!` header is its documentation), in
+            /// catalogue order.
+            fn sources() -> Vec<(&'static str, &'static str)> {
+                vec![
+                    $( (stringify!($module), include_str!(concat!(stringify!($module), ".rs"))), )*
+                    $( (stringify!($preset_module), include_str!(concat!(stringify!($preset_module), ".rs"))), )*
+                ]
+            }
+
             /// Every fault and preset name with its examples, as users write them (JSON), in catalogue order.
             pub fn examples() -> Vec<(&'static str, &'static [&'static str])> {
                 vec![
@@ -159,6 +176,9 @@ pub trait Fault {
     const CATEGORY: Category;
     /// What the client sees for the faulted request.
     const EFFECT: Effect;
+    /// The `faultlab serve` tool that arms this fault on its own reply (`None`: only rules arm it). `faultlab
+    /// faults NAME` lists it among the places the fault exists; the server's tests check it.
+    const SERVE_TOOL: Option<ServeTool>;
     /// The category, when it depends on the parameters.
     fn category(&self) -> Category {
         Self::CATEGORY
@@ -169,6 +189,46 @@ pub trait Fault {
     }
     /// What the wire does with `reply`, given what the engine learnt from earlier replies.
     fn apply(&self, reply: Reply<'_>, earlier: &Earlier) -> Applied;
+}
+
+/// A `faultlab serve` tool that arms a fault on its own reply, and where the server offers it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServeTool {
+    pub name: &'static str,
+    pub offered: Offered,
+}
+
+/// Where `faultlab serve` offers a tool (what the tool does needs that transport).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offered {
+    Everywhere,
+    /// Streamable HTTP only: it answers with a status line.
+    HttpOnly,
+    /// stdio and 2025-11-25 HTTP sessions: it needs a cancellation the connection outlives.
+    StdioAndSessions,
+}
+
+impl ServeTool {
+    pub const fn everywhere(name: &'static str) -> Self {
+        Self { name, offered: Offered::Everywhere }
+    }
+
+    pub const fn http_only(name: &'static str) -> Self {
+        Self { name, offered: Offered::HttpOnly }
+    }
+
+    pub const fn stdio_and_sessions(name: &'static str) -> Self {
+        Self { name, offered: Offered::StdioAndSessions }
+    }
+
+    /// Where it is offered, in words (empty when everywhere).
+    pub fn restriction(&self) -> &'static str {
+        match self.offered {
+            Offered::Everywhere => "",
+            Offered::HttpOnly => " (over Streamable HTTP only)",
+            Offered::StdioAndSessions => " (over stdio and 2025-11-25 HTTP sessions only)",
+        }
+    }
 }
 
 /// The six fault categories (MCP-Faultline's taxonomy), for reports and the oracle.
@@ -438,22 +498,6 @@ pub(crate) mod tests {
                 assert_eq!(fault.name(), name, "a fault's name is its file's name");
             }
         }
-    }
-
-    #[test]
-    fn every_fault_has_examples_and_documents_the_four_sections() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/catalogue");
-        let faults: Vec<&str> = <FaultKind as strum::VariantNames>::VARIANTS.to_vec();
-        for (name, examples) in FaultKind::examples() {
-            let source = std::fs::read_to_string(dir.join(format!("{name}.rs"))).unwrap();
-            for section in ["**What it does on the wire.**", "**What a robust client should do.**", "**Example.**"] {
-                assert!(source.contains(&format!("//! {section}")), "{name}.rs does not document {section}");
-            }
-            assert!(source.contains("//! **How it is graded.**"), "{name}.rs does not say how it is graded");
-            assert!(!examples.is_empty(), "{name} has no examples");
-            assert!(faults.contains(&name) || source.contains("a preset"), "{name} is neither a fault nor a preset");
-        }
-        assert_eq!(faults.len() + 2, FaultKind::examples().len(), "every fault is listed with its examples");
     }
 
     #[test]

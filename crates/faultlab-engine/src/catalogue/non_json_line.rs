@@ -10,7 +10,7 @@
 //!
 //! **How it is graded.** The call succeeds; an observer counts one unparsable frame.
 
-use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use bytes::Bytes;
@@ -24,6 +24,7 @@ impl Fault for NonJsonLine {
     const EXAMPLES: &[&str] = &[r#"{"type": "non_json_line"}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("non_json_line"));
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

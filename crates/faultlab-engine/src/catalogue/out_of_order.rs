@@ -12,7 +12,7 @@
 //!
 //! **How it is graded.** Both calls succeed with their own results; an observer counts one out-of-order reply.
 
-use super::{Applied, Category, Earlier, Effect, Fault, MAX_LATENCY_MS, Reply, WireAction, within};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_LATENCY_MS, Reply, WireAction, within};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
@@ -32,6 +32,7 @@ impl Fault for OutOfOrder {
     const EXAMPLES: &[&str] = &[r#"{"type": "out_of_order", "max_hold_ms": 50}"#];
     const CATEGORY: Category = Category::Temporal;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<ServeTool> = None;
 
     fn validate(&self) -> Result<(), String> {
         within("max_hold_ms", self.max_hold_ms, 1, MAX_LATENCY_MS)

@@ -10,7 +10,7 @@
 //!
 //! **How it is graded.** Below the client's limit: success with the full content. Above: a clean error.
 
-use super::{Applied, Category, Earlier, Effect, Fault, MAX_OVERSIZED_BYTES, Reply, WireAction, rewrite, within};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_OVERSIZED_BYTES, Reply, WireAction, rewrite, within};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -27,6 +27,7 @@ impl Fault for Oversized {
     const CATEGORY: Category = Category::Protocol;
     // The answer arrives with a padding block the server never sent (if the client takes a frame that big).
     const EFFECT: Effect = Effect::WrongData;
+    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("oversized_response"));
 
     fn validate(&self) -> Result<(), String> {
         within("bytes", self.bytes, 1, MAX_OVERSIZED_BYTES)

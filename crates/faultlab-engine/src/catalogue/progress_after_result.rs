@@ -11,7 +11,7 @@
 //!
 //! **How it is graded.** The call succeeds; the following call on the connection succeeds too.
 
-use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use bytes::Bytes;
@@ -26,6 +26,7 @@ impl Fault for ProgressAfterResult {
     const EXAMPLES: &[&str] = &[r#"{"type": "progress_after_result"}"#];
     const CATEGORY: Category = Category::Temporal;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("progress_after_result"));
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

@@ -16,7 +16,7 @@
 //! **How it is graded.** The call fails with a rate-limit error; a retry, if any, comes no sooner than the advertised
 //! delay; retries stay within the policy's bound.
 
-use super::{Applied, Category, Earlier, Effect, Fault, MAX_RETRY_AFTER_SEC, Reply, WireAction, http_status, within};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_RETRY_AFTER_SEC, Reply, WireAction, http_status, within};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -33,6 +33,7 @@ impl Fault for RateLimit {
     const EXAMPLES: &[&str] = &[r#"{"type": "rate_limit", "retry_after_sec": 2}"#, r#"{"type": "rate_limit"}"#];
     const CATEGORY: Category = Category::Transport;
     const EFFECT: Effect = Effect::Error;
+    const SERVE_TOOL: Option<ServeTool> = None;
 
     fn validate(&self) -> Result<(), String> {
         match self.retry_after_sec {

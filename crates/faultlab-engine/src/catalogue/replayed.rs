@@ -16,7 +16,7 @@
 //! **How it is graded.** The call succeeds once with its own result; an observer sees one response for an id that
 //! was already answered (a duplicate), and no other call is resolved with it.
 
-use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction, unchanged};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction, unchanged};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use bytes::Bytes;
@@ -30,6 +30,7 @@ impl Fault for Replayed {
     const EXAMPLES: &[&str] = &[r#"{"type": "replayed"}"#];
     const CATEGORY: Category = Category::Temporal;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<ServeTool> = None;
 
     fn apply(&self, reply: Reply<'_>, earlier: &Earlier) -> Applied {
         Applied::done(apply(reply, earlier.any_tool.as_ref()))

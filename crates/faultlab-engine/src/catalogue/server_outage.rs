@@ -27,7 +27,7 @@
 //! a call after the window succeeds (after a restart: on the fresh upstream, without the client initialising
 //! again).
 
-use super::{Applied, Category, Earlier, Effect, Fault, MAX_OUTAGE_MS, Reply, http_status, within};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_OUTAGE_MS, Reply, http_status, within};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -48,6 +48,7 @@ impl Fault for ServerOutage {
     const EXAMPLES: &[&str] = &[r#"{"type": "server_outage", "duration_ms": 2000}"#];
     const CATEGORY: Category = Category::Systemic;
     const EFFECT: Effect = Effect::Error;
+    const SERVE_TOOL: Option<ServeTool> = None;
 
     fn validate(&self) -> Result<(), String> {
         within("duration_ms", self.duration_ms, 1, MAX_OUTAGE_MS)

@@ -10,7 +10,7 @@
 //!
 //! **How it is graded.** The call succeeds with the complete result.
 
-use super::{Applied, Category, Earlier, Effect, Fault, MAX_SPLIT_PARTS, Reply, WireAction, WireFraming, within};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_SPLIT_PARTS, Reply, WireAction, WireFraming, within};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -25,6 +25,7 @@ impl Fault for SplitWrite {
     const EXAMPLES: &[&str] = &[r#"{"type": "split_write", "parts": 4}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Result;
+    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("split_response"));
 
     fn validate(&self) -> Result<(), String> {
         within("parts", self.parts, 2, MAX_SPLIT_PARTS)

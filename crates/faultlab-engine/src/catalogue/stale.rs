@@ -18,7 +18,7 @@
 //! **How it is graded.** By the task's state and witness checks: acting on the old data shows in the end state or
 //! fails the witness; noticing and re-reading passes.
 
-use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction, unchanged};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction, unchanged};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use bytes::Bytes;
@@ -33,6 +33,7 @@ impl Fault for Stale {
     const EXAMPLES: &[&str] = &[r#"{"type": "stale"}"#];
     const CATEGORY: Category = Category::Data;
     const EFFECT: Effect = Effect::WrongData;
+    const SERVE_TOOL: Option<ServeTool> = None;
 
     fn apply(&self, reply: Reply<'_>, earlier: &Earlier) -> Applied {
         Applied::done(apply(reply, earlier.same_tool.as_ref()))

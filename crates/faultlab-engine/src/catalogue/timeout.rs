@@ -11,7 +11,7 @@
 //!
 //! **How it is graded.** The call's outcome is a timeout; side effects of a retry are checked (at most once).
 
-use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +24,7 @@ impl Fault for Timeout {
     const EXAMPLES: &[&str] = &[r#"{"type": "timeout"}"#];
     const CATEGORY: Category = Category::Transport;
     const EFFECT: Effect = Effect::Timeout;
+    const SERVE_TOOL: Option<ServeTool> = None;
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

@@ -10,7 +10,7 @@
 //!
 //! **How it is graded.** The call times out or errors; the next call on the same connection succeeds.
 
-use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -23,6 +23,7 @@ impl Fault for Truncated {
     const EXAMPLES: &[&str] = &[r#"{"type": "truncated"}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Invalid;
+    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("truncated_response"));
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

@@ -10,7 +10,7 @@
 //!
 //! **How it is graded.** The call times out rather than succeeding; the connection stays usable.
 
-use super::{Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite, unchanged};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite, unchanged};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -24,6 +24,7 @@ impl Fault for WrongId {
     const EXAMPLES: &[&str] = &[r#"{"type": "wrong_id"}"#];
     const CATEGORY: Category = Category::Protocol;
     const EFFECT: Effect = Effect::Timeout;
+    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("wrong_id"));
 
     fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
         Applied::done(apply(reply))

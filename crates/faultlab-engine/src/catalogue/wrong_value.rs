@@ -26,7 +26,7 @@
 //! `fault_skipped` event) changed nothing, so the run measures a plain reply.
 
 use super::schema::{check, output_validator};
-use super::{Applied, Category, Earlier, Effect, Fault, OutputSchema, Reply, WireAction, rewrite, split_pointer, unchanged};
+use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, OutputSchema, Reply, WireAction, rewrite, split_pointer, unchanged};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use bytes::Bytes;
@@ -45,6 +45,7 @@ impl Fault for WrongValue {
     const EXAMPLES: &[&str] = &[r#"{"type": "wrong_value", "pointer": "/content/0/text", "value": "0 apples"}"#];
     const CATEGORY: Category = Category::Data;
     const EFFECT: Effect = Effect::WrongData;
+    const SERVE_TOOL: Option<ServeTool> = None;
 
     fn validate(&self) -> Result<(), String> {
         super::check_pointer(&self.pointer)

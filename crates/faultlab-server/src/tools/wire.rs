@@ -51,6 +51,10 @@ pub struct HttpStatusArgs {
     /// The HTTP status to answer with: 401, 403, 404, 429, 500 or 503.
     pub status: u16,
     /// Seconds for the Retry-After header (429 and 503), 0 to 86400.
+    // Typed as a plain integer, optional by not being required: "integer or null" makes form-filling clients (the
+    // MCP Inspector) send the number as a string, which the tool then rejects.
+    #[serde(default)]
+    #[schemars(with = "u32")]
     pub retry_after_sec: Option<u32>,
 }
 

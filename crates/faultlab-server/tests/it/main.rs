@@ -18,5 +18,6 @@ mod http_modern;
 mod isolation;
 mod load;
 mod stdio;
+mod tool_schemas;
 mod util;
 mod workspace;

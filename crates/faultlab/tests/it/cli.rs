@@ -35,6 +35,45 @@ fn bad_flags_and_values_exit_2_naming_what_to_fix() {
     faultlab().args(["serve", "--transport", "http", "--path", "mcp"]).assert().code(2).stderr(contains("--path"));
 }
 
+/// The message names the flag the user typed, once; an OS error's text appears once, not again as its cause.
+#[test]
+fn an_error_names_the_flag_typed_and_says_its_cause_once() {
+    for (flag, value) in [("--listen", "0.0.0.0:8080"), ("--control", "[::]:0"), ("--listen", "10.1.2.3:80")] {
+        let output = faultlab().args(["proxy", flag, value, "--", "cat"]).output().unwrap();
+        assert_eq!(output.status.code(), Some(2));
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert!(stderr.contains(&format!("{flag} {value}")) && !stderr.contains("--host"), "{stderr}");
+    }
+    let output = faultlab().args(["proxy", "--rules", "no-such-rules.yaml", "--", "cat"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(stderr.contains("no-such-rules.yaml"), "{stderr}");
+    assert_eq!(stderr.matches("os error 2").count(), 1, "{stderr}");
+}
+
+/// Verdicts and the error prefix are coloured only where colour is wanted: never in a pipe, never under NO_COLOR
+/// (even with CLICOLOR_FORCE), and when forced, with the text unchanged around the styles.
+#[test]
+fn colour_only_where_it_is_wanted() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("ping.yaml");
+    std::fs::write(&scenario, "name: ping\ncall: {tool: ping}\ntimeoutMs: 5000\nexpect: {outcome: success}\n").unwrap();
+    let run = |env: &[(&str, &str)]| {
+        let mut command = faultlab();
+        command.env_remove("NO_COLOR").env_remove("CLICOLOR_FORCE").envs(env.iter().copied());
+        let out = command.arg("run").arg(&scenario).output().unwrap();
+        let error = faultlab().envs(env.iter().copied()).args(["faults", "nope"]).output().unwrap();
+        (String::from_utf8(out.stdout).unwrap(), String::from_utf8(error.stderr).unwrap())
+    };
+    let (plain, plain_error) = run(&[]);
+    assert!(plain.starts_with("PASS  ping") && plain_error.starts_with("faultlab: "), "{plain}{plain_error}");
+    let (forced, forced_error) = run(&[("CLICOLOR_FORCE", "1")]);
+    assert!(forced.starts_with("\x1b[32mPASS\x1b[0m  ping"), "{forced:?}");
+    assert!(forced_error.contains("faultlab:\x1b[0m no fault is called"), "{forced_error:?}");
+    let (declined, declined_error) = run(&[("CLICOLOR_FORCE", "1"), ("NO_COLOR", "1")]);
+    assert!(!declined.contains('\x1b') && !declined_error.contains('\x1b'), "{declined:?}");
+}
+
 #[test]
 fn bad_shutdown_grace_and_frame_limits_exit_2_naming_the_flag() {
     for bad in ["-1", "abc", "NaN", "inf", "3601", ""] {

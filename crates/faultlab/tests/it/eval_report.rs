@@ -4,6 +4,7 @@
 use assert_cmd::Command;
 use faultlab_eval::agent::ControlAgent;
 use faultlab_eval::report::Report;
+use predicates::prelude::*;
 use predicates::str::contains;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -34,7 +35,10 @@ fn run_shard(root: &Path, index: u32) {
         .args(task_files())
         .assert()
         .success()
-        .stdout(contains("oracle: all 13 verdicts as expected"));
+        .stdout(contains("oracle: all 13 verdicts as expected"))
+        // The failures the oracle calls for read EXPECTED, and no run reads FAIL.
+        .stdout(contains("EXPECTED "))
+        .stdout(predicates::str::contains("FAIL ").not());
 }
 
 #[test]
@@ -74,6 +78,11 @@ fn two_shards_merge_into_every_pair_once_pass_the_oracle_and_compare() {
         .stdout(contains("oracle: all 26 verdicts as expected"))
         .stdout(contains("oracle: not checked, no runs in the merged report: protocol-malformed-read"));
     let merged = read(&root.join("merged/report.json"));
+    let html = std::fs::read_to_string(root.join("merged/report.html")).unwrap();
+    let failed = merged.runs.iter().filter(|r| !r.verdict.passed).count();
+    assert!(failed > 0 && html.contains(&format!("{failed} failed ({failed} of them EXPECTED")), "{failed}");
+    assert_eq!(html.matches("<span class=\"verdict\">EXPECTED</span>").count(), failed);
+    assert!(html.contains("<b>Expected failure.</b>"));
     assert!(root.join("merged/report.md").is_file());
     let mut pairs: BTreeMap<(String, String), usize> = BTreeMap::new();
     for run in &merged.runs {

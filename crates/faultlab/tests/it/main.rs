@@ -5,10 +5,13 @@
 
 mod cli;
 mod common;
+mod config;
 mod diagnose;
 mod eval;
 mod eval_report;
 mod explore;
+mod faults;
+mod init;
 mod limits;
 mod model;
 mod proxy;

@@ -109,14 +109,23 @@ async fn http_modern() {
 #[tokio::test]
 async fn the_demo_passes_and_writes_its_reports() {
     let out = tempfile::tempdir().unwrap();
-    let status = tokio::process::Command::new(BIN)
+    let output = tokio::process::Command::new(BIN)
         .args(["demo", "--out"])
         .arg(out.path())
-        .stdout(Stdio::null())
-        .status()
+        .stderr(Stdio::null())
+        .output()
         .await
         .unwrap();
-    assert_eq!(status.code(), Some(0));
+    assert_eq!(output.status.code(), Some(0));
+    // The control agents' failures are the expected ones, and said to be; the tool-error run says what diagnose
+    // will make of its trace.
+    let console = String::from_utf8(output.stdout).unwrap();
+    for agent in ["blind-retrier", "hallucinating", "gives-up"] {
+        let line = console.lines().find(|l| l.contains(agent)).unwrap_or_else(|| panic!("{console}"));
+        assert!(line.trim_start().starts_with("EXPECTED"), "{line}");
+    }
+    let tool_error = console.lines().find(|l| l.contains("tool-error ")).unwrap();
+    assert!(tool_error.contains("retry storm"), "{tool_error}");
     let report: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.path().join("demo.json")).unwrap()).unwrap();
     assert_eq!(report["passed"], true);

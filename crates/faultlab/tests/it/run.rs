@@ -108,6 +108,37 @@ fn a_failed_expectation_exits_2() {
         .stdout(contains("expected outcome error, received success"));
 }
 
+#[test]
+fn a_folder_stands_for_its_scenario_files() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("notes.txt"), "not a scenario").unwrap();
+    let out = faultlab().arg("run").arg(dir.path()).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(
+        stderr.contains(&format!("the folder {} has no .yaml or .yml or .json files", dir.path().display())),
+        "{stderr}"
+    );
+    let ping = "name: ping\ncall: {tool: ping}\ntimeoutMs: 5000\nexpect: {outcome: success}\n";
+    std::fs::write(dir.path().join("b.yaml"), ping.replace("name: ping", "name: second")).unwrap();
+    std::fs::write(dir.path().join("a.json.yml"), ping.replace("name: ping", "name: first")).unwrap();
+    let out = faultlab().arg("run").arg(dir.path()).output().unwrap();
+    let console = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{console}");
+    let names: Vec<&str> = console.lines().filter_map(|l| l.strip_prefix("PASS  ")?.split("  ").next()).collect();
+    assert_eq!(names, ["first", "second"], "in name order");
+}
+
+#[test]
+fn a_skip_says_why() {
+    let stdio_only = examples().into_iter().find(|p| p.ends_with("disconnect-stdio.yaml")).unwrap();
+    let out = faultlab().arg("run").arg(stdio_only).output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let console = String::from_utf8(out.stdout).unwrap();
+    let line = console.lines().find(|l| l.starts_with("SKIP")).unwrap();
+    assert!(line.ends_with("skipped: it runs over stdio only, and this target is http"), "{line}");
+}
+
 fn snapshot_files() -> Vec<PathBuf> {
     examples()
         .into_iter()

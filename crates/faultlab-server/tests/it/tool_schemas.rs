@@ -1,0 +1,81 @@
+//! The tools' input schemas as clients read them: an optional argument is typed as its value (`integer`), never
+//! "integer or null", which form-filling clients such as the MCP Inspector send as a string the tool rejects.
+
+use super::util::{HttpServer, StdioClient, exchange, messages, modern_meta};
+use faultlab_engine::catalogue::Offered;
+use serde_json::{Value, json};
+
+/// Every place in `schema` that admits `null`, as JSON pointers.
+fn nullable(schema: &Value, at: String, found: &mut Vec<String>) {
+    match schema {
+        Value::Object(map) => {
+            let null = |t: &Value| t == "null";
+            if map.get("type").is_some_and(|t| null(t) || t.as_array().is_some_and(|all| all.iter().any(null))) {
+                found.push(at.clone());
+            }
+            for (key, value) in map {
+                nullable(value, format!("{at}/{key}"), found);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                nullable(item, format!("{at}/{i}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Every tool the catalogue names as arming a fault is offered where the catalogue says, over stdio and over
+/// 2026-07-28 HTTP (`faultlab faults NAME` prints this).
+#[tokio::test]
+async fn the_catalogues_serve_tools_are_offered_where_it_says() {
+    let (stdio, http) = tools_by_front().await;
+    let names = |tools: &[Value]| -> Vec<String> { tools.iter().map(|t| t["name"].as_str().unwrap().into()).collect() };
+    let (stdio, http) = (names(&stdio), names(&http));
+    for (name, examples) in faultlab_engine::FaultKind::examples() {
+        let fault: faultlab_engine::FaultKind = serde_json::from_str(examples[0]).unwrap();
+        let Some(tool) = fault.serve_tool() else { continue };
+        let offered = |list: &[String]| list.iter().any(|n| n == tool.name);
+        let (over_stdio, over_http) = match tool.offered {
+            Offered::Everywhere => (true, true),
+            Offered::HttpOnly => (false, true),
+            Offered::StdioAndSessions => (true, false),
+        };
+        assert_eq!(offered(&stdio), over_stdio, "{name}: {} over stdio", tool.name);
+        assert_eq!(offered(&http), over_http, "{name}: {} over 2026-07-28 HTTP", tool.name);
+    }
+}
+
+/// The tools a stdio connection lists, then those of the HTTP front (where `http_status` is).
+async fn every_tool() -> Vec<Value> {
+    let (mut stdio, http) = tools_by_front().await;
+    stdio.extend(http);
+    stdio
+}
+
+/// The tools a stdio connection lists, and those the HTTP front lists.
+async fn tools_by_front() -> (Vec<Value>, Vec<Value>) {
+    let mut client = StdioClient::start(Some("2025-11-25")).await;
+    client.send(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})).await;
+    let tools = client.recv().await.value().unwrap()["result"]["tools"].as_array().unwrap().clone();
+    let server = HttpServer::start().await;
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"_meta": modern_meta()}});
+    let req = server.post(&list, None).header("mcp-protocol-version", "2026-07-28").header("mcp-method", "tools/list");
+    let (_, content_type, body) = exchange(req).await;
+    let http = messages(&content_type, &body.unwrap())[0].value().unwrap()["result"]["tools"].clone();
+    (tools, http.as_array().unwrap().clone())
+}
+
+#[tokio::test]
+async fn no_input_schema_types_an_argument_as_null() {
+    let tools = every_tool().await;
+    let mut found = Vec::new();
+    for tool in &tools {
+        nullable(&tool["inputSchema"], format!("{}:", tool["name"].as_str().unwrap()), &mut found);
+    }
+    assert!(found.is_empty(), "arguments typed as null: {found:?}");
+    let status = tools.iter().find(|t| t["name"] == "http_status").expect("the tool with an optional integer");
+    assert_eq!(status["inputSchema"]["properties"]["retryAfterSec"]["type"], "integer");
+    assert_eq!(status["inputSchema"]["required"], json!(["status"]));
+}

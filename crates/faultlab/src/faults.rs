@@ -1,0 +1,154 @@
+//! `faultlab faults [NAME]`: the fault catalogue, listed or one fault explained, printed from the catalogue's
+//! own documentation (`faultlab_engine::catalogue::docs`) and data (category, effect, examples, serve tool).
+//!
+//! Exit codes: 0 printed; 2 an unknown NAME (the message names the closest ones).
+
+use crate::Failure;
+use anyhow::anyhow;
+use faultlab_engine::catalogue::docs::{self, Entry};
+
+#[derive(Debug, clap::Args)]
+#[command(after_help = "Examples:\n  faultlab faults               every fault: name, category, what the client \
+sees, one line\n  faultlab faults latency       one fault: what it does on the wire, what a robust client does, \
+an example rule, where it exists\n\
+Exit codes: 0 printed; 2 an unknown NAME (the message names the closest ones).")]
+pub struct FaultsArgs {
+    /// A fault or preset name (as written in rules: `latency`, `auth_expired`, …). Without it, the whole list.
+    pub name: Option<String>,
+}
+
+pub fn run(args: FaultsArgs) -> Result<(), Failure> {
+    match args.name {
+        None => out!("{}", list(&docs::entries())),
+        Some(name) => match docs::find(&name) {
+            Some(entry) => out!("{}", explain(&entry)),
+            None => return Err(Failure::usage(anyhow!("{}", unknown(&name)))),
+        },
+    }
+    Ok(())
+}
+
+/// One line per fault and preset.
+fn list(entries: &[Entry]) -> String {
+    let width = entries.iter().map(|e| e.name.len()).max().unwrap_or(0);
+    let mut text = format!("{:width$}  {:14} {:15} WHAT IT DOES\n", "NAME", "CATEGORY", "CLIENT SEES");
+    for entry in entries {
+        let category = entry.category.name();
+        text.push_str(&format!("{:width$}  {category:14} {:15} {}\n", entry.name, entry.effect.name(), entry.summary));
+    }
+    text.push_str(&format!(
+        "\n{} faults and presets. `faultlab faults NAME` explains one; a rule arms it in `faultlab proxy` \
+         (--rules FILE or --fault) and in eval tasks.\n",
+        entries.len()
+    ));
+    text
+}
+
+/// The inline rule (`--fault`) that arms `example` on every tool call.
+fn inline_rule(example: &str) -> String {
+    format!("{{match: {{tool: \"*\"}}, fault: {example}}}")
+}
+
+/// The rules file (YAML) that arms `example` on every tool call.
+pub fn rules_file(name: &str, example: &str) -> String {
+    format!("seed: 1\nrules:\n  - name: {name}\n    match: {{ tool: \"*\" }}\n    fault: {example}\n")
+}
+
+/// Everything the catalogue knows about one fault.
+fn explain(entry: &Entry) -> String {
+    let mut text = format!("{} — {}\n", entry.name, entry.summary);
+    text.push_str(&format!("category: {}; the client sees: {}", entry.category.name(), entry.effect.name()));
+    if let Some(fault) = entry.preset_of {
+        text.push_str(&format!("; a preset, read and recorded as `{fault}`"));
+    }
+    if !entry.aliases.is_empty() {
+        text.push_str(&format!("; also written as {}", entry.aliases.join(", ")));
+    }
+    text.push('\n');
+    // The file's sections as written, except its example, which is shown below as a rule.
+    for section in entry.sections.iter().filter(|s| s.title != docs::EXAMPLE) {
+        text.push_str(&format!("\n{}\n{}", section.title, reflow(&section.text)));
+    }
+    let example = entry.examples[0];
+    text.push_str(&format!(
+        "\nExample rule (a rules file, e.g. faults.yaml)\n{}",
+        indent(&rules_file(entry.name, example))
+    ));
+    for other in &entry.examples[1..] {
+        text.push_str(&format!("  other example: {other}\n"));
+    }
+    text.push_str("\nWhere it exists\n");
+    text.push_str(&format!(
+        "  faultlab proxy, both fronts (stdio and Streamable HTTP): --rules faults.yaml, or inline:\n    \
+         faultlab proxy --fault '{}' -- <your server>\n",
+        inline_rule(example)
+    ));
+    text.push_str("  faultlab eval: a task's `rules:` (the same rule format)\n");
+    match entry.serve_tool {
+        Some(tool) => {
+            let over = tool.restriction();
+            text.push_str(&format!("  faultlab serve: the `{}` tool arms it on its own reply{over}\n", tool.name))
+        }
+        None => {
+            text.push_str("  faultlab serve: no tool arms it (put the proxy in front of `faultlab serve` instead)\n")
+        }
+    }
+    text
+}
+
+fn indent(text: &str) -> String {
+    text.lines().map(|line| format!("  {line}\n")).collect()
+}
+
+/// A section's text reflowed to the terminal's usual 100 columns, indented by two: each paragraph, and each list
+/// item (`- `) in it, becomes one wrapped block.
+fn reflow(text: &str) -> String {
+    let mut out = Vec::new();
+    for paragraph in text.split("\n\n") {
+        let mut items: Vec<String> = Vec::new();
+        for line in paragraph.lines() {
+            match items.last_mut() {
+                Some(item) if !line.starts_with("- ") => {
+                    item.push(' ');
+                    item.push_str(line.trim());
+                }
+                _ => items.push(line.trim().to_owned()),
+            }
+        }
+        let blocks: Vec<String> = items
+            .iter()
+            .map(|item| {
+                let hang = if item.starts_with("- ") { "    " } else { "  " };
+                let options = textwrap::Options::new(100).initial_indent("  ").subsequent_indent(hang);
+                textwrap::fill(item, options)
+            })
+            .collect();
+        out.push(blocks.join("\n"));
+    }
+    out.join("\n\n") + "\n"
+}
+
+/// The error for a name the catalogue does not know, naming the closest names.
+fn unknown(name: &str) -> String {
+    let entries = docs::entries();
+    let names = entries.iter().flat_map(|e| std::iter::once(e.name.to_owned()).chain(e.aliases.iter().cloned()));
+    let wanted = name.to_ascii_lowercase().replace('-', "_");
+    let mut close: Vec<(f64, String)> = names
+        .map(|candidate| {
+            let score = if candidate.contains(&wanted) || (wanted.len() >= 4 && wanted.contains(&candidate)) {
+                1.0
+            } else {
+                strsim::jaro_winkler(&wanted, &candidate)
+            };
+            (score, candidate)
+        })
+        .filter(|(score, _)| *score >= 0.8)
+        .collect();
+    close.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let close: Vec<String> = close.into_iter().take(3).map(|(_, n)| n).collect();
+    if close.is_empty() {
+        format!("no fault is called {name:?}; `faultlab faults` lists them all")
+    } else {
+        format!("no fault is called {name:?}; did you mean {}? (`faultlab faults` lists them all)", close.join(", "))
+    }
+}

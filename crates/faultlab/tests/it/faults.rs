@@ -1,0 +1,94 @@
+//! `faultlab faults`: the catalogue listed and each fault explained from its own docs, with a rule that loads.
+
+use super::common::faultlab;
+use faultlab_engine::catalogue::docs;
+use faultlab_engine::rules::RulesFile;
+
+fn stdout(args: &[&str]) -> String {
+    let output = faultlab().args(args).output().unwrap();
+    assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+    String::from_utf8(output.stdout).unwrap()
+}
+
+#[test]
+fn the_list_has_one_line_per_fault_with_its_category_and_summary() {
+    let list = stdout(&["faults"]);
+    for entry in docs::entries() {
+        let line = list.lines().find(|l| l.split_whitespace().next() == Some(entry.name));
+        let line = line.unwrap_or_else(|| panic!("{} is not listed:\n{list}", entry.name));
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert_eq!(words[1], entry.category.name(), "{line}");
+        assert_eq!(words[2], entry.effect.name(), "{line}");
+        assert!(line.ends_with(&entry.summary), "{line}");
+    }
+}
+
+#[test]
+fn each_fault_is_explained_with_a_rule_that_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    // One process per fault, all at once: each only prints.
+    let children: Vec<_> = docs::entries()
+        .into_iter()
+        .map(|entry| {
+            let child = std::process::Command::new(super::common::BIN)
+                .args(["faults", entry.name])
+                .stdout(std::process::Stdio::piped())
+                .spawn()
+                .unwrap();
+            (entry, child)
+        })
+        .collect();
+    for (entry, child) in children {
+        let output = child.wait_with_output().unwrap();
+        assert!(output.status.success(), "faults {}", entry.name);
+        let text = String::from_utf8(output.stdout).unwrap();
+        let name = entry.name;
+        assert!(text.starts_with(&format!("{name} — {}", entry.summary)), "{text}");
+        for title in [docs::WIRE, docs::ROBUST, docs::GRADED, "Example rule", "Where it exists"] {
+            assert!(text.lines().any(|l| l.starts_with(title)), "faults {name} has no {title:?} section:\n{text}");
+        }
+        // The wire section's first words, as the fault's file writes them.
+        let wire = entry.section(docs::WIRE).unwrap();
+        let opening: String = wire.split_whitespace().take(6).collect::<Vec<_>>().join(" ");
+        assert!(text.split_whitespace().collect::<Vec<_>>().join(" ").contains(&opening), "{name}: {opening}");
+
+        // The example rule, unindented, is a rules file the proxy loads; the inline one a valid --fault.
+        let rule: String = text
+            .split("Example rule (a rules file, e.g. faults.yaml)\n")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .take_while(|l| l.starts_with("  ") && !l.starts_with("  other example"))
+            .map(|l| format!("{}\n", &l[2..]))
+            .collect();
+        let path = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(&path, &rule).unwrap();
+        let file = RulesFile::load(&path).unwrap_or_else(|e| panic!("{name}: {e}\n{rule}"));
+        let expected: faultlab_engine::FaultKind = serde_json::from_str(entry.examples[0]).unwrap();
+        assert_eq!(file.rules[0].fault, expected, "{name}");
+        let spec = text.split("--fault '").nth(1).and_then(|s| s.split("' --").next()).unwrap();
+        RulesFile::parse_spec(spec, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
+        let serve = text.lines().find(|l| l.starts_with("  faultlab serve:")).unwrap();
+        let named = entry.serve_tool.is_some_and(|tool| serve.contains(&format!("`{}`", tool.name)));
+        assert_eq!(named, entry.serve_tool.is_some(), "{serve}");
+        assert!(entry.serve_tool.is_none_or(|tool| serve.ends_with(tool.restriction())), "{serve}");
+    }
+}
+
+#[test]
+fn an_alias_explains_its_fault_and_an_unknown_name_names_close_ones() {
+    assert!(stdout(&["faults", "delayed"]).starts_with("latency — "));
+    let output = faultlab().args(["faults", "rate-limit"]).output().unwrap();
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("\"rate-limit\"") && stderr.contains("did you mean rate_limit"), "{stderr}");
+    for (typed, meant) in [("latncy", "latency"), ("outage", "server_outage")] {
+        let output = faultlab().args(["faults", typed]).output().unwrap();
+        let stderr = String::from_utf8(output.stderr).unwrap();
+        assert!(stderr.contains(&format!("did you mean {meant}")), "{typed}: {stderr}");
+    }
+    let output = faultlab().args(["faults", "zzzz"]).output().unwrap();
+    assert!(!String::from_utf8(output.stderr).unwrap().contains("did you mean"));
+}
