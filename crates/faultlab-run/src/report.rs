@@ -10,10 +10,11 @@ use std::fmt::Write as _;
 pub fn console(reports: &[ScenarioReport]) -> String {
     let mut out = String::new();
     for r in reports {
-        let verdict = match (&r.skipped, r.passed) {
-            (Some(_), _) => "SKIP",
-            (None, true) => "PASS",
-            (None, false) => "FAIL",
+        let verdict = match (&r.skipped, &r.error, r.passed) {
+            (Some(_), _, _) => "SKIP",
+            (None, Some(_), _) => "ERROR",
+            (None, None, true) => "PASS",
+            (None, None, false) => "FAIL",
         };
         let version = serde_json::to_value(r.protocol_version).ok().and_then(|v| v.as_str().map(str::to_owned));
         let _ = writeln!(
@@ -26,7 +27,7 @@ pub fn console(reports: &[ScenarioReport]) -> String {
             if r.steps.len() == 1 { "" } else { "s" },
             r.duration_ms
         );
-        for failure in &r.failures {
+        for failure in r.error.iter().chain(&r.failures) {
             let _ = writeln!(out, "      - {failure}");
         }
         for step in r.steps.iter().filter(|s| !s.passed) {
@@ -37,8 +38,14 @@ pub fn console(reports: &[ScenarioReport]) -> String {
     }
     let skipped = reports.iter().filter(|r| r.skipped.is_some()).count();
     let passed = reports.iter().filter(|r| r.passed).count() - skipped;
-    let failed = reports.len() - passed - skipped;
-    let _ = writeln!(out, "{passed} passed, {failed} failed, {skipped} skipped");
+    let errors = reports.iter().filter(|r| r.error.is_some()).count();
+    let failed = reports.len() - passed - skipped - errors;
+    let _ = write!(out, "{passed} passed, {failed} failed, {skipped} skipped");
+    // Only when there are any, so a clean summary reads as before.
+    if errors > 0 {
+        let _ = write!(out, ", {errors} could not run (the target did not start)");
+    }
+    out.push('\n');
     out
 }
 
@@ -78,11 +85,12 @@ pub fn junit_xml(reports: &[ScenarioReport]) -> String {
                 )
             })
             .collect();
+        let problems: Vec<&str> = r.error.iter().chain(&r.failures).map(String::as_str).collect();
         cases.push(junit::Case {
             name: format!("{} (execution)", r.name),
             classname: format!("faultlab.{}.execution", r.target),
             seconds: r.duration_ms / 1000.0,
-            failure: r.failures.first().map(|f| (f.clone(), r.failures.join("\n"))),
+            failure: problems.first().map(|f| (f.to_string(), problems.join("\n"))),
             // A failed setup or cleanup means the scenario could not run as planned.
             error: true,
             system_out: Some(lifecycle.join("\n")),

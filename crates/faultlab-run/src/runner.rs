@@ -35,8 +35,12 @@ pub struct ScenarioReport {
     /// Why the scenario did not run on this target (it names other transports); a skipped scenario passes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
-    /// Failures outside the steps (setup, cleanup).
+    /// Failures outside the steps (cleanup).
     pub failures: Vec<String>,
+    /// The scenario could not run: the target did not start or answer `initialize`. Not a verdict on the client:
+    /// reported as an error in every format, and `faultlab run` exits 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     pub steps: Vec<StepReport>,
     /// Every adapter operation, in order.
     pub diagnostics: Vec<OpRecord>,
@@ -75,6 +79,7 @@ pub async fn run<A: Adapter>(adapter: &A, scenario: &Scenario, context: &RunCont
         passed: false,
         skipped: None,
         failures: Vec::new(),
+        error: None,
         steps: Vec::new(),
         diagnostics: Vec::new(),
         duration_ms: 0.0,
@@ -101,7 +106,7 @@ pub async fn run<A: Adapter>(adapter: &A, scenario: &Scenario, context: &RunCont
     report.diagnostics.push(setup.record.clone());
     let Some(session) = setup.value else {
         let why = setup.record.failure.map_or("unknown".into(), |f| f.message);
-        report.failures.push(format!("adapter setup failed: {why}"));
+        report.error = Some(format!("the target could not start: {why}"));
         report.duration_ms = start.elapsed().as_secs_f64() * 1000.0;
         return report;
     };

@@ -74,17 +74,18 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
         args.out.display()
     );
     if disagreements > 0 {
-        return Err(Failure::new(2, anyhow::anyhow!("{disagreements} eval verdict(s) differ from the oracle")));
+        return Err(Failure::failed(anyhow::anyhow!("{disagreements} eval verdict(s) differ from the oracle")));
     }
     if passed == results.len() && suite_failed == 0 {
         Ok(())
     } else if suite_failed > 0 {
-        Err(Failure::new(2, anyhow::anyhow!("{suite_failed} suite scenario run(s) failed")))
+        Err(Failure::failed(anyhow::anyhow!("{suite_failed} suite scenario run(s) failed")))
     } else {
-        Err(Failure::new(
-            2,
-            anyhow::anyhow!("{} of {} runs did not behave as expected", results.len() - passed, results.len()),
-        ))
+        Err(Failure::failed(anyhow::anyhow!(
+            "{} of {} runs did not behave as expected",
+            results.len() - passed,
+            results.len()
+        )))
     }
 }
 

@@ -24,7 +24,7 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
     } else {
         let mut tasks = Vec::new();
         for path in &args.tasks {
-            tasks.push(Arc::new(Task::load(path).map_err(|e| Failure::new(1, e.into()))?));
+            tasks.push(Arc::new(Task::load(path).map_err(Failure::runtime)?));
         }
         tasks
     };
@@ -57,9 +57,8 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
     };
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create the output folder {}", args.out.display()))
-        .map_err(|e| Failure::new(1, e))?;
-    let faultlab =
-        std::env::current_exe().context("cannot find the faultlab executable").map_err(|e| Failure::new(1, e))?;
+        .map_err(Failure::runtime)?;
+    let faultlab = std::env::current_exe().context("cannot find the faultlab executable").map_err(Failure::runtime)?;
     let batch = Batch {
         tasks,
         agents,
@@ -69,7 +68,7 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         // Absolute: the agents run in their own scratch folders, and find their files by the paths given here.
         out: std::path::absolute(&args.out)
             .with_context(|| format!("cannot resolve the output folder {}", args.out.display()))
-            .map_err(|e| Failure::new(1, e))?,
+            .map_err(Failure::runtime)?,
         keep_workspaces: args.keep,
         faultlab,
         shard: args.shard.map(Shard::zero_based),
@@ -113,20 +112,17 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         for error in &errors {
             eprintln!("faultlab: a run could not happen: {error}");
         }
-        return Err(Failure::new(1, anyhow!("{} run(s) could not happen; first: {first}", errors.len())));
+        return Err(Failure::runtime(anyhow!("{} run(s) could not happen; first: {first}", errors.len())));
     }
     let broken: Vec<&RunRecord> = report.runs.iter().filter(|r| r.error.is_some()).collect();
     if let Some(first) = broken.first() {
-        return Err(Failure::new(
-            1,
-            anyhow!(
-                "{} run(s) could not be graded, the set-up failed; first: {} × {}: {}",
-                broken.len(),
-                first.task,
-                first.agent,
-                first.error.as_deref().unwrap_or_default()
-            ),
-        ));
+        return Err(Failure::runtime(anyhow!(
+            "{} run(s) could not be graded, the set-up failed; first: {} × {}: {}",
+            broken.len(),
+            first.task,
+            first.agent,
+            first.error.as_deref().unwrap_or_default()
+        )));
     }
     if let Some(oracle) = oracle {
         let entries = oracle.entries.into_iter().filter(|e| pairs.contains(&(e.task.clone(), e.agent.name().into())));
@@ -135,7 +131,7 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
     let failed = report.runs.iter().filter(|r| !r.verdict.passed).count();
     match failed {
         0 => Ok(()),
-        n => Err(Failure::new(2, anyhow!("{n} of {} runs failed their grade", report.runs.len()))),
+        n => Err(Failure::failed(anyhow!("{n} of {} runs failed their grade", report.runs.len()))),
     }
 }
 
@@ -164,18 +160,19 @@ pub fn check_oracle(oracle: Oracle, runs: &[RunRecord]) -> Result<(), Failure> {
         oracle.entries.len().saturating_sub(disagreements.len()),
         disagreements.len()
     );
-    Err(Failure::new(
-        2,
-        anyhow!("{} disagreement(s) with the oracle ({} entries checked)", disagreements.len(), oracle.entries.len()),
-    ))
+    Err(Failure::failed(anyhow!(
+        "{} disagreement(s) with the oracle ({} entries checked)",
+        disagreements.len(),
+        oracle.entries.len()
+    )))
 }
 
 /// Reads an oracle file (exit 1 naming the file when it cannot be read or parsed).
 pub fn load_oracle(path: &Path) -> Result<Oracle, Failure> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read oracle file {}", path.display()))
-        .map_err(|e| Failure::new(1, e))?;
-    Oracle::parse(&text).map_err(|e| Failure::new(1, anyhow!("oracle file {} is invalid: {e}", path.display())))
+        .map_err(Failure::runtime)?;
+    Oracle::parse(&text).map_err(|e| Failure::runtime(anyhow!("oracle file {} is invalid: {e}", path.display())))
 }
 
 /// report.json, report.md and report.html in `out`.
@@ -184,7 +181,7 @@ pub fn write_reports(out: &std::path::Path, report: &Report) -> Result<(), Failu
         let path = out.join(name);
         std::fs::write(&path, text)
             .with_context(|| format!("cannot write {}", path.display()))
-            .map_err(|e| Failure::new(1, e))
+            .map_err(Failure::runtime)
     };
     write("report.json", serde_json::to_string_pretty(report).expect("plain data serialises"))?;
     write("report.md", report::markdown(report))?;

@@ -1,7 +1,6 @@
 //! `faultlab`: parse the command line, run the chosen command, map the outcome to the documented exit code.
 //!
-//! Exit codes: 0 success; 1 the command could not do its job (a runtime failure); 2 the input was wrong (an
-//! unknown flag, a bad value, a bad `LAB_*` variable). Every error names what to fix.
+//! Exit codes: one table for every subcommand, in `exit`; every error names what to fix.
 
 /// `print!` for command output: never panics, even when stdout is a pipe whose reader is gone (`faultlab run … |
 /// head -1`). From then on output is dropped and the command finishes its work and its exit code as usual.
@@ -23,6 +22,7 @@ mod connect;
 mod demo;
 mod diagnose;
 mod eval;
+mod exit;
 mod pipes;
 mod proxy;
 mod replay;
@@ -32,7 +32,8 @@ mod serve;
 mod signals;
 mod workspace;
 
-use clap::Parser;
+use clap::{CommandFactory as _, FromArgMatches as _};
+use exit::Exit;
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,12 +58,16 @@ pub fn write_stdout(args: std::fmt::Arguments) {
 }
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = match parse() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     // Before anything can start a thread: the sandbox forks.
     if let cli::Command::Sandbox(args) = &cli.command {
         return sandbox(args);
     }
     init_tracing();
+    let table = exit::table_of((&cli.command).into());
     let result = match cli.command {
         cli::Command::Serve(args) => serve::run(args),
         cli::Command::Proxy(args) => proxy::run(*args),
@@ -86,9 +91,46 @@ fn main() -> ExitCode {
                 // Not eprintln!: a closed stderr must not turn an error exit into a panic.
                 let _ = writeln!(std::io::stderr(), "faultlab: {:#}", failure.error);
             }
-            ExitCode::from(failure.code)
+            ExitCode::from(failure.exit.code(table))
         }
     }
+}
+
+/// `command`'s help with `table` after what it says after its options.
+fn with_table(command: clap::Command, table: &str) -> clap::Command {
+    let text = match command.get_after_help() {
+        Some(before) => format!("{before}\n\n{table}"),
+        None => table.to_owned(),
+    };
+    command.after_help(text)
+}
+
+/// The command line, with the exit-code table at the end of each subcommand's `--help`. A usage error (clap's)
+/// exits with the bad-input code of the subcommand it was for; `--help` and `--version` exit 0.
+fn parse() -> Result<cli::Cli, ExitCode> {
+    let mut command = cli::Cli::command();
+    let names: Vec<String> = command.get_subcommands().map(|s| s.get_name().to_owned()).collect();
+    for name in &names {
+        let table = exit::help(exit::table_of(name));
+        command = command.mut_subcommand(name, |sub| {
+            // `report merge` too: every level a user asks for help on.
+            let nested: Vec<String> = sub.get_subcommands().map(|s| s.get_name().to_owned()).collect();
+            let sub = nested.iter().fold(sub, |sub, n| sub.mut_subcommand(n, |s| with_table(s, &table)));
+            with_table(sub, &table)
+        });
+    }
+    let error = match command.try_get_matches().and_then(|m| cli::Cli::from_arg_matches(&m)) {
+        Ok(cli) => return Ok(cli),
+        Err(error) => error,
+    };
+    let _ = error.print();
+    if !error.use_stderr() {
+        return Err(ExitCode::SUCCESS);
+    }
+    // The subcommand is the first argument (faultlab has no options of its own but --help and --version); without
+    // a known one, clap's own usage code.
+    let table = std::env::args().nth(1).filter(|a| names.contains(a)).map(|a| exit::table_of(&a));
+    Err(ExitCode::from(table.map_or(2, |t| Exit::BadInput.code(t))))
 }
 
 /// `faultlab sandbox`: exits with the agent's code (see `faultlab_eval::sandbox`).
@@ -104,22 +146,23 @@ fn sandbox(args: &cli::SandboxArgs) -> ExitCode {
     ExitCode::from(faultlab_eval::sandbox::run(&spec).clamp(0, 255) as u8)
 }
 
-/// An error and the exit code it maps to.
+/// An error and the row of the exit-code table it ends the command with.
 pub struct Failure {
-    pub code: u8,
+    pub exit: Exit,
     pub error: anyhow::Error,
     /// Already reported in the command's own output format; main only sets the exit code.
     pub silent: bool,
 }
 
 impl Failure {
-    /// Bad input: exit 2.
+    /// Bad input: a flag, value or input file (exit 1 for a check, 2 for a service).
     pub fn usage(error: impl Into<anyhow::Error>) -> Self {
-        Self { code: 2, error: error.into(), silent: false }
+        Self { exit: Exit::BadInput, error: error.into(), silent: false }
     }
 
-    pub fn new(code: u8, error: anyhow::Error) -> Self {
-        Self { code, error, silent: false }
+    /// A check failed: an expectation, grade, oracle verdict, baseline or `--fail-on` finding (exit 2).
+    pub fn failed(error: anyhow::Error) -> Self {
+        Self { exit: Exit::Failed, error, silent: false }
     }
 
     /// The error has been reported already.
@@ -129,7 +172,7 @@ impl Failure {
 
     /// The command could not do its job: exit 1.
     pub fn runtime(error: impl Into<anyhow::Error>) -> Self {
-        Self { code: 1, error: error.into(), silent: false }
+        Self { exit: Exit::CouldNotRun, error: error.into(), silent: false }
     }
 }
 

@@ -108,7 +108,15 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         };
         let addr = listen_address(listen).map_err(Failure::usage)?;
         let upstream = Backend::Recording(recording::Replayer::new(recording));
-        return runtime.block_on(serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args));
+        return runtime.block_on(serve_http(
+            addr,
+            "/mcp".into(),
+            upstream,
+            rules,
+            trajectory,
+            &args,
+            std::future::pending(),
+        ));
     }
     match (&args.listen, remote, args.command.split_first()) {
         (None, None, Some((program, rest))) => {
@@ -129,7 +137,7 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
             let addr = listen_address(listen).map_err(Failure::usage)?;
             let path = remote.url().path().to_owned();
             let upstream = Backend::remote(remote).map_err(Failure::runtime)?;
-            runtime.block_on(serve_http(addr, path, upstream, rules, trajectory, &args))
+            runtime.block_on(serve_http(addr, path, upstream, rules, trajectory, &args, std::future::pending()))
         }
         (Some(listen), None, Some((program, rest))) => {
             let addr = listen_address(listen).map_err(Failure::usage)?;
@@ -141,7 +149,18 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
                     .map_err(Failure::runtime)?;
                 let bridge = Arc::new(bridge);
                 let upstream = Backend::Child(bridge.clone());
-                let served = serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args).await;
+                let ended = bridge.clone();
+                let served =
+                    serve_http(
+                        addr,
+                        "/mcp".into(),
+                        upstream,
+                        rules,
+                        trajectory,
+                        &args,
+                        async move { ended.ended().await },
+                    )
+                    .await;
                 // The front has stopped: the child is stopped in order, not killed with the runtime.
                 bridge.stop(args.shutdown_grace).await;
                 served
@@ -229,6 +248,7 @@ async fn serve_http(
     rules: SharedRules,
     trajectory: Arc<Trajectory>,
     args: &ProxyArgs,
+    upstream_ended: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Failure> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -248,13 +268,27 @@ async fn serve_http(
     };
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
-    tokio::spawn(async move {
-        let signal = wait_for_signal().await;
-        eprintln!("faultlab: received {signal}; shutting down");
-        stop.cancel();
+    // A stdio child that exits leaves nothing to forward to: the front stops, and the proxy exits 1 as the stdio
+    // front does.
+    let died = tokio::spawn(async move {
+        tokio::select! {
+            signal = wait_for_signal() => {
+                eprintln!("faultlab: received {signal}; shutting down");
+                stop.cancel();
+                false
+            }
+            () = upstream_ended => {
+                stop.cancel();
+                true
+            }
+        }
     });
-    front::serve(listener, options, upstream, rules, trajectory, shutdown)
+    front::serve(listener, options, upstream, rules, trajectory, shutdown.clone())
         .await
         .context("the HTTP proxy failed")
-        .map_err(Failure::runtime)
+        .map_err(Failure::runtime)?;
+    if shutdown.is_cancelled() && died.await.unwrap_or(false) {
+        return Err(Failure::runtime(anyhow!("the upstream exited on its own; every request after it would fail")));
+    }
+    Ok(())
 }

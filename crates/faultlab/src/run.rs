@@ -25,7 +25,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         } else {
             out!("{text}")
         }
-        Failure::new(1, anyhow::anyhow!("{message}")).silenced()
+        Failure::runtime(anyhow::anyhow!("{message}")).silenced()
     };
     let mut scenarios = Vec::new();
     for path in &args.scenarios {
@@ -72,11 +72,17 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     if let Some(out) = &args.out {
         write_outputs(out, &reports).map_err(Failure::runtime)?;
     }
-    if reports.iter().all(|r| r.passed) {
-        Ok(())
+    // A scenario that could not run says nothing about the client: the run could not happen (1), whatever else
+    // failed.
+    let errors = reports.iter().filter(|r| r.error.is_some()).count();
+    let failed = reports.iter().filter(|r| !r.passed).count();
+    if errors > 0 {
+        Err(Failure::runtime(anyhow::anyhow!("{errors} scenario(s) could not run: the target did not start"))
+            .silenced())
+    } else if failed > 0 {
+        Err(Failure::failed(anyhow::anyhow!("{failed} scenario(s) failed")).silenced())
     } else {
-        let failed = reports.iter().filter(|r| !r.passed).count();
-        Err(Failure::new(2, anyhow::anyhow!("{failed} scenario(s) failed")).silenced())
+        Ok(())
     }
 }
 

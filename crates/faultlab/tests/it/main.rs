@@ -8,6 +8,7 @@ mod common;
 mod diagnose;
 mod eval;
 mod eval_report;
+mod exit_codes;
 mod limits;
 mod proxy;
 mod proxy_http;
