@@ -108,15 +108,7 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
         };
         let addr = listen_address(listen).map_err(Failure::usage)?;
         let upstream = Backend::Recording(recording::Replayer::new(recording));
-        return runtime.block_on(serve_http(
-            addr,
-            "/mcp".into(),
-            upstream,
-            rules,
-            trajectory,
-            &args,
-            std::future::pending(),
-        ));
+        return runtime.block_on(serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args));
     }
     match (&args.listen, remote, args.command.split_first()) {
         (None, None, Some((program, rest))) => {
@@ -137,7 +129,7 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
             let addr = listen_address(listen).map_err(Failure::usage)?;
             let path = remote.url().path().to_owned();
             let upstream = Backend::remote(remote).map_err(Failure::runtime)?;
-            runtime.block_on(serve_http(addr, path, upstream, rules, trajectory, &args, std::future::pending()))
+            runtime.block_on(serve_http(addr, path, upstream, rules, trajectory, &args))
         }
         (Some(listen), None, Some((program, rest))) => {
             let addr = listen_address(listen).map_err(Failure::usage)?;
@@ -149,18 +141,7 @@ pub fn run(args: ProxyArgs) -> Result<(), Failure> {
                     .map_err(Failure::runtime)?;
                 let bridge = Arc::new(bridge);
                 let upstream = Backend::Child(bridge.clone());
-                let ended = bridge.clone();
-                let served =
-                    serve_http(
-                        addr,
-                        "/mcp".into(),
-                        upstream,
-                        rules,
-                        trajectory,
-                        &args,
-                        async move { ended.ended().await },
-                    )
-                    .await;
+                let served = serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args).await;
                 // The front has stopped: the child is stopped in order, not killed with the runtime.
                 bridge.stop(args.shutdown_grace).await;
                 served
@@ -248,7 +229,6 @@ async fn serve_http(
     rules: SharedRules,
     trajectory: Arc<Trajectory>,
     args: &ProxyArgs,
-    upstream_ended: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), Failure> {
     let listener = tokio::net::TcpListener::bind(addr)
         .await
@@ -268,6 +248,16 @@ async fn serve_http(
     };
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
+    let child = match &upstream {
+        Backend::Child(bridge) => Some(bridge.clone()),
+        _ => None,
+    };
+    let upstream_ended = async move {
+        match child {
+            Some(bridge) => bridge.ended().await,
+            None => std::future::pending().await,
+        }
+    };
     // A stdio child that exits leaves nothing to forward to: the front stops, and the proxy exits 1 as the stdio
     // front does.
     let died = tokio::spawn(async move {
