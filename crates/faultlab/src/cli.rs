@@ -115,6 +115,8 @@ pub struct EvalArgs {
     /// Overrides every task's deadline_ms (e.g. for an agent that takes seconds to start).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub deadline_ms: Option<u64>,
+    #[command(flatten)]
+    pub baseline: BaselineArgs,
 }
 
 #[derive(Debug, clap::Args)]
@@ -277,6 +279,21 @@ pub struct RunArgs {
     /// Also write report.json, junit.xml and traces/ here.
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub baseline: BaselineArgs,
+}
+
+/// Known failures checked in: `run` and `eval`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BaselineArgs {
+    /// Known failures (YAML; schemas/baseline.schema.json): a listed check that fails is expected; a new failure,
+    /// or a listed check that now passes (stale: remove it), fails the run (exit 2).
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<std::path::PathBuf>,
+    /// Write the checks that failed in this run to the --baseline file (creating it) and exit 0, unless something
+    /// could not run.
+    #[arg(long, requires = "baseline")]
+    pub update_baseline: bool,
 }
 
 #[derive(Debug, clap::Args)]

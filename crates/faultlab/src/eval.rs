@@ -50,6 +50,10 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
     if args.repeat == 0 || args.jobs == 0 {
         return Err(Failure::usage(anyhow!("--repeat and --jobs must be at least 1")));
     }
+    if args.controls && args.baseline.baseline.is_some() {
+        return Err(Failure::usage(anyhow!("--baseline is for an agent under test; --controls checks the oracle")));
+    }
+    let baseline = crate::baseline::load(&args.baseline).map_err(Failure::usage)?;
     let oracle = match (&args.oracle, args.controls) {
         (Some(path), _) => Some(load_oracle(path)?),
         (None, true) => Some(builtin::oracle()),
@@ -127,6 +131,13 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
     if let Some(oracle) = oracle {
         let entries = oracle.entries.into_iter().filter(|e| pairs.contains(&(e.task.clone(), e.agent.name().into())));
         return check_oracle(Oracle { entries: entries.collect() }, &report.runs);
+    }
+    let ids: Vec<(String, bool)> =
+        report.runs.iter().map(|r| (format!("{} × {}", r.task, r.agent), r.verdict.passed)).collect();
+    if let Some(verdict) =
+        crate::baseline::finish(&args.baseline, baseline.as_ref(), ids.iter().map(|(id, p)| (id.as_str(), *p)))
+    {
+        return verdict;
     }
     let failed = report.runs.iter().filter(|r| !r.verdict.passed).count();
     match failed {

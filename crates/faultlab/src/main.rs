@@ -15,6 +15,7 @@ macro_rules! outln {
 }
 
 mod agent;
+mod baseline;
 mod builtin;
 mod cli;
 mod compare;

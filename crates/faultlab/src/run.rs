@@ -44,6 +44,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         }
         None => None,
     };
+    let baseline = crate::baseline::load(&args.baseline).map_err(|e| fail("baseline_load_failed", e.to_string()))?;
     let default_era = match args.protocol_version {
         Era::Modern => ProtocolVersion::Modern,
         Era::Legacy => ProtocolVersion::Legacy,
@@ -77,13 +78,26 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let errors = reports.iter().filter(|r| r.error.is_some()).count();
     let failed = reports.iter().filter(|r| !r.passed).count();
     if errors > 0 {
-        Err(Failure::runtime(anyhow::anyhow!("{errors} scenario(s) could not run: the target did not start"))
-            .silenced())
+        return Err(Failure::runtime(anyhow::anyhow!("{errors} scenario(s) could not run: the target did not start"))
+            .silenced());
+    }
+    let ids: Vec<(String, bool)> =
+        reports.iter().filter(|r| r.skipped.is_none()).map(|r| (baseline_id(r), r.passed)).collect();
+    if let Some(verdict) =
+        crate::baseline::finish(&args.baseline, baseline.as_ref(), ids.iter().map(|(id, p)| (id.as_str(), *p)))
+    {
+        verdict
     } else if failed > 0 {
         Err(Failure::failed(anyhow::anyhow!("{failed} scenario(s) failed")).silenced())
     } else {
         Ok(())
     }
+}
+
+/// A scenario's id in a baseline: its name and era, as the console shows them.
+fn baseline_id(report: &ScenarioReport) -> String {
+    let era = serde_json::to_value(report.protocol_version).ok().and_then(|v| v.as_str().map(str::to_owned));
+    format!("{} [{}]", report.name, era.unwrap_or_default())
 }
 
 /// Runs every scenario against `target`, each on its own connection, in the scenario's era or `default_era`.
