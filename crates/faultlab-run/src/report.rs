@@ -55,10 +55,23 @@ pub fn json(reports: &[ScenarioReport]) -> String {
     serde_json::to_string_pretty(&json!({"passed": passed, "scenarios": reports})).unwrap_or_default() + "\n"
 }
 
-/// JUnit: a test case per step call (primary and observer) and one per scenario's adapter lifecycle.
+/// JUnit: a test case per step call (primary and observer) and one per scenario's adapter lifecycle; a skipped
+/// scenario is one `<skipped>` case saying why.
 pub fn junit_xml(reports: &[ScenarioReport]) -> String {
     let mut cases = Vec::new();
-    for r in reports.iter().filter(|r| r.skipped.is_none()) {
+    for r in reports {
+        if let Some(why) = &r.skipped {
+            cases.push(junit::Case {
+                name: r.name.clone(),
+                classname: format!("faultlab.{}.execution", r.target),
+                seconds: 0.0,
+                failure: None,
+                error: false,
+                skipped: Some(why.clone()),
+                system_out: None,
+            });
+            continue;
+        }
         for step in &r.steps {
             let kind = if step.observer { "observer" } else { "primary" };
             let name = if step.repeat > 1 { format!("{} #{}", step.label, step.repeat) } else { step.label.clone() };
@@ -68,6 +81,7 @@ pub fn junit_xml(reports: &[ScenarioReport]) -> String {
                 seconds: step.duration_ms / 1000.0,
                 failure: (!step.passed).then(|| (step.failures[0].clone(), step.failures.join("\n"))),
                 error: false,
+                skipped: None,
                 system_out: None,
             });
         }
@@ -93,6 +107,7 @@ pub fn junit_xml(reports: &[ScenarioReport]) -> String {
             failure: problems.first().map(|f| (f.to_string(), problems.join("\n"))),
             // A failed setup or cleanup means the scenario could not run as planned.
             error: true,
+            skipped: None,
             system_out: Some(lifecycle.join("\n")),
         });
     }
@@ -115,6 +130,7 @@ pub fn error(format: &str, code: &str, message: &str) -> String {
                 seconds: 0.0,
                 failure: Some((message.into(), message.into())),
                 error: true,
+                skipped: None,
                 system_out: None,
             }],
         ),

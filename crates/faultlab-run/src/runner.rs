@@ -93,7 +93,12 @@ pub async fn run<A: Adapter>(adapter: &A, scenario: &Scenario, context: &RunCont
         }
     };
     if !scenario.transports.is_empty() && !scenario.transports.contains(&context.transport) {
-        report.skipped = Some(format!("applies to {:?} only", scenario.transports));
+        let names: Vec<&str> = scenario.transports.iter().map(|t| t.name()).collect();
+        report.skipped = Some(format!(
+            "the scenario applies to {} only; this target speaks {}",
+            names.join(" and "),
+            context.transport.name()
+        ));
         report.passed = true;
         return report;
     }

@@ -205,6 +205,7 @@ fn write_reports(out: &Path, results: &[ProbeResult]) -> anyhow::Result<()> {
             seconds: r.duration_ms / 1000.0,
             failure: (!r.passed).then(|| (r.failures.first().cloned().unwrap_or_default(), r.failures.join("\n"))),
             error: false,
+            skipped: None,
             system_out: Some(r.run.summary.into()),
         })
         .collect();
