@@ -115,8 +115,17 @@ pub struct EvalArgs {
     /// Overrides every task's deadline_ms (e.g. for an agent that takes seconds to start).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub deadline_ms: Option<u64>,
+    /// What stdout gets: a line per run and the pass rate, or JUnit XML (junit.xml is written to --out either way).
+    #[arg(long, value_enum, default_value_t = EvalReport::Console)]
+    pub report: EvalReport,
     #[command(flatten)]
     pub baseline: BaselineArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EvalReport {
+    Console,
+    Junit,
 }
 
 #[derive(Debug, clap::Args)]
@@ -177,7 +186,7 @@ pub enum ReportCommand {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Writes OUT.json, and OUT.md and OUT.html beside it. Each run's `dir` is rewritten relative to the merged report when the run's folder is found next to its input report. The merged report's meta.wall_ms is the longest input's (the elapsed time when the shards ran side by side); merged.wall_ms_sum adds them all up.\n\
+    after_help = "Writes OUT.json, and OUT.md, OUT.html and OUT.xml (JUnit) beside it. Each run's `dir` is rewritten relative to the merged report when the run's folder is found next to its input report. The merged report's meta.wall_ms is the longest input's (the elapsed time when the shards ran side by side); merged.wall_ms_sum adds them all up.\n\
 Example: faultlab report merge merged/report.json shard-*/report.json --oracle builtin\n\
 Here 2 is an oracle verdict that disagrees; 1 includes an input that cannot be read or is not an eval report, and inputs that do not fit together (a run in two inputs; different seeds, faultlab versions or repeat counts, or a missing shard, unless --force)."
 )]

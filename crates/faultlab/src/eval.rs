@@ -2,7 +2,7 @@
 //! `--controls`, check every verdict against the oracle.
 
 use crate::Failure;
-use crate::cli::EvalArgs;
+use crate::cli::{EvalArgs, EvalReport};
 use anyhow::{Context as _, anyhow};
 use faultlab_eval::agent::ControlAgent;
 use faultlab_eval::batch::Batch;
@@ -12,6 +12,7 @@ use faultlab_eval::oracle::Oracle;
 use faultlab_eval::report::{self, Meta, Report};
 use faultlab_eval::runner::{AgentSpec, RunRecord};
 use faultlab_eval::task::Task;
+use faultlab_run::junit;
 use std::collections::HashSet;
 use std::io::IsTerminal as _;
 use std::path::Path;
@@ -110,8 +111,16 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
     };
     let report = Report { shard: args.shard, ..Report::new(meta, runs) };
     write_reports(&args.out, &report)?;
-    print_summary(&report);
-    outln!("reports: {}", args.out.join("report.md").display());
+    match args.report {
+        EvalReport::Console => {
+            print_summary(&report);
+            outln!("reports: {}", args.out.join("report.md").display());
+        }
+        EvalReport::Junit => {
+            out!("{}", junit(&report));
+            eprintln!("faultlab eval: reports in {}", args.out.display());
+        }
+    }
     if let Some(first) = errors.first() {
         for error in &errors {
             eprintln!("faultlab: a run could not happen: {error}");
@@ -196,7 +205,48 @@ pub fn write_reports(out: &std::path::Path, report: &Report) -> Result<(), Failu
     };
     write("report.json", serde_json::to_string_pretty(report).expect("plain data serialises"))?;
     write("report.md", report::markdown(report))?;
+    write("junit.xml", junit(report))?;
     write("report.html", faultlab_eval::html::render(report))
+}
+
+/// JUnit XML: a test case per run, named `TASK × AGENT #REPEAT`; a failed grade is a `<failure>` naming the
+/// layers that failed and why, a run whose set-up failed an `<error>`.
+pub fn junit(report: &Report) -> String {
+    let cases: Vec<junit::Case> = report
+        .runs
+        .iter()
+        .map(|run| {
+            let v = &run.verdict;
+            let failure = match &run.error {
+                Some(error) => Some((format!("the run could not happen: {error}"), error.clone())),
+                None if v.passed => None,
+                None => {
+                    let layers = [("outcome", &v.outcome), ("safety", &v.safety), ("side_effects", &v.side_effects)];
+                    let mut failing: Vec<&str> = layers.iter().filter(|(_, l)| !l.passed).map(|(n, _)| *n).collect();
+                    let mut details: Vec<String> = layers
+                        .iter()
+                        .flat_map(|(name, layer)| layer.checks.iter().filter(|c| !c.passed).map(move |c| (name, c)))
+                        .map(|(name, c)| format!("{name}: {}: {}", c.name, c.detail))
+                        .collect();
+                    if !v.recovery.passed {
+                        failing.push("recovery");
+                        details.push(format!("recovery: {}", v.recovery.detail));
+                    }
+                    Some((format!("failed its grade: {}", failing.join(", ")), details.join("\n")))
+                }
+            };
+            junit::Case {
+                name: format!("{} × {} #{}", run.task, run.agent, run.repeat + 1),
+                classname: format!("faultlab.eval.{}", run.task),
+                seconds: run.duration_ms as f64 / 1000.0,
+                failure,
+                error: run.error.is_some(),
+                skipped: None,
+                system_out: Some(format!("run folder: {}", run.dir)),
+            }
+        })
+        .collect();
+    junit::render("faultlab eval", &cases)
 }
 
 fn print_summary(report: &Report) {

@@ -89,18 +89,27 @@ fn run_a_target_that_cannot_start_is_1_and_an_error_in_every_format() {
     assert!(junit.contains(r#"failures="0" errors="1""#) && junit.contains("<error message=\"the target"), "{junit}");
 }
 
-/// Eval's 0 and 2 rows: the good control agent passes the data task, the one that gives up fails it.
+/// Eval's 0 and 2 rows: the good control agent passes the data task, the one that gives up fails it; with
+/// `--report junit` stdout is the JUnit (a `<failure>` naming the layers), also written as junit.xml.
 #[test]
 fn eval_0_passed_2_grade_failed() {
     let bin = assert_cmd::cargo::cargo_bin("faultlab");
     let dir = tempfile::tempdir().unwrap();
-    for (agent, code) in [("good", 0), ("gives-up", 2)] {
-        faultlab()
-            .args(["eval", "--agent", &format!("{} agent {agent}", bin.display()), "--out"])
-            .arg(dir.path().join(agent))
+    for (agent, code, junit) in [
+        ("good", 0, r#"tests="1" failures="0" errors="0""#),
+        ("gives-up", 2, r#"<failure message="failed its grade: outcome, side_effects, recovery">"#),
+    ] {
+        let out = dir.path().join(agent);
+        let output = faultlab()
+            .args(["eval", "--report", "junit", "--agent", &format!("{} agent {agent}", bin.display()), "--out"])
+            .arg(&out)
             .arg(repo("examples/eval/tasks/data-empty-read.yaml"))
             .assert()
-            .code(code);
+            .code(code)
+            .stdout(contains(junit).and(contains("data-empty-read × faultlab #1")));
+        let stdout = String::from_utf8(output.get_output().stdout.clone()).unwrap();
+        assert!(stdout.starts_with("<?xml"), "only JUnit on stdout: {stdout}");
+        assert_eq!(std::fs::read_to_string(out.join("junit.xml")).unwrap(), stdout);
     }
 }
 
