@@ -47,6 +47,24 @@ pub enum Command {
     /// Relays stdio to an eval run's proxy socket (the server command an agent under `faultlab eval` is given).
     #[command(hide = true)]
     Connect(ConnectArgs),
+    /// Print a shell completion script, e.g. `faultlab completions bash > ~/.local/share/bash-completion/completions/faultlab`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), or write one page per subcommand into a folder with --out.
+    Man(ManArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ManArgs {
+    /// Write faultlab.1 and faultlab-SUBCOMMAND.1 here (created if missing) instead of printing faultlab.1.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]

@@ -22,7 +22,8 @@ pub enum Exit {
 /// Which of the two tables a subcommand follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Table {
-    /// Commands that check something: `run`, `demo`, `diagnose`, `eval`, `replay`, `report`, `compare`.
+    /// Commands that check something: `run`, `demo`, `diagnose`, `eval`, `replay`, `report`, `compare` (and the
+    /// `completions` and `man` printers).
     Check,
     /// Commands that serve: `serve`, `proxy` (and the hidden helpers eval starts).
     Service,
@@ -69,8 +70,18 @@ pub fn help(table: Table) -> String {
     text
 }
 
+/// Both tables, for the top-level `--help` and the manual page.
+pub fn both() -> String {
+    format!(
+        "{}\n\n{}",
+        help(Table::Check).replace("Exit codes:", "Exit codes of run, demo, diagnose, eval, replay, report, compare:"),
+        help(Table::Service).replace("Exit codes:", "Exit codes of serve and proxy:")
+    )
+}
+
 /// The subcommands of each table, as the README's table names them.
-pub const CHECK_COMMANDS: [&str; 7] = ["run", "demo", "diagnose", "eval", "replay", "report", "compare"];
+pub const CHECK_COMMANDS: [&str; 9] =
+    ["run", "demo", "diagnose", "eval", "replay", "report", "compare", "completions", "man"];
 
 /// The table of the subcommand named `name` (the hidden helpers eval starts are services).
 pub fn table_of(name: &str) -> Table {

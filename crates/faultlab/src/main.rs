@@ -83,6 +83,8 @@ fn main() -> ExitCode {
         cli::Command::Replay(args) => replay::run(args),
         cli::Command::ReplayServer(args) => replay::run_server(args),
         cli::Command::Connect(args) => connect::run(args),
+        cli::Command::Completions(args) => completions(&args),
+        cli::Command::Man(args) => man(&args),
         cli::Command::Sandbox(_) => unreachable!("handled before tracing starts"),
     };
     match result {
@@ -109,17 +111,8 @@ fn with_table(command: clap::Command, table: &str) -> clap::Command {
 /// The command line, with the exit-code table at the end of each subcommand's `--help`. A usage error (clap's)
 /// exits with the bad-input code of the subcommand it was for; `--help` and `--version` exit 0.
 fn parse() -> Result<cli::Cli, ExitCode> {
-    let mut command = cli::Cli::command();
+    let command = command();
     let names: Vec<String> = command.get_subcommands().map(|s| s.get_name().to_owned()).collect();
-    for name in &names {
-        let table = exit::help(exit::table_of(name));
-        command = command.mut_subcommand(name, |sub| {
-            // `report merge` too: every level a user asks for help on.
-            let nested: Vec<String> = sub.get_subcommands().map(|s| s.get_name().to_owned()).collect();
-            let sub = nested.iter().fold(sub, |sub, n| sub.mut_subcommand(n, |s| with_table(s, &table)));
-            with_table(sub, &table)
-        });
-    }
     let error = match command.try_get_matches().and_then(|m| cli::Cli::from_arg_matches(&m)) {
         Ok(cli) => return Ok(cli),
         Err(error) => error,
@@ -132,6 +125,47 @@ fn parse() -> Result<cli::Cli, ExitCode> {
     // a known one, clap's own usage code.
     let table = std::env::args().nth(1).filter(|a| names.contains(a)).map(|a| exit::table_of(&a));
     Err(ExitCode::from(table.map_or(2, |t| Exit::BadInput.code(t))))
+}
+
+/// The command line as users see it: each subcommand's help ends with its exit-code table, the top level's with
+/// both (what --help, the completions and the manual page are made from).
+pub fn command() -> clap::Command {
+    let mut command = cli::Cli::command().after_help(exit::both());
+    let names: Vec<String> = command.get_subcommands().map(|s| s.get_name().to_owned()).collect();
+    for name in &names {
+        let table = exit::help(exit::table_of(name));
+        command = command.mut_subcommand(name, |sub| {
+            // `report merge` too: every level a user asks for help on.
+            let nested: Vec<String> = sub.get_subcommands().map(|s| s.get_name().to_owned()).collect();
+            let sub = nested.iter().fold(sub, |sub, n| sub.mut_subcommand(n, |s| with_table(s, &table)));
+            with_table(sub, &table)
+        });
+    }
+    command
+}
+
+/// `faultlab completions SHELL`: the script on stdout.
+fn completions(args: &cli::CompletionsArgs) -> Result<(), Failure> {
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command(), "faultlab", &mut script);
+    out!("{}", String::from_utf8_lossy(&script));
+    Ok(())
+}
+
+/// `faultlab man`: faultlab(1) on stdout, or every page into `--out`.
+fn man(args: &cli::ManArgs) -> Result<(), Failure> {
+    let command = command();
+    match &args.out {
+        Some(dir) => std::fs::create_dir_all(dir)
+            .and_then(|()| clap_mangen::generate_to(command, dir))
+            .map_err(|e| Failure::runtime(anyhow::anyhow!("cannot write the manual pages to {}: {e}", dir.display()))),
+        None => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(command).render(&mut page).map_err(Failure::runtime)?;
+            out!("{}", String::from_utf8_lossy(&page));
+            Ok(())
+        }
+    }
 }
 
 /// `faultlab sandbox`: exits with the agent's code (see `faultlab_eval::sandbox`).

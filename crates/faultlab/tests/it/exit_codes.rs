@@ -13,7 +13,7 @@ fn repo(path: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
 }
 
-const CHECKS: [&str; 7] = ["run", "demo", "diagnose", "eval", "replay", "report", "compare"];
+const CHECKS: [&str; 9] = ["run", "demo", "diagnose", "eval", "replay", "report", "compare", "completions", "man"];
 
 #[test]
 fn every_subcommand_help_ends_with_its_table() {

@@ -22,6 +22,7 @@ mod rmcp_client;
 mod run;
 mod schemas;
 mod serve_stdio;
+mod ship;
 mod stdio_fuzz;
 mod stdio_reliability;
 mod workspace_server;
