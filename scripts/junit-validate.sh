@@ -22,6 +22,11 @@
 #                                 --report junit  (stdout, exit 0)
 #   run-fail.xml                a scenario whose expectation fails, --report junit  (stdout, exit 2)
 #   run-error.xml               faultlab run no-such-file.yaml --report junit  (stdout, exit 1)
+#   run-skipped.xml             faultlab run disconnect-stdio.yaml --report junit  (a <skipped>; stdout, exit 0)
+#   eval-pass.xml, eval-fail.xml  faultlab eval data-empty-read.yaml --report junit with the good control agent
+#                                 (exit 0) and the one that gives up (a <failure>; exit 2)
+#   eval-error.xml              the same task against an HTTP server nothing listens on (an <error>; exit 1)
+#   merged.xml                  faultlab report merge of eval-pass and eval-fail's reports: OUT.xml beside it
 # A file passes when the command exited as expected and the file is valid against the XSD. One line per file
 # with the first validator error (all of them go to .cache/junit-xsd/last/LABEL.errors.txt), then
 # `N passed, M failed`; the exit status is non-zero if any file failed.
@@ -162,6 +167,23 @@ junit_stdout run-fail.xml 2 "faultlab run wrong.yaml --report junit" -- \
 
 junit_stdout run-error.xml 1 "faultlab run no-such-file.yaml --report junit" -- \
   "$bin" run no-such-file.yaml --report junit
+
+junit_stdout run-skipped.xml 0 "faultlab run disconnect-stdio.yaml --report junit" -- \
+  "$bin" run examples/scenarios/disconnect-stdio.yaml --report junit
+
+task=examples/eval/tasks/data-empty-read.yaml
+junit_stdout eval-pass.xml 0 "faultlab eval data-empty-read.yaml --agent 'faultlab agent good' --report junit" -- \
+  "$bin" eval "$task" --agent "$bin agent good" --agent-name good --out "$work/eval-pass" --report junit
+junit_stdout eval-fail.xml 2 "faultlab eval data-empty-read.yaml --agent 'faultlab agent gives-up' --report junit" -- \
+  "$bin" eval "$task" --agent "$bin agent gives-up" --agent-name gives-up --out "$work/eval-fail" --report junit
+# Port 9 (discard): nothing listens there on a test machine.
+{ cat "$task"; echo "server: {url: 'http://127.0.0.1:9/mcp'}"; } >"$work/unreachable.yaml"
+junit_stdout eval-error.xml 1 "faultlab eval (an HTTP server nothing listens on) --report junit" -- \
+  "$bin" eval "$work/unreachable.yaml" --agent "$bin agent good" --out "$work/eval-error" --report junit
+rc=0
+"$bin" report merge "$work/merged/report.json" "$work/eval-pass/report.json" "$work/eval-fail/report.json" \
+  </dev/null >"$work/merged.stdout" 2>"$work/merged.stderr" || rc=$?
+record merged.xml "$work/merged/report.xml" "$rc" 0 "faultlab report merge OUT.json A B: OUT.xml"
 
 rm -rf "$cache/last"
 mkdir -p "$cache/last"

@@ -178,9 +178,11 @@ impl Connection {
     /// Calls a tool, waiting at most `deadline`; on timeout the request is cancelled as the transport requires.
     pub async fn call_tool(&self, name: &str, arguments: Value, deadline: Duration) -> Observation {
         let start = Instant::now();
+        let sent = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok();
         let (reply, id) = self.request("tools/call", json!({"name": name, "arguments": arguments}), deadline).await;
         let elapsed = start.elapsed().as_secs_f64() * 1000.0;
         let mut obs = Observation::new(Outcome::Timeout, id.to_value(), elapsed);
+        obs.started_ms = sent.map(|d| d.as_secs_f64() * 1000.0);
         match reply {
             None => {
                 self.cancel(&id, "deadline exceeded").await;

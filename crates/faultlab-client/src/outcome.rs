@@ -38,6 +38,10 @@ pub struct Observation {
     pub error_kind: Option<ErrorKind>,
     /// Milliseconds from sending the request to its outcome (tokio clock).
     pub duration_ms: f64,
+    /// When the request was sent: wall-clock milliseconds since the Unix epoch (traces stamp their messages
+    /// with it, so a reader can tell an immediate retry from one after a backoff).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_ms: Option<f64>,
     /// The request id used on the wire.
     pub request_id: Value,
     /// The `result` of the reply, when there was one.
@@ -53,7 +57,16 @@ pub struct Observation {
 
 impl Observation {
     pub(crate) fn new(outcome: Outcome, request_id: Value, duration_ms: f64) -> Self {
-        Self { outcome, error_kind: None, duration_ms, request_id, result: None, error: None, http_status: None }
+        Self {
+            outcome,
+            error_kind: None,
+            duration_ms,
+            started_ms: None,
+            request_id,
+            result: None,
+            error: None,
+            http_status: None,
+        }
     }
 
     /// The text of the result's text content blocks, joined with newlines.

@@ -117,3 +117,20 @@ fn replies_pair_with_requests_by_scope_and_id_and_later_ones_are_duplicates() {
     assert_eq!(trajectory.tool_calls().len(), 2);
     assert!(trajectory.upstream_answered());
 }
+
+/// The error the proxy writes for a request whose upstream it could not reach is not the server answering.
+#[test]
+fn the_proxys_error_for_a_lost_upstream_is_not_an_answer() {
+    let lines = [
+        r#"{"tsMs":1,"scope":"","event":"frame","direction":"client_to_server","action":"forwarded","id":1,"method":"initialize","bytes":1}"#,
+        r#"{"tsMs":2,"scope":"","event":"transport","outcome":"closed","requestId":1,"detail":"connection refused"}"#,
+        r#"{"tsMs":3,"scope":"","event":"frame","direction":"server_to_client","action":"forwarded","id":1,"bytes":1,"error":true}"#,
+    ];
+    let lost = Trajectory::parse(&lines.join("\n")).unwrap();
+    assert!(!lost.upstream_answered());
+    assert_eq!(lost.upstream_lost(), Some("connection refused"));
+    // Without the transport event, the same reply is the server's.
+    let answered = Trajectory::parse(&[lines[0], lines[2]].join("\n")).unwrap();
+    assert!(answered.upstream_answered());
+    assert_eq!(answered.upstream_lost(), None);
+}

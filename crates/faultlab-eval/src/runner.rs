@@ -478,8 +478,16 @@ impl Proxies {
         if let Some(failed) = &self.failed {
             return Some(failed.clone());
         }
+        if trajectory.upstream_answered() {
+            return None;
+        }
+        // A proxy over an HTTP server it cannot reach keeps running (each request gets an error), so its exit code
+        // does not tell; the lost connection in the trajectory does.
+        if let Some(detail) = trajectory.upstream_lost() {
+            return Some(format!("the server never answered: {detail}"));
+        }
         let failed = self.codes.iter().any(|code| matches!(code, Some(c) if *c != 0));
-        if !failed || trajectory.upstream_answered() {
+        if !failed {
             return None;
         }
         let log = std::fs::read_to_string(log).unwrap_or_default();

@@ -11,6 +11,8 @@ pub struct Case {
     pub failure: Option<(String, String)>,
     /// The failure was an error (the test could not run) rather than an unmet expectation.
     pub error: bool,
+    /// Not run, and why (a sentence for people).
+    pub skipped: Option<String>,
     pub system_out: Option<String>,
 }
 
@@ -18,11 +20,14 @@ pub struct Case {
 pub fn render(suite: &str, cases: &[Case]) -> String {
     let failures = cases.iter().filter(|c| c.failure.is_some() && !c.error).count();
     let errors = cases.iter().filter(|c| c.failure.is_some() && c.error).count();
+    let skipped = cases.iter().filter(|c| c.skipped.is_some()).count();
     let time: f64 = cases.iter().map(|c| c.seconds).sum();
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
+    // `skipped` only when there are any, so a suite without reads as before.
+    let skipped_attribute = if skipped > 0 { format!(" skipped=\"{skipped}\"") } else { String::new() };
     let _ = writeln!(
         out,
-        "<testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\" time=\"{time:.3}\">",
+        "<testsuite name=\"{}\" tests=\"{}\" failures=\"{failures}\" errors=\"{errors}\"{skipped_attribute} time=\"{time:.3}\">",
         escape(suite),
         cases.len()
     );
@@ -34,7 +39,7 @@ pub fn render(suite: &str, cases: &[Case]) -> String {
             escape(&case.classname),
             case.seconds
         );
-        if case.failure.is_none() && case.system_out.is_none() {
+        if case.failure.is_none() && case.skipped.is_none() && case.system_out.is_none() {
             out.push_str("/>\n");
             continue;
         }
@@ -42,6 +47,9 @@ pub fn render(suite: &str, cases: &[Case]) -> String {
         if let Some((message, details)) = &case.failure {
             let element = if case.error { "error" } else { "failure" };
             let _ = writeln!(out, "    <{element} message=\"{}\">{}</{element}>", escape(message), escape(details));
+        }
+        if let Some(why) = &case.skipped {
+            let _ = writeln!(out, "    <skipped message=\"{}\"/>", escape(why));
         }
         if let Some(text) = &case.system_out {
             let _ = writeln!(out, "    <system-out>{}</system-out>", escape(text));
@@ -88,6 +96,7 @@ mod tests {
                 seconds: 0.5,
                 failure: None,
                 error: false,
+                skipped: None,
                 system_out: None,
             },
             Case {
@@ -96,6 +105,7 @@ mod tests {
                 seconds: 0.25,
                 failure: Some(("boom".into(), "details".into())),
                 error: false,
+                skipped: None,
                 system_out: None,
             },
         ];

@@ -8,8 +8,10 @@
 //! - [`target`]: external target files.
 //! - [`report`]: console, JSON and JUnit renderings of the results.
 //! - [`probe`]: the seven deterministic `lab_probe` runs of the demo.
+//! - [`baseline`]: known failures checked in, for `run` and `eval`: new and stale ones fail.
 
 pub mod adapter;
+pub mod baseline;
 pub mod expect;
 pub mod fake;
 pub mod junit;

@@ -10,10 +10,11 @@ use std::fmt::Write as _;
 pub fn console(reports: &[ScenarioReport]) -> String {
     let mut out = String::new();
     for r in reports {
-        let verdict = match (&r.skipped, r.passed) {
-            (Some(_), _) => "SKIP",
-            (None, true) => "PASS",
-            (None, false) => "FAIL",
+        let verdict = match (&r.skipped, &r.error, r.passed) {
+            (Some(_), _, _) => "SKIP",
+            (None, Some(_), _) => "ERROR",
+            (None, None, true) => "PASS",
+            (None, None, false) => "FAIL",
         };
         let version = serde_json::to_value(r.protocol_version).ok().and_then(|v| v.as_str().map(str::to_owned));
         let (target, version) = (&r.target, version.unwrap_or_default());
@@ -28,7 +29,7 @@ pub fn console(reports: &[ScenarioReport]) -> String {
                 r.duration_ms
             ),
         };
-        for failure in &r.failures {
+        for failure in r.error.iter().chain(&r.failures) {
             let _ = writeln!(out, "      - {failure}");
         }
         for step in r.steps.iter().filter(|s| !s.passed) {
@@ -39,8 +40,14 @@ pub fn console(reports: &[ScenarioReport]) -> String {
     }
     let skipped = reports.iter().filter(|r| r.skipped.is_some()).count();
     let passed = reports.iter().filter(|r| r.passed).count() - skipped;
-    let failed = reports.len() - passed - skipped;
-    let _ = writeln!(out, "{passed} passed, {failed} failed, {skipped} skipped");
+    let errors = reports.iter().filter(|r| r.error.is_some()).count();
+    let failed = reports.len() - passed - skipped - errors;
+    let _ = write!(out, "{passed} passed, {failed} failed, {skipped} skipped");
+    // Only when there are any, so a clean summary reads as before.
+    if errors > 0 {
+        let _ = write!(out, ", {errors} could not run (the target did not start)");
+    }
+    out.push('\n');
     out
 }
 
@@ -50,10 +57,23 @@ pub fn json(reports: &[ScenarioReport]) -> String {
     serde_json::to_string_pretty(&json!({"passed": passed, "scenarios": reports})).unwrap_or_default() + "\n"
 }
 
-/// JUnit: a test case per step call (primary and observer) and one per scenario's adapter lifecycle.
+/// JUnit: a test case per step call (primary and observer) and one per scenario's adapter lifecycle; a skipped
+/// scenario is one `<skipped>` case saying why.
 pub fn junit_xml(reports: &[ScenarioReport]) -> String {
     let mut cases = Vec::new();
-    for r in reports.iter().filter(|r| r.skipped.is_none()) {
+    for r in reports {
+        if let Some(why) = &r.skipped {
+            cases.push(junit::Case {
+                name: r.name.clone(),
+                classname: format!("faultlab.{}.execution", r.target),
+                seconds: 0.0,
+                failure: None,
+                error: false,
+                skipped: Some(why.clone()),
+                system_out: None,
+            });
+            continue;
+        }
         for step in &r.steps {
             let kind = if step.observer { "observer" } else { "primary" };
             let name = if step.repeat > 1 { format!("{} #{}", step.label, step.repeat) } else { step.label.clone() };
@@ -63,6 +83,7 @@ pub fn junit_xml(reports: &[ScenarioReport]) -> String {
                 seconds: step.duration_ms / 1000.0,
                 failure: (!step.passed).then(|| (step.failures[0].clone(), step.failures.join("\n"))),
                 error: false,
+                skipped: None,
                 system_out: None,
             });
         }
@@ -80,13 +101,15 @@ pub fn junit_xml(reports: &[ScenarioReport]) -> String {
                 )
             })
             .collect();
+        let problems: Vec<&str> = r.error.iter().chain(&r.failures).map(String::as_str).collect();
         cases.push(junit::Case {
             name: format!("{} (execution)", r.name),
             classname: format!("faultlab.{}.execution", r.target),
             seconds: r.duration_ms / 1000.0,
-            failure: r.failures.first().map(|f| (f.clone(), r.failures.join("\n"))),
+            failure: problems.first().map(|f| (f.to_string(), problems.join("\n"))),
             // A failed setup or cleanup means the scenario could not run as planned.
             error: true,
+            skipped: None,
             system_out: Some(lifecycle.join("\n")),
         });
     }
@@ -109,6 +132,7 @@ pub fn error(format: &str, code: &str, message: &str) -> String {
                 seconds: 0.0,
                 failure: Some((message.into(), message.into())),
                 error: true,
+                skipped: None,
                 system_out: None,
             }],
         ),

@@ -35,8 +35,12 @@ pub struct ScenarioReport {
     /// Why the scenario did not run on this target (it names other transports); a skipped scenario passes.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub skipped: Option<String>,
-    /// Failures outside the steps (setup, cleanup).
+    /// Failures outside the steps (cleanup).
     pub failures: Vec<String>,
+    /// The scenario could not run: the target did not start or answer `initialize`. Not a verdict on the client:
+    /// reported as an error in every format, and `faultlab run` exits 1.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
     pub steps: Vec<StepReport>,
     /// Every adapter operation, in order.
     pub diagnostics: Vec<OpRecord>,
@@ -75,6 +79,7 @@ pub async fn run<A: Adapter>(adapter: &A, scenario: &Scenario, context: &RunCont
         passed: false,
         skipped: None,
         failures: Vec::new(),
+        error: None,
         steps: Vec::new(),
         diagnostics: Vec::new(),
         duration_ms: 0.0,
@@ -88,10 +93,12 @@ pub async fn run<A: Adapter>(adapter: &A, scenario: &Scenario, context: &RunCont
         }
     };
     if !scenario.transports.is_empty() && !scenario.transports.contains(&context.transport) {
-        let name = |t: &TransportName| serde_json::to_value(t).ok().and_then(|v| v.as_str().map(str::to_owned));
-        let over: Vec<String> = scenario.transports.iter().filter_map(name).collect();
-        let target = name(&context.transport).unwrap_or_default();
-        report.skipped = Some(format!("it runs over {} only, and this target is {target}", over.join(" and ")));
+        let names: Vec<&str> = scenario.transports.iter().map(|t| t.name()).collect();
+        report.skipped = Some(format!(
+            "the scenario applies to {} only; this target speaks {}",
+            names.join(" and "),
+            context.transport.name()
+        ));
         report.passed = true;
         return report;
     }
@@ -104,7 +111,7 @@ pub async fn run<A: Adapter>(adapter: &A, scenario: &Scenario, context: &RunCont
     report.diagnostics.push(setup.record.clone());
     let Some(session) = setup.value else {
         let why = setup.record.failure.map_or("unknown".into(), |f| f.message);
-        report.failures.push(format!("adapter setup failed: {why}"));
+        report.error = Some(format!("the target could not start: {why}"));
         report.duration_ms = start.elapsed().as_secs_f64() * 1000.0;
         return report;
     };

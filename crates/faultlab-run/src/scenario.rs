@@ -66,6 +66,16 @@ pub enum TransportName {
     Http,
 }
 
+impl TransportName {
+    /// As a scenario file spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            TransportName::Stdio => "stdio",
+            TransportName::Http => "http",
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Call {

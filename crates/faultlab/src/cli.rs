@@ -9,7 +9,9 @@ pub struct Cli {
     pub command: Command,
 }
 
-#[derive(Debug, Subcommand)]
+/// The subcommands; `IntoStaticStr` gives each one's name as typed (the exit-code table is chosen by it).
+#[derive(Debug, Subcommand, strum::IntoStaticStr)]
+#[strum(serialize_all = "kebab-case")]
 pub enum Command {
     /// Run the deliberately faulty MCP server (stdio by default, or Streamable HTTP).
     Serve(ServeArgs),
@@ -55,6 +57,24 @@ pub enum Command {
     /// Relays stdio to an eval run's proxy socket (the server command an agent under `faultlab eval` is given).
     #[command(hide = true)]
     Connect(ConnectArgs),
+    /// Print a shell completion script, e.g. `faultlab completions bash > ~/.local/share/bash-completion/completions/faultlab`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), or write one page per subcommand into a folder with --out.
+    Man(ManArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ManArgs {
+    /// Write faultlab.1 and faultlab-SUBCOMMAND.1 here (created if missing) instead of printing faultlab.1.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
 }
 
 /// The agent under test, as `eval` and `explore` take it (the other choice, `--controls`, is each command's own).
@@ -91,9 +111,9 @@ pub struct ConnectArgs {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Exit codes: 0 every run passed (with --controls: every verdict is the expected one); 2 a run \
-failed its grade (with --controls: a verdict disagrees with the oracle); 1 the evaluation could not happen (a bad \
-task file or argument, an agent command that cannot start).")]
+#[command(after_help = "Here 2 is a run that failed its grade (with --controls: a verdict that disagrees with the \
+oracle); 1 includes a run whose set-up failed (the agent, proxy or server never started): an ERROR in every \
+report, never a verdict.")]
 pub struct EvalArgs {
     /// Task files (YAML, or JSON by the .json extension), or folders of them. Without any, the built-in tasks.
     #[arg(value_name = "TASK")]
@@ -130,6 +150,17 @@ pub struct EvalArgs {
     /// Overrides every task's deadline_ms (e.g. for an agent that takes seconds to start).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub deadline_ms: Option<u64>,
+    /// What stdout gets: a line per run and the pass rate, or JUnit XML (junit.xml is written to --out either way).
+    #[arg(long, value_enum, default_value_t = EvalReport::Console)]
+    pub report: EvalReport,
+    #[command(flatten)]
+    pub baseline: BaselineArgs,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EvalReport {
+    Console,
+    Junit,
 }
 
 #[derive(Debug, clap::Args)]
@@ -191,8 +222,7 @@ pub struct ExploreArgs {
 rules and seed; every request still reaches the server (writes happen again, so the end state is graded), but the \
 server's reply to a call the recording holds (same method, tool, arguments and occurrence) is the recorded one. \
 Calls the recording lacks are answered live and counted.\n\
-Exit codes: 0 every replayed run passed; 2 a run failed its grade, or a bad argument; 1 the report or a run folder \
-cannot be read.")]
+Here 2 is a replayed run that failed its grade; 1 includes a report or run folder that cannot be read.")]
 pub struct ReplayArgs {
     /// The report.json of a faultlab eval (run folders are found relative to it).
     pub report: std::path::PathBuf,
@@ -232,9 +262,9 @@ pub enum ReportCommand {
 
 #[derive(Debug, clap::Args)]
 #[command(
-    after_help = "Writes OUT.json, and OUT.md and OUT.html beside it. Each run's `dir` is rewritten relative to the merged report when the run's folder is found next to its input report. The merged report's meta.wall_ms is the longest input's (the elapsed time when the shards ran side by side); merged.wall_ms_sum adds them all up.\n\
+    after_help = "Writes OUT.json, and OUT.md, OUT.html and OUT.xml (JUnit) beside it. Each run's `dir` is rewritten relative to the merged report when the run's folder is found next to its input report. The merged report's meta.wall_ms is the longest input's (the elapsed time when the shards ran side by side); merged.wall_ms_sum adds them all up.\n\
 Example: faultlab report merge merged/report.json shard-*/report.json --oracle builtin\n\
-Exit codes: 0 merged (and, with --oracle, every verdict is the expected one); 2 an oracle verdict disagrees, or a bad argument; 1 an input cannot be read or is not an eval report, or the inputs do not fit together (a run in two inputs; with different seeds, faultlab versions or repeat counts, or a missing shard, unless --force)."
+Here 2 is an oracle verdict that disagrees; 1 includes an input that cannot be read or is not an eval report, and inputs that do not fit together (a run in two inputs; different seeds, faultlab versions or repeat counts, or a missing shard, unless --force)."
 )]
 pub struct MergeArgs {
     /// The merged report to write (JSON; the Markdown report goes beside it, as .md).
@@ -263,7 +293,7 @@ pub enum CompareFormat {
 #[derive(Debug, clap::Args)]
 #[command(
     after_help = "Each row tests A's pass rate against B's with Fisher's exact test (two-sided, α = 0.05), exact at small run counts; rows are not corrected for multiple comparisons. Per-agent rows appear when both reports ran the same agents.\n\
-Exit codes: 0 compared; 2 with --fail-on-regression, B is significantly worse than A on some row (or a bad argument); 1 a report cannot be read or is not an eval report."
+Here 2 is, with --fail-on-regression, B significantly worse than A on some row; 1 includes a report that cannot be read or is not an eval report."
 )]
 pub struct CompareArgs {
     /// The baseline report (report.json of faultlab eval or faultlab report merge).
@@ -314,8 +344,9 @@ pub enum Era {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Exit codes: 0 every scenario passed (an expected error or timeout is a pass); 2 an \
-expectation failed; 1 the run could not happen (a bad file or argument, a target that did not start).")]
+#[command(after_help = "Here 0 is every scenario passed (an expected error or timeout is a pass); 2 an expectation \
+failed; 1 includes a target that did not start, reported as an ERROR (JUnit <error>, JSON \"error\") in every \
+format.")]
 pub struct RunArgs {
     /// Scenario files (YAML, or JSON by the .json extension), or folders of them.
     #[arg(required = true)]
@@ -333,6 +364,21 @@ pub struct RunArgs {
     /// Also write report.json, junit.xml and traces/ here.
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub baseline: BaselineArgs,
+}
+
+/// Known failures checked in: `run` and `eval`.
+#[derive(Debug, Clone, clap::Args)]
+pub struct BaselineArgs {
+    /// Known failures (YAML; schemas/baseline.schema.json): a listed check that fails is expected; a new failure,
+    /// or a listed check that now passes (stale: remove it), fails the run (exit 2).
+    #[arg(long, value_name = "FILE")]
+    pub baseline: Option<std::path::PathBuf>,
+    /// Write the checks that failed in this run to the --baseline file (creating it) and exit 0, unless something
+    /// could not run.
+    #[arg(long, requires = "baseline")]
+    pub update_baseline: bool,
 }
 
 #[derive(Debug, clap::Args)]
@@ -468,9 +514,8 @@ A --fault SPEC is one rule as a YAML flow mapping, e.g. \
 --fault '{match: {tool: echo}, fault: {type: latency, delay_ms: 200}}'.\n\
 When the client closes stdin (or the proxy gets SIGTERM/SIGINT) the stdio upstream is stopped in order: its stdin \
 is closed; after --shutdown-grace, SIGTERM to its process group; after the grace again, SIGKILL to the group.\n\
-Exit codes: 0 the session ended; 1 the upstream could not start, or exited on its own while the client was still \
-connected or with requests unanswered (each got a JSON-RPC error), or the client's stdout could not be written; 2 bad \
-rules or arguments.")]
+Here 1 includes an upstream that exited on its own while the client was still connected or with requests \
+unanswered (each got a JSON-RPC error).")]
 pub struct ProxyArgs {
     /// Rules file (YAML, or JSON by the .json extension); see schemas/rules.schema.json.
     #[arg(long)]
@@ -568,9 +613,8 @@ pub enum DiagnoseFormat {
 #[command(after_help = "Findings: tool_loop, retry_storm, unhandled_tool_error, false_success, ignored_timeout, \
 duplicate_side_effect, retry_without_backoff, error_swallowed, corrected_retry. Each is a heuristic; the report says \
 which detectors a trace lacks the data for (trajectories record no agent messages, and older ones no arguments).\n\
-Exit codes: 0 diagnosed (findings alone do not fail); 2 a finding named by --fail-on is present; 1 a trace could \
-not be read or parsed (the error names the file and the message index or line), or a bad --fail-on name or \
-threshold.")]
+Here 0 is diagnosed (findings alone do not fail); 2 a finding named by --fail-on is present; 1 includes a trace \
+that cannot be read or parsed (the error names the file and the message index or line).")]
 pub struct DiagnoseArgs {
     /// Traces: OpenAI-message JSON (from faultlab run, faultlab demo or an agent) or proxy trajectories (JSON lines
     /// from faultlab proxy --record), or folders of them (.json and .jsonl files).

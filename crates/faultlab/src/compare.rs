@@ -23,10 +23,10 @@ pub fn run(args: CompareArgs) -> Result<(), Failure> {
     }
     let worse: Vec<String> = comparison.regressions().map(|r| r.label()).collect();
     if args.fail_on_regression && !worse.is_empty() {
-        return Err(Failure::new(
-            2,
-            anyhow!("B ({b_name}) is significantly worse than A ({a_name}) on: {}", worse.join(", ")),
-        ));
+        return Err(Failure::failed(anyhow!(
+            "B ({b_name}) is significantly worse than A ({a_name}) on: {}",
+            worse.join(", ")
+        )));
     }
     Ok(())
 }

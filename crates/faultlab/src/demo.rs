@@ -78,23 +78,24 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
         args.out.display()
     );
     if disagreements > 0 {
-        return Err(Failure::new(2, anyhow::anyhow!("{disagreements} eval verdict(s) differ from the oracle")));
+        return Err(Failure::failed(anyhow::anyhow!("{disagreements} eval verdict(s) differ from the oracle")));
     }
     if !explored.is_empty() {
-        return Err(Failure::new(
-            2,
-            anyhow::anyhow!("the exploration differs from its oracle: {}", explored.join("; ")),
-        ));
+        return Err(Failure::failed(anyhow::anyhow!(
+            "the exploration differs from its oracle: {}",
+            explored.join("; ")
+        )));
     }
     if passed == results.len() && suite_failed == 0 {
         Ok(())
     } else if suite_failed > 0 {
-        Err(Failure::new(2, anyhow::anyhow!("{suite_failed} suite scenario run(s) failed")))
+        Err(Failure::failed(anyhow::anyhow!("{suite_failed} suite scenario run(s) failed")))
     } else {
-        Err(Failure::new(
-            2,
-            anyhow::anyhow!("{} of {} runs did not behave as expected", results.len() - passed, results.len()),
-        ))
+        Err(Failure::failed(anyhow::anyhow!(
+            "{} of {} runs did not behave as expected",
+            results.len() - passed,
+            results.len()
+        )))
     }
 }
 
@@ -267,6 +268,7 @@ fn write_reports(out: &Path, results: &[ProbeResult]) -> anyhow::Result<()> {
             seconds: r.duration_ms / 1000.0,
             failure: (!r.passed).then(|| (r.failures.first().cloned().unwrap_or_default(), r.failures.join("\n"))),
             error: false,
+            skipped: None,
             system_out: Some(r.run.summary.into()),
         })
         .collect();

@@ -42,7 +42,7 @@ pub fn run(args: DiagnoseArgs) -> Result<(), Failure> {
         Ok(())
     } else {
         let names: Vec<&str> = present.iter().map(|k| k.name()).collect();
-        Err(Failure::new(2, anyhow!("--fail-on: {} present", names.join(", "))))
+        Err(Failure::failed(anyhow!("--fail-on: {} present", names.join(", "))))
     }
 }
 

@@ -2,7 +2,7 @@
 //! `--controls`, check every verdict against the oracle.
 
 use crate::Failure;
-use crate::cli::EvalArgs;
+use crate::cli::{EvalArgs, EvalReport};
 use anyhow::{Context as _, anyhow};
 use faultlab_eval::agent::ControlAgent;
 use faultlab_eval::batch::Batch;
@@ -12,6 +12,7 @@ use faultlab_eval::oracle::Oracle;
 use faultlab_eval::report::{self, Meta, Report};
 use faultlab_eval::runner::{AgentSpec, RunRecord};
 use faultlab_eval::task::Task;
+use faultlab_run::junit;
 use std::collections::HashSet;
 use std::io::IsTerminal as _;
 use std::path::Path;
@@ -25,7 +26,7 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         let mut tasks = Vec::new();
         let paths = crate::inputs::expand(&args.tasks, crate::inputs::YAML_OR_JSON).map_err(Failure::runtime)?;
         for path in &paths {
-            tasks.push(Arc::new(Task::load(path).map_err(|e| Failure::new(1, e.into()))?));
+            tasks.push(Arc::new(Task::load(path).map_err(Failure::runtime)?));
         }
         tasks
     };
@@ -37,6 +38,10 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
     if args.repeat == 0 || args.jobs == 0 {
         return Err(Failure::usage(anyhow!("--repeat and --jobs must be at least 1")));
     }
+    if args.controls && args.baseline.baseline.is_some() {
+        return Err(Failure::usage(anyhow!("--baseline is for an agent under test; --controls checks the oracle")));
+    }
+    let baseline = crate::baseline::load(&args.baseline).map_err(Failure::usage)?;
     let oracle = match (&args.oracle, args.controls) {
         (Some(path), _) => Some(load_oracle(path)?),
         (None, true) => Some(builtin::oracle()),
@@ -44,9 +49,8 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
     };
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create the output folder {}", args.out.display()))
-        .map_err(|e| Failure::new(1, e))?;
-    let faultlab =
-        std::env::current_exe().context("cannot find the faultlab executable").map_err(|e| Failure::new(1, e))?;
+        .map_err(Failure::runtime)?;
+    let faultlab = std::env::current_exe().context("cannot find the faultlab executable").map_err(Failure::runtime)?;
     let batch = Batch {
         tasks,
         agents,
@@ -56,7 +60,7 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         // Absolute: the agents run in their own scratch folders, and find their files by the paths given here.
         out: std::path::absolute(&args.out)
             .with_context(|| format!("cannot resolve the output folder {}", args.out.display()))
-            .map_err(|e| Failure::new(1, e))?,
+            .map_err(Failure::runtime)?,
         keep_workspaces: args.keep,
         faultlab,
         shard: args.shard.map(Shard::zero_based),
@@ -94,35 +98,47 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
     };
     let report = Report { shard: args.shard, ..Report::new(meta, runs) };
     write_reports(&args.out, &report)?;
-    print_summary(&report, oracle.as_ref());
-    outln!("reports: {}", args.out.join("report.md").display());
+    match args.report {
+        EvalReport::Console => {
+            print_summary(&report, oracle.as_ref());
+            outln!("reports: {}", args.out.join("report.md").display());
+        }
+        EvalReport::Junit => {
+            out!("{}", junit(&report));
+            eprintln!("faultlab eval: reports in {}", args.out.display());
+        }
+    }
     if let Some(first) = errors.first() {
         for error in &errors {
             eprintln!("faultlab: a run could not happen: {error}");
         }
-        return Err(Failure::new(1, anyhow!("{} run(s) could not happen; first: {first}", errors.len())));
+        return Err(Failure::runtime(anyhow!("{} run(s) could not happen; first: {first}", errors.len())));
     }
     let broken: Vec<&RunRecord> = report.runs.iter().filter(|r| r.error.is_some()).collect();
     if let Some(first) = broken.first() {
-        return Err(Failure::new(
-            1,
-            anyhow!(
-                "{} run(s) could not be graded, the set-up failed; first: {} × {}: {}",
-                broken.len(),
-                first.task,
-                first.agent,
-                first.error.as_deref().unwrap_or_default()
-            ),
-        ));
+        return Err(Failure::runtime(anyhow!(
+            "{} run(s) could not be graded, the set-up failed; first: {} × {}: {}",
+            broken.len(),
+            first.task,
+            first.agent,
+            first.error.as_deref().unwrap_or_default()
+        )));
     }
     if let Some(oracle) = oracle {
         let entries = oracle.entries.into_iter().filter(|e| pairs.contains(&(e.task.clone(), e.agent.name().into())));
         return check_oracle(Oracle { entries: entries.collect() }, &report.runs);
     }
+    let ids: Vec<(String, bool)> =
+        report.runs.iter().map(|r| (format!("{} × {}", r.task, r.agent), r.verdict.passed)).collect();
+    if let Some(verdict) =
+        crate::baseline::finish(&args.baseline, baseline.as_ref(), ids.iter().map(|(id, p)| (id.as_str(), *p)))
+    {
+        return verdict;
+    }
     let failed = report.runs.iter().filter(|r| !r.verdict.passed).count();
     match failed {
         0 => Ok(()),
-        n => Err(Failure::new(2, anyhow!("{n} of {} runs failed their grade", report.runs.len()))),
+        n => Err(Failure::failed(anyhow!("{n} of {} runs failed their grade", report.runs.len()))),
     }
 }
 
@@ -166,18 +182,19 @@ pub fn check_oracle(oracle: Oracle, runs: &[RunRecord]) -> Result<(), Failure> {
         oracle.entries.len().saturating_sub(disagreements.len()),
         disagreements.len()
     );
-    Err(Failure::new(
-        2,
-        anyhow!("{} disagreement(s) with the oracle ({} entries checked)", disagreements.len(), oracle.entries.len()),
-    ))
+    Err(Failure::failed(anyhow!(
+        "{} disagreement(s) with the oracle ({} entries checked)",
+        disagreements.len(),
+        oracle.entries.len()
+    )))
 }
 
 /// Reads an oracle file (exit 1 naming the file when it cannot be read or parsed).
 pub fn load_oracle(path: &Path) -> Result<Oracle, Failure> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read oracle file {}", path.display()))
-        .map_err(|e| Failure::new(1, e))?;
-    Oracle::parse(&text).map_err(|e| Failure::new(1, anyhow!("oracle file {} is invalid: {e}", path.display())))
+        .map_err(Failure::runtime)?;
+    Oracle::parse(&text).map_err(|e| Failure::runtime(anyhow!("oracle file {} is invalid: {e}", path.display())))
 }
 
 /// report.json, report.md and report.html in `out`.
@@ -186,11 +203,52 @@ pub fn write_reports(out: &std::path::Path, report: &Report) -> Result<(), Failu
         let path = out.join(name);
         std::fs::write(&path, text)
             .with_context(|| format!("cannot write {}", path.display()))
-            .map_err(|e| Failure::new(1, e))
+            .map_err(Failure::runtime)
     };
     write("report.json", serde_json::to_string_pretty(report).expect("plain data serialises"))?;
     write("report.md", report::markdown(report))?;
+    write("junit.xml", junit(report))?;
     write("report.html", faultlab_eval::html::render(report))
+}
+
+/// JUnit XML: a test case per run, named `TASK × AGENT #REPEAT`; a failed grade is a `<failure>` naming the
+/// layers that failed and why, a run whose set-up failed an `<error>`.
+pub fn junit(report: &Report) -> String {
+    let cases: Vec<junit::Case> = report
+        .runs
+        .iter()
+        .map(|run| {
+            let v = &run.verdict;
+            let failure = match &run.error {
+                Some(error) => Some((format!("the run could not happen: {error}"), error.clone())),
+                None if v.passed => None,
+                None => {
+                    let layers = [("outcome", &v.outcome), ("safety", &v.safety), ("side_effects", &v.side_effects)];
+                    let mut failing: Vec<&str> = layers.iter().filter(|(_, l)| !l.passed).map(|(n, _)| *n).collect();
+                    let mut details: Vec<String> = layers
+                        .iter()
+                        .flat_map(|(name, layer)| layer.checks.iter().filter(|c| !c.passed).map(move |c| (name, c)))
+                        .map(|(name, c)| format!("{name}: {}: {}", c.name, c.detail))
+                        .collect();
+                    if !v.recovery.passed {
+                        failing.push("recovery");
+                        details.push(format!("recovery: {}", v.recovery.detail));
+                    }
+                    Some((format!("failed its grade: {}", failing.join(", ")), details.join("\n")))
+                }
+            };
+            junit::Case {
+                name: format!("{} × {} #{}", run.task, run.agent, run.repeat + 1),
+                classname: format!("faultlab.eval.{}", run.task),
+                seconds: run.duration_ms as f64 / 1000.0,
+                failure,
+                error: run.error.is_some(),
+                skipped: None,
+                system_out: Some(format!("run folder: {}", run.dir)),
+            }
+        })
+        .collect();
+    junit::render("faultlab eval", &cases)
 }
 
 /// One line per run; with an oracle, a control agent's failure it calls for reads EXPECTED, not FAIL.

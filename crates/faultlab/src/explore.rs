@@ -36,7 +36,7 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
         (false, _) => {
             let mut tasks = Vec::new();
             for path in &args.tasks {
-                tasks.push(Arc::new(Task::load(path).map_err(|e| Failure::new(1, e.into()))?));
+                tasks.push(Arc::new(Task::load(path).map_err(Failure::usage)?));
             }
             tasks
         }
@@ -153,7 +153,7 @@ pub fn verdict(report: &ExploreReport) -> Result<(), Failure> {
     }
     match report.breaking() {
         0 => Ok(()),
-        n => Err(Failure::new(2, anyhow!("{n} variant(s) broke the agent; reproducers in report.md"))),
+        n => Err(Failure::failed(anyhow!("{n} variant(s) broke the agent; reproducers in report.md"))),
     }
 }
 
@@ -166,7 +166,7 @@ fn check_oracle(oracle: &ExploreOracle, report: &ExploreReport) -> Result<(), Fa
     outln!("explore oracle: {} passed, {} failed", n.saturating_sub(disagreements.len()), disagreements.len());
     match disagreements.len() {
         0 => Ok(()),
-        k => Err(Failure::new(2, anyhow!("{k} disagreement(s) with the explore oracle ({n} entries checked)"))),
+        k => Err(Failure::failed(anyhow!("{k} disagreement(s) with the explore oracle ({n} entries checked)"))),
     }
 }
 

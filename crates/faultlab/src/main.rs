@@ -1,7 +1,6 @@
 //! `faultlab`: parse the command line, run the chosen command, map the outcome to the documented exit code.
 //!
-//! Exit codes: 0 success; 1 the command could not do its job (a runtime failure); 2 the input was wrong (an
-//! unknown flag, a bad value, a bad `LAB_*` variable). Every error names what to fix.
+//! Exit codes: one table for every subcommand, in `exit`; every error names what to fix.
 
 /// `print!` for command output: never panics, even when stdout is a pipe whose reader is gone (`faultlab run … |
 /// head -1`). From then on output is dropped and the command finishes its work and its exit code as usual.
@@ -16,6 +15,7 @@ macro_rules! outln {
 }
 
 mod agent;
+mod baseline;
 mod builtin;
 mod cli;
 mod compare;
@@ -25,6 +25,7 @@ mod console;
 mod demo;
 mod diagnose;
 mod eval;
+mod exit;
 mod explore;
 mod faults;
 mod init;
@@ -39,7 +40,8 @@ mod serve;
 mod signals;
 mod workspace;
 
-use clap::Parser;
+use clap::{CommandFactory as _, FromArgMatches as _};
+use exit::Exit;
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -66,12 +68,16 @@ pub fn write_stdout(args: std::fmt::Arguments) {
 }
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = match parse() {
+        Ok(cli) => cli,
+        Err(code) => return code,
+    };
     // Before anything can start a thread: the sandbox forks.
     if let cli::Command::Sandbox(args) = &cli.command {
         return sandbox(args);
     }
     init_tracing();
+    let table = exit::table_of((&cli.command).into());
     let result = match cli.command {
         cli::Command::Serve(args) => serve::run(args),
         cli::Command::Proxy(args) => proxy::run(*args),
@@ -90,6 +96,8 @@ fn main() -> ExitCode {
         cli::Command::WorkspaceServer(args) => workspace::run(args),
         cli::Command::Replay(args) => replay::run(args),
         cli::Command::Connect(args) => connect::run(args),
+        cli::Command::Completions(args) => completions(&args),
+        cli::Command::Man(args) => man(&args),
         cli::Command::Sandbox(_) => unreachable!("handled before tracing starts"),
     };
     match result {
@@ -100,7 +108,76 @@ fn main() -> ExitCode {
                 let line = console::error_line(&failure.error);
                 let _ = writeln!(anstream::stderr(), "{} {line}", console::error_prefix());
             }
-            ExitCode::from(failure.code)
+            ExitCode::from(failure.exit.code(table))
+        }
+    }
+}
+
+/// `command`'s help with `table` after what it says after its options.
+fn with_table(command: clap::Command, table: &str) -> clap::Command {
+    let text = match command.get_after_help() {
+        Some(before) => format!("{before}\n\n{table}"),
+        None => table.to_owned(),
+    };
+    command.after_help(text)
+}
+
+/// The command line, with the exit-code table at the end of each subcommand's `--help`. A usage error (clap's)
+/// exits with the bad-input code of the subcommand it was for; `--help` and `--version` exit 0.
+fn parse() -> Result<cli::Cli, ExitCode> {
+    let command = command();
+    let names: Vec<String> = command.get_subcommands().map(|s| s.get_name().to_owned()).collect();
+    let error = match command.try_get_matches().and_then(|m| cli::Cli::from_arg_matches(&m)) {
+        Ok(cli) => return Ok(cli),
+        Err(error) => error,
+    };
+    let _ = error.print();
+    if !error.use_stderr() {
+        return Err(ExitCode::SUCCESS);
+    }
+    // The subcommand is the first argument (faultlab has no options of its own but --help and --version); without
+    // a known one, clap's own usage code.
+    let table = std::env::args().nth(1).filter(|a| names.contains(a)).map(|a| exit::table_of(&a));
+    Err(ExitCode::from(table.map_or(2, |t| Exit::BadInput.code(t))))
+}
+
+/// The command line as users see it: each subcommand's help ends with its exit-code table, the top level's with
+/// both (what --help, the completions and the manual page are made from).
+pub fn command() -> clap::Command {
+    let mut command = cli::Cli::command().after_help(exit::both());
+    let names: Vec<String> = command.get_subcommands().map(|s| s.get_name().to_owned()).collect();
+    for name in &names {
+        let table = exit::help(exit::table_of(name));
+        command = command.mut_subcommand(name, |sub| {
+            // `report merge` too: every level a user asks for help on.
+            let nested: Vec<String> = sub.get_subcommands().map(|s| s.get_name().to_owned()).collect();
+            let sub = nested.iter().fold(sub, |sub, n| sub.mut_subcommand(n, |s| with_table(s, &table)));
+            with_table(sub, &table)
+        });
+    }
+    command
+}
+
+/// `faultlab completions SHELL`: the script on stdout.
+fn completions(args: &cli::CompletionsArgs) -> Result<(), Failure> {
+    let mut script = Vec::new();
+    clap_complete::generate(args.shell, &mut command(), "faultlab", &mut script);
+    out!("{}", String::from_utf8_lossy(&script));
+    Ok(())
+}
+
+/// `faultlab man`: faultlab(1) on stdout, or every page into `--out`.
+fn man(args: &cli::ManArgs) -> Result<(), Failure> {
+    let command = command();
+    match &args.out {
+        Some(dir) => std::fs::create_dir_all(dir)
+            .and_then(|()| clap_mangen::generate_to(command, dir))
+            .map_err(|e| Failure::runtime(anyhow::anyhow!("cannot write the manual pages to {}: {e}", dir.display()))),
+        None => {
+            let mut page = Vec::new();
+            clap_mangen::Man::new(command).render(&mut page).map_err(Failure::runtime)?;
+            out!("{}", String::from_utf8_lossy(&page));
+            Ok(())
         }
     }
 }
@@ -118,22 +195,23 @@ fn sandbox(args: &cli::SandboxArgs) -> ExitCode {
     ExitCode::from(faultlab_eval::sandbox::run(&spec).clamp(0, 255) as u8)
 }
 
-/// An error and the exit code it maps to.
+/// An error and the row of the exit-code table it ends the command with.
 pub struct Failure {
-    pub code: u8,
+    pub exit: Exit,
     pub error: anyhow::Error,
     /// Already reported in the command's own output format; main only sets the exit code.
     pub silent: bool,
 }
 
 impl Failure {
-    /// Bad input: exit 2.
+    /// Bad input: a flag, value or input file (exit 1 for a check, 2 for a service).
     pub fn usage(error: impl Into<anyhow::Error>) -> Self {
-        Self { code: 2, error: error.into(), silent: false }
+        Self { exit: Exit::BadInput, error: error.into(), silent: false }
     }
 
-    pub fn new(code: u8, error: anyhow::Error) -> Self {
-        Self { code, error, silent: false }
+    /// A check failed: an expectation, grade, oracle verdict, baseline or `--fail-on` finding (exit 2).
+    pub fn failed(error: anyhow::Error) -> Self {
+        Self { exit: Exit::Failed, error, silent: false }
     }
 
     /// The error has been reported already.
@@ -143,7 +221,7 @@ impl Failure {
 
     /// The command could not do its job: exit 1.
     pub fn runtime(error: impl Into<anyhow::Error>) -> Self {
-        Self { code: 1, error: error.into(), silent: false }
+        Self { exit: Exit::CouldNotRun, error: error.into(), silent: false }
     }
 }
 

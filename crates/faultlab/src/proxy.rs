@@ -278,13 +278,37 @@ async fn serve_http(
     };
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();
-    tokio::spawn(async move {
-        let signal = wait_for_signal().await;
-        eprintln!("faultlab: received {signal}; shutting down");
-        stop.cancel();
+    let child = match &upstream {
+        Backend::Child(bridge) => Some(bridge.clone()),
+        _ => None,
+    };
+    let upstream_ended = async move {
+        match child {
+            Some(bridge) => bridge.ended().await,
+            None => std::future::pending().await,
+        }
+    };
+    // A stdio child that exits leaves nothing to forward to: the front stops, and the proxy exits 1 as the stdio
+    // front does.
+    let died = tokio::spawn(async move {
+        tokio::select! {
+            signal = wait_for_signal() => {
+                eprintln!("faultlab: received {signal}; shutting down");
+                stop.cancel();
+                false
+            }
+            () = upstream_ended => {
+                stop.cancel();
+                true
+            }
+        }
     });
-    front::serve(listener, options, upstream, rules, trajectory, shutdown)
+    front::serve(listener, options, upstream, rules, trajectory, shutdown.clone())
         .await
         .context("the HTTP proxy failed")
-        .map_err(Failure::runtime)
+        .map_err(Failure::runtime)?;
+    if shutdown.is_cancelled() && died.await.unwrap_or(false) {
+        return Err(Failure::runtime(anyhow!("the upstream exited on its own; every request after it would fail")));
+    }
+    Ok(())
 }

@@ -16,11 +16,11 @@ use std::time::Instant;
 pub fn run(args: ReplayArgs) -> Result<(), Failure> {
     let text = std::fs::read_to_string(&args.report)
         .with_context(|| format!("cannot read report {}", args.report.display()))
-        .map_err(|e| Failure::new(1, e))?;
+        .map_err(Failure::runtime)?;
     faultlab_wire::nesting::check(&text, faultlab_wire::nesting::Syntax::Json)
-        .map_err(|e| Failure::new(1, anyhow!("{} is not a faultlab eval report: {e}", args.report.display())))?;
+        .map_err(|e| Failure::runtime(anyhow!("{} is not a faultlab eval report: {e}", args.report.display())))?;
     let recorded: Report = serde_json::from_str(&text)
-        .map_err(|e| Failure::new(1, anyhow!("{} is not a faultlab eval report: {e}", args.report.display())))?;
+        .map_err(|e| Failure::runtime(anyhow!("{} is not a faultlab eval report: {e}", args.report.display())))?;
     let base = args.report.parent().unwrap_or(Path::new("."));
     let chosen: Vec<&RunRecord> = recorded.runs.iter().filter(|r| selected(r, &args.run)).collect();
     if chosen.is_empty() {
@@ -47,7 +47,7 @@ pub fn run(args: ReplayArgs) -> Result<(), Failure> {
         let task: Task = std::fs::read_to_string(&task_path)
             .map_err(|e| e.to_string())
             .and_then(|t| Task::parse(&t, true))
-            .map_err(|e| Failure::new(1, anyhow!("cannot read the recorded task {}: {e}", task_path.display())))?;
+            .map_err(|e| Failure::runtime(anyhow!("cannot read the recorded task {}: {e}", task_path.display())))?;
         let task = Arc::new(task);
         for agent in agents(run)? {
             let report_dir = run_dir(&task.id, &agent.label(), run.repeat);
@@ -74,7 +74,7 @@ pub fn run(args: ReplayArgs) -> Result<(), Failure> {
     }
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("cannot create the output folder {}", args.out.display()))
-        .map_err(|e| Failure::new(1, e))?;
+        .map_err(Failure::runtime)?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)?;
     let started = Instant::now();
     let total = specs.len();
@@ -86,7 +86,7 @@ pub fn run(args: ReplayArgs) -> Result<(), Failure> {
     }));
     let mut runs = Vec::new();
     for result in results {
-        runs.push(result.map_err(|e| Failure::new(1, anyhow!("a replayed run could not happen: {e}")))?);
+        runs.push(result.map_err(|e| Failure::runtime(anyhow!("a replayed run could not happen: {e}")))?);
     }
     let meta = Meta {
         faultlab: env!("CARGO_PKG_VERSION").into(),
@@ -113,7 +113,7 @@ pub fn run(args: ReplayArgs) -> Result<(), Failure> {
     outln!("reports: {}", args.out.join("report.md").display());
     match report.runs.iter().filter(|r| !r.verdict.passed).count() {
         0 => Ok(()),
-        n => Err(Failure::new(2, anyhow!("{n} of {} replayed runs failed their grade", report.runs.len()))),
+        n => Err(Failure::failed(anyhow!("{n} of {} replayed runs failed their grade", report.runs.len()))),
     }
 }
 

@@ -75,6 +75,7 @@ fn run_merge(args: MergeArgs) -> Result<(), Failure> {
     };
     write(&args.out, serde_json::to_string_pretty(&merged).expect("plain data serialises"))?;
     write(&markdown_path, report::markdown(&merged))?;
+    write(&args.out.with_extension("xml"), eval::junit(&merged))?;
     write(&args.out.with_extension("html"), faultlab_eval::html::render(&merged))?;
     let o = &merged.stats.overall;
     outln!(

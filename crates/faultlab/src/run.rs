@@ -25,7 +25,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         } else {
             out!("{text}")
         }
-        Failure::new(1, anyhow::anyhow!("{message}")).silenced()
+        Failure::runtime(anyhow::anyhow!("{message}")).silenced()
     };
     let mut scenarios = Vec::new();
     let paths = crate::inputs::expand(&args.scenarios, crate::inputs::YAML_OR_JSON)
@@ -46,6 +46,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         }
         None => None,
     };
+    let baseline = crate::baseline::load(&args.baseline).map_err(|e| fail("baseline_load_failed", e.to_string()))?;
     let default_era = match args.protocol_version {
         Era::Modern => ProtocolVersion::Modern,
         Era::Legacy => ProtocolVersion::Legacy,
@@ -74,12 +75,31 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     if let Some(out) = &args.out {
         write_outputs(out, &reports).map_err(Failure::runtime)?;
     }
-    if reports.iter().all(|r| r.passed) {
-        Ok(())
-    } else {
-        let failed = reports.iter().filter(|r| !r.passed).count();
-        Err(Failure::new(2, anyhow::anyhow!("{failed} scenario(s) failed")).silenced())
+    // A scenario that could not run says nothing about the client: the run could not happen (1), whatever else
+    // failed.
+    let errors = reports.iter().filter(|r| r.error.is_some()).count();
+    let failed = reports.iter().filter(|r| !r.passed).count();
+    if errors > 0 {
+        return Err(Failure::runtime(anyhow::anyhow!("{errors} scenario(s) could not run: the target did not start"))
+            .silenced());
     }
+    let ids: Vec<(String, bool)> =
+        reports.iter().filter(|r| r.skipped.is_none()).map(|r| (baseline_id(r), r.passed)).collect();
+    if let Some(verdict) =
+        crate::baseline::finish(&args.baseline, baseline.as_ref(), ids.iter().map(|(id, p)| (id.as_str(), *p)))
+    {
+        verdict
+    } else if failed > 0 {
+        Err(Failure::failed(anyhow::anyhow!("{failed} scenario(s) failed")).silenced())
+    } else {
+        Ok(())
+    }
+}
+
+/// A scenario's id in a baseline: its name and era, as the console shows them.
+fn baseline_id(report: &ScenarioReport) -> String {
+    let era = serde_json::to_value(report.protocol_version).ok().and_then(|v| v.as_str().map(str::to_owned));
+    format!("{} [{}]", report.name, era.unwrap_or_default())
 }
 
 /// Runs every scenario against `target`, each on its own connection, in the scenario's era or `default_era`.

@@ -9,13 +9,13 @@
 
 use crate::FaultKind;
 use crate::catalogue::Effect;
-use crate::recorder::{Direction, Event, FrameAction, FrameEvent, Record};
+use crate::recorder::{Direction, Event, FrameAction, FrameEvent, Record, TransportEventKind};
 use faultlab_wire::Frame;
 use faultlab_wire::frame::at;
 use faultlab_wire::json_kind as kind;
 use serde::Deserialize as _;
 use serde_json::Value;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Read as _};
 
 mod write;
@@ -127,10 +127,32 @@ impl Trajectory {
         })
     }
 
-    /// Whether the server sent anything at all through the proxy (a frame from the upstream, not one the proxy
-    /// injected).
+    /// Whether the server sent anything at all through the proxy: a frame from the upstream, neither one the
+    /// proxy injected nor the error it wrote for a request whose upstream connection it lost (see
+    /// [`Trajectory::upstream_lost`]).
     pub fn upstream_answered(&self) -> bool {
-        self.frames().any(|f| f.frame.direction == Direction::ServerToClient && f.frame.action != FrameAction::Injected)
+        let lost: HashSet<(&str, String)> = self.lost().map(|(scope, id, _)| (scope, id.to_string())).collect();
+        self.frames().any(|f| {
+            f.frame.direction == Direction::ServerToClient
+                && f.frame.action != FrameAction::Injected
+                && !f.frame.id.as_ref().is_some_and(|id| lost.contains(&(f.scope, id.to_string())))
+        })
+    }
+
+    /// Why the proxy first lost its upstream connection for a request (nothing listening, a refused certificate,
+    /// a killed server): the detail of the first `transport` `closed` event that names a request.
+    pub fn upstream_lost(&self) -> Option<&str> {
+        self.lost().map(|(_, _, detail)| detail).next()
+    }
+
+    /// Every `transport` `closed` event naming a request: (scope, request id, detail).
+    fn lost(&self) -> impl Iterator<Item = (&str, &Value, &str)> {
+        self.lines.iter().filter_map(|line| match &line.record.event {
+            Event::Transport { outcome: TransportEventKind::Closed, request_id: Some(id), detail } => {
+                Some((line.record.scope.as_str(), id, detail.as_deref().unwrap_or("the connection closed")))
+            }
+            _ => None,
+        })
     }
 
     /// Every request (a client-to-server frame with a method and an id) with its reply, in arrival order.

@@ -106,6 +106,8 @@ pub struct Bridge {
     request_timeout: Duration,
     /// The child, until [`Bridge::stop`] ends it (dropped without a stop, its process group is killed).
     process: tokio::sync::Mutex<Option<ChildProcess>>,
+    /// Cancelled when the child's stdout ends: it exited (or closed its stdout), on its own or stopped.
+    ended: tokio_util::sync::CancellationToken,
 }
 
 impl Bridge {
@@ -115,7 +117,10 @@ impl Bridge {
         let Spawned { process, stdin, stdout: mut lines } = ChildCommand::new(command).spawn(MAX_LINE_BYTES)?;
         let waiting: Waiting = Arc::default();
         let routes = waiting.clone();
+        let ended = tokio_util::sync::CancellationToken::new();
+        let ending = ended.clone().drop_guard();
         tokio::spawn(async move {
+            let _ending = ending;
             while let Some(Ok(Line::Bytes(bytes))) = lines.next().await {
                 let frame = Frame::parse(bytes);
                 let waiter = if frame.is_reply() { lock(&routes).take_for(&frame) } else { None };
@@ -148,7 +153,13 @@ impl Bridge {
             waiting,
             request_timeout,
             process: tokio::sync::Mutex::new(Some(process)),
+            ended,
         })
+    }
+
+    /// Resolves once the child's stdout has ended: from then on every request fails, so the front should stop.
+    pub async fn ended(&self) {
+        self.ended.cancelled().await
     }
 
     /// Stops the child in the spec's order (close its stdin, `grace`, SIGTERM to its group, `grace`, SIGKILL);

@@ -40,7 +40,7 @@ fn every_host_gets_its_shape() {
 #[test]
 fn a_missing_rules_file_is_refused_naming_it() {
     let output = faultlab().args(["config", "--client", "cursor", "--rules", "nope.yaml"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(output.status.code(), Some(1), "bad input exits 1 (the exit-code table)");
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("nope.yaml") && stderr.lines().count() == 1, "{stderr}");
 }

@@ -25,11 +25,6 @@ fn a_bad_task_file_names_the_file_the_line_and_the_key_and_exits_1() {
 }
 
 #[test]
-fn without_an_agent_it_says_how_to_name_one_and_exits_2() {
-    faultlab().args(["eval"]).assert().code(2).stderr(contains("--agent 'CMD ARGS' or --controls"));
-}
-
-#[test]
 fn a_hanging_agent_is_killed_at_the_deadline_with_its_children_and_graded() {
     let dir = tempfile::tempdir().unwrap();
     let task = dir.path().join("hang.yaml");

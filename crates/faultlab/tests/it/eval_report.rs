@@ -42,15 +42,15 @@ fn run_shard(root: &Path, index: u32) {
 }
 
 #[test]
-fn bad_shards_exit_2_naming_the_flag() {
+fn bad_shards_exit_1_naming_the_flag() {
     let root = tempfile::tempdir().unwrap();
     for bad in ["0/2", "3/2", "2", "a/b", "1/0"] {
-        faultlab(root.path()).args(["eval", "--controls", "--shard", bad]).assert().code(2).stderr(contains("--shard"));
+        faultlab(root.path()).args(["eval", "--controls", "--shard", bad]).assert().code(1).stderr(contains("--shard"));
     }
     faultlab(root.path())
         .args(["eval", "--controls", "--shard", "0/4"])
         .assert()
-        .code(2)
+        .code(1)
         .stderr(contains("$((JOB_COMPLETION_INDEX+1))/4"));
 }
 
@@ -128,7 +128,7 @@ fn two_shards_merge_into_every_pair_once_pass_the_oracle_and_compare() {
     faultlab(root)
         .args(["report", "merge", "x.md", "shard-1/report.json"])
         .assert()
-        .code(2)
+        .code(1)
         .stderr(contains("name the JSON report"));
 
     // Compare: shards mix agents and tasks, so both ran every agent and there are per-agent rows; always exit 0

@@ -79,7 +79,7 @@ fn each_fault_is_explained_with_a_rule_that_loads() {
 fn an_alias_explains_its_fault_and_an_unknown_name_names_close_ones() {
     assert!(stdout(&["faults", "delayed"]).starts_with("latency — "));
     let output = faultlab().args(["faults", "rate-limit"]).output().unwrap();
-    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(output.status.code(), Some(1), "bad input exits 1 (the exit-code table)");
     assert!(output.stdout.is_empty());
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert_eq!(stderr.lines().count(), 1, "{stderr}");

@@ -43,7 +43,7 @@ fn an_existing_file_is_never_overwritten() {
     std::fs::write(dir.path().join("faults.yaml"), "my rules").unwrap();
     std::fs::remove_file(dir.path().join("target.json")).unwrap();
     let output = faultlab().arg("init").arg(dir.path()).output().unwrap();
-    assert_eq!(output.status.code(), Some(2));
+    assert_eq!(output.status.code(), Some(1), "bad input exits 1 (the exit-code table)");
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("faults.yaml exists already") && stderr.lines().count() == 1, "{stderr}");
     assert_eq!(std::fs::read_to_string(dir.path().join("faults.yaml")).unwrap(), "my rules");

@@ -3,12 +3,14 @@
 //! Each module was its own test binary before; its first line says what it covers. `common` holds what they share:
 //! a raw line client on stdio, the listening-line reader for `--port 0`, the binary's path.
 
+mod baseline;
 mod cli;
 mod common;
 mod config;
 mod diagnose;
 mod eval;
 mod eval_report;
+mod exit_codes;
 mod explore;
 mod faults;
 mod init;
@@ -25,6 +27,7 @@ mod rmcp_client;
 mod run;
 mod schemas;
 mod serve_stdio;
+mod ship;
 mod stdio_fuzz;
 mod stdio_reliability;
 mod workspace_server;

@@ -136,7 +136,7 @@ fn a_skip_says_why() {
     assert_eq!(out.status.code(), Some(0));
     let console = String::from_utf8(out.stdout).unwrap();
     let line = console.lines().find(|l| l.starts_with("SKIP")).unwrap();
-    assert!(line.ends_with("skipped: it runs over stdio only, and this target is http"), "{line}");
+    assert!(line.ends_with("skipped: the scenario applies to stdio only; this target speaks http"), "{line}");
 }
 
 fn snapshot_files() -> Vec<PathBuf> {
@@ -170,6 +170,8 @@ fn console_json_and_junit_reports_are_stable() {
         ".scenarios[].diagnostics[].durationMs" => "[ms]",
         ".scenarios[].steps[].durationMs" => "[ms]",
         ".scenarios[].steps[].seen.observation.durationMs" => "[ms]",
+        ".scenarios[].steps[].seen.observation.startedMs" => "[ms]",
+        ".scenarios[].trace[].ts_ms" => "[ms]",
         ".scenarios[].trace[].content" => "[text]",
     });
 }
@@ -196,7 +198,33 @@ fn a_retry_policy_recovers_from_transient_tool_errors_and_every_attempt_is_trace
         .assert()
         .code(0);
     let trace_file = std::fs::read_dir(out.join("traces")).unwrap().next().unwrap().unwrap().path();
-    let trace: Value = serde_json::from_slice(&std::fs::read(trace_file).unwrap()).unwrap();
+    let trace: Value = serde_json::from_slice(&std::fs::read(&trace_file).unwrap()).unwrap();
     let calls = trace.as_array().unwrap().iter().filter(|m| m["role"] == "assistant").count();
     assert_eq!(calls, 3, "two failed attempts and the recovery");
+    // Every message is stamped, in order, so diagnose's timing checks run: a 1-4 ms backoff is no backoff.
+    let stamps: Vec<f64> = trace.as_array().unwrap().iter().map(|m| m["ts_ms"].as_f64().expect("ts_ms")).collect();
+    assert!(stamps.windows(2).all(|w| w[0] <= w[1]), "{stamps:?}");
+    let diagnosis = faultlab().arg("diagnose").arg(&trace_file).args(["--format", "json"]).output().unwrap();
+    let diagnosis: Value = serde_json::from_slice(&diagnosis.stdout).unwrap();
+    let kinds: Vec<&str> =
+        diagnosis["traces"][0]["findings"].as_array().unwrap().iter().map(|f| f["kind"].as_str().unwrap()).collect();
+    assert!(kinds.contains(&"retry_without_backoff"), "{diagnosis}");
+}
+
+/// A scenario for another transport is skipped, and every format says why in words (JUnit: `<skipped>`).
+#[test]
+fn a_skipped_scenario_says_why_in_every_format() {
+    let stdio_only = examples().into_iter().find(|p| p.ends_with("disconnect-stdio.yaml")).unwrap();
+    let report = |format: &str| {
+        let out = faultlab().arg("run").arg(&stdio_only).args(["--report", format]).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "a skipped scenario passes: {out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let why = "the scenario applies to stdio only; this target speaks http";
+    let json: Value = serde_json::from_str(&report("json")).unwrap();
+    assert_eq!(json["scenarios"][0]["skipped"], why);
+    assert!(report("console").contains("0 passed, 0 failed, 1 skipped"));
+    let junit = report("junit");
+    assert!(junit.contains(r#"tests="1" failures="0" errors="0" skipped="1""#), "{junit}");
+    assert!(junit.contains(&format!(r#"<skipped message="{why}"/>"#)), "{junit}");
 }

@@ -1,0 +1,230 @@
+//! The exit-code table (README, `faultlab SUBCOMMAND --help`), row by row for every subcommand: 0 all as expected;
+//! 1 could not run (a bad flag or input file for the commands that check; a target, upstream or agent that could
+//! not start or died); 2 a check failed. `serve` and `proxy`: 0 clean, 1 could not run, 2 bad input. Rows that
+//! take a whole lab to reach are tested where that lab runs anyway (named in each test).
+
+use crate::common::{BIN, PATIENCE, faultlab};
+use predicates::prelude::PredicateBooleanExt as _;
+use predicates::str::contains;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+
+fn repo(path: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
+}
+
+const CHECKS: [&str; 9] = ["run", "demo", "diagnose", "eval", "replay", "report", "compare", "completions", "man"];
+
+#[test]
+fn every_subcommand_help_ends_with_its_table() {
+    for sub in CHECKS.map(|s| vec![s]).into_iter().chain([vec!["report", "merge"]]) {
+        faultlab()
+            .args(sub.iter().chain(&["--help"]))
+            .assert()
+            .code(0)
+            .stdout(contains("Exit codes:\n  0  everything as expected\n  1  could not run: a bad flag"))
+            .stdout(contains("\n  2  a check failed: "));
+    }
+    for sub in ["serve", "proxy"] {
+        faultlab()
+            .args([sub, "--help"])
+            .assert()
+            .code(0)
+            .stdout(contains("Exit codes:\n  0  the session ended cleanly"))
+            .stdout(contains("\n  2  bad input: "));
+    }
+}
+
+/// A flag clap refuses: the bad-input code of the subcommand's table, naming the flag.
+#[test]
+fn a_bad_flag_is_1_for_a_check_and_2_for_a_service() {
+    for sub in CHECKS {
+        faultlab().args([sub, "--no-such-flag"]).assert().code(1).stderr(contains("--no-such-flag"));
+    }
+    faultlab().args(["diagnose", "x.json", "--format", "xml"]).assert().code(1).stderr(contains("--format"));
+    for sub in ["serve", "proxy"] {
+        faultlab().args([sub, "--no-such-flag"]).assert().code(2).stderr(contains("--no-such-flag"));
+    }
+    // No subcommand it could be for: clap's own usage code.
+    faultlab().arg("--no-such-flag").assert().code(2);
+}
+
+#[test]
+fn run_0_passed_2_expectation_failed_1_bad_file() {
+    faultlab().args(["run"]).arg(repo("examples/scenarios/ping.yaml")).assert().code(0);
+    let dir = tempfile::tempdir().unwrap();
+    let wrong = dir.path().join("wrong.yaml");
+    std::fs::write(&wrong, "name: wrong\ncall: {tool: ping}\ntimeoutMs: 5000\nexpect: {outcome: error}\n").unwrap();
+    faultlab().args(["run"]).arg(&wrong).assert().code(2).stdout(contains("FAIL  wrong"));
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(&bad, "name: bad\ncall: {tool: ping}\nexpekt: {}\n").unwrap();
+    faultlab().args(["run"]).arg(&bad).assert().code(1).stderr(contains("bad.yaml").and(contains("expekt")));
+}
+
+/// A target that cannot start is not a failed expectation: exit 1, and an error (not a failure) in every format.
+#[test]
+fn run_a_target_that_cannot_start_is_1_and_an_error_in_every_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("target.json");
+    std::fs::write(&target, r#"{"adapter": "mcp", "config": {"stdio": {"command": "/nonexistent/mcp-server"}}}"#)
+        .unwrap();
+    let run = |format: &str| {
+        let output = faultlab()
+            .args(["run", "--report", format, "--target"])
+            .arg(&target)
+            .arg(repo("examples/scenarios/ping.yaml"))
+            .output()
+            .unwrap();
+        assert_eq!(output.status.code(), Some(1), "{format}: {output:?}");
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let console = run("console");
+    assert!(console.starts_with("ERROR  ping answers"), "{console}");
+    assert!(console.contains("the target could not start: ") && console.contains("1 could not run"), "{console}");
+    let json: serde_json::Value = serde_json::from_str(&run("json")).unwrap();
+    let scenario = &json["scenarios"][0];
+    assert!(scenario["error"].as_str().unwrap().contains("/nonexistent/mcp-server"), "{json}");
+    assert_eq!(scenario["failures"], serde_json::json!([]), "not a failed expectation: {json}");
+    let junit = run("junit");
+    assert!(junit.contains(r#"failures="0" errors="1""#) && junit.contains("<error message=\"the target"), "{junit}");
+}
+
+/// Eval's 0 and 2 rows: the good control agent passes the data task, the one that gives up fails it; with
+/// `--report junit` stdout is the JUnit (a `<failure>` naming the layers), also written as junit.xml.
+#[test]
+fn eval_0_passed_2_grade_failed() {
+    let bin = assert_cmd::cargo::cargo_bin("faultlab");
+    let dir = tempfile::tempdir().unwrap();
+    for (agent, code, junit) in [
+        ("good", 0, r#"tests="1" failures="0" errors="0""#),
+        ("gives-up", 2, r#"<failure message="failed its grade: outcome, side_effects, recovery">"#),
+    ] {
+        let out = dir.path().join(agent);
+        let output = faultlab()
+            .args(["eval", "--report", "junit", "--agent", &format!("{} agent {agent}", bin.display()), "--out"])
+            .arg(&out)
+            .arg(repo("examples/eval/tasks/data-empty-read.yaml"))
+            .assert()
+            .code(code)
+            .stdout(contains(junit).and(contains("data-empty-read × faultlab #1")));
+        let stdout = String::from_utf8(output.get_output().stdout.clone()).unwrap();
+        assert!(stdout.starts_with("<?xml"), "only JUnit on stdout: {stdout}");
+        assert_eq!(std::fs::read_to_string(out.join("junit.xml")).unwrap(), stdout);
+    }
+}
+
+/// Bad arguments are exit 1 like every other input eval cannot run with (its help always said so); a bad task
+/// file, a missing agent program and a server that never starts are covered in `eval`.
+#[test]
+fn eval_bad_arguments_are_1() {
+    for bad in ["0/2", "3/2", "a/b"] {
+        faultlab().args(["eval", "--controls", "--shard", bad]).assert().code(1).stderr(contains("--shard"));
+    }
+    faultlab().args(["eval"]).assert().code(1).stderr(contains("--agent 'CMD ARGS' or --controls"));
+    faultlab().args(["eval", "--controls", "--repeat", "0"]).assert().code(1).stderr(contains("--repeat"));
+}
+
+/// An HTTP server that nothing listens on: the proxy answers every request with an error and keeps running, so
+/// the agent "aborts safely with 0 calls". That is the set-up failing, not a verdict: an ERROR, exit 1.
+#[test]
+fn eval_an_http_server_that_is_not_there_is_a_run_error_not_a_verdict() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port that was free a moment ago: nothing listens on it.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let task = std::fs::read_to_string(repo("examples/eval/tasks/data-empty-read.yaml")).unwrap();
+    let task = format!("{task}server: {{url: 'http://127.0.0.1:{port}/mcp'}}\n");
+    std::fs::write(dir.path().join("task.yaml"), task).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("faultlab");
+    faultlab()
+        .args(["eval", "--agent", &format!("{} agent good", bin.display()), "--out"])
+        .arg(dir.path().join("out"))
+        .arg(dir.path().join("task.yaml"))
+        .assert()
+        .code(1)
+        .stdout(contains("ERROR data-empty-read"))
+        .stderr(contains("could not be graded").and(contains(format!("127.0.0.1:{port}"))));
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.path().join("out/report.json")).unwrap()).unwrap();
+    assert!(report["runs"][0]["error"].as_str().unwrap().contains("never answered"), "{report}");
+}
+
+/// `replay`, `report merge` and `compare` with inputs they cannot read or arguments they refuse: 1. Their 0 and 2
+/// rows run on real eval reports in `eval` (replay) and `eval_report` (merge with an oracle, compare with
+/// --fail-on-regression).
+#[test]
+fn replay_report_and_compare_unreadable_inputs_and_bad_arguments_are_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.json");
+    faultlab().arg("replay").arg(&missing).assert().code(1).stderr(contains("missing.json"));
+    faultlab().args(["report", "merge", "out.json"]).arg(&missing).assert().code(1).stderr(contains("missing.json"));
+    faultlab().args(["report", "merge", "out.md"]).arg(&missing).assert().code(1).stderr(contains("name the JSON"));
+    faultlab().arg("compare").arg(&missing).arg(&missing).assert().code(1).stderr(contains("missing.json"));
+}
+
+/// Diagnose's rows run in `diagnose` (0, 1 naming the file and message index, 2 for --fail-on); the demo's 0 in
+/// `diagnose` too. Here: an unknown finding is an input diagnose cannot run with.
+#[test]
+fn diagnose_and_demo_bad_input_is_1() {
+    let trace = repo("crates/faultlab-diagnose/tests/corpus/demo-healthy.json");
+    faultlab().arg("diagnose").arg(&trace).args(["--fail-on", "nonsense"]).assert().code(1);
+    faultlab().args(["demo", "--out"]).assert().code(1).stderr(contains("--out"));
+}
+
+#[test]
+fn serve_0_clean_1_could_not_run_2_bad_input() {
+    faultlab().arg("serve").write_stdin("").assert().code(0);
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    faultlab().args(["serve", "--transport", "http", "--port", &port]).assert().code(1);
+    faultlab().args(["serve", "--transport", "http", "--host", "0.0.0.0"]).assert().code(2);
+}
+
+#[test]
+fn proxy_0_clean_1_upstream_could_not_start_or_died_2_bad_rules() {
+    faultlab().args(["proxy", "--", "cat"]).write_stdin("").assert().code(0);
+    faultlab()
+        .args(["proxy", "--", "/nonexistent/mcp-server"])
+        .write_stdin("")
+        .assert()
+        .code(1)
+        .stderr(contains("/nonexistent/mcp-server"));
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.yaml");
+    std::fs::write(&rules, "rules:\n  - name: r\n    fault: {type: nonsense}\n").unwrap();
+    faultlab()
+        .args(["proxy", "--rules"])
+        .arg(&rules)
+        .args(["--", "cat"])
+        .assert()
+        .code(2)
+        .stderr(contains("rules.yaml"));
+}
+
+/// The upstream exits while the client is still connected (stdin open).
+#[tokio::test]
+async fn proxy_upstream_that_exits_on_its_own_is_1() {
+    let mut child = tokio::process::Command::new(BIN)
+        .args(["proxy", "--", "false"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let _connected = child.stdin.take();
+    let output = tokio::time::timeout(PATIENCE, child.wait_with_output()).await.expect("the proxy exits").unwrap();
+    assert_eq!(output.status.code(), Some(1), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("exited on its own"), "{output:?}");
+}
+
+/// The HTTP front's stdio child exits: every later request would fail, so the proxy stops and exits 1, as the
+/// stdio front does (it used to serve on and exit 0 at the next signal).
+#[test]
+fn proxy_http_front_whose_child_exits_ends_with_1() {
+    faultlab()
+        .args(["proxy", "--listen", "127.0.0.1:0", "--", "false"])
+        .timeout(PATIENCE)
+        .assert()
+        .code(1)
+        .stderr(contains("the upstream exited on its own"));
+}
