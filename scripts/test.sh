@@ -9,6 +9,8 @@
 #   rust           the Rust test suite of the whole workspace;
 #   deps           the pinned Node and Python test dependencies and Chromium (scripts/test-deps.sh, started in the
 #                  background at the beginning so downloads overlap the build);
+#   ship-lint      what ships beside the binary: action.yml and the example workflow (actionlint), the Containerfile
+#                  (hadolint); after deps, in the same background job;
 #   eval-oracle    every control agent on every built-in task through the real proxy, each verdict as
 #                  examples/eval/oracle.yaml expects, and replays matching live verdicts;
 #   conformance*   the official MCP conformance suite: server scenarios against `faultlab serve`, client scenarios
@@ -38,7 +40,7 @@ SCRIPTS=(interop-matrix eval-oracle conformance-proxy conformance conformance-cl
 # Runs alone: its three SDK clients already run at once, and its table records whether a client noticed a fault
 # within 1 s, which a second stage's load could change.
 ALONE=" interop-matrix "
-TOTAL=$((4 + ${#SCRIPTS[@]}))
+TOTAL=$((5 + ${#SCRIPTS[@]}))
 STARTED=$SECONDS
 stages_passed=0
 stages_failed=0
@@ -88,11 +90,16 @@ stage() {
     return "$rc"
 }
 
-# The downloads start now and overlap the build; their stage reports when the build is done.
+# The downloads start now and overlap the build, and so does the lint of what ships (it installs its linters);
+# their stages report when the build is done.
 (
-    start=$SECONDS rc=0
-    scripts/test-deps.sh >"$LOGS/deps.log" 2>&1 </dev/null || rc=$?
-    echo "$rc $((SECONDS - start))" >"$LOGS/deps.status"
+    for name in deps ship-lint; do
+        start=$SECONDS rc=0
+        script=test-deps
+        [[ "$name" == ship-lint ]] && script=ship-lint
+        "scripts/$script.sh" >"$LOGS/$name.log" 2>&1 </dev/null || rc=$?
+        echo "$rc $((SECONDS - start))" >"$LOGS/$name.status"
+    done
 ) &
 deps_pid=$!
 
@@ -109,8 +116,12 @@ if [[ "$build_rc" == 0 ]]; then
     stage 3 rust cargo test --workspace --locked --no-fail-fast
 fi
 wait "$deps_pid"
-read -r deps_rc deps_seconds <"$LOGS/deps.status" || { deps_rc=1 deps_seconds=0; }
-report 4 deps "$deps_rc" "$deps_seconds"
+for name in deps ship-lint; do
+    read -r bg_rc bg_seconds <"$LOGS/$name.status" || { bg_rc=1 bg_seconds=0; }
+    number=4
+    [[ "$name" == ship-lint ]] && number=5
+    report "$number" "$name" "$bg_rc" "$bg_seconds"
+done
 
 if [[ "$build_rc" != 0 ]]; then
     echo "the build failed: the Rust tests and the ${#SCRIPTS[@]} script stages did not run"
@@ -121,7 +132,7 @@ else
     next=0
     while (( next < ${#SCRIPTS[@]} || ${#pid_of_number[@]} > 0 )); do
         while (( next < ${#SCRIPTS[@]} && ${#pid_of_number[@]} < JOBS )); do
-            number=$((5 + next))
+            number=$((6 + next))
             name="${SCRIPTS[$next]}"
             if [[ "$ALONE" == *" $name "* && ${#pid_of_number[@]} -gt 0 ]] || [[ -n "${alone_running:-}" ]]; then
                 break
