@@ -26,6 +26,9 @@
 #   screenshot    the PNG exists, is a 1280x2000 PNG and is not trivially small
 #   highlight     the screenshot shows the findings' colours (the error and warning boxes' borders) over enough
 #                 pixels to be seen
+#   eval cards    the demo's eval report at 1280 px: no card's content is wider than the card (measured in the
+#                 browser: the report in a frame, each card's scrollWidth against its clientWidth)
+#   eval wall time  that report's header gives the time the batch took (more than 0 s)
 # then `N passed, M failed`; the exit status is non-zero if any check failed. The page, the DOM and the screenshot
 # are kept in .cache/diagnose-html/last/ for a look.
 #
@@ -101,12 +104,40 @@ if [[ -f "$page" ]]; then
   browser --dump-dom "file://$page" >"$dom" 2>"$work/dump-dom.log" || true
 fi
 
+# The demo's eval report, measured in the browser at 1280 px: a page that holds it in a frame and writes down, for
+# every card, whether its content is wider than the card (text spilling out), and the report's wall time line.
+eval_page="$work/demo/eval/report.html"
+eval_measure="$work/eval-measure.html"
+eval_dom="$work/eval-dom.html"
+eval_shot="$work/eval-report.png"
+cat >"$eval_measure" <<HTML
+<!doctype html><html><body><iframe id="f" src="file://$eval_page" style="width:1280px;height:2000px;border:0"></iframe>
+<pre id="out">pending</pre><script>
+document.getElementById("f").addEventListener("load", function () {
+  var doc = this.contentDocument, lines = [];
+  doc.querySelectorAll(".card").forEach(function (card, i) {
+    var title = (card.querySelector("h2") || {}).textContent || ("card " + i);
+    lines.push((card.scrollWidth > card.clientWidth + 1 ? "SPILLS " : "fits ") + title + " " + card.scrollWidth + "/" + card.clientWidth);
+  });
+  var meta = doc.querySelector("header .meta");
+  lines.push("meta " + (meta ? meta.textContent : "(none)"));
+  document.getElementById("out").textContent = lines.join("\n");
+});
+</script></body></html>
+HTML
+if [[ -f "$eval_page" ]]; then
+  browser --allow-file-access-from-files --virtual-time-budget=10000 --dump-dom "file://$eval_measure" \
+    >"$eval_dom" 2>"$work/eval-dump-dom.log" || true
+  browser --screenshot="$eval_shot" --window-size=1280,2000 "file://$eval_page" >"$work/eval-screenshot.log" 2>&1 || true
+fi
+
 rm -rf "$cache/last"
 mkdir -p "$cache/last"
 cp "$work"/*.html "$work"/*.png "$work"/*.log "$work/diagnose.stderr" "$cache/last/" 2>/dev/null || true
 
 # --- the checks ------------------------------------------------------------------------------------------------
-python3 - "$diagnose_rc" "$page" "$dom" "$shot" <<'EOF'
+python3 - "$diagnose_rc" "$page" "$dom" "$shot" "$eval_dom" <<'EOF'
+import html
 import html.parser
 import os
 import re
@@ -114,7 +145,7 @@ import struct
 import sys
 import zlib
 
-diagnose_rc, page, dom, shot = sys.argv[1:]
+diagnose_rc, page, dom, shot, eval_dom = sys.argv[1:]
 passed = failed = 0
 
 
@@ -287,6 +318,16 @@ for row in rows:
                 seen[name] += 1
 check("highlight", all(n >= 500 for n in seen.values()),
       ", ".join(f"{n} pixels of the {name} colour" for name, n in seen.items()))
+
+measured = re.search(r'<pre id="out">(.*?)</pre>', read(eval_dom), re.S)
+lines = html.unescape(measured.group(1)).splitlines() if measured else []
+cards = [l for l in lines if l.startswith(("fits ", "SPILLS "))]
+spills = [l for l in cards if l.startswith("SPILLS ")]
+check("eval cards", bool(cards) and not spills,
+      f"{len(cards)} cards measured at 1280 px" + (f"; spilling: {spills}" if spills else ""))
+meta = next((l for l in lines if l.startswith("meta ")), "meta (not measured)")
+wall = re.search(r"wall time ([0-9.]+) s", meta)
+check("eval wall time", bool(wall) and float(wall.group(1)) > 0, meta)
 
 print(f"{passed} passed, {failed} failed", flush=True)
 sys.exit(1 if failed else 0)

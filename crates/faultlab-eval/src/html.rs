@@ -41,6 +41,8 @@ const CSS: &str = r#"header { padding-bottom: 12px; }
 .card { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 8px 24px 20px;
   margin-bottom: 24px; }
 .grid { display: grid; grid-template-columns: repeat(auto-fit, minmax(340px, 1fr)); gap: 0 24px; }
+/* A grid item may shrink below its content's width; what is inside wraps instead of spilling out. */
+.grid > * { min-width: 0; }
 h2 { font-size: 20px; margin: 12px 0 8px; }
 h3 { margin: 18px 0 6px; }
 h4 { font-size: 14px; margin: 0 0 4px; }
@@ -60,10 +62,11 @@ table.heatmap { table-layout: fixed; }
 .heatmap td b { display: block; font-size: 16px; }
 .heatmap td.none { color: var(--muted); background: var(--wash); }
 .heatmap td.total { background: var(--wash); }
-.rates th { white-space: nowrap; }
-.rates td:last-child { white-space: nowrap; font-variant-numeric: tabular-nums; }
-.rates td.barcell { width: 45%; vertical-align: middle; }
-.bar { position: relative; height: 16px; min-width: 100px; background: var(--wash); border: 1px solid var(--line);
+table.rates { table-layout: fixed; }
+.rates th { width: 34%; overflow-wrap: anywhere; }
+.rates td:last-child { width: 30%; font-variant-numeric: tabular-nums; overflow-wrap: anywhere; }
+.rates td.barcell { width: 36%; vertical-align: middle; }
+.bar { position: relative; height: 16px; min-width: 60px; background: var(--wash); border: 1px solid var(--line);
   border-radius: 3px; }
 header .bar { max-width: 480px; height: 20px; margin: 6px 0; }
 .bar .fill { position: absolute; left: 0; top: 0; bottom: 0; }

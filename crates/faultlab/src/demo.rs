@@ -101,6 +101,7 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
 
 /// Four control agents on the idempotency task; returns how many verdicts differ from the oracle.
 async fn eval_slice(out: &Path, exe: &str) -> anyhow::Result<usize> {
+    let started = std::time::Instant::now();
     use faultlab_eval::agent::ControlAgent;
     use faultlab_eval::runner::AgentSpec;
     let task = faultlab_eval::builtin::tasks()
@@ -156,7 +157,7 @@ async fn eval_slice(out: &Path, exe: &str) -> anyhow::Result<usize> {
             seed: 0,
             repeat: 1,
             jobs: 2,
-            wall_ms: 0,
+            wall_ms: started.elapsed().as_millis() as u64,
         },
         runs,
     );
@@ -175,6 +176,7 @@ async fn eval_slice(out: &Path, exe: &str) -> anyhow::Result<usize> {
 /// A short exploration of the blind retrier on the idempotency task (three classes); returns its disagreements
 /// with the explore oracle.
 async fn explore_slice(out: &Path, exe: &str) -> anyhow::Result<Vec<String>> {
+    let started = std::time::Instant::now();
     use faultlab_eval::agent::ControlAgent;
     use faultlab_eval::explore::{Explore, FaultClass, oracle::ExploreOracle, report};
     let task = faultlab_eval::builtin::tasks()
@@ -207,7 +209,7 @@ async fn explore_slice(out: &Path, exe: &str) -> anyhow::Result<Vec<String>> {
             max_faults: 1,
             budget: None,
             jobs: 2,
-            wall_ms: 0,
+            wall_ms: started.elapsed().as_millis() as u64,
         },
         shard: None,
         merged: Vec::new(),
