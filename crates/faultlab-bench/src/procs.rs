@@ -111,24 +111,34 @@ fn group_processes() -> Vec<u32> {
 /// Kills every group the bench started, waits for each of their processes to exit (poll on its pidfd, at most
 /// `limit` each) and returns how many are still alive.
 pub fn leftover_processes(limit: Duration) -> usize {
-    use rustix::event::{PollFd, PollFlags, Timespec, poll};
-    use rustix::process::{Pid, PidfdFlags, pidfd_open};
     kill_all_groups();
-    let timeout = Timespec { tv_sec: limit.as_secs() as _, tv_nsec: limit.subsec_nanos() as _ };
     for pid in group_processes() {
-        let Some(pid) = Pid::from_raw(pid as i32) else { continue };
-        // ESRCH: already gone.
-        let Ok(fd) = pidfd_open(pid, PidfdFlags::empty()) else { continue };
-        let _ = poll(&mut [PollFd::new(&fd, PollFlags::IN)], Some(&timeout));
+        exits_within(pid, limit);
     }
     group_processes().len()
 }
 
-/// Kills a process group when one wait passes its deadline (ms since `epoch`; IDLE: not waiting).
+/// Whether process `pid` is gone within `limit`, waited for on its pidfd (an event, not a sleep and a look).
+pub fn exits_within(pid: u32, limit: Duration) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use rustix::process::{Pid, PidfdFlags, pidfd_open};
+    let Some(pid) = Pid::from_raw(pid as i32) else { return true };
+    // ESRCH: already gone.
+    let Ok(fd) = pidfd_open(pid, PidfdFlags::empty()) else { return true };
+    let timeout = Timespec { tv_sec: limit.as_secs() as _, tv_nsec: limit.subsec_nanos() as _ };
+    poll(&mut [PollFd::new(&fd, PollFlags::IN)], Some(&timeout)).is_ok_and(|n| n > 0)
+}
+
+/// Kills a process group when one wait passes its deadline (ms since `epoch`; IDLE: not waiting). The watch thread
+/// sleeps until the deadline it last saw (parked, woken early when a wait starts or the group ends), not in a loop
+/// that looks again every so often.
 #[derive(Clone)]
 pub struct Watch {
     epoch: Instant,
     deadline: Arc<AtomicU64>,
+    thread: std::thread::Thread,
+    /// How long one wait may last, in ms ([`STALL`] outside the tests).
+    stall_ms: u64,
 }
 
 impl Watch {
@@ -136,31 +146,41 @@ impl Watch {
     const DONE: u64 = u64::MAX - 1;
 
     pub fn start(pgid: u32) -> Watch {
-        let watch = Watch { epoch: Instant::now(), deadline: Arc::new(AtomicU64::new(Self::IDLE)) };
-        let w = watch.clone();
-        std::thread::spawn(move || {
+        Self::with_stall(pgid, STALL)
+    }
+
+    fn with_stall(pgid: u32, stall: Duration) -> Watch {
+        let (epoch, deadline) = (Instant::now(), Arc::new(AtomicU64::new(Self::IDLE)));
+        let seen = deadline.clone();
+        let thread = std::thread::spawn(move || {
             loop {
-                // How late a stall is noticed (ms): a stall is a failure, not a measurement.
-                std::thread::sleep(Duration::from_millis(200));
-                let deadline = w.deadline.load(Ordering::Relaxed);
-                if deadline == Self::DONE {
-                    return;
-                }
-                if deadline != Self::IDLE && w.now_ms() > deadline {
-                    eprintln!("bench: process group {pgid} stalled for {STALL:?}; killing it");
-                    kill_group(pgid);
-                    return;
+                let now = epoch.elapsed().as_millis() as u64;
+                match seen.load(Ordering::Relaxed) {
+                    Self::DONE => return,
+                    // Until a wait starts (`arm` wakes this thread).
+                    Self::IDLE => std::thread::park(),
+                    deadline if now > deadline => {
+                        eprintln!("bench: process group {pgid} stalled for {stall:?}; killing it");
+                        kill_group(pgid);
+                        return;
+                    }
+                    // Until this deadline; a wait that made progress since has moved it later, so look again then.
+                    deadline => std::thread::park_timeout(Duration::from_millis(deadline + 1 - now)),
                 }
             }
         });
-        watch
+        Watch { epoch, deadline, thread: thread.thread().clone(), stall_ms: stall.as_millis() as u64 }
     }
     fn now_ms(&self) -> u64 {
         self.epoch.elapsed().as_millis() as u64
     }
-    /// A wait starts (or made progress): it may last [`STALL`] from now.
+    /// A wait starts (or made progress): it may last the stall limit ([`STALL`]) from now. Cheap on the hot path: one atomic swap,
+    /// and a wake-up only when the watch was idle.
     pub fn arm(&self) {
-        self.deadline.store(self.now_ms() + STALL.as_millis() as u64, Ordering::Relaxed);
+        let previous = self.deadline.swap(self.now_ms() + self.stall_ms, Ordering::Relaxed);
+        if previous == Self::IDLE {
+            self.thread.unpark();
+        }
     }
     pub fn idle(&self) {
         self.deadline.store(Self::IDLE, Ordering::Relaxed);
@@ -168,6 +188,7 @@ impl Watch {
     /// The group is being ended: the watch thread stops.
     pub fn done(&self) {
         self.deadline.store(Self::DONE, Ordering::Relaxed);
+        self.thread.unpark();
     }
 }
 
@@ -241,4 +262,23 @@ pub fn package_version(dir: &Path) -> String {
     let text = std::fs::read_to_string(dir.join("package.json")).unwrap_or_default();
     let version = serde_json::from_str::<Value>(&text).ok().and_then(|v| v["version"].as_str().map(str::to_owned));
     version.unwrap_or_else(|| "unknown".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    #[test]
+    fn an_armed_wait_past_its_limit_kills_the_group_and_an_idle_one_does_not() {
+        let mut idle = Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
+        let idle_watch = Watch::with_stall(idle.id(), Duration::from_millis(50));
+        let mut stuck = Command::new("sleep").arg("30").process_group(0).spawn().unwrap();
+        let watch = Watch::with_stall(stuck.id(), Duration::from_millis(50));
+        watch.arm();
+        assert!(exits_within(stuck.id(), Duration::from_secs(10)), "the stalled group is killed");
+        let _ = stuck.wait();
+        assert!(!exits_within(idle.id(), Duration::from_millis(300)), "an idle watch kills nothing");
+        idle_watch.done();
+        let _ = idle.kill();
+        let _ = idle.wait();
+    }
 }
