@@ -38,7 +38,19 @@ if [[ ! -x "$venv/bin/actionlint" || ! -x "$venv/bin/hadolint" || "$(cat "$cache
   echo "$stamp_now" >"$cache/.installed"
 fi
 
-status=0 passed=0 failed=0
+passed=0 failed=0
+# lint NAME CMD...: runs one linter, prints PASS or FAIL with NAME, and counts it.
+lint() {
+  local name="$1"
+  shift
+  if "$@"; then
+    echo "PASS  $name"
+    passed=$((passed + 1))
+  else
+    echo "FAIL  $name"
+    failed=$((failed + 1))
+  fi
+}
 # actionlint reads workflows from .github/workflows of a repository, and `uses: ./` from its root: a scratch one.
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/ship-lint.XXXXXX")"
 trap 'rm -rf "$scratch"' EXIT
@@ -46,22 +58,9 @@ mkdir -p "$scratch/.github/workflows"
 cp action.yml "$scratch/"
 cp examples/eval/ci/github-matrix.yml "$scratch/.github/workflows/"
 git -C "$scratch" init -q
-if (cd "$scratch" && "$root/$venv/bin/actionlint" .github/workflows/github-matrix.yml); then
-  echo "PASS  actionlint: examples/eval/ci/github-matrix.yml with action.yml"
-  passed=$((passed + 1))
-else
-  echo "FAIL  actionlint: examples/eval/ci/github-matrix.yml with action.yml"
-  failed=$((failed + 1))
-  status=1
-fi
-if "$venv/bin/hadolint" Containerfile; then
-  echo "PASS  hadolint: Containerfile"
-  passed=$((passed + 1))
-else
-  echo "FAIL  hadolint: Containerfile"
-  failed=$((failed + 1))
-  status=1
-fi
+lint "actionlint: examples/eval/ci/github-matrix.yml with action.yml" \
+  env -C "$scratch" "$root/$venv/bin/actionlint" .github/workflows/github-matrix.yml
+lint "hadolint: Containerfile" "$venv/bin/hadolint" Containerfile
 # The count scripts/test.sh reads.
 echo "$passed passed, $failed failed"
-exit "$status"
+[[ "$failed" == 0 ]]
