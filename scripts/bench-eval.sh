@@ -9,11 +9,8 @@
 #   FAULTLAB_BENCH_JSON      where the JSON report goes (default target/bench/eval.json)
 set -euo pipefail
 
-CALLER_PWD="$PWD"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-log() { printf 'bench-eval: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 2; }
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # shellcheck source=scripts/lib/bench-release.sh
 source "$ROOT/scripts/lib/bench-release.sh"

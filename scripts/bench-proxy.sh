@@ -67,12 +67,8 @@ typing-extensions==4.16.0 --hash=sha256:481caa481374e813c1b176ada14e97f1f67a4539
 typing-inspection==0.4.5 --hash=sha256:bc210535442b39e1bf2805e0c7a17dfd6a4ace760c84c7f7d16245d23a6b1c39
 uvicorn==0.54.0 --hash=sha256:505bdb0f318731d45f1f712071fc781a8981f6847a31c902c9f5e652d4f67faf'
 
-CALLER_PWD="$PWD"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-
-log() { printf 'bench-proxy: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 2; }
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # shellcheck source=scripts/lib/everything-tools.sh
 source "$ROOT/scripts/lib/everything-tools.sh"

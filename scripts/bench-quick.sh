@@ -9,11 +9,8 @@
 # target/debug/faultlab (built here when missing). They are built with --workspace so that cargo resolves features as `cargo test
 # --workspace` did and reuses its dependencies instead of building them again for this one crate.
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-
-log() { printf 'bench-quick: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 2; }
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # shellcheck source=scripts/lib/everything-tools.sh
 source "$ROOT/scripts/lib/everything-tools.sh"

@@ -18,17 +18,13 @@
 #   FAULTLAB_BENCH_IN_FLIGHT   HTTP requests kept in flight (default 16)
 set -euo pipefail
 
-CALLER_PWD="$PWD"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # shellcheck source=scripts/lib/everything-tools.sh
 source "$ROOT/scripts/lib/everything-tools.sh"
 # shellcheck source=scripts/lib/bench-release.sh
 source "$ROOT/scripts/lib/bench-release.sh"
-
-log() { printf 'bench-serve: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 2; }
 
 bench_paths serve
 install_everything

@@ -21,17 +21,13 @@ set -euo pipefail
 
 SCENARIOS=(initialize tools_call)
 
-CALLER_PWD="$PWD"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # shellcheck source=scripts/lib/conformance-tools.sh
 source "$ROOT/scripts/lib/conformance-tools.sh"
 CLIENT_TIMEOUT="${CLIENT_TIMEOUT:-30000}"
 SCENARIO_TIMEOUT="${SCENARIO_TIMEOUT:-120}"
-
-log() { printf 'conformance-client: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 2; }
 
 [[ "$CLIENT_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "CLIENT_TIMEOUT must be a positive number of milliseconds"
 [[ "$SCENARIO_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "SCENARIO_TIMEOUT must be a positive number of seconds"

@@ -33,12 +33,8 @@ declare -A EXCLUDED=(
     [dns-rebinding-protection]="server-everything accepts any Host/Origin (plain express + StreamableHTTPServerTransport, enableDnsRebindingProtection off); faultlab proxy refuses a non-loopback Host/Origin itself with 403 before forwarding, so the proxied run passes where the direct one fails: the proxy is more protective than its upstream, not less transparent"
 )
 
-CALLER_PWD="$PWD"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-
-log() { printf 'conformance-proxy: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 2; }
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # shellcheck source=scripts/lib/conformance-tools.sh
 source "$ROOT/scripts/lib/conformance-tools.sh"
@@ -159,8 +155,6 @@ install_everything
 verify_everything
 
 # ---------------------------------------------------------------- binary
-# shellcheck source=scripts/lib/faultlab-bin.sh
-source "$ROOT/scripts/lib/faultlab-bin.sh"
 resolve_faultlab_bin
 
 # ---------------------------------------------------------------- scenarios

@@ -21,17 +21,13 @@ set -euo pipefail
 
 SCENARIOS=(server-initialize ping tools-list dns-rebinding-protection)
 
-CALLER_PWD="$PWD"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # shellcheck source=scripts/lib/conformance-tools.sh
 source "$ROOT/scripts/lib/conformance-tools.sh"
 SCENARIO_TIMEOUT="${SCENARIO_TIMEOUT:-120}"
 STARTUP_TIMEOUT="${STARTUP_TIMEOUT:-30}"
-
-log() { printf 'conformance: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 2; }
 
 # ---------------------------------------------------------------- cleanup
 SERVER_PID=""
@@ -67,8 +63,6 @@ install_tools
 verify_tools
 
 # ---------------------------------------------------------------- binary
-# shellcheck source=scripts/lib/faultlab-bin.sh
-source "$ROOT/scripts/lib/faultlab-bin.sh"
 resolve_faultlab_bin
 
 # ---------------------------------------------------------------- server

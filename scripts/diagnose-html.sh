@@ -33,19 +33,14 @@
 # are kept in .cache/diagnose-html/last/ for a look.
 #
 # Environment:
-#   FAULTLAB_BIN   the faultlab binary (default: ${CARGO_TARGET_DIR:-target}/debug/faultlab, built with
-#                  `cargo build -p faultlab` when it is missing)
+#   FAULTLAB_BIN   the faultlab binary (a path, or a name on PATH; default: the workspace debug build,
+#                  brought up to date with `cargo build -p faultlab`: scripts/lib/faultlab-bin.sh)
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
+DIE_STATUS=1
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 cache=".cache/diagnose-html"
-
-log() { echo "diagnose-html: $*"; }
-die() {
-  echo "diagnose-html: $*" >&2
-  exit 1
-}
 
 # --- the browser ---------------------------------------------------------------------------------------------
 chromium=/usr/bin/chromium
@@ -64,17 +59,8 @@ fi
 log "$("$chromium" --version 2>/dev/null | head -n1)"
 
 # --- the binary ----------------------------------------------------------------------------------------------
-if [[ -n "${FAULTLAB_BIN:-}" ]]; then
-  bin="$FAULTLAB_BIN"
-  [[ -x "$bin" ]] || die "FAULTLAB_BIN=$bin is not an executable file"
-else
-  bin="${CARGO_TARGET_DIR:-target}/debug/faultlab"
-  if [[ ! -x "$bin" ]]; then
-    log "$bin missing; cargo build -p faultlab"
-    cargo build -p faultlab </dev/null
-  fi
-fi
-log "binary $bin"
+resolve_faultlab_bin
+bin="$FAULTLAB_BIN"
 
 # --- the page, the DOM, the screenshot -------------------------------------------------------------------------
 work="$(mktemp -d "${TMPDIR:-/tmp}/diagnose-html.XXXXXX")"

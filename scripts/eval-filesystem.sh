@@ -13,12 +13,9 @@
 # Reports go to .cache/eval-filesystem/. Exit status: that of `faultlab eval --controls --oracle …`.
 set -euo pipefail
 
-CALLER_PWD="$PWD"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-log() { echo "eval-filesystem: $*"; }
-die() { echo "eval-filesystem: error: $*" >&2; exit 1; }
-# shellcheck source=scripts/lib/faultlab-bin.sh
-source "$ROOT/scripts/lib/faultlab-bin.sh"
+DIE_STATUS=1
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 # shellcheck source=scripts/lib/filesystem-tools.sh
 source "$ROOT/scripts/lib/filesystem-tools.sh"
 install_filesystem

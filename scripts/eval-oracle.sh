@@ -14,12 +14,9 @@
 # that of `faultlab eval --controls` (0 all verdicts as expected; 2 a disagreement, listed; 1 could not run).
 set -euo pipefail
 
-CALLER_PWD="$PWD"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-log() { echo "eval-oracle: $*"; }
-die() { echo "eval-oracle: error: $*" >&2; exit 1; }
-# shellcheck source=scripts/lib/faultlab-bin.sh
-source "$ROOT/scripts/lib/faultlab-bin.sh"
+DIE_STATUS=1
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 resolve_faultlab_bin
 
 out="$ROOT/.cache/eval-oracle"

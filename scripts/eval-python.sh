@@ -32,12 +32,8 @@
 # 2 if the evaluation could not be set up.
 set -euo pipefail
 
-CALLER_PWD="$PWD"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-
-log() { printf 'eval-python: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 2; }
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 export PYTHONDONTWRITEBYTECODE=1
 OUT="$ROOT/.cache/eval-python"
@@ -55,8 +51,6 @@ TASKS=(
 # ---------------------------------------------------------------- tools
 # shellcheck source=scripts/lib/py-interop.sh
 source "$ROOT/scripts/lib/py-interop.sh"
-# shellcheck source=scripts/lib/faultlab-bin.sh
-source "$ROOT/scripts/lib/faultlab-bin.sh"
 install_py_interop
 resolve_faultlab_bin
 [[ -f "$AGENT" ]] || die "the agent $AGENT is missing"

@@ -13,11 +13,14 @@
 # committed table); the exit status is non-zero when any cell changed.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
-ROOT="$root"
-log() { echo "interop-matrix: $*"; }
-die() { echo "interop-matrix: error: $*" >&2; echo "0 passed, 1 failed"; exit 2; }
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+# Its summary line is what scripts/test.sh counts, so a run that cannot start says it failed.
+die() {
+  log "error: $*"
+  echo "0 passed, 1 failed"
+  exit 2
+}
 
 record=0
 case "${1:-}" in

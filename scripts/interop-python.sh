@@ -6,8 +6,8 @@
 #   scripts/interop-python.sh
 #
 # Environment:
-#   FAULTLAB_BIN   the faultlab binary to test (default: ${CARGO_TARGET_DIR:-target}/debug/faultlab,
-#                  built with `cargo build -p faultlab` when it is missing)
+#   FAULTLAB_BIN   the faultlab binary to test (a path, or a name on PATH; default: the workspace debug build,
+#                  brought up to date with `cargo build -p faultlab`: scripts/lib/faultlab-bin.sh)
 #   PYTHON         the Python that creates the venv (default: python3; 3.11 or newer)
 #
 # The venv lives in .cache/py-interop/venv (scripts/lib/py-interop.sh, shared with scripts/proxy-filesystem.sh)
@@ -16,39 +16,24 @@
 # non-zero if any check failed.
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 interop="interop/python"
 logs=".cache/py-interop/logs"
 export PYTHONDONTWRITEBYTECODE=1
 
-log() { echo "interop-python: $*"; }
-die() { echo "interop-python: error: $*" >&2; exit 2; }
 mkdir -p "$logs"
 
 # --- the pinned SDK in a venv, installed only when something it depends on changed -------------------
-ROOT="$root"
 # shellcheck source=scripts/lib/py-interop.sh
-source "$root/scripts/lib/py-interop.sh"
+source "$ROOT/scripts/lib/py-interop.sh"
 install_py_interop
 venv="$PY_INTEROP_VENV"
 
 # --- the binary ------------------------------------------------------------------------------------------
-if [[ -n "${FAULTLAB_BIN:-}" ]]; then
-  bin="$FAULTLAB_BIN"
-  if [[ ! -x "$bin" ]]; then
-    echo "interop-python: FAULTLAB_BIN=$bin is not an executable file" >&2
-    exit 2
-  fi
-else
-  bin="${CARGO_TARGET_DIR:-target}/debug/faultlab"
-  if [[ ! -x "$bin" ]]; then
-    echo "interop-python: $bin missing; cargo build -p faultlab"
-    cargo build -p faultlab </dev/null
-  fi
-fi
-echo "interop-python: binary $bin"
+resolve_faultlab_bin
+bin="$FAULTLAB_BIN"
 
 # --- the checks ------------------------------------------------------------------------------------------
 passed=0

@@ -32,26 +32,21 @@
 # `N passed, M failed`; the exit status is non-zero if any file failed.
 #
 # Environment:
-#   FAULTLAB_BIN   the faultlab binary (default: ${CARGO_TARGET_DIR:-target}/debug/faultlab,
-#                  built with `cargo build -p faultlab` when it is missing)
+#   FAULTLAB_BIN   the faultlab binary (a path, or a name on PATH; default: the workspace debug build,
+#                  brought up to date with `cargo build -p faultlab`: scripts/lib/faultlab-bin.sh)
 #   PYTHON         the Python that creates the venv (default: python3; 3.11 or newer)
 set -euo pipefail
 
-root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
+DIE_STATUS=1
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 cache=".cache/junit-xsd"
 venv="$cache/venv"
 xsd="$cache/xsd/junit-10.xsd"
 python="${PYTHON:-python3}"
-export PIP_CACHE_DIR="$root/$cache/pip-cache"
+export PIP_CACHE_DIR="$ROOT/$cache/pip-cache"
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 PYTHONDONTWRITEBYTECODE=1
-
-log() { echo "junit-validate: $*"; }
-die() {
-  echo "junit-validate: $*" >&2
-  exit 1
-}
 
 PYTEST_VERSION=9.0.2
 PYTEST_SDIST_SHA256=75186651a92bd89611d1d9fc20f0b4345fd827c41ccd5c299a868a05d70edf11
@@ -122,17 +117,8 @@ echo "$XSD_SHA256  $xsd" | sha256sum --check --quiet - || die "$xsd does not hav
 log "schema $xsd (pytest==$PYTEST_VERSION sdist: $XSD_MEMBER, sha256 $XSD_SHA256)"
 
 # --- the binary --------------------------------------------------------------------------------------------
-if [[ -n "${FAULTLAB_BIN:-}" ]]; then
-  bin="$FAULTLAB_BIN"
-  [[ -x "$bin" ]] || die "FAULTLAB_BIN=$bin is not an executable file"
-else
-  bin="${CARGO_TARGET_DIR:-target}/debug/faultlab"
-  if [[ ! -x "$bin" ]]; then
-    log "$bin missing; cargo build -p faultlab"
-    cargo build -p faultlab </dev/null
-  fi
-fi
-log "binary $bin"
+resolve_faultlab_bin
+bin="$FAULTLAB_BIN"
 
 # --- the JUnit files ---------------------------------------------------------------------------------------
 work="$(mktemp -d "${TMPDIR:-/tmp}/junit-validate.XXXXXX")"

@@ -27,12 +27,8 @@
 # failed, 2 if the run could not be set up.
 set -euo pipefail
 
-CALLER_PWD="$PWD"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-
-log() { printf 'proxy-filesystem: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 2; }
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 export CI="${CI:-true}" PYTHONDONTWRITEBYTECODE=1
 START_SECONDS=$SECONDS
@@ -79,8 +75,6 @@ install_py_interop
 PY="$PY_INTEROP_PY"
 
 # ---------------------------------------------------------------- binary
-# shellcheck source=scripts/lib/faultlab-bin.sh
-source "$ROOT/scripts/lib/faultlab-bin.sh"
 resolve_faultlab_bin
 
 # ---------------------------------------------------------------- the run

@@ -5,10 +5,8 @@
 # Each script also installs what it needs by itself; scripts/test.sh runs this first, in the background while Rust
 # compiles, so that no stage waits on a download. Quiet unless an install fails (then its output is shown).
 set -euo pipefail
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-log() { printf 'test-deps: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 2; }
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 # shellcheck source=scripts/lib/node-tools.sh
 source scripts/lib/node-tools.sh
