@@ -1,28 +1,17 @@
 //! A batch: every (task, agent, repeat), run `jobs` at a time, in a fixed order so a shard of a batch is the same
 //! on every machine.
 
-use crate::runner::{self, AgentSpec, RunError, RunRecord, RunSpec};
+use crate::runner::{self, AgentSpec, RunError, RunRecord, RunSettings, RunSpec};
 use crate::task::Task;
 use futures::StreamExt as _;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 #[derive(Debug, Clone)]
 pub struct Batch {
     pub tasks: Vec<Arc<Task>>,
     pub agents: Vec<AgentSpec>,
-    pub repeat: u32,
-    /// Overrides every task's seed; repeat r of a run uses seed + r.
-    pub seed: Option<u64>,
-    pub jobs: usize,
-    pub out: PathBuf,
-    pub keep_workspaces: bool,
-    pub faultlab: PathBuf,
-    /// `(i, n)`: run only the runs whose task index + agent index + repeat is i modulo n (0-based i).
-    pub shard: Option<(u32, u32)>,
-    pub deadline_ms: Option<u64>,
-    /// Files the agents must not see besides the runs folder: the task files, earlier reports in `out`.
-    pub hide: Vec<PathBuf>,
+    /// Its shard takes the runs whose task index + agent index + repeat is i modulo n.
+    pub settings: RunSettings,
 }
 
 impl Batch {
@@ -31,32 +20,13 @@ impl Batch {
         let mut specs = Vec::new();
         for (t, task) in self.tasks.iter().enumerate() {
             for (a, agent) in self.agents.iter().enumerate() {
-                for repeat in 0..self.repeat {
+                for repeat in 0..self.settings.repeat {
                     // Diagonal assignment (task + agent + repeat, modulo n) rather than position modulo n: when n
                     // divides agents × repeats, position would hand each shard the same agents on every task, and
                     // one shard all the slow ones.
-                    let diagonal = t as u64 + a as u64 + u64::from(repeat);
-                    let mine = self.shard.is_none_or(|(i, n)| diagonal % u64::from(n) == u64::from(i));
-                    if !mine {
-                        continue;
+                    if self.settings.in_shard(t as u64 + a as u64 + u64::from(repeat)) {
+                        specs.push(self.settings.spec(task, agent, repeat, run_dir(&task.id, &agent.label(), repeat)));
                     }
-                    let seed = self.seed.or(task.seed).unwrap_or(0).wrapping_add(u64::from(repeat));
-                    let report_dir = run_dir(&task.id, &agent.label(), repeat);
-                    let dir = self.out.join(&report_dir);
-                    specs.push(RunSpec {
-                        task: task.clone(),
-                        agent: agent.clone(),
-                        repeat,
-                        seed,
-                        dir,
-                        report_dir,
-                        keep_workspace: self.keep_workspaces,
-                        faultlab: self.faultlab.clone(),
-                        deadline_ms: self.deadline_ms,
-                        cassette: None,
-                        nonce: None,
-                        hide: self.hide.clone(),
-                    });
                 }
             }
         }
@@ -69,7 +39,7 @@ impl Batch {
         &self,
         progress: impl FnMut(usize, usize, &Result<RunRecord, RunError>),
     ) -> Vec<Result<RunRecord, RunError>> {
-        run_specs(self.specs(), self.jobs, progress).await
+        run_specs(self.specs(), self.settings.jobs, progress).await
     }
 }
 

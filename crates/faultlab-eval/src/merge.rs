@@ -229,7 +229,7 @@ pub(crate) mod tests {
     use super::*;
     use crate::agent::ControlAgent;
     use crate::batch::Batch;
-    use crate::runner::AgentSpec;
+    use crate::runner::{AgentSpec, RunSettings};
     use crate::task::Category;
     use std::sync::Arc;
 
@@ -261,15 +261,12 @@ pub(crate) mod tests {
         Batch {
             tasks: crate::builtin::tasks().into_iter().map(Arc::new).collect(),
             agents: ControlAgent::ALL.into_iter().map(AgentSpec::Control).collect(),
-            repeat: 3,
-            seed: Some(7),
-            jobs: 1,
-            out: "out".into(),
-            keep_workspaces: false,
-            faultlab: "faultlab".into(),
-            shard: shard.map(Shard::zero_based),
-            deadline_ms: None,
-            hide: Vec::new(),
+            settings: RunSettings {
+                repeat: 3,
+                seed: Some(7),
+                shard: shard.map(Shard::zero_based),
+                ..RunSettings::new("out".into(), "faultlab".into())
+            },
         }
     }
 

@@ -104,6 +104,73 @@ impl AgentSpec {
     }
 }
 
+/// What every run of a batch or of an exploration shares: how often, where, with which binary, what is hidden.
+#[derive(Debug, Clone)]
+pub struct RunSettings {
+    pub repeat: u32,
+    /// Overrides every task's seed; repeat r of a run uses seed + r.
+    pub seed: Option<u64>,
+    /// Runs at a time.
+    pub jobs: usize,
+    /// The report's folder, absolute: the agents run in their own scratch folders and find their files by it.
+    pub out: PathBuf,
+    pub keep_workspaces: bool,
+    /// The `faultlab` executable (for the proxy, the workspace server and the control agents).
+    pub faultlab: PathBuf,
+    /// `(i, n)`, 0-based: run only the share whose number is i modulo n (a batch numbers its runs by task index +
+    /// agent index + repeat, an exploration its variants).
+    pub shard: Option<(u32, u32)>,
+    /// Overrides every task's deadline (milliseconds).
+    pub deadline_ms: Option<u64>,
+    /// Files the agents must not see besides the runs folder: the task files, earlier reports in `out`.
+    pub hide: Vec<PathBuf>,
+}
+
+impl RunSettings {
+    /// One repeat, one run at a time, the tasks' own seeds and deadlines, no shard, nothing more hidden.
+    pub fn new(out: PathBuf, faultlab: PathBuf) -> Self {
+        Self {
+            repeat: 1,
+            seed: None,
+            jobs: 1,
+            out,
+            keep_workspaces: false,
+            faultlab,
+            shard: None,
+            deadline_ms: None,
+            hide: Vec::new(),
+        }
+    }
+
+    /// The seed of repeat 0 of `task`: the override, else the task's, else 0.
+    pub fn seed_of(&self, task: &Task) -> u64 {
+        self.seed.or(task.seed).unwrap_or(0)
+    }
+
+    /// Whether the share numbered `number` is this shard's (every share is when there is no shard).
+    pub fn in_shard(&self, number: u64) -> bool {
+        self.shard.is_none_or(|(i, n)| number % u64::from(n) == u64::from(i))
+    }
+
+    /// Repeat `repeat` of `task` by `agent`, in `report_dir` (relative to the report's folder).
+    pub fn spec(&self, task: &Arc<Task>, agent: &AgentSpec, repeat: u32, report_dir: String) -> RunSpec {
+        RunSpec {
+            task: task.clone(),
+            agent: agent.clone(),
+            repeat,
+            seed: self.seed_of(task).wrapping_add(u64::from(repeat)),
+            dir: self.out.join(&report_dir),
+            report_dir,
+            keep_workspace: self.keep_workspaces,
+            faultlab: self.faultlab.clone(),
+            deadline_ms: self.deadline_ms,
+            cassette: None,
+            nonce: None,
+            hide: self.hide.clone(),
+        }
+    }
+}
+
 /// Everything one run needs.
 #[derive(Debug, Clone)]
 pub struct RunSpec {

@@ -6,6 +6,7 @@ use crate::builtin::Builtin;
 use crate::cli::DemoArgs;
 use anyhow::Context as _;
 use faultlab_client::Target;
+use faultlab_eval::runner::RunSettings;
 use faultlab_run::junit;
 use faultlab_run::probe::{self, ProbeResult};
 use faultlab_run::runner::ScenarioReport;
@@ -113,15 +114,7 @@ async fn eval_slice(out: &Path, exe: &str) -> anyhow::Result<usize> {
     let batch = faultlab_eval::batch::Batch {
         tasks: vec![std::sync::Arc::new(task)],
         agents: agents.into_iter().map(AgentSpec::Control).collect(),
-        repeat: 1,
-        seed: None,
-        jobs: 2,
-        out: std::path::absolute(out)?,
-        keep_workspaces: false,
-        faultlab: exe.into(),
-        shard: None,
-        deadline_ms: None,
-        hide: Vec::new(),
+        settings: RunSettings { jobs: 2, ..RunSettings::new(std::path::absolute(out)?, exe.into()) },
     };
     let mut runs = Vec::new();
     for result in batch.run(|_, _, _| {}).await {
@@ -190,15 +183,7 @@ async fn explore_slice(out: &Path, exe: &str) -> anyhow::Result<Vec<String>> {
         classes: vec![FaultClass::Error, FaultClass::TimeoutAfter, FaultClass::Malformed],
         max_faults: 1,
         budget: None,
-        repeat: 1,
-        seed: None,
-        jobs: 2,
-        out: std::path::absolute(out)?,
-        faultlab: exe.into(),
-        shard: None,
-        deadline_ms: None,
-        hide: Vec::new(),
-        keep_workspaces: false,
+        settings: RunSettings { jobs: 2, ..RunSettings::new(std::path::absolute(out)?, exe.into()) },
     };
     let exploration = faultlab_eval::explore::run_all(vec![explore], 1, |_| {}).await.remove(0)?;
     let report = report::ExploreReport {

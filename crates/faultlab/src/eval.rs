@@ -10,7 +10,7 @@ use faultlab_eval::builtin;
 use faultlab_eval::merge::Shard;
 use faultlab_eval::oracle::Oracle;
 use faultlab_eval::report::{self, Meta, Report};
-use faultlab_eval::runner::{AgentSpec, RunRecord};
+use faultlab_eval::runner::{AgentSpec, RunRecord, RunSettings};
 use faultlab_eval::task::Task;
 use faultlab_run::junit;
 use std::collections::HashSet;
@@ -51,18 +51,11 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         .with_context(|| format!("cannot create the output folder {}", args.out.display()))
         .map_err(Failure::runtime)?;
     let faultlab = std::env::current_exe().context("cannot find the faultlab executable").map_err(Failure::runtime)?;
-    let batch = Batch {
-        tasks,
-        agents,
+    let settings = RunSettings {
         repeat: args.repeat,
         seed: args.seed,
         jobs: args.jobs,
-        // Absolute: the agents run in their own scratch folders, and find their files by the paths given here.
-        out: std::path::absolute(&args.out)
-            .with_context(|| format!("cannot resolve the output folder {}", args.out.display()))
-            .map_err(Failure::runtime)?,
         keep_workspaces: args.keep,
-        faultlab,
         shard: args.shard.map(Shard::zero_based),
         deadline_ms: args.deadline_ms,
         // The task files (with their plans) and the reports of an earlier batch in the same folder.
@@ -72,7 +65,15 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
             .chain(&["report.json", "report.md", "report.html"].map(|f| args.out.join(f)))
             .filter_map(|p| std::path::absolute(p).ok())
             .collect(),
+        // Absolute: the agents run in their own scratch folders, and find their files by the paths given here.
+        ..RunSettings::new(
+            std::path::absolute(&args.out)
+                .with_context(|| format!("cannot resolve the output folder {}", args.out.display()))
+                .map_err(Failure::runtime)?,
+            faultlab,
+        )
     };
+    let batch = Batch { tasks, agents, settings };
     // The (task, agent) pairs this batch, or this shard of it, is to run: the oracle entries it can answer. Taken
     // from the plan, not the results, so a pair whose run is missing still counts (as "no run").
     let pairs: HashSet<(String, String)> = batch.specs().iter().map(|s| (s.task.id.clone(), s.agent.label())).collect();

@@ -9,7 +9,7 @@ use faultlab_eval::builtin;
 use faultlab_eval::explore::oracle::ExploreOracle;
 use faultlab_eval::explore::report::{self, ExploreReport, KIND, Meta};
 use faultlab_eval::explore::{Explore, FaultClass};
-use faultlab_eval::runner::AgentSpec;
+use faultlab_eval::runner::{AgentSpec, RunSettings};
 use faultlab_eval::task::Task;
 use std::path::Path;
 use std::sync::Arc;
@@ -80,15 +80,17 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
             classes: classes.clone(),
             max_faults: args.max_faults,
             budget: args.budget,
-            repeat: args.repeat,
-            seed: args.seed,
-            jobs: jobs_each,
-            out: out.clone(),
-            faultlab: faultlab.clone(),
-            shard: args.shard.map(faultlab_eval::merge::Shard::zero_based),
-            deadline_ms: args.deadline_ms,
-            hide: hide.clone(),
-            keep_workspaces: args.keep,
+            settings: RunSettings {
+                repeat: args.repeat,
+                seed: args.seed,
+                jobs: jobs_each,
+                out: out.clone(),
+                keep_workspaces: args.keep,
+                faultlab: faultlab.clone(),
+                shard: args.shard.map(faultlab_eval::merge::Shard::zero_based),
+                deadline_ms: args.deadline_ms,
+                hide: hide.clone(),
+            },
         })
         .collect();
     let labels: Vec<String> = explores.iter().map(|e| format!("{} × {}", e.task.id, e.agent.label())).collect();

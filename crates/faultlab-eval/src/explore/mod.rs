@@ -19,12 +19,11 @@ use crate::batch;
 use crate::evidence;
 use crate::grade::Cite;
 use crate::oracle::{LayerName, failing_layers};
-use crate::runner::{AgentSpec, RunError, RunRecord, RunSpec};
+use crate::runner::{AgentSpec, RunError, RunRecord, RunSettings, RunSpec};
 use crate::task::Task;
 use faultlab_engine::trajectory::Trajectory;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use std::path::PathBuf;
 use std::sync::Arc;
 pub use synth::{CallFacts, FaultClass, Planned, Pruned, Site, Variant};
 
@@ -38,18 +37,9 @@ pub struct Explore {
     pub max_faults: u8,
     /// Most variant runs (repeats included), if limited.
     pub budget: Option<usize>,
-    pub repeat: u32,
-    pub seed: Option<u64>,
-    pub jobs: usize,
-    /// The report's folder (absolute); runs go to `runs/<task>/<agent>.<variant>/<repeat>` and reproducers to
-    /// `repro/<task>/<agent>/<variant>` in it.
-    pub out: PathBuf,
-    pub faultlab: PathBuf,
-    /// `(i, n)`, 0-based: run only the variants whose number is i modulo n (every shard runs the healthy run).
-    pub shard: Option<(u32, u32)>,
-    pub deadline_ms: Option<u64>,
-    pub hide: Vec<PathBuf>,
-    pub keep_workspaces: bool,
+    /// `out` is the report's folder: runs go to `runs/<task>/<agent>.<variant>/<repeat>` and reproducers to
+    /// `repro/<task>/<agent>/<variant>` in it; the shard takes variants by number (every shard runs the healthy run).
+    pub settings: RunSettings,
 }
 
 /// What one exploration found.
@@ -155,7 +145,7 @@ impl Explore {
     }
 
     fn seed(&self) -> u64 {
-        self.seed.or(self.task.seed).unwrap_or(0)
+        self.settings.seed_of(&self.task)
     }
 
     /// `runs/<task>/<agent>.<name>/<repeat>`, relative to the report: as deep as eval's `runs/<task>/<agent>/<repeat>`,
@@ -165,25 +155,14 @@ impl Explore {
     }
 
     fn specs(&self, task: &Arc<Task>, name: &str) -> Vec<RunSpec> {
-        (0..self.repeat.max(1))
-            .map(|repeat| {
-                let report_dir = self.report_dir(name, repeat);
-                RunSpec {
-                    task: task.clone(),
-                    agent: self.agent.clone(),
-                    repeat,
-                    seed: self.seed().wrapping_add(u64::from(repeat)),
-                    dir: self.out.join(&report_dir),
-                    report_dir,
-                    keep_workspace: self.keep_workspaces,
-                    faultlab: self.faultlab.clone(),
-                    deadline_ms: self.deadline_ms,
-                    cassette: None,
-                    nonce: None,
-                    hide: self.hide.clone(),
-                }
-            })
+        (0..self.repeats())
+            .map(|repeat| self.settings.spec(task, &self.agent, repeat, self.report_dir(name, repeat)))
             .collect()
+    }
+
+    /// Repeats per variant: at least one.
+    fn repeats(&self) -> u32 {
+        self.settings.repeat.max(1)
     }
 
     /// Runs the exploration; `progress(line)` is told of each phase.
@@ -201,7 +180,8 @@ impl Explore {
         };
         progress(&format!("{} × {}: healthy run", exploration.task, exploration.agent));
         let healthy = self.task_with(Vec::new());
-        let runs = batch::run_specs_keeping_scratch(self.specs(&healthy, "healthy"), self.jobs, |_, _, _| {}).await;
+        let runs =
+            batch::run_specs_keeping_scratch(self.specs(&healthy, "healthy"), self.settings.jobs, |_, _, _| {}).await;
         let runs = runs.into_iter().collect::<Result<Vec<RunRecord>, RunError>>()?;
         let failed = runs.iter().find(|r| r.error.is_some() || !r.verdict.passed);
         exploration.healthy = Healthy {
@@ -220,7 +200,7 @@ impl Explore {
 
         let (singles, mut pruned) = synth::singles(&facts, &self.classes);
         let sets = singles.into_iter().map(|p| vec![p]).collect();
-        let variants = synth::number(sets, 0, self.budget, self.repeat, &mut pruned);
+        let variants = synth::number(sets, 0, self.budget, self.settings.repeat, &mut pruned);
         let numbered = variants.len();
         exploration.variants = self.run_variants(variants, &mut progress).await?;
         if self.max_faults >= 2 {
@@ -232,7 +212,7 @@ impl Explore {
                 .collect();
             let (sets, more) = synth::pairs(&facts, &survived, &exploration.lineage);
             pruned.extend(more);
-            let variants = synth::number(sets, numbered, self.budget, self.repeat, &mut pruned);
+            let variants = synth::number(sets, numbered, self.budget, self.settings.repeat, &mut pruned);
             exploration.variants.extend(self.run_variants(variants, &mut progress).await?);
         }
         exploration.pruned = pruned;
@@ -247,7 +227,7 @@ impl Explore {
         let mine: Vec<Variant> = variants
             .into_iter()
             .enumerate()
-            .filter(|(i, _)| self.shard.is_none_or(|(s, n)| *i as u64 % u64::from(n) == u64::from(s)))
+            .filter(|(i, _)| self.settings.in_shard(*i as u64))
             .map(|(_, v)| v)
             .collect();
         let mut specs = Vec::new();
@@ -256,10 +236,10 @@ impl Explore {
         }
         let total = specs.len();
         progress(&format!("{} × {}: {} variant(s), {total} run(s)", self.task.id, self.agent.label(), mine.len()));
-        let mut results = batch::run_specs_keeping_scratch(specs, self.jobs, |_, _, _| {}).await.into_iter();
+        let mut results = batch::run_specs_keeping_scratch(specs, self.settings.jobs, |_, _, _| {}).await.into_iter();
         let mut out = Vec::new();
         for variant in mine {
-            let runs: Vec<Result<RunRecord, RunError>> = results.by_ref().take(self.repeat.max(1) as usize).collect();
+            let runs: Vec<Result<RunRecord, RunError>> = results.by_ref().take(self.repeats() as usize).collect();
             out.push(self.result(variant, runs)?);
         }
         Ok(out)
@@ -278,7 +258,7 @@ impl Explore {
         });
         let reproducer = match broke {
             true => Some(report::reproducer(self, &variant).map_err(|e| ExploreError::Evidence {
-                path: self.out.join("repro").display().to_string(),
+                path: self.settings.out.join("repro").display().to_string(),
                 message: e.to_string(),
             })?),
             false => None,
@@ -303,7 +283,7 @@ impl Explore {
     /// The healthy run's calls, with their recorded replies and whether they wrote (by the ledger when the
     /// built-in server kept one, else by whether the server executed them).
     fn facts(&self, run: &RunRecord) -> Result<Vec<CallFacts>, ExploreError> {
-        let dir = self.out.join(&run.dir);
+        let dir = self.settings.out.join(&run.dir);
         let path = dir.join("trajectory.jsonl");
         let bad = |message: String| ExploreError::Evidence { path: path.display().to_string(), message };
         let text = std::fs::read_to_string(&path).map_err(|e| bad(e.to_string()))?;
@@ -453,15 +433,7 @@ mod tests {
             classes: vec![FaultClass::Error],
             max_faults: 1,
             budget: None,
-            repeat: 2,
-            seed: None,
-            jobs: 1,
-            out: dir.path().into(),
-            faultlab: "faultlab".into(),
-            shard: None,
-            deadline_ms: None,
-            hide: Vec::new(),
-            keep_workspaces: false,
+            settings: RunSettings { repeat: 2, ..RunSettings::new(dir.path().into(), "faultlab".into()) },
         };
         // Every run's folder lies where the runner hides the whole runs folder (three levels up) from the agents.
         let specs = explore.specs(&explore.task, "v001");

@@ -51,7 +51,7 @@ pub const KIND: &str = "explore";
 
 /// Writes the variant's task and rules files beside the report and says how to run them.
 pub fn reproducer(explore: &Explore, variant: &Variant) -> std::io::Result<Reproducer> {
-    let dir = explore.out.join("repro").join(&explore.task.id).join(explore.agent.label()).join(&variant.id);
+    let dir = explore.settings.out.join("repro").join(&explore.task.id).join(explore.agent.label()).join(&variant.id);
     std::fs::create_dir_all(&dir)?;
     let mut task = explore.task.as_ref().clone();
     task.faults = variant.rules();
@@ -60,7 +60,7 @@ pub fn reproducer(explore: &Explore, variant: &Variant) -> std::io::Result<Repro
     let rules = RulesFile { seed: Some(explore.seed()), rules: variant.rules() };
     let rules_file = dir.join("rules.json");
     std::fs::write(&rules_file, serde_json::to_string_pretty(&rules).expect("plain data serialises"))?;
-    let faultlab = explore.faultlab.display().to_string();
+    let faultlab = explore.settings.faultlab.display().to_string();
     let agent = match &explore.agent {
         AgentSpec::Control(agent) => vec![faultlab.clone(), "agent".into(), agent.name().into()],
         AgentSpec::Named { command, .. } | AgentSpec::Command(command) => command.clone(),
@@ -77,11 +77,11 @@ pub fn reproducer(explore: &Explore, variant: &Variant) -> std::io::Result<Repro
         "--seed".into(),
         explore.seed().to_string(),
         "--repeat".into(),
-        explore.repeat.max(1).to_string(),
+        explore.repeats().to_string(),
         "--out".into(),
         dir.join("eval").display().to_string(),
     ];
-    if let Some(ms) = explore.deadline_ms {
+    if let Some(ms) = explore.settings.deadline_ms {
         words.extend(["--deadline-ms".into(), ms.to_string()]);
     }
     Ok(Reproducer {
