@@ -20,7 +20,7 @@ pub fn faultlab() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("faultlab").unwrap()
 }
 
-/// A client on stdio, to the proxy or straight to the server.
+/// A line client on stdio to one `faultlab` process: the proxy, or the server directly.
 pub struct Client {
     pub child: tokio::process::Child,
     pub stdin: Option<tokio::process::ChildStdin>,
@@ -29,13 +29,18 @@ pub struct Client {
 
 impl Client {
     pub fn spawn(args: &[&str]) -> Self {
-        Self::spawn_with(args, Stdio::null())
+        Self::spawn_command(tokio::process::Command::new(BIN), args, Stdio::null())
+    }
+
+    /// [`bin()`] (which may be another build), its stderr kept for [`Client::finish_output`].
+    pub fn spawn_peer(args: &[&str]) -> Self {
+        Self::spawn_command(tokio::process::Command::new(bin()), args, Stdio::piped())
     }
 
     /// Also returns the process's stderr (where the proxy writes its trajectory without `--record`), to wait on
     /// its events.
     pub fn spawn_watching(args: &[&str]) -> (Self, tokio::io::Lines<BufReader<tokio::process::ChildStderr>>) {
-        let mut client = Self::spawn_with(args, Stdio::piped());
+        let mut client = Self::spawn_command(tokio::process::Command::new(BIN), args, Stdio::piped());
         let stderr = BufReader::new(client.child.stderr.take().unwrap()).lines();
         (client, stderr)
     }
@@ -49,10 +54,6 @@ impl Client {
         let mut command = tokio::process::Command::new(BIN);
         command.current_dir(dir).env("PATH", path);
         Self::spawn_command(command, args, Stdio::null())
-    }
-
-    fn spawn_with(args: &[&str], stderr: Stdio) -> Self {
-        Self::spawn_command(tokio::process::Command::new(BIN), args, stderr)
     }
 
     fn spawn_command(mut command: tokio::process::Command, args: &[&str], stderr: Stdio) -> Self {
@@ -76,70 +77,6 @@ impl Client {
         Self::spawn(&args)
     }
 
-    pub async fn send(&mut self, value: &Value) {
-        let mut line = serde_json::to_vec(value).unwrap();
-        line.push(b'\n');
-        self.stdin.as_mut().unwrap().write_all(&line).await.unwrap();
-    }
-
-    pub async fn recv_raw(&mut self) -> Option<String> {
-        let mut line = String::new();
-        let n =
-            tokio::time::timeout(PATIENCE, self.stdout.read_line(&mut line)).await.expect("a line in time").unwrap();
-        (n > 0).then_some(line)
-    }
-
-    pub async fn recv(&mut self) -> Value {
-        serde_json::from_str(&self.recv_raw().await.expect("a line, not EOF")).unwrap()
-    }
-
-    pub async fn initialize(&mut self) -> String {
-        self.send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",
-            "capabilities":{},"clientInfo":{"name":"proxy-test","version":"1"}}}))
-            .await;
-        let line = self.recv_raw().await.unwrap();
-        self.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
-        line
-    }
-
-    pub async fn call(&mut self, id: i64, tool: &str, args: Value) {
-        self.send(&json!({"jsonrpc":"2.0","id":id,"method":"tools/call","params":{"name":tool,"arguments":args}}))
-            .await;
-    }
-
-    pub async fn finish(mut self) -> Option<i32> {
-        drop(self.stdin.take());
-        tokio::time::timeout(PATIENCE, self.child.wait()).await.unwrap().unwrap().code()
-    }
-}
-
-/// The binary under test (`FAULTLAB_TEST_BIN` may name another build, to check a test fails without a fix).
-pub fn bin() -> String {
-    std::env::var("FAULTLAB_TEST_BIN").unwrap_or_else(|_| BIN.to_owned())
-}
-
-/// A line client on one process, with its stderr kept for the end.
-pub struct Peer {
-    pub child: tokio::process::Child,
-    pub stdin: Option<tokio::process::ChildStdin>,
-    pub stdout: BufReader<tokio::process::ChildStdout>,
-}
-
-impl Peer {
-    pub fn spawn(args: &[&str]) -> Self {
-        let mut child = tokio::process::Command::new(bin())
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Self { child, stdin, stdout }
-    }
-
     pub async fn send_raw(&mut self, bytes: &[u8]) {
         self.stdin.as_mut().unwrap().write_all(bytes).await.unwrap();
     }
@@ -160,13 +97,14 @@ impl Peer {
         serde_json::from_str(&self.recv_raw().await.expect("a line, not EOF")).unwrap()
     }
 
-    pub async fn initialize(&mut self, version: &str) -> Value {
-        self.send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":version,
-            "capabilities":{},"clientInfo":{"name":"reliability","version":"1"}}}))
+    /// The 2025-11-25 handshake; returns the `initialize` reply's line.
+    pub async fn initialize(&mut self) -> String {
+        self.send(&json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25",
+            "capabilities":{},"clientInfo":{"name":"proxy-test","version":"1"}}}))
             .await;
-        let reply = self.recv().await;
+        let line = self.recv_raw().await.unwrap();
         self.send(&json!({"jsonrpc":"2.0","method":"notifications/initialized"})).await;
-        reply
+        line
     }
 
     pub async fn call(&mut self, id: i64, tool: &str, args: Value) {
@@ -174,12 +112,22 @@ impl Peer {
             .await;
     }
 
-    /// Closes stdin and waits for the exit: (exit code, stderr).
-    pub async fn finish(mut self, patience: Duration) -> (Option<i32>, String) {
+    pub async fn finish(mut self) -> Option<i32> {
+        drop(self.stdin.take());
+        tokio::time::timeout(PATIENCE, self.child.wait()).await.unwrap().unwrap().code()
+    }
+
+    /// Closes stdin and waits for the exit of a [`Client::spawn_peer`]: (exit code, stderr).
+    pub async fn finish_output(mut self, patience: Duration) -> (Option<i32>, String) {
         drop(self.stdin.take());
         let out = tokio::time::timeout(patience, self.child.wait_with_output()).await.expect("exits in time").unwrap();
         (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
     }
+}
+
+/// The binary under test (`FAULTLAB_TEST_BIN` may name another build, to check a test fails without a fix).
+pub fn bin() -> String {
+    std::env::var("FAULTLAB_TEST_BIN").unwrap_or_else(|_| BIN.to_owned())
 }
 
 /// A `faultlab` process started for a test, killed when dropped; what it printed before it was ready is kept.

@@ -4,12 +4,12 @@
 
 use serde_json::{Value, json};
 
-use crate::common::{PATIENCE, Peer};
+use crate::common::{Client, PATIENCE};
 
 #[tokio::test]
 async fn the_server_refuses_a_second_initialize_and_keeps_its_version() {
-    let mut server = Peer::spawn(&["serve"]);
-    let first = server.initialize("2025-11-25").await;
+    let mut server = Client::spawn_peer(&["serve"]);
+    let first: Value = serde_json::from_str(&server.initialize().await).unwrap();
     assert_eq!(first["result"]["protocolVersion"], "2025-11-25");
     server
         .send(&json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05",
@@ -25,8 +25,8 @@ async fn the_server_refuses_a_second_initialize_and_keeps_its_version() {
 
 #[tokio::test]
 async fn an_error_reply_quotes_a_few_kib_of_an_oversized_argument() {
-    let mut server = Peer::spawn(&["serve"]);
-    server.initialize("2025-11-25").await;
+    let mut server = Client::spawn_peer(&["serve"]);
+    server.initialize().await;
     // Quotes escape twice in rmcp's message: unbounded, the reply would be about twice the argument.
     let argument = "\"".repeat(20_000);
     server.call(1, "delay", json!({"delayMs": argument})).await;
@@ -41,8 +41,8 @@ async fn an_error_reply_quotes_a_few_kib_of_an_oversized_argument() {
 
 #[tokio::test]
 async fn a_request_over_the_frame_limit_gets_an_error_for_its_id_and_a_diagnostic() {
-    let mut server = Peer::spawn(&["serve", "--max-frame-bytes", "65536"]);
-    server.initialize("2025-11-25").await;
+    let mut server = Client::spawn_peer(&["serve", "--max-frame-bytes", "65536"]);
+    server.initialize().await;
 
     let mut long =
         br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"delay","arguments":{"x":""#.to_vec();
@@ -53,15 +53,15 @@ async fn a_request_over_the_frame_limit_gets_an_error_for_its_id_and_a_diagnosti
     assert_eq!((reply["id"].clone(), reply["error"]["code"].clone()), (json!(2), json!(-32600)), "{reply}");
     server.send(&json!({"jsonrpc":"2.0","id":3,"method":"ping"})).await;
     assert_eq!(server.recv().await["id"], 3, "the server goes on");
-    let (code, stderr) = server.finish(PATIENCE).await;
+    let (code, stderr) = server.finish_output(PATIENCE).await;
     assert_eq!(code, Some(0));
     assert!(stderr.contains(r#""event":"dropped""#), "a diagnostic line says what was dropped: {stderr}");
 }
 
 #[tokio::test]
 async fn a_request_rmcp_cannot_read_still_gets_an_error_for_its_id() {
-    let mut server = Peer::spawn(&["serve"]);
-    server.initialize("2025-11-25").await;
+    let mut server = Client::spawn_peer(&["serve"]);
+    server.initialize().await;
     for line in [
         r#"{"id":1,"method":"ping"}"#,
         r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":5}"#,

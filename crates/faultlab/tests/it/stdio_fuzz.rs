@@ -10,7 +10,7 @@ use std::cell::Cell;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use crate::common::{PATIENCE, Peer, bin};
+use crate::common::{Client, PATIENCE, bin};
 
 /// The frame-size limit both fronts run with here: a generated line may be over it.
 const LIMIT: usize = 4096;
@@ -58,8 +58,8 @@ fn line() -> impl Strategy<Value = Line> {
 
 /// Runs one case against one front; returns how many lines went in.
 async fn run_case(args: &[&str], lines: &[Line], case: usize) -> Result<usize, TestCaseError> {
-    let mut peer = Peer::spawn(args);
-    peer.initialize("2025-11-25").await;
+    let mut peer = Client::spawn_peer(args);
+    peer.initialize().await;
     let mut waiting = HashSet::new();
     for (i, line) in lines.iter().enumerate() {
         let id = format!("c{case}-{i}");
@@ -84,7 +84,7 @@ async fn run_case(args: &[&str], lines: &[Line], case: usize) -> Result<usize, T
             waiting.remove(&reply["id"]);
         }
     }
-    let (code, stderr) = peer.finish(Duration::from_secs(5)).await;
+    let (code, stderr) = peer.finish_output(Duration::from_secs(5)).await;
     prop_assert!(!stderr.contains("panicked"), "{stderr}");
     prop_assert_eq!(code, Some(0), "{}", stderr);
     Ok(lines.len() + 1)

@@ -9,7 +9,7 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::common::{PATIENCE, Peer, bin};
+use crate::common::{Client, PATIENCE, bin};
 
 fn trajectory(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
@@ -36,12 +36,12 @@ async fn client_eof_with_an_upstream_that_ignores_it_ends_within_twice_the_grace
     let record = dir.path().join("trajectory.jsonl");
     let record_arg = record.to_str().unwrap();
     let mut proxy =
-        Peer::spawn(&["proxy", "--shutdown-grace", "0.2", "--record", record_arg, "--", "sh", "-c", STUBBORN]);
+        Client::spawn_peer(&["proxy", "--shutdown-grace", "0.2", "--record", record_arg, "--", "sh", "-c", STUBBORN]);
     let announced = proxy.recv().await;
     let helper = pidfd(announced["params"]["pid"].as_i64().unwrap() as i32);
 
     let started = Instant::now();
-    let (code, stderr) = proxy.finish(Duration::from_secs(5)).await;
+    let (code, stderr) = proxy.finish_output(Duration::from_secs(5)).await;
     let took = started.elapsed();
     eprintln!("bounded shutdown (grace 0.2 s, stdin close -> SIGTERM -> SIGKILL): {took:?}");
     assert_eq!(code, Some(0), "{stderr}");
@@ -62,8 +62,8 @@ async fn sigterm_with_a_request_open_answers_it_and_stops_the_upstream_in_order(
     // `faultlab serve` with a `hang` running takes 5 s to exit on EOF: the grace is cut so SIGTERM comes sooner.
     let record_arg = record.to_str().unwrap();
     let mut proxy =
-        Peer::spawn(&["proxy", "--shutdown-grace", "0.2", "--record", record_arg, "--", &upstream, "serve"]);
-    proxy.initialize("2025-11-25").await;
+        Client::spawn_peer(&["proxy", "--shutdown-grace", "0.2", "--record", record_arg, "--", &upstream, "serve"]);
+    proxy.initialize().await;
     proxy.call(1, "hang", json!({})).await;
     // A round trip after it: the hang has reached the upstream.
     proxy.send(&json!({"jsonrpc":"2.0","id":2,"method":"ping"})).await;
@@ -75,7 +75,7 @@ async fn sigterm_with_a_request_open_answers_it_and_stops_the_upstream_in_order(
     let reply = proxy.recv().await;
     assert_eq!(reply["id"], 1, "{reply}");
     assert_eq!(reply["error"]["code"], -32000, "the open request fails, it does not hang: {reply}");
-    let (code, _) = proxy.finish(Duration::from_secs(5)).await;
+    let (code, _) = proxy.finish_output(Duration::from_secs(5)).await;
     eprintln!("SIGTERM with one request open -> exit: {:?}", started.elapsed());
     assert_eq!(code, Some(0));
     let all = trajectory(&record);
@@ -89,14 +89,14 @@ async fn an_upstream_that_dies_with_a_request_pending_answers_it_with_the_exit_a
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("trajectory.jsonl");
     let mut proxy =
-        Peer::spawn(&["proxy", "--record", record.to_str().unwrap(), "--", "sh", "-c", "read line; exit 3"]);
+        Client::spawn_peer(&["proxy", "--record", record.to_str().unwrap(), "--", "sh", "-c", "read line; exit 3"]);
     proxy.send(&json!({"jsonrpc":"2.0","id":"a","method":"ping"})).await;
     let reply = proxy.recv().await;
     assert_eq!(reply["id"], "a", "{reply}");
     assert_eq!(reply["error"]["data"]["upstreamExit"]["code"], 3, "{reply}");
     assert!(reply["error"]["message"].as_str().unwrap().contains("exit code 3"), "{reply}");
     assert_eq!(proxy.recv_raw().await, None, "then the proxy ends");
-    let (code, stderr) = proxy.finish(PATIENCE).await;
+    let (code, stderr) = proxy.finish_output(PATIENCE).await;
     assert_eq!(code, Some(1), "{stderr}");
     assert!(stderr.contains("exit code 3"), "{stderr}");
     let all = trajectory(&record);
@@ -130,11 +130,11 @@ fn an_upstream_that_fails_at_once_is_a_failure_not_a_clean_end() {
 #[tokio::test]
 async fn an_upstream_that_exits_on_eof_after_answering_everything_is_a_clean_end() {
     let upstream = bin();
-    let mut proxy = Peer::spawn(&["proxy", "--", &upstream, "serve"]);
-    proxy.initialize("2025-11-25").await;
+    let mut proxy = Client::spawn_peer(&["proxy", "--", &upstream, "serve"]);
+    proxy.initialize().await;
     proxy.send(&json!({"jsonrpc":"2.0","id":1,"method":"ping"})).await;
     assert_eq!(proxy.recv().await["id"], 1);
-    let (code, stderr) = proxy.finish(PATIENCE).await;
+    let (code, stderr) = proxy.finish_output(PATIENCE).await;
     assert_eq!(code, Some(0), "{stderr}");
     assert!(!stderr.contains("upstream_exit"), "{stderr}");
 }
@@ -145,8 +145,8 @@ async fn a_reply_over_the_frame_limit_becomes_an_error_for_its_id_and_the_sessio
     let record = dir.path().join("trajectory.jsonl");
     let upstream = bin();
     let args = ["proxy", "--max-frame-bytes", "4096", "--record", record.to_str().unwrap(), "--", &upstream, "serve"];
-    let mut proxy = Peer::spawn(&args);
-    proxy.initialize("2025-11-25").await;
+    let mut proxy = Client::spawn_peer(&args);
+    proxy.initialize().await;
     proxy.call(1, "oversized_response", json!({"bytes": 10_000})).await;
     let reply = proxy.recv().await;
     assert_eq!(reply["id"], 1, "{reply}");
@@ -164,7 +164,7 @@ async fn a_reply_over_the_frame_limit_becomes_an_error_for_its_id_and_the_sessio
 
     proxy.send(&json!({"jsonrpc":"2.0","id":3,"method":"ping"})).await;
     assert_eq!(proxy.recv().await["id"], 3, "the session goes on");
-    let (code, _) = proxy.finish(PATIENCE).await;
+    let (code, _) = proxy.finish_output(PATIENCE).await;
     assert_eq!(code, Some(0));
     let all = trajectory(&record);
     let dropped = events(&all, "dropped");
@@ -179,8 +179,8 @@ async fn a_reply_over_the_frame_limit_becomes_an_error_for_its_id_and_the_sessio
 #[tokio::test]
 async fn by_default_the_proxy_carries_a_reply_over_16_mib() {
     let upstream = bin();
-    let mut proxy = Peer::spawn(&["proxy", "--", &upstream, "serve"]);
-    proxy.initialize("2025-11-25").await;
+    let mut proxy = Client::spawn_peer(&["proxy", "--", &upstream, "serve"]);
+    proxy.initialize().await;
     proxy.call(1, "oversized_response", json!({"bytes": 17 << 20})).await;
     let line = proxy.recv_raw().await.unwrap();
     assert!(line.len() > 17 << 20, "the whole reply arrives ({} bytes)", line.len());
@@ -189,7 +189,7 @@ async fn by_default_the_proxy_carries_a_reply_over_16_mib() {
 
 #[tokio::test]
 async fn sigterm_to_the_proxy_ends_a_stubborn_upstream_and_its_helper_within_twice_the_grace() {
-    let mut proxy = Peer::spawn(&["proxy", "--shutdown-grace", "0.2", "--", "sh", "-c", STUBBORN]);
+    let mut proxy = Client::spawn_peer(&["proxy", "--shutdown-grace", "0.2", "--", "sh", "-c", STUBBORN]);
     let announced = proxy.recv().await;
     let helper = pidfd(announced["params"]["pid"].as_i64().unwrap() as i32);
     let pid = rustix::process::Pid::from_raw(proxy.child.id().unwrap() as i32).unwrap();
@@ -207,8 +207,8 @@ async fn sigterm_to_the_proxy_ends_a_stubborn_upstream_and_its_helper_within_twi
 async fn with_an_http_upstream_a_client_line_over_the_limit_gets_an_error_for_its_id() {
     let (_server, url) = Lab::serve(&[]).await;
 
-    let mut proxy = Peer::spawn(&["proxy", "--max-frame-bytes", "4096", "--upstream", &url]);
-    proxy.initialize("2025-11-25").await;
+    let mut proxy = Client::spawn_peer(&["proxy", "--max-frame-bytes", "4096", "--upstream", &url]);
+    proxy.initialize().await;
     let mut long = br#"{"jsonrpc":"2.0","id":"big","method":"ping","params":{"pad":""#.to_vec();
     long.extend(std::iter::repeat_n(b'x', 5000));
     long.extend_from_slice(b"\"}}\n");
