@@ -5,7 +5,7 @@
 //! a witness can tell an agent that really read the data from one that made its answer up.
 
 use faultlab_engine::rules::Rule;
-use faultlab_wire::nesting;
+use faultlab_wire::config;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -322,32 +322,18 @@ fn yes() -> bool {
 /// The six fault categories; each fault's file in the catalogue says which is its.
 pub use faultlab_engine::catalogue::Category;
 
-#[derive(Debug, thiserror::Error)]
-pub enum TaskError {
-    #[error("cannot read task file {path}: {source}")]
-    Read { path: String, source: std::io::Error },
-    #[error("task file {path} is invalid: {message}")]
-    Invalid { path: String, message: String },
-}
+/// A task file that cannot be read or is invalid.
+pub type TaskError = config::FileError;
 
 impl Task {
     /// Reads a task file: JSON by the `.json` extension, YAML otherwise.
     pub fn load(path: &Path) -> Result<Self, TaskError> {
-        let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| TaskError::Read { path: shown.clone(), source })?;
-        let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
-        Self::parse(&text, is_json).map_err(|message| TaskError::Invalid { path: shown, message })
+        config::load(path, "task file", Self::parse)
     }
 
     /// Parses and checks a task; the error names the key (and, from YAML, the line).
     pub fn parse(text: &str, is_json: bool) -> Result<Self, String> {
-        let syntax = if is_json { nesting::Syntax::Json } else { nesting::Syntax::Yaml };
-        nesting::check(text, syntax).map_err(|e| e.to_string())?;
-        let task: Self = if is_json {
-            serde_json::from_str(text).map_err(|e| e.to_string())?
-        } else {
-            yaml_serde::from_str(text).map_err(|e| e.to_string())?
-        };
+        let task: Self = config::parse(text, is_json)?;
         task.check()?;
         Ok(task)
     }

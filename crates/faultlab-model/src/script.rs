@@ -3,7 +3,7 @@
 //! framework that retries a model request gets the same turn again, and one endpoint serves any number of
 //! conversations at once.
 
-use faultlab_wire::nesting;
+use faultlab_wire::config;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -107,33 +107,18 @@ pub enum Because {
     Answered,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum ScriptError {
-    /// The I/O error is part of the message, not a source, so that a chain is printed once.
-    #[error("cannot read model script {path}: {error}")]
-    Read { path: String, error: std::io::Error },
-    #[error("model script {path} is invalid: {message}")]
-    Invalid { path: String, message: String },
-}
+/// A model script that cannot be read or is invalid.
+pub type ScriptError = config::FileError;
 
 impl Script {
     /// Reads a script: JSON for a `.json` file, YAML otherwise; depth-limited before parsing, unknown keys refused.
     pub fn load(path: &Path) -> Result<Self, ScriptError> {
-        let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|error| ScriptError::Read { path: shown.clone(), error })?;
-        Self::parse(&text, path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json")))
-            .map_err(|message| ScriptError::Invalid { path: shown, message })
+        config::load(path, "model script", Self::parse)
     }
 
     /// Parses a script's text (`json`: JSON, else YAML).
     pub fn parse(text: &str, json: bool) -> Result<Self, String> {
-        let syntax = if json { nesting::Syntax::Json } else { nesting::Syntax::Yaml };
-        nesting::check(text, syntax).map_err(|e| e.to_string())?;
-        let script: Self = if json {
-            serde_json::from_str(text).map_err(|e| e.to_string())?
-        } else {
-            yaml_serde::from_str(text).map_err(|e| e.to_string())?
-        };
+        let script: Self = config::parse(text, json)?;
         for (i, step) in script.steps.iter().enumerate() {
             if step.call.trim().is_empty() {
                 return Err(format!("steps[{i}].call: a tool name is required"));

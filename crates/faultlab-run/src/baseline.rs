@@ -7,7 +7,7 @@
 //! The file is plain YAML (`schemas/baseline.schema.json`), strict: an unknown key, a blank or repeated entry is
 //! refused naming the file.
 
-use faultlab_wire::nesting;
+use faultlab_wire::config;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -23,13 +23,8 @@ pub struct Baseline {
     pub failures: Vec<String>,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("cannot read baseline file {path}: {source}")]
-    Read { path: String, source: std::io::Error },
-    #[error("baseline file {path} is invalid: {message}")]
-    Invalid { path: String, message: String },
-}
+/// A baseline file that cannot be read or is invalid.
+pub type LoadError = config::FileError;
 
 /// The results measured against a baseline.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -51,18 +46,16 @@ impl Check {
 
 impl Baseline {
     pub fn load(path: &Path) -> Result<Self, LoadError> {
-        let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read { path: shown.clone(), source })?;
-        Self::parse(&text).map_err(|message| LoadError::Invalid { path: shown, message })
+        // YAML whatever the name (JSON is YAML too).
+        config::load(path, "baseline file", |text, _| Self::parse(text))
     }
 
     pub fn parse(text: &str) -> Result<Self, String> {
-        nesting::check(text, nesting::Syntax::Yaml).map_err(|e| e.to_string())?;
         // An empty file is an empty baseline, as `failures: []` is.
         if text.lines().all(|l| l.trim().is_empty() || l.trim_start().starts_with('#')) {
             return Ok(Self::default());
         }
-        let baseline: Self = yaml_serde::from_str(text).map_err(|e| e.to_string())?;
+        let baseline: Self = config::parse(text, false)?;
         let mut seen = BTreeSet::new();
         for (i, id) in baseline.failures.iter().enumerate() {
             if id.trim().is_empty() {

@@ -5,7 +5,7 @@
 //! are errors naming the file, the line and the key.
 
 use faultlab_client::{ErrorKind, Outcome, RetryPolicy};
-use faultlab_wire::nesting;
+use faultlab_wire::config;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -158,13 +158,8 @@ pub enum ConnectionState {
     Dead,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum LoadError {
-    #[error("cannot read scenario file {path}: {source}")]
-    Read { path: String, source: std::io::Error },
-    #[error("scenario file {path} is invalid: {message}")]
-    Invalid { path: String, message: String },
-}
+/// A scenario file that cannot be read or is invalid.
+pub type LoadError = config::FileError;
 
 /// One call to make, with everything resolved.
 #[derive(Debug, Clone, PartialEq)]
@@ -182,20 +177,11 @@ pub struct PlannedStep {
 impl Scenario {
     /// Reads and checks a scenario file (`.json` is JSON; anything else is YAML).
     pub fn load(path: &Path) -> Result<Self, LoadError> {
-        let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read { path: shown.clone(), source })?;
-        let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
-        Self::parse(&text, is_json).map_err(|message| LoadError::Invalid { path: shown, message })
+        config::load(path, "scenario file", Self::parse)
     }
 
     pub fn parse(text: &str, is_json: bool) -> Result<Self, String> {
-        let syntax = if is_json { nesting::Syntax::Json } else { nesting::Syntax::Yaml };
-        nesting::check(text, syntax).map_err(|e| e.to_string())?;
-        let scenario: Self = if is_json {
-            serde_json::from_str(text).map_err(|e| e.to_string())?
-        } else {
-            yaml_serde::from_str(text).map_err(|e| e.to_string())?
-        };
+        let scenario: Self = config::parse(text, is_json)?;
         scenario.plan()?;
         Ok(scenario)
     }

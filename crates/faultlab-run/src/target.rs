@@ -7,7 +7,7 @@
 //! Strict (unknown keys are errors); plain HTTP to loopback only; redirects are errors.
 
 use faultlab_client::Target;
-use faultlab_wire::nesting;
+use faultlab_wire::config;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -66,42 +66,26 @@ pub struct HttpConfig {
     pub header_env: BTreeMap<String, String>,
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum TargetError {
-    #[error("cannot read target file {path}: {source}")]
-    Read { path: String, source: std::io::Error },
-    #[error("target file {path} is invalid: {message}")]
-    Invalid { path: String, message: String },
-}
+/// A target file that cannot be read or is invalid.
+pub type TargetError = config::FileError;
 
 impl TargetFile {
     pub fn load(path: &Path) -> Result<Self, TargetError> {
-        let shown = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| TargetError::Read { path: shown.clone(), source })?;
-        let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
-        let syntax = if is_json { nesting::Syntax::Json } else { nesting::Syntax::Yaml };
-        nesting::check(&text, syntax)
-            .map_err(|e| TargetError::Invalid { path: shown.clone(), message: e.to_string() })?;
-        let parsed: Result<Self, String> = if is_json {
-            serde_json::from_str(&text).map_err(|e| e.to_string())
-        } else {
-            yaml_serde::from_str(&text).map_err(|e| e.to_string())
-        };
-        let file = parsed.map_err(|message| TargetError::Invalid { path: shown.clone(), message })?;
-        if file.config.stdio.is_some() == file.config.http.is_some() {
-            let message = "config must have exactly one of stdio or http".to_owned();
-            return Err(TargetError::Invalid { path: shown, message });
-        }
-        if let Some(http) = &file.config.http
-            && !is_loopback_http(&http.url)
-        {
-            let message = format!(
-                "config.http.url must be http:// on a loopback host (localhost, 127.x.y.z, [::1]); got {}",
-                http.url
-            );
-            return Err(TargetError::Invalid { path: shown, message });
-        }
-        Ok(file)
+        config::load(path, "target file", |text, json| {
+            let file: Self = config::parse(text, json)?;
+            if file.config.stdio.is_some() == file.config.http.is_some() {
+                return Err("config must have exactly one of stdio or http".to_owned());
+            }
+            if let Some(http) = &file.config.http
+                && !is_loopback_http(&http.url)
+            {
+                return Err(format!(
+                    "config.http.url must be http:// on a loopback host (localhost, 127.x.y.z, [::1]); got {}",
+                    http.url
+                ));
+            }
+            Ok(file)
+        })
     }
 
     /// The target with `envFrom` / `headerEnv` filled in from `var` (the process environment).

@@ -10,10 +10,12 @@
 //! - [`child`]: a child process speaking lines: spawned in its own process group with a parent death signal,
 //!   stopped in the spec's order with one grace.
 //! - [`sse`]: Server-Sent Events blocks for Streamable HTTP, split without re-encoding.
+//! - [`config`]: the one reader of the JSON/YAML config files (depth-checked, errors naming the file).
 //! - [`canonical`]: JSON text with sorted keys, for telling equal calls apart from different ones; type names.
 
 pub mod canonical;
 pub mod child;
+pub mod config;
 pub mod frame;
 pub mod line;
 pub mod nesting;
