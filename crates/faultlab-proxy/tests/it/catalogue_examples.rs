@@ -19,6 +19,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::time::{Instant, timeout_at};
 use tokio_util::sync::CancellationToken;
 
+use crate::harness;
+
 /// How long a cell waits for a reply it expects none of (`timeout`), and how long after a frame that is not this
 /// call's answer (a non-JSON line, a reply with another id) it waits for the answer still to come: long enough
 /// for any fault here to have answered (the slowest example holds a reply 50 ms), short enough to keep it fast.
@@ -117,32 +119,11 @@ fn id_of(bytes: &[u8]) -> Option<Value> {
 
 /// The HTTP front (one POST per call) in front of the upstream at `url`.
 async fn through_http(client: reqwest::Client, url: String, example: &'static str, expected: Effect) -> Effect {
-    let front = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = front.local_addr().unwrap();
-    let options = faultlab_proxy::front::http::HttpProxyOptions {
-        path: "/mcp".into(),
-        allowed_hosts: faultlab_http::guard::AllowedHosts::for_bind(address.ip()),
-        limits: Default::default(),
-    };
     let upstream = faultlab_proxy::front::http::Backend::url(url.parse().unwrap()).unwrap();
     let trajectory = Arc::new(Trajectory::new(Recorder::memory()));
     let stop = CancellationToken::new();
-    let proxy = tokio::spawn(faultlab_proxy::front::http::serve(
-        front,
-        options,
-        upstream,
-        rules(example).shared(),
-        trajectory,
-        stop.clone(),
-    ));
-    let post = |body: String| {
-        client
-            .post(format!("http://{address}/mcp"))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body)
-            .send()
-    };
+    let (front, proxy) = harness::http_front(upstream, rules(example).shared(), trajectory, stop.clone()).await;
+    let post = |body: String| harness::post(&client, &front, body).send();
     let first = post(call(1)).await.unwrap().text().await.unwrap();
     let untouched = json!({"jsonrpc": "2.0", "id": 1, "result": result_for(&json!(1))}).to_string();
     assert_eq!(first, untouched, "{example}: the call before passes byte for byte");

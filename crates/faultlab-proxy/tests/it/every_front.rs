@@ -6,7 +6,7 @@
 use faultlab_client::transport::{HttpTransport, Incoming};
 use faultlab_engine::Recorder;
 use faultlab_http::guard::AllowedHosts;
-use faultlab_proxy::front::http::{self as front, Backend, HttpProxyOptions};
+use faultlab_proxy::front::http::Backend;
 use faultlab_proxy::rules::{RuleSet, RulesFile};
 use faultlab_proxy::trajectory::Trajectory;
 use faultlab_proxy::upstream::http::Endpoint;
@@ -21,7 +21,7 @@ use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use crate::harness::{Client, call};
+use crate::harness::{Client, call, http_front};
 
 /// A loopback listener on a free port, and its `/mcp` URL.
 async fn listen() -> (TcpListener, String) {
@@ -51,13 +51,10 @@ async fn over_http(rule: &str, request: &Value) -> Value {
     let shutdown = CancellationToken::new();
     let upstream = http_server(&shutdown).await;
 
-    let (proxy, url) = listen().await;
-    let allowed_hosts = AllowedHosts::for_bind(proxy.local_addr().unwrap().ip());
-    let options = HttpProxyOptions { path: "/mcp".into(), allowed_hosts, limits: Default::default() };
     let trajectory = Arc::new(Trajectory::new(Recorder::discard()));
     let backend = Backend::url(upstream.parse().unwrap()).unwrap();
     let rules = RuleSet::new(rules_of(rule)).shared();
-    tokio::spawn(front::serve(proxy, options, backend, rules, trajectory, shutdown.clone()));
+    let (url, _front) = http_front(backend, rules, trajectory, shutdown.clone()).await;
 
     let (tx, mut rx) = mpsc::unbounded_channel();
     let client = HttpTransport::new(&url, &BTreeMap::new(), tx).unwrap();

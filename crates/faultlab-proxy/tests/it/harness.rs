@@ -3,9 +3,11 @@
 
 use faultlab_engine::recorder::Record;
 use faultlab_engine::{Engine, Recorder};
+use faultlab_http::guard::AllowedHosts;
+use faultlab_proxy::front::http::{Backend, HttpProxyOptions};
 use faultlab_proxy::front::stdio;
 use faultlab_proxy::relay::{Connect, ProxyEnd, ProxyError, ProxyOptions};
-use faultlab_proxy::rules::{RuleSet, RulesFile};
+use faultlab_proxy::rules::{RuleSet, RulesFile, SharedRules};
 use faultlab_proxy::trajectory::Trajectory;
 use faultlab_proxy::upstream::in_process::InProcess;
 use faultlab_server::{FaultServer, Scope, TransportKind};
@@ -34,6 +36,31 @@ pub fn lab_server() -> InProcess {
         let (read, write) = tokio::io::split(pipe);
         let _ = stdio::serve_in_process(engine, server, read, write, MAX_LINE_BYTES).await;
     })
+}
+
+/// The proxy's HTTP front on a free loopback port, in front of `upstream` with `rules` until `stop`: its URL
+/// (`http://ADDRESS/mcp`) and its task.
+pub async fn http_front(
+    upstream: Backend,
+    rules: SharedRules,
+    trajectory: Arc<Trajectory>,
+    stop: CancellationToken,
+) -> (String, JoinHandle<std::io::Result<()>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    let allowed_hosts = AllowedHosts::for_bind(address.ip());
+    let options = HttpProxyOptions { path: "/mcp".into(), allowed_hosts, limits: Default::default() };
+    let task = tokio::spawn(faultlab_proxy::front::http::serve(listener, options, upstream, rules, trajectory, stop));
+    (format!("http://{address}/mcp"), task)
+}
+
+/// A POST of one JSON-RPC message to `url`, with the headers a Streamable HTTP client sends.
+pub fn post(client: &reqwest::Client, url: &str, message: String) -> reqwest::RequestBuilder {
+    client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(message)
 }
 
 /// A client on the stdio front, in front of the in-process server.

@@ -6,7 +6,7 @@
 //! - `in_process`: the in-process upstream: the real server and an echo, `server_outage` under the paused clock.
 //! - `catalogue_faults`, `rule_modes`: each fault and each rule mode on the wire, the real server in process.
 //! - `every_front`: the same faults through every front and upstream pair give the same message.
-//! - `harness`: the real server in process and a line client on the proxy's stdio front.
+//! - `harness`: the real server in process, a line client on the proxy's stdio front, the HTTP front on a free port.
 //! - `remote_tls`: HTTPS upstreams against a local TLS server: trusted CA, untrusted CA, headers, redaction.
 //! - `replay_upstream`: a recording as the upstream: matching, repeats, rules on top, the closest-call error.
 //! - `schema_faults`: `wrong_value` and `contradictory` keep a result valid against the declared output schema.

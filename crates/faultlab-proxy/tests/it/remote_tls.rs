@@ -6,7 +6,7 @@
 
 use bytes::Bytes;
 use faultlab_engine::{Event, Recorder};
-use faultlab_proxy::front::http::{Backend, HttpProxyOptions};
+use faultlab_proxy::front::http::Backend;
 use faultlab_proxy::front::stdio;
 use faultlab_proxy::relay::ProxyOptions;
 use faultlab_proxy::remote::{Remote, RemoteOptions};
@@ -25,6 +25,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
+
+use crate::harness;
 
 const TOKEN: &str = "tok-5ecret-6f1d2c";
 
@@ -173,27 +175,13 @@ impl StdioClient {
 
 /// An HTTP front on a port of its own; returns its URL.
 async fn http_front(remote: Remote, trajectory: Arc<Trajectory>, stop: CancellationToken) -> String {
-    let front = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = front.local_addr().unwrap();
-    let options = HttpProxyOptions {
-        path: "/mcp".into(),
-        allowed_hosts: faultlab_http::guard::AllowedHosts::for_bind(addr.ip()),
-        limits: Default::default(),
-    };
-    let upstream = Backend::remote(remote).unwrap();
-    tokio::spawn(faultlab_proxy::front::http::serve(front, options, upstream, no_rules(), trajectory, stop));
-    format!("http://{addr}/mcp")
+    harness::http_front(Backend::remote(remote).unwrap(), no_rules(), trajectory, stop).await.0
 }
 
 async fn post(url: &str, message: &Value) -> (u16, Value) {
-    let response = faultlab_client::tls::client_builder()
-        .build()
-        .unwrap()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
+    let client = faultlab_client::tls::client_builder().build().unwrap();
+    let response = harness::post(&client, url, message.to_string())
         .header("authorization", "Bearer the-client-own-token")
-        .body(message.to_string())
         .timeout(Duration::from_secs(10))
         .send()
         .await

@@ -19,6 +19,8 @@ use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
+use crate::harness;
+
 /// `count` is at its maximum, so `contradictory`'s usual +1 would make the copy invalid.
 fn output_schema() -> Value {
     json!({
@@ -201,30 +203,15 @@ async fn over_the_http_front_faults_build_on_replies_other_requests_brought() {
     let rules = RuleSet::new(yaml_serde::from_str::<RulesFile>(&rules).unwrap()).shared();
     let recorder = Recorder::memory();
     let trajectory = Arc::new(Trajectory::new(recorder.clone()));
-    let front = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let front_addr = front.local_addr().unwrap();
-    let options = faultlab_proxy::front::http::HttpProxyOptions {
-        path: "/mcp".into(),
-        allowed_hosts: faultlab_http::guard::AllowedHosts::for_bind(front_addr.ip()),
-        limits: Default::default(),
-    };
     let upstream = faultlab_proxy::front::http::Backend::url(upstream_url.parse().unwrap()).unwrap();
     let shutdown = CancellationToken::new();
-    let proxy =
-        tokio::spawn(faultlab_proxy::front::http::serve(front, options, upstream, rules, trajectory, shutdown.clone()));
+    let (url, proxy) = harness::http_front(upstream, rules, trajectory, shutdown.clone()).await;
 
     // Each message is a POST of its own: a request of its own to the front, with an engine of its own.
     let client = faultlab_client::tls::client_builder().build().unwrap();
     let exchange = async |message: Value| -> String {
-        let response = client
-            .post(format!("http://{front_addr}/mcp"))
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(message.to_string())
-            .timeout(Duration::from_secs(20))
-            .send()
-            .await
-            .unwrap();
+        let response =
+            harness::post(&client, &url, message.to_string()).timeout(Duration::from_secs(20)).send().await.unwrap();
         assert_eq!(response.status(), 200);
         response.text().await.unwrap()
     };
