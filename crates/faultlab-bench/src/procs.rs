@@ -2,6 +2,7 @@
 //! it), killed with its group when its measurement ends, when one wait stalls for [`STALL`], on a panic and at the
 //! end, when the benches count what is left (0). Facts about processes and tools, read from `/proc` or the tools.
 
+use faultlab_wire::sync::lock;
 use serde_json::Value;
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::os::unix::process::CommandExt as _;
@@ -31,7 +32,7 @@ impl Proc {
         cmd.env_remove("LAB_SCENARIO").process_group(0);
         let child = cmd.spawn().map_err(|e| format!("cannot start {what} ({cmd:?}): {e}"))?;
         let pgid = child.id();
-        GROUPS.lock().unwrap_or_else(|e| e.into_inner()).push(pgid);
+        lock(&GROUPS).push(pgid);
         Ok(Proc { child, pgid })
     }
 
@@ -78,7 +79,7 @@ pub fn kill_group(pgid: u32) {
 }
 
 pub fn kill_all_groups() {
-    let groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let groups = lock(&GROUPS).clone();
     for pgid in groups {
         kill_group(pgid);
     }
@@ -95,7 +96,7 @@ pub fn kill_groups_on_panic() {
 
 /// Processes still alive (not zombies) in any group the bench started.
 fn group_processes() -> Vec<u32> {
-    let groups = GROUPS.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let groups = lock(&GROUPS).clone();
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     dir.filter_map(Result::ok)
         .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())

@@ -5,6 +5,7 @@ use crate::outcome::{ErrorKind, Observation, Outcome, classify_tool_reply};
 use crate::transport::http::HttpTargetError;
 use crate::transport::{HttpTransport, Incoming, StdioTransport, Target};
 use bytes::Bytes;
+use faultlab_wire::sync::lock;
 use faultlab_wire::{Frame, Kind, MessageId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -469,8 +470,4 @@ fn fail_all(book: &Mutex<Book>, detail: &str) {
     for (_, pending) in book.pending.drain() {
         let _ = pending.tx.send(Reply::Lost(detail.to_owned()));
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

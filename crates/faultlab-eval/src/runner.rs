@@ -14,6 +14,7 @@ use crate::sandbox::Isolation;
 use crate::task::{Category, NONCE, Task};
 use faultlab_engine::rules::RulesFile;
 use faultlab_engine::trajectory::Trajectory;
+use faultlab_wire::sync::lock;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -588,7 +589,7 @@ impl Sessions {
                 if let Ok(err) = log.try_clone() {
                     command.stderr(err);
                 }
-                let mut state = shared.lock().expect("no panic while held");
+                let mut state = lock(&shared);
                 match command.spawn() {
                     Ok(child) => {
                         state.groups.extend(child.id().map(|pid| pid as i32));
@@ -609,7 +610,7 @@ impl Sessions {
         self.accept.abort();
         let _ = self.accept.await;
         let (relays, groups, failed) = {
-            let mut state = self.state.lock().expect("no panic while held");
+            let mut state = lock(&self.state);
             (std::mem::take(&mut state.relays), std::mem::take(&mut state.groups), state.failed.take())
         };
         drain(Members { groups, marker: dir.display().to_string() }).await;

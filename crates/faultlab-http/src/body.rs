@@ -598,6 +598,7 @@ fn status_response(status: u16, retry_after_sec: Option<u32>, body: Bytes) -> Re
 #[cfg(test)]
 mod tests {
     use super::*;
+    use faultlab_wire::sync::lock;
     use futures::channel::mpsc::{UnboundedSender, unbounded};
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -608,16 +609,16 @@ mod tests {
 
     impl StreamRegistry for Registry {
         fn link(&self, id: MessageId, _: StreamLink) {
-            self.0.lock().unwrap().push(format!("link {}", id.as_json()));
+            lock(&self.0).push(format!("link {}", id.as_json()));
         }
         fn unlink(&self, id: &MessageId) {
-            self.0.lock().unwrap().push(format!("unlink {}", id.as_json()));
+            lock(&self.0).push(format!("unlink {}", id.as_json()));
         }
     }
 
     impl Registry {
         fn seen(&self) -> Vec<String> {
-            self.0.lock().unwrap().clone()
+            lock(&self.0).clone()
         }
     }
 

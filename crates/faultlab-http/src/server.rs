@@ -13,6 +13,7 @@
 
 use axum::body::Body;
 use bytes::Bytes;
+use faultlab_wire::sync::lock;
 use http_body::{Body as HttpBody, Frame, SizeHint};
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -316,10 +317,6 @@ impl HttpBody for Tracked {
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]

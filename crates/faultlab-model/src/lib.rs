@@ -22,6 +22,7 @@ use faultlab_http::guard::AllowedHosts;
 use faultlab_http::server::Limits;
 use faultlab_proxy::rules::{Fired, RuleSet, RulesError, RulesFile};
 use faultlab_wire::Frame;
+use faultlab_wire::sync::lock;
 use futures::StreamExt as _;
 use hop::HopFault;
 use http::{HeaderValue, StatusCode, header};
@@ -203,7 +204,7 @@ impl Model {
     /// name (rules naming a tool or its arguments were refused when loaded).
     fn decide(&self, api: Api, seq: u64) -> Option<Fired> {
         let frame = Frame::from_value(json!({"jsonrpc": "2.0", "id": seq, "method": api.name()}));
-        let mut rules = self.rules.lock().unwrap_or_else(|e| e.into_inner());
+        let mut rules = lock(&self.rules);
         rules.decide(&frame, self.started.elapsed())
     }
 
@@ -212,7 +213,7 @@ impl Model {
         let Some(file) = &self.record else { return Ok(()) };
         let mut line = serde_json::to_vec(record).map_err(std::io::Error::other)?;
         line.push(b'\n');
-        let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+        let mut file = lock(file);
         file.write_all(&line).and_then(|()| file.flush())
     }
 }

@@ -22,6 +22,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post};
 use faultlab_http::guard::AllowedHosts;
 use faultlab_http::server::Limits;
+use faultlab_wire::sync::lock;
 use http::{HeaderValue, Method, StatusCode, header};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -133,7 +134,7 @@ fn json_response(status: StatusCode, body: Value) -> Response {
 }
 
 async fn list(State(control): State<Control>) -> Response {
-    let snapshot = control.rules.lock().unwrap_or_else(|e| e.into_inner()).snapshot();
+    let snapshot = lock(&control.rules).snapshot();
     json_response(StatusCode::OK, serde_json::to_value(snapshot).unwrap_or_default())
 }
 
@@ -143,7 +144,7 @@ async fn add(State(control): State<Control>, body: Bytes) -> Response {
         Err(e) => return json_response(StatusCode::BAD_REQUEST, json!({"error": format!("invalid rule: {e}")})),
     };
     let shown = serde_json::to_value(&rule).unwrap_or_default();
-    match control.rules.lock().unwrap_or_else(|e| e.into_inner()).add(rule) {
+    match lock(&control.rules).add(rule) {
         Ok(()) => json_response(StatusCode::CREATED, shown),
         Err(e @ ControlError::Exists(_)) => json_response(StatusCode::CONFLICT, json!({"error": e.to_string()})),
         Err(e @ ControlError::Invalid(_)) => json_response(StatusCode::BAD_REQUEST, json!({"error": e.to_string()})),
@@ -151,7 +152,7 @@ async fn add(State(control): State<Control>, body: Bytes) -> Response {
 }
 
 async fn remove(State(control): State<Control>, Path(name): Path<String>) -> Response {
-    if control.rules.lock().unwrap_or_else(|e| e.into_inner()).remove(&name) {
+    if lock(&control.rules).remove(&name) {
         StatusCode::NO_CONTENT.into_response()
     } else {
         json_response(StatusCode::NOT_FOUND, json!({"error": format!("no rule named {name:?}")}))
@@ -159,6 +160,6 @@ async fn remove(State(control): State<Control>, Path(name): Path<String>) -> Res
 }
 
 async fn reset(State(control): State<Control>) -> Response {
-    control.rules.lock().unwrap_or_else(|e| e.into_inner()).reset();
+    lock(&control.rules).reset();
     StatusCode::NO_CONTENT.into_response()
 }

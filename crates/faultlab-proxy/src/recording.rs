@@ -16,6 +16,7 @@
 use crate::relay::{Connect, Link, ProxyError, Upstream};
 use axum::response::{IntoResponse as _, Response};
 use faultlab_engine::recording::{CallKey, Recording};
+use faultlab_wire::sync::lock;
 use faultlab_wire::{Frame, Kind, MessageId};
 use http::{HeaderValue, StatusCode, header};
 use serde_json::{Value, json};
@@ -40,7 +41,7 @@ impl Replayer {
         let Kind::Request { id, method } = frame.kind() else { return None };
         let key = frame.value().and_then(CallKey::of_request)?;
         let id = id.to_value();
-        let mut recording = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut recording = lock(&self.0);
         let message = match recording.take_or_repeat(&key) {
             Some(mut reply) => {
                 reply["id"] = id;
@@ -127,20 +128,20 @@ impl Overlay {
     /// A frame going to the live upstream: a request's call is remembered until its reply.
     pub(crate) fn request(&self, frame: &Frame) {
         if let (Kind::Request { id, .. }, Some(key)) = (frame.kind(), frame.value().and_then(CallKey::of_request)) {
-            self.calls.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), key);
+            lock(&self.calls).insert(id.clone(), key);
         }
     }
 
     /// A frame from the live upstream: the recorded reply in its place when the recording holds one for its call.
     pub(crate) fn reply(&self, frame: Frame) -> Frame {
         let key = match (frame.is_reply(), frame.id()) {
-            (true, Some(id)) => self.calls.lock().unwrap_or_else(|e| e.into_inner()).remove(id),
+            (true, Some(id)) => lock(&self.calls).remove(id),
             _ => None,
         };
         let Some(key) = key else { return frame };
-        let recorded = self.recording.lock().unwrap_or_else(|e| e.into_inner()).take(&key);
+        let recorded = lock(&self.recording).take(&key);
         let from = if recorded.is_some() { "recorded" } else { "live" };
-        if let Some(log) = self.log.lock().unwrap_or_else(|e| e.into_inner()).as_mut() {
+        if let Some(log) = lock(&self.log).as_mut() {
             use std::io::Write as _;
             let _ = writeln!(log, "{}", json!({"key": key.to_string(), "from": from}));
         }
@@ -169,7 +170,7 @@ fn not_recorded(id: Value, key: &CallKey, closest: Option<&CallKey>) -> Value {
 impl Upstream for RecordingUpstream {
     async fn send(&self, frame: &Frame) -> bool {
         if let Some(answer) = self.replayer.answer(frame)
-            && let Some(answers) = self.answers.lock().unwrap_or_else(|e| e.into_inner()).as_ref()
+            && let Some(answers) = lock(&self.answers).as_ref()
         {
             let _ = answers.send(answer);
         }
@@ -177,15 +178,15 @@ impl Upstream for RecordingUpstream {
     }
 
     async fn client_left(&self) {
-        self.answers.lock().unwrap_or_else(|e| e.into_inner()).take();
+        lock(&self.answers).take();
     }
 
     fn stop(&self) {
-        self.answers.lock().unwrap_or_else(|e| e.into_inner()).take();
+        lock(&self.answers).take();
     }
 
     async fn finish(&self) -> Option<String> {
-        if let Some(reader) = self.reader.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(reader) = lock(&self.reader).take() {
             reader.abort();
         }
         None

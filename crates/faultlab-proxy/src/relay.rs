@@ -20,6 +20,7 @@ use faultlab_engine::{Engine, FaultKind, WireAction};
 use faultlab_wire::child;
 use faultlab_wire::frame::at;
 use faultlab_wire::line::Line;
+use faultlab_wire::sync::lock;
 use faultlab_wire::{Frame, LineCodec, MAX_LINE_BYTES, MessageId};
 use futures::StreamExt;
 use serde_json::json;
@@ -109,7 +110,7 @@ impl Relay {
     pub(crate) fn fail(&self, outlet: &Outlet, ids: Vec<MessageId>, message: &str, data: &serde_json::Value) {
         for id in ids {
             self.engine.disarm(&id);
-            self.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+            lock(&self.armed_by).remove(&id);
             reply_error(self, outlet, &id, UPSTREAM_GONE, message, data.clone());
         }
     }
@@ -239,7 +240,7 @@ pub(crate) async fn pump_client<R, U>(
     while let Some(burst) = next_burst(&mut lines, too_long).await {
         for frame in burst {
             let (mut fired, restart) = {
-                let mut rules = rules.lock().unwrap_or_else(|e| e.into_inner());
+                let mut rules = lock(&rules);
                 let fired = rules.decide(&frame, relay.start.elapsed());
                 (fired, rules.take_restart())
             };
@@ -310,7 +311,7 @@ async fn from_client<U: Upstream>(
             if let Some(id) = &id
                 && relay.engine.arm(id.clone(), fired.fault.clone()).is_ok()
             {
-                relay.armed_by.lock().unwrap_or_else(|e| e.into_inner()).insert(id.clone(), fired.rule.clone());
+                lock(&relay.armed_by).insert(id.clone(), fired.rule.clone());
             }
             relay.going_upstream(std::slice::from_ref(&frame));
             let out = u64::from(upstream.send(&frame).await);
@@ -410,7 +411,7 @@ pub(crate) fn dropped(
     });
     if let Some(id) = id {
         relay.engine.disarm(&id);
-        relay.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+        lock(&relay.armed_by).remove(&id);
         let data = json!({"bytes": bytes, "maxFrameBytes": limit, "direction": direction});
         reply_error(relay, outlet, &id, TOO_LARGE, &reason, data);
     }
@@ -456,7 +457,7 @@ pub(crate) fn from_server_all(relay: &Relay, outlet: &Outlet, frames: impl IntoI
         }
         let (fired, actions) = relay.engine.outbound_fired(&frame);
         let rule = match (&fired, frame.id()) {
-            (Some(_), Some(id)) => relay.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(id),
+            (Some(_), Some(id)) => lock(&relay.armed_by).remove(id),
             _ => None,
         };
         events.push(t.server_frame_event(&frame, rule.as_deref(), fired.as_ref(), &actions, true));

@@ -5,6 +5,7 @@ use crate::adapter::{Adapter, Budget, OpFailure, OpRecord, Operation, Recording,
 use crate::expect::StepObservation;
 use crate::scenario::PlannedStep;
 use faultlab_client::{Observation, Outcome};
+use faultlab_wire::sync::lock;
 use serde_json::Value;
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
@@ -75,10 +76,6 @@ impl FakeAdapter {
     pub fn cleanups(&self) -> u32 {
         lock(&self.state).cleanups
     }
-}
-
-fn lock(state: &Mutex<State>) -> std::sync::MutexGuard<'_, State> {
-    state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Plays one planned step on the virtual clock.

@@ -11,6 +11,7 @@
 use cap_fs_ext::{DirExt as _, FollowSymlinks, OpenOptionsExt as _, OpenOptionsFollowExt as _, OsMetadataExt as _};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
+use faultlab_wire::sync::lock;
 use rmcp::handler::server::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
@@ -22,7 +23,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 
 /// The name the workspace server reports in `serverInfo`.
 pub const SERVER_NAME: &str = "faultlab-workspace";
@@ -307,7 +308,7 @@ impl WorkspaceServer {
         to: Option<&str>,
         effect: impl FnOnce(&Target, Option<&Target>) -> Result<Done, String>,
     ) -> CallToolResult {
-        let mut ledger = self.ledger.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut ledger = lock(&self.ledger);
         if let Some(broken) = &ledger.broken {
             return tool_error(format!("refused: the side-effect ledger cannot be written ({broken})"));
         }

@@ -11,6 +11,7 @@
 //!   stopped in the spec's order with one grace.
 //! - [`sse`]: Server-Sent Events blocks for Streamable HTTP, split without re-encoding.
 //! - [`config`]: the one reader of the JSON/YAML config files (depth-checked, errors naming the file).
+//! - [`sync`]: the one lock policy (std `Mutex` through [`sync::lock`], which recovers from poisoning).
 //! - [`canonical`]: JSON text with sorted keys, for telling equal calls apart from different ones; type names.
 
 pub mod canonical;
@@ -20,6 +21,7 @@ pub mod frame;
 pub mod line;
 pub mod nesting;
 pub mod sse;
+pub mod sync;
 
 pub use canonical::{canonical, json_kind};
 pub use frame::{Frame, Kind, MessageId};

@@ -6,6 +6,7 @@ use super::{Config, Via, peer};
 use crate::procs::{STALL, kill_group};
 use crate::stats::{Stats, fmt, met};
 use crate::stdio::{Peer, Tool, call_line, response_id};
+use faultlab_wire::sync::lock;
 use serde_json::{Value, json};
 use std::io::{BufRead as _, Write as _};
 use std::path::Path;
@@ -59,7 +60,7 @@ fn round(cfg: &Config, peer: &mut Peer, next_a: &mut u64) -> Result<(Vec<f64>, V
                 match response_id(line)? {
                     Some(SENTINEL_ID) => sentinel = true,
                     Some(id) if id >= A_IDS => {
-                        let sent = a_sent_at.lock().unwrap()[(id - a_first) as usize];
+                        let sent = lock(&a_sent_at)[(id - a_first) as usize];
                         a_ms.push(now.duration_since(sent).as_secs_f64() * 1e3);
                         a_received.fetch_add(1, Ordering::Relaxed);
                     }
@@ -68,7 +69,7 @@ fn round(cfg: &Config, peer: &mut Peer, next_a: &mut u64) -> Result<(Vec<f64>, V
                     }
                     None => {}
                 }
-                let a_sent = a_sent_at.lock().unwrap().len();
+                let a_sent = lock(&a_sent_at).len();
                 if sentinel && a_ms.len() == a_sent {
                     return Ok(a_ms);
                 }
@@ -83,12 +84,12 @@ fn round(cfg: &Config, peer: &mut Peer, next_a: &mut u64) -> Result<(Vec<f64>, V
                 // The send time is stored before the write (the reply cannot come first) and the lock is
                 // not held across the write (the reader needs it to drain replies).
                 let sent = {
-                    let mut sent_at = a_sent_at.lock().unwrap();
+                    let mut sent_at = lock(&a_sent_at);
                     sent_at.push(Instant::now());
                     sent_at.len() as u64
                 };
                 let line = call_line(id, Tool::Sum);
-                stdin.lock().unwrap().write_all(line.as_bytes()).map_err(|e| format!("stream write: {e}"))?;
+                lock(&stdin).write_all(line.as_bytes()).map_err(|e| format!("stream write: {e}"))?;
                 max_in_flight.fetch_max(sent - a_received.load(Ordering::Relaxed), Ordering::Relaxed);
                 k += 1;
                 let next = start + cfg.hol_a_gap * k;
@@ -103,7 +104,7 @@ fn round(cfg: &Config, peer: &mut Peer, next_a: &mut u64) -> Result<(Vec<f64>, V
         for j in 0..cfg.hol_b_calls as u64 {
             let id = b_first + j;
             let start = Instant::now();
-            if let Err(e) = stdin.lock().unwrap().write_all(call_line(id, Tool::Echo).as_bytes()) {
+            if let Err(e) = lock(&stdin).write_all(call_line(id, Tool::Echo).as_bytes()) {
                 failure = Some(format!("echo write: {e}"));
                 break;
             }
@@ -124,7 +125,7 @@ fn round(cfg: &Config, peer: &mut Peer, next_a: &mut u64) -> Result<(Vec<f64>, V
         let streamed = streamer.join().expect("stream thread");
         // The marker goes after the last `get-sum`: once it and every `get-sum` reply are back, the reader ends.
         let marker = format!("{{\"jsonrpc\":\"2.0\",\"id\":{SENTINEL_ID},\"method\":\"ping\"}}\n");
-        let marked = stdin.lock().unwrap().write_all(marker.as_bytes()).map_err(|e| format!("marker write: {e}"));
+        let marked = lock(&stdin).write_all(marker.as_bytes()).map_err(|e| format!("marker write: {e}"));
         if failure.is_some() || streamed.is_err() || marked.is_err() {
             // Unblock the reader before the scope joins it.
             kill_group(pgid);
@@ -138,7 +139,7 @@ fn round(cfg: &Config, peer: &mut Peer, next_a: &mut u64) -> Result<(Vec<f64>, V
         Ok((b_us, a_ms?))
     });
     watch.idle();
-    *next_a = a_first + a_sent_at.lock().unwrap().len() as u64;
+    *next_a = a_first + lock(&a_sent_at).len() as u64;
     let (b_us, a_ms) = result.map_err(|e| format!("{label}: {e}"))?;
     Ok((b_us, a_ms, max_in_flight.load(Ordering::Relaxed)))
 }

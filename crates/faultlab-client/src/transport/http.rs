@@ -2,6 +2,7 @@
 
 use super::{Incoming, IncomingTx};
 use bytes::{Bytes, BytesMut};
+use faultlab_wire::sync::lock;
 use faultlab_wire::{Frame, MessageId, SseDecoder};
 use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
@@ -238,8 +239,4 @@ pub fn describe(error: &(dyn std::error::Error + 'static)) -> String {
         next = e.source();
     }
     parts.join(": ")
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

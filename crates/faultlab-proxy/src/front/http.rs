@@ -23,6 +23,7 @@ use faultlab_http::guard::AllowedHosts;
 use faultlab_http::rpc_error;
 use faultlab_http::server::Limits;
 use faultlab_wire::Frame;
+use faultlab_wire::sync::lock;
 use http::{StatusCode, header};
 use http_body_util::Full;
 use serde_json::json;
@@ -129,7 +130,7 @@ pub async fn serve(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     {
-        let rules = rules.lock().unwrap_or_else(|e| e.into_inner());
+        let rules = lock(&rules);
         trajectory.started(rules.seed(), rules.len());
     }
     let proxy = Arc::new(Proxy {
@@ -168,7 +169,7 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
         return forward(&proxy, &parts, bytes, None).await;
     }
     let frame = Frame::parse(bytes.clone());
-    let fired = proxy.rules.lock().unwrap_or_else(|e| e.into_inner()).decide(&frame, proxy.start.elapsed());
+    let fired = lock(&proxy.rules).decide(&frame, proxy.start.elapsed());
     // One engine per exchange: over HTTP a reply always comes on the response of the POST that carried its
     // request, so faults armed here fire there and cannot meet another client's equal id.
     let engine = Arc::new(Engine::sharing(proxy.trajectory.recorder().clone(), proxy.shared.clone()));

@@ -14,6 +14,7 @@ use crate::trajectory::Trajectory;
 use crate::upstream::in_process::InProcess;
 use faultlab_engine::Engine;
 use faultlab_engine::outlet::{self, Outlet, WriterEnd};
+use faultlab_wire::sync::lock;
 use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
@@ -76,7 +77,7 @@ async fn relay_lines(
     let link = Link { relay: relay.clone(), outlet: outlet.clone(), done, options };
     let upstream = upstream.connect(link)?;
     {
-        let rules = rules.lock().unwrap_or_else(|e| e.into_inner());
+        let rules = lock(&rules);
         trajectory.started(rules.seed(), rules.len());
     }
     let engine = relay.engine.clone();

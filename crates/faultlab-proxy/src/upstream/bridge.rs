@@ -16,6 +16,7 @@ use faultlab_engine::recorder::{Direction, FrameAction};
 use faultlab_http::rpc_error;
 use faultlab_wire::child::{ChildCommand, ChildProcess, LineWriter, Spawned, Stdin};
 use faultlab_wire::line::Line;
+use faultlab_wire::sync::lock;
 use faultlab_wire::{Frame, Kind, MAX_LINE_BYTES, MessageId};
 use futures::StreamExt;
 use http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -259,8 +260,4 @@ impl Drop for Forget {
             lock(&self.0).waiting.remove(&id);
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

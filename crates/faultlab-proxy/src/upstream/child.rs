@@ -17,6 +17,7 @@ use faultlab_engine::FaultKind;
 use faultlab_engine::outlet::Outlet;
 use faultlab_engine::recorder::{Direction, Event, FrameAction, TransportEventKind};
 use faultlab_wire::child::{self, ChildCommand, ChildProcess, LineWriter, Lines, Spawned, Stdin, StopStep};
+use faultlab_wire::sync::lock;
 use faultlab_wire::{Frame, MessageId};
 use serde_json::json;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -196,7 +197,7 @@ struct Reinit {
 impl Supervisor {
     fn state(&self) -> MutexGuard<'_, ChildState> {
         // Each update is a few field writes that cannot panic half-way; a poisoned lock still holds usable state.
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     /// Reads the stdout of child `generation`, passing each frame on; the frames of one read go on together.
@@ -381,7 +382,7 @@ impl Supervisor {
             t.transport(TransportEventKind::Closed, trigger, detail);
             for id in unanswered {
                 self.relay.engine.disarm(&id);
-                self.relay.armed_by.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+                lock(&self.relay.armed_by).remove(&id);
                 // The request reached the child; whether it ran before the crash is unknown.
                 answer(&self.relay, &self.outlet, &id, None, rule, fault, None);
             }

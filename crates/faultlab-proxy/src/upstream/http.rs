@@ -6,6 +6,7 @@ use crate::remote::Remote;
 use faultlab_client::transport::http::HttpTransport;
 use faultlab_client::transport::{Incoming, IncomingTx};
 use faultlab_engine::recorder::TransportEventKind;
+use faultlab_wire::sync::lock;
 use faultlab_wire::{Frame, MessageId};
 use serde_json::json;
 use std::sync::{Arc, Mutex};
@@ -54,7 +55,7 @@ impl Connect for Endpoint {
                 }
             })
         };
-        *upstream.reader.lock().unwrap_or_else(|e| e.into_inner()) = Some(reader);
+        *lock(&upstream.reader) = Some(reader);
         Ok(upstream)
     }
 }
@@ -62,7 +63,7 @@ impl Connect for Endpoint {
 impl Upstream for EndpointUpstream {
     async fn send(&self, frame: &Frame) -> bool {
         if frame.method() == Some("initialize") {
-            *self.initialize.lock().unwrap_or_else(|e| e.into_inner()) = frame.id().cloned();
+            *lock(&self.initialize) = frame.id().cloned();
         }
         self.transport.post(frame);
         true
@@ -80,7 +81,7 @@ impl Upstream for EndpointUpstream {
 
     async fn finish(&self) -> Option<String> {
         // The reader holds the upstream (and so itself) alive: it goes with the run.
-        if let Some(reader) = self.reader.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some(reader) = lock(&self.reader).take() {
             reader.abort();
         }
         None
@@ -91,7 +92,7 @@ impl Upstream for EndpointUpstream {
 fn as_frame(upstream: &EndpointUpstream, incoming: Incoming) -> Option<Frame> {
     match incoming {
         Incoming::Frame(frame) => {
-            let initialize = upstream.initialize.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let initialize = lock(&upstream.initialize).clone();
             if initialize.is_some() && frame.id() == initialize.as_ref() {
                 let version = frame.value().and_then(|v| v.pointer("/result/protocolVersion")).and_then(|v| v.as_str());
                 if let Some(version) = version {

@@ -9,6 +9,7 @@
 use crate::relay::{Connect, InFlight, Link, ProxyError, Upstream, dropped, next_burst};
 use faultlab_engine::recorder::{Direction, Event};
 use faultlab_wire::line;
+use faultlab_wire::sync::lock;
 use faultlab_wire::{Frame, LineCodec, MessageId};
 use serde_json::json;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -78,7 +79,7 @@ impl Connect for InProcess {
 
 impl InProcessUpstream {
     fn state(&self) -> MutexGuard<'_, State> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        lock(&self.state)
     }
 
     /// Passes the server's lines to the relay, the lines of one read together. When its end closes (or, once the

@@ -13,6 +13,7 @@ use faultlab_proxy::remote::{Remote, RemoteOptions};
 use faultlab_proxy::rules::{RuleSet, RulesFile};
 use faultlab_proxy::trajectory::Trajectory;
 use faultlab_proxy::upstream::http::Endpoint;
+use faultlab_wire::sync::lock;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::service::service_fn;
@@ -61,7 +62,7 @@ async fn answer(
     request: http::Request<Incoming>,
     seen: Arc<Mutex<Vec<http::HeaderMap>>>,
 ) -> Result<http::Response<Full<Bytes>>, Infallible> {
-    seen.lock().unwrap().push(request.headers().clone());
+    lock(&seen).push(request.headers().clone());
     let auth = request.headers().get("authorization").and_then(|v| v.to_str().ok()).unwrap_or("none").to_owned();
     let body = request.into_body().collect().await.map(|b| b.to_bytes()).unwrap_or_default();
     let message: Value = serde_json::from_slice(&body).unwrap_or_default();
@@ -222,7 +223,7 @@ async fn untrusted() -> (Upstream, Remote, tempfile::TempDir) {
 /// user's headers reached the upstream, and the trajectory holds the credential only redacted.
 fn assert_relayed_and_redacted(reply: &Value, upstream: &Upstream, recorder: &Recorder) {
     assert_eq!(text(reply), format!("pong; you sent Bearer {TOKEN}"));
-    let seen = upstream.seen.lock().unwrap();
+    let seen = lock(&upstream.seen);
     assert!(!seen.is_empty(), "the upstream was reached");
     for headers in seen.iter() {
         assert_eq!(headers["authorization"], format!("Bearer {TOKEN}").as_str(), "the user's header wins");
@@ -287,7 +288,7 @@ async fn an_untrusted_certificate_is_a_json_rpc_error_naming_the_cause_on_the_st
     assert_eq!(reply["error"]["code"], -32603);
     assert_names_the_cause(reply["error"]["message"].as_str().unwrap());
     assert_names_the_cause(&failure_event(&recorder));
-    assert!(upstream.seen.lock().unwrap().is_empty(), "no request crossed an untrusted connection");
+    assert!(lock(&upstream.seen).is_empty(), "no request crossed an untrusted connection");
     stop.cancel();
 }
 
@@ -303,7 +304,7 @@ async fn an_untrusted_certificate_is_a_502_naming_the_cause_on_the_http_front() 
     assert_eq!(reply["id"], 1, "the error answers the request it is for");
     assert_names_the_cause(reply["error"]["message"].as_str().unwrap());
     assert_names_the_cause(&failure_event(&recorder));
-    assert!(upstream.seen.lock().unwrap().is_empty(), "no request crossed an untrusted connection");
+    assert!(lock(&upstream.seen).is_empty(), "no request crossed an untrusted connection");
     stop.cancel();
 }
 

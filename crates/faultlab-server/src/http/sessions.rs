@@ -17,6 +17,7 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 pub use faultlab_http::body::StreamLink;
+use faultlab_wire::sync::lock;
 
 /// Most legacy sessions open at once; `initialize` past it gets 503.
 pub const MAX_SESSIONS: usize = 128;
@@ -244,10 +245,6 @@ impl Drop for Reservation {
             self.registry.reserved.fetch_sub(1, Ordering::SeqCst);
         }
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 #[cfg(test)]
