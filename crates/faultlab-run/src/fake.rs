@@ -157,21 +157,32 @@ impl Adapter for FakeAdapter {
     }
 }
 
+impl FakeSession {
+    /// A tool call (an execution or an observation) played from its planned step.
+    fn call(
+        &self,
+        operation: Operation,
+        operation_id: String,
+        step: &PlannedStep,
+        budget: Budget,
+        planned: Option<FakeStep>,
+    ) -> Recording<StepObservation> {
+        let (record, played) =
+            play(&self.state, operation, operation_id, budget, Some(step.call.tool.clone()), planned);
+        let value = observation(&record, played);
+        Recording { record, value }
+    }
+}
+
 impl Session for FakeSession {
     async fn execute(&self, operation_id: String, step: &PlannedStep, budget: Budget) -> Recording<StepObservation> {
         let planned = lock(&self.state).plan.executions.pop_front();
-        let (record, played) =
-            play(&self.state, Operation::Execute, operation_id, budget, Some(step.call.tool.clone()), planned);
-        let value = observation(&record, played);
-        Recording { record, value }
+        self.call(Operation::Execute, operation_id, step, budget, planned)
     }
 
     async fn observe(&self, operation_id: String, step: &PlannedStep, budget: Budget) -> Recording<StepObservation> {
         let planned = lock(&self.state).plan.observations.pop_front();
-        let (record, played) =
-            play(&self.state, Operation::Observe, operation_id, budget, Some(step.call.tool.clone()), planned);
-        let value = observation(&record, played);
-        Recording { record, value }
+        self.call(Operation::Observe, operation_id, step, budget, planned)
     }
 
     async fn cancel(&self, operation_id: String, budget: Budget) -> Recording<()> {
