@@ -33,15 +33,9 @@ SCENARIO_TIMEOUT="${SCENARIO_TIMEOUT:-120}"
 [[ "$SCENARIO_TIMEOUT" =~ ^[1-9][0-9]*$ ]] || die "SCENARIO_TIMEOUT must be a positive number of seconds"
 
 # ---------------------------------------------------------------- summary on any exit
-SUMMARY_PRINTED=0
 passed=0
 on_exit() {
-    local status=$?
-    if [[ $SUMMARY_PRINTED -eq 0 ]]; then
-        # Setup failed or the run was interrupted: whatever did not pass counts as failed.
-        echo "conformance-client: run did not complete (exit $status); unfinished scenarios count as failed"
-        echo "$passed passed, $((${#SCENARIOS[@]} - passed)) failed"
-    fi
+    summary_on_exit "$?" "${#SCENARIOS[@]}" "$passed"
 }
 trap on_exit EXIT
 trap 'exit 130' INT
@@ -148,10 +142,5 @@ echo "=== summary (client $CLIENT_BIN, logs in ${RUN_DIR#"$ROOT"/}) ==="
 for scenario in "${SCENARIOS[@]}"; do
     printf '%-28s %s\n' "$scenario" "${RESULT[$scenario]}"
 done
-echo "$passed passed, $failed failed"
-SUMMARY_PRINTED=1
-
-if [[ $failed -gt 0 ]]; then
-    exit 1
-fi
-exit 0
+print_summary "$passed" "$failed"
+[[ $failed -eq 0 ]]

@@ -74,7 +74,6 @@ stop_everything() {
     EVERYTHING_PID=""
 }
 
-SUMMARY_PRINTED=0
 passed=0
 SCENARIO_LIST=()
 # shellcheck disable=SC2317 # run by the EXIT trap
@@ -82,10 +81,7 @@ on_exit() {
     local status=$?
     stop_proxy
     stop_everything
-    if [[ $SUMMARY_PRINTED -eq 0 ]]; then
-        echo "conformance-proxy: run did not complete (exit $status); scenarios not compared count as failed"
-        echo "$passed passed, $((${#SCENARIO_LIST[@]} - passed)) failed"
-    fi
+    summary_on_exit "$status" "${#SCENARIO_LIST[@]}" "$passed"
 }
 trap on_exit EXIT
 trap 'exit 130' INT
@@ -343,10 +339,5 @@ else
     echo "faultlab proxy: exit status $PROXY_STATUS after SIGTERM (expected 0)"
 fi
 echo "time: $((SECONDS - START_SECONDS)) s"
-echo "$passed passed, $failed failed"
-SUMMARY_PRINTED=1
-
-if [[ $failed -gt 0 || $proxy_ok -eq 0 ]]; then
-    exit 1
-fi
-exit 0
+print_summary "$passed" "$failed"
+[[ $failed -eq 0 && $proxy_ok -eq 1 ]]

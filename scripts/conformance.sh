@@ -43,16 +43,11 @@ stop_server() {
     SERVER_STATUS="$STOP_STATUS"
     SERVER_PID=""
 }
-SUMMARY_PRINTED=0
 passed=0
 on_exit() {
     local status=$?
     stop_server
-    if [[ $SUMMARY_PRINTED -eq 0 ]]; then
-        # Setup failed or the run was interrupted: whatever did not pass counts as failed.
-        echo "conformance: run did not complete (exit $status); unfinished scenarios count as failed"
-        echo "$passed passed, $((${#SCENARIOS[@]} - passed)) failed"
-    fi
+    summary_on_exit "$status" "${#SCENARIOS[@]}" "$passed"
 }
 trap on_exit EXIT
 trap 'exit 130' INT
@@ -138,10 +133,5 @@ if [[ $server_ok -eq 1 ]]; then
 else
     echo "server: exit status $SERVER_STATUS after SIGTERM (expected 0)"
 fi
-echo "$passed passed, $failed failed"
-SUMMARY_PRINTED=1
-
-if [[ $failed -gt 0 || $server_ok -eq 0 ]]; then
-    exit 1
-fi
-exit 0
+print_summary "$passed" "$failed"
+[[ $failed -eq 0 && $server_ok -eq 1 ]]

@@ -8,11 +8,6 @@ source "$ROOT/scripts/lib/node-tools.sh"
 CONFORMANCE_VERSION="$NODE_CONFORMANCE_VERSION"
 CONFORMANCE_JS="$NODE_MODULES/@modelcontextprotocol/conformance/dist/index.js"
 
-install_tools() {
-    install_node
-    [[ -f "$CONFORMANCE_JS" ]] || die "conformance CLI missing after install: $CONFORMANCE_JS"
-}
+install_tools() { install_node_file "$CONFORMANCE_JS" "conformance CLI"; }
 
-verify_tools() {
-    verify_node_package @modelcontextprotocol/conformance "$CONFORMANCE_VERSION"
-}
+verify_tools() { verify_node_package @modelcontextprotocol/conformance "$CONFORMANCE_VERSION"; }

@@ -10,11 +10,6 @@ EVERYTHING_DIR="$NODE_DIR"
 EVERYTHING_NODE_BIN="$NODE_BIN"
 EVERYTHING_JS="$NODE_MODULES/@modelcontextprotocol/server-everything/dist/index.js"
 
-install_everything() {
-    install_node
-    [[ -f "$EVERYTHING_JS" ]] || die "server-everything missing after install: $EVERYTHING_JS"
-}
+install_everything() { install_node_file "$EVERYTHING_JS" "server-everything"; }
 
-verify_everything() {
-    verify_node_package @modelcontextprotocol/server-everything "$NODE_EVERYTHING_VERSION"
-}
+verify_everything() { verify_node_package @modelcontextprotocol/server-everything "$NODE_EVERYTHING_VERSION"; }

@@ -9,11 +9,6 @@ source "$ROOT/scripts/lib/node-tools.sh"
 FILESYSTEM_NODE_BIN="$NODE_BIN"
 FILESYSTEM_JS="$NODE_MODULES/@modelcontextprotocol/server-filesystem/dist/index.js"
 
-install_filesystem() {
-    install_node
-    [[ -f "$FILESYSTEM_JS" ]] || die "server-filesystem missing after install: $FILESYSTEM_JS"
-}
+install_filesystem() { install_node_file "$FILESYSTEM_JS" "server-filesystem"; }
 
-verify_filesystem() {
-    verify_node_package @modelcontextprotocol/server-filesystem "$NODE_FILESYSTEM_VERSION"
-}
+verify_filesystem() { verify_node_package @modelcontextprotocol/server-filesystem "$NODE_FILESYSTEM_VERSION"; }

@@ -62,6 +62,13 @@ install_node() {
     exec {lock_fd}>&-
 }
 
+# install_node_file FILE WHAT: the pinned Node and packages (install_node), then dies unless FILE, the entry point
+# of the package WHAT names, is there.
+install_node_file() {
+    install_node
+    [[ -f "$1" ]] || die "$2 missing after install: $1"
+}
+
 # Checks that Node and the package NAME (e.g. @modelcontextprotocol/sdk) are the pinned versions (WANT); logs both.
 verify_node_package() {
     local name="$1" want="$2" node_version have
