@@ -44,6 +44,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
+from checklog import Checks, describe
+
 try:
     from importlib.metadata import version as _dist_version
 
@@ -55,43 +57,6 @@ LEGACY = "2025-11-25"
 MODERN = "2026-07-28"
 REQUIRED_TOOLS = ("ping", "delay", "hang", "disconnect")
 URL_RE = re.compile(r"listening at (http://\S+)")
-
-
-class Checks:
-    """Collects results and prints one JSON line per check as soon as it is decided."""
-
-    def __init__(self, transport: str) -> None:
-        self.transport = transport
-        self.results: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-
-    def record(self, check: str, ok: bool, detail: Any, protocol: str | None, seconds: float | None = None) -> None:
-        line = {
-            "check": check,
-            "ok": bool(ok),
-            "detail": detail,
-            "transport": self.transport,
-            "protocol": protocol,
-        }
-        if seconds is not None:
-            line["seconds"] = round(seconds, 3)
-        with self._lock:
-            self.results.append(line)
-            print(json.dumps(line, default=str), flush=True)
-
-    @property
-    def failed(self) -> int:
-        return sum(1 for r in self.results if not r["ok"])
-
-
-def describe(exc: BaseException) -> dict[str, Any]:
-    """A JSON-friendly account of an exception (groups are unwrapped)."""
-    out: dict[str, Any] = {"type": f"{type(exc).__module__}.{type(exc).__qualname__}", "message": str(exc)}
-    if isinstance(exc, MCPError):
-        out["code"] = exc.code
-    if isinstance(exc, BaseExceptionGroup):
-        out["exceptions"] = [describe(e) for e in exc.exceptions]
-    return out
 
 
 def is_timeout(exc: BaseException) -> bool:
@@ -118,7 +83,7 @@ class EraRun:
         if check in self.remaining:
             self.remaining.remove(check)
         self.pending = None
-        self.checks.record(check, ok, detail, self.protocol, seconds)
+        self.checks.record(check, ok, detail, protocol=self.protocol, seconds=seconds)
 
     async def step(self, check: str, body: Callable[[], Any]) -> bool:
         """Run one check; `body` returns (ok, detail). An Exception fails the check, nothing else is caught."""
@@ -322,10 +287,11 @@ async def http_reconnect_check(checks: Checks, url: str, protocol: str, args: ar
                     result = await session.call_tool("ping", {})
         text = text_of(result)
         ok = not result.is_error and '"ok"' in text
-        checks.record("reconnect_after_disconnect", ok, {"text": text}, protocol, time.monotonic() - started)
+        checks.record("reconnect_after_disconnect", ok, {"text": text}, protocol=protocol,
+                      seconds=time.monotonic() - started)
     except Exception as exc:
-        checks.record("reconnect_after_disconnect", False, {"exception": describe(exc)}, protocol,
-                      time.monotonic() - started)
+        checks.record("reconnect_after_disconnect", False, {"exception": describe(exc)}, protocol=protocol,
+                      seconds=time.monotonic() - started)
 
 
 def main() -> int:
@@ -350,7 +316,7 @@ def main() -> int:
         print(f"client_check: not an executable file: {args.bin}", file=sys.stderr)
         return 2
     protocols = [LEGACY, MODERN] if args.protocol == "all" else [args.protocol]
-    checks = Checks(args.transport)
+    checks = Checks(transport=args.transport, protocol=None)
     print(f"client_check: mcp {SDK_VERSION}, transport {args.transport}, protocols {', '.join(protocols)}",
           file=sys.stderr, flush=True)
 
@@ -358,7 +324,7 @@ def main() -> int:
         server: HttpServer | None = None
 
         def watchdog_fired() -> None:
-            checks.record("overall_timeout", False, {"problem": f"run exceeded {args.overall_timeout} s"}, None)
+            checks.record("overall_timeout", False, {"problem": f"run exceeded {args.overall_timeout} s"})
             if server is not None:
                 server.stop_hard()
             os._exit(1)
@@ -377,7 +343,7 @@ def main() -> int:
             try:
                 server = HttpServer(binary, args.server_log, startup_timeout=15.0)
             except Exception as exc:
-                checks.record("server_start", False, {"exception": describe(exc)}, None)
+                checks.record("server_start", False, {"exception": describe(exc)})
                 return 1
             stack.callback(server.close)
             print(f"client_check: server at {server.url}", file=sys.stderr, flush=True)
@@ -385,7 +351,7 @@ def main() -> int:
                 anyio.run(run_era, checks, protocol, args, lambda: streamable_http_client(server.url))
                 anyio.run(http_reconnect_check, checks, server.url, protocol, args)
             ok, detail = server.sigterm(grace=10.0)
-            checks.record("sigterm_exit", ok, detail, None)
+            checks.record("sigterm_exit", ok, detail)
 
     return 1 if checks.failed else 0
 

@@ -42,6 +42,8 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
+from checklog import Checks, describe
+
 try:
     from importlib.metadata import version as _dist_version
 
@@ -64,38 +66,6 @@ FORBIDDEN_CODE = -32003
 
 
 # ---------------------------------------------------------------------------------------------------- reporting
-class Checks:
-    def __init__(self) -> None:
-        self.results: list[dict[str, Any]] = []
-        self._lock = threading.Lock()
-
-    def record(self, check: str, ok: bool, detail: Any, *, session: str, category: str | None = None,
-               fault: str | None = None, seconds: float | None = None) -> None:
-        line: dict[str, Any] = {"check": check, "ok": bool(ok), "category": category, "fault": fault,
-                                "session": session, "detail": detail}
-        if seconds is not None:
-            line["seconds"] = round(seconds, 3)
-        with self._lock:
-            self.results.append(line)
-            print(json.dumps(line, default=str), flush=True)
-
-    @property
-    def failed(self) -> int:
-        return sum(1 for r in self.results if not r["ok"])
-
-
-def describe(exc: BaseException) -> dict[str, Any]:
-    """A JSON-friendly account of an exception (groups are unwrapped)."""
-    out: dict[str, Any] = {"type": f"{type(exc).__module__}.{type(exc).__qualname__}", "message": str(exc)[:400]}
-    if isinstance(exc, MCPError):
-        out["code"] = exc.code
-        if exc.data is not None:
-            out["data"] = exc.data
-    if isinstance(exc, BaseExceptionGroup):
-        out["exceptions"] = [describe(e) for e in exc.exceptions]
-    return out
-
-
 def brief(exc: BaseException | None) -> str:
     if exc is None:
         return "no exception"
@@ -730,7 +700,7 @@ def main() -> int:
     mcp_logger.addHandler(SDK_LOG)
     mcp_logger.propagate = False  # the records go into check details, not onto stderr
 
-    checks = Checks()
+    checks = Checks(category=None, fault=None)
     print(f"proxy_filesystem_check: mcp {SDK_VERSION}, workdir {args.workdir}", file=sys.stderr, flush=True)
 
     def watchdog_fired() -> None:
