@@ -112,6 +112,21 @@ impl Client {
             .await;
     }
 
+    /// Sends request 2, a `tools/call` of `tool` whose line is `padding` bytes over, expects the -32600 error for
+    /// its id (read from the line's start), then that the connection goes on (ping 3 is answered).
+    pub async fn send_oversized_then_ping(&mut self, tool: &str, padding: usize) {
+        let start =
+            format!(r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"{tool}","arguments":{{"x":""#);
+        let mut long = start.into_bytes();
+        long.extend(std::iter::repeat_n(b'x', padding));
+        long.extend_from_slice(b"\"}}}\n");
+        self.send_raw(&long).await;
+        let reply = self.recv().await;
+        assert_eq!((reply["id"].clone(), reply["error"]["code"].clone()), (json!(2), json!(-32600)), "{reply}");
+        self.send(&json!({"jsonrpc":"2.0","id":3,"method":"ping"})).await;
+        assert_eq!(self.recv().await["id"], 3, "the connection goes on");
+    }
+
     pub async fn finish(mut self) -> Option<i32> {
         drop(self.stdin.take());
         tokio::time::timeout(PATIENCE, self.child.wait()).await.unwrap().unwrap().code()

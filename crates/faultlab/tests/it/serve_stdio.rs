@@ -44,15 +44,7 @@ async fn a_request_over_the_frame_limit_gets_an_error_for_its_id_and_a_diagnosti
     let mut server = Client::spawn_peer(&["serve", "--max-frame-bytes", "65536"]);
     server.initialize().await;
 
-    let mut long =
-        br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"delay","arguments":{"x":""#.to_vec();
-    long.extend(std::iter::repeat_n(b'x', 70_000));
-    long.extend_from_slice(b"\"}}}\n");
-    server.send_raw(&long).await;
-    let reply = server.recv().await;
-    assert_eq!((reply["id"].clone(), reply["error"]["code"].clone()), (json!(2), json!(-32600)), "{reply}");
-    server.send(&json!({"jsonrpc":"2.0","id":3,"method":"ping"})).await;
-    assert_eq!(server.recv().await["id"], 3, "the server goes on");
+    server.send_oversized_then_ping("delay", 70_000).await;
     let (code, stderr) = server.finish_output(PATIENCE).await;
     assert_eq!(code, Some(0));
     assert!(stderr.contains(r#""event":"dropped""#), "a diagnostic line says what was dropped: {stderr}");

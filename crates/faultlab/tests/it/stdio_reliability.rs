@@ -154,16 +154,7 @@ async fn a_reply_over_the_frame_limit_becomes_an_error_for_its_id_and_the_sessio
     assert!(reply["error"]["message"].as_str().unwrap().contains("--max-frame-bytes"), "{reply}");
 
     // A request over the limit: its id is read from its start.
-    let mut long =
-        br#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ping","arguments":{"x":""#.to_vec();
-    long.extend(std::iter::repeat_n(b'x', 5000));
-    long.extend_from_slice(b"\"}}}\n");
-    proxy.send_raw(&long).await;
-    let reply = proxy.recv().await;
-    assert_eq!((reply["id"].clone(), reply["error"]["code"].clone()), (json!(2), json!(-32600)), "{reply}");
-
-    proxy.send(&json!({"jsonrpc":"2.0","id":3,"method":"ping"})).await;
-    assert_eq!(proxy.recv().await["id"], 3, "the session goes on");
+    proxy.send_oversized_then_ping("ping", 5000).await;
     let (code, _) = proxy.finish_output(PATIENCE).await;
     assert_eq!(code, Some(0));
     let all = trajectory(&record);
