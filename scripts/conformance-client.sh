@@ -89,14 +89,8 @@ declare -A RESULT
 failed=0
 for scenario in "${SCENARIOS[@]}"; do
     out_dir="$RUN_DIR/$scenario"
-    mkdir -p "$out_dir"
-    echo "=== scenario $scenario ==="
-    echo "\$ $NODE_BIN $CONFORMANCE_JS client --command $CLIENT_COMMAND --scenario $scenario --timeout $CLIENT_TIMEOUT -o $out_dir"
-    rc=0
-    timeout --kill-after=5 "$SCENARIO_TIMEOUT" \
-        "$NODE_BIN" "$CONFORMANCE_JS" client --command "$CLIENT_COMMAND" --scenario "$scenario" \
-        --timeout "$CLIENT_TIMEOUT" -o "$out_dir" \
-        </dev/null 2>&1 | tee "$out_dir/output.txt" || rc=${PIPESTATUS[0]}
+    run_conformance client "$scenario" "$out_dir" --command "$CLIENT_COMMAND" --timeout "$CLIENT_TIMEOUT"
+    rc=$RC
 
     # The checks the suite's server recorded: every SUCCESS/FAILURE/WARNING check, by id. A pass needs the suite's
     # own pass (exit 0) and at least one successful check: a client that never reached the server would otherwise

@@ -87,13 +87,8 @@ declare -A RESULT
 failed=0
 for scenario in "${SCENARIOS[@]}"; do
     out_dir="$RUN_DIR/$scenario"
-    mkdir -p "$out_dir"
-    echo "=== scenario $scenario ==="
-    echo "\$ $NODE_BIN $CONFORMANCE_JS server --url $URL --scenario $scenario -o $out_dir"
-    rc=0
-    timeout --kill-after=5 "$SCENARIO_TIMEOUT" \
-        "$NODE_BIN" "$CONFORMANCE_JS" server --url "$URL" --scenario "$scenario" -o "$out_dir" \
-        </dev/null 2>&1 | tee "$out_dir/output.txt" || rc=${PIPESTATUS[0]}
+    run_conformance server "$scenario" "$out_dir" --url "$URL"
+    rc=$RC
     if [[ $rc -eq 0 ]]; then
         RESULT[$scenario]="PASS"
         passed=$((passed + 1))
