@@ -1,5 +1,5 @@
-"""What the interop checks share (client_check.py, proxy_filesystem_check.py): one JSON line per check on stdout as
-soon as it is decided, and a JSON-friendly account of an exception."""
+"""What the interop checks share (client_check.py, proxy_filesystem_check.py): the SDK's version, one JSON line per
+check on stdout as soon as it is decided, and a JSON-friendly account of an exception."""
 
 from __future__ import annotations
 
@@ -8,6 +8,13 @@ import threading
 from typing import Any
 
 from mcp.shared.exceptions import MCPError
+
+try:
+    from importlib.metadata import version as _dist_version
+
+    SDK_VERSION = _dist_version("mcp")
+except Exception:  # pragma: no cover - metadata is always there for an installed SDK
+    SDK_VERSION = "unknown"
 
 
 class Checks:

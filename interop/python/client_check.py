@@ -44,14 +44,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from checklog import Checks, describe
-
-try:
-    from importlib.metadata import version as _dist_version
-
-    SDK_VERSION = _dist_version("mcp")
-except Exception:  # pragma: no cover - metadata is always there for an installed SDK
-    SDK_VERSION = "unknown"
+from checklog import SDK_VERSION, Checks, describe
 
 LEGACY = "2025-11-25"
 MODERN = "2026-07-28"

@@ -42,14 +42,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp_types import CONNECTION_CLOSED, REQUEST_TIMEOUT
 
-from checklog import Checks, describe
-
-try:
-    from importlib.metadata import version as _dist_version
-
-    SDK_VERSION = _dist_version("mcp")
-except Exception:  # pragma: no cover - metadata is always there for an installed SDK
-    SDK_VERSION = "unknown"
+from checklog import SDK_VERSION, Checks, describe
 
 CONTROL_TEXT = "control: the unrelated call still sees the real file\n"
 LEDGER_START = "# ledger\nEND\n"
