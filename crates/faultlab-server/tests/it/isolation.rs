@@ -30,6 +30,18 @@ fn assert_only_the_faulted_call_is_touched(frames: &[Frame], faulted: i64) {
     }
 }
 
+/// Every message of the HTTP exchanges `calls`, run at once; each must be answered 200.
+async fn all_replies<F: std::future::Future<Output = (u16, String, Result<bytes::Bytes, reqwest::Error>)>>(
+    calls: impl IntoIterator<Item = F>,
+) -> Vec<Frame> {
+    let mut frames = Vec::new();
+    for (status, content_type, body) in futures::future::join_all(calls).await {
+        assert_eq!(status, 200);
+        frames.extend(messages(&content_type, &body.unwrap()));
+    }
+    frames
+}
+
 #[tokio::test]
 async fn stdio_many_in_flight() {
     let mut c = StdioClient::start(Some("2025-11-25")).await;
@@ -47,12 +59,7 @@ async fn stdio_many_in_flight() {
 async fn http_modern_many_in_flight() {
     let server = HttpServer::start().await;
     let calls = workload(23).into_iter().map(|(id, tool, args)| exchange(server.post_modern_call(id, tool, args)));
-    let mut frames = Vec::new();
-    for (status, content_type, body) in futures::future::join_all(calls).await {
-        assert_eq!(status, 200);
-        frames.extend(messages(&content_type, &body.unwrap()));
-    }
-    assert_only_the_faulted_call_is_touched(&frames, 23);
+    assert_only_the_faulted_call_is_touched(&all_replies(calls).await, 23);
 }
 
 #[tokio::test]
@@ -61,12 +68,7 @@ async fn http_legacy_many_in_flight_in_one_session() {
     let sid = server.open_session().await;
     let calls =
         workload(5).into_iter().map(|(id, tool, args)| exchange(server.post(&call(id, tool, args, None), Some(&sid))));
-    let mut frames = Vec::new();
-    for (status, content_type, body) in futures::future::join_all(calls).await {
-        assert_eq!(status, 200);
-        frames.extend(messages(&content_type, &body.unwrap()));
-    }
-    assert_only_the_faulted_call_is_touched(&frames, 5);
+    assert_only_the_faulted_call_is_touched(&all_replies(calls).await, 5);
 }
 
 #[tokio::test]
