@@ -19,7 +19,7 @@ pub const NONCE: &str = "{{nonce}}";
 pub const DEFAULT_DEADLINE_MS: u64 = 30_000;
 /// Default time an agent may take to start, before its deadline counts (milliseconds): an interpreter loading an
 /// MCP SDK takes seconds on a busy machine.
-pub const DEFAULT_START_MS: u64 = 10_000;
+pub const DEFAULT_START_MS: u64 = 30_000;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -61,7 +61,8 @@ pub struct Task {
     #[serde(default = "default_deadline_ms")]
     pub deadline_ms: u64,
     /// How long the agent may take to start (load its interpreter and SDK) and connect to its MCP server before
-    /// `deadline_ms` starts to count, in milliseconds (default 10000).
+    /// `deadline_ms` starts to count, in milliseconds (default 30000: an SDK took 10 s to load on a 2-CPU machine
+    /// running 16 processes at once).
     #[serde(default = "default_start_ms", skip_serializing_if = "is_default_start_ms")]
     pub start_ms: u64,
     /// The steps the built-in control agents follow. The grader never reads it.

@@ -45,7 +45,7 @@ fn a_hanging_agent_is_killed_at_the_deadline_with_its_children_and_graded() {
 }
 
 /// The deadline counts from the agent's first connection to its server: an agent still starting after it (an
-/// interpreter loading an SDK, here a pause) is not killed, within the task's `start_ms` (default 10 s).
+/// interpreter loading an SDK, here a pause) is not killed, within the task's `start_ms` (default 30 s).
 #[test]
 fn an_agent_still_starting_at_the_deadline_is_not_killed() {
     let dir = tempfile::tempdir().unwrap();
