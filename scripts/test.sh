@@ -17,7 +17,8 @@
 #                  with the reference client, and the Node reference server directly and through `faultlab proxy`;
 #   interop-*      the official Python SDK against serve and the proxy; the matrix (Python, TypeScript and rmcp
 #                  clients × every fault × transport) must reproduce docs/compatibility.md;
-#   *-filesystem   the proxy and eval in front of the real filesystem server; eval-python: the Python example agent;
+#   *-filesystem   the proxy and eval in front of the real filesystem server;
+#   docs-examples  every example of README.md and docs/, run as written (the Python example agent's eval among them);
 #   junit-validate JUnit output validated against junit-10.xsd; diagnose-html: the report in headless Chromium;
 #   bench-quick    both benchmarks in quick mode on the debug build (they run and report; figures are not checked).
 # The script stages run FAULTLAB_TEST_JOBS at a time (default 2; they mostly wait on timeouts and children).
@@ -35,7 +36,7 @@ JOBS="${FAULTLAB_TEST_JOBS:-2}"
 [[ -n "${CI:-}" ]] && export CARGO_INCREMENTAL=0
 export FAULTLAB_BIN="$ROOT/target/debug/faultlab"
 
-SCRIPTS=(interop-matrix eval-oracle conformance-proxy conformance conformance-client interop-python eval-python
+SCRIPTS=(interop-matrix eval-oracle conformance-proxy conformance conformance-client interop-python docs-examples
     proxy-filesystem eval-filesystem junit-validate diagnose-html bench-quick)
 # Runs alone: its three SDK clients already run at once, and its table records whether a client noticed a fault
 # within 1 s, which a second stage's load could change.

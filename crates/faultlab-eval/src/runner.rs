@@ -354,7 +354,7 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
             AgentEnd::FailedToStart,
             Some(format!("the task's server.env_from names {name}, which is not set in faultlab's environment")),
         ),
-        None => run_agent(&spec, &paths, deadline).await?,
+        None => run_agent(&spec, &paths, deadline, &sessions.connected).await?,
     };
     let status = std::fs::read_to_string(&paths.status).unwrap_or_default();
     let duration_ms = started.elapsed().as_millis() as u64;
@@ -523,6 +523,8 @@ fn proxy_command(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> (String,
 struct Sessions {
     accept: tokio::task::JoinHandle<()>,
     state: Arc<std::sync::Mutex<SessionState>>,
+    /// Notified at each connection of the agent (a permit is kept until the run waits for it).
+    connected: Arc<tokio::sync::Notify>,
 }
 
 #[derive(Default)]
@@ -576,8 +578,11 @@ impl Sessions {
         let log = std::fs::OpenOptions::new().create(true).append(true).open(log).map_err(io(log))?;
         let state = Arc::new(std::sync::Mutex::new(SessionState::default()));
         let shared = state.clone();
+        let connected = Arc::new(tokio::sync::Notify::new());
+        let notify = connected.clone();
         let accept = tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
+                notify.notify_one();
                 let mut command = tokio::process::Command::new(&program);
                 command
                     .args(&args)
@@ -601,7 +606,7 @@ impl Sessions {
                 }
             }
         });
-        Ok(Self { accept, state })
+        Ok(Self { accept, state, connected })
     }
 
     /// After the agent's end: no new connection; every proxy and server of the run is waited for (killed after
@@ -645,12 +650,13 @@ async fn relay(stream: tokio::net::UnixStream, mut child: tokio::process::Child)
 }
 
 /// Starts the agent sealed (`faultlab sandbox`, see [`crate::sandbox`]) in its own process group, waits for it up
-/// to the deadline, and makes sure every process of its tree has ended before returning. Returns how the agent
+/// to the deadline (counted from its first connection to its server, after at most the task's `start_ms`), and makes sure every process of its tree has ended before returning. Returns how the agent
 /// ended, and why the run could not happen when the agent program could not be started.
 async fn run_agent(
     spec: &RunSpec,
     paths: &RunPaths,
     deadline: Duration,
+    connected: &tokio::sync::Notify,
 ) -> Result<(AgentEnd, Option<String>), RunError> {
     let Some((program, args)) = spec.agent.command_line(&spec.faultlab) else {
         return Ok((AgentEnd::FailedToStart, Some("the agent command is empty".into())));
@@ -697,7 +703,18 @@ async fn run_agent(
     let mut child = command.spawn().map_err(|source| RunError::Agent { command: program.clone(), source })?;
     drop(status_write);
     let group = child.id().map(|pid| pid as i32).unwrap_or(0);
-    let end = match tokio::time::timeout(deadline, child.wait()).await {
+    // The deadline counts from the agent's first connection to its server: starting (an interpreter loading an
+    // SDK) has the task's `start_ms` of its own.
+    let start = Duration::from_millis(spec.task.start_ms);
+    let limit = async {
+        let _ = tokio::time::timeout(start, connected.notified()).await;
+        tokio::time::sleep(deadline).await;
+    };
+    let ended = tokio::select! {
+        status = child.wait() => Ok(status),
+        () = limit => Err(()),
+    };
+    let end = match ended {
         Ok(Ok(status)) => AgentEnd::Exited { code: status.code() },
         Ok(Err(_)) => AgentEnd::Exited { code: None },
         Err(_) => {

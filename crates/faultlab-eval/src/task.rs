@@ -15,8 +15,11 @@ use std::path::Path;
 /// The placeholder a run replaces with its nonce, in workspace contents and in assertion values.
 pub const NONCE: &str = "{{nonce}}";
 
-/// Default wall-clock budget of one run (agent start to agent end), in milliseconds.
+/// Default wall-clock budget of one run (the agent's first connection to its end), in milliseconds.
 pub const DEFAULT_DEADLINE_MS: u64 = 30_000;
+/// Default time an agent may take to start, before its deadline counts (milliseconds): an interpreter loading an
+/// MCP SDK takes seconds on a busy machine.
+pub const DEFAULT_START_MS: u64 = 30_000;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -52,9 +55,16 @@ pub struct Task {
     pub witness: Option<Witness>,
     #[serde(default)]
     pub grader: Assertions,
-    /// Wall-clock budget of one run in milliseconds; an agent still running then is killed and graded.
+    /// Wall-clock budget of one run in milliseconds, counted from the agent's first connection to its MCP server
+    /// (or from the end of `start_ms` if it has not connected by then); an agent still running then is killed
+    /// and graded.
     #[serde(default = "default_deadline_ms")]
     pub deadline_ms: u64,
+    /// How long the agent may take to start (load its interpreter and SDK) and connect to its MCP server before
+    /// `deadline_ms` starts to count, in milliseconds (default 30000: an SDK took 10 s to load on a 2-CPU machine
+    /// running 16 processes at once).
+    #[serde(default = "default_start_ms", skip_serializing_if = "is_default_start_ms")]
+    pub start_ms: u64,
     /// The steps the built-in control agents follow. The grader never reads it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<Plan>,
@@ -66,6 +76,14 @@ fn default_invariants() -> Invariants {
 
 fn default_deadline_ms() -> u64 {
     DEFAULT_DEADLINE_MS
+}
+
+fn default_start_ms() -> u64 {
+    DEFAULT_START_MS
+}
+
+fn is_default_start_ms(ms: &u64) -> bool {
+    *ms == DEFAULT_START_MS
 }
 
 /// Where the agent's tools come from: the built-in workspace server when neither `command` nor `url` is given.
@@ -360,6 +378,9 @@ impl Task {
         }
         if self.deadline_ms == 0 || self.deadline_ms > 3_600_000 {
             return Err(format!("deadline_ms: {} is out of range (1..=3600000)", self.deadline_ms));
+        }
+        if self.start_ms == 0 || self.start_ms > 600_000 {
+            return Err(format!("start_ms: {} is out of range (1..=600000)", self.start_ms));
         }
         match (&self.server.command, &self.server.url) {
             (Some(command), None) if command.is_empty() => return Err("server.command: name the program".into()),

@@ -101,7 +101,7 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
     write_reports(&args.out, &report)?;
     match args.report {
         EvalReport::Console => {
-            print_summary(&report, oracle.as_ref());
+            print_summary(&report, oracle.as_ref(), &args.out);
             outln!("reports: {}", args.out.join("report.md").display());
         }
         EvalReport::Junit => {
@@ -253,7 +253,7 @@ pub fn junit(report: &Report) -> String {
 }
 
 /// One line per run; with an oracle, a control agent's failure it calls for reads EXPECTED, not FAIL.
-fn print_summary(report: &Report, oracle: Option<&Oracle>) {
+fn print_summary(report: &Report, oracle: Option<&Oracle>, out: &Path) {
     for run in &report.runs {
         let v = &run.verdict;
         let outcome = serde_json::to_value(v.recovery.outcome).unwrap_or_default();
@@ -272,6 +272,9 @@ fn print_summary(report: &Report, oracle: Option<&Oracle>) {
             outcome.as_str().unwrap_or_default(),
             v.efficiency.tool_calls
         );
+        if let Some(why) = not_started(run, out) {
+            outln!("{why}");
+        }
     }
     let o = &report.stats.overall;
     outln!(
@@ -283,6 +286,43 @@ fn print_summary(report: &Report, oracle: Option<&Oracle>) {
         o.high * 100.0,
         report.meta.wall_ms as f64 / 1000.0
     );
+}
+
+/// Lines of an agent's log shown when it did nothing (10): a Python traceback's end is within them.
+const LOG_HEAD_LINES: usize = 10;
+
+/// For an agent that made no tool call and wrote no claim (most often one that could not start: a missing
+/// module, a wrong path), why, and the first lines of its agent.log; the grade alone only says it failed.
+fn not_started(run: &RunRecord, out: &Path) -> Option<String> {
+    use faultlab_eval::evidence::AgentEnd;
+    if !run.calls.is_empty() || run.claim.is_some() {
+        return None;
+    }
+    let end = match run.end {
+        AgentEnd::Exited { code: Some(code) } => format!("it exited with code {code}"),
+        AgentEnd::Exited { code: None } => "a signal ended it".to_owned(),
+        AgentEnd::KilledAtDeadline => "it was still running at the deadline".to_owned(),
+        AgentEnd::FailedToStart => return None,
+    };
+    let log = out.join(&run.dir).join("agent.log");
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().collect();
+    let mut why = format!("  the agent made no tool call and wrote no claim ({end}); {}", log.display());
+    match lines.len() {
+        0 => why.push_str(" is empty"),
+        n => {
+            why.push_str(" begins:");
+            for line in lines.iter().take(LOG_HEAD_LINES) {
+                why.push_str("\n    ");
+                // A line of an agent's own making can be any length; 300 characters say what it is.
+                why.extend(line.chars().take(300));
+            }
+            if n > LOG_HEAD_LINES {
+                why.push_str(&format!("\n    … ({} more lines)", n - LOG_HEAD_LINES));
+            }
+        }
+    }
+    Some(why)
 }
 
 /// Progress on stderr: an `indicatif` bar on a terminal, one line per ten finished runs otherwise (a log has no

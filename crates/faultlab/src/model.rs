@@ -33,6 +33,7 @@ pub fn run(args: ModelArgs) -> Result<(), Failure> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)?;
     runtime.block_on(async {
         let (listener, bound) = listen(SocketAddr::new(ip, args.port)).await?;
+        let signals = crate::signals::Signals::install();
         eprintln!("faultlab: model listening at {}/v1", origin(bound));
         let options = faultlab_model::Options {
             script,
@@ -42,7 +43,7 @@ pub fn run(args: ModelArgs) -> Result<(), Failure> {
             limits: args.http_limits.limits(args.shutdown_grace),
         };
         let shutdown = CancellationToken::new();
-        tokio::spawn(stop_on_signal(shutdown.clone(), args.shutdown_grace + CLOSE_MARGIN));
+        tokio::spawn(stop_on_signal(signals, shutdown.clone(), args.shutdown_grace + CLOSE_MARGIN));
         faultlab_model::serve(listener, options, shutdown)
             .await
             .context("the model endpoint failed")

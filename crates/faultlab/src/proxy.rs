@@ -3,7 +3,7 @@
 use crate::Failure;
 use crate::cli::ProxyArgs;
 use crate::pipes;
-use crate::signals::wait_for_signal;
+use crate::signals::Signals;
 use anyhow::{Context as _, anyhow};
 use faultlab_engine::Recorder;
 use faultlab_engine::recording::Recording;
@@ -211,8 +211,9 @@ where
     let stop = CancellationToken::new();
     let served = runtime.block_on(async {
         let signalled = stop.clone();
+        let signals = Signals::install();
         tokio::spawn(async move {
-            let signal = wait_for_signal().await;
+            let signal = signals.recv().await;
             eprintln!("faultlab: received {signal}; shutting down");
             signalled.cancel();
         });
@@ -270,6 +271,7 @@ async fn serve_http(
         Backend::Child(_) => "the stdio upstream".into(),
         Backend::Recording(_) => "the recording".into(),
     };
+    let signals = Signals::install();
     eprintln!("faultlab: proxy listening at http://{bound}{path} for {target}");
     let options = HttpProxyOptions {
         allowed_hosts: AllowedHosts::for_bind(bound.ip()),
@@ -292,7 +294,7 @@ async fn serve_http(
     // front does.
     let died = tokio::spawn(async move {
         tokio::select! {
-            signal = wait_for_signal() => {
+            signal = signals.recv() => {
                 eprintln!("faultlab: received {signal}; shutting down");
                 stop.cancel();
                 false

@@ -2,7 +2,7 @@
 
 use crate::Failure;
 use crate::cli::{ServeArgs, Transport};
-use crate::signals::wait_for_signal;
+use crate::signals::Signals;
 use anyhow::Context as _;
 use faultlab_engine::{Engine, Recorder};
 use faultlab_proxy::front::stdio::serve_in_process;
@@ -94,6 +94,7 @@ async fn serve_http(
     args: &ServeArgs,
 ) -> Result<(), Failure> {
     let (listener, bound) = listen(addr).await?;
+    let signals = Signals::install();
     eprintln!("faultlab: listening at {}{path}", origin(bound));
     let mut options = HttpOptions::new(path, AllowedHosts::for_bind(bound.ip()));
     options.limits = args.http_limits.limits(args.shutdown_grace);
@@ -101,7 +102,7 @@ async fn serve_http(
         options.session_idle = idle;
     }
     let shutdown = CancellationToken::new();
-    tokio::spawn(stop_on_signal(shutdown.clone(), args.shutdown_grace + CLOSE_MARGIN));
+    tokio::spawn(stop_on_signal(signals, shutdown.clone(), args.shutdown_grace + CLOSE_MARGIN));
     let recorder = Recorder::stderr();
     let served = match probe {
         Some(config) => {
@@ -133,8 +134,8 @@ pub(crate) fn origin(bound: SocketAddr) -> String {
 
 /// Cancels `shutdown` on SIGINT or SIGTERM (the server then drains for its grace and closes what is left); exits
 /// the process if it has still not stopped after `backstop`.
-pub(crate) async fn stop_on_signal(shutdown: CancellationToken, backstop: Duration) {
-    let signal = wait_for_signal().await;
+pub(crate) async fn stop_on_signal(signals: Signals, shutdown: CancellationToken, backstop: Duration) {
+    let signal = signals.recv().await;
     eprintln!("faultlab: received {signal}; shutting down");
     shutdown.cancel();
     tokio::time::sleep(backstop).await;

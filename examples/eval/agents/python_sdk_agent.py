@@ -5,12 +5,12 @@ Copy this file to wire your own agent to `faultlab eval`. It is not an LLM: it d
 built-in "copy the nonce" tasks (examples/eval/tasks/*.yaml), step by step, and shows what a well-behaved agent
 does when the tools misbehave.
 
-    faultlab eval examples/eval/tasks/transport-timeout-after-write.yaml \\
-        --agent "$PWD/.cache/py-interop/venv/bin/python $PWD/examples/eval/agents/python_sdk_agent.py"
+    python3 -m venv .venv && .venv/bin/pip install -r examples/eval/agents/requirements.txt
+    faultlab eval examples/eval/tasks/ --agent '.venv/bin/python examples/eval/agents/python_sdk_agent.py'
 
-Both paths absolute: the agent starts in a scratch folder of its run, where a relative path finds nothing.
-
-(scripts/eval-python.sh does this with the pinned SDK on every task this agent is meant for.)
+(the README's example, which scripts/docs-examples.sh runs: all seven built-in tasks pass). The agent starts in a
+scratch folder of its run; `faultlab eval` makes the words of --agent that name a file where it was started
+absolute.
 
 The contract (crates/faultlab-eval/src/contract.rs)
 ----------------------------------------------------
@@ -54,7 +54,8 @@ What this agent does
    the outcome is known, before the MCP session is closed.
 
 Every call has its own timeout (CALL_TIMEOUT) and the whole run a budget taken from the task's deadline, which
-counts from the agent's start: loading the SDK alone takes half a second of the built-in tasks' 3 s. An MCP
+counts from the agent's first connection to its server (loading the SDK before that, half a second or more, has
+an allowance of its own), so this agent counts it from just before it connects. An MCP
 session that breaks (the server went away, the transport failed) ends the run with a failure claim, and a
 watchdog thread ends the process, with a failure claim if none was written yet, should anything hang anyway.
 
@@ -69,8 +70,8 @@ import time
 
 
 def process_age() -> float:
-    """Seconds since this process was started, the moment `faultlab eval` starts the run's clock (Linux: from
-    /proc; elsewhere 0, counting from here). On a busy machine the interpreter alone can take a while to get here."""
+    """Seconds since this process was started (Linux: from /proc; elsewhere 0, counting from here), so the log's
+    times show how long the interpreter and the SDK took to load, which on a busy machine can be seconds."""
     try:
         with open("/proc/self/stat", encoding="ascii") as stat:
             start_ticks = int(stat.read().rsplit(")", 1)[1].split()[19])  # field 22, starttime
@@ -79,7 +80,7 @@ def process_age() -> float:
         return 0.0
 
 
-STARTED = time.monotonic() - process_age()  # before the SDK's imports, which take a good part of a second
+STARTED = time.monotonic() - process_age()  # the log's zero: the process's start, before the SDK's imports
 
 import fnmatch  # noqa: E402
 import hashlib  # noqa: E402
@@ -371,7 +372,10 @@ def main() -> int:
         allowed = task.get("allowed_tools") or None
     except (OSError, ValueError, AttributeError, TypeError):
         log(f"no readable task file; assuming a {DEFAULT_DEADLINE} s deadline and any tool")
-    work_deadline = STARTED + deadline - WORK_MARGIN
+    # The deadline counts from the first connection to the server, made just after this: counting from here is on
+    # the safe side.
+    started = time.monotonic()
+    work_deadline = started + deadline - WORK_MARGIN
 
     # The watchdog: whatever hangs (a stuck pipe, a shutdown that does not end), the process ends before the
     # deadline, with an honest claim if it had not made one yet.
@@ -379,7 +383,7 @@ def main() -> int:
         claim.write("failure", "the agent's own watchdog ended it: a call or the shutdown hung past its budget")
         os._exit(3)
 
-    watchdog = threading.Timer(max(0.1, STARTED + deadline - EXIT_MARGIN - time.monotonic()), give_up)
+    watchdog = threading.Timer(max(0.1, started + deadline - EXIT_MARGIN - time.monotonic()), give_up)
     watchdog.daemon = True
     watchdog.start()
 

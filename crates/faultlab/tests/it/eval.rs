@@ -7,7 +7,7 @@ use predicates::str::contains;
 use std::path::Path;
 
 const TASK: &str = "id: hang\nname: Hang\ngoal: copy the nonce\nworkspace: {input.txt: 'nonce: {{nonce}}'}\n\
-allowed_tools: [read_file, write_file]\nrecovery: {primary: read_file}\ndeadline_ms: 400\n\
+allowed_tools: [read_file, write_file]\nrecovery: {primary: read_file}\ndeadline_ms: 400\nstart_ms: 100\n\
 grader:\n  state_assertions: [{type: file_exists, path: output.txt}]\n";
 
 #[test]
@@ -42,6 +42,41 @@ fn a_hanging_agent_is_killed_at_the_deadline_with_its_children_and_graded() {
     assert_eq!(run["verdict"]["recovery"]["outcome"], "failed");
     assert_eq!(run["verdict"]["passed"], false);
     assert!(running(&format!("sleep\0{marker}")).is_empty(), "the agent's child outlived the run");
+}
+
+/// The deadline counts from the agent's first connection to its server: an agent still starting after it (an
+/// interpreter loading an SDK, here a pause) is not killed, within the task's `start_ms` (default 30 s).
+#[test]
+fn an_agent_still_starting_at_the_deadline_is_not_killed() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("slow-start.yaml");
+    std::fs::write(&task, TASK.replace("deadline_ms: 400\nstart_ms: 100\n", "deadline_ms: 100\n")).unwrap();
+    let out = dir.path().join("out");
+    faultlab().args(["eval", "--agent", "sh -c 'sleep 0.3'", "--out"]).arg(&out).arg(&task).assert().code(2);
+    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report["runs"][0]["end"], serde_json::json!({"end": "exited", "code": 0}));
+}
+
+/// An agent that dies before it connects (here as a Python agent without its SDK would) fails its grade, and the
+/// console says why: it made no call and wrote no claim, with the first lines of its agent.log and where it is.
+#[test]
+fn an_agent_that_could_not_start_is_shown_with_the_start_of_its_log() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("hang.yaml");
+    std::fs::write(&task, TASK).unwrap();
+    let agent = "sh -c 'echo Traceback >&2; echo \"ModuleNotFoundError: No module named mcp\" >&2; exit 3'";
+    faultlab()
+        .args(["eval", "--agent", agent, "--agent-name", "no-sdk", "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&task)
+        .assert()
+        .code(2)
+        .stdout(
+            contains("FAIL hang × no-sdk #1")
+                .and(contains("made no tool call and wrote no claim (it exited with code 3)"))
+                .and(contains("runs/hang/no-sdk/1/agent.log"))
+                .and(contains("    Traceback\n    ModuleNotFoundError: No module named mcp\n")),
+        );
 }
 
 /// The pids of live processes whose NUL-separated command line contains `marker`.

@@ -228,3 +228,24 @@ fn proxy_http_front_whose_child_exits_ends_with_1() {
         .code(1)
         .stderr(contains("the upstream exited on its own"));
 }
+
+/// A signal sent the moment a listener says it is listening (as a script that waits for that line and stops it
+/// does) stops it cleanly: exit 0, for each command that listens. The handlers are in place before the line.
+#[tokio::test]
+async fn sigterm_at_the_listening_line_exits_0() {
+    let script = repo("examples/model/script.yaml");
+    let listeners: [(&[&str], &str); 3] = [
+        (&["serve", "--transport", "http", "--port", "0"], "faultlab: listening at "),
+        (
+            &["proxy", "--listen", "127.0.0.1:0", "--upstream", "http://127.0.0.1:9/mcp"],
+            "faultlab: proxy listening at ",
+        ),
+        (&["model", "--script", script.to_str().unwrap()], "faultlab: model listening at "),
+    ];
+    for (args, ready) in listeners {
+        let mut lab = crate::common::Lab::start(args, ready).await;
+        lab.terminate();
+        let status = tokio::time::timeout(PATIENCE, lab.child.wait()).await.expect("exits in time").unwrap();
+        assert_eq!(status.code(), Some(0), "faultlab {args:?}: {status}");
+    }
+}
