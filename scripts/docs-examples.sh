@@ -21,19 +21,13 @@
 # failed, 2 when the check could not be set up.
 set -euo pipefail
 
-CALLER_PWD="$PWD"
-ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$ROOT"
-
-log() { printf 'docs-examples: %s\n' "$*" >&2; }
-die() { log "error: $*"; exit 2; }
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 
 export PYTHONDONTWRITEBYTECODE=1
 
 # shellcheck source=scripts/lib/py-interop.sh
 source "$ROOT/scripts/lib/py-interop.sh"
-# shellcheck source=scripts/lib/faultlab-bin.sh
-source "$ROOT/scripts/lib/faultlab-bin.sh"
 resolve_faultlab_bin
 python3 "$ROOT/scripts/docs_examples.py" --root "$ROOT" --self-test || die "the checker's self-test failed"
 install_py_interop
