@@ -250,6 +250,7 @@ catalogue! {
         Stale(stale),
         Replayed(replayed),
         OutOfOrder(out_of_order),
+        ReversedContent(reversed_content),
     }
     presets {
         AuthExpired(auth_expired),
