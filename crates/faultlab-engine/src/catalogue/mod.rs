@@ -250,7 +250,6 @@ catalogue! {
         Stale(stale),
         Replayed(replayed),
         OutOfOrder(out_of_order),
-        ReversedContent(reversed_content),
     }
     presets {
         AuthExpired(auth_expired),
