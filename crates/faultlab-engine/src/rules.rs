@@ -1,9 +1,11 @@
-//! What a rules file says: which requests (`match`), how (`mode`) and which catalogue fault. The proxy's rule set
-//! (`faultlab_proxy::rules`) runs them: counters, the seeded generator, windows and the systemic faults' state.
+//! What a rules file says: which requests (`match`), how (`mode`), which catalogue fault, and on what `schedule` it
+//! keeps firing. The proxy's rule set (`faultlab_proxy::rules`) runs them: counters, the seeded generator, windows
+//! and the schedules' state.
 //! The types live here, next to [`FaultKind`], so that whatever only reads rules (eval's task files) does not
 //! need the proxy.
 
 use crate::FaultKind;
+use crate::catalogue::{BurstFailure, CascadingFailure, ServerOutage, within};
 use faultlab_wire::nesting;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -33,6 +35,54 @@ pub struct Rule {
     #[serde(default)]
     pub mode: Mode,
     pub fault: FaultKind,
+    /// Once the rule fires, which further requests it takes down too (a burst, an outage, a cascade). The
+    /// presets `burst_failure`, `server_outage` and `cascading_failure` are a 503 that brings its own schedule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<Schedule>,
+}
+
+/// How a failing service fails: once a rule fires, the requests it takes down after that one. Written as
+/// `{type: burst, count: 3}`, `{type: outage, duration_ms: 2000}` or `{type: cascade, spread: 4}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Schedule {
+    /// This request and the next `count - 1` the rule matches (whatever its other conditions say).
+    Burst(BurstFailure),
+    /// Every request, whatever its tool and whatever rule it matches, for `duration_ms` from this one on, answered
+    /// by the proxy (as `mode: instead`: the service is down). With `restart` the upstream really crashes.
+    Outage(ServerOutage),
+    /// This request and the next `spread` requests, whatever their tool, answered by the proxy.
+    Cascade(CascadingFailure),
+}
+
+/// Most requests one burst fails in a row (and one cascade spreads to).
+pub const MAX_BURST: u32 = 10_000;
+/// Longest outage, in ms (10 minutes).
+pub const MAX_OUTAGE_MS: u64 = 600_000;
+
+impl Schedule {
+    /// Checks the parameters; the message names the parameter and its allowed range.
+    pub fn validate(&self) -> Result<(), String> {
+        match self {
+            Self::Burst(BurstFailure { count }) => within("count", *count, 1, MAX_BURST),
+            Self::Outage(ServerOutage { duration_ms, .. }) => within("duration_ms", *duration_ms, 1, MAX_OUTAGE_MS),
+            Self::Cascade(CascadingFailure { spread }) => within("spread", *spread, 0, MAX_BURST),
+        }
+    }
+
+    /// Whether the upstream is crashed and restarted (an outage with `restart`).
+    pub fn restarts(&self) -> bool {
+        matches!(self, Self::Outage(ServerOutage { restart: true, .. }))
+    }
+
+    /// The preset that is a 503 on this schedule: its name on the wire (`data.fault`) and in records.
+    pub fn preset(&self) -> &'static str {
+        match self {
+            Self::Burst(_) => "burst_failure",
+            Self::Outage(_) => "server_outage",
+            Self::Cascade(_) => "cascading_failure",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -144,10 +194,21 @@ impl RulesFile {
 }
 
 impl Rule {
+    /// The rule's schedule: its own, or the one its fault brings (`burst_failure`, ...).
+    pub fn schedule(&self) -> Option<&Schedule> {
+        self.schedule.as_ref().or_else(|| self.fault.schedule())
+    }
+
     /// Checks what serde cannot: globs, regexes, pointers and numeric ranges.
     pub fn check(&self) -> Result<(), String> {
         let at = |m: String| format!("rule {:?}: {m}", self.name);
         self.fault.validate().map_err(|m| at(format!("fault: {m}")))?;
+        if let Some(schedule) = &self.schedule {
+            schedule.validate().map_err(|m| at(format!("schedule: {m}")))?;
+            if self.fault.schedule().is_some() {
+                return Err(at(format!("fault {} brings its own schedule; drop `schedule`", self.fault.name())));
+            }
+        }
         let m = &self.matcher;
         if let Some(p) = m.probability
             && !(0.0..=1.0).contains(&p)

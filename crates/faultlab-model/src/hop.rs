@@ -3,7 +3,7 @@
 //! framework and its model (a wrong JSON-RPC id, a list-changed storm, …) is refused when the file is loaded.
 
 use faultlab_engine::FaultKind;
-use faultlab_engine::catalogue::{HttpStatus, Latency, RateLimit, ServerOutage};
+use faultlab_engine::catalogue::{HttpStatus, Latency, RateLimit};
 use faultlab_proxy::rules::{RulesError, RulesFile};
 use std::time::Duration;
 
@@ -33,19 +33,14 @@ impl HopFault {
     pub fn of(fault: &FaultKind) -> Option<Self> {
         Some(match fault {
             FaultKind::Latency(Latency { delay_ms }) => Self::Latency(Duration::from_millis(*delay_ms)),
-            FaultKind::HttpStatus(HttpStatus { status, retry_after_sec }) => {
+            // An outage that restarts has nothing to restart here.
+            FaultKind::HttpStatus(HttpStatus { schedule: Some(schedule), .. }) if schedule.restarts() => return None,
+            // The schedule presets are a 503 on a schedule the rule set runs.
+            FaultKind::HttpStatus(HttpStatus { status, retry_after_sec, .. }) => {
                 Self::Status { status: *status, retry_after_sec: *retry_after_sec }
             }
             FaultKind::RateLimit(RateLimit { retry_after_sec }) => {
                 Self::Status { status: 429, retry_after_sec: *retry_after_sec }
-            }
-            // The systemic faults schedule which requests fail (the rule set keeps that state); each failure is
-            // the service being unavailable.
-            FaultKind::BurstFailure(_) | FaultKind::CascadingFailure(_) => {
-                Self::Status { status: 503, retry_after_sec: None }
-            }
-            FaultKind::ServerOutage(ServerOutage { restart: false, .. }) => {
-                Self::Status { status: 503, retry_after_sec: None }
             }
             FaultKind::Malformed(_) => Self::Malformed,
             FaultKind::Truncated(_) => Self::Cut,

@@ -4,7 +4,7 @@
 
 use faultlab_engine::FaultKind;
 use faultlab_engine::catalogue::{BurstFailure, CascadingFailure, ServerOutage};
-pub use faultlab_engine::rules::{ArgumentMatch, Match, Mode, Rule, RulesError, RulesFile, Window};
+pub use faultlab_engine::rules::{ArgumentMatch, Match, Mode, Rule, RulesError, RulesFile, Schedule, Window};
 use faultlab_wire::Frame;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -12,16 +12,16 @@ use std::time::Duration;
 
 /// Why a rule asking to restart the upstream is refused on a front that cannot.
 fn no_restart(rule: &Rule) -> Option<String> {
-    matches!(rule.fault, FaultKind::ServerOutage(ServerOutage { restart: true, .. })).then(|| {
+    rule.schedule().is_some_and(Schedule::restarts).then(|| {
         format!(
-            "rule {:?}: fault: restart applies only to the stdio front with a child upstream (`faultlab proxy -- CMD`); \
+            "rule {:?}: restart applies only to the stdio front with a child upstream (`faultlab proxy -- CMD`); \
              this proxy cannot restart an HTTP upstream or a server behind its HTTP front",
             rule.name
         )
     })
 }
 
-/// A `server_outage` with `restart` that has just started: the front stops its upstream now and starts a fresh one
+/// An outage with `restart` (`server_outage`) that has just started: the front stops its upstream now and starts a fresh one
 /// at `until`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Restart {
@@ -70,7 +70,7 @@ struct Compiled {
     rule: Rule,
     /// Requests that met the rule's method, tool and argument conditions so far.
     count: u64,
-    /// Requests still to fail in a `burst_failure` under way.
+    /// Requests still to fail in a burst under way.
     burst_left: u32,
     glob: Option<glob::Pattern>,
     re: Option<regex::Regex>,
@@ -243,20 +243,20 @@ impl RuleSet {
                 continue;
             }
             let mut mode = rule.mode;
-            match rule.fault {
-                FaultKind::BurstFailure(BurstFailure { count }) => c.burst_left = count.saturating_sub(1),
-                FaultKind::ServerOutage(ServerOutage { duration_ms, restart }) => {
-                    let until_ms = elapsed_ms.saturating_add(duration_ms);
+            match rule.schedule() {
+                Some(Schedule::Burst(BurstFailure { count })) => c.burst_left = count.saturating_sub(1),
+                Some(Schedule::Outage(ServerOutage { duration_ms, restart })) => {
+                    let until_ms = elapsed_ms.saturating_add(*duration_ms);
                     self.outage = Some((rule.name.clone(), rule.fault.clone(), until_ms));
-                    if restart {
+                    if *restart {
                         // The upstream goes down before this request would reach it, whatever the rule's mode.
                         mode = Mode::Instead;
                         let until = Duration::from_millis(until_ms);
                         self.restart = Some(Restart { rule: rule.name.clone(), fault: rule.fault.clone(), until });
                     }
                 }
-                FaultKind::CascadingFailure(CascadingFailure { spread }) if spread > 0 => {
-                    self.cascade = Some((rule.name.clone(), rule.fault.clone(), spread));
+                Some(Schedule::Cascade(CascadingFailure { spread })) if *spread > 0 => {
+                    self.cascade = Some((rule.name.clone(), rule.fault.clone(), *spread));
                 }
                 _ => {}
             }
@@ -371,7 +371,7 @@ mod tests {
             yaml_serde::from_str("{name: live, fault: {type: server_outage, duration_ms: 5, restart: true}}").unwrap();
         let Err(ControlError::Invalid(message)) = http.add(live.clone()) else { panic!("added") };
         assert!(message.contains("\"live\""), "{message}");
-        let plain = Rule { fault: FaultKind::ServerOutage(ServerOutage { duration_ms: 5, restart: false }), ..live };
+        let plain = Rule { fault: ServerOutage { duration_ms: 5, restart: false }.into(), ..live };
         assert_eq!(http.add(plain), Ok(()), "an outage without restart is fine anywhere");
     }
 
@@ -387,6 +387,36 @@ mod tests {
             .map(|(i, tool)| set.decide(&call(i as i64, tool, Value::Null), t).is_some())
             .collect();
         assert_eq!(fired, [false, true, true, true, false]);
+    }
+
+    #[test]
+    fn a_rule_schedule_runs_over_any_fault_as_the_presets_do() {
+        let scheduled = |schedule: &str, fault: &str| {
+            let yaml = format!(
+                "rules:\n  - name: s\n    match: {{ tool: x, nth: 2 }}\n    schedule: {schedule}\n    fault: {fault}\n"
+            );
+            let mut set = rules(&yaml);
+            let fired: Vec<Option<Fired>> =
+                (1..=5).map(|i| set.decide(&call(i, "x", Value::Null), Duration::ZERO)).collect();
+            fired
+        };
+        let burst = scheduled("{ type: burst, count: 3 }", "{ type: timeout }");
+        let which: Vec<bool> = burst.iter().map(Option::is_some).collect();
+        assert_eq!(which, [false, true, true, true, false]);
+        assert!(burst.iter().flatten().all(|f| f.fault.name() == "timeout" && f.mode == Mode::After));
+        let preset = scheduled("null", "{ type: burst_failure, count: 3 }");
+        assert_eq!(preset.iter().map(Option::is_some).collect::<Vec<_>>(), which, "the preset is the same schedule");
+        let outage = scheduled("{ type: outage, duration_ms: 5 }", "{ type: duplicate }");
+        assert!(
+            outage[2].as_ref().is_some_and(|f| f.mode == Mode::Instead),
+            "an outage answers in the upstream's place"
+        );
+
+        let both = "{name: twice, schedule: {type: burst, count: 2}, fault: {type: burst_failure, count: 3}}";
+        let err = RulesFile::parse_spec(both, 0).unwrap_err().to_string();
+        assert!(err.contains("\"twice\"") && err.contains("own schedule"), "{err}");
+        let err = RulesFile::parse_spec("{schedule: {type: burst, count: 0}, fault: {type: timeout}}", 0).unwrap_err();
+        assert!(err.to_string().contains("schedule: count must be between 1 and 10000"), "{err}");
     }
 
     #[test]

@@ -13,18 +13,10 @@
 //! **How it is graded.** The call fails with an authentication error; at most one retry follows.
 
 use super::{FaultKind, HttpStatus};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
-/// The client's credentials are no longer accepted: `http_status` 401.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct AuthExpired {}
-
-pub(super) const EXAMPLES: &[&str] = &[r#"{"type": "auth_expired"}"#];
-
-impl From<AuthExpired> for FaultKind {
-    fn from(_: AuthExpired) -> Self {
-        FaultKind::HttpStatus(HttpStatus { status: 401, retry_after_sec: None })
-    }
+preset! {
+    /// The client's credentials are no longer accepted: `http_status` 401.
+    pub struct AuthExpired {}
+    examples: [r#"{"type": "auth_expired"}"#];
+    read_as: |_| FaultKind::HttpStatus(HttpStatus::new(401));
 }

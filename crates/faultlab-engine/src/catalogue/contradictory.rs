@@ -35,26 +35,15 @@
 //! measures a plain reply.
 
 use super::schema::{Step, at_mut, check, output_validator, schemas_at};
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, OutputSchema, Reply, WireAction, rewrite};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::{Applied, OutputSchema, Reply, WireAction, rewrite};
 use serde_json::{Number, Value, json};
 
-/// The result plus one more text block that states something else (a changed value, chosen to stay valid
-/// against the tool's output schema when it has one).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Contradictory {}
-
-impl Fault for Contradictory {
-    const EXAMPLES: &[&str] = &[r#"{"type": "contradictory"}"#];
-    const CATEGORY: Category = Category::Data;
-    const EFFECT: Effect = Effect::WrongData;
-    const SERVE_TOOL: Option<ServeTool> = None;
-
-    fn apply(&self, reply: Reply<'_>, earlier: &Earlier) -> Applied {
-        apply(reply, earlier.output_schema.as_ref())
-    }
+fault! {
+    /// The result plus one more text block that states something else (a changed value, chosen to stay valid
+    /// against the tool's output schema when it has one).
+    pub struct Contradictory {}
+    facts: Data, WrongData, None, [r#"{"type": "contradictory"}"#];
+    apply: |_, reply, earlier| apply(reply, earlier.output_schema.as_ref());
 }
 
 /// Most candidate changes validated against an output schema: each validation walks the whole result, so a large
@@ -68,7 +57,7 @@ fn apply(reply: Reply<'_>, schema: Option<&OutputSchema>) -> Applied {
     let structured = reply.frame.value().and_then(|m| m.pointer("/result/structuredContent"));
     match (schema, structured) {
         (Some(schema), Some(structured)) => apply_checked(reply, structured, schema),
-        _ => Applied::done(apply_unchecked(reply)),
+        _ => Applied::from(apply_unchecked(reply)),
     }
 }
 
@@ -140,7 +129,7 @@ fn apply_checked(reply: Reply<'_>, structured: &Value, schema: &OutputSchema) ->
                 *slot = candidate;
             }
             if validator.is_valid(&copy) {
-                return Applied::done(send_with(reply, copy.to_string()));
+                return Applied::from(send_with(reply, copy.to_string()));
             }
         }
         if let Some(slot) = at_mut(&mut copy, path) {

@@ -11,26 +11,11 @@
 //!
 //! **How it is graded.** The call's outcome must be a transport loss; a later call on a new connection succeeds.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::WireAction;
 
-/// Close the connection (stdio) or abort the response stream (HTTP) instead of replying.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Disconnect {}
-
-impl Fault for Disconnect {
-    const EXAMPLES: &[&str] = &[r#"{"type": "disconnect"}"#];
-    const CATEGORY: Category = Category::Transport;
-    const EFFECT: Effect = Effect::TransportLoss;
-    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("disconnect"));
-
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply))
-    }
-}
-
-fn apply(_reply: Reply<'_>) -> Vec<WireAction> {
-    vec![WireAction::Close]
+fault! {
+    /// Close the connection (stdio) or abort the response stream (HTTP) instead of replying.
+    pub struct Disconnect {}
+    facts: Transport, TransportLoss, Some(ServeTool::everywhere("disconnect")), [r#"{"type": "disconnect"}"#];
+    apply: |_, _, _| vec![WireAction::Close];
 }

@@ -10,27 +10,11 @@
 //!
 //! **How it is graded.** The call succeeds once; an observer sees two responses with the same id.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::WireAction;
 
-/// The same reply, twice.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Duplicate {}
-
-impl Fault for Duplicate {
-    const EXAMPLES: &[&str] = &[r#"{"type": "duplicate"}"#];
-    const CATEGORY: Category = Category::Temporal;
-    const EFFECT: Effect = Effect::Result;
-    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("duplicate_response"));
-
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply))
-    }
-}
-
-fn apply(reply: Reply<'_>) -> Vec<WireAction> {
-    let bytes = reply.frame.bytes().clone();
-    vec![WireAction::Send(bytes.clone()), WireAction::Send(bytes)]
+fault! {
+    /// The same reply, twice.
+    pub struct Duplicate {}
+    facts: Temporal, Result, Some(ServeTool::everywhere("duplicate_response")), [r#"{"type": "duplicate"}"#];
+    apply: |_, reply, _| vec![WireAction::Send(reply.frame.bytes().clone()); 2];
 }

@@ -12,18 +12,10 @@
 //! **How it is graded.** The call fails with a permission error; no retry of it and no forbidden fallback follow.
 
 use super::{FaultKind, HttpStatus};
-use schemars::JsonSchema;
-use serde::Deserialize;
 
-/// The caller is known but not allowed to do this: `http_status` 403.
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Forbidden {}
-
-pub(super) const EXAMPLES: &[&str] = &[r#"{"type": "forbidden"}"#];
-
-impl From<Forbidden> for FaultKind {
-    fn from(_: Forbidden) -> Self {
-        FaultKind::HttpStatus(HttpStatus { status: 403, retry_after_sec: None })
-    }
+preset! {
+    /// The caller is known but not allowed to do this: `http_status` 403.
+    pub struct Forbidden {}
+    examples: [r#"{"type": "forbidden"}"#];
+    read_as: |_| FaultKind::HttpStatus(HttpStatus::new(403));
 }

@@ -10,7 +10,7 @@
 //!
 //! **How it is graded.** CRLF: the call succeeds. BOM: success or a clean error, and the connection stays usable.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction, WireFraming};
+use super::{Reply, WireAction, WireFraming};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -23,22 +23,16 @@ pub enum FramingStyle {
     Bom,
 }
 
-/// The reply with unusual framing: CRLF line endings or a byte-order mark.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Framing {
-    pub style: FramingStyle,
-}
-
-impl Fault for Framing {
-    const EXAMPLES: &[&str] = &[r#"{"type": "framing", "style": "crlf"}"#, r#"{"type": "framing", "style": "bom"}"#];
-    const CATEGORY: Category = Category::Protocol;
-    const EFFECT: Effect = Effect::Result;
-    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("framing"));
-
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply, self.style))
+fault! {
+    /// The reply with unusual framing: CRLF line endings or a byte-order mark.
+    pub struct Framing {
+        pub style: FramingStyle,
     }
+    facts: Protocol, Result, Some(ServeTool::everywhere("framing")), [
+        r#"{"type": "framing", "style": "crlf"}"#,
+        r#"{"type": "framing", "style": "bom"}"#,
+    ];
+    apply: |fault, reply, _| apply(reply, fault.style);
 }
 
 fn apply(reply: Reply<'_>, style: FramingStyle) -> Vec<WireAction> {

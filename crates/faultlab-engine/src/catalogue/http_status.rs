@@ -12,42 +12,63 @@
 //!
 //! **How it is graded.** The call fails with an error naming the status; a retry honours `Retry-After`.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_RETRY_AFTER_SEC, Reply, WireAction, within};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::{Category, MAX_RETRY_AFTER_SEC, Reply, WireAction, within};
+use crate::rules::Schedule;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-/// An HTTP error status instead of the reply (stdio: a JSON-RPC error naming the status).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct HttpStatus {
-    pub status: u16,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_after_sec: Option<u32>,
-}
-
-impl Fault for HttpStatus {
-    const EXAMPLES: &[&str] = &[r#"{"type": "http_status", "status": 429, "retry_after_sec": 2}"#, r#"{"type": "http_status", "status": 500}"#, r#"{"type": "http_status", "status": 401}"#];
-    const CATEGORY: Category = Category::Transport;
-    const EFFECT: Effect = Effect::Error;
-    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::http_only("http_status"));
-
-    /// 401 and 403 are about who may do what.
-    fn category(&self) -> Category {
-        category(self.status)
+fault! {
+    /// An HTTP error status instead of the reply (stdio: a JSON-RPC error naming the status).
+    pub struct HttpStatus {
+        pub status: u16,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub retry_after_sec: Option<u32>,
+        /// Set by the schedule presets (`burst_failure`, `server_outage`, `cascading_failure`: a 503 on a schedule),
+        /// never written as a parameter: the fault is then written, recorded and named on the wire (`data.fault`) as
+        /// the preset, and the rule that arms it keeps firing on this schedule.
+        #[serde(skip)]
+        #[schemars(skip)]
+        pub schedule: Option<Schedule>,
     }
-    fn validate(&self) -> Result<(), String> {
-        if !ALLOWED.contains(&self.status) {
+    facts: Transport, Error, Some(ServeTool::http_only("http_status")), [
+        r#"{"type": "http_status", "status": 429, "retry_after_sec": 2}"#,
+        r#"{"type": "http_status", "status": 500}"#,
+        r#"{"type": "http_status", "status": 401}"#,
+    ];
+    // 401 and 403 are about who may do what; a 503 on a schedule is the service failing.
+    category: |fault| {
+        match fault.schedule {
+            Some(_) => Category::Systemic,
+            None => category(fault.status),
+        }
+    };
+    validate: |fault| {
+        if let Some(schedule) = &fault.schedule {
+            return schedule.validate();
+        }
+        if !ALLOWED.contains(&fault.status) {
             return Err(format!("status must be one of {ALLOWED:?}"));
         }
-        match self.retry_after_sec {
+        match fault.retry_after_sec {
             Some(secs) => within("retry_after_sec", secs, 0, MAX_RETRY_AFTER_SEC),
             None => Ok(()),
         }
+    };
+    apply: |fault, reply, _| match &fault.schedule {
+        Some(schedule) => unavailable(reply, schedule.preset()),
+        None => apply(reply, fault.status, fault.retry_after_sec),
+    };
+}
+
+impl HttpStatus {
+    /// `status`, with no `Retry-After`.
+    pub const fn new(status: u16) -> Self {
+        Self { status, retry_after_sec: None, schedule: None }
     }
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply, self.status, self.retry_after_sec))
+
+    /// The 503 of a failing service, on `schedule`.
+    pub const fn scheduled(schedule: Schedule) -> Self {
+        Self { status: 503, retry_after_sec: None, schedule: Some(schedule) }
     }
 }
 
@@ -92,9 +113,9 @@ pub(super) fn replace_with_status(
 /// The JSON-RPC error code for "service unavailable" (this fault's code for 503).
 const UNAVAILABLE: i64 = -32030;
 
-/// The 503 the systemic faults (`burst_failure`, `server_outage`, `cascading_failure`) answer with; `data.fault`
-/// names the fault, since the same status means a different schedule for each.
-pub(super) fn unavailable(reply: Reply<'_>, fault: &str) -> Vec<WireAction> {
+/// The 503 of the schedule presets (`burst_failure`, `server_outage`, `cascading_failure`); `data.fault` names the
+/// preset, since the same status means a different schedule for each.
+fn unavailable(reply: Reply<'_>, fault: &str) -> Vec<WireAction> {
     let error = json!({"code": UNAVAILABLE, "message": "HTTP 503: Service unavailable",
         "data": {"httpStatus": 503, "fault": fault}});
     replace_with_status(reply, 503, None, error)
@@ -114,5 +135,14 @@ mod tests {
             actions,
             vec![WireAction::HttpStatus { status: 429, retry_after_sec: Some(2), body: Bytes::from(expected) }]
         );
+    }
+
+    #[test]
+    fn on_a_schedule_a_503_naming_the_preset() {
+        let burst = HttpStatus::scheduled(Schedule::Burst(super::super::BurstFailure { count: 2 }));
+        let actions = run(burst, &frame(RESULT));
+        let [WireAction::HttpStatus { status: 503, body, .. }] = &actions[..] else { panic!("{actions:?}") };
+        let expected = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32030,"message":"HTTP 503: Service unavailable","data":{"httpStatus":503,"fault":"burst_failure"}}}"#;
+        assert_eq!(body, expected);
     }
 }

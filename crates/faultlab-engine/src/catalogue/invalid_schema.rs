@@ -16,32 +16,14 @@
 //! **How it is graded.** The call's outcome is an error (the result was rejected), not success; a follow-up call
 //! on the same connection succeeds.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::rewrite_result;
 use serde_json::Value;
 
-/// The tool result's `content` is an object (keyed "0", "1", ...) where the schema requires an array.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct InvalidSchema {}
-
-impl Fault for InvalidSchema {
-    const EXAMPLES: &[&str] = &[r#"{"type": "invalid_schema"}"#];
-    const CATEGORY: Category = Category::Protocol;
-    const EFFECT: Effect = Effect::Invalid;
-    const SERVE_TOOL: Option<ServeTool> = None;
-
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply))
-    }
-}
-
-fn apply(reply: Reply<'_>) -> Vec<WireAction> {
-    rewrite(reply, |message| {
-        let Some(Value::Object(result)) = message.get_mut("result") else {
-            return false;
-        };
+fault! {
+    /// The tool result's `content` is an object (keyed "0", "1", ...) where the schema requires an array.
+    pub struct InvalidSchema {}
+    facts: Protocol, Invalid, None, [r#"{"type": "invalid_schema"}"#];
+    apply: |_, reply, _| rewrite_result(reply, |result| {
         let Some(Value::Array(blocks)) = result.get_mut("content") else {
             return false;
         };
@@ -49,7 +31,7 @@ fn apply(reply: Reply<'_>) -> Vec<WireAction> {
         // Inserting over an existing key keeps its position, so only the type of `content` changes.
         result.insert("content".into(), Value::Object(keyed));
         true
-    })
+    });
 }
 
 #[cfg(test)]
@@ -63,7 +45,7 @@ mod tests {
         let reply = frame(
             r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"isError":false}}"#,
         );
-        let actions = apply(Reply { frame: &reply, request: None });
+        let actions = run(InvalidSchema {}, &reply);
         let expected = r#"{"jsonrpc":"2.0","id":7,"result":{"content":{"0":{"type":"text","text":"a"},"1":{"type":"text","text":"b"}},"isError":false}}"#;
         assert_eq!(actions, vec![WireAction::Send(Bytes::from(expected))]);
     }
@@ -71,6 +53,6 @@ mod tests {
     #[test]
     fn replies_without_content_pass_unchanged() {
         let error = frame(r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32602,"message":"bad"}}"#);
-        assert_eq!(apply(Reply { frame: &error, request: None }), vec![WireAction::Send(error.bytes().clone())]);
+        assert_eq!(run(InvalidSchema {}, &error), unchanged(Reply { frame: &error, request: None }));
     }
 }

@@ -14,36 +14,23 @@
 //! **How it is graded.** The call's outcome is `cancelled`; an observer sees exactly one late response with the
 //! cancelled id; a follow-up call succeeds.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::WireAction;
 use bytes::Bytes;
 use faultlab_wire::MessageId;
 use serde_json::json;
 
-/// Swallow the framework's reply; when the client cancels, answer anyway, late.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LateResponse {}
-
-impl Fault for LateResponse {
-    const EXAMPLES: &[&str] = &[r#"{"type": "late_response"}"#];
-    const CATEGORY: Category = Category::Temporal;
-    const EFFECT: Effect = Effect::Timeout;
-    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::stdio_and_sessions("response_after_cancellation"));
-
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply))
-    }
+fault! {
+    /// Swallow the framework's reply; when the client cancels, answer anyway, late.
+    pub struct LateResponse {}
+    facts: Temporal, Timeout, Some(ServeTool::stdio_and_sessions("response_after_cancellation")), [
+        r#"{"type": "late_response"}"#,
+    ];
+    // The framework's reply is consumed: nothing is written for it.
+    apply: |_, _, _| Vec::<WireAction>::new();
 }
 
 /// The text of the late result.
 pub const LATE_TEXT: &str = "response sent after cancellation";
-
-/// The framework's reply is consumed: nothing is written for it.
-fn apply(_reply: Reply<'_>) -> Vec<WireAction> {
-    Vec::new()
-}
 
 /// The late result for a cancelled request.
 pub fn late_result(id: &MessageId) -> Vec<WireAction> {

@@ -16,30 +16,20 @@
 //! recorded under that name. One entry keeps one behaviour (including `mode: before` in the proxy) instead of two
 //! copies that could drift apart.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_LATENCY_MS, Reply, WireAction, within};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::{MAX_LATENCY_MS, Reply, WireAction, within};
 use std::time::Duration;
 
-/// Hold the reply for `delay_ms` before writing it. Also accepted as `delayed` (MCP-Faultline's name).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Latency {
-    pub delay_ms: u64,
-}
-
-impl Fault for Latency {
-    const EXAMPLES: &[&str] = &[r#"{"type": "latency", "delay_ms": 50}"#, r#"{"type": "delayed", "delay_ms": 20}"#];
-    const CATEGORY: Category = Category::Transport;
-    const EFFECT: Effect = Effect::Result;
-    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("delay"));
-
-    fn validate(&self) -> Result<(), String> {
-        within("delay_ms", self.delay_ms, 0, MAX_LATENCY_MS)
+fault! {
+    /// Hold the reply for `delay_ms` before writing it. Also accepted as `delayed` (MCP-Faultline's name).
+    pub struct Latency {
+        pub delay_ms: u64,
     }
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply, self.delay_ms))
-    }
+    facts: Transport, Result, Some(ServeTool::everywhere("delay")), [
+        r#"{"type": "latency", "delay_ms": 50}"#,
+        r#"{"type": "delayed", "delay_ms": 20}"#,
+    ];
+    validate: |fault| within("delay_ms", fault.delay_ms, 0, MAX_LATENCY_MS);
+    apply: |fault, reply, _| apply(reply, fault.delay_ms);
 }
 
 /// Lets the JSON Schema accept `delayed` as well, as serde does (schemars ignores serde aliases).

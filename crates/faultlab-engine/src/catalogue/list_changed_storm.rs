@@ -10,37 +10,22 @@
 //! **How it is graded.** The call succeeds; the number of `tools/list` requests the client sends in response stays
 //! small.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_STORM_COUNT, Reply, WireAction, within};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::{MAX_STORM_COUNT, WireAction, within};
 use bytes::Bytes;
 
-/// `count` `notifications/tools/list_changed` before the reply.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ListChangedStorm {
-    pub count: u32,
-}
-
-impl Fault for ListChangedStorm {
-    const EXAMPLES: &[&str] = &[r#"{"type": "list_changed_storm", "count": 20}"#];
-    const CATEGORY: Category = Category::Systemic;
-    const EFFECT: Effect = Effect::Result;
-    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("list_changed_storm"));
-
-    fn validate(&self) -> Result<(), String> {
-        within("count", self.count, 1, MAX_STORM_COUNT)
-    }
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply, self.count))
-    }
+fault! {
+    /// `count` `notifications/tools/list_changed` before the reply.
+    pub struct ListChangedStorm { pub count: u32 }
+    facts: Systemic, Result, Some(ServeTool::everywhere("list_changed_storm")), [
+        r#"{"type": "list_changed_storm", "count": 20}"#,
+    ];
+    validate: |fault| within("count", fault.count, 1, MAX_STORM_COUNT);
+    apply: |fault, reply, _| {
+        let note = WireAction::Send(Bytes::from_static(LIST_CHANGED.as_bytes()));
+        let mut actions = vec![note; fault.count as usize];
+        actions.push(WireAction::Send(reply.frame.bytes().clone()));
+        actions
+    };
 }
 
 const LIST_CHANGED: &str = r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
-
-fn apply(reply: Reply<'_>, count: u32) -> Vec<WireAction> {
-    let note = Bytes::from_static(LIST_CHANGED.as_bytes());
-    let mut actions: Vec<_> = (0..count).map(|_| WireAction::Send(note.clone())).collect();
-    actions.push(WireAction::Send(reply.frame.bytes().clone()));
-    actions
-}

@@ -12,28 +12,23 @@
 //!
 //! **How it is graded.** The call's outcome is an error; a follow-up call on the same connection succeeds.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite};
+use super::{Reply, WireAction, rewrite};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-/// Valid JSON, invalid JSON-RPC. Also accepted as `malformed_response` (MCP-Faultline's name).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Malformed {
-    #[serde(default)]
-    pub variant: MalformedVariant,
-}
-
-impl Fault for Malformed {
-    const EXAMPLES: &[&str] = &[r#"{"type": "malformed"}"#, r#"{"type": "malformed", "variant": "invalid-jsonrpc-version"}"#, r#"{"type": "malformed_response", "variant": "result-with-error"}"#];
-    const CATEGORY: Category = Category::Protocol;
-    const EFFECT: Effect = Effect::Invalid;
-    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("malformed_message"));
-
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply, self.variant))
+fault! {
+    /// Valid JSON, invalid JSON-RPC. Also accepted as `malformed_response` (MCP-Faultline's name).
+    pub struct Malformed {
+        #[serde(default)]
+        pub variant: MalformedVariant,
     }
+    facts: Protocol, Invalid, Some(ServeTool::everywhere("malformed_message")), [
+        r#"{"type": "malformed"}"#,
+        r#"{"type": "malformed", "variant": "invalid-jsonrpc-version"}"#,
+        r#"{"type": "malformed_response", "variant": "result-with-error"}"#,
+    ];
+    apply: |fault, reply, _| apply(reply, fault.variant);
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

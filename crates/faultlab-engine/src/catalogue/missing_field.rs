@@ -14,9 +14,7 @@
 //!
 //! **How it is graded.** The call's outcome is an error (the result was rejected), not success with empty data.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite, split_pointer};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::{Reply, WireAction, rewrite, split_pointer};
 use serde_json::Value;
 
 /// Where `missing_field` removes a member when no pointer is given.
@@ -26,26 +24,18 @@ fn default_pointer() -> String {
     DEFAULT_MISSING_POINTER.into()
 }
 
-/// One member of the reply is removed, at a JSON pointer into the whole message.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct MissingField {
-    #[serde(default = "default_pointer")]
-    pub pointer: String,
-}
-
-impl Fault for MissingField {
-    const EXAMPLES: &[&str] = &[r#"{"type": "missing_field"}"#, r#"{"type": "missing_field", "pointer": "/jsonrpc"}"#];
-    const CATEGORY: Category = Category::Protocol;
-    const EFFECT: Effect = Effect::Invalid;
-    const SERVE_TOOL: Option<ServeTool> = None;
-
-    fn validate(&self) -> Result<(), String> {
-        super::check_pointer(&self.pointer)
+fault! {
+    /// One member of the reply is removed, at a JSON pointer into the whole message.
+    pub struct MissingField {
+        #[serde(default = "default_pointer")]
+        pub pointer: String,
     }
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply, &self.pointer))
-    }
+    facts: Protocol, Invalid, None, [
+        r#"{"type": "missing_field"}"#,
+        r#"{"type": "missing_field", "pointer": "/jsonrpc"}"#,
+    ];
+    validate: |fault| super::check_pointer(&fault.pointer);
+    apply: |fault, reply, _| apply(reply, &fault.pointer);
 }
 
 fn apply(reply: Reply<'_>, pointer: &str) -> Vec<WireAction> {

@@ -10,26 +10,13 @@
 //!
 //! **How it is graded.** The call times out or errors, never succeeds; the connection stays usable.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::rewrite;
 
-/// The reply carries no id at all.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct MissingId {}
-
-impl Fault for MissingId {
-    const EXAMPLES: &[&str] = &[r#"{"type": "missing_id"}"#];
-    const CATEGORY: Category = Category::Protocol;
-    const EFFECT: Effect = Effect::Timeout;
-    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("missing_id"));
-
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply))
-    }
-}
-
-fn apply(reply: Reply<'_>) -> Vec<WireAction> {
-    rewrite(reply, |message| message.as_object_mut().is_some_and(|obj| obj.shift_remove("id").is_some()))
+fault! {
+    /// The reply carries no id at all.
+    pub struct MissingId {}
+    facts: Protocol, Timeout, Some(ServeTool::everywhere("missing_id")), [r#"{"type": "missing_id"}"#];
+    apply: |_, reply, _| rewrite(reply, |message| {
+        message.as_object_mut().is_some_and(|obj| obj.shift_remove("id").is_some())
+    });
 }

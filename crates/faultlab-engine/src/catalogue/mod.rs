@@ -11,8 +11,11 @@
 //! actions into bytes belongs to [`render`](crate::render).
 //!
 //! A *preset* is another spelling of a fault with fixed parameters (`auth_expired` is `http_status` 401): it is
-//! read as that fault, and written and recorded under that fault's name.
+//! read as that fault, and written and recorded under that fault's name. The *schedule presets* (`burst_failure`,
+//! `server_outage`, `cascading_failure`) are `http_status` 503 on a rule [`Schedule`]: they keep their own name
+//! (written, recorded, and in the 503's `data.fault`), since the schedule is what tells them apart.
 
+use crate::rules::Schedule;
 use bytes::Bytes;
 use faultlab_wire::Frame;
 use schemars::JsonSchema;
@@ -42,14 +45,15 @@ macro_rules! catalogue {
         #[derive(
             Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema, strum::IntoStaticStr, strum::VariantNames,
         )]
-        #[serde(tag = "type", rename_all = "snake_case", from = "Spelled")]
+        #[serde(tag = "type", rename_all = "snake_case", from = "Spelled", into = "Spelled")]
         #[strum(serialize_all = "snake_case")]
         pub enum FaultKind {
             $( $(#[$meta])* $arm($arm), )*
         }
 
-        /// Every spelling a user may write: the faults and the presets. Read, then turned into a [`FaultKind`].
-        #[derive(Deserialize, JsonSchema)]
+        /// Every spelling a user may write: the faults and the presets. Read, then turned into a [`FaultKind`];
+        /// written from one (a 503 on a schedule as its preset, so it reads back the same).
+        #[derive(Serialize, Deserialize, JsonSchema)]
         #[serde(tag = "type", rename_all = "snake_case")]
         #[schemars(rename = "FaultKind")]
         enum Spelled {
@@ -62,6 +66,21 @@ macro_rules! catalogue {
                 match spelled {
                     $( Spelled::$arm(fault) => Self::$arm(fault), )*
                     $( Spelled::$preset(preset) => preset.into(), )*
+                }
+            }
+        }
+
+        $( impl From<$arm> for FaultKind {
+            fn from(fault: $arm) -> Self {
+                Self::$arm(fault)
+            }
+        } )*
+
+        impl From<FaultKind> for Spelled {
+            fn from(fault: FaultKind) -> Self {
+                match fault {
+                    FaultKind::HttpStatus(HttpStatus { schedule: Some(schedule), .. }) => schedule.into(),
+                    $( FaultKind::$arm(fault) => Spelled::$arm(fault), )*
                 }
             }
         }
@@ -97,8 +116,12 @@ macro_rules! catalogue {
                 }
             }
 
-            /// The `faultlab serve` tool that arms the fault on its own reply, if one does.
+            /// The `faultlab serve` tool that arms the fault on its own reply, if one does (a tool arms one reply:
+            /// a fault on a schedule needs a rule).
             pub fn serve_tool(&self) -> Option<ServeTool> {
+                if self.schedule().is_some() {
+                    return None;
+                }
                 match self {
                     $( Self::$arm(_) => <$arm as Fault>::SERVE_TOOL, )*
                 }
@@ -119,6 +142,76 @@ macro_rules! catalogue {
                     $( (stringify!($module), <$arm as Fault>::EXAMPLES), )*
                     $( (stringify!($preset_module), $preset_module::EXAMPLES), )*
                 ]
+            }
+        }
+    };
+}
+
+/// Declares one fault in its file: the parameters struct (with the derives and strictness every fault has) and
+/// its [`Fault`] impl, from one line of facts (category, effect, `faultlab serve` tool, examples) and closures for
+/// what differs (`validate` and `category` optional; `apply` returns [`Applied`] or the actions).
+macro_rules! fault {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident $fields:tt
+        facts: $category:ident, $effect:ident, $tool:expr, [$($example:literal),+ $(,)?];
+        $(category: |$cself:pat_param| $cbody:expr;)?
+        $(validate: |$vself:pat_param| $vbody:expr;)?
+        apply: |$aself:pat_param, $reply:pat_param, $earlier:pat_param| $abody:expr;
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name $fields
+
+        impl $crate::catalogue::Fault for $name {
+            const EXAMPLES: &[&str] = &[$($example),+];
+            const CATEGORY: $crate::catalogue::Category = $crate::catalogue::Category::$category;
+            const EFFECT: $crate::catalogue::Effect = $crate::catalogue::Effect::$effect;
+            const SERVE_TOOL: Option<$crate::catalogue::ServeTool> = {
+                #[allow(unused_imports)]
+                use $crate::catalogue::ServeTool;
+                $tool
+            };
+            $(fn category(&self) -> $crate::catalogue::Category {
+                let $cself = self;
+                $cbody
+            })?
+            $(fn validate(&self) -> Result<(), String> {
+                let $vself = self;
+                $vbody
+            })?
+            fn apply(
+                &self,
+                reply: $crate::catalogue::Reply<'_>,
+                earlier: &$crate::catalogue::Earlier,
+            ) -> $crate::catalogue::Applied {
+                let ($aself, $reply, $earlier) = (self, reply, earlier);
+                $crate::catalogue::Applied::from($abody)
+            }
+        }
+    };
+}
+
+/// Declares a preset in its file: the struct users write (strict, as a fault's), its examples, and what it is read
+/// as.
+macro_rules! preset {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident $fields:tt
+        examples: [$($example:literal),+ $(,)?];
+        read_as: |$preset:pat_param| $into:expr;
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name $fields
+
+        pub(super) const EXAMPLES: &[&str] = &[$($example),+];
+
+        impl From<$name> for $crate::catalogue::FaultKind {
+            fn from($preset: $name) -> Self {
+                $into
             }
         }
     };
@@ -156,14 +249,14 @@ catalogue! {
         Contradictory(contradictory),
         Stale(stale),
         Replayed(replayed),
-        BurstFailure(burst_failure),
-        ServerOutage(server_outage),
-        CascadingFailure(cascading_failure),
         OutOfOrder(out_of_order),
     }
     presets {
         AuthExpired(auth_expired),
         Forbidden(forbidden),
+        BurstFailure(burst_failure),
+        ServerOutage(server_outage),
+        CascadingFailure(cascading_failure),
     }
 }
 
@@ -292,10 +385,6 @@ const _: () = assert!(faultlab_wire::MAX_LINE_BYTES >= MAX_OVERSIZED_BYTES + 64 
 pub const MAX_STORM_COUNT: u32 = 10_000;
 /// Most pieces one `split_write` cuts a reply into.
 pub const MAX_SPLIT_PARTS: u8 = 64;
-/// Most consecutive failures of one `burst_failure` (and requests one `cascading_failure` spreads to).
-pub const MAX_BURST: u32 = 10_000;
-/// Longest `server_outage`, in ms (10 minutes).
-pub const MAX_OUTAGE_MS: u64 = 600_000;
 /// Longest `latency` (and `out_of_order` hold), in ms; the server's `delay` tool has the same ceiling.
 pub const MAX_LATENCY_MS: u64 = 30_000;
 /// Longest `retry_after_sec` of `rate_limit` and `http_status`, in seconds (one day).
@@ -306,7 +395,7 @@ pub use malformed::MalformedVariant;
 pub use missing_field::DEFAULT_MISSING_POINTER;
 
 /// A parameter outside `min..=max`, as [`Fault::validate`] reports it.
-fn within<T: PartialOrd + std::fmt::Display>(name: &str, value: T, min: T, max: T) -> Result<(), String> {
+pub(crate) fn within<T: PartialOrd + std::fmt::Display>(name: &str, value: T, min: T, max: T) -> Result<(), String> {
     if value < min || value > max { Err(format!("{name} must be between {min} and {max}")) } else { Ok(()) }
 }
 
@@ -379,20 +468,43 @@ pub struct Applied {
     pub skipped: Option<String>,
 }
 
-impl Applied {
-    fn done(actions: Vec<WireAction>) -> Self {
+impl From<Vec<WireAction>> for Applied {
+    fn from(actions: Vec<WireAction>) -> Self {
         Self { actions, skipped: None }
     }
+}
 
+impl Applied {
     fn skipped(reply: Reply<'_>, reason: String) -> Self {
         Self { actions: unchanged(reply), skipped: Some(reason) }
     }
 }
 
+impl From<Schedule> for Spelled {
+    fn from(schedule: Schedule) -> Self {
+        match schedule {
+            Schedule::Burst(preset) => Self::BurstFailure(preset),
+            Schedule::Outage(preset) => Self::ServerOutage(preset),
+            Schedule::Cascade(preset) => Self::CascadingFailure(preset),
+        }
+    }
+}
+
 impl FaultKind {
-    /// The fault's name as written in rules and diagnostics (`latency`, `http_status`, ...).
+    /// The fault's name as written in rules and diagnostics (`latency`, `http_status`, a schedule preset's own).
     pub fn name(&self) -> &'static str {
-        self.into()
+        match self.schedule() {
+            Some(schedule) => schedule.preset(),
+            None => self.into(),
+        }
+    }
+
+    /// The schedule a schedule preset brings (`burst_failure` is a 503 on a burst).
+    pub fn schedule(&self) -> Option<&Schedule> {
+        match self {
+            Self::HttpStatus(HttpStatus { schedule, .. }) => schedule.as_ref(),
+            _ => None,
+        }
     }
 
     /// The effect of the fault or preset called `name`, as trajectories record it; `None` for a name this catalogue
@@ -430,6 +542,25 @@ fn rewrite(reply: Reply<'_>, change: impl FnOnce(&mut Value) -> bool) -> Vec<Wir
     }
 }
 
+/// As [`rewrite`], on the reply's `result` object; a reply without one is sent unchanged.
+fn rewrite_result(
+    reply: Reply<'_>,
+    change: impl FnOnce(&mut serde_json::Map<String, Value>) -> bool,
+) -> Vec<WireAction> {
+    rewrite(reply, |message| match message.get_mut("result") {
+        Some(Value::Object(result)) => change(result),
+        _ => false,
+    })
+}
+
+/// As [`rewrite`], on the `content` blocks of the reply's result; a reply without them is sent unchanged.
+fn rewrite_content(reply: Reply<'_>, change: impl FnOnce(&mut Vec<Value>) -> bool) -> Vec<WireAction> {
+    rewrite(reply, |message| match message.pointer_mut("/result/content") {
+        Some(Value::Array(blocks)) => change(blocks),
+        _ => false,
+    })
+}
+
 /// A JSON pointer split into its parent's pointer and its last reference token (unescaped: `~1` is `/`, `~0` is
 /// `~`). `None` for the empty pointer, which has no parent.
 fn split_pointer(pointer: &str) -> Option<(&str, String)> {
@@ -447,16 +578,23 @@ fn check_pointer(pointer: &str) -> Result<(), String> {
 }
 
 /// The reply unchanged, as a one-action list.
-fn unchanged(reply: Reply<'_>) -> Vec<WireAction> {
+pub(crate) fn unchanged(reply: Reply<'_>) -> Vec<WireAction> {
     vec![WireAction::Send(reply.frame.bytes().clone())]
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    // What every fault's unit tests use.
+    pub(crate) use super::{Reply, WireAction, unchanged};
 
     pub(crate) fn frame(json: &str) -> Frame {
         Frame::parse(Bytes::copy_from_slice(json.as_bytes()))
+    }
+
+    /// What `fault` does to `reply`, with no request or earlier replies known.
+    pub(crate) fn run(fault: impl Into<FaultKind>, reply: &Frame) -> Vec<WireAction> {
+        fault.into().apply(Reply { frame: reply, request: None })
     }
 
     pub(crate) const RESULT: &str = r#"{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"ok"}]}}"#;
@@ -487,6 +625,7 @@ pub(crate) mod tests {
     #[test]
     fn every_example_reads_validates_and_round_trips_under_its_name() {
         let presets = ["auth_expired", "forbidden"];
+        let schedules = ["burst_failure", "server_outage", "cascading_failure"];
         for (name, fault) in every_example() {
             assert!(fault.validate().is_ok(), "{name}: {fault:?}");
             let json = serde_json::to_value(&fault).unwrap();
@@ -494,6 +633,9 @@ pub(crate) mod tests {
             assert_eq!(serde_json::from_value::<FaultKind>(json).unwrap(), fault);
             if presets.contains(&name) {
                 assert_eq!(fault.name(), "http_status", "a preset is read as the fault it stands for");
+            } else if schedules.contains(&name) {
+                assert!(matches!(&fault, FaultKind::HttpStatus(h) if h.status == 503 && h.schedule.is_some()));
+                assert_eq!(fault.name(), name, "a schedule preset keeps its name");
             } else {
                 assert_eq!(fault.name(), name, "a fault's name is its file's name");
             }
@@ -522,7 +664,8 @@ pub(crate) mod tests {
         let missing: FaultKind = serde_json::from_str(r#"{"type":"missing_field"}"#).unwrap();
         assert_eq!(missing, FaultKind::MissingField(MissingField { pointer: DEFAULT_MISSING_POINTER.into() }));
         let outage: FaultKind = serde_json::from_str(r#"{"type":"server_outage","duration_ms":5}"#).unwrap();
-        assert_eq!(outage, FaultKind::ServerOutage(ServerOutage { duration_ms: 5, restart: false }));
+        let schedule = Schedule::Outage(ServerOutage { duration_ms: 5, restart: false });
+        assert_eq!(outage, FaultKind::HttpStatus(HttpStatus::scheduled(schedule)));
         assert_eq!(serde_json::to_string(&outage).unwrap(), r#"{"type":"server_outage","duration_ms":5}"#);
         let limit: FaultKind = serde_json::from_str(r#"{"type":"rate_limit"}"#).unwrap();
         assert_eq!(limit, FaultKind::RateLimit(RateLimit { retry_after_sec: None }));

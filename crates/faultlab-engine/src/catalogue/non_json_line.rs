@@ -10,30 +10,18 @@
 //!
 //! **How it is graded.** The call succeeds; an observer counts one unparsable frame.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::WireAction;
 use bytes::Bytes;
 
-/// A line that is not JSON, then the reply.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NonJsonLine {}
-
-impl Fault for NonJsonLine {
-    const EXAMPLES: &[&str] = &[r#"{"type": "non_json_line"}"#];
-    const CATEGORY: Category = Category::Protocol;
-    const EFFECT: Effect = Effect::Result;
-    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("non_json_line"));
-
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply))
-    }
+fault! {
+    /// A line that is not JSON, then the reply.
+    pub struct NonJsonLine {}
+    facts: Protocol, Result, Some(ServeTool::everywhere("non_json_line")), [r#"{"type": "non_json_line"}"#];
+    apply: |_, reply, _| {
+        let stray = WireAction::Send(Bytes::from_static(NON_JSON_TEXT.as_bytes()));
+        vec![stray, WireAction::Send(reply.frame.bytes().clone())]
+    };
 }
 
 /// The stray text, chosen to look like a log line a careless server might print to stdout.
 pub const NON_JSON_TEXT: &str = "faultlab: this line is not JSON-RPC";
-
-fn apply(reply: Reply<'_>) -> Vec<WireAction> {
-    vec![WireAction::Send(Bytes::from_static(NON_JSON_TEXT.as_bytes())), WireAction::Send(reply.frame.bytes().clone())]
-}

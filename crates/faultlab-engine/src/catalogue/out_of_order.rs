@@ -12,35 +12,24 @@
 //!
 //! **How it is graded.** Both calls succeed with their own results; an observer counts one out-of-order reply.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_LATENCY_MS, Reply, WireAction, within};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::{MAX_LATENCY_MS, Reply, WireAction, within};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
 
-/// The reply is held until the next reply on the connection has been written (at most `max_hold_ms`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OutOfOrder {
-    #[serde(default = "default_max_hold_ms")]
-    pub max_hold_ms: u64,
-}
-
-impl Fault for OutOfOrder {
-    // Not the default hold (1 s): it would be most of the examples test's time.
-    const EXAMPLES: &[&str] = &[r#"{"type": "out_of_order", "max_hold_ms": 50}"#];
-    const CATEGORY: Category = Category::Temporal;
-    const EFFECT: Effect = Effect::Result;
-    const SERVE_TOOL: Option<ServeTool> = None;
-
-    fn validate(&self) -> Result<(), String> {
-        within("max_hold_ms", self.max_hold_ms, 1, MAX_LATENCY_MS)
+fault! {
+    /// The reply is held until the next reply on the connection has been written (at most `max_hold_ms`).
+    pub struct OutOfOrder {
+        #[serde(default = "default_max_hold_ms")]
+        pub max_hold_ms: u64,
     }
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
+    // The example holds 50 ms, not the default 1 s: that would be most of the examples test's time.
+    facts: Temporal, Result, None, [r#"{"type": "out_of_order", "max_hold_ms": 50}"#];
+    validate: |fault| within("max_hold_ms", fault.max_hold_ms, 1, MAX_LATENCY_MS);
+    apply: |fault, reply, _| {
         // Alone (no engine to release it early) the reply is simply held for its longest time.
-        Applied::done(hold(reply, self.max_hold_ms, &Release::default()))
-    }
+        hold(reply, fault.max_hold_ms, &Release::default())
+    };
 }
 
 /// The held reply's release signal: the writer of the overtaking reply fires it.

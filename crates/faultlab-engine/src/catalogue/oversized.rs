@@ -10,34 +10,21 @@
 //!
 //! **How it is graded.** Below the client's limit: success with the full content. Above: a clean error.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_OVERSIZED_BYTES, Reply, WireAction, rewrite, within};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::{MAX_OVERSIZED_BYTES, Reply, WireAction, rewrite, within};
 use serde_json::{Value, json};
 
-/// The reply padded with `bytes` of extra text content.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Oversized {
-    pub bytes: usize,
-}
-
-impl Fault for Oversized {
-    const EXAMPLES: &[&str] = &[r#"{"type": "oversized", "bytes": 100000}"#];
-    const CATEGORY: Category = Category::Protocol;
+fault! {
+    /// The reply padded with `bytes` of extra text content.
+    pub struct Oversized { pub bytes: usize }
+    facts: Protocol, WrongData, Some(ServeTool::everywhere("oversized_response")), [
+        r#"{"type": "oversized", "bytes": 100000}"#,
+    ];
     // The answer arrives with a padding block the server never sent (if the client takes a frame that big).
-    const EFFECT: Effect = Effect::WrongData;
-    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("oversized_response"));
-
-    fn validate(&self) -> Result<(), String> {
-        within("bytes", self.bytes, 1, MAX_OVERSIZED_BYTES)
-    }
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply, self.bytes))
-    }
+    validate: |fault| within("bytes", fault.bytes, 1, MAX_OVERSIZED_BYTES);
+    apply: |fault, reply, _| pad(reply, fault.bytes);
 }
 
-fn apply(reply: Reply<'_>, bytes: usize) -> Vec<WireAction> {
+fn pad(reply: Reply<'_>, bytes: usize) -> Vec<WireAction> {
     let padding = json!({"type": "text", "text": "x".repeat(bytes)});
     rewrite(reply, |message| {
         if let Some(Value::Array(content)) = message.get_mut("result").and_then(|r| r.get_mut("content")) {
@@ -60,8 +47,7 @@ mod tests {
 
     #[test]
     fn grows_by_at_least_the_padding_and_stays_valid() {
-        let reply = frame(RESULT);
-        let out = sent(&apply(Reply { frame: &reply, request: None }, 100_000));
+        let out = sent(&run(Oversized { bytes: 100_000 }, &frame(RESULT)));
         assert!(out[0].bytes().len() >= RESULT.len() + 100_000);
         let content = out[0].value().unwrap()["result"]["content"].as_array().unwrap().clone();
         assert_eq!(content[0]["text"], "ok");

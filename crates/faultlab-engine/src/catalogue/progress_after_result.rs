@@ -11,29 +11,20 @@
 //!
 //! **How it is graded.** The call succeeds; the following call on the connection succeeds too.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::{Reply, WireAction};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-/// A progress notification for the request, sent after its result.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ProgressAfterResult {}
-
-impl Fault for ProgressAfterResult {
-    const EXAMPLES: &[&str] = &[r#"{"type": "progress_after_result"}"#];
-    const CATEGORY: Category = Category::Temporal;
-    const EFFECT: Effect = Effect::Result;
-    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("progress_after_result"));
-
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply))
-    }
+fault! {
+    /// A progress notification for the request, sent after its result.
+    pub struct ProgressAfterResult {}
+    facts: Temporal, Result, Some(ServeTool::everywhere("progress_after_result")), [
+        r#"{"type": "progress_after_result"}"#,
+    ];
+    apply: |_, reply, _| progress_after(reply);
 }
 
-fn apply(reply: Reply<'_>) -> Vec<WireAction> {
+fn progress_after(reply: Reply<'_>) -> Vec<WireAction> {
     let token =
         reply.request.and_then(|r| r.progress_token()).cloned().unwrap_or_else(|| Value::from("faultlab-stale"));
     let note = json!({
@@ -55,7 +46,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"x","_meta":{"progressToken":"tok"}}}"#,
         );
         let reply = frame(RESULT);
-        let out = sent(&apply(Reply { frame: &reply, request: Some(&request) }));
+        let out = sent(&progress_after(Reply { frame: &reply, request: Some(&request) }));
         assert_eq!(out[0].bytes(), reply.bytes());
         assert_eq!(out[1].value().unwrap()["params"]["progressToken"], "tok");
     }

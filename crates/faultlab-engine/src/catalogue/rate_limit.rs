@@ -16,34 +16,20 @@
 //! **How it is graded.** The call fails with a rate-limit error; a retry, if any, comes no sooner than the advertised
 //! delay; retries stay within the policy's bound.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_RETRY_AFTER_SEC, Reply, WireAction, http_status, within};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::{MAX_RETRY_AFTER_SEC, Reply, WireAction, http_status, within};
 use serde_json::json;
 
-/// Rate limited: HTTP 429 with `Retry-After` (stdio: the JSON-RPC error, code -32029, `data.retryAfterSec`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RateLimit {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_after_sec: Option<u32>,
-}
-
-impl Fault for RateLimit {
-    const EXAMPLES: &[&str] = &[r#"{"type": "rate_limit", "retry_after_sec": 2}"#, r#"{"type": "rate_limit"}"#];
-    const CATEGORY: Category = Category::Transport;
-    const EFFECT: Effect = Effect::Error;
-    const SERVE_TOOL: Option<ServeTool> = None;
-
-    fn validate(&self) -> Result<(), String> {
-        match self.retry_after_sec {
-            Some(secs) => within("retry_after_sec", secs, 0, MAX_RETRY_AFTER_SEC),
-            None => Ok(()),
-        }
+fault! {
+    /// Rate limited: HTTP 429 with `Retry-After` (stdio: the JSON-RPC error, code -32029, `data.retryAfterSec`).
+    pub struct RateLimit {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub retry_after_sec: Option<u32>,
     }
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply, self.retry_after_sec))
-    }
+    facts: Transport, Error, None, [r#"{"type": "rate_limit", "retry_after_sec": 2}"#, r#"{"type": "rate_limit"}"#];
+    validate: |fault| {
+        fault.retry_after_sec.map_or(Ok(()), |secs| within("retry_after_sec", secs, 0, MAX_RETRY_AFTER_SEC))
+    };
+    apply: |fault, reply, _| apply(reply, fault.retry_after_sec);
 }
 
 /// The JSON-RPC error code for a rate limit (the `http_status` fault's code for 429).

@@ -16,25 +16,14 @@
 //! **How it is graded.** The call succeeds once with its own result; an observer sees one response for an id that
 //! was already answered (a duplicate), and no other call is resolved with it.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction, unchanged};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::{Reply, WireAction, unchanged};
 use bytes::Bytes;
 
-/// This reply, then the last earlier tool reply again, with its original id.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Replayed {}
-
-impl Fault for Replayed {
-    const EXAMPLES: &[&str] = &[r#"{"type": "replayed"}"#];
-    const CATEGORY: Category = Category::Temporal;
-    const EFFECT: Effect = Effect::Result;
-    const SERVE_TOOL: Option<ServeTool> = None;
-
-    fn apply(&self, reply: Reply<'_>, earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply, earlier.any_tool.as_ref()))
-    }
+fault! {
+    /// This reply, then the last earlier tool reply again, with its original id.
+    pub struct Replayed {}
+    facts: Temporal, Result, None, [r#"{"type": "replayed"}"#];
+    apply: |_, reply, earlier| apply(reply, earlier.any_tool.as_ref());
 }
 
 fn apply(reply: Reply<'_>, earlier: Option<&Bytes>) -> Vec<WireAction> {

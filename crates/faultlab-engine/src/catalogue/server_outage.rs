@@ -1,9 +1,10 @@
 //! `server_outage`: the whole service is down for a while.
 //!
-//! **What it does on the wire.** The reply is replaced by "service unavailable": HTTP 503 with a JSON-RPC error
-//! body; stdio the same error as the reply line (`code -32030`, `data.httpStatus: 503`, `data.fault:
-//! "server_outage"`). From the triggering request on, *every* request, whatever its tool, fails for
-//! `duration_ms` (none reaches the upstream), then service resumes.
+//! **What it does on the wire.** A preset: `http_status` 503 on the rule schedule `{type: outage, duration_ms: N}`,
+//! written and recorded as `server_outage`. The reply is replaced by "service unavailable": HTTP 503 with a JSON-RPC
+//! error body; stdio the same error as the reply line (`code -32030`, `data.httpStatus: 503`, `data.fault:
+//! "server_outage"`). From the triggering request on, *every* request, whatever its tool, fails for `duration_ms` (none
+//! reaches the upstream), then service resumes.
 //!
 //! With `restart: true` (default `false`) the upstream really crashes, on the stdio proxy with a child upstream
 //! only (any other front refuses the rule when it loads, naming it). When the window starts the child is killed
@@ -27,33 +28,20 @@
 //! a call after the window succeeds (after a restart: on the fresh upstream, without the client initialising
 //! again).
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_OUTAGE_MS, Reply, http_status, within};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::{FaultKind, HttpStatus};
+use crate::rules::Schedule;
 
-/// 503 for every request, whatever its tool, for `duration_ms` from this one on. With `restart` (default
-/// false; only the stdio proxy with a child upstream can), the upstream is killed when the window starts and a
-/// fresh one is started and re-initialised when it ends.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ServerOutage {
-    pub duration_ms: u64,
-    // Skipped when false, so a fault written before the field existed serialises as it did.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub restart: bool,
-}
-
-impl Fault for ServerOutage {
+preset! {
+    /// 503 for every request, whatever its tool, for `duration_ms` from this one on. With `restart` (default
+    /// false; only the stdio proxy with a child upstream can), the upstream is killed when the window starts and a
+    /// fresh one is started and re-initialised when it ends.
+    pub struct ServerOutage {
+        pub duration_ms: u64,
+        // Skipped when false, so a fault written before the field existed serialises as it did.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        pub restart: bool,
+    }
+    examples: [r#"{"type": "server_outage", "duration_ms": 2000}"#];
     // The restarting form needs a child upstream; the proxy's own tests (outage, restart) cover it.
-    const EXAMPLES: &[&str] = &[r#"{"type": "server_outage", "duration_ms": 2000}"#];
-    const CATEGORY: Category = Category::Systemic;
-    const EFFECT: Effect = Effect::Error;
-    const SERVE_TOOL: Option<ServeTool> = None;
-
-    fn validate(&self) -> Result<(), String> {
-        within("duration_ms", self.duration_ms, 1, MAX_OUTAGE_MS)
-    }
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(http_status::unavailable(reply, "server_outage"))
-    }
+    read_as: |preset| FaultKind::HttpStatus(HttpStatus::scheduled(Schedule::Outage(preset)));
 }

@@ -10,31 +10,17 @@
 //!
 //! **How it is graded.** The call succeeds with the complete result.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, MAX_SPLIT_PARTS, Reply, WireAction, WireFraming, within};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::{MAX_SPLIT_PARTS, WireAction, WireFraming, within};
 
-/// The reply written in `parts` separate writes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SplitWrite {
-    pub parts: u8,
-}
-
-impl Fault for SplitWrite {
-    const EXAMPLES: &[&str] = &[r#"{"type": "split_write", "parts": 4}"#];
-    const CATEGORY: Category = Category::Protocol;
-    const EFFECT: Effect = Effect::Result;
-    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("split_response"));
-
-    fn validate(&self) -> Result<(), String> {
-        within("parts", self.parts, 2, MAX_SPLIT_PARTS)
-    }
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply, self.parts))
-    }
-}
-
-fn apply(reply: Reply<'_>, parts: u8) -> Vec<WireAction> {
-    vec![WireAction::SendFramed { bytes: reply.frame.bytes().clone(), framing: WireFraming::Split { parts } }]
+fault! {
+    /// The reply written in `parts` separate writes.
+    pub struct SplitWrite { pub parts: u8 }
+    facts: Protocol, Result, Some(ServeTool::everywhere("split_response")), [
+        r#"{"type": "split_write", "parts": 4}"#,
+    ];
+    validate: |fault| within("parts", fault.parts, 2, MAX_SPLIT_PARTS);
+    apply: |fault, reply, _| vec![WireAction::SendFramed {
+        bytes: reply.frame.bytes().clone(),
+        framing: WireFraming::Split { parts: fault.parts },
+    }];
 }

@@ -18,26 +18,15 @@
 //! **How it is graded.** By the task's state and witness checks: acting on the old data shows in the end state or
 //! fails the witness; noticing and re-reading passes.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction, unchanged};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::{Reply, WireAction, unchanged};
 use bytes::Bytes;
 use faultlab_wire::Frame;
 
-/// The last earlier reply of the same tool, with this request's id, instead of this reply.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Stale {}
-
-impl Fault for Stale {
-    const EXAMPLES: &[&str] = &[r#"{"type": "stale"}"#];
-    const CATEGORY: Category = Category::Data;
-    const EFFECT: Effect = Effect::WrongData;
-    const SERVE_TOOL: Option<ServeTool> = None;
-
-    fn apply(&self, reply: Reply<'_>, earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply, earlier.same_tool.as_ref()))
-    }
+fault! {
+    /// The last earlier reply of the same tool, with this request's id, instead of this reply.
+    pub struct Stale {}
+    facts: Data, WrongData, None, [r#"{"type": "stale"}"#];
+    apply: |_, reply, earlier| apply(reply, earlier.same_tool.as_ref());
 }
 
 fn apply(reply: Reply<'_>, earlier: Option<&Bytes>) -> Vec<WireAction> {

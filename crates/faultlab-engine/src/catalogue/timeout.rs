@@ -11,26 +11,11 @@
 //!
 //! **How it is graded.** The call's outcome is a timeout; side effects of a retry are checked (at most once).
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::WireAction;
 
-/// The reply is never sent: the request stays open until the client gives up.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Timeout {}
-
-impl Fault for Timeout {
-    const EXAMPLES: &[&str] = &[r#"{"type": "timeout"}"#];
-    const CATEGORY: Category = Category::Transport;
-    const EFFECT: Effect = Effect::Timeout;
-    const SERVE_TOOL: Option<ServeTool> = None;
-
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply))
-    }
-}
-
-fn apply(_reply: Reply<'_>) -> Vec<WireAction> {
-    Vec::new()
+fault! {
+    /// The reply is never sent: the request stays open until the client gives up.
+    pub struct Timeout {}
+    facts: Transport, Timeout, None, [r#"{"type": "timeout"}"#];
+    apply: |_, _, _| Vec::<WireAction>::new();
 }

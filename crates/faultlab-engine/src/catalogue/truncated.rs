@@ -10,29 +10,16 @@
 //!
 //! **How it is graded.** The call times out or errors; the next call on the same connection succeeds.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::WireAction;
 
-/// Only the first half of the reply's bytes, then the frame ends.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Truncated {}
-
-impl Fault for Truncated {
-    const EXAMPLES: &[&str] = &[r#"{"type": "truncated"}"#];
-    const CATEGORY: Category = Category::Protocol;
-    const EFFECT: Effect = Effect::Invalid;
-    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("truncated_response"));
-
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply))
-    }
-}
-
-fn apply(reply: Reply<'_>) -> Vec<WireAction> {
-    let bytes = reply.frame.bytes();
-    vec![WireAction::Send(bytes.slice(..bytes.len() / 2))]
+fault! {
+    /// Only the first half of the reply's bytes, then the frame ends.
+    pub struct Truncated {}
+    facts: Protocol, Invalid, Some(ServeTool::everywhere("truncated_response")), [r#"{"type": "truncated"}"#];
+    apply: |_, reply, _| {
+        let bytes = reply.frame.bytes();
+        vec![WireAction::Send(bytes.slice(..bytes.len() / 2))]
+    };
 }
 
 #[cfg(test)]
@@ -43,8 +30,7 @@ mod tests {
 
     #[test]
     fn half_the_bytes_and_not_json() {
-        let reply = frame(RESULT);
-        let out = sent(&apply(Reply { frame: &reply, request: None }));
+        let out = sent(&run(Truncated {}, &frame(RESULT)));
         assert_eq!(out[0].bytes().len(), RESULT.len() / 2);
         assert_eq!(out[0].kind(), &Kind::Unparsable);
     }

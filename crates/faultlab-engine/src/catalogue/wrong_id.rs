@@ -10,33 +10,20 @@
 //!
 //! **How it is graded.** The call times out rather than succeeding; the connection stays usable.
 
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, Reply, WireAction, rewrite, unchanged};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::{rewrite, unchanged};
 use serde_json::Value;
 
-/// The reply carries an id no request had.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct WrongId {}
-
-impl Fault for WrongId {
-    const EXAMPLES: &[&str] = &[r#"{"type": "wrong_id"}"#];
-    const CATEGORY: Category = Category::Protocol;
-    const EFFECT: Effect = Effect::Timeout;
-    const SERVE_TOOL: Option<ServeTool> = Some(ServeTool::everywhere("wrong_id"));
-
-    fn apply(&self, reply: Reply<'_>, _earlier: &Earlier) -> Applied {
-        Applied::done(apply(reply))
-    }
-}
-
-fn apply(reply: Reply<'_>) -> Vec<WireAction> {
-    let Some(id) = reply.frame.id() else {
-        return unchanged(reply);
+fault! {
+    /// The reply carries an id no request had.
+    pub struct WrongId {}
+    facts: Protocol, Timeout, Some(ServeTool::everywhere("wrong_id")), [r#"{"type": "wrong_id"}"#];
+    apply: |_, reply, _| match reply.frame.id() {
+        Some(id) => rewrite(reply, |message| {
+            let wrong = Value::String(format!("{}-wrong", id.as_json()));
+            message.as_object_mut().map(|obj| obj.insert("id".into(), wrong)).is_some()
+        }),
+        None => unchanged(reply),
     };
-    let wrong = Value::String(format!("{}-wrong", id.as_json()));
-    rewrite(reply, |message| message.as_object_mut().map(|obj| obj.insert("id".into(), wrong)).is_some())
 }
 
 #[cfg(test)]
@@ -47,8 +34,7 @@ mod tests {
     #[test]
     fn the_id_changes_and_nothing_else() {
         let reply = frame(RESULT);
-        let out = sent(&apply(Reply { frame: &reply, request: None }));
-        let mut value = out[0].value().unwrap().clone();
+        let mut value = sent(&run(WrongId {}, &reply))[0].value().unwrap().clone();
         assert_eq!(value["id"], "7-wrong");
         value["id"] = 7.into();
         assert_eq!(&value, reply.value().unwrap());

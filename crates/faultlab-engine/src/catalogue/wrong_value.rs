@@ -26,33 +26,20 @@
 //! `fault_skipped` event) changed nothing, so the run measures a plain reply.
 
 use super::schema::{check, output_validator};
-use super::{ServeTool, Applied, Category, Earlier, Effect, Fault, OutputSchema, Reply, WireAction, rewrite, split_pointer, unchanged};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use super::{Applied, OutputSchema, Reply, WireAction, rewrite, split_pointer, unchanged};
 use bytes::Bytes;
 use serde_json::Value;
 
-/// `value` is written at `pointer`, a JSON pointer inside the reply's `result`. Inside `structuredContent`,
-/// only if the result stays valid against the tool's output schema (else the reply is sent unchanged).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct WrongValue {
-    pub pointer: String,
-    pub value: serde_json::Value,
-}
-
-impl Fault for WrongValue {
-    const EXAMPLES: &[&str] = &[r#"{"type": "wrong_value", "pointer": "/content/0/text", "value": "0 apples"}"#];
-    const CATEGORY: Category = Category::Data;
-    const EFFECT: Effect = Effect::WrongData;
-    const SERVE_TOOL: Option<ServeTool> = None;
-
-    fn validate(&self) -> Result<(), String> {
-        super::check_pointer(&self.pointer)
+fault! {
+    /// `value` is written at `pointer`, a JSON pointer inside the reply's `result`. Inside `structuredContent`,
+    /// only if the result stays valid against the tool's output schema (else the reply is sent unchanged).
+    pub struct WrongValue {
+        pub pointer: String,
+        pub value: serde_json::Value,
     }
-    fn apply(&self, reply: Reply<'_>, earlier: &Earlier) -> Applied {
-        apply(reply, &self.pointer, &self.value, earlier.output_schema.as_ref())
-    }
+    facts: Data, WrongData, None, [r#"{"type": "wrong_value", "pointer": "/content/0/text", "value": "0 apples"}"#];
+    validate: |fault| super::check_pointer(&fault.pointer);
+    apply: |fault, reply, earlier| apply(reply, &fault.pointer, &fault.value, earlier.output_schema.as_ref());
 }
 
 fn apply(reply: Reply<'_>, pointer: &str, value: &Value, schema: Option<&OutputSchema>) -> Applied {
@@ -60,7 +47,7 @@ fn apply(reply: Reply<'_>, pointer: &str, value: &Value, schema: Option<&OutputS
     match schema {
         Some(schema) if inside_structured => apply_checked(reply, pointer, value, schema),
         _ => {
-            Applied::done(rewrite(reply, |message| message.get_mut("result").is_some_and(|r| write(r, pointer, value))))
+            Applied::from(rewrite(reply, |message| message.get_mut("result").is_some_and(|r| write(r, pointer, value))))
         }
     }
 }
@@ -89,14 +76,14 @@ fn write(result: &mut Value, pointer: &str, value: &Value) -> bool {
 /// The write into `structuredContent`, checked against the tool's output schema and mirrored into the text.
 fn apply_checked(reply: Reply<'_>, pointer: &str, value: &Value, schema: &OutputSchema) -> Applied {
     let Some(mut message) = reply.frame.value().cloned() else {
-        return Applied::done(unchanged(reply));
+        return Applied::from(unchanged(reply));
     };
     let Some(result) = message.get_mut("result").filter(|r| r.is_object()) else {
-        return Applied::done(unchanged(reply));
+        return Applied::from(unchanged(reply));
     };
     let old = result.get("structuredContent").cloned();
     if !write(result, pointer, value) {
-        return Applied::done(unchanged(reply));
+        return Applied::from(unchanged(reply));
     }
     let validator = match output_validator(schema) {
         Ok((validator, _)) => validator,
@@ -112,8 +99,8 @@ fn apply_checked(reply: Reply<'_>, pointer: &str, value: &Value, schema: &Output
         mirror(result, &old, &new);
     }
     match serde_json::to_vec(&message) {
-        Ok(bytes) => Applied::done(vec![WireAction::Send(Bytes::from(bytes))]),
-        Err(_) => Applied::done(unchanged(reply)),
+        Ok(bytes) => Applied::from(vec![WireAction::Send(Bytes::from(bytes))]),
+        Err(_) => Applied::from(unchanged(reply)),
     }
 }
 

@@ -140,6 +140,7 @@ impl Planned {
             },
             mode,
             fault,
+            schedule: None,
         }
     }
 }

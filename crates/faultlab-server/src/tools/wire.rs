@@ -165,7 +165,8 @@ impl FaultServer {
         {
             return Ok(tool_error(error));
         }
-        let fault = FaultKind::HttpStatus(HttpStatus { status: args.status, retry_after_sec: args.retry_after_sec });
+        let fault =
+            FaultKind::HttpStatus(HttpStatus { retry_after_sec: args.retry_after_sec, ..HttpStatus::new(args.status) });
         self.arm_own_response(&ctx, fault, format!("http status {} activated", args.status))
     }
 }
