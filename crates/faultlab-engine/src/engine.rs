@@ -168,12 +168,12 @@ impl Engine {
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, Option<crate::catalogue::out_of_order::Release>> {
-        self.shared.held.lock().unwrap_or_else(|e| e.into_inner())
+        faultlab_wire::sync::lock(&self.shared.held)
     }
 
     fn memory(&self) -> std::sync::MutexGuard<'_, Memory> {
         // Each update replaces or pushes one entry; a panic elsewhere leaves it usable.
-        self.shared.memory.lock().unwrap_or_else(|e| e.into_inner())
+        faultlab_wire::sync::lock(&self.shared.memory)
     }
 
     pub fn recorder(&self) -> &Recorder {
@@ -182,7 +182,7 @@ impl Engine {
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic elsewhere cannot leave the maps half-updated (each update is one insert or remove).
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+        faultlab_wire::sync::lock(&self.state)
     }
 
     /// Arms `fault` on the reply to request `id`; it fires once.

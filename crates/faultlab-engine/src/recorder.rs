@@ -226,9 +226,9 @@ impl Recorder {
             Sink::File(file) => {
                 // Serialised before the lock is taken: other tasks wait only for the write.
                 let lines = json_lines(records);
-                let _ = file.lock().unwrap_or_else(|e| e.into_inner()).write_all(&lines);
+                let _ = faultlab_wire::sync::lock(file).write_all(&lines);
             }
-            Sink::Memory(kept) => kept.lock().unwrap_or_else(|e| e.into_inner()).extend(records),
+            Sink::Memory(kept) => faultlab_wire::sync::lock(kept).extend(records),
             Sink::Discard => {}
         }
     }
@@ -236,7 +236,7 @@ impl Recorder {
     /// The records kept by a [`Recorder::memory`] recorder (empty for other sinks).
     pub fn records(&self) -> Vec<Record> {
         match &self.sink {
-            Sink::Memory(records) => records.lock().unwrap_or_else(|e| e.into_inner()).clone(),
+            Sink::Memory(records) => faultlab_wire::sync::lock(records).clone(),
             _ => Vec::new(),
         }
     }
