@@ -126,30 +126,11 @@ pub struct EvalArgs {
     /// The oracle file for --controls (default: the built-in oracle of the built-in tasks).
     #[arg(long, requires = "controls")]
     pub oracle: Option<std::path::PathBuf>,
-    /// Runs per task (and per agent).
-    #[arg(long, default_value_t = 1)]
-    pub repeat: u32,
-    /// Runs in parallel.
-    #[arg(long, default_value_t = 2)]
-    pub jobs: usize,
-    /// Seed for every random choice (fault probabilities, nonces); each repeat r uses seed + r.
-    #[arg(long)]
-    pub seed: Option<u64>,
     /// Folder for report.json, report.md, report.html and each run's files.
     #[arg(long, default_value = "faultlab-eval")]
     pub out: std::path::PathBuf,
-    /// Keep each run's workspace (otherwise removed after grading).
-    #[arg(long)]
-    pub keep: bool,
-    /// Run only shard I of N (1-based, e.g. 2/4): the runs whose task index + agent index + repeat is I-1 modulo
-    /// N (so every shard gets a mix of agents and tasks). Give every shard the same tasks, agents, --repeat and --seed, then join the
-    /// reports with `faultlab report merge`. From a 0-based index (Kubernetes JOB_COMPLETION_INDEX):
-    /// --shard $((JOB_COMPLETION_INDEX+1))/N.
-    #[arg(long, value_name = "I/N")]
-    pub shard: Option<faultlab_eval::merge::Shard>,
-    /// Overrides every task's deadline_ms (e.g. for an agent that takes seconds to start).
-    #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
-    pub deadline_ms: Option<u64>,
+    #[command(flatten)]
+    pub runs: RunSettingsArgs,
     /// What stdout gets: a line per run and the pass rate, or JUnit XML (junit.xml is written to --out either way).
     #[arg(long, value_enum, default_value_t = EvalReport::Console)]
     pub report: EvalReport,
@@ -193,26 +174,36 @@ pub struct ExploreArgs {
     /// Most variant runs per exploration (repeats included); the variants left out are listed as pruned.
     #[arg(long, value_name = "N")]
     pub budget: Option<usize>,
-    /// Runs per variant (pass^k: a variant breaks the agent when any repeat fails).
+    /// Folder for the reports, the run folders and the reproducers.
+    #[arg(long, default_value = "faultlab-explore")]
+    pub out: std::path::PathBuf,
+    #[command(flatten)]
+    pub runs: RunSettingsArgs,
+}
+
+/// How eval and explore run their runs: the same flags, read into one [`faultlab_eval::runner::RunSettings`].
+#[derive(Debug, clap::Args)]
+pub struct RunSettingsArgs {
+    /// Runs of each task, agent and variant (pass^k: a variant breaks an agent when any repeat fails).
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
     /// Runs in parallel.
     #[arg(long, default_value_t = 2)]
     pub jobs: usize,
-    /// Seed for the nonces (repeat r uses seed + r).
+    /// Seed for every random choice (fault probabilities, nonces); each repeat r uses seed + r.
     #[arg(long)]
     pub seed: Option<u64>,
-    /// Folder for the reports, the run folders and the reproducers.
-    #[arg(long, default_value = "faultlab-explore")]
-    pub out: std::path::PathBuf,
-    /// Keep each run's workspace.
+    /// Keep each run's workspace (otherwise removed after grading).
     #[arg(long)]
     pub keep: bool,
-    /// Run only shard I of N (1-based) of the variants (every shard runs the healthy run); join the reports with
-    /// `faultlab report merge`. Single faults only.
+    /// Run only shard I of N (1-based, e.g. 2/4). eval: the runs whose task index + agent index + repeat is I-1
+    /// modulo N (every shard gets a mix of agents and tasks); explore: the variants (every shard runs the healthy
+    /// run; single faults only). Give every shard the same inputs, --repeat and --seed, then join the reports with
+    /// `faultlab report merge`. From a 0-based index (Kubernetes JOB_COMPLETION_INDEX):
+    /// --shard $((JOB_COMPLETION_INDEX+1))/N.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<faultlab_eval::merge::Shard>,
-    /// Overrides every task's deadline_ms.
+    /// Overrides every task's deadline_ms (counted from the agent's first connection).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub deadline_ms: Option<u64>,
 }

@@ -2,7 +2,7 @@
 //! `--controls`, check every verdict against the oracle.
 
 use crate::Failure;
-use crate::cli::{EvalArgs, EvalReport};
+use crate::cli::{EvalArgs, EvalReport, RunSettingsArgs};
 use anyhow::{Context as _, anyhow};
 use faultlab_eval::agent::ControlAgent;
 use faultlab_eval::batch::Batch;
@@ -35,9 +35,7 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         (None, true) => ControlAgent::ALL.into_iter().map(AgentSpec::Control).collect(),
         _ => return Err(Failure::usage(anyhow!("name the agent under test: --agent 'CMD ARGS' or --controls"))),
     };
-    if args.repeat == 0 || args.jobs == 0 {
-        return Err(Failure::usage(anyhow!("--repeat and --jobs must be at least 1")));
-    }
+    args.runs.check()?;
     if args.controls && args.baseline.baseline.is_some() {
         return Err(Failure::usage(anyhow!("--baseline is for an agent under test; --controls checks the oracle")));
     }
@@ -47,39 +45,14 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         (None, true) => Some(builtin::oracle()),
         (None, false) => None,
     };
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create the output folder {}", args.out.display()))
-        .map_err(Failure::runtime)?;
-    let faultlab = std::env::current_exe().context("cannot find the faultlab executable").map_err(Failure::runtime)?;
-    let settings = RunSettings {
-        repeat: args.repeat,
-        seed: args.seed,
-        jobs: args.jobs,
-        keep_workspaces: args.keep,
-        shard: args.shard.map(Shard::zero_based),
-        deadline_ms: args.deadline_ms,
-        // The task files (with their plans) and the reports of an earlier batch in the same folder.
-        hide: args
-            .tasks
-            .iter()
-            .chain(&["report.json", "report.md", "report.html"].map(|f| args.out.join(f)))
-            .filter_map(|p| std::path::absolute(p).ok())
-            .collect(),
-        // Absolute: the agents run in their own scratch folders, and find their files by the paths given here.
-        ..RunSettings::new(
-            std::path::absolute(&args.out)
-                .with_context(|| format!("cannot resolve the output folder {}", args.out.display()))
-                .map_err(Failure::runtime)?,
-            faultlab,
-        )
-    };
+    let settings = args.runs.settings(&args.out, &args.tasks, &["report.json", "report.md", "report.html"])?;
     let batch = Batch { tasks, agents, settings };
     // The (task, agent) pairs this batch, or this shard of it, is to run: the oracle entries it can answer. Taken
     // from the plan, not the results, so a pair whose run is missing still counts (as "no run").
     let pairs: HashSet<(String, String)> = batch.specs().iter().map(|s| (s.task.id.clone(), s.agent.label())).collect();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)?;
     let started = Instant::now();
-    let progress = Progress::new(batch.specs().len(), args.shard);
+    let progress = Progress::new(batch.specs().len(), args.runs.shard);
     let results = runtime.block_on(batch.run(|done, total, result| progress.update(done, total, result)));
     progress.finish();
     let mut runs = Vec::new();
@@ -92,12 +65,12 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
     }
     let meta = Meta {
         faultlab: env!("CARGO_PKG_VERSION").into(),
-        seed: args.seed.unwrap_or(0),
-        repeat: args.repeat,
-        jobs: args.jobs,
+        seed: args.runs.seed.unwrap_or(0),
+        repeat: args.runs.repeat,
+        jobs: args.runs.jobs,
         wall_ms: started.elapsed().as_millis() as u64,
     };
-    let report = Report { shard: args.shard, ..Report::new(meta, runs) };
+    let report = Report { shard: args.runs.shard, ..Report::new(meta, runs) };
     write_reports(&args.out, &report)?;
     match args.report {
         EvalReport::Console => {
@@ -144,6 +117,45 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
 }
 
 /// The agent of `--agent` (and `--agent-name`): its words split like a shell would, files made absolute.
+impl RunSettingsArgs {
+    /// Refuses what cannot run: no repeat, no job.
+    pub fn check(&self) -> Result<(), Failure> {
+        match self.repeat == 0 || self.jobs == 0 {
+            true => Err(Failure::usage(anyhow!("--repeat and --jobs must be at least 1"))),
+            false => Ok(()),
+        }
+    }
+
+    /// The settings of every run: `out` made and absolute (the agents run in their own scratch folders and find
+    /// their files by it); the task files (with their plans) and the `reports` of an earlier batch in `out` hidden
+    /// from the agents.
+    pub fn settings(&self, out: &Path, tasks: &[std::path::PathBuf], reports: &[&str]) -> Result<RunSettings, Failure> {
+        std::fs::create_dir_all(out)
+            .with_context(|| format!("cannot create the output folder {}", out.display()))
+            .map_err(Failure::runtime)?;
+        let faultlab =
+            std::env::current_exe().context("cannot find the faultlab executable").map_err(Failure::runtime)?;
+        let absolute = std::path::absolute(out)
+            .with_context(|| format!("cannot resolve the output folder {}", out.display()))
+            .map_err(Failure::runtime)?;
+        Ok(RunSettings {
+            repeat: self.repeat,
+            seed: self.seed,
+            jobs: self.jobs,
+            keep_workspaces: self.keep,
+            shard: self.shard.map(Shard::zero_based),
+            deadline_ms: self.deadline_ms,
+            hide: tasks
+                .iter()
+                .cloned()
+                .chain(reports.iter().map(|f| out.join(f)))
+                .filter_map(|p| std::path::absolute(p).ok())
+                .collect(),
+            ..RunSettings::new(absolute, faultlab)
+        })
+    }
+}
+
 pub fn agent_spec(line: &str, name: Option<&str>) -> Result<AgentSpec, Failure> {
     let words = shlex::split(line)
         .filter(|w| !w.is_empty())

@@ -20,13 +20,11 @@ const CONTROLS_TASK: &str = "transport-timeout-after-write";
 
 pub fn run(args: ExploreArgs) -> Result<(), Failure> {
     let classes = classes(&args.classes)?;
-    if args.repeat == 0 || args.jobs == 0 {
-        return Err(Failure::usage(anyhow!("--repeat and --jobs must be at least 1")));
-    }
+    args.runs.check()?;
     if args.budget == Some(0) {
         return Err(Failure::usage(anyhow!("--budget must be at least 1 run")));
     }
-    if args.shard.is_some() && args.max_faults > 1 {
+    if args.runs.shard.is_some() && args.max_faults > 1 {
         return Err(Failure::usage(anyhow!(
             "--shard with --max-faults 2: pairs are chosen from every single's verdict, which one shard does not \
              have; shard the singles (--max-faults 1), or explore pairs on one machine"
@@ -49,28 +47,16 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
         (None, Some(oracle)) => oracle.agents().into_iter().map(AgentSpec::Control).collect(),
         _ => return Err(Failure::usage(anyhow!("name the agent under test: --agent 'CMD ARGS' or --controls"))),
     };
-    std::fs::create_dir_all(&args.out)
-        .with_context(|| format!("cannot create the output folder {}", args.out.display()))
-        .map_err(Failure::runtime)?;
-    let out = std::path::absolute(&args.out)
-        .with_context(|| format!("cannot resolve the output folder {}", args.out.display()))
-        .map_err(Failure::runtime)?;
-    let faultlab = std::env::current_exe().context("cannot find the faultlab executable").map_err(Failure::runtime)?;
-    let hide = args
-        .tasks
-        .iter()
-        .chain(&["report.json", "report.md", "report.html", "repro"].map(|f| args.out.join(f)))
-        .filter_map(|p| std::path::absolute(p).ok())
-        .collect::<Vec<_>>();
+    let settings = args.runs.settings(&args.out, &args.tasks, &["report.json", "report.md", "report.html", "repro"])?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)?;
     let started = Instant::now();
     let pairs: Vec<(Arc<Task>, AgentSpec)> =
         tasks.iter().flat_map(|t| agents.iter().map(move |a| (t.clone(), a.clone()))).collect();
     // Many explorations (the controls) run side by side, one run each at a time, rather than one after the other
     // with `jobs` runs each: an exploration's variants are few, and its slowest run would hold the others back.
-    let (side_by_side, jobs_each) = match pairs.len() >= args.jobs {
-        true => (args.jobs, 1),
-        false => (1, args.jobs),
+    let (side_by_side, jobs_each) = match pairs.len() >= settings.jobs {
+        true => (settings.jobs, 1),
+        false => (1, settings.jobs),
     };
     let explores: Vec<Explore> = pairs
         .into_iter()
@@ -80,17 +66,7 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
             classes: classes.clone(),
             max_faults: args.max_faults,
             budget: args.budget,
-            settings: RunSettings {
-                repeat: args.repeat,
-                seed: args.seed,
-                jobs: jobs_each,
-                out: out.clone(),
-                keep_workspaces: args.keep,
-                faultlab: faultlab.clone(),
-                shard: args.shard.map(faultlab_eval::merge::Shard::zero_based),
-                deadline_ms: args.deadline_ms,
-                hide: hide.clone(),
-            },
+            settings: RunSettings { jobs: jobs_each, ..settings.clone() },
         })
         .collect();
     let labels: Vec<String> = explores.iter().map(|e| format!("{} × {}", e.task.id, e.agent.label())).collect();
@@ -107,13 +83,13 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
         kind: KIND.into(),
         meta: Meta {
             faultlab: env!("CARGO_PKG_VERSION").into(),
-            repeat: args.repeat,
+            repeat: args.runs.repeat,
             max_faults: args.max_faults,
             budget: args.budget,
-            jobs: args.jobs,
+            jobs: args.runs.jobs,
             wall_ms: started.elapsed().as_millis() as u64,
         },
-        shard: args.shard,
+        shard: args.runs.shard,
         merged: Vec::new(),
         explorations,
     };
