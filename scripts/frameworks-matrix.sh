@@ -11,6 +11,7 @@
 # Environment: FAULTLAB_BIN (default ${CARGO_TARGET_DIR:-target}/debug/faultlab, built first), PYTHON (for the
 # venvs, scripts/lib/frameworks-venv.sh). Records and logs: .cache/frameworks-matrix/. The last line printed is
 # `frameworks: N passed, M failed` (cells as committed); the exit status is non-zero when any cell changed.
+# Not part of the test command: on the shared 2-core machine it takes 5 to 7 minutes (FRAMEWORKS_MATRIX_JOBS=2).
 set -euo pipefail
 
 CALLER_PWD="$PWD"

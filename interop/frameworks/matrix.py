@@ -3,14 +3,15 @@ that imports the framework once and runs the cells concurrently (each mostly wai
 scripts/frameworks-matrix.sh; interop/frameworks/report.py turns the records into docs/frameworks.{json,md}.
 
     python matrix.py --framework fw_pydantic_ai --bin FAULTLAB --cases interop/matrix-cases.json \
-        --work DIR [--bound 3] [--retry-bound 8] [--jobs 4] [--only TOOL]
+        --work DIR [--bound 3] [--retry-bound 12] [--jobs 4] [--only TOOL]
 
 A cell: a fresh `faultlab model` whose script asks for the fault's tool (on_error: continue), then `ping`, then
 answers; a fresh `faultlab serve` (stdio: the command the framework starts itself; http: a listener started
 here). The framework's own agent runs against both; a run with no new model request for --bound seconds counts
-as hung and is abandoned (see progressing); a hung cell is run once more with --retry-bound. Evidence, one JSON line per cell on stdout: how the run ended, what the model's recording
-shows the framework passed back (the fault's result, then ping's), and how many times the server armed the
-fault (a count above 1 is a retry by the framework).
+as hung and is abandoned (see progressing); a hung cell is run once more with --retry-bound. Evidence, one JSON
+line per cell on stdout: how the run ended, what the model's recording shows the framework passed back (the
+fault's result, then ping's), and how many times the server armed the fault (a count above 1 is a retry by the
+framework).
 """
 
 import argparse
@@ -29,6 +30,10 @@ ANSWER = "done"
 TRANSPORTS = ("stdio", "http")
 # What makes a tool result count as failed (case-insensitive). Not the model's default `error`: LlamaIndex passes
 # the result's repr, whose `isError=False` would count every success as a failure.
+# Arguments that differ from the SDK matrix's cases. The server waits livenessTimeoutMs for the client's answer
+# to its ping: the SDK matrix's 800 ms is sized for a bare client, and a framework's event loop busy with other
+# cells can take longer, which would make the cell depend on the machine's load.
+ARGUMENTS = {"protocol_ping_liveness": {"livenessTimeoutMs": 5000}}
 # A run gets this long to import, connect and send its first model request before it counts as hung (s).
 STARTUP_S = 30.0
 # How often a running cell's recording is looked at for progress (s).
@@ -262,6 +267,8 @@ async def main_async(args) -> None:
     fw = importlib.import_module(args.framework)
     with open(args.cases, encoding="utf-8") as f:
         cases = json.load(f)["cases"]
+    for case in cases:
+        case["args"] = {**case["args"], **ARGUMENTS.get(case["tool"], {})}
     cells = [(case, t) for case in cases for t in case_transports(case)
              if not args.only or case["tool"] == args.only]
     os.makedirs(args.work, exist_ok=True)
@@ -278,8 +285,8 @@ async def main_async(args) -> None:
 
     records = await asyncio.gather(*(one(i, c, t, args.bound) for i, (c, t) in enumerate(cells)))
     # A cell that hung while every other cell competed for the processor gets a second run with the machine
-    # quieter (only the hung ones) and a longer bound (--retry-bound, past the 5 s deadline of the framework
-    # with the shortest one, so that deadline shows as what it does): what hangs twice is taken as hung.
+    # quieter (only the hung ones) and a longer bound (--retry-bound, well past the 5 s deadline of the framework
+    # with the shortest one and the server's 5 s late response, so those show as what they lead to): what hangs twice is taken as hung.
     again = [i for i, r in enumerate(records) if r["end"] == "hung"]
     retried = await asyncio.gather(*(one(i, *cells[i], args.retry_bound) for i in again))
     for i, record in zip(again, retried):
@@ -300,7 +307,7 @@ def main() -> None:
     parser.add_argument("--cases", required=True)
     parser.add_argument("--work", required=True)
     parser.add_argument("--bound", type=float, default=3.0)
-    parser.add_argument("--retry-bound", type=float, default=8.0)
+    parser.add_argument("--retry-bound", type=float, default=12.0)
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--only")
     args = parser.parse_args()
