@@ -34,6 +34,9 @@ TRANSPORTS = ("stdio", "http")
 # to its ping: the SDK matrix's 800 ms is sized for a bare client, and a framework's event loop busy with other
 # cells can take longer, which would make the cell depend on the machine's load.
 ARGUMENTS = {"protocol_ping_liveness": {"livenessTimeoutMs": 5000}}
+# The process groups of the listeners started and not yet stopped: a matrix ended by a signal (the script's
+# timeout) ends them too, since each runs in a session of its own and would outlive it.
+LISTENERS: set[int] = set()
 # A run gets this long to import, connect and send its first model request before it counts as hung (s).
 STARTUP_S = 30.0
 # How often a running cell's recording is looked at for progress (s).
@@ -78,6 +81,7 @@ async def start(argv: list[str], pattern: str, log: str) -> tuple[asyncio.subpro
     proc = await asyncio.create_subprocess_exec(
         *argv, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE, start_new_session=True)
+    LISTENERS.add(proc.pid)
     lines: list[str] = []
     while True:
         raw = await proc.stderr.readline()
@@ -102,6 +106,7 @@ async def start(argv: list[str], pattern: str, log: str) -> tuple[asyncio.subpro
 async def stop(proc: asyncio.subprocess.Process | None) -> None:
     if proc is None:
         return
+    LISTENERS.discard(proc.pid)
     if proc.returncode is None:
         try:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -312,6 +317,16 @@ def main() -> None:
     parser.add_argument("--only")
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    def end_listeners(signum, _frame):
+        for pid in list(LISTENERS):
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, end_listeners)
+    signal.signal(signal.SIGINT, end_listeners)
     # Not asyncio.run: its shutdown would wait on the runs abandoned as hung, which may never end.
     loop = asyncio.new_event_loop()
     loop.run_until_complete(main_async(args))
