@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A real agent framework against `faultlab model`: the OpenAI Agents SDK (openai-agents, pinned in
-# interop/frameworks/requirements.txt + constraints.txt) runs interop/frameworks/openai_agents_agent.py with
+# interop/frameworks/requirements.txt + constraints.txt, installed by scripts/lib/frameworks-venv.sh) runs interop/frameworks/openai_agents_agent.py with
 # `faultlab model --script examples/model/script.yaml` as its model and `faultlab serve --transport http` as its
 # MCP server, over the Responses and the Chat Completions APIs, streaming and not. Each run must end with the
 # script's answer, and the model's recording must show the two MCP results the framework passed back. A last run
@@ -27,27 +27,19 @@ die() { log "error: $*"; exit 2; }
 
 # shellcheck source=scripts/lib/faultlab-bin.sh
 source "$ROOT/scripts/lib/faultlab-bin.sh"
+# shellcheck source=scripts/lib/frameworks-venv.sh
+source "$ROOT/scripts/lib/frameworks-venv.sh"
 # shellcheck source=scripts/lib/process-wait.sh
 source "$ROOT/scripts/lib/process-wait.sh"
 
 export PYTHONDONTWRITEBYTECODE=1
-PINS="$ROOT/interop/frameworks"
-CACHE="$ROOT/.cache/frameworks"
-VENV="$CACHE/venv"
-LOGS="$CACHE/logs"
+LOGS="$ROOT/.cache/frameworks/logs"
 rm -rf "$LOGS"
 mkdir -p "$LOGS"
 
-# --- the pinned framework, installed only when the pins or the Python changed -----------------------------
-want="$({ "${PYTHON:-python3}" -c 'import sys; print(sys.version)'; cat "$PINS/requirements.txt" "$PINS/constraints.txt"; } | sha256sum | cut -d' ' -f1)"
-if [[ ! -x "$VENV/bin/python" || "$(cat "$VENV/.stamp" 2>/dev/null)" != "$want" ]]; then
-    log "installing openai-agents into $VENV"
-    rm -rf "$VENV"
-    "${PYTHON:-python3}" -m venv "$VENV"
-    PIP_CACHE_DIR="$CACHE/pip-cache" PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_INPUT=1 \
-        "$VENV/bin/python" -m pip install --quiet -r "$PINS/requirements.txt" </dev/null || die "pip install failed"
-    printf '%s\n' "$want" >"$VENV/.stamp"
-fi
+# --- the pinned framework (scripts/lib/frameworks-venv.sh), installed only when the pins or the Python changed ---
+install_frameworks
+VENV="$FRAMEWORKS_CACHE/venv"
 log "openai-agents $("$VENV/bin/python" -c 'import importlib.metadata as m; print(m.version("openai-agents"))')"
 
 resolve_faultlab_bin
