@@ -18,6 +18,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 /// Runs the stdio front until the client leaves, the upstream ends, a fault disconnects the client, or `stop`
 /// fires (then the upstream gets its orderly end first: [`Upstream::stop`]). The upstream is started here, and
@@ -80,6 +81,8 @@ async fn relay_lines(
         trajectory.started(rules.seed(), rules.len());
     }
     let engine = relay.engine.clone();
+    // Unchanged frames' events are written in batches, at most `FLUSH_WITHIN` late; the rest when the run ends.
+    let flusher = AbortOnDropHandle::new(tokio::spawn(trajectory.flusher()));
     let client = tokio::spawn(pump_client(input, rules, relay, outlet, upstream.clone(), options.max_frame_bytes));
     // The writer runs until the upstream has ended the run (replies it writes meanwhile still reach the client).
     let writer = outlet::write_stream(output, queue, done_rx, trajectory.recorder(), |_| {});
@@ -95,6 +98,7 @@ async fn relay_lines(
     let died = upstream.finish().await;
     // A fault armed on a request that was never answered must not outlive the connection.
     engine.clear();
+    flusher.abort();
     trajectory.finish();
     Ok(match (end?, died) {
         (WriterEnd::Closed, _) => ProxyEnd::Disconnected,
