@@ -163,11 +163,60 @@ pub enum TransportEventKind {
 #[derive(Clone)]
 enum Sink {
     Stderr,
-    /// An append-only file, written line by line (each event reaches the file before the next is recorded, so a
-    /// killed process loses nothing it recorded).
-    File(Arc<Mutex<std::fs::File>>),
+    /// An append-only file: see [`FileSink`].
+    File(Arc<FileSink>),
     Memory(Arc<Mutex<Vec<Record>>>),
     Discard,
+}
+
+/// Most bytes of deferred lines held before they are written anyway (64 KiB).
+const MAX_DEFERRED_BYTES: usize = 64 * 1024;
+
+/// An append-only file written line by line. A recorded event reaches the file before the recorder returns;
+/// a deferred one ([`Recorder::defer_all`]: a frame relayed unchanged) waits in memory, at most
+/// [`MAX_DEFERRED_BYTES`], until the next recorded event, a [`Recorder::flush`], or the flusher
+/// ([`Recorder::flush_deferred`]) writes it, in the order they were recorded. So a relay pays one write for many
+/// frames instead of one per frame, while everything that says something happened is written at once.
+struct FileSink {
+    state: Mutex<FileState>,
+    /// Told when deferred lines wait and the buffer was empty: the flusher then writes them within its bound.
+    waiting: tokio::sync::Notify,
+}
+
+struct FileState {
+    file: std::fs::File,
+    /// Deferred lines not written yet.
+    pending: Vec<u8>,
+}
+
+impl FileState {
+    /// Writes what is pending, then `lines`, with one write.
+    fn write(&mut self, lines: &[u8]) {
+        if self.pending.is_empty() {
+            let _ = self.file.write_all(lines);
+            return;
+        }
+        self.pending.extend_from_slice(lines);
+        let _ = self.file.write_all(&self.pending);
+        self.pending.clear();
+        // A burst must not keep its buffer for the rest of the run.
+        if self.pending.capacity() > 2 * MAX_DEFERRED_BYTES {
+            self.pending = Vec::new();
+        }
+    }
+}
+
+/// The last recorder of a file dropped: what is still deferred is written.
+impl Drop for FileState {
+    fn drop(&mut self) {
+        self.write(&[]);
+    }
+}
+
+impl FileSink {
+    fn lock(&self) -> std::sync::MutexGuard<'_, FileState> {
+        faultlab_wire::sync::lock(&self.state)
+    }
 }
 
 /// Where diagnostics go. Cheap to clone; every clone shares the start time and sink.
@@ -192,7 +241,8 @@ impl Recorder {
     /// Appends JSON lines to `path` (created if missing).
     pub fn file(path: &std::path::Path) -> std::io::Result<Self> {
         let file = std::fs::OpenOptions::new().create(true).append(true).open(path)?;
-        Ok(Self::with_sink(Sink::File(Arc::new(Mutex::new(file)))))
+        let state = Mutex::new(FileState { file, pending: Vec::new() });
+        Ok(Self::with_sink(Sink::File(Arc::new(FileSink { state, waiting: tokio::sync::Notify::new() }))))
     }
 
     pub fn discard() -> Self {
@@ -213,24 +263,66 @@ impl Recorder {
     }
 
     /// Records `events` with one write (they share a timestamp): a relay that read several frames at once
-    /// records them together, instead of paying a system call per frame. Each is still written before the
-    /// caller goes on.
+    /// records them together, instead of paying a system call per frame. Each is written (after anything deferred
+    /// before it) before the caller goes on.
     pub fn record_all(&self, events: impl IntoIterator<Item = Event>) {
-        let ts_ms = self.start.elapsed().as_secs_f64() * 1000.0;
-        let records = events.into_iter().map(|event| Record { ts_ms, scope: self.scope.to_string(), event });
+        let records = self.records_now(events);
         match &self.sink {
             // One write for all the lines keeps them whole when several tasks record at once.
             Sink::Stderr => {
                 let _ = std::io::stderr().lock().write_all(&json_lines(records));
             }
-            Sink::File(file) => {
+            Sink::File(sink) => {
                 // Serialised before the lock is taken: other tasks wait only for the write.
                 let lines = json_lines(records);
-                let _ = faultlab_wire::sync::lock(file).write_all(&lines);
+                sink.lock().write(&lines);
             }
             Sink::Memory(kept) => faultlab_wire::sync::lock(kept).extend(records),
             Sink::Discard => {}
         }
+    }
+
+    /// Records `events` that may wait to be written (frames relayed unchanged): to a file they go with the next
+    /// recorded event, the next [`Recorder::flush`], or when the flusher's bound passes; they keep their place
+    /// and timestamp. Other sinks take them at once.
+    pub fn defer_all(&self, events: impl IntoIterator<Item = Event>) {
+        let Sink::File(sink) = &self.sink else {
+            return self.record_all(events);
+        };
+        let lines = json_lines(self.records_now(events));
+        let mut state = sink.lock();
+        let was_empty = state.pending.is_empty();
+        state.pending.extend_from_slice(&lines);
+        if state.pending.len() >= MAX_DEFERRED_BYTES {
+            state.write(&[]);
+        } else if was_empty {
+            drop(state);
+            sink.waiting.notify_one();
+        }
+    }
+
+    /// Writes what is deferred.
+    pub fn flush(&self) {
+        if let Sink::File(sink) = &self.sink {
+            sink.lock().write(&[]);
+        }
+    }
+
+    /// The flusher: writes deferred events at most `within` after they were deferred. Runs until dropped; a
+    /// relay runs it beside itself and [`Recorder::flush`]es when it ends. Returns at once for sinks that defer
+    /// nothing.
+    pub async fn flush_deferred(self, within: std::time::Duration) {
+        let Sink::File(sink) = &self.sink else { return };
+        loop {
+            sink.waiting.notified().await;
+            tokio::time::sleep(within).await;
+            self.flush();
+        }
+    }
+
+    fn records_now(&self, events: impl IntoIterator<Item = Event>) -> impl Iterator<Item = Record> {
+        let ts_ms = self.start.elapsed().as_secs_f64() * 1000.0;
+        events.into_iter().map(move |event| Record { ts_ms, scope: self.scope.to_string(), event })
     }
 
     /// The records kept by a [`Recorder::memory`] recorder (empty for other sinks).
@@ -273,5 +365,46 @@ mod tests {
         assert_eq!(json["requestId"], 3);
         assert_eq!(json["protocolPing"]["outcome"], "timeout");
         assert_eq!(json["transport"]["outcome"], "closure_unavailable");
+    }
+
+    fn lines(path: &std::path::Path) -> Vec<String> {
+        let text = std::fs::read_to_string(path).unwrap();
+        text.lines().map(|line| serde_json::from_str::<Value>(line).unwrap()["event"].to_string()).collect()
+    }
+
+    fn started(seed: u64) -> Event {
+        Event::RunStarted { seed, rules: 0 }
+    }
+
+    #[test]
+    fn deferred_events_keep_their_place_and_reach_the_file_with_the_next_recorded_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trajectory.jsonl");
+        let rec = Recorder::file(&path).unwrap();
+        rec.defer_all([started(1), started(2)]);
+        assert!(lines(&path).is_empty(), "deferred, not written yet");
+        rec.record(Event::Ledger { frames_in: 0, frames_out: 0, consumed: 0, injected: 0 });
+        assert_eq!(lines(&path), ["\"run_started\"", "\"run_started\"", "\"ledger\""]);
+        rec.defer_all([started(3)]);
+        drop(rec);
+        assert_eq!(lines(&path).len(), 4, "the last recorder dropped writes what waits");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_flusher_writes_deferred_events_within_its_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("trajectory.jsonl");
+        let rec = Recorder::file(&path).unwrap();
+        let flusher = tokio::spawn(rec.clone().flush_deferred(std::time::Duration::from_millis(5)));
+        tokio::task::yield_now().await;
+        rec.defer_all([started(1)]);
+        tokio::time::sleep(std::time::Duration::from_millis(4)).await;
+        assert!(lines(&path).is_empty());
+        tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        assert_eq!(lines(&path).len(), 1, "written within 5 ms");
+        rec.defer_all([started(2)]);
+        tokio::time::sleep(std::time::Duration::from_millis(6)).await;
+        assert_eq!(lines(&path).len(), 2, "and again for the next ones");
+        flusher.abort();
     }
 }

@@ -14,6 +14,7 @@ use crate::stdio::{Peer, Tool};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// One rule's figures, per round.
 #[derive(Default)]
@@ -40,9 +41,24 @@ pub(super) struct Precision {
     before: Mode,
 }
 
+/// How long the proxy may take to write the events of frames it relayed unchanged: it writes them in batches, at
+/// most 5 ms late (`faultlab_engine::trajectory::FLUSH_WITHIN`); 1 s leaves room for a loaded machine.
+const RECORDED_WITHIN: Duration = Duration::from_secs(1);
+
 /// From a proxy's trajectory: per request id in `ids`, the time (µs) between the request going to the upstream
-/// and the upstream's reply arriving.
+/// and the upstream's reply arriving. The proxy is still running, so the last calls' events may not be written
+/// yet: the file is read again until they are, for at most [`RECORDED_WITHIN`].
 fn upstream_us(record: &Path, ids: std::ops::Range<u64>) -> Result<Vec<f64>, String> {
+    let deadline = Instant::now() + RECORDED_WITHIN;
+    loop {
+        match upstream_us_now(record, ids.clone()) {
+            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+            done => return done,
+        }
+    }
+}
+
+fn upstream_us_now(record: &Path, ids: std::ops::Range<u64>) -> Result<Vec<f64>, String> {
     let text = std::fs::read_to_string(record).map_err(|e| format!("reading {}: {e}", record.display()))?;
     let mut sent = BTreeMap::new();
     let mut answered = BTreeMap::new();

@@ -9,6 +9,17 @@ use faultlab_wire::frame::at;
 use faultlab_wire::{Frame, MessageId};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+/// The longest a frame relayed unchanged waits in memory before its event reaches the trajectory file (5 ms):
+/// the relays write such events in batches (see [`crate::Recorder::defer_all`]); everything else is written at
+/// once, and all of it when the run ends.
+pub const FLUSH_WITHIN: Duration = Duration::from_millis(5);
+
+/// A frame relayed unchanged, which no rule or fault touched: its event may wait (see [`FLUSH_WITHIN`]).
+fn plain(event: &Event) -> bool {
+    matches!(event, Event::Frame(f) if f.action == FrameAction::Forwarded && f.rule.is_none() && f.fault.is_none())
+}
 
 /// Rewrites a recorded `arguments` or `body` in place before it is written: the proxy scrubs the credentials it
 /// sends upstream (an upstream may echo one back).
@@ -64,6 +75,12 @@ impl Writer {
 
     pub fn recorder(&self) -> &Recorder {
         &self.recorder
+    }
+
+    /// Writes the events of unchanged frames within [`FLUSH_WITHIN`]; a relay runs it beside itself until it ends
+    /// (then [`Writer::finish`] writes the rest).
+    pub fn flusher(&self) -> impl Future<Output = ()> + Send + 'static {
+        self.recorder.clone().flush_deferred(FLUSH_WITHIN)
     }
 
     pub fn started(&self, seed: u64, rules: usize) {
@@ -132,7 +149,7 @@ impl Writer {
             let events = frames.iter().map(|frame| {
                 self.frame_event(Direction::ClientToServer, FrameAction::Forwarded, frame, None, None, None)
             });
-            self.recorder.record_all(events);
+            self.recorder.defer_all(events);
         }
     }
 
@@ -156,19 +173,25 @@ impl Writer {
         self.frame_event(Direction::ServerToClient, action, frame, rule, fault, fault.map(|_| executed))
     }
 
-    /// Events built elsewhere (see [`Writer::server_frame_event`]), with one write.
+    /// Events built elsewhere (see [`Writer::server_frame_event`]), with one write; deferred when all are frames
+    /// relayed unchanged.
     pub fn record_events(&self, events: Vec<Event>) {
         if events.is_empty() {
-        } else if self.frames {
-            self.recorder.record_all(events);
-        } else {
+        } else if !self.frames {
             self.recorder.record_all(events.into_iter().filter(|e| !matches!(e, Event::Frame(_))));
+        } else if events.iter().all(plain) {
+            self.recorder.defer_all(events);
+        } else {
+            self.recorder.record_all(events);
         }
     }
 
-    /// Records one event (see [`Writer::frame_event`]).
+    /// Records one event (see [`Writer::frame_event`]); deferred when it is a frame relayed unchanged.
     pub fn record(&self, event: Event) {
-        if self.frames || !matches!(event, Event::Frame(_)) {
+        if !self.frames && matches!(event, Event::Frame(_)) {
+        } else if plain(&event) {
+            self.recorder.defer_all(std::iter::once(event));
+        } else {
             self.recorder.record(event);
         }
     }
@@ -211,9 +234,10 @@ impl Writer {
         })
     }
 
-    /// Writes the ledger.
+    /// Writes the ledger, and everything still deferred before it.
     pub fn finish(&self) {
         if !self.frames {
+            self.recorder.flush();
             return;
         }
         self.recorder.record(Event::Ledger {

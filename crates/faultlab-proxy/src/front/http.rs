@@ -144,7 +144,10 @@ pub async fn serve(
     });
     let limits = proxy.options.limits;
     let app = axum::Router::new().fallback(handle).with_state(proxy);
+    // Unchanged frames' events are written in batches, at most `FLUSH_WITHIN` late; the rest when the front ends.
+    let flusher = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(trajectory.flusher()));
     let served = faultlab_http::server::serve(listener, app, limits, shutdown).await;
+    flusher.abort();
     trajectory.finish();
     served
 }

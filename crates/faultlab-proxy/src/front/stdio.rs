@@ -19,6 +19,7 @@ use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 /// Runs the stdio front until the client leaves, the upstream ends, a fault disconnects the client, or `stop`
 /// fires (then the upstream gets its orderly end first: [`Upstream::stop`]). The upstream is started here, and
@@ -81,21 +82,29 @@ async fn relay_lines(
         trajectory.started(rules.seed(), rules.len());
     }
     let engine = relay.engine.clone();
+    // Unchanged frames' events are written in batches, at most `FLUSH_WITHIN` late; the rest when the run ends.
+    let flusher = AbortOnDropHandle::new(tokio::spawn(trajectory.flusher()));
     let client = tokio::spawn(pump_client(input, rules, relay, outlet, upstream.clone(), options.max_frame_bytes));
     // The writer runs until the upstream has ended the run (replies it writes meanwhile still reach the client).
-    let writer = outlet::write_stream(output, queue, done_rx, trajectory.recorder(), |_| {});
-    tokio::pin!(writer);
+    // A task of its own, like the reader that hands it replies: on a one-thread runtime a task woken by another
+    // runs in the same turn, where this future, woken, would wait for the runtime to look at its I/O again first.
+    let recorder = trajectory.recorder().clone();
+    let mut writer = AbortOnDropHandle::new(tokio::spawn(async move {
+        outlet::write_stream(output, queue, done_rx, &recorder, |_| {}).await
+    }));
     let end = tokio::select! {
         end = &mut writer => end,
         () = stop.cancelled() => {
             upstream.stop();
-            writer.await
+            (&mut writer).await
         }
     };
+    let end = end.unwrap_or_else(|e| Err(std::io::Error::other(format!("the writer to the client failed: {e}"))));
     client.abort();
     let died = upstream.finish().await;
     // A fault armed on a request that was never answered must not outlive the connection.
     engine.clear();
+    flusher.abort();
     trajectory.finish();
     Ok(match (end?, died) {
         (WriterEnd::Closed, _) => ProxyEnd::Disconnected,
