@@ -118,7 +118,7 @@ pub fn run(spec: &Spec) -> i32 {
     // The descriptor must be open and must not reach the agent: close-on-exec.
     // SAFETY: F_SETFD on a descriptor number: harmless whether or not it is open.
     if unsafe { libc::fcntl(spec.status, libc::F_SETFD, libc::FD_CLOEXEC) } == -1 {
-        eprintln!("faultlab sandbox: the status descriptor {} is not open", spec.status);
+        let _ = writeln!(std::io::stderr(), "faultlab sandbox: the status descriptor {} is not open", spec.status);
         return 125;
     }
     // SAFETY: the descriptor is open (checked above) and owned by this process from here on.
@@ -176,14 +176,14 @@ fn namespaced(spec: &Spec, status: std::fs::File) -> i32 {
     let alive = match nix::unistd::pipe() {
         Ok(pipe) => pipe,
         Err(e) => {
-            eprintln!("faultlab sandbox: pipe: {e}");
+            let _ = writeln!(std::io::stderr(), "faultlab sandbox: pipe: {e}");
             return 125;
         }
     };
     // SAFETY: single-threaded here (the caller's contract); the child only sets up mounts and forks again.
     match unsafe { fork() } {
         Err(e) => {
-            eprintln!("faultlab sandbox: fork: {e}");
+            let _ = writeln!(std::io::stderr(), "faultlab sandbox: fork: {e}");
             125
         }
         Ok(ForkResult::Child) => {
@@ -224,7 +224,7 @@ fn init(spec: &Spec, alive: (OwnedFd, OwnedFd), status: std::fs::File) -> i32 {
         return 125;
     }
     if let Err(e) = seal_mounts(spec) {
-        eprintln!("faultlab sandbox: {e}");
+        let _ = writeln!(std::io::stderr(), "faultlab sandbox: {e}");
         return 125;
     }
     // PID 1 reaps every orphan until the agent ends; SIGTERM comes only from outside, as SIGKILL to this process.
@@ -237,7 +237,7 @@ fn reap_until_agent_ends(spec: &Spec, mut status: std::fs::File, stoppable: bool
     // SAFETY: single-threaded.
     let agent = match unsafe { fork() } {
         Err(e) => {
-            eprintln!("faultlab sandbox: fork: {e}");
+            let _ = writeln!(std::io::stderr(), "faultlab sandbox: fork: {e}");
             return 125;
         }
         Ok(ForkResult::Child) => exec_agent(spec, &mut status),

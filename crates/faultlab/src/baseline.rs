@@ -27,17 +27,17 @@ pub fn finish<'a>(
         let result = std::fs::write(path, written.to_yaml())
             .with_context(|| format!("cannot write the baseline {}", path.display()))
             .map_err(Failure::runtime)
-            .map(|()| eprintln!("baseline: {} known failure(s) written to {}", written.failures.len(), path.display()));
+            .map(|()| errln!("baseline: {} known failure(s) written to {}", written.failures.len(), path.display()));
         return Some(result);
     }
     let check = baseline?.check(checks);
     let shown = path.display();
-    eprintln!("baseline: {} known failure(s) failed as expected ({shown})", check.expected.len());
+    errln!("baseline: {} known failure(s) failed as expected ({shown})", check.expected.len());
     for id in &check.new {
-        eprintln!("baseline: new failure: {id}");
+        errln!("baseline: new failure: {id}");
     }
     for id in &check.stale {
-        eprintln!("baseline: stale: {id} passes now; remove it from {shown}");
+        errln!("baseline: stale: {id} passes now; remove it from {shown}");
     }
     Some(if check.passed() {
         Ok(())

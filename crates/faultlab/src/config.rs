@@ -65,7 +65,7 @@ pub fn run(args: ConfigArgs) -> Result<(), Failure> {
     let arguments = if proxied { proxy_arguments(&args, &program)? } else { vec!["serve".to_owned()] };
     let (snippet, hint) = snippet(args.client, &args.name, &program, &arguments);
     outln!("{}", serde_json::to_string_pretty(&snippet).expect("plain data serialises"));
-    eprintln!("faultlab: {hint}");
+    errln!("faultlab: {hint}");
     Ok(())
 }
 

@@ -79,12 +79,12 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         }
         EvalReport::Junit => {
             out!("{}", junit(&report));
-            eprintln!("faultlab eval: reports in {}", args.out.display());
+            errln!("faultlab eval: reports in {}", args.out.display());
         }
     }
     if let Some(first) = errors.first() {
         for error in &errors {
-            eprintln!("faultlab: a run could not happen: {error}");
+            errln!("faultlab: a run could not happen: {error}");
         }
         return Err(Failure::runtime(anyhow!("{} run(s) could not happen; first: {first}", errors.len())));
     }
@@ -346,8 +346,8 @@ struct Progress {
 impl Progress {
     fn new(total: usize, shard: Option<Shard>) -> Self {
         match shard {
-            Some(shard) => eprintln!("faultlab eval: shard {shard}: {total} runs"),
-            None => eprintln!("faultlab eval: {total} runs"),
+            Some(shard) => errln!("faultlab eval: shard {shard}: {total} runs"),
+            None => errln!("faultlab eval: {total} runs"),
         }
         let bar = std::io::stderr().is_terminal().then(|| {
             let style = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} ({eta} left)")
@@ -364,8 +364,8 @@ impl Progress {
                 bar.set_position(done as u64);
             }
             (Some(bar), Ok(_)) => bar.set_position(done as u64),
-            (None, Err(e)) => eprintln!("[{done}/{total}] could not run: {e}"),
-            (None, Ok(_)) if done.is_multiple_of(10) || done == total => eprintln!("[{done}/{total}]"),
+            (None, Err(e)) => errln!("[{done}/{total}] could not run: {e}"),
+            (None, Ok(_)) if done.is_multiple_of(10) || done == total => errln!("[{done}/{total}]"),
             (None, Ok(_)) => {}
         }
     }

@@ -70,9 +70,8 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
         })
         .collect();
     let labels: Vec<String> = explores.iter().map(|e| format!("{} × {}", e.task.id, e.agent.label())).collect();
-    let results = runtime.block_on(faultlab_eval::explore::run_all(explores, side_by_side, |line| {
-        eprintln!("faultlab explore: {line}")
-    }));
+    let results = runtime
+        .block_on(faultlab_eval::explore::run_all(explores, side_by_side, |line| errln!("faultlab explore: {line}")));
     let results: Vec<Result<_, Failure>> = results
         .into_iter()
         .zip(labels)

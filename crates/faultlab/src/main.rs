@@ -2,10 +2,23 @@
 //!
 //! Exit codes: one table for every subcommand, in `exit`; every error names what to fix.
 
+// `eprintln!` panics when stderr's reader is gone: errln! instead (below).
+#![deny(clippy::print_stderr)]
+
 /// `print!` for command output: never panics, even when stdout is a pipe whose reader is gone (`faultlab run … |
 /// head -1`). From then on output is dropped and the command finishes its work and its exit code as usual.
 macro_rules! out {
     ($($arg:tt)*) => { $crate::write_stdout(format_args!($($arg)*)) };
+}
+
+/// `errln!` that never panics: when stderr is a pipe whose reader is gone (the program that started faultlab
+/// has ended), the line is dropped and the command goes on; `errln!` would panic, and in a task that panic
+/// would end, say, the task that stops a server on SIGTERM, leaving the server running.
+macro_rules! errln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
 }
 
 /// `println!` as [`out!`] is `print!`.
@@ -104,7 +117,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(failure) => {
             if !failure.silent {
-                // Not eprintln!: a closed stderr must not turn an error exit into a panic.
+                // Through anstream (colour on a terminal) and, like errln!, never a panic on a closed stderr.
                 let line = console::error_line(&failure.error);
                 let _ = writeln!(anstream::stderr(), "{} {line}", console::error_prefix());
             }

@@ -34,7 +34,7 @@ pub fn run(args: ModelArgs) -> Result<(), Failure> {
     runtime.block_on(async {
         let (listener, bound) = listen(SocketAddr::new(ip, args.port)).await?;
         let signals = crate::signals::Signals::install();
-        eprintln!("faultlab: model listening at {}/v1", origin(bound));
+        errln!("faultlab: model listening at {}/v1", origin(bound));
         let options = faultlab_model::Options {
             script,
             rules,

@@ -71,7 +71,7 @@ pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
         Some("auto") => {
             let token = uuid::Uuid::new_v4().simple().to_string();
             // Printed once, here only: the token is what lets a local program drive the API.
-            eprintln!("faultlab: control token {token}");
+            errln!("faultlab: control token {token}");
             Some(token)
         }
         Some(token) if token.len() < 16 || !token.bytes().all(|b| b.is_ascii_graphic()) => {
@@ -96,7 +96,7 @@ pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
                 .with_context(|| format!("cannot listen on {addr} for the control API; choose another --control"))
                 .map_err(Failure::runtime)?;
             let bound = listener.local_addr().map_err(|e| Failure::runtime(anyhow::Error::from(e)))?;
-            eprintln!("faultlab: control API at http://{bound}/rules");
+            errln!("faultlab: control API at http://{bound}/rules");
             let allowed = AllowedHosts::for_bind(bound.ip());
             let options = ControlOptions { token: token.clone(), limits: args.http_limits.limits(args.shutdown_grace) };
             tokio::spawn(faultlab_proxy::control::serve(listener, rules, allowed, options, CancellationToken::new()));
@@ -214,7 +214,7 @@ where
         let signals = Signals::install();
         tokio::spawn(async move {
             let signal = signals.recv().await;
-            eprintln!("faultlab: received {signal}; shutting down");
+            errln!("faultlab: received {signal}; shutting down");
             signalled.cancel();
         });
         let ended = run(stop).await.map_err(|e| match e {
@@ -272,7 +272,7 @@ async fn serve_http(
         Backend::Recording(_) => "the recording".into(),
     };
     let signals = Signals::install();
-    eprintln!("faultlab: proxy listening at http://{bound}{path} for {target}");
+    errln!("faultlab: proxy listening at http://{bound}{path} for {target}");
     let options = HttpProxyOptions {
         allowed_hosts: AllowedHosts::for_bind(bound.ip()),
         path,
@@ -295,7 +295,7 @@ async fn serve_http(
     let died = tokio::spawn(async move {
         tokio::select! {
             signal = signals.recv() => {
-                eprintln!("faultlab: received {signal}; shutting down");
+                errln!("faultlab: received {signal}; shutting down");
                 stop.cancel();
                 false
             }

@@ -68,7 +68,7 @@ fn run_merge(args: MergeArgs) -> Result<(), Failure> {
     let merged = merge::merge(inputs, args.force).map_err(Failure::runtime)?;
     let info = merged.merged.as_ref().expect("a merged report says what it merged");
     for note in &info.forced {
-        eprintln!("faultlab: warning: merged with --force despite: {note}");
+        errln!("faultlab: warning: merged with --force despite: {note}");
     }
     let write = |path: &Path, text: String| {
         std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display())).map_err(Failure::runtime)

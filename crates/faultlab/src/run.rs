@@ -21,7 +21,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let fail = |code: &str, message: String| {
         let text = report::error(format, code, &message);
         if format == "console" {
-            eprint!("{text}")
+            let _ = std::io::Write::write_all(&mut std::io::stderr(), text.as_bytes());
         } else {
             out!("{text}")
         }

@@ -95,7 +95,7 @@ async fn serve_http(
 ) -> Result<(), Failure> {
     let (listener, bound) = listen(addr).await?;
     let signals = Signals::install();
-    eprintln!("faultlab: listening at {}{path}", origin(bound));
+    errln!("faultlab: listening at {}{path}", origin(bound));
     let mut options = HttpOptions::new(path, AllowedHosts::for_bind(bound.ip()));
     options.limits = args.http_limits.limits(args.shutdown_grace);
     if let Some(idle) = args.session_idle_timeout {
@@ -136,9 +136,9 @@ pub(crate) fn origin(bound: SocketAddr) -> String {
 /// the process if it has still not stopped after `backstop`.
 pub(crate) async fn stop_on_signal(signals: Signals, shutdown: CancellationToken, backstop: Duration) {
     let signal = signals.recv().await;
-    eprintln!("faultlab: received {signal}; shutting down");
+    errln!("faultlab: received {signal}; shutting down");
     shutdown.cancel();
     tokio::time::sleep(backstop).await;
-    eprintln!("faultlab: still closing after {:.1} s; exiting", backstop.as_secs_f64());
+    errln!("faultlab: still closing after {:.1} s; exiting", backstop.as_secs_f64());
     std::process::exit(0);
 }

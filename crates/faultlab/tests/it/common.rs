@@ -155,6 +155,18 @@ pub struct Lab {
 impl Lab {
     /// Starts `faultlab args` and reads stderr until a line starting with `ready` (other lines are kept).
     pub async fn start(args: &[&str], ready: &str) -> Self {
+        let (lab, mut stderr) = Self::start_reading(args, ready).await;
+        tokio::spawn(async move { while stderr.read_line(&mut String::new()).await.is_ok_and(|n| n > 0) {} });
+        lab
+    }
+
+    /// As [`Lab::start`], then closes the only reader of its stderr: what it writes there from then on fails
+    /// (EPIPE), as when the program that started it has gone.
+    pub async fn start_deaf(args: &[&str], ready: &str) -> Self {
+        Self::start_reading(args, ready).await.0
+    }
+
+    async fn start_reading(args: &[&str], ready: &str) -> (Self, BufReader<tokio::process::ChildStderr>) {
         let mut child = tokio::process::Command::new(BIN)
             .args(args)
             .stdin(Stdio::null())
@@ -175,8 +187,7 @@ impl Lab {
                 break;
             }
         }
-        tokio::spawn(async move { while stderr.read_line(&mut String::new()).await.is_ok_and(|n| n > 0) {} });
-        Self { child, banner }
+        (Self { child, banner }, stderr)
     }
 
     /// The first word after `marker` in the banner (a URL).

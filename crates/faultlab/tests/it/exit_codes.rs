@@ -247,5 +247,14 @@ async fn sigterm_at_the_listening_line_exits_0() {
         lab.terminate();
         let status = tokio::time::timeout(PATIENCE, lab.child.wait()).await.expect("exits in time").unwrap();
         assert_eq!(status.code(), Some(0), "faultlab {args:?}: {status}");
+        // The same with nobody left reading stderr (the program that started it has gone): the line it writes on
+        // the signal fails, and it must still stop, cleanly.
+        let mut lab = crate::common::Lab::start_deaf(args, ready).await;
+        lab.terminate();
+        let status = tokio::time::timeout(PATIENCE, lab.child.wait())
+            .await
+            .unwrap_or_else(|_| panic!("faultlab {args:?} with its stderr closed did not stop on SIGTERM"))
+            .unwrap();
+        assert_eq!(status.code(), Some(0), "faultlab {args:?} with its stderr closed: {status}");
     }
 }
