@@ -121,13 +121,18 @@ pub fn leftover_processes(limit: Duration) -> usize {
 
 /// Whether process `pid` is gone within `limit`, waited for on its pidfd (an event, not a sleep and a look).
 pub fn exits_within(pid: u32, limit: Duration) -> bool {
-    use rustix::event::{PollFd, PollFlags, Timespec, poll};
     use rustix::process::{Pid, PidfdFlags, pidfd_open};
     let Some(pid) = Pid::from_raw(pid as i32) else { return true };
     // ESRCH: already gone.
     let Ok(fd) = pidfd_open(pid, PidfdFlags::empty()) else { return true };
+    readable_within(&fd, limit)
+}
+
+/// Whether `fd` (a pidfd, an inotify descriptor) becomes readable within `limit`: one `poll`, no sleep.
+pub fn readable_within(fd: &impl rustix::fd::AsFd, limit: Duration) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
     let timeout = Timespec { tv_sec: limit.as_secs() as _, tv_nsec: limit.subsec_nanos() as _ };
-    poll(&mut [PollFd::new(&fd, PollFlags::IN)], Some(&timeout)).is_ok_and(|n| n > 0)
+    poll(&mut [PollFd::new(fd, PollFlags::IN)], Some(&timeout)).is_ok_and(|n| n > 0)
 }
 
 /// Kills a process group when one wait passes its deadline (ms since `epoch`; IDLE: not waiting). The watch thread

@@ -47,14 +47,23 @@ const RECORDED_WITHIN: Duration = Duration::from_secs(1);
 
 /// From a proxy's trajectory: per request id in `ids`, the time (µs) between the request going to the upstream
 /// and the upstream's reply arriving. The proxy is still running, so the last calls' events may not be written
-/// yet: the file is read again until they are, for at most [`RECORDED_WITHIN`].
+/// yet: the file is read again each time the proxy writes to it (inotify), for at most [`RECORDED_WITHIN`].
 fn upstream_us(record: &Path, ids: std::ops::Range<u64>) -> Result<Vec<f64>, String> {
+    use rustix::fs::inotify;
+    let watch_error = |e| format!("watching {}: {e}", record.display());
+    // Watched before the first read, so a write between that read and the wait still wakes the wait.
+    let writes = inotify::init(inotify::CreateFlags::CLOEXEC | inotify::CreateFlags::NONBLOCK).map_err(watch_error)?;
+    inotify::add_watch(&writes, record, inotify::WatchFlags::MODIFY).map_err(watch_error)?;
     let deadline = Instant::now() + RECORDED_WITHIN;
     loop {
-        match upstream_us_now(record, ids.clone()) {
-            Err(_) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
-            done => return done,
+        let found = upstream_us_now(record, ids.clone());
+        let left = deadline.saturating_duration_since(Instant::now());
+        if found.is_ok() || left.is_zero() || !crate::procs::readable_within(&writes, left) {
+            return found;
         }
+        // Drained, so the next wait is for a write after this read.
+        let mut events = [0u8; 4096];
+        while rustix::io::read(&writes, &mut events).is_ok_and(|n| n > 0) {}
     }
 }
 
