@@ -167,7 +167,8 @@ impl Model {
                 return error(api, StatusCode::BAD_REQUEST, &message);
             }
         };
-        let turn = self.script.turn(&read.results);
+        let walk = self.script.walk(&read.results);
+        let turn = walk.turn;
         let fired = self.decide(api, seq);
         let record = Record {
             seq,
@@ -177,7 +178,8 @@ impl Model {
             tool_results: read
                 .results
                 .iter()
-                .map(|result| Recorded { result, failed: self.script.failed(result) })
+                .zip(walk.failed)
+                .map(|(result, failed)| Recorded { result, failed })
                 .collect(),
             turn: Some(&turn),
             fault: fired.as_ref().map(|f| json!({"rule": f.rule, "mode": f.mode, "fault": f.fault})),

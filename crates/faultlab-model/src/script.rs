@@ -4,10 +4,13 @@
 //! conversations at once.
 
 use faultlab_wire::config;
+use regex::Regex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::LazyLock;
 
 /// A model script (YAML or JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -29,6 +32,9 @@ pub struct Script {
     /// when its text contains one of these (case-insensitive). Default: `error`, `failed`, `timed out`, `timeout`.
     #[serde(default = "default_markers")]
     pub failure_markers: Vec<String>,
+    /// Each step's `save` patterns, compiled when the script is read.
+    #[serde(skip)]
+    patterns: Patterns,
 }
 
 /// One tool call the model asks for.
@@ -47,7 +53,26 @@ pub struct Step {
     /// The text to answer with for `on_error: answer`.
     #[serde(default)]
     pub error_answer: Option<String>,
+    /// Values to keep from this call's result, by name: a regex over the result's text whose first capture group
+    /// is the value. Later steps' `arguments` strings and `error_answer`, and the `answer`, say `{{name}}` for it.
+    /// A result a pattern does not match counts as failed (the step's `on_error` applies).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub save: BTreeMap<String, String>,
 }
+
+/// The compiled `save` patterns, one list per step (compared by their text).
+#[derive(Debug, Clone, Default)]
+struct Patterns(Vec<Vec<(String, Regex)>>);
+
+impl PartialEq for Patterns {
+    fn eq(&self, other: &Self) -> bool {
+        let text = |p: &Self| p.0.iter().flatten().map(|(n, r)| (n.clone(), r.as_str().to_owned())).collect::<Vec<_>>();
+        text(self) == text(other)
+    }
+}
+
+/// `{{name}}` in a string the script fills in.
+static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\{\{([A-Za-z0-9_]+)\}\}").expect("a valid regex"));
 
 /// What the model does with a failed tool result.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -107,6 +132,15 @@ pub enum Because {
     Answered,
 }
 
+/// Where a conversation stands after the tool results a request carries back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Walk {
+    /// The model's next turn.
+    pub turn: Turn,
+    /// Whether each result counted as failed (a `save` pattern that did not match included).
+    pub failed: Vec<bool>,
+}
+
 /// A model script that cannot be read or is invalid.
 pub type ScriptError = config::FileError;
 
@@ -118,7 +152,10 @@ impl Script {
 
     /// Parses a script's text (`json`: JSON, else YAML).
     pub fn parse(text: &str, json: bool) -> Result<Self, String> {
-        let script: Self = config::parse(text, json)?;
+        let mut script: Self = config::parse(text, json)?;
+        // The names saved so far: a step's strings may use those of the steps before it, the answer all of them.
+        let mut saved = BTreeSet::new();
+        let mut patterns = Vec::with_capacity(script.steps.len());
         for (i, step) in script.steps.iter().enumerate() {
             if step.call.trim().is_empty() {
                 return Err(format!("steps[{i}].call: a tool name is required"));
@@ -130,7 +167,21 @@ impl Script {
                 }
                 _ => {}
             }
+            let mut strings = Vec::new();
+            strings_of(&Value::Object(step.arguments.clone()), &format!("steps[{i}].arguments"), &mut strings);
+            strings.extend(step.error_answer.iter().map(|t| (format!("steps[{i}].error_answer"), t.clone())));
+            for (at, text) in strings {
+                unsaved(&at, &text, &saved)?;
+            }
+            patterns.push(compile(i, &step.save)?);
+            saved.extend(step.save.keys().cloned());
         }
+        unsaved("answer", &script.answer, &saved)?;
+        if let Some(text) = &script.give_up {
+            // The step that gives up may come before any save: nothing is filled in here.
+            unsaved("give_up", text, &BTreeSet::new())?;
+        }
+        script.patterns = Patterns(patterns);
         Ok(script)
     }
 
@@ -145,32 +196,121 @@ impl Script {
     /// The turn after these tool results (every result the conversation carries, oldest first). Each result
     /// answers the call the script asked for at that point, so walking them replays the conversation.
     pub fn turn(&self, results: &[ToolResult]) -> Turn {
+        self.walk(results).turn
+    }
+
+    /// The turn after these tool results, and which of them counted as failed. The values the steps `save` are
+    /// taken again from the results on every walk: the endpoint keeps nothing between requests.
+    pub fn walk(&self, results: &[ToolResult]) -> Walk {
         let (mut step, mut attempt) = (0, 0);
+        let mut saved = BTreeMap::new();
+        let mut ended = None;
+        let mut failed = Vec::with_capacity(results.len());
         for result in results {
-            let Some(current) = self.steps.get(step) else { break };
-            if !self.failed(result) {
+            let current = self.steps.get(step).filter(|_| ended.is_none());
+            let Some(current) = current else {
+                failed.push(self.failed(result));
+                continue;
+            };
+            if let Some(values) = self.captures(step, result) {
+                saved.extend(values);
                 (step, attempt) = (step + 1, 0);
+                failed.push(false);
                 continue;
             }
+            failed.push(true);
             match &current.on_error {
                 OnError::Continue => (step, attempt) = (step + 1, 0),
                 OnError::RetryOnce if attempt == 0 => attempt = 1,
-                OnError::RetryOnce | OnError::GiveUp => return self.give_up(&current.call),
+                OnError::RetryOnce | OnError::GiveUp => ended = Some(self.give_up(&current.call)),
                 OnError::Answer => {
-                    let text = current.error_answer.clone().unwrap_or_default();
-                    return Turn::Answer { text, because: Because::Answered };
+                    let text = fill(current.error_answer.as_deref().unwrap_or_default(), &saved);
+                    ended = Some(Turn::Answer { text, because: Because::Answered });
                 }
             }
         }
-        match self.steps.get(step) {
-            Some(s) => Turn::Call { step, attempt, tool: s.call.clone(), arguments: s.arguments.clone() },
-            None => Turn::Answer { text: self.answer.clone(), because: Because::Done },
+        let turn = ended.unwrap_or_else(|| match self.steps.get(step) {
+            Some(s) => {
+                let arguments = s.arguments.iter().map(|(k, v)| (k.clone(), fill_value(v, &saved))).collect();
+                Turn::Call { step, attempt, tool: s.call.clone(), arguments }
+            }
+            None => Turn::Answer { text: fill(&self.answer, &saved), because: Because::Done },
+        });
+        Walk { turn, failed }
+    }
+
+    /// The values step `step` saves from a result, or `None` when the result failed: flagged, empty, a failure
+    /// marker, or a `save` pattern that does not match.
+    fn captures(&self, step: usize, result: &ToolResult) -> Option<Vec<(String, String)>> {
+        if self.failed(result) {
+            return None;
         }
+        let patterns = self.patterns.0.get(step).map_or(&[][..], Vec::as_slice);
+        patterns
+            .iter()
+            .map(|(name, re)| Some((name.clone(), re.captures(&result.text)?.get(1)?.as_str().to_owned())))
+            .collect()
     }
 
     fn give_up(&self, tool: &str) -> Turn {
         let text = self.give_up.clone().unwrap_or_else(|| format!("I could not finish: the tool `{tool}` failed."));
         Turn::Answer { text, because: Because::GaveUp }
+    }
+}
+
+/// A step's `save` patterns compiled; each name usable as `{{name}}`, each pattern with a group to capture.
+fn compile(i: usize, save: &BTreeMap<String, String>) -> Result<Vec<(String, Regex)>, String> {
+    save.iter()
+        .map(|(name, pattern)| {
+            let at = format!("steps[{i}].save.{name}");
+            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+                return Err(format!("{at}: a name is letters, digits and '_' (it is used as {{{{{name}}}}})"));
+            }
+            let re = Regex::new(pattern).map_err(|e| format!("{at}: not a valid regex: {e}"))?;
+            if re.captures_len() < 2 {
+                return Err(format!("{at}: the regex needs a group, ( ), around the value to save"));
+            }
+            Ok((name.clone(), re))
+        })
+        .collect()
+}
+
+/// Every string in `value`, with where it is (`steps[1].arguments.content`).
+fn strings_of(value: &Value, at: &str, out: &mut Vec<(String, String)>) {
+    match value {
+        Value::String(s) => out.push((at.to_owned(), s.clone())),
+        Value::Array(items) => items.iter().enumerate().for_each(|(i, v)| strings_of(v, &format!("{at}[{i}]"), out)),
+        Value::Object(fields) => fields.iter().for_each(|(k, v)| strings_of(v, &format!("{at}.{k}"), out)),
+        _ => {}
+    }
+}
+
+/// Refuses a `{{name}}` in `text` that no step before it saves.
+fn unsaved(at: &str, text: &str, saved: &BTreeSet<String>) -> Result<(), String> {
+    match PLACEHOLDER.captures_iter(text).find(|c| !saved.contains(&c[1])) {
+        Some(c) => Err(format!(
+            "{at}: {} is not saved by an earlier step (a step's `save: {{{}: REGEX}}` keeps a value from its result)",
+            &c[0], &c[1]
+        )),
+        None => Ok(()),
+    }
+}
+
+/// `text` with every `{{name}}` saved replaced by its value (one not saved, after a failed step the script went
+/// on from, stays as written).
+fn fill(text: &str, saved: &BTreeMap<String, String>) -> String {
+    PLACEHOLDER
+        .replace_all(text, |c: &regex::Captures<'_>| saved.get(&c[1]).cloned().unwrap_or_else(|| c[0].to_owned()))
+        .into_owned()
+}
+
+/// [`fill`] on every string in `value`.
+fn fill_value(value: &Value, saved: &BTreeMap<String, String>) -> Value {
+    match value {
+        Value::String(s) => Value::String(fill(s, saved)),
+        Value::Array(items) => Value::Array(items.iter().map(|v| fill_value(v, saved)).collect()),
+        Value::Object(fields) => Value::Object(fields.iter().map(|(k, v)| (k.clone(), fill_value(v, saved))).collect()),
+        other => other.clone(),
     }
 }
 
@@ -243,6 +383,62 @@ answer: all done
         assert!(Script::parse("answer: x\nsteps: [{call: ' '}]\n", false).unwrap_err().contains("steps[0].call"));
         let lacking = Script::parse("answer: x\nsteps: [{call: a, on_error: answer}]\n", false).unwrap_err();
         assert!(lacking.contains("steps[0].error_answer"), "{lacking}");
+    }
+
+    const SAVING: &str = r#"
+steps:
+  - call: read_file
+    on_error: retry_once
+    save: {nonce: "nonce: ([0-9a-f]{16})"}
+  - call: write_file
+    arguments: {content: "{{nonce}}", also: ["at {{nonce}}"]}
+answer: "{{nonce}}"
+"#;
+
+    #[test]
+    fn a_saved_value_fills_later_arguments_and_the_answer_and_a_result_it_misses_is_a_failure() {
+        let script = Script::parse(SAVING, false).unwrap();
+        let text = "Release notes.\nnonce: 0123456789abcdef\n";
+        let walk = script.walk(&[result(text)]);
+        let Turn::Call { step: 1, tool, arguments, .. } = walk.turn else { panic!("{walk:?}") };
+        assert_eq!(tool, "write_file");
+        assert_eq!(arguments["content"], "0123456789abcdef");
+        assert_eq!(arguments["also"][0], "at 0123456789abcdef", "strings nested in arguments are filled too");
+        assert_eq!(walk.failed, [false]);
+        let done = script.turn(&[result(text), result("wrote output.txt")]);
+        assert_eq!(done, Turn::Answer { text: "0123456789abcdef".into(), because: Because::Done });
+
+        // A result with no nonce (what a framework passes back for an empty read: "[]") is asked for once more.
+        let empty = script.walk(&[result("[]")]);
+        assert!(matches!(empty.turn, Turn::Call { step: 0, attempt: 1, .. }), "{empty:?}");
+        assert_eq!(empty.failed, [true], "the recording shows the unmatched result as failed");
+        let retried = script.turn(&[result("[]"), result(text)]);
+        let Turn::Call { step: 1, arguments, .. } = retried else { panic!("{retried:?}") };
+        assert_eq!(arguments["content"], "0123456789abcdef", "the value comes from the result that matched");
+        let twice = script.turn(&[result("[]"), result("nonce: nothing")]);
+        assert!(matches!(twice, Turn::Answer { because: Because::GaveUp, .. }), "{twice:?}");
+    }
+
+    #[test]
+    fn a_placeholder_nothing_saves_before_it_is_refused_naming_the_step_and_key() {
+        let refused = |text: &str| Script::parse(text, false).unwrap_err();
+        let err = refused("steps: [{call: w, arguments: {content: '{{nonce}}'}}]\nanswer: x\n");
+        assert!(err.starts_with("steps[0].arguments.content: {{nonce}} is not saved by an earlier step"), "{err}");
+        // A step cannot use what it saves itself: the value comes from its own result.
+        let err = refused("steps: [{call: r, save: {v: '(x)'}, arguments: {a: ['{{v}}']}}]\nanswer: x\n");
+        assert!(err.starts_with("steps[0].arguments.a[0]: {{v}}"), "{err}");
+        assert!(refused("steps: [{call: r}]\nanswer: '{{v}}'\n").starts_with("answer: {{v}}"));
+        let err = refused("steps: [{call: r, save: {v: '(x)'}}]\nanswer: a\ngive_up: '{{v}}'\n");
+        assert!(err.starts_with("give_up: {{v}}"), "{err}");
+        let err = refused("steps: [{call: r, save: {v: 'x'}}]\nanswer: a\n");
+        assert!(err.starts_with("steps[0].save.v: the regex needs a group"), "{err}");
+        assert!(
+            refused("steps: [{call: r, save: {v: '(x'}}]\nanswer: a\n").starts_with("steps[0].save.v: not a valid")
+        );
+        assert!(
+            refused("steps: [{call: r, save: {a-b: '(x)'}}]\nanswer: a\n").starts_with("steps[0].save.a-b: a name")
+        );
+        assert!(refused("steps: [{call: r, sav: {}}]\nanswer: a\n").contains("unknown field `sav`"));
     }
 
     #[test]

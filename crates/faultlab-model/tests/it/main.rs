@@ -3,6 +3,7 @@
 
 mod api;
 mod faults;
+mod save;
 
 use faultlab_http::guard::AllowedHosts;
 use faultlab_model::script::Script;
@@ -134,10 +135,12 @@ fn the_example_script_and_rules_load() {
     let script = Script::load(&root.join("script.yaml")).unwrap();
     assert_eq!(script.steps.len(), 2);
     rules(RulesFile::load(&root.join("rules.yaml")).unwrap()).unwrap();
+    let eval = Script::load(&root.join("../eval/agents/model-script.yaml")).unwrap();
+    assert_eq!(eval.steps[0].save.len(), 1, "the framework agent's script saves the nonce");
     // The YAML blocks of docs/frameworks.md: scripts and rules files as shown.
     let doc = std::fs::read_to_string(root.join("../../docs/frameworks.md")).unwrap();
     let blocks: Vec<&str> = doc.split("```yaml\n").skip(1).filter_map(|rest| rest.split("```").next()).collect();
-    assert_eq!(blocks.len(), 2);
+    assert_eq!(blocks.len(), 3);
     for block in blocks {
         if block.contains("rules:") {
             rules(yaml_serde::from_str(block).unwrap()).unwrap();
