@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Shared by scripts/frameworks.sh, scripts/frameworks-matrix.sh and scripts/test-deps.sh (sourced, not run): the
+# Shared by scripts/frameworks.sh, scripts/frameworks-matrix.sh, scripts/frameworks-eval.sh and scripts/test-deps.sh (sourced, not run): the
 # pinned agent frameworks in two venvs under .cache/frameworks (git-ignored), installed by uv (itself pinned, from
 # PyPI) because pip takes minutes over 200 wheels and uv seconds:
 #   venv       interop/frameworks/requirements.txt (+ constraints.txt): openai-agents, PydanticAI, LlamaIndex (MCP SDK 2.x)

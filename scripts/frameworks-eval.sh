@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# A real agent framework graded by `faultlab eval`: examples/eval/agents/framework_agent.py (the OpenAI Agents SDK,
+# pinned in interop/frameworks/requirements.txt, installed by scripts/lib/frameworks-venv.sh, with the scripted
+# model examples/eval/agents/model-script.yaml started by the agent itself) on the seven built-in tasks, sealed
+# like any agent; each verdict is compared with examples/eval/frameworks-oracle.yaml.
+#
+#   scripts/frameworks-eval.sh
+#
+# The runs get --deadline-ms 15000: the tasks' 1.5 s is sized for a lean agent, and the SDK's run loop on a busy
+# 2-core machine takes about a second from its first connection to its first model request, so with the tasks' own
+# deadlines every run would be killed and the verdicts would measure the machine. 15 s lets the framework's own
+# defaults decide (its 5 s MCP request timeout fits inside).
+#
+# Environment: FAULTLAB_BIN (default: the workspace's debug build, built when needed), PYTHON (for the venv).
+# Reports go to .cache/frameworks-eval/. Not part of the test command (it installs a framework; about a minute and
+# a half on the shared machine). The last line is `N passed, M failed` (one per task); exit 0 when every verdict is
+# the expected one, 1 when one differs, 2 when the run could not be set up.
+set -euo pipefail
+
+# shellcheck source=scripts/lib/common.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
+# shellcheck source=scripts/lib/frameworks-venv.sh
+source "$ROOT/scripts/lib/frameworks-venv.sh"
+trap 'summary_on_exit $? 7 0' EXIT
+
+export PYTHONDONTWRITEBYTECODE=1
+install_frameworks
+# The SDK's modules compiled once (the venv's installer does not, and every run imports them again): about 4 s of
+# CPU less per run.
+"$FRAMEWORKS_PY" -m compileall -q -j 0 "$FRAMEWORKS_CACHE/venv/lib" >/dev/null || die "compiling the venv failed"
+resolve_faultlab_bin
+
+out="$ROOT/.cache/frameworks-eval"
+rm -rf "$out"
+mkdir -p "$out"
+started=$SECONDS
+log "faultlab eval --agent framework_agent.py on the built-in tasks (reports in $out)"
+# Exit 2 is a run that failed its grade: expected for some tasks, the comparison below decides.
+status=0
+"$FAULTLAB_BIN" eval --agent "$FRAMEWORKS_PY examples/eval/agents/framework_agent.py" --deadline-ms 15000 --jobs 2 \
+    --out "$out" >"$out/console.txt" 2>&1 || status=$?
+cat "$out/console.txt" >&2
+[[ "$status" == 0 || "$status" == 2 ]] || die "faultlab eval could not run the agent (exit $status; logs in $out/runs)"
+log "ran in $((SECONDS - started)) s"
+
+# The comparison, in the venv's Python (PyYAML is pinned there): the fields of examples/eval/oracle.yaml's entries.
+rc=0
+"$FRAMEWORKS_PY" - "$ROOT/examples/eval/frameworks-oracle.yaml" "$out/report.json" <<'PY' || rc=$?
+import json
+import sys
+
+import yaml
+
+
+def describe(passed, outcome, strategy, failing):
+    text = f"{'pass' if passed else 'fail'} {outcome} by {strategy}"
+    return text + (f" (failing: {', '.join(sorted(failing))})" if failing else "")
+
+
+with open(sys.argv[1], encoding="utf-8") as f:
+    oracle = yaml.safe_load(f)
+with open(sys.argv[2], encoding="utf-8") as f:
+    runs = {r["task"]: r for r in json.load(f)["runs"] if r["agent"] == oracle["agent"]}
+passed = failed = 0
+for entry in oracle["entries"]:
+    want = describe(entry["pass"], entry["outcome"], entry["strategy"], entry["failing"])
+    run = runs.pop(entry["task"], None)
+    if run is None:
+        got = "no run"
+    elif run.get("error"):
+        got = f"error: {run['error']}"
+    else:
+        v = run["verdict"]
+        layers = [k for k in ("outcome", "safety", "recovery", "side_effects") if not v[k]["passed"]]
+        got = describe(v["passed"], v["recovery"]["outcome"], v["recovery"]["strategy"], layers)
+    if got == want:
+        passed += 1
+        print(f"ok {entry['task']}: {got}")
+    else:
+        failed += 1
+        print(f"DIFFERS {entry['task']}: expected {want}, got {got}")
+for task in runs:
+    failed += 1
+    print(f"DIFFERS {task}: a run the expectation file does not name")
+print(f"{passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
+PY
+SUMMARY_PRINTED=1
+[[ "$rc" == 0 ]] || log "a verdict differs from examples/eval/frameworks-oracle.yaml (runs and agent logs: $out/runs)"
+exit "$rc"
