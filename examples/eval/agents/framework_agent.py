@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """An agent for `faultlab eval` built on a real agent framework and its own MCP integration: the OpenAI Agents SDK
-(`openai-agents`, pinned in interop/frameworks/requirements.txt). What `faultlab eval` grades is the framework:
+(`openai-agents`, pinned in interop/frameworks/requirements.txt), or with `--framework pydantic-ai` PydanticAI
+(its MCPToolset, from the same venv). What `faultlab eval` grades is the framework:
 how its MCP layer carries the task's faults back to the model, and what its run loop does about them.
 
     scripts/frameworks-eval.sh       # installs the framework, runs this agent on the 7 built-in tasks, checks the verdicts
@@ -188,7 +189,27 @@ async def run_openai_agents(model_url: str, api_key: str, model_name: str, api: 
         return str(result.final_output)
 
 
-FRAMEWORKS = {"openai-agents": run_openai_agents}
+async def run_pydantic_ai(model_url: str, api_key: str, model_name: str, api: str, server: dict[str, Any],
+                          goal: str, connected: threading.Event) -> str:
+    """PydanticAI (pydantic-ai-slim): MCPToolset on a FastMCP stdio transport, everything at the defaults."""
+    from fastmcp.client.transports import StdioTransport
+    from pydantic_ai import Agent
+    from pydantic_ai.mcp import MCPToolset
+    from pydantic_ai.models.openai import OpenAIChatModel, OpenAIResponsesModel
+    from pydantic_ai.providers.openai import OpenAIProvider
+
+    provider = OpenAIProvider(base_url=model_url, api_key=api_key)
+    kind = OpenAIResponsesModel if api == "responses" else OpenAIChatModel
+    transport = StdioTransport(server["command"], server.get("args", []), env=server.get("env") or None)
+    agent = Agent(kind(model_name, provider=provider), instructions=INSTRUCTIONS, toolsets=[MCPToolset(transport)])
+    connected.set()  # the task's deadline counts from here
+    async with agent:
+        result = await agent.run(goal)
+    return str(result.output)
+
+
+# --framework: the frameworks of interop/frameworks/requirements.txt this agent drives (one venv has both).
+FRAMEWORKS = {"openai-agents": run_openai_agents, "pydantic-ai": run_pydantic_ai}
 
 
 def describe(error: BaseException) -> str:
