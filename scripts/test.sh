@@ -40,8 +40,8 @@ JOBS="${FAULTLAB_TEST_JOBS:-3}"
 [[ -n "${CI:-}" ]] && export CARGO_INCREMENTAL=0
 export FAULTLAB_BIN="$ROOT/target/debug/faultlab"
 
-# frameworks comes first after interop-matrix: about 30 s on a quiet machine (importing five agent frameworks, then
-# the 12 s bound of the cells that hang), more than eval-oracle's 15 s.
+# frameworks comes first after interop-matrix: about 32 s of CPU (two thirds of it importing five agent frameworks)
+# and the 12 s bound of the cells that hang, longer than eval-oracle's 15 s.
 SCRIPTS=(interop-matrix frameworks eval-oracle junit-validate diagnose-html bench-quick conformance-proxy docs-examples
     proxy-filesystem eval-filesystem interop-python conformance conformance-client)
 # Runs alone: its three SDK clients already run at once, and its table records whether a client noticed a fault
@@ -111,9 +111,10 @@ stage() {
     done
 ) &
 deps_pid=$!
-# The agent frameworks' venvs (about 200 wheels) download beside them; the frameworks stage waits for them through
-# the install's lock (and installs again, saying why, if this failed).
-scripts/frameworks-matrix.sh --install >"$LOGS/frameworks-install.log" 2>&1 </dev/null &
+# The agent frameworks' venvs (about 200 wheels) download beside them, at the lowest CPU priority: compiling them to
+# bytecode takes about a minute of CPU, which only what the build leaves idle pays. Waited for before the script
+# stages; if it failed, the frameworks stage installs again and says why.
+nice -n 19 scripts/frameworks-matrix.sh --install >"$LOGS/frameworks-install.log" 2>&1 </dev/null &
 frameworks_install_pid=$!
 
 stage 1 fmt cargo fmt --all -- --check
