@@ -25,9 +25,6 @@ trap 'summary_on_exit $? 7 0' EXIT
 
 export PYTHONDONTWRITEBYTECODE=1
 install_frameworks
-# The SDK's modules compiled once (the venv's installer does not, and every run imports them again): about 4 s of
-# CPU less per run.
-"$FRAMEWORKS_PY" -m compileall -q -j 0 "$FRAMEWORKS_CACHE/venv/lib" >/dev/null || die "compiling the venv failed"
 resolve_faultlab_bin
 
 out="$ROOT/.cache/frameworks-eval"

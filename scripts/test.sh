@@ -17,6 +17,9 @@
 #                  with the reference client, and the Node reference server directly and through `faultlab proxy`;
 #   interop-*      the official Python SDK against serve and the proxy; the matrix (Python, TypeScript and rmcp
 #                  clients × every fault × transport) must reproduce docs/compatibility.md;
+#   frameworks     a sample of the framework resilience matrix (one cell of every behaviour each agent framework
+#                  shows over each transport) must reproduce docs/frameworks.json (scripts/frameworks-matrix.sh
+#                  --check); the frameworks' venvs are installed in the background from the beginning, like deps;
 #   *-filesystem   the proxy and eval in front of the real filesystem server;
 #   docs-examples  every example of README.md and docs/, run as written (the Python example agent's eval among them);
 #   junit-validate JUnit output validated against junit-10.xsd; diagnose-html: the report in headless Chromium;
@@ -37,11 +40,15 @@ JOBS="${FAULTLAB_TEST_JOBS:-3}"
 [[ -n "${CI:-}" ]] && export CARGO_INCREMENTAL=0
 export FAULTLAB_BIN="$ROOT/target/debug/faultlab"
 
-SCRIPTS=(interop-matrix eval-oracle junit-validate diagnose-html bench-quick conformance-proxy docs-examples
+# frameworks comes first after interop-matrix: about 32 s of CPU (two thirds of it importing five agent frameworks)
+# and the 12 s bound of the cells that hang, longer than eval-oracle's 15 s.
+SCRIPTS=(interop-matrix frameworks eval-oracle junit-validate diagnose-html bench-quick conformance-proxy docs-examples
     proxy-filesystem eval-filesystem interop-python conformance conformance-client)
 # Runs alone: its three SDK clients already run at once, and its table records whether a client noticed a fault
 # within 1 s, which a second stage's load could change.
 ALONE=" interop-matrix "
+# A script stage runs scripts/<name>.sh, except these (scripts/frameworks.sh is the one-framework demo, outside).
+declare -A COMMAND_OF=([frameworks]="scripts/frameworks-matrix.sh --check")
 TOTAL=$((5 + ${#SCRIPTS[@]}))
 STARTED=$SECONDS
 stages_passed=0
@@ -104,6 +111,11 @@ stage() {
     done
 ) &
 deps_pid=$!
+# The agent frameworks' venvs (about 200 wheels) download beside them, at the lowest CPU priority: compiling them to
+# bytecode takes about a minute of CPU, which only what the build leaves idle pays. Waited for before the script
+# stages; if it failed, the frameworks stage installs again and says why.
+nice -n 19 scripts/frameworks-matrix.sh --install >"$LOGS/frameworks-install.log" 2>&1 </dev/null &
+frameworks_install_pid=$!
 
 stage 1 fmt cargo fmt --all -- --check
 # Every later cargo run (the scripts' too) sees the same wrapper, so nothing is built twice. `cargo clippy` passes
@@ -118,6 +130,7 @@ if [[ "$build_rc" == 0 ]]; then
     stage 3 rust cargo test --workspace --locked --no-fail-fast
 fi
 wait "$deps_pid"
+wait "$frameworks_install_pid" || echo "test.sh: installing the frameworks' venvs failed (log: .cache/test-logs/frameworks-install.log); the frameworks stage tries again"
 for name in deps ship-lint; do
     read -r bg_rc bg_seconds <"$LOGS/$name.status" || { bg_rc=1 bg_seconds=0; }
     number=4
@@ -140,7 +153,8 @@ else
                 break
             fi
             [[ "$ALONE" == *" $name "* ]] && alone_running=$number
-            "scripts/$name.sh" >"$LOGS/$name.log" 2>&1 </dev/null &
+            read -ra command <<<"${COMMAND_OF[$name]:-scripts/$name.sh}"
+            "${command[@]}" >"$LOGS/$name.log" 2>&1 </dev/null &
             pid_of_number[$number]=$!
             name_of_number[$number]="$name"
             start_of_number[$number]=$SECONDS

@@ -3,7 +3,7 @@ that imports the framework once and runs the cells concurrently (each mostly wai
 scripts/frameworks-matrix.sh; interop/frameworks/report.py turns the records into docs/frameworks.{json,md}.
 
     python matrix.py --framework fw_pydantic_ai --bin FAULTLAB --cases interop/matrix-cases.json \
-        --work DIR [--bound 3] [--retry-bound 12] [--jobs 4] [--only TOOL]
+        --work DIR [--bound 3] [--retry-bound 12] [--jobs 4] [--only TOOL] [--cells SAMPLE.json]
 
 A cell: a fresh `faultlab model` whose script asks for the fault's tool (on_error: continue), then `ping`, then
 answers; a fresh `faultlab serve` (stdio: the command the framework starts itself; http: a listener started
@@ -12,6 +12,10 @@ as hung and is abandoned (see progressing); a hung cell is run once more with --
 line per cell on stdout: how the run ended, what the model's recording shows the framework passed back (the
 fault's result, then ping's), and how many times the server armed the fault (a count above 1 is a retry by the
 framework).
+
+--cells runs only the listed cells of this framework (the check mode's sample, from `report.py sample`: a JSON list
+of {"framework", "case", "transport", "expect_hung"}); a cell whose committed outcome is hung runs once, with
+--retry-bound, which is the run that decides it in the full matrix.
 """
 
 import argparse
@@ -276,6 +280,15 @@ async def main_async(args) -> None:
         case["args"] = {**case["args"], **ARGUMENTS.get(case["tool"], {})}
     cells = [(case, t) for case in cases for t in case_transports(case)
              if not args.only or case["tool"] == args.only]
+    expect_hung = {}
+    if args.cells:
+        with open(args.cells, encoding="utf-8") as f:
+            expect_hung = {(c["case"], c["transport"]): c["expect_hung"] for c in json.load(f)
+                           if c["framework"] == fw.NAME}
+        # The expected hangs first: they only wait out the bound, beside the others.
+        cells = sorted(((c, t) for c, t in cells if (case_id(c), t) in expect_hung),
+                       key=lambda cell: not expect_hung[(case_id(cell[0]), cell[1])])
+    bounds = [args.retry_bound if expect_hung.get((case_id(c), t)) else args.bound for c, t in cells]
     os.makedirs(args.work, exist_ok=True)
     gate = asyncio.Semaphore(args.jobs)
     started = time.monotonic()
@@ -288,11 +301,11 @@ async def main_async(args) -> None:
                 return {"framework": fw.NAME, "case": case_id(case), "tool": case["tool"], "transport": transport,
                         "end": "lab-error", "error": describe(error)}
 
-    records = await asyncio.gather(*(one(i, c, t, args.bound) for i, (c, t) in enumerate(cells)))
+    records = await asyncio.gather(*(one(i, c, t, bounds[i]) for i, (c, t) in enumerate(cells)))
     # A cell that hung while every other cell competed for the processor gets a second run with the machine
     # quieter (only the hung ones) and a longer bound (--retry-bound, well past the 5 s deadline of the framework
     # with the shortest one and the server's 5 s late response, so those show as what they lead to): what hangs twice is taken as hung.
-    again = [i for i, r in enumerate(records) if r["end"] == "hung"]
+    again = [i for i, r in enumerate(records) if r["end"] == "hung" and bounds[i] < args.retry_bound]
     retried = await asyncio.gather(*(one(i, *cells[i], args.retry_bound) for i in again))
     for i, record in zip(again, retried):
         records[i] = record
@@ -315,6 +328,7 @@ def main() -> None:
     parser.add_argument("--retry-bound", type=float, default=12.0)
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--only")
+    parser.add_argument("--cells")
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     def end_listeners(signum, _frame):
