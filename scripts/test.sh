@@ -20,6 +20,8 @@
 #   frameworks     a sample of the framework resilience matrix (one cell of every behaviour each agent framework
 #                  shows over each transport) must reproduce docs/frameworks.json (scripts/frameworks-matrix.sh
 #                  --check); the frameworks' venvs are installed in the background from the beginning, like deps;
+#   frameworks-eval a framework agent (OpenAI Agents SDK, scripted model) graded by `faultlab eval` on two
+#                  built-in tasks, verdicts as examples/eval/frameworks-oracle.yaml says (scripts/frameworks-eval.sh);
 #   *-filesystem   the proxy and eval in front of the real filesystem server;
 #   docs-examples  every example of README.md and docs/, run as written (the Python example agent's eval among them);
 #   junit-validate JUnit output validated against junit-10.xsd; diagnose-html: the report in headless Chromium;
@@ -43,12 +45,13 @@ export FAULTLAB_BIN="$ROOT/target/debug/faultlab"
 # frameworks comes first after interop-matrix: about 32 s of CPU (two thirds of it importing five agent frameworks)
 # and the 12 s bound of the cells that hang, longer than eval-oracle's 15 s.
 SCRIPTS=(interop-matrix frameworks eval-oracle junit-validate diagnose-html bench-quick conformance-proxy docs-examples
-    proxy-filesystem eval-filesystem interop-python conformance conformance-client)
+    frameworks-eval proxy-filesystem eval-filesystem interop-python conformance conformance-client)
 # Runs alone: its three SDK clients already run at once, and its table records whether a client noticed a fault
 # within 1 s, which a second stage's load could change.
 ALONE=" interop-matrix "
 # A script stage runs scripts/<name>.sh, except these (scripts/frameworks.sh is the one-framework demo, outside).
-declare -A COMMAND_OF=([frameworks]="scripts/frameworks-matrix.sh --check")
+declare -A COMMAND_OF=([frameworks]="scripts/frameworks-matrix.sh --check"
+    [frameworks-eval]="scripts/frameworks-eval.sh data-empty-read transport-timeout-after-write")
 TOTAL=$((5 + ${#SCRIPTS[@]}))
 STARTED=$SECONDS
 stages_passed=0
