@@ -106,8 +106,7 @@ async fn the_http_front_answers_posts_from_the_recording() {
 fn a_recording_that_cannot_serve_and_a_replay_with_another_upstream_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let bare = dir.path().join("bare.jsonl");
-    std::fs::write(&bare, "{\"tsMs\":0,\"scope\":\"stdio\",\"event\":\"run_started\",\"seed\":0,\"rules\":0}\n")
-        .unwrap();
+    crate::common::bodiless_trajectory(&bare);
     let replay = |extra: &[&str]| {
         let mut command = Command::new(crate::common::BIN);
         command.args(["proxy", "--replay"]).arg(&bare).args(extra);
