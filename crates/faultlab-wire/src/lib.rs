@@ -19,9 +19,36 @@ pub mod child;
 pub mod config;
 pub mod frame;
 pub mod line;
+pub mod markup;
 pub mod nesting;
 pub mod sse;
 pub mod sync;
+
+/// Test support shared by the codecs' unit tests.
+#[cfg(test)]
+pub(crate) mod test_codec {
+    use bytes::BytesMut;
+    use tokio_util::codec::Decoder;
+
+    /// All that `decoder` makes of `chunks` arriving one after another, then of the end of the input.
+    pub fn decode_chunks<D: Decoder>(decoder: &mut D, chunks: &[&[u8]]) -> Vec<D::Item>
+    where
+        D::Error: std::fmt::Debug,
+    {
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            buf.extend_from_slice(chunk);
+            while let Some(item) = decoder.decode(&mut buf).unwrap() {
+                out.push(item);
+            }
+        }
+        while let Some(item) = decoder.decode_eof(&mut buf).unwrap() {
+            out.push(item);
+        }
+        out
+    }
+}
 
 pub use canonical::{canonical, json_kind};
 pub use frame::{Frame, Kind, MessageId};
