@@ -168,31 +168,29 @@ check_ts_sdk() {
     fi
 }
 
+# Why an optional comparison tool is left out of this run, or nothing when it is installed and runs: its own
+# opt-out variable set to 1, a quick run, or what its INSTALL function says went wrong.
+left_out_why() { # left_out_why OPT_OUT_VARIABLE INSTALL_FUNCTION
+    if [[ "${!1:-}" == 1 ]]; then
+        echo "left out ($1=1)"
+    elif [[ "${FAULTLAB_BENCH_QUICK:-}" == 1 ]]; then
+        echo "left out of the quick run"
+    else
+        "$2"
+    fi
+}
+
 # ---------------------------------------------------------------- tools
 install_everything
 verify_everything
-DRILL_SKIP=""
-if [[ "${FAULTLAB_BENCH_NO_DRILL:-}" == 1 ]]; then
-    DRILL_SKIP="left out (FAULTLAB_BENCH_NO_DRILL=1)"
-elif [[ "${FAULTLAB_BENCH_QUICK:-}" == 1 ]]; then
-    DRILL_SKIP="left out of the quick run"
-else
-    DRILL_SKIP="$(install_drill)"
-fi
+DRILL_SKIP="$(left_out_why FAULTLAB_BENCH_NO_DRILL install_drill)"
 if [[ -n "$DRILL_SKIP" ]]; then
     log "mcp-drill skipped: $DRILL_SKIP"
     DRILL_ARG=""
 else
     DRILL_ARG="$DRILL_BIN"
 fi
-AGENTBREAK_SKIP=""
-if [[ "${FAULTLAB_BENCH_NO_AGENTBREAK:-}" == 1 ]]; then
-    AGENTBREAK_SKIP="left out (FAULTLAB_BENCH_NO_AGENTBREAK=1)"
-elif [[ "${FAULTLAB_BENCH_QUICK:-}" == 1 ]]; then
-    AGENTBREAK_SKIP="left out of the quick run"
-else
-    AGENTBREAK_SKIP="$(install_agentbreak)"
-fi
+AGENTBREAK_SKIP="$(left_out_why FAULTLAB_BENCH_NO_AGENTBREAK install_agentbreak)"
 if [[ -n "$AGENTBREAK_SKIP" ]]; then
     log "AgentBreak skipped: $AGENTBREAK_SKIP"
     AGENTBREAK_ARG=""

@@ -15,6 +15,14 @@ pub fn http_client() -> reqwest::Client {
     faultlab_client::tls::client_builder().build().unwrap()
 }
 
+/// A POST of one JSON-RPC message as a Streamable HTTP client sends it (JSON body, accepting JSON or SSE).
+pub fn mcp_post(http: &reqwest::Client, url: &str, body: impl Into<reqwest::Body>) -> reqwest::RequestBuilder {
+    http.post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body)
+}
+
 /// The binary under test as an `assert_cmd` command.
 pub fn faultlab() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("faultlab").unwrap()

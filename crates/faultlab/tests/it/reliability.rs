@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::common::{BIN, Lab, http_client};
+use crate::common::{BIN, Lab, http_client, mcp_post};
 use std::process::Stdio;
 
 /// How long a test waits for something that should happen promptly (not a synchronising sleep).
@@ -44,25 +44,18 @@ fn ping_body(id: i64) -> String {
 }
 
 fn modern_post(http: &reqwest::Client, url: &str, body: String) -> reqwest::RequestBuilder {
-    http.post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
+    mcp_post(http, url, body)
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
         .header("mcp-name", "ping")
-        .body(body)
 }
 
 fn legacy_post(http: &reqwest::Client, url: &str, body: &Value, session: Option<&str>) -> reqwest::RequestBuilder {
-    let mut request = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_string());
-    if let Some(sid) = session {
-        request = request.header("mcp-session-id", sid).header("mcp-protocol-version", "2025-11-25");
+    let request = mcp_post(http, url, body.to_string());
+    match session {
+        Some(sid) => request.header("mcp-session-id", sid).header("mcp-protocol-version", "2025-11-25"),
+        None => request,
     }
-    request
 }
 
 fn initialize(id: i64, version: &str) -> Value {
@@ -317,26 +310,19 @@ async fn a_control_token_is_required_when_set() {
 
 // ---------- the bridge ----------
 
-fn bridge_post(http: &reqwest::Client, url: &str, body: String) -> reqwest::RequestBuilder {
-    http.post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body)
-}
-
 #[tokio::test]
 async fn the_bridge_answers_an_id_less_error_and_times_out_a_silent_child() {
     let idless =
         r#"while read -r line; do echo '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no"}}'; done"#;
     let (_lab, url) = Lab::bridge(&[], &["sh", "-c", idless]).await;
     let http = http_client();
-    let response = tokio::time::timeout(PATIENCE, bridge_post(&http, &url, ping_body(1)).send()).await;
+    let response = tokio::time::timeout(PATIENCE, mcp_post(&http, &url, ping_body(1)).send()).await;
     let text = response.expect("the POST hung").unwrap().text().await.unwrap();
     assert_eq!(messages(&text)[0]["error"]["code"], -32600, "{text}");
 
     let (_lab, url) = Lab::bridge(&["--request-timeout", "0.3"], &["sh", "-c", "cat > /dev/null"]).await;
     let started = Instant::now();
-    let response = tokio::time::timeout(PATIENCE, bridge_post(&http, &url, ping_body(7)).send()).await;
+    let response = tokio::time::timeout(PATIENCE, mcp_post(&http, &url, ping_body(7)).send()).await;
     let text = response.expect("the POST hung").unwrap().text().await.unwrap();
     let reply = &messages(&text)[0];
     assert_eq!(reply["id"], 7, "{text}");
@@ -351,7 +337,7 @@ async fn the_bridge_answers_concurrent_requests_with_equal_ids() {
     let delayed = |ms: u64| {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "delay", "arguments": {"delayMs": ms}, "_meta": meta()}});
-        bridge_post(&http, &url, body.to_string()).send()
+        mcp_post(&http, &url, body.to_string()).send()
     };
     let (a, b) = tokio::join!(delayed(200), delayed(100));
     for response in [a.unwrap(), b.unwrap()] {
@@ -371,7 +357,7 @@ async fn the_bridge_checks_headers_like_serve() {
     assert_eq!(plain.body(ping_body(1)).send().await.unwrap().status(), 415);
     let no_accept = http.post(&url).header("content-type", "application/json").header("accept", "text/html");
     assert_eq!(no_accept.body(ping_body(1)).send().await.unwrap().status(), 406);
-    let origin = bridge_post(&http, &url, ping_body(1)).header("origin", "http://evil.example");
+    let origin = mcp_post(&http, &url, ping_body(1)).header("origin", "http://evil.example");
     assert_eq!(origin.send().await.unwrap().status(), 403);
 }
 
