@@ -13,6 +13,8 @@
 //! - [`config`]: the one reader of the JSON/YAML config files (depth-checked, errors naming the file).
 //! - [`sync`]: the one lock policy (std `Mutex` through [`sync::lock`], which recovers from poisoning).
 //! - [`canonical`]: JSON text with sorted keys, for telling equal calls apart from different ones; type names.
+//! - [`markup`]: text escaped for the reports' HTML and JUnit XML (one escaper, XML 1.0's forbidden characters
+//!   replaced there).
 
 pub mod canonical;
 pub mod child;
@@ -23,6 +25,11 @@ pub mod markup;
 pub mod nesting;
 pub mod sse;
 pub mod sync;
+
+pub use canonical::{canonical, json_kind};
+pub use frame::{Frame, Kind, MessageId};
+pub use line::{Line, LineCodec, MAX_LINE_BYTES};
+pub use sse::{SseDecoder, SseError, SseEvent};
 
 /// Test support shared by the codecs' unit tests.
 #[cfg(test)]
@@ -49,8 +56,3 @@ pub(crate) mod test_codec {
         out
     }
 }
-
-pub use canonical::{canonical, json_kind};
-pub use frame::{Frame, Kind, MessageId};
-pub use line::{Line, LineCodec, MAX_LINE_BYTES};
-pub use sse::{SseDecoder, SseError, SseEvent};
