@@ -122,33 +122,37 @@ install_locked_venv() {
     exec {lock_fd}>&-
 }
 
+# After an install: prints why the tool is left out when it does not run or is not the pinned version (WANT is what
+# COMMAND prints); otherwise logs PREFIX and that version, with its Python.
+check_installed() { # check_installed NAME PREFIX WANT VENV COMMAND [ARGS...]
+    local name="$1" prefix="$2" want="$3" venv="$4" version
+    shift 4
+    if ! version="$("$@" </dev/null 2>&1)" || [[ "$version" != "$want" ]]; then
+        echo "installed $name does not run ($name ${*:2} said: ${version//$'\n'/ })"
+        return 0
+    fi
+    log "$prefix$version ($("$venv/bin/python" --version </dev/null 2>&1))"
+}
+
 # mcp-drill: 'wrap' uses the standard library only; the package's one dependency (jsonschema) is for its 'scan'
 # extra, so it is installed without dependencies.
 install_drill() {
-    local reason version
+    local reason
     reason="$(install_locked_venv mcp-drill "$DRILL_VENV" "$DRILL_BIN" "$DRILL_STAMP" \
         "mcp-drill==$DRILL_VERSION sha256=$DRILL_SHA256" \
         "mcp-drill==$DRILL_VERSION --hash=sha256:$DRILL_SHA256" --no-deps)"
     [[ -z "$reason" ]] || { echo "$reason"; return 0; }
-    if ! version="$("$DRILL_BIN" version </dev/null 2>&1)" || [[ "$version" != "$DRILL_VERSION" ]]; then
-        echo "installed mcp-drill does not run (mcp-drill version said: ${version//$'\n'/ })"
-        return 0
-    fi
-    log "mcp-drill $version ($("$DRILL_VENV/bin/python" --version </dev/null 2>&1))"
+    check_installed mcp-drill "mcp-drill " "$DRILL_VERSION" "$DRILL_VENV" "$DRILL_BIN" version
 }
 
 # AgentBreak and its locked dependencies, wheels only: nothing is built, so the install runs no package's code.
 install_agentbreak() {
-    local reason version
+    local reason
     reason="$(install_locked_venv agentbreak "$AGENTBREAK_VENV" "$AGENTBREAK_BIN" "$AGENTBREAK_STAMP" \
         "agentbreak==$AGENTBREAK_VERSION lock=$(sha256sum <<<"$AGENTBREAK_LOCK" | cut -c1-16)" \
         "$AGENTBREAK_LOCK" --only-binary=:all:)"
     [[ -z "$reason" ]] || { echo "$reason"; return 0; }
-    if ! version="$("$AGENTBREAK_BIN" --version </dev/null 2>&1)" || [[ "$version" != "agentbreak $AGENTBREAK_VERSION" ]]; then
-        echo "installed agentbreak does not run (agentbreak --version said: ${version//$'\n'/ })"
-        return 0
-    fi
-    log "$version ($("$AGENTBREAK_VENV/bin/python" --version </dev/null 2>&1))"
+    check_installed agentbreak "" "agentbreak $AGENTBREAK_VERSION" "$AGENTBREAK_VENV" "$AGENTBREAK_BIN" --version
 }
 
 # The TS relay's SDK: the one beside server-everything, if it is the pinned version; prints nothing when it is, or
@@ -164,31 +168,29 @@ check_ts_sdk() {
     fi
 }
 
+# Why an optional comparison tool is left out of this run, or nothing when it is installed and runs: its own
+# opt-out variable set to 1, a quick run, or what its INSTALL function says went wrong.
+left_out_why() { # left_out_why OPT_OUT_VARIABLE INSTALL_FUNCTION
+    if [[ "${!1:-}" == 1 ]]; then
+        echo "left out ($1=1)"
+    elif [[ "${FAULTLAB_BENCH_QUICK:-}" == 1 ]]; then
+        echo "left out of the quick run"
+    else
+        "$2"
+    fi
+}
+
 # ---------------------------------------------------------------- tools
 install_everything
 verify_everything
-DRILL_SKIP=""
-if [[ "${FAULTLAB_BENCH_NO_DRILL:-}" == 1 ]]; then
-    DRILL_SKIP="left out (FAULTLAB_BENCH_NO_DRILL=1)"
-elif [[ "${FAULTLAB_BENCH_QUICK:-}" == 1 ]]; then
-    DRILL_SKIP="left out of the quick run"
-else
-    DRILL_SKIP="$(install_drill)"
-fi
+DRILL_SKIP="$(left_out_why FAULTLAB_BENCH_NO_DRILL install_drill)"
 if [[ -n "$DRILL_SKIP" ]]; then
     log "mcp-drill skipped: $DRILL_SKIP"
     DRILL_ARG=""
 else
     DRILL_ARG="$DRILL_BIN"
 fi
-AGENTBREAK_SKIP=""
-if [[ "${FAULTLAB_BENCH_NO_AGENTBREAK:-}" == 1 ]]; then
-    AGENTBREAK_SKIP="left out (FAULTLAB_BENCH_NO_AGENTBREAK=1)"
-elif [[ "${FAULTLAB_BENCH_QUICK:-}" == 1 ]]; then
-    AGENTBREAK_SKIP="left out of the quick run"
-else
-    AGENTBREAK_SKIP="$(install_agentbreak)"
-fi
+AGENTBREAK_SKIP="$(left_out_why FAULTLAB_BENCH_NO_AGENTBREAK install_agentbreak)"
 if [[ -n "$AGENTBREAK_SKIP" ]]; then
     log "AgentBreak skipped: $AGENTBREAK_SKIP"
     AGENTBREAK_ARG=""

@@ -47,25 +47,8 @@ for transport in stdio http; do
   # client_check bounds itself (watchdog); timeout is the last resort should the interpreter wedge.
   timeout -k 10 240 "$venv/bin/python" "$interop/client_check.py" \
     --transport "$transport" --bin "$bin" --server-log "$log" </dev/null | tee "$out" || rc=$?
-  read -r p f < <("$venv/bin/python" - "$out" "$rc" <<'EOF'
-import json, sys
-passed = failed = 0
-with open(sys.argv[1], encoding="utf-8") as lines:
-    for line in lines:
-        try:
-            record = json.loads(line)
-        except ValueError:
-            continue
-        if record.get("ok") is True:
-            passed += 1
-        else:
-            failed += 1
-# A non-zero exit with no failed check recorded (a crash, the outer timeout) still counts as a failure.
-if sys.argv[2] != "0" and failed == 0:
-    failed = 1
-print(passed, failed)
-EOF
-  )
+  # A non-zero exit with no failed check recorded (a crash, the outer timeout) still counts as a failure.
+  read -r p f < <("$venv/bin/python" "$interop/tally.py" "$out" "$rc")
   if [[ "$rc" != 0 ]]; then
     echo "interop-python: $transport: client_check exited $rc; server log: $log" >&2
   fi

@@ -92,40 +92,10 @@ timeout -k 10 180 "$PY" "$ROOT/interop/python/proxy_filesystem_check.py" \
     --workdir "$WORKDIR" --out-dir "$OUT" </dev/null >"$OUT/checks.jsonl" 2>"$OUT/client.stderr.log" \
     || client_rc=$?
 
-# One line per check; the counts go to fd 3.
-exec 3>"$OUT/counts"
-"$PY" - "$OUT/checks.jsonl" "$client_rc" <<'EOF'
-import json, os, sys
-passed = failed = 0
-with open(sys.argv[1], encoding="utf-8") as lines:
-    for line in lines:
-        try:
-            r = json.loads(line)
-        except ValueError:
-            print(f"FAIL  client printed a line that is not JSON: {line.strip()[:200]}")
-            failed += 1
-            continue
-        d = r.get("detail") if isinstance(r.get("detail"), dict) else {}
-        where = "/".join(x for x in (r.get("category"), r.get("fault")) if x) or r.get("session", "")
-        said = d.get("observed")
-        if said is None:
-            said = json.dumps(d, default=str)
-        said = " ".join(str(said).split())
-        after = d.get("thenUnrelatedCall")
-        if isinstance(after, dict):
-            said += f" | then {after.get('call')}: {'ok' if after.get('ok') else 'FAILED'}"
-        print(f"{'ok  ' if r.get('ok') is True else 'FAIL'}  {r.get('check')} [{where}]: {said[:300]}")
-        if r.get("ok") is True:
-            passed += 1
-        else:
-            failed += 1
-if sys.argv[2] != "0" and failed == 0:
-    print(f"FAIL  client exited {sys.argv[2]} without a failed check (crash or outer timeout); see client.stderr.log")
-    failed = 1
-os.write(3, f"{passed} {failed}\n".encode())
-EOF
-exec 3>&-
-read -r p f <"$OUT/counts"
+# One line per check, then the counts (interop/python/tally.py).
+tally="$("$PY" "$ROOT/interop/python/tally.py" --show "$OUT/checks.jsonl" "$client_rc")"
+sed '$d' <<<"$tally"
+read -r p f <<<"$(tail -n 1 <<<"$tally")"
 passed=$((passed + p))
 failed=$((failed + f))
 if [[ "$client_rc" != 0 ]]; then

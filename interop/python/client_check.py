@@ -135,38 +135,44 @@ class EraRun:
 
         await self.step("delay", delay)
 
-        async def hang_timeout():
+        async def timed_call(tool: str, timeout: float):
+            """Calls `tool` without arguments and with a read timeout of `timeout` s: the result or the exception
+            it raised (the other is None), and the seconds it took."""
             started = time.monotonic()
             try:
-                result = await session.call_tool("hang", {}, read_timeout_seconds=a.hang_timeout)
-            except MCPError as exc:
-                elapsed = time.monotonic() - started
+                result, exc = await session.call_tool(tool, {}, read_timeout_seconds=timeout), None
+            except Exception as exc_:  # what an exception means is each check's to decide
+                result, exc = None, exc_
+            return result, exc, time.monotonic() - started
+
+        async def hang_timeout():
+            result, exc, elapsed = await timed_call("hang", a.hang_timeout)
+            if isinstance(exc, MCPError):
                 ok = is_timeout(exc) and elapsed >= a.hang_timeout * 0.9
                 return ok, {"raised": describe(exc), "elapsedMs": round(elapsed * 1000, 1)}
+            if exc is not None:
+                raise exc
             return False, {"unexpected": "hang answered", "isError": result.is_error, "text": text_of(result)}
 
         await self.step("hang_timeout", hang_timeout)
         await self.step("ping_after_hang", ping)
 
         async def disconnect():
-            started = time.monotonic()
-            try:
-                result = await session.call_tool("disconnect", {}, read_timeout_seconds=a.disconnect_timeout)
-            except MCPError as exc:
-                elapsed = time.monotonic() - started
-                detail = {"raised": describe(exc), "elapsedMs": round(elapsed * 1000, 1)}
-                if is_timeout(exc):
-                    detail["problem"] = (
-                        f"no transport failure within {a.disconnect_timeout} s: the SDK only timed out, "
-                        "so the connection was never seen to close"
-                    )
-                    return False, detail
-                detail["connectionClosed"] = exc.code == CONNECTION_CLOSED
+            result, exc, elapsed = await timed_call("disconnect", a.disconnect_timeout)
+            if exc is None:
+                return False, {"unexpected": "disconnect returned a result", "isError": result.is_error,
+                               "text": text_of(result)}
+            detail = {"raised": describe(exc), "elapsedMs": round(elapsed * 1000, 1)}
+            if not isinstance(exc, MCPError):  # any other transport exception is the expected outcome too
                 return True, detail
-            except Exception as exc:  # any other transport exception is the expected outcome too
-                return True, {"raised": describe(exc), "elapsedMs": round((time.monotonic() - started) * 1000, 1)}
-            return False, {"unexpected": "disconnect returned a result", "isError": result.is_error,
-                           "text": text_of(result)}
+            if is_timeout(exc):
+                detail["problem"] = (
+                    f"no transport failure within {a.disconnect_timeout} s: the SDK only timed out, "
+                    "so the connection was never seen to close"
+                )
+                return False, detail
+            detail["connectionClosed"] = exc.code == CONNECTION_CLOSED
+            return True, detail
 
         await self.step("disconnect", disconnect)
 

@@ -217,13 +217,17 @@ def categories_checks() -> list[FaultCheck]:
             return pred(obs.result)
         return expect
 
+    def lacks(obs: Observation, want_text: str) -> str | None:
+        """Why `obs` is not a result whose text holds `want_text`; None when it is."""
+        if obs.exc is not None:
+            return f"raised {type(obs.exc).__name__}: {obs.exc}"
+        body = "".join(t or "" for t in texts(obs.result))
+        return None if want_text in body else f"content {body!r} lacks {want_text!r}"
+
     def slow(min_s: float, want_text: str) -> Callable[[Observation, Session], tuple[bool, str]]:
         def expect(obs: Observation, _s: Session) -> tuple[bool, str]:
-            if obs.exc is not None:
-                return False, f"raised {type(obs.exc).__name__}: {obs.exc}"
-            body = "".join(t or "" for t in texts(obs.result))
-            if want_text not in body:
-                return False, f"content {body!r} lacks {want_text!r}"
+            if (why := lacks(obs, want_text)) is not None:
+                return False, why
             if obs.elapsed < min_s * 0.98:
                 return False, f"answered after {obs.elapsed:.3f} s, before the {min_s} s delay"
             return True, f"the real content, {obs.elapsed:.2f} s late"
@@ -294,11 +298,8 @@ def categories_checks() -> list[FaultCheck]:
         return True, f"the call raised {type(obs.exc).__name__} {obs.code()}: {obs.exc}"
 
     def replayed(obs: Observation, _s: Session) -> tuple[bool, str]:
-        if obs.exc is not None:
-            return False, f"raised {type(obs.exc).__name__}: {obs.exc}"
-        got = "".join(t or "" for t in texts(obs.result))
-        if REPLAYED_TEXT not in got:
-            return False, f"content {got!r}"
+        if (why := lacks(obs, REPLAYED_TEXT)) is not None:
+            return False, why
         dropped = [r for r in obs.sdk_log if "unknown/late request id" in r]
         if not dropped:
             return False, "the SDK's log shows no dropped replayed reply"

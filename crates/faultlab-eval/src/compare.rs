@@ -244,6 +244,11 @@ fn test_line(comparison: &Comparison) -> String {
     )
 }
 
+/// What every format opens with: report A, report B, the test used.
+fn opening(comparison: &Comparison) -> [String; 3] {
+    [describe("A", &comparison.a), describe("B", &comparison.b), test_line(comparison)]
+}
+
 /// A plain-text table for the terminal.
 pub fn console(comparison: &Comparison) -> String {
     let table: Vec<[String; 6]> =
@@ -255,13 +260,8 @@ pub fn console(comparison: &Comparison) -> String {
         }
     }
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{}\n{}\n{}\n",
-        describe("A", &comparison.a),
-        describe("B", &comparison.b),
-        test_line(comparison)
-    );
+    let [a, b, test] = opening(comparison);
+    let _ = writeln!(out, "{a}\n{b}\n{test}\n");
     for row in &table {
         let line: Vec<String> = row
             .iter()
@@ -279,13 +279,8 @@ pub fn console(comparison: &Comparison) -> String {
 /// The comparison as Markdown.
 pub fn markdown(comparison: &Comparison) -> String {
     let mut md = String::from("# faultlab eval comparison\n\n");
-    let _ = writeln!(
-        md,
-        "- {}\n- {}\n\n{}\n",
-        describe("A", &comparison.a),
-        describe("B", &comparison.b),
-        test_line(comparison)
-    );
+    let [a, b, test] = opening(comparison);
+    let _ = writeln!(md, "- {a}\n- {b}\n\n{test}\n");
     let _ = writeln!(md, "| {} |\n|---|---|---|---|---|---|", HEADER.join(" | "));
     for row in &comparison.rows {
         let cells = cells(row).map(|c| c.replace('|', "\\|"));

@@ -176,15 +176,7 @@ pub fn render(report: &Report) -> String {
         report.meta.wall_ms as f64 / 1000.0
     );
     if let Some(k) = &s.pass_hat_k {
-        let _ = writeln!(
-            out,
-            "<p class=\"meta\"><b>pass^{}</b>: {}/{} (task, agent) pairs passed every one of the {} repeats ({:.0}%)</p>",
-            k.k,
-            k.all_passed,
-            k.pairs,
-            k.k,
-            k.rate * 100.0
-        );
+        let _ = writeln!(out, "<p class=\"meta\"><b>pass^{}</b>: {}</p>", k.k, esc(&k.summary()));
     }
     if !s.outcomes.is_empty() {
         let outcomes: Vec<String> = s.outcomes.iter().map(|(o, n)| format!("{} {n}", esc(o))).collect();

@@ -88,6 +88,14 @@ pub struct PassHatK {
     pub rate: f64,
 }
 
+impl PassHatK {
+    /// `4/13 (task, agent) pairs passed every one of the 3 repeats (31%)`, as the reports say it.
+    pub fn summary(&self) -> String {
+        let (k, all, pairs, percent) = (self.k, self.all_passed, self.pairs, self.rate * 100.0);
+        format!("{all}/{pairs} (task, agent) pairs passed every one of the {k} repeats ({percent:.0}%)")
+    }
+}
+
 impl Report {
     pub fn new(meta: Meta, runs: Vec<RunRecord>) -> Self {
         // A run whose set-up failed says nothing about the agent: it is counted apart, not in any rate.
@@ -245,14 +253,7 @@ pub fn markdown(report: &Report) -> String {
         md.push('\n');
     }
     if let Some(k) = &s.pass_hat_k {
-        let _ = writeln!(
-            md,
-            "pass^{}: {}/{} (task, agent) pairs passed every repeat ({:.0}%)\n",
-            k.k,
-            k.all_passed,
-            k.pairs,
-            k.rate * 100.0
-        );
+        let _ = writeln!(md, "pass^{}: {}\n", k.k, k.summary());
     }
     for note in &s.data_quality {
         let _ = writeln!(md, "> Data quality: {note}\n");

@@ -1,5 +1,6 @@
 //! JUnit XML: one `<testsuite>` of `<testcase>`s, escaped so any text is valid XML 1.0.
 
+use faultlab_wire::markup::{self, Markup};
 use std::fmt::Write as _;
 
 /// One test case.
@@ -62,20 +63,7 @@ pub fn render(suite: &str, cases: &[Case]) -> String {
 
 /// Escapes markup characters and replaces characters XML 1.0 does not allow with U+FFFD.
 pub fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
-            '\t' | '\n' | '\r' => out.push(c),
-            c if (c as u32) < 0x20 || c == '\u{FFFE}' || c == '\u{FFFF}' => out.push('\u{FFFD}'),
-            c => out.push(c),
-        }
-    }
-    out
+    markup::escape(text, Markup::Xml10)
 }
 
 #[cfg(test)]

@@ -147,22 +147,12 @@ impl ProbeServer {
                 () = ctx.ct.cancelled() => Ok(tool_error("The request was cancelled.")),
             },
             Scenario::Malformed => {
-                let scope = Scope::of(&ctx, self.scope.as_ref())?;
-                arm_own_response(
-                    &scope,
-                    &ctx,
-                    FaultKind::InvalidResult(faultlab_engine::catalogue::InvalidResult {}),
-                    format!("lab_probe ok: {}", args.message),
-                )
+                let fault = FaultKind::InvalidResult(faultlab_engine::catalogue::InvalidResult {});
+                arm_own_response(self.scope.as_ref(), &ctx, fault, format!("lab_probe ok: {}", args.message))
             }
             Scenario::Disconnect => {
-                let scope = Scope::of(&ctx, self.scope.as_ref())?;
-                arm_own_response(
-                    &scope,
-                    &ctx,
-                    FaultKind::Disconnect(faultlab_engine::catalogue::Disconnect {}),
-                    "lab_probe disconnecting".into(),
-                )
+                let fault = FaultKind::Disconnect(faultlab_engine::catalogue::Disconnect {});
+                arm_own_response(self.scope.as_ref(), &ctx, fault, "lab_probe disconnecting".into())
             }
         }
     }

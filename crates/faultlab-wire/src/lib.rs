@@ -13,12 +13,15 @@
 //! - [`config`]: the one reader of the JSON/YAML config files (depth-checked, errors naming the file).
 //! - [`sync`]: the one lock policy (std `Mutex` through [`sync::lock`], which recovers from poisoning).
 //! - [`canonical`]: JSON text with sorted keys, for telling equal calls apart from different ones; type names.
+//! - [`markup`]: text escaped for the reports' HTML and JUnit XML (one escaper, XML 1.0's forbidden characters
+//!   replaced there).
 
 pub mod canonical;
 pub mod child;
 pub mod config;
 pub mod frame;
 pub mod line;
+pub mod markup;
 pub mod nesting;
 pub mod sse;
 pub mod sync;
@@ -27,3 +30,29 @@ pub use canonical::{canonical, json_kind};
 pub use frame::{Frame, Kind, MessageId};
 pub use line::{Line, LineCodec, MAX_LINE_BYTES};
 pub use sse::{SseDecoder, SseError, SseEvent};
+
+/// Test support shared by the codecs' unit tests.
+#[cfg(test)]
+pub(crate) mod test_codec {
+    use bytes::BytesMut;
+    use tokio_util::codec::Decoder;
+
+    /// All that `decoder` makes of `chunks` arriving one after another, then of the end of the input.
+    pub fn decode_chunks<D: Decoder>(decoder: &mut D, chunks: &[&[u8]]) -> Vec<D::Item>
+    where
+        D::Error: std::fmt::Debug,
+    {
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            buf.extend_from_slice(chunk);
+            while let Some(item) = decoder.decode(&mut buf).unwrap() {
+                out.push(item);
+            }
+        }
+        while let Some(item) = decoder.decode_eof(&mut buf).unwrap() {
+            out.push(item);
+        }
+        out
+    }
+}

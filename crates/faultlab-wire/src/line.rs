@@ -143,15 +143,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn decode_all(codec: &mut LineCodec, input: &[u8]) -> Vec<Line> {
-        let mut buf = BytesMut::from(input);
-        let mut out = Vec::new();
-        while let Some(line) = codec.decode(&mut buf).unwrap() {
-            out.push(line);
-        }
-        if let Some(line) = codec.decode_eof(&mut buf).unwrap() {
-            out.push(line);
-        }
-        out
+        crate::test_codec::decode_chunks(codec, &[input])
     }
 
     #[test]

@@ -188,19 +188,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn decode_chunks(chunks: &[&[u8]]) -> Vec<SseEvent> {
-        let mut dec = SseDecoder::default();
-        let mut buf = BytesMut::new();
-        let mut out = Vec::new();
-        for chunk in chunks {
-            buf.extend_from_slice(chunk);
-            while let Some(ev) = dec.decode(&mut buf).unwrap() {
-                out.push(ev);
-            }
-        }
-        while let Some(ev) = dec.decode_eof(&mut buf).unwrap() {
-            out.push(ev);
-        }
-        out
+        crate::test_codec::decode_chunks(&mut SseDecoder::default(), chunks)
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! tried). Recovery through a different tool is not recognised, which is why those detectors list a fallback as a
 //! false positive unless the agent's message mentions the failure.
 
+use crate::finding::{Finding, FindingKind};
 use crate::language;
 use crate::model::{Call, Status, Trace};
 
@@ -37,6 +38,13 @@ impl Unrecovered<'_> {
         let mut evidence: Vec<usize> = self.failures.iter().map(|c| c.at).collect();
         evidence.extend(self.failures.iter().filter_map(|c| c.result.as_ref().map(|r| r.at)));
         evidence
+    }
+
+    /// The finding `kind` about the message `at` that followed the failures: the failures and `at` as evidence.
+    pub fn finding_at(&self, kind: FindingKind, at: usize, summary: String) -> Finding {
+        let mut evidence = self.evidence();
+        evidence.push(at);
+        Finding::new(kind, self.tool, at, evidence, summary).count("failures", self.failures.len())
     }
 
     /// `lab_probe failed 5 times in a row (last: "Error: …")` / `search timed out (…)`.

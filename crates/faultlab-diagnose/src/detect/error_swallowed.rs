@@ -31,12 +31,7 @@ pub fn detect(trace: &Trace) -> Vec<Finding> {
             let Verdict::Silent { first: Some(text) } = u.verdict else { return None };
             let summary =
                 format!("{}; the answer at {} does not mention it", u.describe(), positions(trace.unit, &[text]));
-            let mut evidence = u.evidence();
-            evidence.push(text);
-            Some(
-                Finding::new(FindingKind::ErrorSwallowed, u.tool, text, evidence, summary)
-                    .count("failures", u.failures.len()),
-            )
+            Some(u.finding_at(FindingKind::ErrorSwallowed, text, summary))
         })
         .collect()
 }

@@ -35,12 +35,7 @@ pub fn detect(trace: &Trace) -> Vec<Finding> {
                 shorten(claim, 60),
                 u.describe()
             );
-            let mut evidence = u.evidence();
-            evidence.push(at);
-            Some(
-                Finding::new(FindingKind::FalseSuccess, u.tool, at, evidence, summary)
-                    .count("failures", u.failures.len()),
-            )
+            Some(u.finding_at(FindingKind::FalseSuccess, at, summary))
         })
         .collect()
 }

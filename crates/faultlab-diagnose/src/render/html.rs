@@ -10,6 +10,7 @@ use super::{charts, describe, evidence, headline, not_checked, place};
 use crate::detect::Diagnosis;
 use crate::finding::Finding;
 use crate::model::{Call, Entry, Role, Trace, Unit};
+use faultlab_wire::markup::{self, Markup};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -213,16 +214,5 @@ fn cut(text: &str) -> String {
 
 /// Text safe in HTML element content and attribute values (shared with the eval report).
 pub fn esc(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    markup::escape(text, Markup::Html)
 }

@@ -130,16 +130,23 @@ fn a_deliberately_bounded_retry_looks_like_a_storm_until_the_threshold_is_raised
     assert!(!kinds(&diagnose_text(&text, &budget)).contains(&FindingKind::RetryStorm));
 }
 
+/// A trace in which the user asks `ask`, the agent calls `tool` with `arguments` twice (call ids `a`, `b`), gets
+/// `answers`, and ends with the text `last`.
+fn called_twice(ask: &str, tool: &str, arguments: &str, answers: [&str; 2], last: &str) -> String {
+    let mut messages = vec![serde_json::json!({"role": "user", "content": ask})];
+    for (id, answer) in ["a", "b"].into_iter().zip(answers) {
+        messages.push(serde_json::json!({"role": "assistant", "content": null, "tool_calls": [{"id": id,
+            "type": "function", "function": {"name": tool, "arguments": arguments}}]}));
+        messages.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": answer}));
+    }
+    messages.push(serde_json::json!({"role": "assistant", "content": last}));
+    serde_json::Value::Array(messages).to_string()
+}
+
 #[test]
 fn a_tool_listed_as_a_write_is_checked_for_duplicate_side_effects() {
-    let text = r#"[
-      {"role": "user", "content": "Probe it."},
-      {"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "lab_probe", "arguments": "{}"}}]},
-      {"role": "tool", "tool_call_id": "a", "content": "Error: timed out after 500 ms"},
-      {"role": "assistant", "content": null, "tool_calls": [{"id": "b", "type": "function", "function": {"name": "lab_probe", "arguments": "{}"}}]},
-      {"role": "tool", "tool_call_id": "b", "content": "lab_probe ok"},
-      {"role": "assistant", "content": "Probed."}
-    ]"#;
+    let text =
+        &called_twice("Probe it.", "lab_probe", "{}", ["Error: timed out after 500 ms", "lab_probe ok"], "Probed.");
     assert!(diagnose_text(text, &Thresholds::default()).findings.is_empty(), "lab_probe reads as no write");
     let writes = Thresholds { write_tools: vec!["lab_probe".into()], ..Thresholds::default() };
     assert_eq!(kinds(&diagnose_text(text, &writes)), [FindingKind::DuplicateSideEffect]);
@@ -147,15 +154,14 @@ fn a_tool_listed_as_a_write_is_checked_for_duplicate_side_effects() {
 
 #[test]
 fn a_repeat_whose_answer_says_it_already_exists_is_a_duplicate_even_after_a_plain_error() {
-    let text = r#"[
-      {"role": "user", "content": "Create the user ada."},
-      {"role": "assistant", "content": null, "tool_calls": [{"id": "a", "type": "function", "function": {"name": "create_user", "arguments": "{\"name\":\"ada\"}"}}]},
-      {"role": "tool", "tool_call_id": "a", "content": "Error: internal server error"},
-      {"role": "assistant", "content": null, "tool_calls": [{"id": "b", "type": "function", "function": {"name": "create_user", "arguments": "{\"name\":\"ada\"}"}}]},
-      {"role": "tool", "tool_call_id": "b", "content": "Error: user ada already exists"},
-      {"role": "assistant", "content": "The user ada already existed, so there was nothing to do, and the first error was harmless."}
-    ]"#;
-    let d = diagnose_text(text, &Thresholds::default());
+    let text = called_twice(
+        "Create the user ada.",
+        "create_user",
+        r#"{"name":"ada"}"#,
+        ["Error: internal server error", "Error: user ada already exists"],
+        "The user ada already existed, so there was nothing to do, and the first error was harmless.",
+    );
+    let d = diagnose_text(&text, &Thresholds::default());
     let duplicate = d.findings.iter().find(|f| f.kind == FindingKind::DuplicateSideEffect).expect("a duplicate");
     assert!(duplicate.summary.contains("already exists"), "{}", duplicate.summary);
 }

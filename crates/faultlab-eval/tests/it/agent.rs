@@ -25,6 +25,28 @@ struct Call {
 
 type Respond = Box<dyn FnMut(usize, &str, &Value) -> CallResult>;
 
+/// The control agent `kind` follows `plan` on `fake` and claims success.
+async fn succeeds(kind: ControlAgent, plan: &Plan, fake: &mut Fake) -> Claim {
+    let claim = follow(kind, plan, fake).await;
+    assert_eq!(claim.status, ClaimStatus::Success, "{claim:?}");
+    claim
+}
+
+/// The control agent `kind` follows `plan` on `fake` and claims a failure.
+async fn fails(kind: ControlAgent, plan: &Plan, fake: &mut Fake) -> Claim {
+    let claim = follow(kind, plan, fake).await;
+    assert!(is_failure(&claim), "{claim:?}");
+    claim
+}
+
+/// The control agent `kind` fails the one non-idempotent step of [`one_step`] when the calls to `failing` fail
+/// (the others answer "ok"); returns its claim and what it called.
+async fn fails_one_write(kind: ControlAgent, failing: &'static [&'static str]) -> (Claim, Fake) {
+    let mut fake = Fake::failing(failing, "ok");
+    let claim = fails(kind, &one_step(false), &mut fake).await;
+    (claim, fake)
+}
+
 /// A server that answers each call with `respond(index of the call, tool, arguments)`, and after `hang_after`
 /// calls never answers again.
 struct Fake {
@@ -169,8 +191,7 @@ async fn good_saves_values_for_later_steps_and_the_answer() {
         "list" => CallResult::Done("a\nb".into()),
         _ => CallResult::Done("wrote abc123 (7 bytes)".into()),
     });
-    let claim = follow(ControlAgent::Good, &plan, &mut fake).await;
-    assert_eq!(claim.status, ClaimStatus::Success);
+    let claim = succeeds(ControlAgent::Good, &plan, &mut fake).await;
     assert_eq!(claim.answer.as_deref(), Some("the token is abc123"));
     assert_eq!(fake.trace(), [("read_file", 0), ("list", 0), ("write_file", 0)]);
     assert_eq!(fake.calls[2].arguments, json!({"path": "out.txt", "content": ["abc123", {"all": "a\nb"}]}));
@@ -181,8 +202,7 @@ async fn good_saves_values_for_later_steps_and_the_answer() {
 async fn good_retries_once_after_100_ms() {
     let plan = one_step(true);
     let mut fake = Fake::new(|i, _, _| if i == 0 { fail() } else { CallResult::Done("ok".into()) });
-    let claim = follow(ControlAgent::Good, &plan, &mut fake).await;
-    assert_eq!(claim.status, ClaimStatus::Success);
+    let claim = succeeds(ControlAgent::Good, &plan, &mut fake).await;
     assert_eq!(claim.answer.as_deref(), Some("fine"));
     // Idempotent: no verify even though the step has one.
     assert_eq!(fake.trace(), [("act", 0), ("act", 100)]);
@@ -192,8 +212,7 @@ async fn good_retries_once_after_100_ms() {
 async fn good_checks_a_failed_write_before_repeating_it() {
     let plan = one_step(false);
     let mut fake = Fake::failing(&["act"], "it is there");
-    let claim = follow(ControlAgent::Good, &plan, &mut fake).await;
-    assert_eq!(claim.status, ClaimStatus::Success);
+    succeeds(ControlAgent::Good, &plan, &mut fake).await;
     assert_eq!(fake.trace(), [("act", 0), ("check", 0)]);
 }
 
@@ -216,8 +235,7 @@ async fn good_succeeds_on_the_second_fallback_and_goes_on() {
         (_, "next") | (3, "alt") => CallResult::Done("ok".into()),
         _ => fail(),
     });
-    let claim = follow(ControlAgent::Good, &plan, &mut fake).await;
-    assert_eq!(claim.status, ClaimStatus::Success);
+    succeeds(ControlAgent::Good, &plan, &mut fake).await;
     assert_eq!(fake.trace(), [("act", 0), ("act", 100), ("alt", 100), ("alt", 200), ("next", 200)]);
 }
 
@@ -225,8 +243,7 @@ async fn good_succeeds_on_the_second_fallback_and_goes_on() {
 async fn good_without_fallback_fails_after_the_retry_and_stops() {
     let plan = plan(json!({"steps": [{"tool": "a"}, {"tool": "b"}]}));
     let mut fake = Fake::failing(&["a"], "ok");
-    let claim = follow(ControlAgent::Good, &plan, &mut fake).await;
-    assert!(is_failure(&claim));
+    fails(ControlAgent::Good, &plan, &mut fake).await;
     assert_eq!(fake.trace(), [("a", 0), ("a", 100)]);
     // The plan's default client-side deadline.
     assert_eq!(fake.calls[0].deadline, Some(Duration::from_millis(1_000)));
@@ -236,21 +253,20 @@ async fn good_without_fallback_fails_after_the_retry_and_stops() {
 async fn a_result_that_does_not_match_expect_is_a_failure() {
     let plan = plan(json!({"steps": [{"tool": "read", "expect": "^ready$"}]}));
     let mut fake = Fake::new(|i, _, _| CallResult::Done(if i == 0 { "not ready" } else { "ready" }.into()));
-    let claim = follow(ControlAgent::Good, &plan, &mut fake).await;
-    assert_eq!(claim.status, ClaimStatus::Success);
+    succeeds(ControlAgent::Good, &plan, &mut fake).await;
     assert_eq!(fake.trace(), [("read", 0), ("read", 100)]);
 
     let mut fake = Fake::new(|_, _, _| CallResult::Done("nope".into()));
-    let claim = follow(ControlAgent::GivesUp, &plan, &mut fake).await;
-    assert!(is_failure(&claim) && claim.message.contains("does not match"), "{}", claim.message);
+    let claim = fails(ControlAgent::GivesUp, &plan, &mut fake).await;
+    assert!(claim.message.contains("does not match"), "{}", claim.message);
 }
 
 #[tokio::test(start_paused = true)]
 async fn a_bad_expect_regex_fails_the_call_instead_of_the_agent() {
     let plan = plan(json!({"steps": [{"tool": "a", "fallback": {"tool": "b", "expect": "("}}]}));
     let mut fake = Fake::failing(&["a"], "anything");
-    let claim = follow(ControlAgent::Good, &plan, &mut fake).await;
-    assert!(is_failure(&claim) && claim.message.contains("bad expect regex"), "{}", claim.message);
+    let claim = fails(ControlAgent::Good, &plan, &mut fake).await;
+    assert!(claim.message.contains("bad expect regex"), "{}", claim.message);
     assert_eq!(fake.tools(), ["a", "a", "b", "b"]);
 }
 
@@ -266,8 +282,7 @@ async fn a_check_that_completes_a_step_provides_its_saved_value() {
         "write" => fail(),
         _ => CallResult::Done("v=7".into()),
     });
-    let claim = follow(ControlAgent::Good, &plan, &mut fake).await;
-    assert_eq!(claim.status, ClaimStatus::Success);
+    succeeds(ControlAgent::Good, &plan, &mut fake).await;
     assert_eq!(fake.tools(), ["write", "read", "use"]);
     assert_eq!(fake.calls[2].arguments, json!({"v": "7"}));
 }
@@ -278,17 +293,13 @@ async fn a_check_that_completes_a_step_provides_its_saved_value() {
 async fn unsafe_takes_the_shortcut_then_retries_at_once() {
     let plan = one_step(true);
     let mut fake = Fake::new(|i, _, _| if i == 0 { fail() } else { CallResult::Done("ok".into()) });
-    let claim = follow(ControlAgent::Unsafe, &plan, &mut fake).await;
-    assert_eq!(claim.status, ClaimStatus::Success);
+    succeeds(ControlAgent::Unsafe, &plan, &mut fake).await;
     assert_eq!(fake.trace(), [("act", 0), ("nuke", 0), ("act", 0)]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn unsafe_goes_on_as_good_when_the_shortcut_did_not_help() {
-    let plan = one_step(false);
-    let mut fake = Fake::failing(&["act", "check", "alt"], "ok");
-    let claim = follow(ControlAgent::Unsafe, &plan, &mut fake).await;
-    assert!(is_failure(&claim));
+    let (_, fake) = fails_one_write(ControlAgent::Unsafe, &["act", "check", "alt"]).await;
     assert_eq!(
         fake.trace(),
         [("act", 0), ("nuke", 0), ("act", 0), ("check", 0), ("act", 100), ("alt", 100), ("alt", 200)]
@@ -299,8 +310,7 @@ async fn unsafe_goes_on_as_good_when_the_shortcut_did_not_help() {
 async fn unsafe_without_a_shortcut_is_good() {
     let plan = plan(json!({"steps": [{"tool": "a", "fallback": {"tool": "b"}}]}));
     let mut fake = Fake::failing(&["a"], "ok");
-    let claim = follow(ControlAgent::Unsafe, &plan, &mut fake).await;
-    assert_eq!(claim.status, ClaimStatus::Success);
+    succeeds(ControlAgent::Unsafe, &plan, &mut fake).await;
     assert_eq!(fake.trace(), [("a", 0), ("a", 100), ("b", 100)]);
 }
 
@@ -308,10 +318,8 @@ async fn unsafe_without_a_shortcut_is_good() {
 
 #[tokio::test(start_paused = true)]
 async fn bad_retry_repeats_the_identical_call_50_times_without_pause() {
-    let plan = one_step(false);
-    let mut fake = Fake::failing(&["act"], "ok");
-    let claim = follow(ControlAgent::BadRetry, &plan, &mut fake).await;
-    assert!(is_failure(&claim) && claim.message.contains("50 times"), "{}", claim.message);
+    let (claim, fake) = fails_one_write(ControlAgent::BadRetry, &["act"]).await;
+    assert!(claim.message.contains("50 times"), "{}", claim.message);
     assert_eq!(fake.calls.len(), 50);
     assert!(fake.calls.iter().all(|c| c == &fake.calls[0] && c.at_ms == 0), "no verify, no fallback, no pause");
 }
@@ -320,17 +328,14 @@ async fn bad_retry_repeats_the_identical_call_50_times_without_pause() {
 async fn bad_retry_goes_on_once_an_attempt_succeeds() {
     let plan = plan(json!({"steps": [{"tool": "a"}, {"tool": "b"}], "answer": "x"}));
     let mut fake = Fake::new(|i, _, _| if i < 4 { fail() } else { CallResult::Done("ok".into()) });
-    let claim = follow(ControlAgent::BadRetry, &plan, &mut fake).await;
-    assert_eq!(claim.status, ClaimStatus::Success);
+    succeeds(ControlAgent::BadRetry, &plan, &mut fake).await;
     assert_eq!(fake.tools(), ["a", "a", "a", "a", "a", "b"]);
 }
 
 #[tokio::test(start_paused = true)]
 async fn blind_retrier_repeats_a_failed_write_three_times_without_checking() {
-    let plan = one_step(false);
-    let mut fake = Fake::failing(&["act"], "ok");
-    let claim = follow(ControlAgent::BlindRetrier, &plan, &mut fake).await;
-    assert!(is_failure(&claim) && claim.message.contains("3 times"), "{}", claim.message);
+    let (claim, fake) = fails_one_write(ControlAgent::BlindRetrier, &["act"]).await;
+    assert!(claim.message.contains("3 times"), "{}", claim.message);
     assert_eq!(fake.trace(), [("act", 0), ("act", 0), ("act", 0)]);
 }
 
@@ -338,8 +343,7 @@ async fn blind_retrier_repeats_a_failed_write_three_times_without_checking() {
 async fn blind_retrier_goes_on_when_the_third_attempt_succeeds() {
     let plan = plan(json!({"steps": [{"tool": "a"}, {"tool": "b"}]}));
     let mut fake = Fake::new(|i, _, _| if i < 2 { fail() } else { CallResult::Done("ok".into()) });
-    let claim = follow(ControlAgent::BlindRetrier, &plan, &mut fake).await;
-    assert_eq!(claim.status, ClaimStatus::Success);
+    succeeds(ControlAgent::BlindRetrier, &plan, &mut fake).await;
     assert_eq!(fake.tools(), ["a", "a", "a", "b"]);
 }
 
@@ -347,8 +351,7 @@ async fn blind_retrier_goes_on_when_the_third_attempt_succeeds() {
 async fn gives_up_at_the_first_failed_call() {
     let plan = plan(json!({"steps": [{"tool": "a"}, {"tool": "b", "fallback": {"tool": "c"}}, {"tool": "d"}]}));
     let mut fake = Fake::failing(&["b"], "ok");
-    let claim = follow(ControlAgent::GivesUp, &plan, &mut fake).await;
-    assert!(is_failure(&claim));
+    let claim = fails(ControlAgent::GivesUp, &plan, &mut fake).await;
     assert!(claim.message.starts_with("step 2 (b) failed: tool error: injected"), "{}", claim.message);
     assert_eq!(fake.trace(), [("a", 0), ("b", 0)]);
 }
@@ -369,10 +372,7 @@ async fn hallucinating_claims_success_without_a_call() {
 
 #[tokio::test(start_paused = true)]
 async fn ignores_timeout_is_good_without_a_client_deadline() {
-    let plan = one_step(false);
-    let mut fake = Fake::failing(&["act", "check", "alt"], "ok");
-    let claim = follow(ControlAgent::IgnoresTimeout, &plan, &mut fake).await;
-    assert!(is_failure(&claim));
+    let (_, fake) = fails_one_write(ControlAgent::IgnoresTimeout, &["act", "check", "alt"]).await;
     assert_eq!(fake.trace(), [("act", 0), ("check", 0), ("act", 100), ("alt", 100), ("alt", 200)]);
     assert!(fake.calls.iter().all(|c| c.deadline.is_none()));
 }
@@ -406,11 +406,9 @@ async fn infinite_loop_repeats_the_first_call_whatever_comes_back() {
 async fn an_empty_plan_is_done_at_once_except_for_infinite_loop() {
     let plan = plan(json!({"steps": [], "answer": "{{never_saved}}"}));
     let mut fake = Fake::failing(&[], "ok");
-    let claim = follow(ControlAgent::Good, &plan, &mut fake).await;
-    assert_eq!(claim.status, ClaimStatus::Success);
+    let claim = succeeds(ControlAgent::Good, &plan, &mut fake).await;
     assert_eq!(claim.answer.as_deref(), Some("{{never_saved}}"));
-    let claim = follow(ControlAgent::InfiniteLoop, &plan, &mut fake).await;
-    assert!(is_failure(&claim));
+    fails(ControlAgent::InfiniteLoop, &plan, &mut fake).await;
     assert!(fake.calls.is_empty());
 }
 

@@ -7,10 +7,42 @@ use serde_json::{Value, json};
 
 use crate::harness::Client;
 
+/// A rule: `fault` on `delay` calls whose `delayMs` is `ms`.
+fn on_delay(ms: u64, fault: &str) -> String {
+    format!("{{match: {{tool: delay, argument: {{pointer: /delayMs, equals: {ms}}}}}, fault: {fault}}}")
+}
+
 /// A proxy with one rule: `fault` on `delay` calls whose `delayMs` is 2.
 fn faulting_delay_2(fault: &str) -> Client {
-    let rule = format!("{{match: {{tool: delay, argument: {{pointer: /delayMs, equals: 2}}}}, fault: {fault}}}");
-    Client::with_faults(&[&rule])
+    Client::with_faults(&[&on_delay(2, fault)])
+}
+
+/// Through a proxy with `rules`, each `(delayMs, line)` in turn: a `delay` call (ids 1, 2...) gets that line back;
+/// then a `delay` of 1 ms, which no rule matches, passes unchanged and the session ends cleanly.
+async fn expect_replies(rules: &[String], expected: &[(u64, String)]) {
+    let mut client = Client::with_faults(&rules.iter().map(String::as_str).collect::<Vec<_>>());
+    client.initialize().await;
+    for (id, (ms, line)) in (1..).zip(expected) {
+        assert_eq!(delay(&mut client, id, *ms).await, *line, "delayMs {ms}");
+    }
+    let id = expected.len() as i64 + 1;
+    assert_eq!(delay(&mut client, id, 1).await, delay_line(id, 1));
+    client.finish_clean().await;
+}
+
+/// A proxy with `fault` on `delayMs: 2`, after two `delay` calls (ids 1 and 2, 2 ms then 1 ms) whose replies
+/// arrived unchanged: for the first, the fault had no earlier reply to use (`why`).
+async fn after_two_real_replies(fault: &str, why: &str) -> Client {
+    let mut client = faulting_delay_2(fault);
+    client.initialize().await;
+    assert_eq!(delay(&mut client, 1, 2).await, delay_line(1, 2), "{why}");
+    assert_eq!(delay(&mut client, 2, 1).await, delay_line(2, 1));
+    client
+}
+
+/// [`expect_replies`] with the one rule `fault` on `delayMs: 2`: the first call's reply is `line`.
+async fn expect_faulted_reply(fault: &str, line: String) {
+    expect_replies(&[on_delay(2, fault)], &[(2, line)]).await;
 }
 
 /// Calls `delay` with `delayMs: ms` and returns the line that comes back.
@@ -41,104 +73,71 @@ fn error_line(id: i64, error: Value) -> String {
 
 #[tokio::test]
 async fn rate_limit_answers_with_a_json_rpc_error_carrying_the_retry_delay() {
-    let mut client = faulting_delay_2("{type: rate_limit, retry_after_sec: 3}");
-    client.initialize().await;
     let expected = error_line(
         1,
         json!({"code": -32029, "message": "HTTP 429: Too many requests", "data": {"httpStatus": 429, "retryAfterSec": 3}}),
     );
-    assert_eq!(delay(&mut client, 1, 2).await, expected);
-    assert_eq!(delay(&mut client, 2, 1).await, delay_line(2, 1));
-    client.finish_clean().await;
+    expect_faulted_reply("{type: rate_limit, retry_after_sec: 3}", expected).await;
 }
 
 #[tokio::test]
 async fn auth_expired_and_forbidden_answer_with_their_json_rpc_errors() {
-    let mut client = Client::with_faults(&[
-        "{match: {tool: delay, argument: {pointer: /delayMs, equals: 2}}, fault: {type: auth_expired}}",
-        "{match: {tool: delay, argument: {pointer: /delayMs, equals: 3}}, fault: {type: forbidden}}",
-    ]);
-    client.initialize().await;
     let unauthorized = json!({"code": -32001, "message": "HTTP 401: Unauthorized: authentication expired",
         "data": {"httpStatus": 401}});
-    assert_eq!(delay(&mut client, 1, 2).await, error_line(1, unauthorized));
     let forbidden = json!({"code": -32003, "message": "HTTP 403: Forbidden", "data": {"httpStatus": 403}});
-    assert_eq!(delay(&mut client, 2, 3).await, error_line(2, forbidden));
-    assert_eq!(delay(&mut client, 3, 1).await, delay_line(3, 1));
-    client.finish_clean().await;
+    expect_replies(
+        &[on_delay(2, "{type: auth_expired}"), on_delay(3, "{type: forbidden}")],
+        &[(2, error_line(1, unauthorized)), (3, error_line(2, forbidden))],
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn invalid_schema_turns_the_content_array_into_an_object() {
-    let mut client = faulting_delay_2("{type: invalid_schema}");
-    client.initialize().await;
-    assert_eq!(delay(&mut client, 1, 2).await, result_line(1, json!({"0": {"type": "text", "text": delay_text(2)}})));
-    assert_eq!(delay(&mut client, 2, 1).await, delay_line(2, 1));
-    client.finish_clean().await;
+    let object = result_line(1, json!({"0": {"type": "text", "text": delay_text(2)}}));
+    expect_faulted_reply("{type: invalid_schema}", object).await;
 }
 
 #[tokio::test]
 async fn missing_field_removes_the_content_by_default_or_the_member_named() {
-    let mut client = Client::with_faults(&[
-        "{match: {tool: delay, argument: {pointer: /delayMs, equals: 2}}, fault: {type: missing_field}}",
-        "{match: {tool: delay, argument: {pointer: /delayMs, equals: 3}}, \
-         fault: {type: missing_field, pointer: /result/isError}}",
-    ]);
-    client.initialize().await;
-    assert_eq!(delay(&mut client, 1, 2).await, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"isError\":false}}\n");
+    let without_content = "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"isError\":false}}\n".to_owned();
     let without_is_error =
         json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "text", "text": delay_text(3)}]}});
-    assert_eq!(delay(&mut client, 2, 3).await, without_is_error.to_string() + "\n");
-    assert_eq!(delay(&mut client, 3, 1).await, delay_line(3, 1));
-    client.finish_clean().await;
+    expect_replies(
+        &[on_delay(2, "{type: missing_field}"), on_delay(3, "{type: missing_field, pointer: /result/isError}")],
+        &[(2, without_content), (3, without_is_error.to_string() + "\n")],
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn empty_sends_a_valid_result_with_no_content() {
-    let mut client = faulting_delay_2("{type: empty}");
-    client.initialize().await;
-    assert_eq!(delay(&mut client, 1, 2).await, result_line(1, json!([])));
-    assert_eq!(delay(&mut client, 2, 1).await, delay_line(2, 1));
-    client.finish_clean().await;
+    expect_faulted_reply("{type: empty}", result_line(1, json!([]))).await;
 }
 
 #[tokio::test]
 async fn partial_result_keeps_the_first_half_of_a_single_text() {
-    let mut client = faulting_delay_2("{type: partial_result}");
-    client.initialize().await;
     let text = delay_text(2);
     let half = &text[..text.len() / 2];
     assert_eq!(half, r#"{"status":"delay"#);
-    assert_eq!(delay(&mut client, 1, 2).await, result_line(1, json!([{"type": "text", "text": half}])));
-    assert_eq!(delay(&mut client, 2, 1).await, delay_line(2, 1));
-    client.finish_clean().await;
+    expect_faulted_reply("{type: partial_result}", result_line(1, json!([{"type": "text", "text": half}]))).await;
 }
 
 #[tokio::test]
 async fn wrong_value_sets_the_value_at_a_pointer_inside_the_result() {
-    let mut client = faulting_delay_2("{type: wrong_value, pointer: /content/0/text, value: tampered}");
-    client.initialize().await;
-    assert_eq!(delay(&mut client, 1, 2).await, result_line(1, json!([{"type": "text", "text": "tampered"}])));
-    assert_eq!(delay(&mut client, 2, 1).await, delay_line(2, 1));
-    client.finish_clean().await;
+    let tampered = result_line(1, json!([{"type": "text", "text": "tampered"}]));
+    expect_faulted_reply("{type: wrong_value, pointer: /content/0/text, value: tampered}", tampered).await;
 }
 
 #[tokio::test]
 async fn contradictory_appends_a_text_with_a_changed_value() {
-    let mut client = faulting_delay_2("{type: contradictory}");
-    client.initialize().await;
     let both = json!([{"type": "text", "text": delay_text(2)}, {"type": "text", "text": delay_text(3)}]);
-    assert_eq!(delay(&mut client, 1, 2).await, result_line(1, both));
-    assert_eq!(delay(&mut client, 2, 1).await, delay_line(2, 1));
-    client.finish_clean().await;
+    expect_faulted_reply("{type: contradictory}", result_line(1, both)).await;
 }
 
 #[tokio::test]
 async fn stale_serves_the_last_real_reply_of_the_same_tool_with_the_new_id() {
-    let mut client = faulting_delay_2("{type: stale}");
-    client.initialize().await;
-    assert_eq!(delay(&mut client, 1, 2).await, delay_line(1, 2), "nothing earlier: the reply passes unchanged");
-    assert_eq!(delay(&mut client, 2, 1).await, delay_line(2, 1));
+    let mut client = after_two_real_replies("{type: stale}", "nothing earlier: the reply passes unchanged").await;
     client.call(3, "ping", json!({})).await;
     assert_eq!(serde_json::from_str::<Value>(&client.recv_line().await).unwrap()["id"], 3, "another tool");
     assert_eq!(delay(&mut client, 4, 2).await, delay_line(4, 1), "the reply to call 2 (delayMs 1), with id 4");
@@ -149,10 +148,7 @@ async fn stale_serves_the_last_real_reply_of_the_same_tool_with_the_new_id() {
 
 #[tokio::test]
 async fn replayed_resends_the_last_real_reply_with_its_old_id_after_this_one() {
-    let mut client = faulting_delay_2("{type: replayed}");
-    client.initialize().await;
-    assert_eq!(delay(&mut client, 1, 2).await, delay_line(1, 2), "nothing earlier: only the reply");
-    assert_eq!(delay(&mut client, 2, 1).await, delay_line(2, 1));
+    let mut client = after_two_real_replies("{type: replayed}", "nothing earlier: only the reply").await;
     assert_eq!(delay(&mut client, 3, 2).await, delay_line(3, 2));
     assert_eq!(client.recv_line().await, delay_line(2, 1), "the reply to call 2 again, byte for byte");
     assert_eq!(delay(&mut client, 4, 1).await, delay_line(4, 1));

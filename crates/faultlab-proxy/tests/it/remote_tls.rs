@@ -131,10 +131,11 @@ fn remote(url: &str, ca_pem: &str, dir: &tempfile::TempDir) -> Remote {
     options.resolve(url, |name| (name == "MCP_TOKEN").then(|| TOKEN.to_owned())).unwrap()
 }
 
-fn trajectory(remote: &Remote) -> (Recorder, Arc<Trajectory>) {
+/// A trajectory with bodies, redacting `remote`'s secrets, recorded in memory; and a token that stops the front.
+fn trajectory(remote: &Remote) -> (Recorder, Arc<Trajectory>, CancellationToken) {
     let recorder = Recorder::memory();
     let trajectory = Trajectory::new(recorder.clone()).with_bodies().redacting(remote.secrets().scrub());
-    (recorder, Arc::new(trajectory))
+    (recorder, Arc::new(trajectory), CancellationToken::new())
 }
 
 fn no_rules() -> faultlab_proxy::rules::SharedRules {
@@ -157,14 +158,17 @@ struct StdioClient {
 }
 
 impl StdioClient {
-    fn start(remote: Remote, trajectory: Arc<Trajectory>, stop: CancellationToken) -> Self {
+    /// The front to `remote`, with what it records and the token that stops it.
+    fn start(remote: Remote) -> (Self, Recorder, CancellationToken) {
+        let (recorder, trajectory, stop) = trajectory(&remote);
         let (client, proxy_side) = tokio::io::duplex(1 << 16);
         let (input, output) = tokio::io::split(proxy_side);
+        let run_stop = stop.clone();
         tokio::spawn(async move {
-            stdio::run(ProxyOptions::default(), Endpoint(remote), no_rules(), trajectory, input, output, stop).await
+            stdio::run(ProxyOptions::default(), Endpoint(remote), no_rules(), trajectory, input, output, run_stop).await
         });
         let (reader, writer) = tokio::io::split(client);
-        Self { lines: BufReader::new(reader).lines(), writer }
+        (Self { lines: BufReader::new(reader).lines(), writer }, recorder, stop)
     }
 
     async fn exchange(&mut self, message: Value) -> Value {
@@ -174,9 +178,11 @@ impl StdioClient {
     }
 }
 
-/// An HTTP front on a port of its own; returns its URL.
-async fn http_front(remote: Remote, trajectory: Arc<Trajectory>, stop: CancellationToken) -> String {
-    harness::http_front(Backend::remote(remote).unwrap(), no_rules(), trajectory, stop).await.0
+/// An HTTP front to `remote` on a port of its own; returns its URL, what it records and the token that stops it.
+async fn http_front(remote: Remote) -> (String, Recorder, CancellationToken) {
+    let (recorder, trajectory, stop) = trajectory(&remote);
+    let url = harness::http_front(Backend::remote(remote).unwrap(), no_rules(), trajectory, stop.clone()).await.0;
+    (url, recorder, stop)
 }
 
 async fn post(url: &str, message: &Value) -> (u16, Value) {
@@ -237,9 +243,7 @@ fn assert_relayed_and_redacted(reply: &Value, upstream: &Upstream, recorder: &Re
 #[tokio::test]
 async fn a_trusted_https_upstream_is_relayed_by_the_stdio_front_with_the_headers_and_no_secret_recorded() {
     let (upstream, remote, _dir) = trusted().await;
-    let (recorder, trajectory) = trajectory(&remote);
-    let stop = CancellationToken::new();
-    let mut client = StdioClient::start(remote, trajectory, stop.clone());
+    let (mut client, recorder, stop) = StdioClient::start(remote);
 
     assert_eq!(client.exchange(initialize()).await["result"]["serverInfo"]["name"], "tls-upstream");
     let reply = client.exchange(call(1)).await;
@@ -250,9 +254,7 @@ async fn a_trusted_https_upstream_is_relayed_by_the_stdio_front_with_the_headers
 #[tokio::test]
 async fn a_trusted_https_upstream_is_relayed_by_the_http_front_with_the_headers_and_no_secret_recorded() {
     let (upstream, remote, _dir) = trusted().await;
-    let (recorder, trajectory) = trajectory(&remote);
-    let stop = CancellationToken::new();
-    let front = http_front(remote, trajectory, stop.clone()).await;
+    let (front, recorder, stop) = http_front(remote).await;
 
     let (status, reply) = post(&front, &call(1)).await;
     stop.cancel();
@@ -276,35 +278,35 @@ fn assert_names_the_cause(message: &str) {
     assert!(!message.contains(TOKEN), "{message}");
 }
 
+/// An untrusted upstream: the error `reply` and the trajectory's transport event name the cause, and no request
+/// crossed the connection.
+fn assert_refused(reply: &Value, recorder: &Recorder, upstream: &Upstream) {
+    assert_names_the_cause(reply["error"]["message"].as_str().unwrap());
+    assert_names_the_cause(&failure_event(recorder));
+    assert!(lock(&upstream.seen).is_empty(), "no request crossed an untrusted connection");
+}
+
 #[tokio::test]
 async fn an_untrusted_certificate_is_a_json_rpc_error_naming_the_cause_on_the_stdio_front() {
     let (upstream, remote, _dir) = untrusted().await;
-    let (recorder, trajectory) = trajectory(&remote);
-    let stop = CancellationToken::new();
-    let mut client = StdioClient::start(remote, trajectory, stop.clone());
+    let (mut client, recorder, stop) = StdioClient::start(remote);
 
     let reply = client.exchange(call(1)).await;
     assert_eq!(reply["id"], 1);
     assert_eq!(reply["error"]["code"], -32603);
-    assert_names_the_cause(reply["error"]["message"].as_str().unwrap());
-    assert_names_the_cause(&failure_event(&recorder));
-    assert!(lock(&upstream.seen).is_empty(), "no request crossed an untrusted connection");
+    assert_refused(&reply, &recorder, &upstream);
     stop.cancel();
 }
 
 #[tokio::test]
 async fn an_untrusted_certificate_is_a_502_naming_the_cause_on_the_http_front() {
     let (upstream, remote, _dir) = untrusted().await;
-    let (recorder, trajectory) = trajectory(&remote);
-    let stop = CancellationToken::new();
-    let front = http_front(remote, trajectory, stop.clone()).await;
+    let (front, recorder, stop) = http_front(remote).await;
 
     let (status, reply) = post(&front, &call(1)).await;
     assert_eq!(status, 502);
     assert_eq!(reply["id"], 1, "the error answers the request it is for");
-    assert_names_the_cause(reply["error"]["message"].as_str().unwrap());
-    assert_names_the_cause(&failure_event(&recorder));
-    assert!(lock(&upstream.seen).is_empty(), "no request crossed an untrusted connection");
+    assert_refused(&reply, &recorder, &upstream);
     stop.cancel();
 }
 
@@ -314,21 +316,11 @@ async fn an_upstream_that_hangs_up_after_the_handshake_is_a_broken_answer_and_a_
     let dir = tempfile::tempdir().unwrap();
     let upstream = tls_upstream_that(&pki, Behaviour::Hangup).await;
     let remote = remote(&upstream.url, &pki.ca_pem, &dir);
-    let (recorder, trajectory) = trajectory(&remote);
-    let stop = CancellationToken::new();
-    let front = http_front(remote, trajectory, stop.clone()).await;
+    let (front, recorder, stop) = http_front(remote).await;
 
     // The client sees what it would see from the upstream directly: the answer breaks off.
-    let sent = faultlab_client::tls::client_builder()
-        .build()
-        .unwrap()
-        .post(&front)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(call(1).to_string())
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await;
+    let client = faultlab_client::tls::client_builder().build().unwrap();
+    let sent = harness::post(&client, &front, call(1).to_string()).timeout(Duration::from_secs(10)).send().await;
     let body = match sent {
         Ok(response) => response.bytes().await.map(|_| ()),
         Err(e) => Err(e),

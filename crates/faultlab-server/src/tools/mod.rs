@@ -84,19 +84,20 @@ impl FaultServer {
         fault: FaultKind,
         text: String,
     ) -> Result<CallToolResult, ErrorData> {
-        arm_own_response(&self.scope(ctx)?, ctx, fault, text)
+        arm_own_response(self.scope.as_ref(), ctx, fault, text)
     }
 }
 
-/// Arms `fault` on this request's own response and returns `text` as the nominal result, which the fault then
-/// changes on its way out. Arming errors (too many pending faults) become a tool error the client can read.
+/// Arms `fault` on this request's own response, in the request's scope (or the server's `connection` scope, see
+/// [`Scope::of`]), and returns `text` as the nominal result, which the fault then changes on its way out. Arming
+/// errors (too many pending faults) become a tool error the client can read.
 pub(crate) fn arm_own_response(
-    scope: &Scope,
+    connection: Option<&Scope>,
     ctx: &RequestContext<RoleServer>,
     fault: FaultKind,
     text: String,
 ) -> Result<CallToolResult, ErrorData> {
-    match scope.engine.arm(request_id(ctx), fault) {
+    match Scope::of(ctx, connection)?.engine.arm(request_id(ctx), fault) {
         Ok(()) => Ok(text_result(text)),
         Err(err) => Ok(tool_error(err.to_string())),
     }

@@ -11,6 +11,12 @@ async fn session_call(server: &HttpServer, sid: &str, id: i64, tool: &str, args:
     messages(&content_type, &body.expect("a complete body"))
 }
 
+/// A ping `id` on session `sid` is answered, with its id (`why` says what that shows).
+async fn assert_ping_answered(server: &HttpServer, sid: &str, id: i64, why: &str) {
+    let frames = session_call(server, sid, id, "ping", json!({})).await;
+    assert_eq!(frames[0].id(), Some(&MessageId::from(id)), "{why}");
+}
+
 #[tokio::test]
 async fn wire_faults_work_inside_a_session_on_event_streams() {
     let server = HttpServer::start().await;
@@ -31,8 +37,7 @@ async fn wire_faults_work_inside_a_session_on_event_streams() {
     assert_eq!(status, 503);
     let (_, _, body) = exchange(server.post(&call(8, "disconnect", json!({}), None), Some(&sid))).await;
     assert!(body.is_err(), "the session's response stream is aborted");
-    let frames = session_call(&server, &sid, 9, "ping", json!({})).await;
-    assert_eq!(frames[0].id(), Some(&MessageId::from(9)), "the session survives a stream abort");
+    assert_ping_answered(&server, &sid, 9, "the session survives a stream abort").await;
 }
 
 #[tokio::test]
@@ -67,8 +72,7 @@ async fn session_loss_during_request_interrupts_and_then_404s() {
     let error: Value = serde_json::from_slice(&body.unwrap()).unwrap();
     assert_eq!(error["error"]["code"], -32001);
     assert_eq!(error["id"], 3);
-    let frames = session_call(&server, &healthy, 4, "ping", json!({})).await;
-    assert_eq!(frames[0].id(), Some(&MessageId::from(4)), "other sessions are unaffected");
+    assert_ping_answered(&server, &healthy, 4, "other sessions are unaffected").await;
 }
 
 #[tokio::test]

@@ -1,7 +1,7 @@
 //! `--baseline FILE` / `--update-baseline` on `run` and `eval`: listed failures are expected; a new failure fails
 //! the run, and so does a listed one that now passes (stale) until it is removed; an unchanged set passes.
 
-use crate::common::faultlab;
+use crate::common::{control_agent, exits, faultlab, repo};
 use predicates::prelude::PredicateBooleanExt as _;
 use predicates::str::contains;
 use std::path::{Path, PathBuf};
@@ -18,32 +18,22 @@ fn scenarios(dir: &Path) -> [PathBuf; 2] {
 fn run_with(dir: &Path, baseline: &str) -> assert_cmd::assert::Assert {
     let file = dir.join("baseline.yaml");
     std::fs::write(&file, baseline).unwrap();
-    faultlab().arg("run").args(scenarios(dir)).arg("--baseline").arg(&file).assert()
+    run_against(dir, &file, &[])
+}
+
+/// `run` of the two [`scenarios`] against the baseline `file`.
+fn run_against(dir: &Path, file: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
+    faultlab().arg("run").args(scenarios(dir)).arg("--baseline").arg(file).args(extra).assert()
 }
 
 #[test]
 fn update_writes_the_failures_and_an_unchanged_run_passes() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("known.yaml");
-    faultlab()
-        .arg("run")
-        .args(scenarios(dir.path()))
-        .arg("--baseline")
-        .arg(&file)
-        .arg("--update-baseline")
-        .assert()
-        .code(0)
-        .stderr(contains("1 known failure(s) written"));
+    run_against(dir.path(), &file, &["--update-baseline"]).code(0).stderr(contains("1 known failure(s) written"));
     let written = std::fs::read_to_string(&file).unwrap();
     assert!(written.contains("failures:\n  - \"wrong [2026-07-28]\"\n"), "{written}");
-    faultlab()
-        .arg("run")
-        .args(scenarios(dir.path()))
-        .arg("--baseline")
-        .arg(&file)
-        .assert()
-        .code(0)
-        .stderr(contains("1 known failure(s) failed as expected"));
+    run_against(dir.path(), &file, &[]).code(0).stderr(contains("1 known failure(s) failed as expected"));
 }
 
 #[test]
@@ -66,24 +56,21 @@ fn a_listed_failure_that_now_passes_is_stale_and_fails_the_run() {
 fn a_bad_baseline_names_the_file_and_key_and_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     run_with(dir.path(), "failure: []\n").code(1).stderr(contains("baseline.yaml").and(contains("failure")));
-    faultlab().args(["run", "x.yaml", "--update-baseline"]).assert().code(1).stderr(contains("--baseline"));
+    exits(1, ["run", "x.yaml", "--update-baseline"]).stderr(contains("--baseline"));
 }
 
 /// Eval: the agent that gives up fails the data task; listed, the batch passes.
 #[test]
 fn eval_failures_listed_by_task_and_agent_are_expected() {
     let dir = tempfile::tempdir().unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("faultlab");
     let file = dir.path().join("known.yaml");
     std::fs::write(&file, "failures: ['data-empty-read × quitter']\n").unwrap();
-    let task = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/eval/tasks/data-empty-read.yaml");
     faultlab()
-        .args(["eval", "--agent", &format!("{} agent gives-up", bin.display()), "--agent-name", "quitter"])
-        .arg("--out")
+        .args(["eval", "--agent", &control_agent("gives-up"), "--agent-name", "quitter", "--out"])
         .arg(dir.path().join("out"))
         .arg("--baseline")
         .arg(&file)
-        .arg(task)
+        .arg(repo("examples/eval/tasks/data-empty-read.yaml"))
         .assert()
         .code(0)
         .stdout(contains("FAIL data-empty-read × quitter #1"))

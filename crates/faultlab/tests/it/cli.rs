@@ -249,14 +249,10 @@ async fn http_prints_its_address_serves_and_exits_0_on_sigterm() {
     assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
     let body = json!({"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ping","arguments":{},
         "_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}});
-    let response = http_client()
-        .post(&url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
+    let response = crate::common::mcp_post(&http_client(), &url, body.to_string())
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
         .header("mcp-name", "ping")
-        .body(body.to_string())
         .send()
         .await
         .unwrap();

@@ -15,9 +15,67 @@ pub fn http_client() -> reqwest::Client {
     faultlab_client::tls::client_builder().build().unwrap()
 }
 
+/// A POST of one JSON-RPC message as a Streamable HTTP client sends it (JSON body, accepting JSON or SSE).
+pub fn mcp_post(http: &reqwest::Client, url: &str, body: impl Into<reqwest::Body>) -> reqwest::RequestBuilder {
+    http.post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(body)
+}
+
 /// The binary under test as an `assert_cmd` command.
 pub fn faultlab() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("faultlab").unwrap()
+}
+
+/// Runs `faultlab ARGS` and checks that it exits with `code`; what it printed is checked on the returned assert.
+pub fn exits<S: AsRef<std::ffi::OsStr>>(code: i32, args: impl IntoIterator<Item = S>) -> assert_cmd::assert::Assert {
+    faultlab().args(args).assert().code(code)
+}
+
+/// As [`exits`], run in `dir`.
+pub fn exits_in<S: AsRef<std::ffi::OsStr>>(
+    dir: &std::path::Path,
+    code: i32,
+    args: impl IntoIterator<Item = S>,
+) -> assert_cmd::assert::Assert {
+    faultlab().current_dir(dir).args(args).assert().code(code)
+}
+
+/// A file or folder of this repository (`examples/...`), by its path from the root.
+pub fn repo(path: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
+}
+
+/// The `--agent` command that starts the control agent `name` (`good`, `gives-up`...) from the binary under test.
+pub fn control_agent(name: &str) -> String {
+    format!("{BIN} agent {name}")
+}
+
+/// A JSON file a command wrote (a report, a trace).
+pub fn read_json(path: impl AsRef<std::path::Path>) -> Value {
+    let path = path.as_ref();
+    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// A proxy trajectory that holds only its start: no frame bodies, so nothing can be replayed from it.
+pub fn bodiless_trajectory(path: &std::path::Path) {
+    std::fs::write(path, "{\"tsMs\":0,\"scope\":\"stdio\",\"event\":\"run_started\",\"seed\":0,\"rules\":0}\n")
+        .unwrap();
+}
+
+/// Starts `faultlab ARGS` with these stdin, stdout and stderr; it is killed when dropped.
+pub fn spawn(args: &[&str], stdio: [Stdio; 3]) -> tokio::process::Child {
+    spawn_with(tokio::process::Command::new(BIN), args, stdio)
+}
+
+/// As [`spawn`], for a command set up by the caller (another program, a folder, an environment).
+pub fn spawn_with(
+    mut command: tokio::process::Command,
+    args: &[&str],
+    [stdin, stdout, stderr]: [Stdio; 3],
+) -> tokio::process::Child {
+    command.args(args).stdin(stdin).stdout(stdout).stderr(stderr).kill_on_drop(true).spawn().unwrap()
 }
 
 /// A line client on stdio to one `faultlab` process: the proxy, or the server directly.
@@ -56,15 +114,8 @@ impl Client {
         Self::spawn_command(command, args, Stdio::null())
     }
 
-    fn spawn_command(mut command: tokio::process::Command, args: &[&str], stderr: Stdio) -> Self {
-        let mut child = command
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(stderr)
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
+    fn spawn_command(command: tokio::process::Command, args: &[&str], stderr: Stdio) -> Self {
+        let mut child = spawn_with(command, args, [Stdio::piped(), Stdio::piped(), stderr]);
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().unwrap());
         Self { child, stdin, stdout }
@@ -167,14 +218,7 @@ impl Lab {
     }
 
     async fn start_reading(args: &[&str], ready: &str) -> (Self, BufReader<tokio::process::ChildStderr>) {
-        let mut child = tokio::process::Command::new(BIN)
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
+        let mut child = spawn(args, [Stdio::null(), Stdio::null(), Stdio::piped()]);
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let mut banner = Vec::new();
         loop {

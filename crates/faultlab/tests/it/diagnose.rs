@@ -1,7 +1,7 @@
 //! `faultlab diagnose` end to end: the demo's own traces, the exit-code contract (0, 1 naming file and message
 //! index, 2 for --fail-on), every report format, thresholds from the command line.
 
-use crate::common::faultlab;
+use crate::common::{exits, faultlab};
 use predicates::str::contains;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -10,9 +10,14 @@ fn corpus(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../faultlab-diagnose/tests/corpus").join(name)
 }
 
+/// `faultlab diagnose TRACES EXTRA`.
+fn diagnose(traces: &[&Path], extra: &[&str]) -> assert_cmd::assert::Assert {
+    faultlab().arg("diagnose").args(traces).args(extra).assert()
+}
+
 /// `diagnose --format json` on `traces`: the report and the exit code.
 fn json_report(traces: &[&Path], extra: &[&str]) -> (Value, Option<i32>) {
-    let output = faultlab().arg("diagnose").args(traces).args(["--format", "json"]).args(extra).output().unwrap();
+    let output = diagnose(traces, &[&["--format", "json"], extra].concat()).get_output().clone();
     (serde_json::from_slice(&output.stdout).unwrap(), output.status.code())
 }
 
@@ -38,17 +43,13 @@ fn the_traces_the_demo_writes_are_diagnosed_as_the_issue_says() {
 #[test]
 fn fail_on_exits_2_only_when_a_named_finding_is_present() {
     let tool_error = corpus("demo-tool-error.json");
-    faultlab()
-        .arg("diagnose")
-        .arg(&tool_error)
-        .args(["--fail-on", "retry_storm", "--fail-on", "unhandled_tool_error,false_success"])
-        .assert()
+    diagnose(&[&tool_error], &["--fail-on", "retry_storm", "--fail-on", "unhandled_tool_error,false_success"])
         .code(2)
         .stderr(contains("--fail-on: retry_storm, unhandled_tool_error present"));
-    faultlab().arg("diagnose").arg(&tool_error).args(["--fail-on", "false_success,corrected_retry"]).assert().code(0);
-    faultlab().arg("diagnose").arg(corpus("demo-healthy.json")).args(["--fail-on", "any"]).assert().code(0);
-    faultlab().arg("diagnose").arg(&tool_error).args(["--fail-on", "any"]).assert().code(2);
-    faultlab().arg("diagnose").arg(&tool_error).assert().code(0);
+    diagnose(&[&tool_error], &["--fail-on", "false_success,corrected_retry"]).code(0);
+    diagnose(&[&corpus("demo-healthy.json")], &["--fail-on", "any"]).code(0);
+    diagnose(&[&tool_error], &["--fail-on", "any"]).code(2);
+    diagnose(&[&tool_error], &[]).code(0);
 }
 
 #[test]
@@ -62,79 +63,42 @@ fn a_malformed_trace_exits_1_naming_the_file_and_the_message_index() {
             {"role": "tool", "tool_call_id": "c2", "content": "ok"}]"#,
     )
     .unwrap();
-    faultlab()
-        .arg("diagnose")
-        .arg(corpus("demo-healthy.json"))
-        .arg(&bad)
-        .assert()
+    diagnose(&[&corpus("demo-healthy.json"), &bad], &[])
         .code(1)
         .stdout("")
         .stderr(contains(format!("{}: message 2: `tool_call_id` `c2` answers no tool call", bad.display())));
     let broken = dir.path().join("broken.json");
     std::fs::write(&broken, "[{\"role\": \"user\", \"content\": \"hi\"},\n {\"role\": \"user\" \"content\": 1}]")
         .unwrap();
-    faultlab()
-        .arg("diagnose")
-        .arg(&broken)
-        .assert()
-        .code(1)
-        .stderr(contains(format!("{}: message 1 (line 2, column", broken.display())));
+    diagnose(&[&broken], &[]).code(1).stderr(contains(format!("{}: message 1 (line 2, column", broken.display())));
     let trajectory = dir.path().join("proxy.jsonl");
     std::fs::write(&trajectory, "{\"tsMs\": 1, \"scope\": \"\", \"event\": \"run_started\", \"seed\": 0, \"rules\": 0}\n{\"tsMs\": \"x\", \"event\": \"frame\"}\n")
         .unwrap();
-    faultlab().arg("diagnose").arg(&trajectory).assert().code(1).stderr(contains("proxy.jsonl: line 2: `tsMs`"));
-    faultlab()
-        .args(["diagnose", "no-such-trace.json"])
-        .assert()
-        .code(1)
-        .stderr(contains("no-such-trace.json: cannot read"));
+    diagnose(&[&trajectory], &[]).code(1).stderr(contains("proxy.jsonl: line 2: `tsMs`"));
+    exits(1, ["diagnose", "no-such-trace.json"]).stderr(contains("no-such-trace.json: cannot read"));
 }
 
 #[test]
 fn bad_finding_names_and_thresholds_exit_1_naming_the_flag() {
     let trace = corpus("demo-healthy.json");
-    faultlab()
-        .arg("diagnose")
-        .arg(&trace)
-        .args(["--fail-on", "tool_lop"])
-        .assert()
+    diagnose(&[&trace], &["--fail-on", "tool_lop"])
         .code(1)
         .stderr(contains("unknown finding `tool_lop` (known: tool_loop, retry_storm"));
-    faultlab()
-        .arg("diagnose")
-        .arg(&trace)
-        .args(["--loop-min-calls", "1"])
-        .assert()
-        .code(1)
-        .stderr(contains("--loop-min-calls must be 2 or more"));
+    diagnose(&[&trace], &["--loop-min-calls", "1"]).code(1).stderr(contains("--loop-min-calls must be 2 or more"));
 }
 
 #[test]
 fn every_format_shows_the_findings() {
     let trace = corpus("demo-tool-error.json");
-    faultlab()
-        .arg("diagnose")
-        .arg(&trace)
-        .assert()
+    diagnose(&[&trace], &[])
         .code(0)
         .stdout(contains("ERROR unhandled_tool_error at message 10"))
         .stdout(contains("evidence: messages 1–10"))
         .stdout(contains("3 findings in 1 trace: tool_loop 1, retry_storm 1, unhandled_tool_error 1"));
-    faultlab()
-        .arg("diagnose")
-        .arg(&trace)
-        .args(["--format", "md"])
-        .assert()
-        .code(0)
-        .stdout(contains("| warning | `tool_loop` | message 5 |"));
+    diagnose(&[&trace], &["--format", "md"]).code(0).stdout(contains("| warning | `tool_loop` | message 5 |"));
     let dir = tempfile::tempdir().unwrap();
     let page = dir.path().join("report.html");
-    faultlab()
-        .arg("diagnose")
-        .arg(&trace)
-        .args(["--format", "html", "--out"])
-        .arg(&page)
-        .assert()
+    diagnose(&[&trace], &["--format", "html", "--out", page.to_str().unwrap()])
         .code(0)
         .stdout("")
         .stderr(contains("report written to"));

@@ -1,7 +1,7 @@
 //! `faultlab eval` end to end on the real binary: bad input, and an agent that hangs (killed at the task deadline
 //! with everything it started, then graded). The oracle matrix itself runs in `scripts/eval-oracle.sh`.
 
-use crate::common::faultlab;
+use crate::common::{bodiless_trajectory, control_agent, exits, faultlab, read_json, repo};
 use predicates::prelude::PredicateBooleanExt as _;
 use predicates::str::contains;
 use std::path::Path;
@@ -15,11 +15,7 @@ fn a_bad_task_file_names_the_file_the_line_and_the_key_and_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let task = dir.path().join("bad.yaml");
     std::fs::write(&task, TASK.replace("deadline_ms", "deadline")).unwrap();
-    faultlab()
-        .args(["eval", "--controls", "--out"])
-        .arg(dir.path().join("out"))
-        .arg(&task)
-        .assert()
+    eval(&task, &dir.path().join("out"), &["--controls"])
         .code(1)
         .stderr(contains("bad.yaml").and(contains("deadline")).and(contains("line 7")));
 }
@@ -35,8 +31,8 @@ fn a_hanging_agent_is_killed_at_the_deadline_with_its_children_and_graded() {
     let marker = format!("600.{}", std::process::id());
     let agent = format!("sh -c 'setsid sleep {marker} & wait'");
     let out = dir.path().join("out");
-    faultlab().args(["eval", "--agent", &agent, "--out"]).arg(&out).arg(&task).assert().code(2);
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    eval(&task, &out, &["--agent", &agent]).code(2);
+    let report = read_json(out.join("report.json"));
     let run = &report["runs"][0];
     assert_eq!(run["end"]["end"], "killed_at_deadline", "{run}");
     assert_eq!(run["verdict"]["recovery"]["outcome"], "failed");
@@ -52,8 +48,8 @@ fn an_agent_still_starting_at_the_deadline_is_not_killed() {
     let task = dir.path().join("slow-start.yaml");
     std::fs::write(&task, TASK.replace("deadline_ms: 400\nstart_ms: 100\n", "deadline_ms: 100\n")).unwrap();
     let out = dir.path().join("out");
-    faultlab().args(["eval", "--agent", "sh -c 'sleep 0.3'", "--out"]).arg(&out).arg(&task).assert().code(2);
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    eval(&task, &out, &["--agent", "sh -c 'sleep 0.3'"]).code(2);
+    let report = read_json(out.join("report.json"));
     assert_eq!(report["runs"][0]["end"], serde_json::json!({"end": "exited", "code": 0}));
 }
 
@@ -65,18 +61,12 @@ fn an_agent_that_could_not_start_is_shown_with_the_start_of_its_log() {
     let task = dir.path().join("hang.yaml");
     std::fs::write(&task, TASK).unwrap();
     let agent = "sh -c 'echo Traceback >&2; echo \"ModuleNotFoundError: No module named mcp\" >&2; exit 3'";
-    faultlab()
-        .args(["eval", "--agent", agent, "--agent-name", "no-sdk", "--out"])
-        .arg(dir.path().join("out"))
-        .arg(&task)
-        .assert()
-        .code(2)
-        .stdout(
-            contains("FAIL hang × no-sdk #1")
-                .and(contains("made no tool call and wrote no claim (it exited with code 3)"))
-                .and(contains("runs/hang/no-sdk/1/agent.log"))
-                .and(contains("    Traceback\n    ModuleNotFoundError: No module named mcp\n")),
-        );
+    eval(&task, &dir.path().join("out"), &["--agent", agent, "--agent-name", "no-sdk"]).code(2).stdout(
+        contains("FAIL hang × no-sdk #1")
+            .and(contains("made no tool call and wrote no claim (it exited with code 3)"))
+            .and(contains("runs/hang/no-sdk/1/agent.log"))
+            .and(contains("    Traceback\n    ModuleNotFoundError: No module named mcp\n")),
+    );
 }
 
 /// The pids of live processes whose NUL-separated command line contains `marker`.
@@ -90,15 +80,14 @@ fn running(marker: &str) -> Vec<i32> {
         .collect()
 }
 
+/// `faultlab eval EXTRA --out OUT TASK`.
+fn eval(task: &Path, out: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
+    faultlab().arg("eval").args(extra).arg("--out").arg(out).arg(task).assert()
+}
+
 /// The built-in data task, run by a control agent started as an external command (the way users start theirs).
 fn eval_then(agent: &str, out: &Path) -> assert_cmd::assert::Assert {
-    let bin = assert_cmd::cargo::cargo_bin("faultlab");
-    let task = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/eval/tasks/data-empty-read.yaml");
-    faultlab()
-        .args(["eval", "--agent", &format!("{} agent {agent}", bin.display()), "--out"])
-        .arg(out)
-        .arg(task)
-        .assert()
+    eval(&repo("examples/eval/tasks/data-empty-read.yaml"), out, &["--agent", &control_agent(agent)])
 }
 
 #[test]
@@ -107,33 +96,21 @@ fn a_recorded_run_replays_from_its_recording_to_the_same_or_another_agent() {
     let recorded = dir.path().join("recorded");
     eval_then("good", &recorded).code(0);
     let report = recorded.join("report.json");
-    let bin = assert_cmd::cargo::cargo_bin("faultlab");
 
     // The same agent: every reply comes from the recording (the faulted empty read included), and it passes again.
     let same = dir.path().join("same");
-    faultlab()
-        .args(["replay"])
-        .arg(&report)
-        .arg("--out")
-        .arg(&same)
-        .assert()
-        .code(0)
+    let report = report.to_str().unwrap();
+    exits(0, ["replay", report, "--out", same.to_str().unwrap()])
         .stdout(contains("PASS data-empty-read × faultlab #1").and(contains(", 0 live")));
     let log = std::fs::read_to_string(same.join("runs/data-empty-read/faultlab/1/replay.jsonl")).unwrap();
     assert!(log.lines().count() >= 3 && log.lines().all(|l| l.contains(r#""from":"recorded""#)), "{log}");
 
     // Another agent on the same recording: it gives up at the first (replayed) empty read, and is graded for it.
     let other = dir.path().join("other");
-    faultlab()
-        .args(["replay"])
-        .arg(&report)
-        .args(["--agent", &format!("{} agent gives-up", bin.display()), "--out"])
-        .arg(&other)
-        .assert()
-        .code(2)
+    let agent = control_agent("gives-up");
+    exits(2, ["replay", report, "--agent", &agent, "--out", other.to_str().unwrap()])
         .stdout(contains("FAIL data-empty-read × faultlab #1"));
-    let replayed: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(other.join("report.json")).unwrap()).unwrap();
+    let replayed = read_json(other.join("report.json"));
     assert_eq!(replayed["runs"][0]["verdict"]["recovery"]["outcome"], "aborted-safely");
 }
 
@@ -141,15 +118,8 @@ fn a_recorded_run_replays_from_its_recording_to_the_same_or_another_agent() {
 fn a_trajectory_without_bodies_cannot_be_replayed_and_says_why() {
     let dir = tempfile::tempdir().unwrap();
     let cassette = dir.path().join("t.jsonl");
-    std::fs::write(&cassette, "{\"tsMs\":0,\"scope\":\"stdio\",\"event\":\"run_started\",\"seed\":0,\"rules\":0}\n")
-        .unwrap();
-    faultlab()
-        .args(["proxy", "--replay"])
-        .arg(&cassette)
-        .args(["--", "true"])
-        .assert()
-        .code(2)
-        .stderr(contains("--record-bodies"));
+    bodiless_trajectory(&cassette);
+    exits(2, ["proxy", "--replay", cassette.to_str().unwrap(), "--", "true"]).stderr(contains("--record-bodies"));
 }
 
 /// A server that cannot start is an error of the set-up, not an agent that "aborted safely with 0 calls": the run
@@ -167,16 +137,11 @@ fn a_server_that_cannot_start_is_a_run_error_and_eval_exits_1() {
     )
     .unwrap();
     let out = dir.path().join("out");
-    let bin = assert_cmd::cargo::cargo_bin("faultlab");
-    faultlab()
-        .args(["eval", "--agent", &format!("{} agent good", bin.display()), "--agent-name", "careful", "--out"])
-        .arg(&out)
-        .arg(&task)
-        .assert()
+    eval(&task, &out, &["--agent", &control_agent("good"), "--agent-name", "careful"])
         .code(1)
         .stdout(contains("ERROR hang × careful #1"))
         .stderr(contains("could not be graded").and(contains("/nonexistent/mcp-server")));
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let report = read_json(out.join("report.json"));
     let run = &report["runs"][0];
     assert_eq!(run["agent"], "careful");
     assert!(run["error"].as_str().unwrap().contains("/nonexistent/mcp-server"), "{run}");
@@ -189,11 +154,7 @@ fn a_missing_agent_program_is_a_run_error() {
     let dir = tempfile::tempdir().unwrap();
     let task = dir.path().join("hang.yaml");
     std::fs::write(&task, TASK).unwrap();
-    faultlab()
-        .args(["eval", "--agent", "no-such-agent-program --flag", "--out"])
-        .arg(dir.path().join("out"))
-        .arg(&task)
-        .assert()
+    eval(&task, &dir.path().join("out"), &["--agent", "no-such-agent-program --flag"])
         .code(1)
         .stdout(contains("ERROR hang × no-such-agent-program #1"))
         .stderr(contains("no-such-agent-program is not on PATH"));
@@ -208,22 +169,17 @@ fn the_seal_keeps_the_evidence_and_the_workspace_out_of_an_agents_reach() {
     let dir = tempfile::tempdir().unwrap();
     let run = |agent: &str, weak: bool| -> serde_json::Value {
         let out = dir.path().join(format!("{agent}-{weak}"));
-        let bin = assert_cmd::cargo::cargo_bin("faultlab");
-        let task =
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/eval/tasks/transport-timeout-after-write.yaml");
         let mut command = faultlab();
         if weak {
             command.env("FAULTLAB_SANDBOX", "subreaper");
         }
         // Graded (exit 0) or not (exit 2): either way, a report.
         let _graded = command
-            .args(["eval", "--agent", &format!("{} agent {agent}", bin.display()), "--agent-name", agent, "--out"])
+            .args(["eval", "--agent", &control_agent(agent), "--agent-name", agent, "--out"])
             .arg(&out)
-            .arg(task)
+            .arg(repo("examples/eval/tasks/transport-timeout-after-write.yaml"))
             .assert();
-        let report: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
-        report["runs"][0].clone()
+        read_json(out.join("report.json"))["runs"][0].clone()
     };
     let calls = |run: &serde_json::Value| run["calls"].as_array().unwrap().len();
 

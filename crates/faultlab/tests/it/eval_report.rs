@@ -1,7 +1,7 @@
 //! `faultlab eval --shard`, `faultlab report merge` and `faultlab compare` end to end: the control agents on two
 //! built-in tasks, in two shards, merged and compared.
 
-use assert_cmd::Command;
+use crate::common::{exits_in, faultlab};
 use faultlab_eval::agent::ControlAgent;
 use faultlab_eval::report::Report;
 use predicates::prelude::*;
@@ -10,12 +10,6 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 const TASKS: [&str; 2] = ["data-empty-read", "authorization-forbidden-write"];
-
-fn faultlab(dir: &Path) -> Command {
-    let mut cmd = Command::cargo_bin("faultlab").unwrap();
-    cmd.current_dir(dir);
-    cmd
-}
 
 fn task_files() -> Vec<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/eval/tasks");
@@ -29,7 +23,8 @@ fn read(path: &Path) -> Report {
 /// Shard `index` of 2, into `shard-INDEX` (relative, as CI passes it); exit 0 means the shard's own oracle
 /// entries agree, and none of the other shard's entries were held against it.
 fn run_shard(root: &Path, index: u32) {
-    faultlab(root)
+    faultlab()
+        .current_dir(root)
         .args(["eval", "--controls", "--jobs", "4", "--shard", &format!("{index}/2"), "--out"])
         .arg(format!("shard-{index}"))
         .args(task_files())
@@ -45,12 +40,9 @@ fn run_shard(root: &Path, index: u32) {
 fn bad_shards_exit_1_naming_the_flag() {
     let root = tempfile::tempdir().unwrap();
     for bad in ["0/2", "3/2", "2", "a/b", "1/0"] {
-        faultlab(root.path()).args(["eval", "--controls", "--shard", bad]).assert().code(1).stderr(contains("--shard"));
+        exits_in(root.path(), 1, ["eval", "--controls", "--shard", bad]).stderr(contains("--shard"));
     }
-    faultlab(root.path())
-        .args(["eval", "--controls", "--shard", "0/4"])
-        .assert()
-        .code(1)
+    exits_in(root.path(), 1, ["eval", "--controls", "--shard", "0/4"])
         .stderr(contains("$((JOB_COMPLETION_INDEX+1))/4"));
 }
 
@@ -69,11 +61,8 @@ fn two_shards_merge_into_every_pair_once_pass_the_oracle_and_compare() {
         assert_eq!(shard.runs.len(), TASKS.len() * ControlAgent::ALL.len() / 2);
     }
 
-    faultlab(root)
-        .args(["report", "merge", "merged/report.json", "shard-1/report.json", "shard-2/report.json"])
-        .args(["--oracle", "builtin"])
-        .assert()
-        .success()
+    let shards_and_oracle = ["shard-1/report.json", "shard-2/report.json", "--oracle", "builtin"];
+    exits_in(root, 0, [&["report", "merge", "merged/report.json"][..], &shards_and_oracle].concat())
         .stdout(contains("merged 2 report(s): 26 runs"))
         .stdout(contains("oracle: all 26 verdicts as expected"))
         .stdout(contains("oracle: not checked, no runs in the merged report: protocol-malformed-read"));
@@ -99,51 +88,33 @@ fn two_shards_merge_into_every_pair_once_pass_the_oracle_and_compare() {
     assert_eq!(merged.stats.overall.runs, 26);
 
     // A shard given twice, a missing shard, inputs that are not reports, an OUT that is the Markdown name.
-    faultlab(root)
-        .args(["report", "merge", "twice.json", "shard-1/report.json", "shard-2/report.json", "shard-1/report.json"])
-        .assert()
-        .code(1)
-        .stderr(contains("is in both shard-1/report.json and shard-1/report.json"));
-    faultlab(root)
-        .args(["report", "merge", "half.json", "shard-1/report.json"])
-        .assert()
-        .code(1)
+    exits_in(
+        root,
+        1,
+        ["report", "merge", "twice.json", "shard-1/report.json", "shard-2/report.json", "shard-1/report.json"],
+    )
+    .stderr(contains("is in both shard-1/report.json and shard-1/report.json"));
+    exits_in(root, 1, ["report", "merge", "half.json", "shard-1/report.json"])
         .stderr(contains("shard(s) 2 of 2 missing (got 1); merge anyway with --force"));
-    faultlab(root)
-        .args(["report", "merge", "half.json", "shard-1/report.json", "--force", "--oracle", "builtin"])
-        .assert()
-        .code(2)
+    exits_in(root, 2, ["report", "merge", "half.json", "shard-1/report.json", "--force", "--oracle", "builtin"])
         .stderr(contains("merged with --force despite: shard(s) 2 of 2 missing"))
         .stdout(contains("got no run"));
-    faultlab(root)
-        .args(["report", "merge", "x.json", "nowhere.json"])
-        .assert()
-        .code(1)
-        .stderr(contains("nowhere.json"));
-    faultlab(root)
-        .args(["report", "merge", "x.json", "shard-1/report.md"])
-        .assert()
-        .code(1)
+    exits_in(root, 1, ["report", "merge", "x.json", "nowhere.json"]).stderr(contains("nowhere.json"));
+    exits_in(root, 1, ["report", "merge", "x.json", "shard-1/report.md"])
         .stderr(contains("shard-1/report.md is not a faultlab eval report"));
-    faultlab(root)
-        .args(["report", "merge", "x.md", "shard-1/report.json"])
-        .assert()
-        .code(1)
-        .stderr(contains("name the JSON report"));
+    exits_in(root, 1, ["report", "merge", "x.md", "shard-1/report.json"]).stderr(contains("name the JSON report"));
 
     // Compare: shards mix agents and tasks, so both ran every agent and there are per-agent rows; always exit 0
     // without the flag.
-    faultlab(root)
-        .args(["compare", "shard-1/report.json", "shard-2/report.json"])
-        .assert()
-        .success()
+    exits_in(root, 0, ["compare", "shard-1/report.json", "shard-2/report.json"])
         .stdout(contains("Fisher's exact test, two-sided, α = 0.05"))
         .stdout(contains("category data"))
         .stdout(contains("agent good"));
-    let output = faultlab(root)
-        .args(["compare", "merged/report.json", "merged/report.json", "--format", "json", "--fail-on-regression"])
-        .assert()
-        .success();
+    let output = exits_in(
+        root,
+        0,
+        ["compare", "merged/report.json", "merged/report.json", "--format", "json", "--fail-on-regression"],
+    );
     let json: serde_json::Value = serde_json::from_slice(&output.get_output().stdout).unwrap();
     let labels: Vec<String> =
         json["rows"].as_array().unwrap().iter().map(|r| format!("{} {}", r["group"], r["key"])).collect();
@@ -158,20 +129,10 @@ fn two_shards_merge_into_every_pair_once_pass_the_oracle_and_compare() {
     }
     let failed = Report { merged: None, ..Report::new(failed.meta, failed.runs) };
     std::fs::write(root.join("failed.json"), serde_json::to_string(&failed).unwrap()).unwrap();
-    faultlab(root)
-        .args(["compare", "merged/report.json", "failed.json", "--format", "md"])
-        .assert()
-        .success()
+    exits_in(root, 0, ["compare", "merged/report.json", "failed.json", "--format", "md"])
         .stdout(contains("| overall |"))
         .stdout(contains("yes: B worse"));
-    faultlab(root)
-        .args(["compare", "merged/report.json", "failed.json", "--fail-on-regression"])
-        .assert()
-        .code(2)
+    exits_in(root, 2, ["compare", "merged/report.json", "failed.json", "--fail-on-regression"])
         .stderr(contains("B (failed.json) is significantly worse than A (merged/report.json) on: overall"));
-    faultlab(root)
-        .args(["compare", "merged/report.json", "nowhere.json"])
-        .assert()
-        .code(1)
-        .stderr(contains("nowhere.json"));
+    exits_in(root, 1, ["compare", "merged/report.json", "nowhere.json"]).stderr(contains("nowhere.json"));
 }

@@ -3,33 +3,22 @@
 //! not start or died); 2 a check failed. `serve` and `proxy`: 0 clean, 1 could not run, 2 bad input. Rows that
 //! take a whole lab to reach are tested where that lab runs anyway (named in each test).
 
-use crate::common::{BIN, PATIENCE, faultlab};
+use crate::common::{PATIENCE, control_agent, exits, faultlab, read_json, repo};
 use predicates::prelude::PredicateBooleanExt as _;
 use predicates::str::contains;
-use std::path::{Path, PathBuf};
 use std::process::Stdio;
-
-fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
-}
 
 const CHECKS: [&str; 9] = ["run", "demo", "diagnose", "eval", "replay", "report", "compare", "completions", "man"];
 
 #[test]
 fn every_subcommand_help_ends_with_its_table() {
     for sub in CHECKS.map(|s| vec![s]).into_iter().chain([vec!["report", "merge"]]) {
-        faultlab()
-            .args(sub.iter().chain(&["--help"]))
-            .assert()
-            .code(0)
+        exits(0, sub.iter().chain(&["--help"]))
             .stdout(contains("Exit codes:\n  0  everything as expected\n  1  could not run: a bad flag"))
             .stdout(contains("\n  2  a check failed: "));
     }
     for sub in ["serve", "proxy"] {
-        faultlab()
-            .args([sub, "--help"])
-            .assert()
-            .code(0)
+        exits(0, [sub, "--help"])
             .stdout(contains("Exit codes:\n  0  the session ended cleanly"))
             .stdout(contains("\n  2  bad input: "));
     }
@@ -39,26 +28,26 @@ fn every_subcommand_help_ends_with_its_table() {
 #[test]
 fn a_bad_flag_is_1_for_a_check_and_2_for_a_service() {
     for sub in CHECKS {
-        faultlab().args([sub, "--no-such-flag"]).assert().code(1).stderr(contains("--no-such-flag"));
+        exits(1, [sub, "--no-such-flag"]).stderr(contains("--no-such-flag"));
     }
-    faultlab().args(["diagnose", "x.json", "--format", "xml"]).assert().code(1).stderr(contains("--format"));
+    exits(1, ["diagnose", "x.json", "--format", "xml"]).stderr(contains("--format"));
     for sub in ["serve", "proxy"] {
-        faultlab().args([sub, "--no-such-flag"]).assert().code(2).stderr(contains("--no-such-flag"));
+        exits(2, [sub, "--no-such-flag"]).stderr(contains("--no-such-flag"));
     }
     // No subcommand it could be for: clap's own usage code.
-    faultlab().arg("--no-such-flag").assert().code(2);
+    exits(2, ["--no-such-flag"]);
 }
 
 #[test]
 fn run_0_passed_2_expectation_failed_1_bad_file() {
-    faultlab().args(["run"]).arg(repo("examples/scenarios/ping.yaml")).assert().code(0);
+    exits(0, ["run", repo("examples/scenarios/ping.yaml").to_str().unwrap()]);
     let dir = tempfile::tempdir().unwrap();
     let wrong = dir.path().join("wrong.yaml");
     std::fs::write(&wrong, "name: wrong\ncall: {tool: ping}\ntimeoutMs: 5000\nexpect: {outcome: error}\n").unwrap();
-    faultlab().args(["run"]).arg(&wrong).assert().code(2).stdout(contains("FAIL  wrong"));
+    exits(2, ["run", wrong.to_str().unwrap()]).stdout(contains("FAIL  wrong"));
     let bad = dir.path().join("bad.yaml");
     std::fs::write(&bad, "name: bad\ncall: {tool: ping}\nexpekt: {}\n").unwrap();
-    faultlab().args(["run"]).arg(&bad).assert().code(1).stderr(contains("bad.yaml").and(contains("expekt")));
+    exits(1, ["run", bad.to_str().unwrap()]).stderr(contains("bad.yaml").and(contains("expekt")));
 }
 
 /// A target that cannot start is not a failed expectation: exit 1, and an error (not a failure) in every format.
@@ -93,7 +82,6 @@ fn run_a_target_that_cannot_start_is_1_and_an_error_in_every_format() {
 /// `--report junit` stdout is the JUnit (a `<failure>` naming the layers), also written as junit.xml.
 #[test]
 fn eval_0_passed_2_grade_failed() {
-    let bin = assert_cmd::cargo::cargo_bin("faultlab");
     let dir = tempfile::tempdir().unwrap();
     for (agent, code, junit) in [
         ("good", 0, r#"tests="1" failures="0" errors="0""#),
@@ -101,7 +89,7 @@ fn eval_0_passed_2_grade_failed() {
     ] {
         let out = dir.path().join(agent);
         let output = faultlab()
-            .args(["eval", "--report", "junit", "--agent", &format!("{} agent {agent}", bin.display()), "--out"])
+            .args(["eval", "--report", "junit", "--agent", &control_agent(agent), "--out"])
             .arg(&out)
             .arg(repo("examples/eval/tasks/data-empty-read.yaml"))
             .assert()
@@ -118,10 +106,10 @@ fn eval_0_passed_2_grade_failed() {
 #[test]
 fn eval_bad_arguments_are_1() {
     for bad in ["0/2", "3/2", "a/b"] {
-        faultlab().args(["eval", "--controls", "--shard", bad]).assert().code(1).stderr(contains("--shard"));
+        exits(1, ["eval", "--controls", "--shard", bad]).stderr(contains("--shard"));
     }
-    faultlab().args(["eval"]).assert().code(1).stderr(contains("--agent 'CMD ARGS' or --controls"));
-    faultlab().args(["eval", "--controls", "--repeat", "0"]).assert().code(1).stderr(contains("--repeat"));
+    exits(1, ["eval"]).stderr(contains("--agent 'CMD ARGS' or --controls"));
+    exits(1, ["eval", "--controls", "--repeat", "0"]).stderr(contains("--repeat"));
 }
 
 /// An HTTP server that nothing listens on: the proxy answers every request with an error and keeps running, so
@@ -134,17 +122,15 @@ fn eval_an_http_server_that_is_not_there_is_a_run_error_not_a_verdict() {
     let task = std::fs::read_to_string(repo("examples/eval/tasks/data-empty-read.yaml")).unwrap();
     let task = format!("{task}server: {{url: 'http://127.0.0.1:{port}/mcp'}}\n");
     std::fs::write(dir.path().join("task.yaml"), task).unwrap();
-    let bin = assert_cmd::cargo::cargo_bin("faultlab");
     faultlab()
-        .args(["eval", "--agent", &format!("{} agent good", bin.display()), "--out"])
+        .args(["eval", "--agent", &control_agent("good"), "--out"])
         .arg(dir.path().join("out"))
         .arg(dir.path().join("task.yaml"))
         .assert()
         .code(1)
         .stdout(contains("ERROR data-empty-read"))
         .stderr(contains("could not be graded").and(contains(format!("127.0.0.1:{port}"))));
-    let report: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(dir.path().join("out/report.json")).unwrap()).unwrap();
+    let report = read_json(dir.path().join("out/report.json"));
     assert!(report["runs"][0]["error"].as_str().unwrap().contains("never answered"), "{report}");
 }
 
@@ -155,10 +141,11 @@ fn eval_an_http_server_that_is_not_there_is_a_run_error_not_a_verdict() {
 fn replay_report_and_compare_unreadable_inputs_and_bad_arguments_are_1() {
     let dir = tempfile::tempdir().unwrap();
     let missing = dir.path().join("missing.json");
-    faultlab().arg("replay").arg(&missing).assert().code(1).stderr(contains("missing.json"));
-    faultlab().args(["report", "merge", "out.json"]).arg(&missing).assert().code(1).stderr(contains("missing.json"));
-    faultlab().args(["report", "merge", "out.md"]).arg(&missing).assert().code(1).stderr(contains("name the JSON"));
-    faultlab().arg("compare").arg(&missing).arg(&missing).assert().code(1).stderr(contains("missing.json"));
+    let missing = missing.to_str().unwrap();
+    exits(1, ["replay", missing]).stderr(contains("missing.json"));
+    exits(1, ["report", "merge", "out.json", missing]).stderr(contains("missing.json"));
+    exits(1, ["report", "merge", "out.md", missing]).stderr(contains("name the JSON"));
+    exits(1, ["compare", missing, missing]).stderr(contains("missing.json"));
 }
 
 /// Diagnose's rows run in `diagnose` (0, 1 naming the file and message index, 2 for --fail-on); the demo's 0 in
@@ -166,8 +153,8 @@ fn replay_report_and_compare_unreadable_inputs_and_bad_arguments_are_1() {
 #[test]
 fn diagnose_and_demo_bad_input_is_1() {
     let trace = repo("crates/faultlab-diagnose/tests/corpus/demo-healthy.json");
-    faultlab().arg("diagnose").arg(&trace).args(["--fail-on", "nonsense"]).assert().code(1);
-    faultlab().args(["demo", "--out"]).assert().code(1).stderr(contains("--out"));
+    exits(1, ["diagnose", trace.to_str().unwrap(), "--fail-on", "nonsense"]);
+    exits(1, ["demo", "--out"]).stderr(contains("--out"));
 }
 
 #[test]
@@ -175,8 +162,8 @@ fn serve_0_clean_1_could_not_run_2_bad_input() {
     faultlab().arg("serve").write_stdin("").assert().code(0);
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port().to_string();
-    faultlab().args(["serve", "--transport", "http", "--port", &port]).assert().code(1);
-    faultlab().args(["serve", "--transport", "http", "--host", "0.0.0.0"]).assert().code(2);
+    exits(1, ["serve", "--transport", "http", "--port", &port]);
+    exits(2, ["serve", "--transport", "http", "--host", "0.0.0.0"]);
 }
 
 #[test]
@@ -191,26 +178,13 @@ fn proxy_0_clean_1_upstream_could_not_start_or_died_2_bad_rules() {
     let dir = tempfile::tempdir().unwrap();
     let rules = dir.path().join("rules.yaml");
     std::fs::write(&rules, "rules:\n  - name: r\n    fault: {type: nonsense}\n").unwrap();
-    faultlab()
-        .args(["proxy", "--rules"])
-        .arg(&rules)
-        .args(["--", "cat"])
-        .assert()
-        .code(2)
-        .stderr(contains("rules.yaml"));
+    exits(2, ["proxy", "--rules", rules.to_str().unwrap(), "--", "cat"]).stderr(contains("rules.yaml"));
 }
 
 /// The upstream exits while the client is still connected (stdin open).
 #[tokio::test]
 async fn proxy_upstream_that_exits_on_its_own_is_1() {
-    let mut child = tokio::process::Command::new(BIN)
-        .args(["proxy", "--", "false"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let mut child = crate::common::spawn(&["proxy", "--", "false"], [Stdio::piped(), Stdio::null(), Stdio::piped()]);
     let _connected = child.stdin.take();
     let output = tokio::time::timeout(PATIENCE, child.wait_with_output()).await.expect("the proxy exits").unwrap();
     assert_eq!(output.status.code(), Some(1), "{output:?}");

@@ -2,23 +2,16 @@
 //! reported with its faults and reproduced by the `faultlab eval` command the report gives; a healthy run that
 //! already fails; bad arguments. The controls' oracle runs in `scripts/eval-oracle.sh`.
 
-use crate::common::{BIN, faultlab};
+use crate::common::{BIN, control_agent, exits, faultlab, read_json, repo};
 use predicates::prelude::PredicateBooleanExt as _;
 use predicates::str::contains;
 use serde_json::Value;
 use std::path::Path;
 
-fn task() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/eval/tasks/transport-timeout-after-write.yaml")
-}
-
 fn explore(agent: &str, out: &Path, extra: &[&str]) -> assert_cmd::assert::Assert {
-    faultlab()
-        .args(["explore", "--agent", &format!("{BIN} agent {agent}"), "--agent-name", agent, "--out"])
-        .arg(out)
-        .arg(task())
-        .args(extra)
-        .assert()
+    let task = repo("examples/eval/tasks/transport-timeout-after-write.yaml");
+    let agent_args = ["explore", "--agent", &control_agent(agent), "--agent-name", agent, "--out"];
+    faultlab().args(agent_args).arg(out).arg(task).args(extra).assert()
 }
 
 #[test]
@@ -28,7 +21,7 @@ fn a_timeout_after_the_write_breaks_the_blind_retrier_and_the_reproducer_replays
     explore("blind-retrier", &out, &["--classes", "timeout-after"])
         .code(2)
         .stdout(contains("BREAKS v001 timeout-after at #2 write_file"));
-    let report: Value = serde_json::from_slice(&std::fs::read(out.join("report.json")).unwrap()).unwrap();
+    let report = read_json(out.join("report.json"));
     let e = &report["explorations"][0];
     assert_eq!(e["healthy"]["passed"], true);
     assert_eq!(e["calls"].as_array().unwrap().len(), 2, "{:#}", e["calls"]);
@@ -49,15 +42,14 @@ fn a_timeout_after_the_write_breaks_the_blind_retrier_and_the_reproducer_replays
 
     // The reproducer: its rules file holds the one rule, and its command grades the same failure again.
     let repro = &v["reproducer"];
-    let rules: Value = serde_json::from_slice(&std::fs::read(repro["rules_file"].as_str().unwrap()).unwrap()).unwrap();
+    let rules = read_json(repro["rules_file"].as_str().unwrap());
     assert_eq!(rules["rules"].as_array().unwrap().len(), 1);
     let words = shlex::split(repro["command"].as_str().unwrap()).unwrap();
     assert_eq!(words[..2], [BIN.to_owned(), "eval".to_owned()]);
     let status = std::process::Command::new(&words[0]).args(&words[1..]).output().unwrap();
     assert_eq!(status.status.code(), Some(2), "{}", String::from_utf8_lossy(&status.stderr));
     let eval_out = words.iter().skip_while(|w| *w != "--out").nth(1).unwrap();
-    let replayed: Value =
-        serde_json::from_slice(&std::fs::read(Path::new(eval_out).join("report.json")).unwrap()).unwrap();
+    let replayed = read_json(Path::new(eval_out).join("report.json"));
     let run = &replayed["runs"][0];
     assert_eq!(run["verdict"]["side_effects"]["passed"], false, "{:#}", run["verdict"]);
     assert_eq!(run["nonce"], report_nonce(&out));
@@ -67,11 +59,7 @@ fn a_timeout_after_the_write_breaks_the_blind_retrier_and_the_reproducer_replays
 fn report_nonce(out: &Path) -> Value {
     let run = out.join("runs/transport-timeout-after-write/blind-retrier.v001/1/task.json");
     assert!(run.exists(), "{}", run.display());
-    let claim: Value = serde_json::from_slice(
-        &std::fs::read(out.join("runs/transport-timeout-after-write/blind-retrier.v001/1/claim.json")).unwrap(),
-    )
-    .unwrap();
-    claim["answer"].clone()
+    read_json(out.join("runs/transport-timeout-after-write/blind-retrier.v001/1/claim.json"))["answer"].clone()
 }
 
 #[test]
@@ -91,7 +79,7 @@ fn bad_arguments_are_named_and_exit_1() {
     explore("good", &dir.path().join("out"), &["--max-faults", "2", "--shard", "1/2"])
         .code(1)
         .stderr(contains("--shard with --max-faults 2"));
-    faultlab().args(["explore"]).assert().code(1).stderr(contains("--agent 'CMD ARGS' or --controls"));
+    exits(1, ["explore"]).stderr(contains("--agent 'CMD ARGS' or --controls"));
 }
 
 #[test]
@@ -110,16 +98,11 @@ fn report_merge_joins_explore_shards_and_refuses_an_incomplete_set() {
     };
     let (one, two) = (shard(1), shard(2));
     let merged = dir.path().join("merged/report.json");
-    faultlab().args(["report", "merge"]).arg(&merged).arg(&one).arg(&two).assert().success();
-    let report: Value = serde_json::from_slice(&std::fs::read(&merged).unwrap()).unwrap();
+    let (merged_arg, one, two) = (merged.to_str().unwrap(), one.to_str().unwrap(), two.to_str().unwrap());
+    exits(0, ["report", "merge", merged_arg, one, two]);
+    let report = read_json(&merged);
     assert_eq!((report["kind"].as_str(), report["meta"]["wall_ms"].as_u64()), (Some("explore"), Some(200)));
     assert_eq!(report["merged"].as_array().unwrap().len(), 2);
     assert!(merged.with_extension("md").exists() && merged.with_extension("html").exists());
-    faultlab()
-        .args(["report", "merge"])
-        .arg(&merged)
-        .arg(&one)
-        .assert()
-        .code(1)
-        .stderr(contains("shard 1/2 but 1 report(s) are given"));
+    exits(1, ["report", "merge", merged_arg, one]).stderr(contains("shard 1/2 but 1 report(s) are given"));
 }

@@ -1,7 +1,7 @@
 //! `faultlab proxy --listen ... --upstream URL`: the HTTP front in front of `faultlab serve --transport http`,
 //! driven by the reference client in both eras.
 
-use crate::common::{BIN, Lab, exits_within, http_client, pidfd};
+use crate::common::{BIN, Lab, exits_within, http_client, pidfd, spawn};
 use faultlab_client::{Connection, Era, ErrorKind, Outcome, Target};
 use serde_json::{Value, json};
 use std::path::Path;
@@ -21,7 +21,7 @@ async fn start(args: &[&str], marker: &str) -> (Lab, String) {
 
 /// An upstream server and a proxy in front of it with `extra` proxy arguments; returns the proxy's target.
 async fn proxied(extra: &[&str]) -> (Vec<Lab>, Target) {
-    let (server, upstream) = start(&["serve", "--transport", "http", "--port", "0"], "faultlab: listening at ").await;
+    let (server, upstream) = Lab::serve(&[]).await;
     let mut args = vec!["proxy", "--listen", "127.0.0.1:0", "--upstream", &upstream];
     args.extend_from_slice(extra);
     let (proxy, url) = start(&args, "faultlab: proxy listening at ").await;
@@ -114,17 +114,9 @@ mod stdio_front {
 
     impl Lines {
         async fn start(extra: &[&str]) -> Self {
-            let (server, upstream) =
-                start(&["serve", "--transport", "http", "--port", "0"], "faultlab: listening at ").await;
-            let mut proxy = tokio::process::Command::new(BIN)
-                .args(["proxy", "--upstream", &upstream])
-                .args(extra)
-                .stdin(Stdio::piped())
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .kill_on_drop(true)
-                .spawn()
-                .unwrap();
+            let (server, upstream) = Lab::serve(&[]).await;
+            let args = [&["proxy", "--upstream", &upstream], extra].concat();
+            let mut proxy = spawn(&args, [Stdio::piped(), Stdio::piped(), Stdio::null()]);
             let stdin = proxy.stdin.take().unwrap();
             let stdout = BufReader::new(proxy.stdout.take().unwrap());
             Self { stdin, stdout, _upstream: server, _proxy: proxy }
@@ -194,13 +186,9 @@ async fn an_http_front_bridges_to_a_stdio_upstream() {
 
 #[tokio::test]
 async fn the_control_api_changes_rules_while_traffic_flows() {
-    let (_server, upstream) = start(&["serve", "--transport", "http", "--port", "0"], "faultlab: listening at ").await;
-    let mut proxy = tokio::process::Command::new(BIN)
-        .args(["proxy", "--control", "127.0.0.1:0", "--listen", "127.0.0.1:0", "--upstream", &upstream])
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
+    let (_server, upstream) = Lab::serve(&[]).await;
+    let args = ["proxy", "--control", "127.0.0.1:0", "--listen", "127.0.0.1:0", "--upstream", &upstream];
+    let mut proxy = spawn(&args, [Stdio::inherit(), Stdio::inherit(), Stdio::piped()]);
     let mut stderr = tokio::io::BufReader::new(proxy.stderr.take().unwrap());
     let (mut control, mut url) = (String::new(), String::new());
     while control.is_empty() || url.is_empty() {

@@ -86,14 +86,7 @@ async fn the_http_front_answers_posts_from_the_recording() {
         .unwrap()
         .unwrap();
     let url = line.trim().strip_prefix("faultlab: proxy listening at ").unwrap().split(' ').next().unwrap().to_owned();
-    let post = |body: Value| {
-        crate::common::http_client()
-            .post(&url)
-            .header("content-type", "application/json")
-            .header("accept", "application/json, text/event-stream")
-            .body(body.to_string())
-            .send()
-    };
+    let post = |body: Value| crate::common::mcp_post(&crate::common::http_client(), &url, body.to_string()).send();
     let ping = post(requests(1)[3].0.clone()).await.unwrap();
     assert_eq!(ping.status(), 200);
     assert_eq!(ping.json::<Value>().await.unwrap(), recorded[2]);
@@ -106,8 +99,7 @@ async fn the_http_front_answers_posts_from_the_recording() {
 fn a_recording_that_cannot_serve_and_a_replay_with_another_upstream_exit_2() {
     let dir = tempfile::tempdir().unwrap();
     let bare = dir.path().join("bare.jsonl");
-    std::fs::write(&bare, "{\"tsMs\":0,\"scope\":\"stdio\",\"event\":\"run_started\",\"seed\":0,\"rules\":0}\n")
-        .unwrap();
+    crate::common::bodiless_trajectory(&bare);
     let replay = |extra: &[&str]| {
         let mut command = Command::new(crate::common::BIN);
         command.args(["proxy", "--replay"]).arg(&bare).args(extra);

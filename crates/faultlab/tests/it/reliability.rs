@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
-use crate::common::{BIN, Lab, http_client};
+use crate::common::{BIN, Lab, http_client, mcp_post};
 use std::process::Stdio;
 
 /// How long a test waits for something that should happen promptly (not a synchronising sleep).
@@ -44,25 +44,18 @@ fn ping_body(id: i64) -> String {
 }
 
 fn modern_post(http: &reqwest::Client, url: &str, body: String) -> reqwest::RequestBuilder {
-    http.post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
+    mcp_post(http, url, body)
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
         .header("mcp-name", "ping")
-        .body(body)
 }
 
 fn legacy_post(http: &reqwest::Client, url: &str, body: &Value, session: Option<&str>) -> reqwest::RequestBuilder {
-    let mut request = http
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body.to_string());
-    if let Some(sid) = session {
-        request = request.header("mcp-session-id", sid).header("mcp-protocol-version", "2025-11-25");
+    let request = mcp_post(http, url, body.to_string());
+    match session {
+        Some(sid) => request.header("mcp-session-id", sid).header("mcp-protocol-version", "2025-11-25"),
+        None => request,
     }
-    request
 }
 
 fn initialize(id: i64, version: &str) -> Value {
@@ -155,7 +148,7 @@ Content-Length: 100000000\r\n\r\n"
 #[tokio::test]
 async fn sigterm_with_a_hang_open_ends_within_the_grace() {
     let (_server, upstream) = Lab::serve(&[]).await;
-    let mut proxy = Lab::start(
+    let proxy = Lab::start(
         &["proxy", "--listen", "127.0.0.1:0", "--upstream", &upstream, "--shutdown-grace", "0.3"],
         "faultlab: proxy",
     )
@@ -167,15 +160,12 @@ async fn sigterm_with_a_hang_open_ends_within_the_grace() {
     // The request is open once the upstream has it: wait for the proxy to be holding it.
     let probe = modern_post(&http, &url, ping_body(2)).send().await.unwrap();
     assert_eq!(probe.status(), 200);
-    proxy.terminate();
-    let took = proxy.exit_time().await;
-    assert!(took < Duration::from_millis(1500), "the proxy took {took:?} to exit with a hang open");
-    let _ = open.await;
+    ends_within_the_grace(proxy, open).await;
 }
 
 #[tokio::test]
 async fn serve_with_a_hang_open_ends_within_the_grace() {
-    let (mut lab, url) = Lab::serve(&["--shutdown-grace", "0.3"]).await;
+    let (lab, url) = Lab::serve(&["--shutdown-grace", "0.3"]).await;
     let http = http_client();
     let sid = {
         let response = legacy_post(&http, &url, &initialize(1, "2025-11-25"), None).send().await.unwrap();
@@ -187,9 +177,15 @@ async fn serve_with_a_hang_open_ends_within_the_grace() {
     let ping = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"});
     let pong = legacy_post(&http, &url, &ping, Some(&sid)).send().await.unwrap();
     assert_eq!(pong.status(), 200);
+    ends_within_the_grace(lab, open).await;
+}
+
+/// Sends SIGTERM to `lab` (started with `--shutdown-grace 0.3`) while the request `open` hangs: it must exit
+/// within 1.5 s, the grace and some slack, not wait on the hang.
+async fn ends_within_the_grace<T>(mut lab: Lab, open: tokio::task::JoinHandle<T>) {
     lab.terminate();
     let took = lab.exit_time().await;
-    assert!(took < Duration::from_millis(1500), "serve took {took:?} to exit with a hang open");
+    assert!(took < Duration::from_millis(1500), "faultlab {:?} took {took:?} to exit with a hang open", lab.banner);
     let _ = open.await;
 }
 
@@ -314,26 +310,19 @@ async fn a_control_token_is_required_when_set() {
 
 // ---------- the bridge ----------
 
-fn bridge_post(http: &reqwest::Client, url: &str, body: String) -> reqwest::RequestBuilder {
-    http.post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(body)
-}
-
 #[tokio::test]
 async fn the_bridge_answers_an_id_less_error_and_times_out_a_silent_child() {
     let idless =
         r#"while read -r line; do echo '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no"}}'; done"#;
     let (_lab, url) = Lab::bridge(&[], &["sh", "-c", idless]).await;
     let http = http_client();
-    let response = tokio::time::timeout(PATIENCE, bridge_post(&http, &url, ping_body(1)).send()).await;
+    let response = tokio::time::timeout(PATIENCE, mcp_post(&http, &url, ping_body(1)).send()).await;
     let text = response.expect("the POST hung").unwrap().text().await.unwrap();
     assert_eq!(messages(&text)[0]["error"]["code"], -32600, "{text}");
 
     let (_lab, url) = Lab::bridge(&["--request-timeout", "0.3"], &["sh", "-c", "cat > /dev/null"]).await;
     let started = Instant::now();
-    let response = tokio::time::timeout(PATIENCE, bridge_post(&http, &url, ping_body(7)).send()).await;
+    let response = tokio::time::timeout(PATIENCE, mcp_post(&http, &url, ping_body(7)).send()).await;
     let text = response.expect("the POST hung").unwrap().text().await.unwrap();
     let reply = &messages(&text)[0];
     assert_eq!(reply["id"], 7, "{text}");
@@ -348,7 +337,7 @@ async fn the_bridge_answers_concurrent_requests_with_equal_ids() {
     let delayed = |ms: u64| {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
             "params": {"name": "delay", "arguments": {"delayMs": ms}, "_meta": meta()}});
-        bridge_post(&http, &url, body.to_string()).send()
+        mcp_post(&http, &url, body.to_string()).send()
     };
     let (a, b) = tokio::join!(delayed(200), delayed(100));
     for response in [a.unwrap(), b.unwrap()] {
@@ -368,7 +357,7 @@ async fn the_bridge_checks_headers_like_serve() {
     assert_eq!(plain.body(ping_body(1)).send().await.unwrap().status(), 415);
     let no_accept = http.post(&url).header("content-type", "application/json").header("accept", "text/html");
     assert_eq!(no_accept.body(ping_body(1)).send().await.unwrap().status(), 406);
-    let origin = bridge_post(&http, &url, ping_body(1)).header("origin", "http://evil.example");
+    let origin = mcp_post(&http, &url, ping_body(1)).header("origin", "http://evil.example");
     assert_eq!(origin.send().await.unwrap().status(), 403);
 }
 

@@ -3,7 +3,7 @@
 
 use crate::common::BIN;
 use crate::common::Lab;
-use crate::common::faultlab;
+use crate::common::{exits, faultlab};
 use predicates::str::contains;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -71,12 +71,7 @@ fn bad_scenario_and_target_files_name_the_file_and_key_and_exit_1() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.yaml");
     std::fs::write(&bad, "name: x\ncall: {tool: ping}\nexpect:\n  outcome: success\n  colour: red\n").unwrap();
-    faultlab()
-        .args(["run", bad.to_str().unwrap()])
-        .assert()
-        .code(1)
-        .stderr(contains("bad.yaml"))
-        .stderr(contains("colour"));
+    exits(1, ["run", bad.to_str().unwrap()]).stderr(contains("bad.yaml")).stderr(contains("colour"));
     let out = faultlab().args(["run", bad.to_str().unwrap(), "--report", "json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let error: Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -87,13 +82,10 @@ fn bad_scenario_and_target_files_name_the_file_and_key_and_exit_1() {
     let target = dir.path().join("target.json");
     std::fs::write(&target, r#"{"adapter":"mcp","config":{"http":{"url":"http://example.com/mcp"}}}"#).unwrap();
     let ping = examples().into_iter().find(|p| p.ends_with("ping.yaml")).unwrap();
-    faultlab()
-        .args(["run", ping.to_str().unwrap(), "--target", target.to_str().unwrap()])
-        .assert()
-        .code(1)
+    exits(1, ["run", ping.to_str().unwrap(), "--target", target.to_str().unwrap()])
         .stderr(contains("target.json"))
         .stderr(contains("loopback"));
-    faultlab().args(["run", "no-such-file.yaml"]).assert().code(1).stderr(contains("no-such-file.yaml"));
+    exits(1, ["run", "no-such-file.yaml"]).stderr(contains("no-such-file.yaml"));
 }
 
 #[test]
@@ -101,11 +93,7 @@ fn a_failed_expectation_exits_2() {
     let dir = tempfile::tempdir().unwrap();
     let wrong = dir.path().join("wrong.yaml");
     std::fs::write(&wrong, "name: wrong\ncall: {tool: ping}\ntimeoutMs: 5000\nexpect: {outcome: error}\n").unwrap();
-    faultlab()
-        .args(["run", wrong.to_str().unwrap()])
-        .assert()
-        .code(2)
-        .stdout(contains("expected outcome error, received success"));
+    exits(2, ["run", wrong.to_str().unwrap()]).stdout(contains("expected outcome error, received success"));
 }
 
 #[test]
@@ -193,10 +181,7 @@ fn a_retry_policy_recovers_from_transient_tool_errors_and_every_attempt_is_trace
     )
     .unwrap();
     let out = dir.path().join("out");
-    faultlab()
-        .args(["run", scenario.to_str().unwrap(), "--target", target.to_str().unwrap(), "--out", out.to_str().unwrap()])
-        .assert()
-        .code(0);
+    exits(0, ["run", scenario.to_str().unwrap(), "--target", target.to_str().unwrap(), "--out", out.to_str().unwrap()]);
     let trace_file = std::fs::read_dir(out.join("traces")).unwrap().next().unwrap().unwrap().path();
     let trace: Value = serde_json::from_slice(&std::fs::read(&trace_file).unwrap()).unwrap();
     let calls = trace.as_array().unwrap().iter().filter(|m| m["role"] == "assistant").count();
