@@ -77,6 +77,7 @@ def proxy_rows(d):
         conns = section["connections"]
         text = stats(conns["proxy"]["over_direct"], "×")
         relays = (("mcp_drill", "mcp-drill"), ("floor_relay", "a bare byte-copying relay"),
+                  ("parse_floor_relay", "the byte-copying relay parsing each line to a JSON value"),
                   ("spin_relay", "a relay that never sleeps"))
         for key, label in relays:
             over = (conns.get(key) or {}).get("over_direct")

@@ -266,18 +266,21 @@ impl Recorder {
     /// records them together, instead of paying a system call per frame. Each is written (after anything deferred
     /// before it) before the caller goes on.
     pub fn record_all(&self, events: impl IntoIterator<Item = Event>) {
-        let records = self.records_now(events);
         match &self.sink {
             // One write for all the lines keeps them whole when several tasks record at once.
             Sink::Stderr => {
-                let _ = std::io::stderr().lock().write_all(&json_lines(records));
+                let _ = std::io::stderr().lock().write_all(&self.json_lines(events));
             }
             Sink::File(sink) => {
                 // Serialised before the lock is taken: other tasks wait only for the write.
-                let lines = json_lines(records);
+                let lines = self.json_lines(events);
                 sink.lock().write(&lines);
             }
-            Sink::Memory(kept) => faultlab_wire::sync::lock(kept).extend(records),
+            Sink::Memory(kept) => {
+                let ts_ms = self.now_ms();
+                let records = events.into_iter().map(|event| Record { ts_ms, scope: self.scope.to_string(), event });
+                faultlab_wire::sync::lock(kept).extend(records);
+            }
             Sink::Discard => {}
         }
     }
@@ -289,7 +292,7 @@ impl Recorder {
         let Sink::File(sink) = &self.sink else {
             return self.record_all(events);
         };
-        let lines = json_lines(self.records_now(events));
+        let lines = self.json_lines(events);
         let mut state = sink.lock();
         let was_empty = state.pending.is_empty();
         state.pending.extend_from_slice(&lines);
@@ -320,9 +323,26 @@ impl Recorder {
         }
     }
 
-    fn records_now(&self, events: impl IntoIterator<Item = Event>) -> impl Iterator<Item = Record> {
-        let ts_ms = self.start.elapsed().as_secs_f64() * 1000.0;
-        events.into_iter().map(move |event| Record { ts_ms, scope: self.scope.to_string(), event })
+    fn now_ms(&self) -> f64 {
+        self.start.elapsed().as_secs_f64() * 1000.0
+    }
+
+    /// One JSON line per event, all with the time now; an event that cannot be serialised is left out whole,
+    /// never half written.
+    fn json_lines(&self, events: impl IntoIterator<Item = Event>) -> Vec<u8> {
+        let ts_ms = self.now_ms();
+        let events = events.into_iter();
+        // Room for the usual frame event, so that the buffer does not grow several times for each line.
+        let mut lines = Vec::with_capacity(LINE_BYTES_HINT * events.size_hint().0.max(1));
+        for event in events {
+            let start = lines.len();
+            lines.reserve(LINE_BYTES_HINT);
+            match serde_json::to_writer(&mut lines, &RecordRef { ts_ms, scope: &self.scope, event: &event }) {
+                Ok(()) => lines.push(b'\n'),
+                Err(_) => lines.truncate(start),
+            }
+        }
+        lines
     }
 
     /// The records kept by a [`Recorder::memory`] recorder (empty for other sinks).
@@ -334,17 +354,17 @@ impl Recorder {
     }
 }
 
-/// One JSON line per record; a record that cannot be serialised is left out whole, never half written.
-fn json_lines(records: impl Iterator<Item = Record>) -> Vec<u8> {
-    let mut lines = Vec::new();
-    for record in records {
-        let start = lines.len();
-        match serde_json::to_writer(&mut lines, &record) {
-            Ok(()) => lines.push(b'\n'),
-            Err(_) => lines.truncate(start),
-        }
-    }
-    lines
+/// Bytes of a typical line: a frame event without arguments is about 230.
+const LINE_BYTES_HINT: usize = 320;
+
+/// A [`Record`] as it is written, borrowing its scope and event instead of copying them for each line.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RecordRef<'a> {
+    ts_ms: f64,
+    scope: &'a str,
+    #[serde(flatten)]
+    event: &'a Event,
 }
 
 #[cfg(test)]

@@ -23,6 +23,10 @@ impl MessageId {
 
     /// The id as a JSON value again (for writing it into a message).
     pub fn to_value(&self) -> Value {
+        // Most ids are small integers: read without the JSON parser (the trajectory does this for every frame).
+        if let Ok(n) = self.0.parse::<u64>() {
+            return Value::from(n);
+        }
         // The text was produced by `Value::to_string`, so it parses back to the same value.
         serde_json::from_str(&self.0).unwrap_or(Value::Null)
     }
@@ -318,7 +322,11 @@ mod tests {
         let a = MessageId::from_value(&serde_json::json!(1)).unwrap();
         let b = MessageId::from_value(&serde_json::json!("1")).unwrap();
         assert_ne!(a, b);
+        assert_eq!(a.to_value(), serde_json::json!(1));
         assert_eq!(b.to_value(), serde_json::json!("1"));
+        for id in [serde_json::json!(-3), serde_json::json!(u64::MAX), serde_json::json!(1.5), serde_json::json!("x")] {
+            assert_eq!(MessageId::from_value(&id).unwrap().to_value(), id);
+        }
     }
 
     #[test]

@@ -7,8 +7,8 @@
 //!    read), req/s proxy / direct per round. Peer relays run the same workload for scale: a relay on the official
 //!    TypeScript SDK (`ts-relay.mjs` in this crate: the SDK's stdio transports forwarding every message unchanged)
 //!    and, when it is installed, the Python relay `mcp-drill wrap` (PyPI); so do three reference connections,
-//!    reported apart: a floor relay and a spinning relay ([`relays`]: this bench re-run as `--relay-floor CMD` or
-//!    `--relay-spin CMD`; the spinning one for figure 1 only, after the others beside direct alone, as its busy
+//!    reported apart: a floor relay, a parsing floor relay and a spinning relay ([`relays`]: this bench re-run as
+//!    `--relay-floor CMD`, `--relay-parse CMD` or `--relay-spin CMD`; the spinning one for figure 1 only, after the others beside direct alone, as its busy
 //!    core would disturb them) and the proxy with `--record /dev/null` (what writing the trajectory costs). All
 //!    alternate in blocks, so drift on a shared machine hits all alike; each relay's and server's CPU time per
 //!    call comes from /proc;
@@ -186,6 +186,9 @@ enum Via {
     /// re-run as `--relay-floor`: two blocking threads copying bytes, no parsing), and the proxy with its
     /// trajectory written to /dev/null (what the trajectory file itself costs).
     Floor,
+    /// The floor relay that also parses every line to a `serde_json::Value` before copying it (this bench re-run
+    /// as `--relay-parse`): the least a relay that must read frames to fault them costs.
+    ParseFloor,
     /// The least a relay process can cost in wake-ups (this bench re-run as `--relay-spin`: one thread that never
     /// sleeps, asking both pipes for bytes in a loop). Informational, figure 1 only, measured after the others
     /// beside direct alone: it keeps a whole core busy.
@@ -201,6 +204,7 @@ impl Via {
             Via::TsRelay => "ts_sdk_relay",
             Via::Drill => "mcp_drill",
             Via::Floor => "floor_relay",
+            Via::ParseFloor => "parse_floor_relay",
             Via::Spin => "spin_relay",
             Via::ProxyNullRecord => "proxy_record_dev_null",
         }
@@ -212,6 +216,7 @@ impl Via {
             Via::TsRelay => "TS SDK stdio relay (transports forwarding)",
             Via::Drill => "mcp-drill wrap",
             Via::Floor => "floor relay (2 threads copying bytes)",
+            Via::ParseFloor => "parse floor relay (the floor relay parsing each line to a JSON value)",
             Via::Spin => "spinning relay (1 thread polling both pipes, never sleeping)",
             Via::ProxyNullRecord => "faultlab proxy --record /dev/null",
         }
@@ -263,9 +268,14 @@ fn connect(cfg: &Config, via: Via, faults: &[String], scratch: &Path) -> Result<
             c.args(["wrap", "--"]).arg(&cfg.tools.node);
             c
         }
-        Via::Floor | Via::Spin => {
+        Via::Floor | Via::ParseFloor | Via::Spin => {
             let mut c = Command::new(std::env::current_exe().map_err(|e| format!("own path: {e}"))?);
-            c.arg(if via == Via::Floor { "--relay-floor" } else { "--relay-spin" }).arg(&cfg.tools.node);
+            let flag = match via {
+                Via::Floor => "--relay-floor",
+                Via::ParseFloor => "--relay-parse",
+                _ => "--relay-spin",
+            };
+            c.arg(flag).arg(&cfg.tools.node);
             c
         }
         Via::ProxyNullRecord => {
@@ -323,6 +333,7 @@ pub fn main() {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some("--relay-floor") => relays::floor(&args[2..]),
+        Some("--relay-parse") => relays::parse(&args[2..]),
         Some("--relay-spin") => relays::spin(&args[2..]),
         _ => {}
     }

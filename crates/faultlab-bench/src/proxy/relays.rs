@@ -1,5 +1,5 @@
-//! The reference relays of figures 1 and 2, run as this bench re-run with `--relay-floor CMD ARGS` or
-//! `--relay-spin CMD ARGS`: what the least a relay process does costs here.
+//! The reference relays of figures 1 and 2, run as this bench re-run with `--relay-floor CMD ARGS`,
+//! `--relay-parse CMD ARGS` or `--relay-spin CMD ARGS`: what the least a relay process does costs here.
 
 use std::io::{Read as _, Write as _};
 use std::process::{Command, Stdio};
@@ -32,25 +32,50 @@ fn relayed(command: &[String], what: &str) -> Relayed {
 /// `--relay-floor CMD ARGS`: the least a stdio relay can do. Runs CMD and copies bytes both ways on two blocking
 /// threads, unbuffered, parsing nothing; ends when either side closes.
 pub(super) fn floor(command: &[String]) -> ! {
-    let Relayed { mut child, mut to_child, mut from_child, mut input, mut output } = relayed(command, "relay-floor");
-    std::thread::spawn(move || {
-        let mut buf = vec![0u8; 1 << 16];
-        while let Ok(n @ 1..) = input.read(&mut buf) {
-            if to_child.write_all(&buf[..n]).is_err() {
-                break;
-            }
-        }
-        // Dropping `to_child` closes the server's stdin.
-    });
-    let mut buf = vec![0u8; 1 << 16];
-    while let Ok(n @ 1..) = from_child.read(&mut buf) {
-        if output.write_all(&buf[..n]).is_err() {
-            break;
-        }
-    }
+    relay_both_ways(command, "relay-floor", false)
+}
+
+/// `--relay-parse CMD ARGS`: the floor relay that also parses every line as JSON (to a `serde_json::Value`, as a
+/// relay that matches rules on frames must) before copying it; the least a relay that can fault frames does. A
+/// line goes on once it is whole and parsed; the bytes written are the bytes read.
+pub(super) fn parse(command: &[String]) -> ! {
+    relay_both_ways(command, "relay-parse", true)
+}
+
+fn relay_both_ways(command: &[String], what: &str, parse: bool) -> ! {
+    let Relayed { mut child, mut to_child, mut from_child, mut input, mut output } = relayed(command, what);
+    // Dropping `to_child` at the end of the thread closes the server's stdin.
+    std::thread::spawn(move || copy(&mut input, &mut to_child, parse));
+    copy(&mut from_child, &mut output, parse);
     let _ = child.kill();
     let _ = child.wait();
     std::process::exit(0)
+}
+
+/// Copies `from` to `to` until either side closes: each read as it came, or (`parse`) its whole lines once each
+/// has been parsed, the part of a line not yet read kept for the next read.
+fn copy(from: &mut impl std::io::Read, to: &mut impl std::io::Write, parse: bool) {
+    let mut buf = vec![0u8; 1 << 16];
+    // Parsing: bytes read but not written yet (the start of a line).
+    let mut partial: Vec<u8> = Vec::new();
+    while let Ok(n @ 1..) = from.read(&mut buf) {
+        let chunk = &buf[..n];
+        let written = if !parse {
+            to.write_all(chunk)
+        } else {
+            partial.extend_from_slice(chunk);
+            let Some(end) = partial.iter().rposition(|&b| b == b'\n') else { continue };
+            for line in partial[..end].split(|&b| b == b'\n') {
+                std::hint::black_box(serde_json::from_slice::<serde_json::Value>(line).ok());
+            }
+            let written = to.write_all(&partial[..=end]);
+            partial.drain(..=end);
+            written
+        };
+        if written.is_err() {
+            break;
+        }
+    }
 }
 
 /// `--relay-spin CMD ARGS`: a relay that never sleeps. One thread asks both pipes whether they have bytes (`poll`

@@ -137,7 +137,7 @@ fn warm(cfg: &Config, via: Via, scratch: &Path) -> Result<Peer, String> {
 /// Figures 1 and 2; the direct connection is handed back for figure 3.
 pub(super) fn measure(cfg: &Config, scratch: &Path, skipped: &mut Skipped) -> (Rounds, Peer) {
     let mut peers: Vec<(Via, Peer)> = Vec::new();
-    for via in [Via::Direct, Via::Proxy, Via::TsRelay, Via::Drill, Via::Floor, Via::ProxyNullRecord] {
+    for via in [Via::Direct, Via::Proxy, Via::TsRelay, Via::Drill, Via::Floor, Via::ParseFloor, Via::ProxyNullRecord] {
         if skipped.contains_key(&via) {
             continue;
         }
