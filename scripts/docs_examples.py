@@ -205,7 +205,7 @@ class Runner:
 
         def demo() -> tuple[bool, str]:
             rc, output = self.shell(argv, out, env, self.timeout)
-            return rc == 0, f"the set-up's `faultlab demo` exited {rc}\n{tail(output)}"
+            return rc == 0, f"the set-up's `faultlab demo` exited {rc}\n{tail(output, 60)}"
 
         self.demo_done = pool.submit(demo)
 
