@@ -43,11 +43,12 @@ fn ping_body(id: i64) -> String {
         .to_string()
 }
 
-fn modern_post(http: &reqwest::Client, url: &str, body: String) -> reqwest::RequestBuilder {
+/// A 2026-07-28 `tools/call` of `tool` (the body must call the same tool: the server refuses a mismatch).
+fn modern_post(http: &reqwest::Client, url: &str, tool: &str, body: String) -> reqwest::RequestBuilder {
     mcp_post(http, url, body)
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
-        .header("mcp-name", "ping")
+        .header("mcp-name", tool)
 }
 
 fn legacy_post(http: &reqwest::Client, url: &str, body: &Value, session: Option<&str>) -> reqwest::RequestBuilder {
@@ -107,7 +108,7 @@ async fn many_slow_clients_do_not_lock_out_a_legitimate_one() {
     }
     let http = http_client();
     let started = Instant::now();
-    let answer = tokio::time::timeout(PATIENCE, modern_post(&http, &url, ping_body(1)).send()).await;
+    let answer = tokio::time::timeout(PATIENCE, modern_post(&http, &url, "ping", ping_body(1)).send()).await;
     let response = answer.expect("the legitimate client got no answer").unwrap();
     assert_eq!(response.status(), 200);
     assert!(started.elapsed() < Duration::from_secs(1), "{:?}", started.elapsed());
@@ -156,10 +157,10 @@ async fn sigterm_with_a_hang_open_ends_within_the_grace() {
     let url = proxy.after("faultlab: proxy listening at ");
     let http = http_client();
     let hang = ping_body(1).replace("\"ping\"", "\"hang\"");
-    let open = tokio::spawn(modern_post(&http, &url, hang).header("mcp-name", "hang").send());
+    let open = tokio::spawn(modern_post(&http, &url, "hang", hang).send());
     // The request is open once the upstream has it: wait for the proxy to be holding it.
-    let probe = modern_post(&http, &url, ping_body(2)).send().await.unwrap();
-    assert_eq!(probe.status(), 200);
+    let probe = modern_post(&http, &url, "ping", ping_body(2)).send().await.unwrap();
+    assert_eq!(probe.status(), 200, "the proxy answers other requests while the hang is held");
     ends_within_the_grace(proxy, open).await;
 }
 
@@ -172,7 +173,7 @@ async fn serve_with_a_hang_open_ends_within_the_grace() {
         response.headers()["mcp-session-id"].to_str().unwrap().to_owned()
     };
     let hang = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "hang", "arguments": {}}});
-    // The answer's head is held until its first message, which never comes: the request stays open.
+    // The answer's stream opens (its priming event) and its message never comes: the request stays open.
     let open = tokio::spawn(legacy_post(&http, &url, &hang, Some(&sid)).send());
     let ping = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"});
     let pong = legacy_post(&http, &url, &ping, Some(&sid)).send().await.unwrap();
@@ -181,12 +182,18 @@ async fn serve_with_a_hang_open_ends_within_the_grace() {
 }
 
 /// Sends SIGTERM to `lab` (started with `--shutdown-grace 0.3`) while the request `open` hangs: it must exit
-/// within 1.5 s, the grace and some slack, not wait on the hang.
-async fn ends_within_the_grace<T>(mut lab: Lab, open: tokio::task::JoinHandle<T>) {
+/// within 1.5 s, the grace and some slack, not wait on the hang; and the hang must have been open until then,
+/// its connection closed with no JSON-RPC answer (an answer would mean the request was refused, not held; a
+/// 2025-11-25 stream may have opened with its priming event).
+async fn ends_within_the_grace(mut lab: Lab, open: tokio::task::JoinHandle<reqwest::Result<reqwest::Response>>) {
     lab.terminate();
     let took = lab.exit_time().await;
     assert!(took < Duration::from_millis(1500), "faultlab {:?} took {took:?} to exit with a hang open", lab.banner);
-    let _ = open.await;
+    if let Ok(answer) = open.await.unwrap() {
+        let status = answer.status();
+        let body = answer.text().await.unwrap_or_default();
+        assert!(!body.contains("jsonrpc"), "the hang was answered instead of held: {status} {body}");
+    }
 }
 
 // ---------- headers ----------
@@ -218,7 +225,8 @@ async fn a_non_ascii_session_id_is_malformed() {
     let (_lab, url) = Lab::serve(&[]).await;
     let http = http_client();
     let garbled = reqwest::header::HeaderValue::from_bytes(b"caf\xe9").unwrap();
-    let response = modern_post(&http, &url, ping_body(1)).header("mcp-session-id", garbled).send().await.unwrap();
+    let response =
+        modern_post(&http, &url, "ping", ping_body(1)).header("mcp-session-id", garbled).send().await.unwrap();
     assert_eq!(response.status(), 400);
 }
 
