@@ -13,9 +13,10 @@
 use crate::catalogue::{Applied, Earlier, FaultKind, OutOfOrder, OutputSchema, Reply, WireAction, late_response};
 use crate::recorder::{Event, Recorder};
 use bytes::Bytes;
+use faultlab_wire::frame::IdMap;
 use faultlab_wire::{Frame, Kind, MessageId};
 use serde_json::Value;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 
 /// Most faults armed and not yet fired on one connection scope. Past it, arming fails with a clear error rather
@@ -53,8 +54,8 @@ const MAX_OUTPUT_SCHEMA_BYTES: usize = 256 * 1024;
 
 #[derive(Default)]
 struct State {
-    armed: HashMap<MessageId, FaultKind>,
-    requests: HashMap<MessageId, Frame>,
+    armed: IdMap<FaultKind>,
+    requests: IdMap<Frame>,
 }
 
 /// What an engine learns from the replies it sees, for the faults that build on earlier replies.

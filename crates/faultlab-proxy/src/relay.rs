@@ -18,13 +18,12 @@ use faultlab_engine::recorder::{Direction, Event, FrameAction};
 use faultlab_engine::render::{self, Step};
 use faultlab_engine::{Engine, FaultKind, WireAction};
 use faultlab_wire::child;
-use faultlab_wire::frame::at;
+use faultlab_wire::frame::{IdMap, IdSet, at};
 use faultlab_wire::line::Line;
 use faultlab_wire::sync::lock;
 use faultlab_wire::{Frame, LineCodec, MAX_LINE_BYTES, MessageId};
 use futures::StreamExt;
 use serde_json::json;
-use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::io::AsyncRead;
@@ -81,7 +80,7 @@ pub struct Relay {
     pub(crate) engine: Arc<Engine>,
     pub(crate) trajectory: Arc<Trajectory>,
     /// Which rule armed a fault on which request id (to name it when the reply passes).
-    pub(crate) armed_by: Mutex<HashMap<MessageId, String>>,
+    pub(crate) armed_by: Mutex<IdMap<String>>,
     /// The rules' clock starts here.
     pub(crate) start: Instant,
     /// A recording laid over a live upstream (`--replay` with a server): set once, when the upstream connects.
@@ -123,7 +122,7 @@ const MAX_IN_FLIGHT: usize = 10_000;
 /// The requests sent upstream that it has not answered and the client has not cancelled: when the upstream ends,
 /// each gets an error instead of waiting forever.
 #[derive(Default)]
-pub(crate) struct InFlight(HashSet<MessageId>);
+pub(crate) struct InFlight(IdSet);
 
 impl InFlight {
     /// Notes a frame going upstream: a request is now waiting; a cancelled one no longer is (the spec lets the

@@ -399,5 +399,5 @@ impl<'a> Exchange<'a> {
 /// Whether a reply says the call failed: a JSON-RPC error, or a tool result with `isError: true`.
 pub fn reply_is_error(frame: &Frame) -> bool {
     let Some(value) = frame.value() else { return false };
-    value.get("error").is_some() || at(value, &["result", "isError"]) == Some(&Value::Bool(true))
+    at(value, &["error"]).is_some() || at(value, &["result", "isError"]) == Some(&Value::Bool(true))
 }
