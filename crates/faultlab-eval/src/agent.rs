@@ -27,10 +27,10 @@
 use crate::contract::{self, Claim, ClaimStatus, McpConfig};
 use crate::task::{Check, Plan, Step, Task};
 use faultlab_client::{ConnectError, Connection, Era, ErrorKind, Observation, Outcome, Target};
+use faultlab_wire::template;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use strum::IntoStaticStr;
@@ -273,63 +273,23 @@ pub fn write_claim(path: &Path, claim: &Claim) -> Result<(), AgentError> {
 // Templating.
 // ---------------------------------------------------------------------------------------------------------------
 
-/// Values saved by earlier steps, by name.
-pub type Saved = BTreeMap<String, String>;
+pub use faultlab_wire::template::Saved;
 
-/// Replaces every `{{name}}` in `text` by the value saved under `name`.
-///
-/// A name is one or more ASCII letters, digits or `_` (as `Task::check` expects), with no spaces inside the braces. A placeholder
-/// whose name was never saved is left as it is (so `{{nonce}}`, or a typo, reaches the server verbatim and the run
-/// shows it), and so is anything that is not a placeholder. Inserted values are not scanned again.
+/// Replaces every `{{name}}` in `text` by the value saved under `name` ([`faultlab_wire::template`]: a name is
+/// ASCII letters, digits or `_`, as `Task::check` expects; an unsaved one is left as it is).
 pub fn template_text(text: &str, saved: &Saved) -> String {
-    substitute(text, saved, |value| value.to_owned())
+    template::text(text, saved)
 }
 
 /// [`template_text`] for a regex (`expect`): each inserted value is escaped, so it matches itself literally.
 pub fn template_regex(pattern: &str, saved: &Saved) -> String {
-    substitute(pattern, saved, regex::escape)
+    template::substitute(pattern, saved, regex::escape)
 }
 
 /// [`template_text`] applied to every string in a JSON value, at any depth: string values in objects and arrays,
-/// and object keys. Numbers, booleans and nulls are kept.
+/// and object keys.
 pub fn template_value(value: &Value, saved: &Saved) -> Value {
-    match value {
-        Value::String(s) => Value::String(template_text(s, saved)),
-        Value::Array(items) => Value::Array(items.iter().map(|v| template_value(v, saved)).collect()),
-        Value::Object(map) => {
-            Value::Object(map.iter().map(|(k, v)| (template_text(k, saved), template_value(v, saved))).collect())
-        }
-        other => other.clone(),
-    }
-}
-
-fn substitute(text: &str, saved: &Saved, insert: impl Fn(&str) -> String) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(open) = rest.find("{{") {
-        out.push_str(&rest[..open]);
-        let after = &rest[open + 2..];
-        let name_len = after.find(|c: char| !is_name_char(c)).unwrap_or(after.len());
-        let name = &after[..name_len];
-        match saved.get(name) {
-            Some(value) if name_len > 0 && after[name_len..].starts_with("}}") => {
-                out.push_str(&insert(value));
-                rest = &after[name_len + 2..];
-            }
-            // Not a placeholder we can fill: keep one brace and look again from the next character, so `{{{x}}`
-            // still fills the `{{x}}` inside.
-            _ => {
-                out.push('{');
-                rest = &rest[open + 1..];
-            }
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-fn is_name_char(c: char) -> bool {
-    c.is_ascii_alphanumeric() || c == '_'
+    template::value(value, saved)
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -3,14 +3,13 @@
 //! framework that retries a model request gets the same turn again, and one endpoint serves any number of
 //! conversations at once.
 
-use faultlab_wire::config;
+use faultlab_wire::{config, template};
 use regex::Regex;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::sync::LazyLock;
 
 /// A model script (YAML or JSON).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -70,9 +69,6 @@ impl PartialEq for Patterns {
         text(self) == text(other)
     }
 }
-
-/// `{{name}}` in a string the script fills in.
-static PLACEHOLDER: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\{\{([A-Za-z0-9_]+)\}\}").expect("a valid regex"));
 
 /// What the model does with a failed tool result.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -203,7 +199,7 @@ impl Script {
     /// taken again from the results on every walk: the endpoint keeps nothing between requests.
     pub fn walk(&self, results: &[ToolResult]) -> Walk {
         let (mut step, mut attempt) = (0, 0);
-        let mut saved = BTreeMap::new();
+        let mut saved = template::Saved::new();
         let mut ended = None;
         let mut failed = Vec::with_capacity(results.len());
         for result in results {
@@ -224,17 +220,18 @@ impl Script {
                 OnError::RetryOnce if attempt == 0 => attempt = 1,
                 OnError::RetryOnce | OnError::GiveUp => ended = Some(self.give_up(&current.call)),
                 OnError::Answer => {
-                    let text = fill(current.error_answer.as_deref().unwrap_or_default(), &saved);
+                    let text = template::text(current.error_answer.as_deref().unwrap_or_default(), &saved);
                     ended = Some(Turn::Answer { text, because: Because::Answered });
                 }
             }
         }
         let turn = ended.unwrap_or_else(|| match self.steps.get(step) {
             Some(s) => {
-                let arguments = s.arguments.iter().map(|(k, v)| (k.clone(), fill_value(v, &saved))).collect();
+                let arguments =
+                    s.arguments.iter().map(|(k, v)| (template::text(k, &saved), template::value(v, &saved))).collect();
                 Turn::Call { step, attempt, tool: s.call.clone(), arguments }
             }
-            None => Turn::Answer { text: fill(&self.answer, &saved), because: Because::Done },
+            None => Turn::Answer { text: template::text(&self.answer, &saved), because: Because::Done },
         });
         Walk { turn, failed }
     }
@@ -263,7 +260,7 @@ fn compile(i: usize, save: &BTreeMap<String, String>) -> Result<Vec<(String, Reg
     save.iter()
         .map(|(name, pattern)| {
             let at = format!("steps[{i}].save.{name}");
-            if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            if name.is_empty() || !name.chars().all(template::is_name_char) {
                 return Err(format!("{at}: a name is letters, digits and '_' (it is used as {{{{{name}}}}})"));
             }
             let re = Regex::new(pattern).map_err(|e| format!("{at}: not a valid regex: {e}"))?;
@@ -287,30 +284,12 @@ fn strings_of(value: &Value, at: &str, out: &mut Vec<(String, String)>) {
 
 /// Refuses a `{{name}}` in `text` that no step before it saves.
 fn unsaved(at: &str, text: &str, saved: &BTreeSet<String>) -> Result<(), String> {
-    match PLACEHOLDER.captures_iter(text).find(|c| !saved.contains(&c[1])) {
-        Some(c) => Err(format!(
-            "{at}: {} is not saved by an earlier step (a step's `save: {{{}: REGEX}}` keeps a value from its result)",
-            &c[0], &c[1]
+    match template::names(text).into_iter().find(|name| !saved.contains(*name)) {
+        Some(name) => Err(format!(
+            "{at}: {{{{{name}}}}} is not saved by an earlier step (a step's `save: {{{name}: REGEX}}` keeps a value \
+             from its result)"
         )),
         None => Ok(()),
-    }
-}
-
-/// `text` with every `{{name}}` saved replaced by its value (one not saved, after a failed step the script went
-/// on from, stays as written).
-fn fill(text: &str, saved: &BTreeMap<String, String>) -> String {
-    PLACEHOLDER
-        .replace_all(text, |c: &regex::Captures<'_>| saved.get(&c[1]).cloned().unwrap_or_else(|| c[0].to_owned()))
-        .into_owned()
-}
-
-/// [`fill`] on every string in `value`.
-fn fill_value(value: &Value, saved: &BTreeMap<String, String>) -> Value {
-    match value {
-        Value::String(s) => Value::String(fill(s, saved)),
-        Value::Array(items) => Value::Array(items.iter().map(|v| fill_value(v, saved)).collect()),
-        Value::Object(fields) => Value::Object(fields.iter().map(|(k, v)| (k.clone(), fill_value(v, saved))).collect()),
-        other => other.clone(),
     }
 }
 

@@ -15,6 +15,7 @@
 //! - [`canonical`]: JSON text with sorted keys, for telling equal calls apart from different ones; type names.
 //! - [`markup`]: text escaped for the reports' HTML and JUnit XML (one escaper, XML 1.0's forbidden characters
 //!   replaced there).
+//! - [`template`]: `{{name}}` placeholders filled with saved values (the control agents' plans, model scripts).
 
 pub mod canonical;
 pub mod child;
@@ -25,6 +26,7 @@ pub mod markup;
 pub mod nesting;
 pub mod sse;
 pub mod sync;
+pub mod template;
 
 pub use canonical::{canonical, json_kind};
 pub use frame::{Frame, Kind, MessageId};
