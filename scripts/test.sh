@@ -6,9 +6,7 @@
 #                  compiled (clippy-driver as the workspace's rustc wrapper, warnings as errors): what
 #                  `cargo clippy --workspace --all-targets -- -D warnings` reports, without a second pass over
 #                  every dependency;
-#   rust           the Rust test suite of the whole workspace, run with the script stages (below) once interop-matrix,
-#                  which runs alone, is done: it waits mostly on the processes its tests start, and alone it left
-#                  most of a core idle for 45 s;
+#   rust           the Rust test suite of the whole workspace;
 #   deps           the pinned Node and Python test dependencies and Chromium (scripts/test-deps.sh, started in the
 #                  background at the beginning so downloads overlap the build);
 #   ship-lint      what ships beside the binary: action.yml and the example workflow (actionlint), the Containerfile
@@ -44,18 +42,17 @@ JOBS="${FAULTLAB_TEST_JOBS:-3}"
 [[ -n "${CI:-}" ]] && export CARGO_INCREMENTAL=0
 export FAULTLAB_BIN="$ROOT/target/debug/faultlab"
 
-# rust (about 47 s) and frameworks come first after interop-matrix: frameworks is about 32 s of CPU (two thirds of
-# it importing five agent frameworks) and the 12 s bound of the cells that hang, longer than eval-oracle's 15 s.
-SCRIPTS=(interop-matrix rust frameworks eval-oracle junit-validate diagnose-html bench-quick conformance-proxy docs-examples
+# frameworks comes first after interop-matrix: about 32 s of CPU (two thirds of it importing five agent frameworks)
+# and the 12 s bound of the cells that hang, longer than eval-oracle's 15 s.
+SCRIPTS=(interop-matrix frameworks eval-oracle junit-validate diagnose-html bench-quick conformance-proxy docs-examples
     frameworks-eval proxy-filesystem eval-filesystem interop-python conformance conformance-client)
 # Runs alone: its three SDK clients already run at once, and its table records whether a client noticed a fault
 # within 1 s, which a second stage's load could change.
 ALONE=" interop-matrix "
-# A stage of the pool runs scripts/<name>.sh, except these (scripts/frameworks.sh is the one-framework demo, outside).
-declare -A COMMAND_OF=([rust]="cargo test --workspace --locked --no-fail-fast"
-    [frameworks]="scripts/frameworks-matrix.sh --check"
+# A script stage runs scripts/<name>.sh, except these (scripts/frameworks.sh is the one-framework demo, outside).
+declare -A COMMAND_OF=([frameworks]="scripts/frameworks-matrix.sh --check"
     [frameworks-eval]="scripts/frameworks-eval.sh data-empty-read transport-timeout-after-write")
-TOTAL=$((4 + ${#SCRIPTS[@]}))
+TOTAL=$((5 + ${#SCRIPTS[@]}))
 STARTED=$SECONDS
 stages_passed=0
 stages_failed=0
@@ -132,25 +129,28 @@ export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 build_rc=0
 stage 2 build cargo test --workspace --all-targets --locked --no-run || build_rc=$?
+if [[ "$build_rc" == 0 ]]; then
+    stage 3 rust cargo test --workspace --locked --no-fail-fast
+fi
 wait "$deps_pid"
 wait "$frameworks_install_pid" || echo "test.sh: installing the frameworks' venvs failed (log: .cache/test-logs/frameworks-install.log); the frameworks stage tries again"
 for name in deps ship-lint; do
     read -r bg_rc bg_seconds <"$LOGS/$name.status" || { bg_rc=1 bg_seconds=0; }
-    number=3
-    [[ "$name" == ship-lint ]] && number=4
+    number=4
+    [[ "$name" == ship-lint ]] && number=5
     report "$number" "$name" "$bg_rc" "$bg_seconds"
 done
 
 if [[ "$build_rc" != 0 ]]; then
-    echo "the build failed: the Rust tests and the script stages (${#SCRIPTS[@]} in all) did not run"
-    stages_failed=$((stages_failed + ${#SCRIPTS[@]}))
+    echo "the build failed: the Rust tests and the ${#SCRIPTS[@]} script stages did not run"
+    stages_failed=$((stages_failed + 1 + ${#SCRIPTS[@]}))
 else
     # The script stages, JOBS at a time; each line is printed when its stage ends.
     declare -A pid_of_number=() name_of_number=() start_of_number=()
     next=0
     while (( next < ${#SCRIPTS[@]} || ${#pid_of_number[@]} > 0 )); do
         while (( next < ${#SCRIPTS[@]} && ${#pid_of_number[@]} < JOBS )); do
-            number=$((5 + next))
+            number=$((6 + next))
             name="${SCRIPTS[$next]}"
             if [[ "$ALONE" == *" $name "* && ${#pid_of_number[@]} -gt 0 ]] || [[ -n "${alone_running:-}" ]]; then
                 break
