@@ -15,9 +15,9 @@
 # Checks, one line each:
 #   report        diagnose exited 0 and wrote the page
 #   offline       the page refers to nothing outside itself (no http(s) URL, no src=, no <link>, no url())
-#   finding NAME  for tool_loop, retry_storm, unhandled_tool_error: a <div class="finding …" data-kind="NAME">
-#                 whose name reads NAME sits in the timeline message where it happens, and the summary table has
-#                 its row
+#   finding NAME  for tool_loop, retry_storm (the tool-error trace) and duplicate_side_effect (the trajectory):
+#                 a <div class="finding …" data-kind="NAME"> whose name reads NAME sits in the timeline message
+#                 (or line) where it happens, and the summary table has its row
 #   healthy       the healthy trace's section says it has no findings
 #   index         the page (three traces) opens with an index linking to each
 #   sequence      each trace with calls has a sequence view with a call group and a held bar per call, and a
@@ -269,7 +269,7 @@ check("offline", bool(source) and not outside, "no outside references" if not ou
 
 parsed = Dom()
 parsed.feed(read(dom))
-anchors = {"tool_loop": "t0-m5", "retry_storm": "t0-m7", "unhandled_tool_error": "t0-m10"}
+anchors = {"tool_loop": "t0-m5", "retry_storm": "t0-m7", "duplicate_side_effect": "t2-m12"}
 for kind, anchor in anchors.items():
     boxes = [f for f in parsed.findings if f[0] == kind]
     ok = any(name.strip() == kind and entry == anchor for _, name, entry in boxes) and kind in parsed.rows

@@ -48,6 +48,8 @@ pub enum Need {
     Arguments,
     AgentText,
     Timing,
+    /// The agent's turn after a failure (the trace ends first).
+    AgentTurn,
 }
 
 impl Need {
@@ -56,6 +58,7 @@ impl Need {
             Need::Arguments => "the trace records no call arguments",
             Need::AgentText => "the trace records no agent messages",
             Need::Timing => "the trace has no timestamps; add `ts_ms` or an RFC 3339 `timestamp` to its messages",
+            Need::AgentTurn => "the trace ends before the agent's turn after a failure",
         }
     }
 }
@@ -112,18 +115,47 @@ impl FindingKind {
         }
     }
 
+    /// Why this finding can stand on a run the lab judged correct: what it weighs that the lab's verdict does not.
+    pub fn disagreement(self) -> &'static str {
+        match self {
+            FindingKind::ToolLoop => {
+                "the verdict checks the client kept its retry policy; the same call got the same answer each time, \
+                 which no retry budget makes useful"
+            }
+            FindingKind::RetryStorm => {
+                "the verdict checks the client stopped at its attempt budget; a budget this large is a storm here \
+                 (raise --storm-min-retries above the budget to accept it)"
+            }
+            FindingKind::RetryWithoutBackoff => {
+                "the verdict checks the outcome and the number of attempts, not the wait between them"
+            }
+            FindingKind::UnhandledToolError
+            | FindingKind::FalseSuccess
+            | FindingKind::IgnoredTimeout
+            | FindingKind::ErrorSwallowed => {
+                "the verdict weighs what crossed the wire; this finding reads what the agent told its user"
+            }
+            FindingKind::DuplicateSideEffect => {
+                "the verdict found no repeated side effect; the trace shows the same write sent again after a \
+                 failure that may have taken effect, with no check between"
+            }
+            FindingKind::CorrectedRetry => "a hint about the tool's schema, not about the recovery the verdict judged",
+        }
+    }
+
     /// What the trace must record for this detector to run.
     pub fn needs(self) -> &'static [Need] {
         match self {
-            FindingKind::ToolLoop | FindingKind::DuplicateSideEffect | FindingKind::CorrectedRetry => {
-                &[Need::Arguments]
-            }
-            FindingKind::RetryStorm => &[],
+            // A retry is the same call again: without arguments a repeat cannot be told from another call.
+            FindingKind::ToolLoop
+            | FindingKind::DuplicateSideEffect
+            | FindingKind::CorrectedRetry
+            | FindingKind::RetryStorm => &[Need::Arguments],
             FindingKind::UnhandledToolError
             | FindingKind::FalseSuccess
             | FindingKind::IgnoredTimeout
             | FindingKind::ErrorSwallowed => &[Need::AgentText],
-            FindingKind::RetryWithoutBackoff => &[Need::Timing],
+            FindingKind::RetryWithoutBackoff => &[Need::Arguments, Need::Timing],
         }
     }
 
@@ -159,6 +191,9 @@ pub struct Finding {
     pub summary: String,
     /// What a robust agent does instead, in one line.
     pub robust: &'static str,
+    /// On a run the lab judged correct: that verdict, and why this finding disagrees with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lab_disagreement: Option<String>,
 }
 
 impl Finding {
@@ -174,6 +209,7 @@ impl Finding {
             counts: Map::new(),
             summary,
             robust: kind.robust(),
+            lab_disagreement: None,
         }
     }
 

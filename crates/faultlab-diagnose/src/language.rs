@@ -147,6 +147,35 @@ pub fn is_write(tool: &str, extra: &[String]) -> bool {
     verb.is_some_and(|w| WRITE_VERBS.contains(&w.as_str()))
 }
 
+/// Phrases of an error about the moment, not the request: the same call can pass later (rate limits, overload,
+/// unavailability, HTTP 429/502/503/504). Such an error says nothing about the arguments.
+const TRANSIENT_PHRASES: &[&str] = &[
+    "rate limit",
+    "rate limited",
+    "ratelimit",
+    "too many requests",
+    "429",
+    "502",
+    "503",
+    "504",
+    "bad gateway",
+    "gateway timeout",
+    "service unavailable",
+    "unavailable",
+    "overloaded",
+    "try again",
+    "retry after",
+    "temporarily",
+    "throttled",
+    "quota",
+];
+
+/// Whether an error's text names a transient condition (see `TRANSIENT_PHRASES`).
+pub fn is_transient(text: &str) -> bool {
+    let words = words(text);
+    TRANSIENT_PHRASES.iter().any(|p| contains_phrase(&words, p))
+}
+
 /// Whether a result's text says the thing it was asked to make exists already.
 pub fn says_already_done(text: &str) -> bool {
     let words = words(text);
@@ -182,6 +211,9 @@ mod tests {
         assert_eq!(tool_status("Error: connection lost: the server closed stdout"), Status::Lost);
         assert_eq!(tool_status("lab_probe ok: probe"), Status::Success);
         assert_eq!(tool_status("No errors found"), Status::Success);
+        assert!(is_transient("Error: 429 Too Many Requests: rate limit exceeded"));
+        assert!(is_transient("Error: HTTP 503: Service unavailable"));
+        assert!(!is_transient("Error: `date` must be YYYY-MM-DD, got 12/03"));
     }
 
     #[test]

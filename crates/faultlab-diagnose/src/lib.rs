@@ -11,6 +11,7 @@
 pub mod detect;
 pub mod error;
 pub mod finding;
+pub mod lab;
 pub mod language;
 pub mod model;
 pub mod openai;
@@ -53,8 +54,11 @@ fn first_line_is_event(text: &str) -> bool {
     serde_json::from_str::<serde_json::Value>(line).is_ok_and(|v| v.get("event").is_some())
 }
 
-/// Reads and parses the trace at `path`; errors name the file.
+/// Reads and parses the trace at `path`; errors name the file. The lab's verdict on the run is looked up beside
+/// it ([`lab::find`]).
 pub fn load(path: &Path) -> Result<Trace, LoadError> {
     let text = std::fs::read_to_string(path).map_err(|source| LoadError::Read { path: path.to_owned(), source })?;
-    parse(&text, Some(path)).map_err(|error| LoadError::Parse { path: path.to_owned(), error })
+    let mut trace = parse(&text, Some(path)).map_err(|error| LoadError::Parse { path: path.to_owned(), error })?;
+    trace.lab = lab::find(path);
+    Ok(trace)
 }

@@ -182,6 +182,8 @@ pub struct Trace {
     pub entries: Vec<Entry>,
     pub calls: Vec<Call>,
     pub recorded: Recorded,
+    /// The lab's own verdict on the run, when a report beside the trace names it (set by [`crate::load`]).
+    pub lab: Option<crate::lab::LabVerdict>,
 }
 
 impl Trace {

@@ -37,6 +37,7 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
         entries: builder.entries,
         calls: builder.calls,
         recorded: Recorded { arguments: true, result_text: true, agent_text: true, timing },
+        lab: None,
     })
 }
 

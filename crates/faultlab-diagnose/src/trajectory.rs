@@ -71,6 +71,7 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
         entries,
         calls,
         recorded: Recorded { arguments, result_text: false, agent_text: false, timing: true },
+        lab: None,
     })
 }
 

@@ -7,7 +7,7 @@
 
 use crate::finding::{Finding, FindingKind};
 use crate::language;
-use crate::model::{Call, Status, Trace};
+use crate::model::{Call, Role, Status, Trace};
 
 /// What the agent's messages after the failure say about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -16,8 +16,12 @@ pub enum Verdict {
     Reported,
     /// A later message claims success, and none admits the failure.
     ClaimedSuccess { at: usize },
-    /// Later messages say nothing about it (`first` is the first of them), or there are none.
+    /// Later messages say nothing about it (`first` is the first of them), or there are none although the
+    /// agent's turn is recorded as over (an empty final answer, or the user speaking next).
     Silent { first: Option<usize> },
+    /// No agent text follows and the trace ends before the agent's turn does: what the agent did about the failure
+    /// is not recorded, so it is not judged (`last` is the trace's last position).
+    CutOff { last: usize },
 }
 
 /// A tool's last call, failed, with the failures in a row before it.
@@ -84,10 +88,48 @@ pub fn unrecovered(trace: &Trace) -> Vec<Unrecovered<'_>> {
             Verdict::Reported
         } else if let Some((at, _)) = texts.iter().find(|(_, t)| language::claims_success(t)) {
             Verdict::ClaimedSuccess { at: *at }
+        } else if texts.is_empty() && !turn_ended(trace, result.at) {
+            Verdict::CutOff { last: trace.entries.last().map_or(result.at, |e| e.pos) }
         } else {
             Verdict::Silent { first: texts.first().map(|(at, _)| *at) }
         };
         found.push(Unrecovered { tool, last, failures, status: result.status, at: result.at, verdict });
     }
     found
+}
+
+/// Whether the trace records the end of the agent's turn after position `pos`: an assistant message with no tool
+/// calls (a final answer, empty or not) or a user message. A trace that stops on a tool result, or on more tool
+/// calls, was cut off (or written by a client that is not an agent) before the agent's next turn.
+fn turn_ended(trace: &Trace, pos: usize) -> bool {
+    trace.entries.iter().filter(|e| e.pos > pos).any(|e| match e.role {
+        Role::User => true,
+        Role::Assistant => !trace.calls.iter().any(|c| c.at == e.pos),
+        _ => false,
+    })
+}
+
+/// The unrecovered failures the trace ends before judging, as notes for the report: `(kind, reason)`, the kind
+/// being the detector that would otherwise have looked at it (`ignored_timeout` for a timeout, else
+/// `unhandled_tool_error`).
+pub fn cut_off(trace: &Trace) -> Vec<(FindingKind, String)> {
+    unrecovered(trace)
+        .into_iter()
+        .filter_map(|u| {
+            let Verdict::CutOff { last } = u.verdict else { return None };
+            let kind =
+                if u.status == Status::Timeout { FindingKind::IgnoredTimeout } else { FindingKind::UnhandledToolError };
+            let at = super::positions(trace.unit, &[u.at]);
+            let ends = if last == u.at {
+                format!("and the trace ends there ({at})")
+            } else {
+                format!(
+                    "at {at}, and the trace ends at {} before the agent's turn does",
+                    super::positions(trace.unit, &[last])
+                )
+            };
+            let reason = format!("{} {ends}: what the agent did next is not recorded", u.describe());
+            Some((kind, reason))
+        })
+        .collect()
 }

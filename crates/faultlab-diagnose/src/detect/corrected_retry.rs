@@ -1,8 +1,11 @@
 //! `corrected_retry`
 //!
-//! **What it finds.** A call that failed with an error (not a timeout or a lost connection), followed by the next
-//! call of the same tool with different arguments. The finding names the argument keys added, removed and changed,
-//! and whether the corrected call worked.
+//! **What it finds.** A call that failed with an error that may be about its arguments, followed (after the error
+//! came back) by the next call of the same tool with different arguments. The finding names the argument keys
+//! added, removed and changed, and whether the corrected call worked. Not an error about the arguments, so never
+//! corrected: a timeout or a lost connection; an error that names a transient condition (a rate limit, 429, 503,
+//! "unavailable", "try again", …); an error a fault of the lab's proxy put in place of the server's reply (the
+//! trajectory names the fault: the server never judged the arguments).
 //!
 //! **Why it matters.** It is a hint about the tool more than the agent: when agents keep getting a call wrong the
 //! first time, the schema or description is unclear (a missing `enum`, an ambiguous name, an undocumented format).
@@ -12,7 +15,8 @@
 //! first call is right: precise types, enums, examples, and error messages that name the field.
 //!
 //! **False positives.** An agent changing its mind on purpose after a legitimate error (a search with no results,
-//! retried with other terms) looks the same. Needs arguments: it does not run on trajectories.
+//! retried with other terms) looks the same, and so does the next of several distinct calls (look up `a`, then `b`)
+//! after a genuine error on the first. Needs arguments.
 
 use super::positions;
 use crate::finding::{Finding, FindingKind};
@@ -28,7 +32,7 @@ pub fn detect(trace: &Trace) -> Vec<Finding> {
         let calls: Vec<&Call> = trace.calls_of(tool).map(|i| &trace.calls[i]).collect();
         for pair in calls.windows(2) {
             let (failed, retry) = (pair[0], pair[1]);
-            if failed.status() != Some(Status::Error) {
+            if !about_the_arguments(failed) || failed.result.as_ref().is_some_and(|r| r.at > retry.at) {
                 continue;
             }
             let (Some(before), Some(after)) = (&failed.arguments, &retry.arguments) else { continue };
@@ -39,6 +43,15 @@ pub fn detect(trace: &Trace) -> Vec<Finding> {
         }
     }
     findings
+}
+
+/// Whether `call` failed with an error that can be about its arguments: an error reply from the server itself
+/// (not one a lab fault put in its place) that does not name a transient condition.
+fn about_the_arguments(call: &Call) -> bool {
+    let Some(result) = &call.result else { return false };
+    result.status == Status::Error
+        && result.fault.is_none()
+        && !result.text.as_deref().is_some_and(crate::language::is_transient)
 }
 
 /// `added x; removed y; changed z` for two argument objects; "changed the arguments" for anything else.

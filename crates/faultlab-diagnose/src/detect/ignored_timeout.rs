@@ -1,8 +1,9 @@
 //! `ignored_timeout`
 //!
 //! **What it finds.** A tool's last call timed out (never recovered: no later successful call of the tool) and no
-//! later assistant message mentions it: the trace ends, or the agent goes on as if nothing happened. A success
-//! claim after it is `false_success` instead.
+//! later assistant message mentions it: the agent goes on as if nothing happened, or its turn ends without a word
+//! (the user speaks next). A success claim after it is `false_success` instead. A trace that simply ends after the
+//! timeout does not record what the agent did next: not a finding; the report says it was not checked.
 //!
 //! **Why it matters.** A timeout is not a "no": the request may have been carried out after the agent stopped
 //! waiting. Treating it as nothing leaves the user with an unknown state they were never told about.
@@ -10,7 +11,7 @@
 //! **What a robust agent does instead.** Treats the outcome as unknown: checks whether the action took effect
 //! (a read), retries only what is safe to repeat, and tells the user what is uncertain.
 //!
-//! **False positives.** A trace cut off right after the timeout; a timeout on a call whose result did not matter.
+//! **False positives.** A timeout on a call whose result did not matter.
 //! Needs the agent's messages: it does not run on trajectories.
 
 use super::aftermath::{Verdict, unrecovered};
@@ -28,7 +29,7 @@ pub fn detect(trace: &Trace) -> Vec<Finding> {
             let Verdict::Silent { first } = u.verdict else { return None };
             let after = match first {
                 Some(_) => "the agent's later messages never mention it",
-                None => "no assistant message follows",
+                None => "the agent's turn ended without a word about it",
             };
             let summary = format!("{}; {after}", u.describe());
             Some(

@@ -16,7 +16,7 @@ pub mod tool_loop;
 pub mod unhandled_tool_error;
 
 use crate::finding::{Finding, FindingKind, Need};
-use crate::model::{Trace, TraceFormat, Unit};
+use crate::model::{Call, Trace, TraceFormat, Unit};
 use crate::thresholds::Thresholds;
 use serde::Serialize;
 
@@ -41,6 +41,9 @@ pub struct Diagnosis {
     pub calls: usize,
     pub findings: Vec<Finding>,
     pub not_checked: Vec<NotChecked>,
+    /// The lab's own verdict on the run, when known (see [`crate::lab`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lab: Option<crate::lab::LabVerdict>,
     #[serde(skip)]
     pub trace: Trace,
 }
@@ -58,7 +61,19 @@ pub fn diagnose(file: &str, trace: Trace, thresholds: &Thresholds) -> Diagnosis 
             not_checked.push(NotChecked { kind, missing, reason });
         }
     }
+    if has(&trace, Need::AgentText) {
+        // Failures the trace ends before judging: said, not guessed at.
+        for (kind, reason) in aftermath::cut_off(&trace) {
+            not_checked.push(NotChecked { kind, missing: vec![Need::AgentTurn], reason });
+        }
+    }
     findings.sort_by_key(|f| (f.at, f.kind));
+    if let Some(lab) = trace.lab.as_ref().filter(|lab| lab.passed) {
+        for finding in &mut findings {
+            finding.lab_disagreement =
+                Some(format!("{} judged this run correct; {}", lab.source, finding.kind.disagreement()));
+        }
+    }
     Diagnosis {
         file: file.to_owned(),
         format: trace.format,
@@ -67,6 +82,7 @@ pub fn diagnose(file: &str, trace: Trace, thresholds: &Thresholds) -> Diagnosis 
         calls: trace.calls.len(),
         findings,
         not_checked,
+        lab: trace.lab.clone(),
         trace,
     }
 }
@@ -76,33 +92,55 @@ fn has(trace: &Trace, need: Need) -> bool {
         Need::Arguments => trace.recorded.arguments,
         Need::AgentText => trace.recorded.agent_text,
         Need::Timing => trace.recorded.timing,
+        Need::AgentTurn => true,
     }
 }
 
-/// The calls of each tool cut into retry runs: a run starts at a failed call and takes every following call of the
-/// same tool while the call before it failed (so it ends at the first success, or at the end). Indices into
-/// `trace.calls`; runs of a single call are left out.
+/// The calls cut into retry runs. A retry is the same call again (same tool, same arguments) made after the answer
+/// to a failed one arrived: a run starts at a failed call and takes each later call of the same tool with the same
+/// arguments while the call before it failed and had been answered (so it ends at the first success, or at the
+/// end). Calls of the tool with other arguments in between neither join nor break a run: they are other work.
+/// Indices into `trace.calls`; runs of a single call are left out. Needs arguments: without them a repeat cannot
+/// be told from a different call of the same tool.
 pub(crate) fn retry_runs(trace: &Trace) -> Vec<Vec<usize>> {
     let mut runs = Vec::new();
     for tool in trace.tools() {
-        let mut run: Vec<usize> = Vec::new();
+        let mut keys: Vec<String> = Vec::new();
         for i in trace.calls_of(tool) {
-            if let Some(&last) = run.last()
-                && trace.calls[last].failed()
-            {
-                run.push(i);
-                continue;
+            let Some(key) = trace.calls[i].arguments_key() else { continue };
+            if !keys.contains(&key) {
+                keys.push(key);
+            }
+        }
+        for key in keys {
+            let same: Vec<usize> =
+                trace.calls_of(tool).filter(|&i| trace.calls[i].arguments_key().as_ref() == Some(&key)).collect();
+            let mut run: Vec<usize> = Vec::new();
+            for i in same {
+                if let Some(&last) = run.last()
+                    && is_retry_of(&trace.calls[last], &trace.calls[i])
+                {
+                    run.push(i);
+                    continue;
+                }
+                if run.len() > 1 {
+                    runs.push(std::mem::take(&mut run));
+                }
+                run = if trace.calls[i].failed() { vec![i] } else { Vec::new() };
             }
             if run.len() > 1 {
-                runs.push(std::mem::take(&mut run));
+                runs.push(run);
             }
-            run = if trace.calls[i].failed() { vec![i] } else { Vec::new() };
-        }
-        if run.len() > 1 {
-            runs.push(run);
         }
     }
+    runs.sort_by_key(|run| run[0]);
     runs
+}
+
+/// Whether `next` answers `failed`'s failure: `failed` failed and its answer came before `next` was made (a call
+/// sent while the first was still out is a concurrent call, not a retry).
+fn is_retry_of(failed: &Call, next: &Call) -> bool {
+    failed.failed() && failed.result.as_ref().is_some_and(|r| r.at < next.at)
 }
 
 /// "messages 2, 4 and 6" / "line 7" / "messages 1–10" (three or more in a row become a range).

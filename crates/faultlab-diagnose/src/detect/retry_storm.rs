@@ -1,8 +1,9 @@
 //! `retry_storm`
 //!
-//! **What it finds.** A failed call retried, and retried again, at least `storm_min_retries` (3) times in a row: each
-//! call of the tool follows a failure of the same tool. Arguments may change between attempts; what counts is that
-//! the agent keeps hitting a failing tool.
+//! **What it finds.** A failed call retried, and retried again, at least `storm_min_retries` (3) times in a row. A
+//! retry is the same call again — same tool, same arguments — made after the failure's answer came back; calls of
+//! the tool with other arguments are other work, not retries (three distinct `echo` calls that each met a fault are
+//! no storm).
 //!
 //! **Why it matters.** A tool that failed three times is unlikely to succeed on the fourth. Repeated retries pile
 //! load on a service that may be failing because of load, and they delay the moment the user learns of the problem.
@@ -12,7 +13,8 @@
 //!
 //! **False positives.** A deliberately bounded retry also looks like a storm when its budget reaches the threshold:
 //! the reference client's five attempts (four retries) are one. Raise `storm_min_retries` above the budget you
-//! chose. Runs on trajectories too (it needs no arguments or text).
+//! chose. Needs arguments: it runs on trajectories that record them (proxies since they gained the field), not on
+//! older ones.
 
 use super::{positions, retry_runs};
 use crate::finding::{Finding, FindingKind};

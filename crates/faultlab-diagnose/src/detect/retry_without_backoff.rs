@@ -1,6 +1,7 @@
 //! `retry_without_backoff`
 //!
-//! **What it finds.** In one run of retries (calls of a tool each following a failure of it), at least
+//! **What it finds.** In one run of retries (the same call again — same tool, same arguments — each made after the
+//! answer to the failed one before it; see `retry_storm`), at least
 //! `quick_retries` (2) retries that start less than `min_backoff_ms` (100 ms) after the failure before them. The
 //! gap runs from the failure's answer (or, without a time on it, from the failed call) to the retry.
 //!
@@ -11,7 +12,8 @@
 //! jitter), and honours a `Retry-After` the server sends.
 //!
 //! **False positives.** A retry against another replica or after a reconnect, where waiting buys nothing; a server
-//! that asked for an immediate retry. One quick retry alone never fires.
+//! that asked for an immediate retry. One quick retry alone never fires. Distinct calls of one tool in quick
+//! succession are not retries, whatever their outcomes. Needs arguments as well as times.
 //!
 //! **Timing.** Needs times: proxy trajectories have them (`tsMs`); OpenAI messages only when they carry `ts_ms` or
 //! an RFC 3339 `timestamp`. Without times it does not run and the report says so: adjacent messages say nothing

@@ -18,6 +18,9 @@ pub fn render(diagnoses: &[Diagnosis]) -> String {
             let _ = writeln!(out, "      {}", f.summary);
             let _ = writeln!(out, "      evidence: {}", evidence(d, f));
             let _ = writeln!(out, "      a robust agent {}", f.robust);
+            if let Some(why) = &f.lab_disagreement {
+                let _ = writeln!(out, "      against the lab's verdict: {why}");
+            }
         }
         for (reason, names) in not_checked(d) {
             let _ = writeln!(out, "  not checked: {} — {reason}", names.join(", "));

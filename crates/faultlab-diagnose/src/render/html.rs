@@ -186,12 +186,17 @@ fn entry_item(
             out,
             "<div class=\"finding sev-{sev}\" id=\"t{t}-f{i}\" data-kind=\"{kind}\"><div class=\"finding-head\">\
              <span class=\"finding-name\">{kind}</span><span class=\"sev\">{sev}</span></div><p>{summary}</p>\
-             <p class=\"robust\"><b>A robust agent</b> {robust}.</p><p class=\"cites\">Evidence: {evidence}</p></div>",
+             <p class=\"robust\"><b>A robust agent</b> {robust}.</p><p class=\"cites\">Evidence: {evidence}</p>{against}</div>",
             sev = f.severity.name(),
             kind = f.kind.name(),
             summary = esc(&f.summary),
             robust = esc(f.robust),
-            evidence = esc(&evidence(d, f))
+            evidence = esc(&evidence(d, f)),
+            against = f
+                .lab_disagreement
+                .as_ref()
+                .map(|why| format!("<p class=\"against\"><b>Against the lab's verdict:</b> {}.</p>", esc(why)))
+                .unwrap_or_default()
         );
     }
     out.push_str("</div></li>\n");

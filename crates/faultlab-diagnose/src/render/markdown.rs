@@ -14,14 +14,20 @@ pub fn render(diagnoses: &[Diagnosis]) -> String {
             out.push_str("\n| Severity | Finding | Where | What happened | A robust agent |\n");
             out.push_str("|---|---|---|---|---|\n");
             for f in &d.findings {
+                let against = f
+                    .lab_disagreement
+                    .as_ref()
+                    .map(|why| format!(". Against the lab's verdict: {why}."))
+                    .unwrap_or_default();
                 let _ = writeln!(
                     out,
-                    "| {} | `{}` | {} | {} (evidence: {}) | {} |",
+                    "| {} | `{}` | {} | {} (evidence: {}){} | {} |",
                     f.severity.name(),
                     f.kind.name(),
                     place(d, f),
                     cell(&f.summary),
                     evidence(d, f),
+                    cell(&against),
                     cell(f.robust)
                 );
             }

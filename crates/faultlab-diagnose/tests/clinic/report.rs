@@ -7,10 +7,15 @@ use faultlab_diagnose::render::{self, Format};
 use serde_json::Value;
 
 fn reports() -> Vec<faultlab_diagnose::Diagnosis> {
-    ["demo-tool-error.json", "demo-healthy.json", "false_success-positive.json", "proxy-rate-limited.jsonl"]
-        .into_iter()
-        .map(diagnose)
-        .collect()
+    [
+        "demo-tool-error.json",
+        "demo-healthy.json",
+        "false_success-positive.json",
+        "proxy/retry-same-call-no-backoff.jsonl",
+    ]
+    .into_iter()
+    .map(diagnose)
+    .collect()
 }
 
 #[test]
@@ -49,7 +54,7 @@ fn json_report_has_totals_thresholds_and_evidence() {
 fn html_report_shows_each_finding_where_it_happens_and_fetches_nothing() {
     let html = render::render(Format::Html, &reports(), &Thresholds::default());
     assert!(html.starts_with("<!doctype html>"));
-    for (kind, anchor) in [("tool_loop", "t0-m5"), ("retry_storm", "t0-m7"), ("unhandled_tool_error", "t0-m10")] {
+    for (kind, anchor) in [("tool_loop", "t0-m5"), ("retry_storm", "t0-m7")] {
         assert!(html.contains(&format!("data-kind=\"{kind}\" data-target=\"{anchor}\"")), "summary row for {kind}");
         // The finding's box sits inside the message where it happens.
         let entry = html.find(&format!("id=\"{anchor}\"")).unwrap();

@@ -1,0 +1,95 @@
+//! The false findings the clinic used to raise on ordinary traces, one test each: the demo's PASS traces (the
+//! reference client's trace simply ends after the failure), and real proxy trajectories where distinct calls of
+//! one tool met faults (`tests/corpus/proxy/`, recorded with `faultlab proxy --record` in front of an echo server).
+
+use crate::util::{diagnose, diagnose_text, kinds};
+use faultlab_diagnose::{FindingKind, Thresholds};
+
+#[test]
+fn a_lost_connection_that_ends_the_trace_is_not_an_unhandled_error() {
+    // The demo's `disconnect` run (PASS): the reference client reports the closed connection; no agent turn follows
+    // because the client is not an agent, and the trace ends there.
+    let d = diagnose("demo/traces/disconnect.json");
+    assert!(d.findings.is_empty(), "{:#?}", d.findings);
+    let note = d.not_checked.iter().find(|n| n.kind == FindingKind::UnhandledToolError).expect("a note");
+    assert!(note.reason.contains("message 2") && note.reason.contains("not recorded"), "{}", note.reason);
+}
+
+#[test]
+fn a_timeout_that_ends_the_trace_is_not_ignored() {
+    // The demo's `delay-past-deadline` run (PASS): time out, cancel, do not retry; the trace ends at the timeout.
+    let d = diagnose("demo/traces/delay-past-deadline.json");
+    assert!(d.findings.is_empty(), "{:#?}", d.findings);
+    assert!(d.not_checked.iter().any(|n| n.kind == FindingKind::IgnoredTimeout), "{:#?}", d.not_checked);
+}
+
+#[test]
+fn a_failure_followed_by_a_silent_end_of_turn_is_still_unhandled() {
+    // The agent's turn did end (the user speaks next) without a word about the error: that is the finding.
+    let text = r#"[
+      {"role": "user", "content": "How much do I owe on invoice 42?"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "get_invoice", "arguments": "{\"number\": 42}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "Error: invoice 42 not found"},
+      {"role": "assistant", "content": ""},
+      {"role": "user", "content": "Hello?"}
+    ]"#;
+    assert_eq!(kinds(&diagnose_text(text, &Thresholds::default())), [FindingKind::UnhandledToolError]);
+}
+
+#[test]
+fn distinct_calls_after_a_duplicated_reply_are_not_retries() {
+    // echo("a"), echo("b"), echo("c"), each reply sent twice by a `duplicate` fault, 0.5 ms apart.
+    let d = diagnose("proxy/duplicate-distinct-echo.jsonl");
+    assert!(d.findings.is_empty(), "{:#?}", d.findings);
+}
+
+#[test]
+fn the_same_call_again_after_a_failure_is_a_retry() {
+    // echo("a") four times, the first three answered 503 by the proxy, each repeat within a millisecond.
+    let d = diagnose("proxy/retry-same-call-no-backoff.jsonl");
+    let found = kinds(&d);
+    assert!(found.contains(&FindingKind::RetryWithoutBackoff) && found.contains(&FindingKind::RetryStorm), "{found:?}");
+}
+
+#[test]
+fn a_rate_limit_then_another_call_is_not_a_corrected_retry() {
+    // echo("a") ok, echo("b") rate-limited by the proxy, echo("c") answered with a wrong value: the agent never
+    // corrected anything; the error was the lab's, not about the arguments.
+    let d = diagnose("proxy/rate-limit-then-wrong-value.jsonl");
+    assert!(d.findings.is_empty(), "{:#?}", d.findings);
+}
+
+#[test]
+fn a_rate_limit_in_an_openai_trace_is_not_a_schema_hint() {
+    let text = r#"[
+      {"role": "user", "content": "Look up a and b."},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+        "function": {"name": "lookup", "arguments": "{\"key\": \"a\"}"}}]},
+      {"role": "tool", "tool_call_id": "c1", "content": "Error: 429 Too Many Requests: rate limit exceeded"},
+      {"role": "assistant", "content": null, "tool_calls": [{"id": "c2", "type": "function",
+        "function": {"name": "lookup", "arguments": "{\"key\": \"b\"}"}}]},
+      {"role": "tool", "tool_call_id": "c2", "content": "b = 2"},
+      {"role": "assistant", "content": "b is 2; the lookup of a was rate limited, so I could not get it."}
+    ]"#;
+    let d = diagnose_text(text, &Thresholds::default());
+    assert!(!kinds(&d).contains(&FindingKind::CorrectedRetry), "{:#?}", d.findings);
+}
+
+#[test]
+fn a_finding_on_a_run_the_demo_passed_says_why_it_disagrees() {
+    // `demo/demo.json` beside `demo/traces/` judged `transient-error` PASS; its reference client retried at once.
+    let d = diagnose("demo/traces/transient-error.json");
+    assert_eq!(d.lab.as_ref().map(|l| l.passed), Some(true));
+    assert_eq!(kinds(&d), [FindingKind::RetryWithoutBackoff]);
+    let why = d.findings[0].lab_disagreement.as_deref().expect("the disagreement is said");
+    assert!(why.contains(r#"demo.json, run "transient-error""#) && why.contains("not the wait"), "{why}");
+    // Every finding on every run the demo passed says it.
+    for name in ["tool-error", "transient-error", "disconnect", "delay-past-deadline", "malformed"] {
+        let d = diagnose(&format!("demo/traces/{name}.json"));
+        assert!(d.findings.iter().all(|f| f.lab_disagreement.is_some()), "{name}: {:#?}", d.findings);
+    }
+    // A trace the lab never judged carries no such line.
+    let d = diagnose("demo-tool-error.json");
+    assert!(d.lab.is_none() && d.findings.iter().all(|f| f.lab_disagreement.is_none()));
+}
