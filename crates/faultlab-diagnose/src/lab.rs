@@ -18,8 +18,9 @@ pub struct LabVerdict {
     pub passed: bool,
     /// Where the verdict was read: `demo.json, run "disconnect"`.
     pub source: String,
-    /// What the lab expected of the run, in its own words (the demo run's summary, the eval recovery detail).
-    pub expected: String,
+    /// What the lab said of the run, in its own words: the demo run's summary of what it expects, or the eval
+    /// verdict's recovery detail.
+    pub detail: String,
 }
 
 /// The lab's verdict on the run whose trace is at `path`, if a report beside it names the run.
@@ -43,7 +44,7 @@ fn demo(path: &Path) -> Option<LabVerdict> {
     Some(LabVerdict {
         passed: result.get("passed")?.as_bool()?,
         source: format!("demo.json, run {name:?}"),
-        expected: result.pointer("/run/summary").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        detail: result.pointer("/run/summary").and_then(Value::as_str).unwrap_or_default().to_owned(),
     })
 }
 
@@ -63,7 +64,7 @@ fn eval(path: &Path) -> Option<LabVerdict> {
     Some(LabVerdict {
         passed,
         source: format!("report.json, task {:?}, agent {:?}", who("task"), who("agent")),
-        expected: entry.pointer("/verdict/recovery/detail").and_then(Value::as_str).unwrap_or_default().to_owned(),
+        detail: entry.pointer("/verdict/recovery/detail").and_then(Value::as_str).unwrap_or_default().to_owned(),
     })
 }
 

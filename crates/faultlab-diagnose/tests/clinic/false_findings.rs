@@ -93,3 +93,37 @@ fn a_finding_on_a_run_the_demo_passed_says_why_it_disagrees() {
     let d = diagnose("demo-tool-error.json");
     assert!(d.lab.is_none() && d.findings.iter().all(|f| f.lab_disagreement.is_none()));
 }
+
+#[test]
+fn a_finding_on_an_eval_run_that_passed_says_why_it_disagrees() {
+    // An eval folder as `faultlab eval` leaves it: EVAL/report.json grading EVAL/runs/TASK/AGENT/N/trajectory.jsonl.
+    let eval = tempfile::tempdir().unwrap();
+    let run = eval.path().join("runs/echo-task/quick/1");
+    std::fs::create_dir_all(&run).unwrap();
+    let trajectory = run.join("trajectory.jsonl");
+    std::fs::copy(crate::util::corpus("proxy/retry-same-call-no-backoff.jsonl"), &trajectory).unwrap();
+    let report = |passed: bool| {
+        serde_json::json!({"runs": [{"task": "echo-task", "agent": "quick", "dir": "runs/echo-task/quick/1",
+            "verdict": {"passed": passed, "recovery": {"detail": "recovered by retry"}}}]})
+        .to_string()
+    };
+    let load = || {
+        let trace = faultlab_diagnose::load(&trajectory).unwrap();
+        faultlab_diagnose::diagnose("trajectory.jsonl", trace, &Thresholds::default())
+    };
+    std::fs::write(eval.path().join("report.json"), report(true)).unwrap();
+    let d = load();
+    assert!(!d.findings.is_empty());
+    for finding in &d.findings {
+        let why = finding.lab_disagreement.as_deref().expect("said");
+        assert!(why.starts_with(r#"report.json, task "echo-task", agent "quick" judged this run correct"#), "{why}");
+    }
+    // A run the lab failed agrees with the findings: nothing to explain.
+    std::fs::write(eval.path().join("report.json"), report(false)).unwrap();
+    let d = load();
+    assert_eq!(d.lab.as_ref().map(|l| l.passed), Some(false));
+    assert!(d.findings.iter().all(|f| f.lab_disagreement.is_none()));
+    // A report that is not one is no verdict, and no error.
+    std::fs::write(eval.path().join("report.json"), "[1, 2").unwrap();
+    assert!(load().lab.is_none());
+}
