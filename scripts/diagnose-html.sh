@@ -7,10 +7,10 @@
 # machine reaches Debian's archive; no browser download of its own). Run headless with the flags this closed
 # network needs (no background networking, no component updates, no QUIC) and a fresh profile each time.
 #
-# The page: `faultlab demo --out DIR` writes its traces; `faultlab diagnose DIR/traces/tool-error.json
-# DIR/traces/healthy.json TRAJECTORY --format html --out report.html` renders them with the trajectory of the
-# demo's blind retrier. Chromium then
-#   - takes a screenshot (1280x2000) of report.html, and
+# The page: `faultlab demo --out DIR` writes its traces; `faultlab diagnose TRAJECTORY DIR/traces/tool-error.json
+# DIR/traces/healthy.json --format html --out report.html` renders them after the trajectory of the demo's blind
+# retrier (first: its duplicate_side_effect is the page's error finding, so it is in the screenshot). Chromium then
+#   - takes a screenshot (1280x3000) of report.html, and
 #   - dumps the DOM after the page's script has run (--dump-dom).
 # Checks, one line each:
 #   report        diagnose exited 0 and wrote the page
@@ -23,7 +23,7 @@
 #   sequence      each trace with calls has a sequence view with a call group and a held bar per call, and a
 #                 duration chart with a row per call
 #   script        the page's script ran in the browser (the filter label counts the messages with findings)
-#   screenshot    the PNG exists, is a 1280x2000 PNG and is not trivially small
+#   screenshot    the PNG exists, is a 1280x3000 PNG and is not trivially small
 #   highlight     the screenshot shows the findings' colours (the error and warning boxes' borders) over enough
 #                 pixels to be seen
 #   eval cards    the demo's eval report at 1280 px: no card's content is wider than the card (measured in the
@@ -74,7 +74,7 @@ timeout -k 10 300 "$bin" demo --out "$work/demo" </dev/null >"$work/demo.log" 2>
 diagnose_rc=0
 # A proxy trajectory too (the blind retrier's, where a write timed out after it ran): the sequence view's three lanes.
 trajectory="$work/demo/eval/runs/transport-timeout-after-write/blind-retrier/1/trajectory.jsonl"
-"$bin" diagnose "$work/demo/traces/tool-error.json" "$work/demo/traces/healthy.json" "$trajectory" --format html \
+"$bin" diagnose "$trajectory" "$work/demo/traces/tool-error.json" "$work/demo/traces/healthy.json" --format html \
   --out "$page" </dev/null 2>"$work/diagnose.stderr" || diagnose_rc=$?
 
 # Chromium as root needs --no-sandbox; the rest keeps it from reaching for the network this machine does not have.
@@ -86,7 +86,7 @@ browser() {
     --hide-scrollbars "$@" </dev/null
 }
 if [[ -f "$page" ]]; then
-  browser --screenshot="$shot" --window-size=1280,2000 "file://$page" >"$work/screenshot.log" 2>&1 || true
+  browser --screenshot="$shot" --window-size=1280,3000 "file://$page" >"$work/screenshot.log" 2>&1 || true
   browser --dump-dom "file://$page" >"$dom" 2>"$work/dump-dom.log" || true
 fi
 
@@ -269,7 +269,7 @@ check("offline", bool(source) and not outside, "no outside references" if not ou
 
 parsed = Dom()
 parsed.feed(read(dom))
-anchors = {"tool_loop": "t0-m5", "retry_storm": "t0-m7", "duplicate_side_effect": "t2-m12"}
+anchors = {"duplicate_side_effect": "t0-m12", "tool_loop": "t1-m5", "retry_storm": "t1-m7"}
 for kind, anchor in anchors.items():
     boxes = [f for f in parsed.findings if f[0] == kind]
     ok = any(name.strip() == kind and entry == anchor for _, name, entry in boxes) and kind in parsed.rows
@@ -290,7 +290,7 @@ try:
 except (ValueError, zlib.error, TypeError, struct.error) as e:
     width = height = bpp = 0
     rows, problem = [], str(e)
-check("screenshot", size > 20_000 and (width, height) == (1280, 2000),
+check("screenshot", size > 20_000 and (width, height) == (1280, 3000),
       problem or f"{size} bytes, {width}x{height}")
 
 # The finding boxes' left borders: --error #c62828 and --warning #b26a00 (report.css).
