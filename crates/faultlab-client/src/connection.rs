@@ -145,15 +145,19 @@ impl Connection {
             "clientInfo": {"name": "faultlab-reference-client", "version": env!("CARGO_PKG_VERSION")}
         });
         let (reply, _) = connection.request("initialize", params, deadline).await;
-        match reply {
-            Some(Reply::Frame(frame)) if frame.value().is_some_and(|v| v.get("result").is_some()) => {}
-            Some(Reply::Frame(frame)) => {
-                return Err(ConnectError::Handshake(String::from_utf8_lossy(frame.bytes()).into()));
-            }
-            Some(Reply::Http { status, .. }) => return Err(ConnectError::Handshake(format!("HTTP {status}"))),
-            Some(Reply::Lost(detail)) => return Err(ConnectError::Handshake(detail)),
-            Some(Reply::Cancelled) => return Err(ConnectError::Handshake("cancelled".into())),
-            None => return Err(ConnectError::Handshake(format!("no answer within {} ms", deadline.as_millis()))),
+        let failure = match reply {
+            Some(Reply::Frame(frame)) if frame.value().is_some_and(|v| v.get("result").is_some()) => None,
+            Some(Reply::Frame(frame)) => Some(String::from_utf8_lossy(frame.bytes()).into_owned()),
+            Some(Reply::Http { status, .. }) => Some(format!("HTTP {status}")),
+            Some(Reply::Lost(detail)) => Some(match connection.died_unanswered().await {
+                Some(why) => format!("{detail}: {why}"),
+                None => detail,
+            }),
+            Some(Reply::Cancelled) => Some("cancelled".into()),
+            None => Some(format!("no answer within {} ms", deadline.as_millis())),
+        };
+        if let Some(failure) = failure {
+            return Err(ConnectError::Handshake(failure));
         }
         if let Wire::Http(http) = &*connection.wire {
             http.set_protocol(era.version());
@@ -338,6 +342,15 @@ impl Connection {
     /// How many responses (first, duplicates, late) carried request `id`.
     pub fn responses_for(&self, id: &Value) -> u32 {
         MessageId::from_value(id).and_then(|id| lock(&self.book).responses.get(&id).copied()).unwrap_or(0)
+    }
+
+    /// Stdio: the server exited in failure before it sent a single frame (it could not start), in words with its
+    /// stderr's last lines; waits a little for its exit once its stdout has closed. `None` over HTTP.
+    pub async fn died_unanswered(&self) -> Option<String> {
+        match &*self.wire {
+            Wire::Stdio(stdio) => stdio.died_unanswered().await,
+            Wire::Http(_) => None,
+        }
     }
 
     /// False once the server closed the connection.

@@ -23,6 +23,9 @@
 //! - bad-retry: S up to 50 times, no pause. blind-retrier: S up to 3 times, no pause. gives-up: S once.
 //! - infinite-loop: the first step's call forever, whatever it returns; never claims (eval kills it).
 //! - hallucinating: no call; claims success with the answer [`INVENTED_ANSWER`].
+//!
+//! Every agent that calls connects again before its next call once its server has gone away (a `disconnect`
+//! closed the connection), as MCP clients restart a stdio server that exited; the lost call still counts as failed.
 
 use crate::contract::{self, Claim, ClaimStatus, McpConfig};
 use crate::task::{Check, Plan, Step, Task};
@@ -206,7 +209,10 @@ pub async fn run(kind: ControlAgent) -> Result<(), AgentError> {
         {
             (claim, Some(connection))
         }
-        Ok(mut connection) => (follow(kind, &plan, &mut connection).await, Some(connection)),
+        Ok(connection) => {
+            let mut tools = Reconnecting { target: target.clone(), deadline: connect_deadline, connection };
+            (follow(kind, &plan, &mut tools).await, Some(tools.connection))
+        }
         Err(e @ ConnectError::Spawn { .. }) => return Err(AgentError::Connect(e)),
         // The hallucinating agent claims success whatever happens; it makes no call anyway.
         Err(_) if kind == ControlAgent::Hallucinating => (follow(kind, &plan, &mut NoTools).await, None),
@@ -236,6 +242,27 @@ impl Tools for NoTools {
 impl Tools for Connection {
     async fn call(&mut self, tool: &str, arguments: Value, deadline: Option<Duration>) -> CallResult {
         CallResult::from(&self.call_tool(tool, arguments, deadline.unwrap_or(NO_DEADLINE)).await)
+    }
+}
+
+/// The agents' connection to their server: after the server went away (a `disconnect`), the next call first
+/// starts it again and connects anew, as MCP clients restart a stdio server that exited. The failed call itself
+/// stays failed: what the agent does next is its own behaviour.
+struct Reconnecting {
+    target: Target,
+    deadline: Duration,
+    connection: Connection,
+}
+
+impl Tools for Reconnecting {
+    async fn call(&mut self, tool: &str, arguments: Value, deadline: Option<Duration>) -> CallResult {
+        if !self.connection.is_alive() {
+            match Connection::open(&self.target, Era::Legacy, self.deadline).await {
+                Ok(fresh) => std::mem::replace(&mut self.connection, fresh).close().await,
+                Err(e) => return CallResult::Failed(format!("transport lost: cannot connect again: {e}")),
+            }
+        }
+        self.connection.call(tool, arguments, deadline).await
     }
 }
 

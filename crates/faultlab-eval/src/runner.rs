@@ -14,7 +14,6 @@ use crate::sandbox::Isolation;
 use crate::task::{Category, NONCE, Task};
 use faultlab_engine::rules::RulesFile;
 use faultlab_engine::trajectory::Trajectory;
-use faultlab_wire::sync::lock;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -27,6 +26,8 @@ use std::time::{Duration, Instant};
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
 /// The descriptor on which `faultlab sandbox` reports its isolation.
 const STATUS_FD: i32 = 3;
+/// The descriptor on which the run's proxy inherits the socket it serves (`faultlab proxy --listen-fd`).
+const PROXY_FD: i32 = 3;
 /// Bound on one `command_succeeded` check (10 s).
 const COMMAND_LIMIT: Duration = Duration::from_secs(10);
 
@@ -487,12 +488,13 @@ fn text(path: &Path) -> String {
     path.display().to_string()
 }
 
-/// What faultlab starts, outside the sandbox, for each connection the agent makes: the proxy with the task's
-/// faults, in front of the task's server (through the replay server when replaying).
+/// The proxy faultlab starts, outside the sandbox, for the run: the task's faults, every connection the agent makes
+/// served in front of a fresh task's server (with the recording laid over it when replaying).
 fn proxy_command(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> (String, Vec<String>) {
     let exe = text(&spec.faultlab);
     // Bodies are recorded so that any run can be replayed later.
-    let mut args: Vec<String> = ["proxy", "--record-bodies", "--rules"].map(String::from).to_vec();
+    let mut args: Vec<String> = vec!["proxy".into(), "--listen-fd".into(), PROXY_FD.to_string()];
+    args.extend(["--record-bodies", "--rules"].map(String::from));
     args.extend([text(&paths.rules), "--record".into(), text(&paths.trajectory)]);
     let server: Vec<String> = match (&spec.task.server.command, &spec.task.server.url) {
         (_, Some(url)) => {
@@ -518,21 +520,17 @@ fn proxy_command(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> (String,
     (exe, args)
 }
 
-/// The proxy sessions of one run: every connection the agent makes to its socket gets a proxy process of its
-/// own (an agent that restarts its server after a `disconnect` connects again), relayed byte for byte.
+/// The run's one proxy (`faultlab proxy --listen-fd`): it accepts every connection the agent makes to the run's
+/// socket (an agent that restarts its server after a `disconnect` connects again), starts the server for each, and
+/// holds the run's one rule state, so counts, windows and schedules go on across the agent's reconnections.
 struct Sessions {
-    accept: tokio::task::JoinHandle<()>,
-    state: Arc<std::sync::Mutex<SessionState>>,
+    proxy: Option<tokio::process::Child>,
+    /// Reads the proxy's stdout, a JSON line per connection it accepts, into `connected`.
+    reader: Option<tokio::task::JoinHandle<()>>,
+    /// The proxy could not be started.
+    failed: Option<String>,
     /// Notified at each connection of the agent (a permit is kept until the run waits for it).
     connected: Arc<tokio::sync::Notify>,
-}
-
-#[derive(Default)]
-struct SessionState {
-    relays: Vec<tokio::task::JoinHandle<Option<i32>>>,
-    groups: Vec<i32>,
-    /// A proxy that could not be started.
-    failed: Option<String>,
 }
 
 /// How the proxy sessions ended.
@@ -567,86 +565,79 @@ impl Proxies {
 }
 
 impl Sessions {
+    /// Binds the run's socket here, so it is listening before the agent starts (a connection waits in the
+    /// kernel's queue until the proxy accepts it), and starts the proxy on it, handed over as descriptor 3.
     fn listen(
         socket: &Path,
         (program, args): (String, Vec<String>),
         env: &BTreeMap<String, String>,
         log: &Path,
     ) -> Result<Self, RunError> {
-        let env = env.clone();
-        let listener = tokio::net::UnixListener::bind(socket).map_err(io(socket))?;
+        use std::os::fd::AsRawFd as _;
+        let listener = std::os::unix::net::UnixListener::bind(socket).map_err(io(socket))?;
         let log = std::fs::OpenOptions::new().create(true).append(true).open(log).map_err(io(log))?;
-        let state = Arc::new(std::sync::Mutex::new(SessionState::default()));
-        let shared = state.clone();
         let connected = Arc::new(tokio::sync::Notify::new());
-        let notify = connected.clone();
-        let accept = tokio::spawn(async move {
-            while let Ok((stream, _)) = listener.accept().await {
-                notify.notify_one();
-                let mut command = tokio::process::Command::new(&program);
-                command
-                    .args(&args)
-                    .envs(&env)
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .process_group(0)
-                    .kill_on_drop(true);
-                if let Ok(err) = log.try_clone() {
-                    command.stderr(err);
+        let mut command = tokio::process::Command::new(&program);
+        command.args(&args).envs(env).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(log);
+        command.process_group(0).kill_on_drop(true);
+        let raw = listener.as_raw_fd();
+        // SAFETY: dup2 and fcntl are async-signal-safe. The copy on PROXY_FD loses close-on-exec, so the proxy
+        // inherits the socket; a listener that is descriptor 3 already has its close-on-exec flag cleared instead.
+        unsafe {
+            command.pre_exec(move || {
+                let done = match raw == PROXY_FD {
+                    true => libc::fcntl(raw, libc::F_SETFD, 0),
+                    false => libc::dup2(raw, PROXY_FD),
+                };
+                match done {
+                    -1 => Err(std::io::Error::last_os_error()),
+                    _ => Ok(()),
                 }
-                let mut state = lock(&shared);
-                match command.spawn() {
-                    Ok(child) => {
-                        state.groups.extend(child.id().map(|pid| pid as i32));
-                        state.relays.push(tokio::spawn(relay(stream, child)));
-                    }
-                    Err(e) => {
-                        state.failed.get_or_insert(format!("cannot start the proxy {program}: {e}"));
-                    }
-                }
+            });
+        }
+        let (proxy, reader, failed) = match command.spawn() {
+            Ok(mut proxy) => {
+                let reader = proxy.stdout.take().map(|stdout| {
+                    let notify = connected.clone();
+                    tokio::spawn(async move {
+                        use tokio::io::AsyncBufReadExt as _;
+                        let mut lines = tokio::io::BufReader::new(stdout).lines();
+                        while let Ok(Some(line)) = lines.next_line().await {
+                            if line.contains("\"connection\"") {
+                                notify.notify_one();
+                            }
+                        }
+                    })
+                });
+                (Some(proxy), reader, None)
             }
-        });
-        Ok(Self { accept, state, connected })
+            Err(e) => (None, None, Some(format!("cannot start the proxy {program}: {e}"))),
+        };
+        // The proxy holds its own copy; this one would keep the socket open after the proxy ended.
+        drop(listener);
+        Ok(Self { proxy, reader, failed, connected })
     }
 
-    /// After the agent's end: no new connection; every proxy and server of the run is waited for (killed after
+    /// After the agent's end: the proxy is asked to stop (SIGTERM: no new connection, every open one ended in
+    /// order, the trajectory written out), and every process of the run is waited for (killed after
     /// [`DRAIN_GRACE`]).
-    async fn finish(self, dir: &Path) -> Proxies {
-        self.accept.abort();
-        let _ = self.accept.await;
-        let (relays, groups, failed) = {
-            let mut state = lock(&self.state);
-            (std::mem::take(&mut state.relays), std::mem::take(&mut state.groups), state.failed.take())
-        };
+    async fn finish(mut self, dir: &Path) -> Proxies {
+        let mut groups = Vec::new();
+        if let Some(pid) = self.proxy.as_ref().and_then(tokio::process::Child::id) {
+            let pid = pid as i32;
+            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+            groups.push(pid);
+        }
         drain(Members { groups, marker: dir.display().to_string() }).await;
         let mut codes = Vec::new();
-        for relay in relays {
-            codes.push(relay.await.ok().flatten());
+        if let Some(proxy) = self.proxy.as_mut() {
+            codes.push(proxy.wait().await.ok().and_then(|s| s.code()));
         }
-        Proxies { codes, failed }
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.await;
+        }
+        Proxies { codes, failed: self.failed.take() }
     }
-}
-
-/// Copies the agent's connection to the proxy's stdin and the proxy's stdout back, until both ends are done;
-/// returns the proxy's exit code. The proxy closing its stdout (a `disconnect` fault) closes the connection's
-/// write side, so the agent's `faultlab connect` sees its server's stdout close.
-async fn relay(stream: tokio::net::UnixStream, mut child: tokio::process::Child) -> Option<i32> {
-    use tokio::io::AsyncWriteExt as _;
-    let (mut from_agent, mut to_agent) = stream.into_split();
-    let (Some(mut stdin), Some(mut stdout)) = (child.stdin.take(), child.stdout.take()) else { return None };
-    let inbound = async move {
-        let _ = tokio::io::copy(&mut from_agent, &mut stdin).await;
-        let _ = stdin.shutdown().await;
-    };
-    let outbound = async move {
-        let _ = tokio::io::copy(&mut stdout, &mut to_agent).await;
-        let _ = to_agent.shutdown().await;
-    };
-    let inbound = tokio::spawn(inbound);
-    outbound.await;
-    let status = child.wait().await.ok().and_then(|s| s.code());
-    inbound.abort();
-    status
 }
 
 /// Starts the agent sealed (`faultlab sandbox`, see [`crate::sandbox`]) in its own process group, waits for it up

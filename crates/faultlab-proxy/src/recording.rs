@@ -109,19 +109,53 @@ impl<C: Connect> Connect for Over<C> {
     type Upstream = C::Upstream;
 
     fn connect(self, link: Link) -> Result<Arc<C::Upstream>, ProxyError> {
-        let overlay =
-            Overlay { recording: Mutex::new(self.recording), calls: Mutex::default(), log: Mutex::new(self.log) };
+        SharedRecording::new(self.recording, self.log).over(self.live).connect(link)
+    }
+}
+
+/// A recording laid over the live upstream of each connection of one run (the Unix-socket front): its replies
+/// are used up across the connections in order, as they were recorded across the run's connections.
+#[derive(Clone)]
+pub struct SharedRecording {
+    recording: Arc<Mutex<Recording>>,
+    log: Arc<Mutex<Option<std::fs::File>>>,
+}
+
+impl SharedRecording {
+    pub fn new(recording: Recording, log: Option<std::fs::File>) -> Self {
+        Self { recording: Arc::new(Mutex::new(recording)), log: Arc::new(Mutex::new(log)) }
+    }
+
+    /// This recording over one connection's live upstream.
+    pub fn over<C>(&self, live: C) -> OverShared<C> {
+        OverShared { shared: self.clone(), live }
+    }
+}
+
+/// A [`SharedRecording`] laid over one connection's live upstream.
+pub struct OverShared<C> {
+    shared: SharedRecording,
+    live: C,
+}
+
+impl<C: Connect> Connect for OverShared<C> {
+    type Upstream = C::Upstream;
+
+    fn connect(self, link: Link) -> Result<Arc<C::Upstream>, ProxyError> {
+        let SharedRecording { recording, log } = self.shared;
+        let overlay = Overlay { recording, calls: Mutex::default(), log };
         // Set before the live upstream starts, so no reply can pass without it.
         let _ = link.relay.overlay.set(Arc::new(overlay));
         self.live.connect(link)
     }
 }
 
-/// The state of [`Over`] the relay consults: which call each request id is, and the replies left to serve.
+/// The state of [`Over`] the relay consults: which call each request id is (this connection's), and the replies
+/// left to serve (the run's).
 pub struct Overlay {
-    recording: Mutex<Recording>,
+    recording: Arc<Mutex<Recording>>,
     calls: Mutex<HashMap<MessageId, CallKey>>,
-    log: Mutex<Option<std::fs::File>>,
+    log: Arc<Mutex<Option<std::fs::File>>>,
 }
 
 impl Overlay {

@@ -97,6 +97,13 @@ impl Relay {
         Arc::new(Self { engine, trajectory, armed_by, start, overlay })
     }
 
+    /// A connection's relay whose rules' clock started at `start` (the run's, shared by its connections).
+    pub(crate) fn starting_at(trajectory: Arc<Trajectory>, start: Instant) -> Arc<Self> {
+        let engine = Arc::new(Engine::new(trajectory.recorder().clone()));
+        let (armed_by, overlay) = (Mutex::default(), OnceLock::new());
+        Arc::new(Self { engine, trajectory, armed_by, start, overlay })
+    }
+
     /// Notes frames about to go upstream (a recording laid over the upstream remembers which call each id is).
     fn going_upstream(&self, frames: &[Frame]) {
         if let Some(overlay) = self.overlay.get() {

@@ -13,6 +13,9 @@ use tokio::time::Instant;
 /// How long a call's trailing frames (a duplicate, a late progress) get to arrive before counting them, in ms.
 const SETTLE: Duration = Duration::from_secs(2);
 
+/// The failure code of a call whose server died in failure before answering anything: the run could not happen.
+pub const TARGET_DIED: &str = "target_died";
+
 pub struct McpAdapter {
     target: Target,
     era: Era,
@@ -102,6 +105,12 @@ impl McpSession {
                 None => vec![self.connection.call_tool(&step.call.tool, args, deadline).await],
             };
             let observation = attempts.pop().expect("a call makes at least one attempt");
+            // A server that died in failure before answering anything never ran: no verdict on the client.
+            if observation.outcome == Outcome::TransportLoss
+                && let Some(why) = self.connection.died_unanswered().await
+            {
+                return Err(OpFailure { message: why, code: Some(TARGET_DIED.into()) });
+            }
             self.connection.settle(&observation.request_id, SETTLE).await;
             let (anomalies, notifications) = anomaly_delta(&before, &self.connection.anomalies());
             let seen = StepObservation {

@@ -30,7 +30,8 @@ pub fn console(reports: &[ScenarioReport]) -> String {
             ),
         };
         for failure in r.error.iter().chain(&r.failures) {
-            let _ = writeln!(out, "      - {failure}");
+            // A message of several lines (a target's last stderr lines) stays indented under its dash.
+            let _ = writeln!(out, "      - {}", failure.replace('\n', "\n        "));
         }
         for step in r.steps.iter().filter(|s| !s.passed) {
             for failure in &step.failures {

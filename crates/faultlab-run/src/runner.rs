@@ -3,6 +3,7 @@
 
 use crate::adapter::{Adapter, Budget, OpRecord, Operation, Session};
 use crate::expect::{StepObservation, check};
+use crate::mcp::TARGET_DIED;
 use crate::scenario::{ProtocolVersion, Scenario, TransportName};
 use faultlab_client::{Outcome, trace};
 use serde::Serialize;
@@ -115,7 +116,7 @@ pub async fn run<A: Adapter>(adapter: &A, scenario: &Scenario, context: &RunCont
         report.duration_ms = start.elapsed().as_secs_f64() * 1000.0;
         return report;
     };
-    for step in &plan {
+    'steps: for step in &plan {
         for repeat in 1..=step.repeat {
             // Validated by plan(): timeouts are positive.
             let budget = Budget::from_millis(step.timeout_ms).unwrap_or(setup_budget);
@@ -125,6 +126,11 @@ pub async fn run<A: Adapter>(adapter: &A, scenario: &Scenario, context: &RunCont
                 session.execute(ids.next(Operation::Execute), step, budget).await
             };
             report.diagnostics.push(recording.record.clone());
+            if let Some(failure) = recording.record.failure.as_ref().filter(|f| f.code.as_deref() == Some(TARGET_DIED))
+            {
+                report.error = Some(format!("the target could not start: {}", failure.message));
+                break 'steps;
+            }
             let failures = match &recording.value {
                 Some(seen) => check(&step.expect, seen),
                 None => {
@@ -156,7 +162,7 @@ pub async fn run<A: Adapter>(adapter: &A, scenario: &Scenario, context: &RunCont
         report.failures.push(format!("adapter cleanup failed: {why}"));
     }
     report.diagnostics.push(cleanup.record);
-    report.passed = report.failures.is_empty() && report.steps.iter().all(|s| s.passed);
+    report.passed = report.error.is_none() && report.failures.is_empty() && report.steps.iter().all(|s| s.passed);
     report.duration_ms = start.elapsed().as_secs_f64() * 1000.0;
     report.trace = scenario_trace(scenario, &plan, &report.steps);
     report

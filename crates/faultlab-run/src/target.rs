@@ -4,7 +4,10 @@
 //! {"adapter": "mcp", "config": {"stdio": {"command": "my-server", "args": ["--stdio"], "envFrom": {"TOKEN": "MY_TOKEN"}}}}
 //! {"adapter": "mcp", "config": {"http": {"url": "http://127.0.0.1:3000/mcp", "headerEnv": {"Authorization": "AUTH"}}}}
 //! ```
-//! Strict (unknown keys are errors); plain HTTP to loopback only; redirects are errors.
+//! Strict (unknown keys are errors); plain HTTP to loopback only; redirects are errors. Paths resolve from the
+//! file's folder, wherever `faultlab run` is started: the server runs in that folder (or in `cwd`, itself taken
+//! from the file's folder), so its relative arguments (`--rules faults.yaml`) name files beside the target file,
+//! and a `command` with a `/` in it is taken from there too (a bare name is looked up on `PATH`).
 
 use faultlab_client::Target;
 use faultlab_wire::config;
@@ -88,8 +91,9 @@ impl TargetFile {
         })
     }
 
-    /// The target with `envFrom` / `headerEnv` filled in from `var` (the process environment).
-    pub fn resolve(&self, var: impl Fn(&str) -> Option<String>) -> Result<Target, String> {
+    /// The target with `envFrom` / `headerEnv` filled in from `var` (the process environment) and its paths taken
+    /// from `folder`, the folder of the target file.
+    pub fn resolve(&self, folder: &Path, var: impl Fn(&str) -> Option<String>) -> Result<Target, String> {
         match (&self.config.stdio, &self.config.http) {
             (Some(stdio), _) => {
                 let mut env = stdio.env.clone();
@@ -99,12 +103,13 @@ impl TargetFile {
                     })?;
                     env.insert(child.clone(), value);
                 }
-                Ok(Target::Stdio {
-                    command: stdio.command.clone(),
-                    args: stdio.args.clone(),
-                    cwd: stdio.cwd.clone(),
-                    env,
-                })
+                let command = if stdio.command.contains('/') {
+                    folder.join(&stdio.command).to_string_lossy().into_owned()
+                } else {
+                    stdio.command.clone()
+                };
+                let cwd = Some(stdio.cwd.as_ref().map_or_else(|| folder.to_owned(), |cwd| folder.join(cwd)));
+                Ok(Target::Stdio { command, args: stdio.args.clone(), cwd, env })
             }
             (None, Some(http)) => {
                 let mut headers = http.headers.clone();
@@ -159,11 +164,28 @@ mod tests {
     }
 
     #[test]
+    fn paths_resolve_from_the_files_folder() {
+        let file =
+            parse(r#"{"adapter":"mcp","config":{"stdio":{"command":"./srv","args":["--rules","faults.yaml"]}}}"#)
+                .unwrap();
+        let Target::Stdio { command, args, cwd, .. } = file.resolve(Path::new("/lab"), |_| None).unwrap() else {
+            panic!()
+        };
+        assert_eq!((command.as_str(), cwd), ("/lab/./srv", Some(PathBuf::from("/lab"))));
+        assert_eq!(args, ["--rules", "faults.yaml"]);
+        let file = parse(r#"{"adapter":"mcp","config":{"stdio":{"command":"srv","cwd":"sub"}}}"#).unwrap();
+        let Target::Stdio { command, cwd, .. } = file.resolve(Path::new("/lab"), |_| None).unwrap() else { panic!() };
+        assert_eq!((command.as_str(), cwd), ("srv", Some(PathBuf::from("/lab/sub"))));
+    }
+
+    #[test]
     fn env_from_is_resolved_or_named() {
         let file =
             parse(r#"{"adapter":"mcp","config":{"stdio":{"command":"x","envFrom":{"TOKEN":"MY_TOKEN"}}}}"#).unwrap();
-        assert!(file.resolve(|_| None).unwrap_err().contains("MY_TOKEN"));
-        let Target::Stdio { env, .. } = file.resolve(|_| Some("s3cret".into())).unwrap() else { panic!() };
+        assert!(file.resolve(Path::new("."), |_| None).unwrap_err().contains("MY_TOKEN"));
+        let Target::Stdio { env, .. } = file.resolve(Path::new("."), |_| Some("s3cret".into())).unwrap() else {
+            panic!()
+        };
         assert_eq!(env["TOKEN"], "s3cret");
     }
 }

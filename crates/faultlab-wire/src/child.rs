@@ -157,6 +157,11 @@ impl ChildProcess {
         self.pid.is_some_and(|g| killpg(Pid::from_raw(g), signal).is_ok())
     }
 
+    /// The child's stderr pipe, when the command asked for one (once).
+    pub fn take_stderr(&mut self) -> Option<tokio::process::ChildStderr> {
+        self.child.stderr.take()
+    }
+
     /// Waits until the child has exited.
     pub async fn wait(&mut self) -> std::io::Result<ExitStatus> {
         self.child.wait().await

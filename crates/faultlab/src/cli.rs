@@ -546,6 +546,19 @@ pub struct ProxyArgs {
     /// Serve Streamable HTTP on this loopback address (e.g. 127.0.0.1:0) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,
+    /// Serve every connection to this Unix socket (created here; it must not exist) as a stdio session with an
+    /// upstream of its own (-- CMD started per connection and stopped when it ends, or --upstream URL), all
+    /// sharing one rule state: counts, windows, schedules and random draws belong to the run, so a client that
+    /// reconnects meets the rules where it left them. The trajectory's events carry the scope `connection N`.
+    /// stdout gets one JSON line when the socket is ready, {"listening": PATH}, and one per connection accepted,
+    /// {"connection": N}. Runs until SIGTERM/SIGINT, then removes the socket.
+    #[arg(long, value_name = "PATH", conflicts_with = "listen")]
+    pub listen_unix: Option<std::path::PathBuf>,
+    /// As --listen-unix, on a Unix socket already bound and listening that the proxy inherits as this descriptor
+    /// (3 or more): how faultlab eval hands its proxy the socket the agent connects to.
+    #[arg(long, value_name = "FD", conflicts_with_all = ["listen", "listen_unix"],
+        value_parser = clap::value_parser!(i32).range(3..))]
+    pub listen_fd: Option<i32>,
     /// The upstream MCP server's Streamable HTTP URL, e.g. http://127.0.0.1:3000/mcp or
     /// https://mcp.example.com/mcp (any host; credentials go in headers, never in the URL).
     #[arg(long, value_name = "URL", conflicts_with = "command")]

@@ -24,6 +24,8 @@ use std::path::Path;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
+mod unix;
+
 pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
     if let Some(program) = args.upstream_command.take() {
         // The same upstream as `-- PROGRAM ARGS`, spelt for hosts that swallow `--`.
@@ -58,6 +60,7 @@ pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
             .map_err(Failure::usage)?,
         None => Recorder::stderr(),
     };
+    let run_recorder = recorder.clone();
     let mut trajectory = Trajectory::new(recorder);
     if let Some(remote) = &remote {
         trajectory = trajectory.redacting(remote.secrets().scrub());
@@ -82,7 +85,8 @@ pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
         other => other.map(str::to_owned),
     };
     // A stdio front is one stream of messages: one thread serves it best (see `pipes::runtime`).
-    let runtime = if args.listen.is_none() {
+    let unix = args.listen_unix.is_some() || args.listen_fd.is_some();
+    let runtime = if args.listen.is_none() && !unix {
         pipes::runtime()
     } else {
         tokio::runtime::Runtime::new().context("cannot start the async runtime")
@@ -102,6 +106,11 @@ pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
             tokio::spawn(faultlab_proxy::control::serve(listener, rules, allowed, options, CancellationToken::new()));
             Ok::<_, Failure>(())
         })?;
+    }
+    if unix {
+        let scrub = remote.as_ref().map(|remote| remote.secrets().scrub());
+        let record = faultlab_proxy::front::unix::Record { recorder: run_recorder, bodies: args.record_bodies, scrub };
+        return unix::serve(runtime, &args, rules, record, recording, remote);
     }
     if let Some(recording) = recording {
         let options = ProxyOptions { shutdown_grace: args.shutdown_grace, max_frame_bytes: max_frame_bytes(&args) };

@@ -40,7 +40,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
         Some(path) => {
             let file = TargetFile::load(path).map_err(|e| fail("target_load_failed", e.to_string()))?;
             let target = file
-                .resolve(|name| std::env::var(name).ok())
+                .resolve(&folder_of(path), |name| std::env::var(name).ok())
                 .map_err(|e| fail("target_load_failed", format!("target file {}: {e}", path.display())))?;
             Some(target)
         }
@@ -94,6 +94,16 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     } else {
         Ok(())
     }
+}
+
+/// The folder a target file's paths resolve from: its own, made absolute (a relative program path would
+/// otherwise be read from inside the server's working folder).
+fn folder_of(path: &Path) -> std::path::PathBuf {
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent,
+        _ => Path::new("."),
+    };
+    std::path::absolute(folder).unwrap_or_else(|_| folder.to_owned())
 }
 
 /// A scenario's id in a baseline: its name and era, as the console shows them.

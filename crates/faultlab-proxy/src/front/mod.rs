@@ -1,5 +1,8 @@
 //! Where clients reach the proxy: [`stdio`] (lines on stdin/stdout, through the [`relay`](crate::relay) to any
-//! upstream) and [`http`] (Streamable HTTP, to an HTTP upstream or the stdio [`bridge`](crate::upstream::bridge)).
+//! upstream), [`unix`] (every connection to a Unix socket a stdio session with an upstream of its own, all sharing
+//! the run's rule state) and [`http`] (Streamable HTTP, to an HTTP upstream or the stdio
+//! [`bridge`](crate::upstream::bridge)).
 
 pub mod http;
 pub mod stdio;
+pub mod unix;

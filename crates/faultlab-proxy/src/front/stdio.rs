@@ -42,6 +42,26 @@ where
     relay_lines(relay, options, upstream, rules, input, output, stop).await
 }
 
+/// [`run`] for one connection of several that share `rules` (the Unix-socket front): the rules' clock (windows,
+/// schedules) runs from `start`, the run's, not from this connection's.
+pub(crate) async fn run_at<C, R, W>(
+    options: ProxyOptions,
+    upstream: C,
+    rules: SharedRules,
+    trajectory: Arc<Trajectory>,
+    start: tokio::time::Instant,
+    (input, output): (R, W),
+    stop: CancellationToken,
+) -> Result<ProxyEnd, ProxyError>
+where
+    C: Connect,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let relay = Relay::starting_at(trajectory, start);
+    relay_lines(relay, options, upstream, rules, input, output, stop).await
+}
+
 /// Serves one client on `input`/`output` from a server in process (`faultlab serve` on stdio): no rules; the faults
 /// are the ones the server's tools arm on `engine`, and only what went wrong (a frame dropped, the server's end)
 /// is recorded, to the engine's recorder. Ends when the client leaves or a fault disconnects it.

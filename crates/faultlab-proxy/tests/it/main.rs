@@ -10,6 +10,7 @@
 //! - `remote_tls`: HTTPS upstreams against a local TLS server: trusted CA, untrusted CA, headers, redaction.
 //! - `replay_upstream`: a recording as the upstream: matching, repeats, rules on top, the closest-call error.
 //! - `schema_faults`: `wrong_value` and `contradictory` keep a result valid against the declared output schema.
+//! - `unix_front`: connections to one Unix socket share the run's rule state; one trajectory, a scope each.
 
 mod bursts;
 mod catalogue_examples;
@@ -22,3 +23,4 @@ mod remote_tls;
 mod replay_upstream;
 mod rule_modes;
 mod schema_faults;
+mod unix_front;

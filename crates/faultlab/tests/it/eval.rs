@@ -198,3 +198,43 @@ fn the_seal_keeps_the_evidence_and_the_workspace_out_of_an_agents_reach() {
     assert_eq!(sealed["verdict"]["passed"], true, "{sealed}");
     assert!(calls(&sealed) > 0);
 }
+
+/// A task whose first read loses its connection (`disconnect`, `nth: 1`): the rule state is the run's, so an agent
+/// that connects again (a fresh proxy session, a fresh server) meets the rule already spent and can recover.
+const RECONNECT: &str = "id: reconnect\nname: Reconnect\ngoal: copy the nonce\n\
+workspace: {input.txt: 'nonce: {{nonce}}'}\nallowed_tools: [read_file, write_file]\ndeadline_ms: 5000\n\
+faults:\n  - {name: first-read-disconnects, match: {tool: read_file, nth: 1}, fault: {type: disconnect}}\n\
+recovery: {primary: read_file, max_attempts: 3, expected_outcome: recovered, allowed_strategies: [retry]}\n\
+grader:\n  state_assertions: [{type: file_equals, path: output.txt, content: '{{nonce}}'}]\n\
+plan:\n  call_timeout_ms: 2000\n  answer: '{{nonce}}'\n  steps: [\
+{tool: read_file, arguments: {path: input.txt}, expect: 'nonce: ([0-9a-f]{16})', save: nonce}, \
+{tool: write_file, arguments: {path: output.txt, content: '{{nonce}}'}}]\n";
+
+#[test]
+fn an_agent_that_reconnects_after_a_disconnect_meets_the_runs_rule_state_and_recovers() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("reconnect.yaml");
+    std::fs::write(&task, RECONNECT).unwrap();
+    let out = dir.path().join("out");
+    let graded = eval(&task, &out, &["--agent", &control_agent("good"), "--agent-name", "good"]);
+    let report = read_json(out.join("report.json"));
+    let run = &report["runs"][0];
+    assert_eq!(run["verdict"]["passed"], true, "{run:#}");
+    graded.code(0);
+    assert_eq!(run["faults_fired"], serde_json::json!(["disconnect"]), "{run:#}");
+    // One trajectory for the run; each connection's events under a scope of their own.
+    let trajectory = std::fs::read_to_string(out.join(run["dir"].as_str().unwrap()).join("trajectory.jsonl")).unwrap();
+    let scopes: std::collections::BTreeSet<String> = trajectory
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["scope"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(scopes, ["connection 1", "connection 2"].map(String::from).into(), "{trajectory}");
+    // The rule acted on the first connection's read only; the second connection's read passed untouched.
+    let ruled: Vec<&str> = trajectory.lines().filter(|l| l.contains("first-read-disconnects")).collect();
+    assert!(!ruled.is_empty() && ruled.iter().all(|l| l.contains(r#""scope":"connection 1""#)), "{trajectory}");
+    assert!(trajectory.lines().any(|l| l.contains(r#""scope":"connection 2""#) && l.contains(r#""tool":"read_file""#)));
+    // Replayed, the recording is the run's: both connections get their replies from it, in the recorded order.
+    let replayed = dir.path().join("replayed");
+    exits(0, ["replay", out.join("report.json").to_str().unwrap(), "--out", replayed.to_str().unwrap()])
+        .stdout(contains("PASS reconnect × good #1").and(contains(", 0 live")));
+}

@@ -50,3 +50,19 @@ fn an_existing_file_is_never_overwritten() {
     assert!(!dir.path().join("target.json").exists(), "nothing is written when one file exists");
     assert_eq!(std::fs::read_to_string(dir.path().join("notes.txt")).unwrap(), "mine");
 }
+
+#[test]
+fn the_starter_runs_from_the_parent_folder_as_its_target_file_names_paths_from_its_own() {
+    let parent = tempfile::tempdir().unwrap();
+    faultlab().current_dir(parent.path()).args(["init", "my-lab"]).assert().success();
+    let run = std::process::Command::new(BIN)
+        .args(["run", "my-lab/scenarios/", "--target", "my-lab/target.json"])
+        .current_dir(parent.path())
+        .env("PATH", installed_path())
+        .output()
+        .unwrap();
+    let report = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{report}{}", String::from_utf8_lossy(&run.stderr));
+    assert!(report.contains("4 passed, 0 failed"), "{report}");
+    assert!(parent.path().join("my-lab/trajectory.jsonl").exists(), "the proxy records beside the target file");
+}

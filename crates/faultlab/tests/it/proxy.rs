@@ -136,3 +136,14 @@ async fn a_killed_proxy_takes_its_upstream_with_it() {
     // The kernel signals the upstream when the proxy dies (bounded by PATIENCE).
     assert!(exits_within(upstream, PATIENCE).await, "the upstream outlived a SIGKILLed proxy");
 }
+
+/// `--listen-fd` adopts only a socket the proxy really inherited; the Unix-socket front needs an upstream to
+/// start per connection. Both are bad input (exit 2), named.
+#[test]
+fn the_unix_socket_front_names_what_is_missing() {
+    crate::common::exits(2, ["proxy", "--listen-fd", "9", "--", "true"])
+        .stderr(contains("--listen-fd 9: not a listening Unix socket"));
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("s.sock");
+    crate::common::exits(2, ["proxy", "--listen-unix", socket.to_str().unwrap()]).stderr(contains("name it after --"));
+}

@@ -213,3 +213,54 @@ fn a_skipped_scenario_says_why_in_every_format() {
     assert!(junit.contains(r#"tests="1" failures="0" errors="0" skipped="1""#), "{junit}");
     assert!(junit.contains(&format!(r#"<skipped message="{why}"/>"#)), "{junit}");
 }
+
+#[test]
+fn a_target_that_dies_before_answering_is_an_error_with_its_stderr_in_every_format_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("t.json");
+    let script = "echo starting >&2; echo 'cannot read faults.yaml: no such file' >&2; exit 3";
+    let config = serde_json::json!({"adapter": "mcp", "config": {"stdio": {"command": "sh", "args": ["-c", script]}}});
+    std::fs::write(&target, config.to_string()).unwrap();
+    let ping = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scenarios/ping.yaml");
+    for era in ["2026-07-28", "2025-11-25"] {
+        let run = |format: &str| {
+            let out = faultlab()
+                .arg("run")
+                .arg(&ping)
+                .args(["--target", target.to_str().unwrap(), "--protocol-version", era, "--report", format])
+                .output()
+                .unwrap();
+            assert_eq!(out.status.code(), Some(1), "{era} {format}: {}", String::from_utf8_lossy(&out.stdout));
+            String::from_utf8(out.stdout).unwrap()
+        };
+        let console = run("console");
+        assert!(console.starts_with("ERROR  ping answers"), "{era}: {console}");
+        assert!(console.contains("exit code 3") && console.contains("cannot read faults.yaml"), "{era}: {console}");
+        assert!(console.contains("0 passed, 0 failed, 0 skipped, 1 could not run"), "{era}: {console}");
+        let json: Value = serde_json::from_str(&run("json")).unwrap();
+        let error = json["scenarios"][0]["error"].as_str().unwrap_or_default();
+        assert!(error.contains("cannot read faults.yaml"), "{era}: {json:#}");
+        let junit = run("junit");
+        assert!(junit.contains("<error") && junit.contains("cannot read faults.yaml"), "{era}: {junit}");
+    }
+}
+
+#[test]
+fn a_disconnect_on_the_first_call_stays_a_verdict_on_the_client() {
+    // The proxy ends with exit 0 after a `disconnect`: the server did start, so the scenario is graded.
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rules.yaml"),
+        "rules:\n  - name: drop\n    match: { tool: ping }\n    fault: { type: disconnect }\n",
+    )
+    .unwrap();
+    let target = dir.path().join("t.json");
+    let args = ["proxy", "--rules", "rules.yaml", "--", BIN, "serve"];
+    let config = serde_json::json!({"adapter": "mcp", "config": {"stdio": {"command": BIN, "args": args}}});
+    std::fs::write(&target, config.to_string()).unwrap();
+    let ping = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scenarios/ping.yaml");
+    let out = faultlab().arg("run").arg(&ping).args(["--target", target.to_str().unwrap()]).output().unwrap();
+    let console = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(2), "{console}");
+    assert!(console.starts_with("FAIL  ping answers") && console.contains("transport_loss"), "{console}");
+}
