@@ -3,6 +3,7 @@
 
 mod api;
 mod faults;
+mod markers;
 mod save;
 
 use faultlab_http::guard::AllowedHosts;
