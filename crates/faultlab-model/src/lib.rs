@@ -268,7 +268,7 @@ async fn respond(
             let whole = &chunks[0];
             (vec![whole.slice(..whole.len() / 2)], true)
         }
-        Some(HopFault::Disconnect) => (Vec::new(), true),
+        Some(HopFault::Disconnect) => return disconnect(),
         Some(HopFault::Hang) => return std::future::pending::<Response>().await,
     };
     let mut body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>)).boxed();
@@ -288,6 +288,14 @@ async fn respond(
         response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     }
     response
+}
+
+/// A response that closes its connection with nothing written, not even a status line. Its body fails on its first
+/// poll, which hyper makes in the same turn as it buffers the head: the error drops the connection before the head
+/// is flushed. (A body that yields first lets the head out: `200 OK` and then a close is not a disconnect.)
+fn disconnect() -> Response {
+    let broken = futures::stream::once(async { Err::<Bytes, _>(std::io::Error::other("faultlab: disconnect")) });
+    Response::new(Body::from_stream(broken))
 }
 
 /// The chunk with its JSON broken: the last `}` of its data becomes `,` (a stream's `[DONE]` is left alone).
