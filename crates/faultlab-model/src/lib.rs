@@ -4,7 +4,7 @@
 //!
 //! - [`script`]: the tool calls to ask for and what to do with a failed result; the turn is a pure function of
 //!   the tool results a request carries back.
-//! - [`api`]: the three API shapes (reading requests, writing bodies, SSE events and errors).
+//! - [`api`]: the three API shapes (reading requests, writing bodies and errors); [`stream`]: their SSE events.
 //! - [`hop`]: catalogue faults on this hop, chosen by the proxy's rule set.
 //!
 //! Every request is written to the recording (JSON lines) before it is answered: what the framework passed back
@@ -13,6 +13,7 @@
 pub mod api;
 pub mod hop;
 pub mod script;
+pub mod stream;
 
 use api::{Api, Ctx, Output};
 use axum::body::Body;
@@ -236,7 +237,7 @@ async fn respond(
     fault: Option<HopFault>,
 ) -> Response {
     let chunks: Vec<Bytes> = if stream {
-        api::events(api, ctx, output, include_usage).iter().map(api::Event::bytes).collect()
+        stream::events(api, ctx, output, include_usage).iter().map(stream::Event::bytes).collect()
     } else {
         vec![Bytes::from(api::body(api, ctx, output).to_string())]
     };

@@ -5,6 +5,7 @@ mod api;
 mod faults;
 mod markers;
 mod save;
+mod shapes;
 
 use faultlab_http::guard::AllowedHosts;
 use faultlab_model::script::Script;
