@@ -60,7 +60,7 @@ pub fn parse(api: Api, body: &Value) -> Result<Request, String> {
     if !body.is_object() {
         return Err("the request body must be a JSON object".into());
     }
-    let model = body.get("model").and_then(Value::as_str).unwrap_or("faultlab-model").to_owned();
+    let model = body.get("model").and_then(Value::as_str).unwrap_or(crate::models::DEFAULT_MODEL).to_owned();
     let stream = body.get("stream").and_then(Value::as_bool).unwrap_or(false);
     let include_usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
     let tool_name = match api {

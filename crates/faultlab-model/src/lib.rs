@@ -6,12 +6,14 @@
 //!   the tool results a request carries back.
 //! - [`api`]: the three API shapes (reading requests, writing bodies and errors); [`stream`]: their SSE events.
 //! - [`hop`]: catalogue faults on this hop, chosen by the proxy's rule set.
+//! - [`models`]: `GET /v1/models`, naming the model the script serves.
 //!
 //! Every request is written to the recording (JSON lines) before it is answered: what the framework passed back
 //! to the model after each fault is the evidence.
 
 pub mod api;
 pub mod hop;
+pub mod models;
 pub mod script;
 pub mod stream;
 
@@ -124,11 +126,14 @@ impl Model {
         if let Some(refused) = faultlab_http::check_origin(&request, &self.allowed) {
             return refused;
         }
-        let Some(api) = Api::from_path(request.uri().path()) else {
+        let path = request.uri().path();
+        if models::is_models_path(path) {
+            return models::answer(request.method(), path, request.headers(), self.script.model.as_deref());
+        }
+        let Some(api) = Api::from_path(path) else {
             let message = format!(
-                "no such endpoint {}: faultlab model serves POST /v1/chat/completions, \
-                                   /v1/responses and /v1/messages",
-                request.uri().path()
+                "no such endpoint {path}: faultlab model serves POST /v1/chat/completions, /v1/responses and \
+                 /v1/messages, and GET /v1/models"
             );
             return error(Api::ChatCompletions, StatusCode::NOT_FOUND, &message);
         };

@@ -4,6 +4,7 @@
 mod api;
 mod faults;
 mod markers;
+mod models;
 mod save;
 mod shapes;
 
