@@ -7,12 +7,14 @@
 //! - [`api`]: the three API shapes (reading requests, writing bodies and errors); [`stream`]: their SSE events.
 //! - [`hop`]: catalogue faults on this hop, chosen by the proxy's rule set.
 //! - [`models`]: `GET /v1/models`, naming the model the script serves.
+//! - [`limits`]: what one request may cost (bytes, and JSON values counted before parsing).
 //!
 //! Every request is written to the recording (JSON lines) before it is answered: what the framework passed back
 //! to the model after each fault is the evidence.
 
 pub mod api;
 pub mod hop;
+pub mod limits;
 pub mod models;
 pub mod script;
 pub mod stream;
@@ -39,8 +41,7 @@ use tokio::net::TcpListener;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// Largest request body (32 MiB): a long conversation with tool results, not an unbounded upload.
-pub const MAX_REQUEST_BYTES: usize = 32 << 20;
+pub use limits::{MAX_JSON_VALUES, MAX_REQUEST_BYTES};
 
 /// Everything one endpoint needs.
 pub struct Options {
@@ -51,6 +52,8 @@ pub struct Options {
     pub record: Option<Box<dyn std::io::Write + Send>>,
     pub allowed: AllowedHosts,
     pub limits: Limits,
+    /// Largest request body in bytes ([`MAX_REQUEST_BYTES`] by default); a longer one gets 413.
+    pub max_request_bytes: usize,
 }
 
 /// The rule set for this hop: the proxy's, refusing faults the hop cannot carry and restarts it has nothing to
@@ -73,6 +76,7 @@ pub fn router(options: Options) -> axum::Router {
         rules: Mutex::new(options.rules),
         record: options.record.map(Mutex::new),
         allowed: options.allowed,
+        max_request_bytes: options.max_request_bytes,
         started: Instant::now(),
         seq: AtomicU64::new(0),
     });
@@ -87,6 +91,7 @@ struct Model {
     rules: Mutex<RuleSet>,
     record: Option<Mutex<Box<dyn std::io::Write + Send>>>,
     allowed: AllowedHosts,
+    max_request_bytes: usize,
     started: Instant,
     seq: AtomicU64,
 }
@@ -107,7 +112,7 @@ struct Record<'a> {
     /// The rule that fired, its mode and fault.
     #[serde(skip_serializing_if = "Option::is_none")]
     fault: Option<Value>,
-    /// Why the request was refused (400).
+    /// Why the request was refused (400, 408, 413).
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
     /// The request body as received (a string when it is not JSON).
@@ -143,35 +148,36 @@ impl Model {
             return refused;
         }
         let (parts, body) = request.into_parts();
-        let bytes = match faultlab_http::read_body(&parts.headers, body, MAX_REQUEST_BYTES).await {
-            Ok(bytes) => bytes,
-            Err(refused) => return refused,
-        };
+        let read_body = faultlab_http::read_body(&parts.headers, body, self.max_request_bytes).await;
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
         let at_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let bytes = match read_body {
+            Ok(bytes) => bytes,
+            Err(refused) => {
+                let status = refused.status();
+                let message = limits::unread(status, self.max_request_bytes);
+                let mut response = self.refuse(seq, at_ms, api, status, &message, &Value::Null);
+                if let Some(close) = refused.headers().get(header::CONNECTION) {
+                    response.headers_mut().insert(header::CONNECTION, close.clone());
+                }
+                return response;
+            }
+        };
+        // Counted on the bytes before anything is built: a wide body is refused at the cost of its size.
+        if limits::too_many_values(&bytes, MAX_JSON_VALUES) {
+            let message = format!(
+                "the request body holds more than {MAX_JSON_VALUES} JSON values, the most faultlab model parses"
+            );
+            let text = Value::String(String::from_utf8_lossy(&bytes).into_owned());
+            return self.refuse(seq, at_ms, api, StatusCode::PAYLOAD_TOO_LARGE, &message, &text);
+        }
         let body: Result<Value, String> =
             serde_json::from_slice(&bytes).map_err(|e| format!("the body is not JSON: {e}"));
         let read = body.as_ref().map_err(Clone::clone).and_then(|b| api::parse(api, b));
         let request_value = body.unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
         let read = match read {
             Ok(read) => read,
-            Err(message) => {
-                let record = Record {
-                    seq,
-                    at_ms,
-                    api: api.name(),
-                    stream: false,
-                    tool_results: Vec::new(),
-                    turn: None,
-                    fault: None,
-                    error: Some(&message),
-                    request: &request_value,
-                };
-                if let Err(e) = self.write(&record) {
-                    return unrecorded(e);
-                }
-                return error(api, StatusCode::BAD_REQUEST, &message);
-            }
+            Err(message) => return self.refuse(seq, at_ms, api, StatusCode::BAD_REQUEST, &message, &request_value),
         };
         let walk = self.script.walk(&read.results);
         let turn = walk.turn;
@@ -214,6 +220,26 @@ impl Model {
         let frame = Frame::from_value(json!({"jsonrpc": "2.0", "id": seq, "method": api.name()}));
         let mut rules = lock(&self.rules);
         rules.decide(&frame, self.started.elapsed())
+    }
+
+    /// A refused request: recorded with why (`request` is the body, as text when it was not parsed, null when it
+    /// was not read), then answered with `status` in the API's error shape.
+    fn refuse(&self, seq: u64, at_ms: u64, api: Api, status: StatusCode, message: &str, request: &Value) -> Response {
+        let record = Record {
+            seq,
+            at_ms,
+            api: api.name(),
+            stream: false,
+            tool_results: Vec::new(),
+            turn: None,
+            fault: None,
+            error: Some(message),
+            request,
+        };
+        if let Err(e) = self.write(&record) {
+            return unrecorded(e);
+        }
+        error(api, status, message)
     }
 
     /// Writes one line of the recording before the answer goes out.

@@ -41,6 +41,7 @@ pub fn run(args: ModelArgs) -> Result<(), Failure> {
             record,
             allowed: AllowedHosts::for_bind(bound.ip()),
             limits: args.http_limits.limits(args.shutdown_grace),
+            max_request_bytes: args.max_request_bytes,
         };
         let shutdown = CancellationToken::new();
         tokio::spawn(stop_on_signal(signals, shutdown.clone(), args.shutdown_grace + CLOSE_MARGIN));

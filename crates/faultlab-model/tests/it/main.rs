@@ -3,6 +3,7 @@
 
 mod api;
 mod faults;
+mod limits;
 mod markers;
 mod models;
 mod save;
@@ -52,6 +53,7 @@ impl Endpoint {
             record: Some(Box::new(record)),
             allowed: AllowedHosts::for_bind(IpAddr::V4(Ipv4Addr::LOCALHOST)),
             limits: faultlab_http::server::Limits::default(),
+            max_request_bytes: faultlab_model::MAX_REQUEST_BYTES,
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
