@@ -25,7 +25,8 @@ MESSAGES_EVENT = TypeAdapter(RawMessageStreamEvent)
 
 def request(base: str, path: str, body: dict | None = None, headers: dict | None = None) -> str:
     data = None if body is None else json.dumps(body).encode()
-    sent = urllib.request.Request(base + path, data=data, headers={"content-type": "application/json", **(headers or {})})
+    headers = {"content-type": "application/json", **(headers or {})}
+    sent = urllib.request.Request(base + path, data=data, headers=headers)
     with urllib.request.urlopen(sent, timeout=10) as answer:
         return answer.read().decode()
 
@@ -57,8 +58,8 @@ def conversations(results: list[str]) -> dict[str, dict]:
 def check(base: str) -> int:
     checked = 0
     whole = {"/v1/chat/completions": ChatCompletion, "/v1/responses": Response, "/v1/messages": Message}
-    stream = {"/v1/chat/completions": ChatCompletionChunk.model_validate, "/v1/responses": RESPONSE_EVENT.validate_python,
-              "/v1/messages": MESSAGES_EVENT.validate_python}
+    stream = {"/v1/chat/completions": ChatCompletionChunk.model_validate,
+              "/v1/responses": RESPONSE_EVENT.validate_python, "/v1/messages": MESSAGES_EVENT.validate_python}
     # A tool call (no results yet) and, after both steps of the script, a text answer.
     for results in ([], ["ok", "ok"]):
         for path, body in conversations(results).items():
