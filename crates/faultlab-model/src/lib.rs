@@ -41,7 +41,7 @@ use tokio::net::TcpListener;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-pub use limits::{MAX_JSON_VALUES, MAX_REQUEST_BYTES};
+pub use limits::{MAX_JSON_VALUES, MAX_REQUEST_BYTES, REQUEST_MEMORY_BUDGET};
 
 /// Everything one endpoint needs.
 pub struct Options {
@@ -54,6 +54,9 @@ pub struct Options {
     pub limits: Limits,
     /// Largest request body in bytes ([`MAX_REQUEST_BYTES`] by default); a longer one gets 413.
     pub max_request_bytes: usize,
+    /// What the requests being read and parsed may hold at once, in bytes ([`REQUEST_MEMORY_BUDGET`] by default);
+    /// beyond it a request gets 503.
+    pub request_budget: usize,
 }
 
 /// The rule set for this hop: the proxy's, refusing faults the hop cannot carry and restarts it has nothing to
@@ -77,6 +80,7 @@ pub fn router(options: Options) -> axum::Router {
         record: options.record.map(Mutex::new),
         allowed: options.allowed,
         max_request_bytes: options.max_request_bytes,
+        budget: limits::Budget::new(options.request_budget),
         started: Instant::now(),
         seq: AtomicU64::new(0),
     });
@@ -92,6 +96,7 @@ struct Model {
     record: Option<Mutex<Box<dyn std::io::Write + Send>>>,
     allowed: AllowedHosts,
     max_request_bytes: usize,
+    budget: limits::Budget,
     started: Instant,
     seq: AtomicU64,
 }
@@ -148,9 +153,17 @@ impl Model {
             return refused;
         }
         let (parts, body) = request.into_parts();
-        let read_body = faultlab_http::read_body(&parts.headers, body, self.max_request_bytes).await;
+        // The body's bytes are taken from the budget before it is read (all the limit allows when its length is
+        // not declared), what parsing it costs once its values are counted; all given back before the answer
+        // goes out, so a latency or a hang holds none of it.
+        let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
         let at_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut held = match self.budget.take(declared.unwrap_or(usize::MAX).min(self.max_request_bytes)) {
+            Some(held) => held,
+            None => return self.busy(seq, at_ms, api),
+        };
+        let read_body = faultlab_http::read_body(&parts.headers, body, self.max_request_bytes).await;
         let bytes = match read_body {
             Ok(bytes) => bytes,
             Err(refused) => {
@@ -164,35 +177,34 @@ impl Model {
             }
         };
         // Counted on the bytes before anything is built: a wide body is refused at the cost of its size.
-        if limits::too_many_values(&bytes, MAX_JSON_VALUES) {
+        let Some(values) = limits::values(&bytes, MAX_JSON_VALUES) else {
             let message = format!(
                 "the request body holds more than {MAX_JSON_VALUES} JSON values, the most faultlab model parses"
             );
             let text = Value::String(String::from_utf8_lossy(&bytes).into_owned());
             return self.refuse(seq, at_ms, api, StatusCode::PAYLOAD_TOO_LARGE, &message, &text);
+        };
+        // The parsed values, and the strings' text twice: in the parsed body and in the recording's line.
+        if !held.grow(values.saturating_mul(limits::VALUE_BYTES).saturating_add(bytes.len().saturating_mul(2))) {
+            return self.busy(seq, at_ms, api);
         }
         let body: Result<Value, String> =
             serde_json::from_slice(&bytes).map_err(|e| format!("the body is not JSON: {e}"));
         let read = body.as_ref().map_err(Clone::clone).and_then(|b| api::parse(api, b));
         let request_value = body.unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-        let read = match read {
+        let api::Request { model, stream, include_usage, tools, results } = match read {
             Ok(read) => read,
             Err(message) => return self.refuse(seq, at_ms, api, StatusCode::BAD_REQUEST, &message, &request_value),
         };
-        let walk = self.script.walk(&read.results);
+        let walk = self.script.walk(&results);
         let turn = walk.turn;
         let fired = self.decide(api, seq);
         let record = Record {
             seq,
             at_ms,
             api: api.name(),
-            stream: read.stream,
-            tool_results: read
-                .results
-                .iter()
-                .zip(walk.failed)
-                .map(|(result, failed)| Recorded { result, failed })
-                .collect(),
+            stream,
+            tool_results: results.iter().zip(walk.failed).map(|(result, failed)| Recorded { result, failed }).collect(),
             turn: Some(&turn),
             fault: fired.as_ref().map(|f| json!({"rule": f.rule, "mode": f.mode, "fault": f.fault})),
             error: None,
@@ -203,15 +215,32 @@ impl Model {
         }
         let output = match &turn {
             Turn::Call { tool, arguments, .. } => Output::Call {
-                name: script::resolve(tool, &read.tools).to_owned(),
+                name: script::resolve(tool, &tools).to_owned(),
                 arguments: Value::Object(arguments.clone()).to_string(),
             },
             Turn::Answer { text, .. } => Output::Text(text.clone()),
         };
         let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let ctx = Ctx { seq, model: self.script.model.clone().unwrap_or(read.model), created };
+        let ctx = Ctx { seq, model: self.script.model.clone().unwrap_or(model), created };
         let fault = fired.as_ref().and_then(|f| HopFault::of(&f.fault));
-        respond(api, &ctx, &output, read.stream, read.include_usage, fault).await
+        // The request is answered from here on: what it cost goes back to the budget before any fault waits.
+        drop(record);
+        drop((request_value, results, bytes, held));
+        respond(api, &ctx, &output, stream, include_usage, fault).await
+    }
+
+    /// Over the request memory budget: 503 with `Retry-After`, recorded. The connection is not kept: the body
+    /// may still be on its way.
+    fn busy(&self, seq: u64, at_ms: u64, api: Api) -> Response {
+        let message = format!(
+            "faultlab model is busy reading and parsing other requests ({} of its {} bytes held); retry",
+            self.budget.held(),
+            self.budget.limit()
+        );
+        let mut response = self.refuse(seq, at_ms, api, StatusCode::SERVICE_UNAVAILABLE, &message, &Value::Null);
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        response
     }
 
     /// The rule that fires for this request: the proxy's rule set sees it as a request whose method is the API's

@@ -42,6 +42,7 @@ pub fn run(args: ModelArgs) -> Result<(), Failure> {
             allowed: AllowedHosts::for_bind(bound.ip()),
             limits: args.http_limits.limits(args.shutdown_grace),
             max_request_bytes: args.max_request_bytes,
+            request_budget: faultlab_model::REQUEST_MEMORY_BUDGET,
         };
         let shutdown = CancellationToken::new();
         tokio::spawn(stop_on_signal(signals, shutdown.clone(), args.shutdown_grace + CLOSE_MARGIN));
