@@ -41,6 +41,11 @@ mkdir -p "$out"
 started=$SECONDS
 log "faultlab eval --agent framework_agent.py on ${*:-the built-in tasks} (reports in $out)"
 # Exit 2 is a run that failed its grade: expected for some tasks, the comparison below decides.
+# Beside the runs (they mostly wait), so it adds no time: every body and event of the scripted model against the
+# pinned openai and anthropic SDKs' pydantic types (interop/frameworks/model_types.py).
+"$FRAMEWORKS_PY" interop/frameworks/model_types.py "$FAULTLAB_BIN" examples/model/script.yaml \
+    >"$out/model-types.txt" 2>&1 </dev/null &
+types_pid=$!
 status=0
 "$FAULTLAB_BIN" eval --agent "$FRAMEWORKS_PY examples/eval/agents/framework_agent.py" --deadline-ms 15000 --jobs 2 \
     --out "$out" "${tasks[@]}" >"$out/console.txt" 2>&1 || status=$?
@@ -95,4 +100,9 @@ sys.exit(1 if failed else 0)
 PY
 SUMMARY_PRINTED=1
 [[ "$rc" == 0 ]] || log "a verdict differs from examples/eval/frameworks-oracle.yaml (runs and agent logs: $out/runs)"
+if ! wait "$types_pid"; then
+    rc=1
+    log "faultlab model wrote a body the pinned SDKs' types refuse:"
+fi
+cat "$out/model-types.txt" >&2
 exit "$rc"

@@ -4,15 +4,20 @@
 //!
 //! - [`script`]: the tool calls to ask for and what to do with a failed result; the turn is a pure function of
 //!   the tool results a request carries back.
-//! - [`api`]: the three API shapes (reading requests, writing bodies, SSE events and errors).
+//! - [`api`]: the three API shapes (reading requests, writing bodies and errors); [`stream`]: their SSE events.
 //! - [`hop`]: catalogue faults on this hop, chosen by the proxy's rule set.
+//! - [`models`]: `GET /v1/models`, naming the model the script serves.
+//! - [`limits`]: what one request may cost (bytes, and JSON values counted before parsing).
 //!
 //! Every request is written to the recording (JSON lines) before it is answered: what the framework passed back
 //! to the model after each fault is the evidence.
 
 pub mod api;
 pub mod hop;
+pub mod limits;
+pub mod models;
 pub mod script;
+pub mod stream;
 
 use api::{Api, Ctx, Output};
 use axum::body::Body;
@@ -36,8 +41,7 @@ use tokio::net::TcpListener;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-/// Largest request body (32 MiB): a long conversation with tool results, not an unbounded upload.
-pub const MAX_REQUEST_BYTES: usize = 32 << 20;
+pub use limits::{MAX_JSON_VALUES, MAX_REQUEST_BYTES, REQUEST_MEMORY_BUDGET};
 
 /// Everything one endpoint needs.
 pub struct Options {
@@ -48,6 +52,11 @@ pub struct Options {
     pub record: Option<Box<dyn std::io::Write + Send>>,
     pub allowed: AllowedHosts,
     pub limits: Limits,
+    /// Largest request body in bytes ([`MAX_REQUEST_BYTES`] by default); a longer one gets 413.
+    pub max_request_bytes: usize,
+    /// What the requests being read and parsed may hold at once, in bytes ([`REQUEST_MEMORY_BUDGET`] by default);
+    /// beyond it a request gets 503.
+    pub request_budget: usize,
 }
 
 /// The rule set for this hop: the proxy's, refusing faults the hop cannot carry and restarts it has nothing to
@@ -70,6 +79,8 @@ pub fn router(options: Options) -> axum::Router {
         rules: Mutex::new(options.rules),
         record: options.record.map(Mutex::new),
         allowed: options.allowed,
+        max_request_bytes: options.max_request_bytes,
+        budget: limits::Budget::new(options.request_budget),
         started: Instant::now(),
         seq: AtomicU64::new(0),
     });
@@ -84,6 +95,8 @@ struct Model {
     rules: Mutex<RuleSet>,
     record: Option<Mutex<Box<dyn std::io::Write + Send>>>,
     allowed: AllowedHosts,
+    max_request_bytes: usize,
+    budget: limits::Budget,
     started: Instant,
     seq: AtomicU64,
 }
@@ -104,7 +117,7 @@ struct Record<'a> {
     /// The rule that fired, its mode and fault.
     #[serde(skip_serializing_if = "Option::is_none")]
     fault: Option<Value>,
-    /// Why the request was refused (400).
+    /// Why the request was refused (400, 408, 413).
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
     /// The request body as received (a string when it is not JSON).
@@ -123,11 +136,14 @@ impl Model {
         if let Some(refused) = faultlab_http::check_origin(&request, &self.allowed) {
             return refused;
         }
-        let Some(api) = Api::from_path(request.uri().path()) else {
+        let path = request.uri().path();
+        if models::is_models_path(path) {
+            return models::answer(request.method(), path, request.headers(), self.script.model.as_deref());
+        }
+        let Some(api) = Api::from_path(path) else {
             let message = format!(
-                "no such endpoint {}: faultlab model serves POST /v1/chat/completions, \
-                                   /v1/responses and /v1/messages",
-                request.uri().path()
+                "no such endpoint {path}: faultlab model serves POST /v1/chat/completions, /v1/responses and \
+                 /v1/messages, and GET /v1/models"
             );
             return error(Api::ChatCompletions, StatusCode::NOT_FOUND, &message);
         };
@@ -137,50 +153,58 @@ impl Model {
             return refused;
         }
         let (parts, body) = request.into_parts();
-        let bytes = match faultlab_http::read_body(&parts.headers, body, MAX_REQUEST_BYTES).await {
-            Ok(bytes) => bytes,
-            Err(refused) => return refused,
-        };
+        // The body's bytes are taken from the budget before it is read (all the limit allows when its length is
+        // not declared), what parsing it costs once its values are counted; all given back before the answer
+        // goes out, so a latency or a hang holds none of it.
+        let declared = parts.headers.get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<usize>().ok());
         let seq = self.seq.fetch_add(1, Ordering::Relaxed) + 1;
         let at_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let mut held = match self.budget.take(declared.unwrap_or(usize::MAX).min(self.max_request_bytes)) {
+            Some(held) => held,
+            None => return self.busy(seq, at_ms, api),
+        };
+        let read_body = faultlab_http::read_body(&parts.headers, body, self.max_request_bytes).await;
+        let bytes = match read_body {
+            Ok(bytes) => bytes,
+            Err(refused) => {
+                let status = refused.status();
+                let message = limits::unread(status, self.max_request_bytes);
+                let mut response = self.refuse(seq, at_ms, api, status, &message, &Value::Null);
+                if let Some(close) = refused.headers().get(header::CONNECTION) {
+                    response.headers_mut().insert(header::CONNECTION, close.clone());
+                }
+                return response;
+            }
+        };
+        // Counted on the bytes before anything is built: a wide body is refused at the cost of its size.
+        let Some(values) = limits::values(&bytes, MAX_JSON_VALUES) else {
+            let message = format!(
+                "the request body holds more than {MAX_JSON_VALUES} JSON values, the most faultlab model parses"
+            );
+            let text = Value::String(String::from_utf8_lossy(&bytes).into_owned());
+            return self.refuse(seq, at_ms, api, StatusCode::PAYLOAD_TOO_LARGE, &message, &text);
+        };
+        // The parsed values, and the strings' text twice: in the parsed body and in the recording's line.
+        if !held.grow(values.saturating_mul(limits::VALUE_BYTES).saturating_add(bytes.len().saturating_mul(2))) {
+            return self.busy(seq, at_ms, api);
+        }
         let body: Result<Value, String> =
             serde_json::from_slice(&bytes).map_err(|e| format!("the body is not JSON: {e}"));
         let read = body.as_ref().map_err(Clone::clone).and_then(|b| api::parse(api, b));
         let request_value = body.unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-        let read = match read {
+        let api::Request { model, stream, include_usage, tools, results } = match read {
             Ok(read) => read,
-            Err(message) => {
-                let record = Record {
-                    seq,
-                    at_ms,
-                    api: api.name(),
-                    stream: false,
-                    tool_results: Vec::new(),
-                    turn: None,
-                    fault: None,
-                    error: Some(&message),
-                    request: &request_value,
-                };
-                if let Err(e) = self.write(&record) {
-                    return unrecorded(e);
-                }
-                return error(api, StatusCode::BAD_REQUEST, &message);
-            }
+            Err(message) => return self.refuse(seq, at_ms, api, StatusCode::BAD_REQUEST, &message, &request_value),
         };
-        let walk = self.script.walk(&read.results);
+        let walk = self.script.walk(&results);
         let turn = walk.turn;
         let fired = self.decide(api, seq);
         let record = Record {
             seq,
             at_ms,
             api: api.name(),
-            stream: read.stream,
-            tool_results: read
-                .results
-                .iter()
-                .zip(walk.failed)
-                .map(|(result, failed)| Recorded { result, failed })
-                .collect(),
+            stream,
+            tool_results: results.iter().zip(walk.failed).map(|(result, failed)| Recorded { result, failed }).collect(),
             turn: Some(&turn),
             fault: fired.as_ref().map(|f| json!({"rule": f.rule, "mode": f.mode, "fault": f.fault})),
             error: None,
@@ -191,15 +215,32 @@ impl Model {
         }
         let output = match &turn {
             Turn::Call { tool, arguments, .. } => Output::Call {
-                name: script::resolve(tool, &read.tools).to_owned(),
+                name: script::resolve(tool, &tools).to_owned(),
                 arguments: Value::Object(arguments.clone()).to_string(),
             },
             Turn::Answer { text, .. } => Output::Text(text.clone()),
         };
         let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let ctx = Ctx { seq, model: self.script.model.clone().unwrap_or(read.model), created };
+        let ctx = Ctx { seq, model: self.script.model.clone().unwrap_or(model), created };
         let fault = fired.as_ref().and_then(|f| HopFault::of(&f.fault));
-        respond(api, &ctx, &output, read.stream, read.include_usage, fault).await
+        // The request is answered from here on: what it cost goes back to the budget before any fault waits.
+        drop(record);
+        drop((request_value, results, bytes, held));
+        respond(api, &ctx, &output, stream, include_usage, fault).await
+    }
+
+    /// Over the request memory budget: 503 with `Retry-After`, recorded. The connection is not kept: the body
+    /// may still be on its way.
+    fn busy(&self, seq: u64, at_ms: u64, api: Api) -> Response {
+        let message = format!(
+            "faultlab model is busy reading and parsing other requests ({} of its {} bytes held); retry",
+            self.budget.held(),
+            self.budget.limit()
+        );
+        let mut response = self.refuse(seq, at_ms, api, StatusCode::SERVICE_UNAVAILABLE, &message, &Value::Null);
+        response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        response.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        response
     }
 
     /// The rule that fires for this request: the proxy's rule set sees it as a request whose method is the API's
@@ -208,6 +249,26 @@ impl Model {
         let frame = Frame::from_value(json!({"jsonrpc": "2.0", "id": seq, "method": api.name()}));
         let mut rules = lock(&self.rules);
         rules.decide(&frame, self.started.elapsed())
+    }
+
+    /// A refused request: recorded with why (`request` is the body, as text when it was not parsed, null when it
+    /// was not read), then answered with `status` in the API's error shape.
+    fn refuse(&self, seq: u64, at_ms: u64, api: Api, status: StatusCode, message: &str, request: &Value) -> Response {
+        let record = Record {
+            seq,
+            at_ms,
+            api: api.name(),
+            stream: false,
+            tool_results: Vec::new(),
+            turn: None,
+            fault: None,
+            error: Some(message),
+            request,
+        };
+        if let Err(e) = self.write(&record) {
+            return unrecorded(e);
+        }
+        error(api, status, message)
     }
 
     /// Writes one line of the recording before the answer goes out.
@@ -236,7 +297,7 @@ async fn respond(
     fault: Option<HopFault>,
 ) -> Response {
     let chunks: Vec<Bytes> = if stream {
-        api::events(api, ctx, output, include_usage).iter().map(api::Event::bytes).collect()
+        stream::events(api, ctx, output, include_usage).iter().map(stream::Event::bytes).collect()
     } else {
         vec![Bytes::from(api::body(api, ctx, output).to_string())]
     };
@@ -268,7 +329,7 @@ async fn respond(
             let whole = &chunks[0];
             (vec![whole.slice(..whole.len() / 2)], true)
         }
-        Some(HopFault::Disconnect) => (Vec::new(), true),
+        Some(HopFault::Disconnect) => return disconnect(),
         Some(HopFault::Hang) => return std::future::pending::<Response>().await,
     };
     let mut body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>)).boxed();
@@ -288,6 +349,14 @@ async fn respond(
         response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     }
     response
+}
+
+/// A response that closes its connection with nothing written, not even a status line. Its body fails on its first
+/// poll, which hyper makes in the same turn as it buffers the head: the error drops the connection before the head
+/// is flushed. (A body that yields first lets the head out: `200 OK` and then a close is not a disconnect.)
+fn disconnect() -> Response {
+    let broken = futures::stream::once(async { Err::<Bytes, _>(std::io::Error::other("faultlab: disconnect")) });
+    Response::new(Body::from_stream(broken))
 }
 
 /// The chunk with its JSON broken: the last `}` of its data becomes `,` (a stream's `[DONE]` is left alone).

@@ -28,7 +28,10 @@ pub struct Script {
     #[serde(default)]
     pub give_up: Option<String>,
     /// A tool result counts as failed when the API flags it (Anthropic `is_error`), when its text is empty, or
-    /// when its text contains one of these (case-insensitive). Default: `error`, `failed`, `timed out`, `timeout`.
+    /// when its text contains one of these (case-insensitive). Default: the words of the errors frameworks pass
+    /// back to the model: `error`, `failed`, `timed out`, `timeout`, `http 4`, `http 5` (a 4xx/5xx status line),
+    /// `forbidden`, `unauthorized`, `too many requests`, `rate limit`, `unavailable`, `not found`, `terminated`,
+    /// `closed`, `disconnected`.
     #[serde(default = "default_markers")]
     pub failure_markers: Vec<String>,
     /// Each step's `save` patterns, compiled when the script is read.
@@ -85,8 +88,29 @@ pub enum OnError {
     Answer,
 }
 
+/// What a framework passes back to the model after an MCP fault, often with no "error" in it: `HTTP 403:
+/// Forbidden`, `HTTP 429: Too many requests`, `Session terminated`, `Connection closed`. `http 4` and `http 5`
+/// catch any 4xx/5xx status line written as `HTTP <status>`.
+pub const DEFAULT_FAILURE_MARKERS: [&str; 15] = [
+    "error",
+    "failed",
+    "timed out",
+    "timeout",
+    "http 4",
+    "http 5",
+    "forbidden",
+    "unauthorized",
+    "too many requests",
+    "rate limit",
+    "unavailable",
+    "not found",
+    "terminated",
+    "closed",
+    "disconnected",
+];
+
 fn default_markers() -> Vec<String> {
-    ["error", "failed", "timed out", "timeout"].map(String::from).to_vec()
+    DEFAULT_FAILURE_MARKERS.map(String::from).to_vec()
 }
 
 /// A tool result a request carries back to the model.

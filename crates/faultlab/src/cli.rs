@@ -419,8 +419,8 @@ pub struct ServeArgs {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Serves POST /v1/chat/completions, /v1/responses and /v1/messages on loopback. Point an \
-OpenAI client's base URL at the printed address (…/v1) and an Anthropic client's at the same without /v1.")]
+#[command(after_help = "Serves POST /v1/chat/completions, /v1/responses and /v1/messages, and GET /v1/models, on \
+loopback. Point an OpenAI client's base URL at the printed address (…/v1) and an Anthropic client's at the same without /v1.")]
 pub struct ModelArgs {
     /// The model script (YAML, or JSON by the .json extension): the tool calls to ask for, in order, what to do
     /// when a result comes back failed, and the final answer. Schema: schemas/model-script.schema.json.
@@ -444,6 +444,11 @@ pub struct ModelArgs {
     /// decimals allowed).
     #[arg(long, value_name = "SECONDS", value_parser = parse_grace, default_value = "2")]
     pub shutdown_grace: std::time::Duration,
+    /// Largest request body, in bytes (4 MiB: a long conversation with long tool results). A
+    /// longer one gets 413 in the API's error shape, as does a body of more than 100000 JSON values.
+    #[arg(long, value_name = "BYTES", default_value_t = faultlab_model::MAX_REQUEST_BYTES,
+          value_parser = clap::builder::RangedU64ValueParser::<usize>::new().range(MIN_FRAME_BYTES..=MAX_FRAME_BYTES))]
+    pub max_request_bytes: usize,
     #[command(flatten)]
     pub http_limits: HttpLimitArgs,
 }

@@ -41,6 +41,8 @@ pub fn run(args: ModelArgs) -> Result<(), Failure> {
             record,
             allowed: AllowedHosts::for_bind(bound.ip()),
             limits: args.http_limits.limits(args.shutdown_grace),
+            max_request_bytes: args.max_request_bytes,
+            request_budget: faultlab_model::REQUEST_MEMORY_BUDGET,
         };
         let shutdown = CancellationToken::new();
         tokio::spawn(stop_on_signal(signals, shutdown.clone(), args.shutdown_grace + CLOSE_MARGIN));

@@ -85,6 +85,37 @@ async fn truncated_cuts_a_stream_midway_and_a_body_halfway_then_drops_the_connec
     assert!(dropped && got.starts_with("{\"id\"") && serde_json::from_str::<Value>(&got).is_err(), "{got}");
 }
 
+/// Sends one raw HTTP/1.1 request and reads until the server closes: every byte the client was sent (an error
+/// when the connection was reset rather than closed).
+async fn raw_exchange(base: &str, path: &str, body: &Value) -> std::io::Result<Vec<u8>> {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let addr = base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr).await?;
+    let body = body.to_string();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await?;
+    stream.write_all(body.as_bytes()).await?;
+    let mut got = Vec::new();
+    tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut got)).await.expect("the server closes")?;
+    Ok(got)
+}
+
+#[tokio::test]
+async fn disconnect_closes_the_connection_with_nothing_written_not_even_a_status_line() {
+    let endpoint = Endpoint::start(SCRIPT, &every_request("{type: disconnect}")).await;
+    for path in ["/v1/chat/completions", "/v1/responses", "/v1/messages"] {
+        for stream in [false, true] {
+            let got = raw_exchange(&endpoint.base, path, &request(path, stream, &[])).await;
+            let got = got.unwrap_or_else(|e| panic!("{path} stream={stream}: a clean close, not a reset: {e}"));
+            assert_eq!(String::from_utf8_lossy(&got), "", "{path} stream={stream}: nothing before the close");
+        }
+    }
+    assert_eq!(endpoint.recording().len(), 6, "each request is recorded before its connection is closed");
+}
+
 #[tokio::test]
 async fn disconnect_closes_the_connection_before_any_answer() {
     let endpoint = Endpoint::start(SCRIPT, &every_request("{type: disconnect}")).await;

@@ -3,7 +3,11 @@
 
 mod api;
 mod faults;
+mod limits;
+mod markers;
+mod models;
 mod save;
+mod shapes;
 
 use faultlab_http::guard::AllowedHosts;
 use faultlab_model::script::Script;
@@ -40,6 +44,11 @@ impl Drop for Endpoint {
 
 impl Endpoint {
     pub async fn start(script: &str, rules_yaml: &str) -> Self {
+        Self::start_with_budget(script, rules_yaml, faultlab_model::REQUEST_MEMORY_BUDGET).await
+    }
+
+    /// An endpoint whose requests being read and parsed may hold at most `request_budget` bytes at once.
+    pub async fn start_with_budget(script: &str, rules_yaml: &str, request_budget: usize) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let record = std::fs::File::create(dir.path().join("model.jsonl")).unwrap();
         let file: RulesFile = yaml_rules(rules_yaml);
@@ -49,6 +58,8 @@ impl Endpoint {
             record: Some(Box::new(record)),
             allowed: AllowedHosts::for_bind(IpAddr::V4(Ipv4Addr::LOCALHOST)),
             limits: faultlab_http::server::Limits::default(),
+            max_request_bytes: faultlab_model::MAX_REQUEST_BYTES,
+            request_budget,
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
