@@ -65,8 +65,9 @@ pub fn rows(table: Table) -> Vec<(u8, &'static str)> {
             ),
             (
                 130,
-                "interrupted (143 for SIGTERM): eval, explore or demo stopped by Ctrl-C; the runs that ended are \
-                 reported, marked incomplete, the rest stopped and their folders removed",
+                "interrupted (143 for SIGTERM): eval, explore or demo stopped by Ctrl-C; what had ended is \
+                 reported (eval: the runs that ended, marked incomplete), the rest stopped and the temporary \
+                 folders removed",
             ),
         ],
         Table::Service => vec![
