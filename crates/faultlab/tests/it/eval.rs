@@ -264,3 +264,45 @@ fn a_signal_stops_the_batch_and_reports_the_runs_that_ended_as_incomplete() {
         }
     }
 }
+
+/// `faultlab explore` stopped by SIGINT while its healthy run is under way: exit 130, a line on stderr, the run's
+/// agent ended with it, no report claimed and no temporary folder left.
+#[test]
+fn a_signal_stops_an_exploration_and_says_what_was_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("slow.yaml");
+    std::fs::write(&task, TASK.replace("deadline_ms: 400\nstart_ms: 100\n", "deadline_ms: 60000\nstart_ms: 60000\n"))
+        .unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let marker = format!("60.{}7", std::process::id());
+    let child = std::process::Command::new(crate::common::BIN)
+        .args(["explore", "--agent", &format!("sleep {marker}"), "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&task)
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The healthy run's agent running is the moment to stop.
+    let started = std::time::Instant::now();
+    while running(&format!("sleep\0{marker}")).is_empty() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the healthy run never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("faultlab explore: interrupted by SIGINT") && stderr.contains("no report was written"));
+    assert!(!dir.path().join("out/report.json").exists());
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert!(left.is_empty(), "temporary folders left: {left:?}");
+    let gone = std::time::Instant::now();
+    while !running(&format!("sleep\0{marker}")).is_empty() {
+        assert!(gone.elapsed() < std::time::Duration::from_secs(10), "the healthy run's agent outlived explore");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
