@@ -158,8 +158,27 @@ pub fn head(command: &str, heading: &str, headline: &str, css: &str) -> String {
 pub fn render(report: &Report) -> String {
     let s = &report.stats;
     let runs = report.runs.len();
-    let headline = if runs == 0 { "no runs".to_owned() } else { format!("pass rate {}", pct(&s.overall)) };
+    // Control agents fail on purpose: with an oracle, its agreement is the headline and the rate a detail.
+    let headline = match (&report.oracle, runs) {
+        (Some(agreement), _) => agreement.summary(),
+        (None, 0) => "no runs".to_owned(),
+        (None, _) => format!("pass rate {}", pct(&s.overall)),
+    };
     let mut out = head("eval", "Agent eval", &headline, CSS);
+    if let Some(why) = &report.incomplete {
+        let _ = writeln!(
+            out,
+            "<div class=\"note\"><b>Incomplete: {}.</b> Only the runs that ended are here.</div>",
+            esc(why)
+        );
+    }
+    if report.oracle.is_some() && runs > 0 {
+        let _ = writeln!(
+            out,
+            "<p class=\"meta\">pass rate {} (the control agents fail on purpose)</p>",
+            esc(&pct(&s.overall))
+        );
+    }
     if runs > 0 {
         out.push_str(&bar(&s.overall));
     }

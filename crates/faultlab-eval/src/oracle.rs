@@ -132,7 +132,8 @@ pub fn failing_layers(run: &RunRecord) -> Vec<LayerName> {
 }
 
 fn describe(pass: bool, outcome: RecoveryOutcome, strategy: Option<Strategy>, failing: &[LayerName]) -> String {
-    let mut text = format!("{} {}", if pass { "pass" } else { "fail" }, json_name(&outcome));
+    // Plain words: a pass is its outcome ("recovered by retry"); only a failed grade says so.
+    let mut text = format!("{}{}", if pass { "" } else { "failed its grade: " }, json_name(&outcome));
     if let Some(strategy) = strategy {
         text.push_str(&format!(" by {}", json_name(&strategy)));
     }
@@ -157,4 +158,27 @@ fn describe_run(run: &RunRecord, with_strategy: bool) -> String {
 /// The serde name of a plain enum value.
 fn json_name<T: Serialize>(value: &T) -> String {
     serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::merge::tests::record;
+    use crate::task::Category;
+
+    /// A disagreement reads plainly: what was expected and what came, "recovered by retry", with a failed grade
+    /// said in words, not "pass recovered by retry".
+    #[test]
+    fn a_disagreement_is_said_in_plain_words() {
+        let oracle =
+            Oracle::parse("entries:\n  - {task: t, agent: good, pass: true, outcome: recovered, strategy: retry}\n")
+                .unwrap();
+        let found = oracle.check(&[record("t", "good", 0, Category::Transport, false)]);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].expected, "recovered by retry");
+        assert_eq!(
+            found[0].got,
+            "failed its grade: aborted-safely by abort (failing: outcome, safety, recovery, side_effects)"
+        );
+    }
 }

@@ -17,8 +17,30 @@ pub struct Report {
     /// What `faultlab report merge` joined into this report; absent for a report `faultlab eval` wrote.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<crate::merge::MergeInfo>,
+    /// How the verdicts compare with an oracle (`faultlab eval --controls`, `--oracle`): the headline of a batch
+    /// of control agents, most of which fail on purpose. Absent when no oracle was checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub oracle: Option<OracleAgreement>,
+    /// Why the batch stopped before every run ended (`interrupted by SIGINT`): the report holds only the runs
+    /// that ended. Absent for a batch that ran to its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
     pub stats: Stats,
     pub runs: Vec<RunRecord>,
+}
+
+/// Verdicts checked against an oracle, and how many were the ones it expects.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OracleAgreement {
+    pub checked: usize,
+    pub as_expected: usize,
+}
+
+impl OracleAgreement {
+    /// `91 of 91 verdicts as expected`.
+    pub fn summary(&self) -> String {
+        format!("{} of {} verdicts as expected", self.as_expected, self.checked)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -101,7 +123,7 @@ impl Report {
         // A run whose set-up failed says nothing about the agent: it is counted apart, not in any rate.
         let graded: Vec<RunRecord> = runs.iter().filter(|r| r.error.is_none()).cloned().collect();
         let stats = stats(&graded, meta.repeat);
-        Self { meta, shard: None, merged: None, stats, runs }
+        Self { meta, shard: None, merged: None, oracle: None, incomplete: None, stats, runs }
     }
 }
 
@@ -236,7 +258,19 @@ pub fn markdown(report: &Report) -> String {
             let _ = writeln!(md, "> Merged with --force despite: {note}\n");
         }
     }
-    let _ = writeln!(md, "**Pass rate: {}**\n", pct(&s.overall));
+    if let Some(why) = &report.incomplete {
+        let _ = writeln!(md, "**Incomplete: {why}.** Only the runs that ended are below.\n");
+    }
+    match &report.oracle {
+        // Control agents fail on purpose: whether each failed the way it should is the headline, not the rate.
+        Some(agreement) => {
+            let _ = writeln!(md, "**Oracle: {}**\n", agreement.summary());
+            let _ = writeln!(md, "Pass rate: {} (the control agents fail on purpose)\n", pct(&s.overall));
+        }
+        None => {
+            let _ = writeln!(md, "**Pass rate: {}**\n", pct(&s.overall));
+        }
+    }
     let errors: Vec<&RunRecord> = report.runs.iter().filter(|r| r.error.is_some()).collect();
     if !errors.is_empty() {
         let _ = writeln!(md, "**{} run(s) could not be graded** (the set-up failed, not the agent):\n", errors.len());

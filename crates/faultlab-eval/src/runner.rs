@@ -68,7 +68,8 @@ const LAUNCHERS: &[&str] =
 impl AgentSpec {
     /// The name in reports: a control agent's name, the `--agent-name`, or the first word of the command that is
     /// neither a launcher (`python3`, `node`, `uv`, …) nor a flag, without folder and extension
-    /// (`python3 agents/my_agent.py` is `my_agent`; `python3 -m pkg.agent` is `pkg.agent`).
+    /// (`python3 agents/my_agent.py` is `my_agent`; `python3 -m pkg.agent` is `pkg.agent`; `faultlab agent good`
+    /// is `good`).
     pub fn label(&self) -> String {
         let command = match self {
             AgentSpec::Control(agent) => return agent.name().into(),
@@ -88,12 +89,18 @@ impl AgentSpec {
             let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
             LAUNCHERS.contains(&name.as_str()) || LAUNCHERS.contains(&base)
         };
-        command
-            .iter()
-            .find(|w| !w.starts_with('-') && !w.contains('=') && !is_launcher(w))
-            .or_else(|| command.first())
-            .map(|w| stem(w))
-            .unwrap_or_default()
+        let mut words = command.iter().filter(|w| !w.starts_with('-') && !w.contains('='));
+        let Some(first) = words.find(|w| !is_launcher(w)) else {
+            return command.first().map(|w| stem(w)).unwrap_or_default();
+        };
+        // `faultlab agent KIND` is a control agent started by hand: named after its kind, as `--controls` does.
+        if stem(first) == "faultlab"
+            && let (Some(sub), Some(kind)) = (words.next(), words.next())
+            && sub == "agent"
+        {
+            return kind.clone();
+        }
+        stem(first)
     }
 
     /// The program and arguments to start (a control agent is `faultlab agent KIND`).
@@ -886,6 +893,16 @@ mod tests {
 
     /// One process may run batch after batch (the demo: an eval batch, then an exploration): the scratch root a
     /// batch removed at its end comes back private to the user, as it was made.
+    /// `--agent 'faultlab agent good'` is the control agent `good` in reports, not `faultlab`.
+    #[test]
+    fn a_control_agent_started_by_command_is_named_after_its_kind() {
+        let words = |line: &str| AgentSpec::Command(line.split(' ').map(str::to_owned).collect());
+        assert_eq!(words("faultlab agent good").label(), "good");
+        assert_eq!(words("/opt/bin/faultlab agent ignores-timeout").label(), "ignores-timeout");
+        assert_eq!(words("python3 agents/my_agent.py").label(), "my_agent");
+        assert_eq!(words("faultlab").label(), "faultlab");
+    }
+
     #[test]
     fn the_scratch_root_comes_back_private_after_a_batch_removed_it() {
         let mode = |path: &Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;

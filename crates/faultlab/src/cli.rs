@@ -112,8 +112,9 @@ pub struct ConnectArgs {
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Here 2 is a run that failed its grade (with --controls: a verdict that disagrees with the \
-oracle); 1 includes a run whose set-up failed (the agent, proxy or server never started): an ERROR in every \
-report, never a verdict.")]
+oracle), and an agent that started and then died, even at once (an import error): eval grades agents, and \
+dying is that agent's failure. 1 includes a run whose set-up failed (the agent program is missing or cannot be \
+executed, the proxy or server never started): an ERROR in every report, never a verdict.")]
 pub struct EvalArgs {
     /// Task files (YAML, or JSON by the .json extension), or folders of them. Without any, the built-in tasks.
     #[arg(value_name = "TASK")]

@@ -44,15 +44,19 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)?;
     outln!("MCP Failure Lab — demo\n");
     outln!("The reference client (retries only tool errors, at most 5 attempts) against `faultlab serve`:\n");
-    let results = runtime.block_on(async {
-        let mut results = Vec::new();
-        for plan in probe::runs() {
-            let result = probe::execute(&exe, &plan).await;
-            print_result(&result);
-            results.push(result);
-        }
-        results
-    });
+    let stopped =
+        |signal| crate::signals::interrupted("demo", signal, "the reports of the parts that ended are in --out");
+    let results = runtime
+        .block_on(crate::signals::until_signal(async {
+            let mut results = Vec::new();
+            for plan in probe::runs() {
+                let result = probe::execute(&exe, &plan).await;
+                print_result(&result);
+                results.push(result);
+            }
+            results
+        }))
+        .map_err(stopped)?;
     write_reports(&args.out, &results).map_err(Failure::runtime)?;
     let passed = results.iter().filter(|r| r.passed).count();
     outln!("\n{passed} of {} runs behaved as a robust client should.", results.len());
@@ -63,21 +67,57 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
         .map(|(name, text)| Scenario::parse(text, false).map_err(|e| anyhow::anyhow!("built-in scenario {name}: {e}")))
         .collect::<Result<_, _>>()
         .map_err(Failure::runtime)?;
-    let reports = runtime.block_on(run_suite(&suite, &exe)).map_err(Failure::runtime)?;
+    let reports = runtime
+        .block_on(crate::signals::until_signal(run_suite(&suite, &exe)))
+        .map_err(stopped)?
+        .map_err(Failure::runtime)?;
     crate::run::write_outputs(&args.out.join("suite"), &reports).map_err(Failure::runtime)?;
     let suite_failed = reports.iter().filter(|r| !r.passed).count();
 
     outln!("\nAgents graded on a sandboxed task, through `faultlab proxy` to the workspace server: the first write is");
     outln!("executed, then its reply is held until the agent gives up (mode: after, timeout):\n");
-    let disagreements = runtime.block_on(eval_slice(&args.out.join("eval"), &exe)).map_err(Failure::runtime)?;
+    let agreement = runtime
+        .block_on(crate::signals::until_signal(eval_slice(&args.out.join("eval"), &exe)))
+        .map_err(stopped)?
+        .map_err(Failure::runtime)?;
+    let disagreements = agreement.checked - agreement.as_expected;
     outln!("\nThe faults the blind retrier does not survive, found by `faultlab explore` from its healthy run (an");
     outln!("error, a timeout after execution and a malformed reply at each of its tool calls):\n");
-    let explored = runtime.block_on(explore_slice(&args.out.join("explore"), &exe)).map_err(Failure::runtime)?;
+    let explored = runtime
+        .block_on(crate::signals::until_signal(explore_slice(&args.out.join("explore"), &exe)))
+        .map_err(stopped)?
+        .map_err(Failure::runtime)?;
     outln!(
         "\nReports: {0}/demo.json, {0}/junit.xml, {0}/traces/, {0}/suite/, {0}/eval/report.html and \
          {0}/explore/report.html",
         args.out.display()
     );
+    // One line the whole demo comes to: each part against what it should show.
+    let mut wrong = Vec::new();
+    if passed < results.len() {
+        wrong.push(format!("{} of {} probe runs not robust", results.len() - passed, results.len()));
+    }
+    if suite_failed > 0 {
+        wrong.push(format!("{suite_failed} of {} suite scenario runs failed", reports.len()));
+    }
+    if disagreements > 0 {
+        wrong.push(format!("eval: {}", agreement.summary()));
+    }
+    if !explored.is_empty() {
+        wrong.push("the exploration differs from its oracle".to_owned());
+    }
+    if wrong.is_empty() {
+        outln!(
+            "\nVerdict: as expected ({passed} of {} probe runs robust, {} of {} suite scenario runs passed, eval {}, \
+             the exploration's breaks as its oracle says).",
+            results.len(),
+            reports.len(),
+            reports.len(),
+            agreement.summary()
+        );
+    } else {
+        outln!("\nVerdict: NOT as expected: {}.", wrong.join("; "));
+    }
     if disagreements > 0 {
         return Err(Failure::failed(anyhow::anyhow!("{disagreements} eval verdict(s) differ from the oracle")));
     }
@@ -100,8 +140,8 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
     }
 }
 
-/// Four control agents on the idempotency task; returns how many verdicts differ from the oracle.
-async fn eval_slice(out: &Path, exe: &str) -> anyhow::Result<usize> {
+/// Four control agents on the idempotency task; returns how their verdicts agree with the oracle.
+async fn eval_slice(out: &Path, exe: &str) -> anyhow::Result<faultlab_eval::report::OracleAgreement> {
     let started = std::time::Instant::now();
     use faultlab_eval::agent::ControlAgent;
     use faultlab_eval::runner::AgentSpec;
@@ -144,7 +184,7 @@ async fn eval_slice(out: &Path, exe: &str) -> anyhow::Result<usize> {
             }
         );
     }
-    let report = faultlab_eval::report::Report::new(
+    let mut report = faultlab_eval::report::Report::new(
         faultlab_eval::report::Meta {
             faultlab: env!("CARGO_PKG_VERSION").into(),
             seed: 0,
@@ -154,8 +194,6 @@ async fn eval_slice(out: &Path, exe: &str) -> anyhow::Result<usize> {
         },
         runs,
     );
-    std::fs::write(out.join("report.json"), serde_json::to_string_pretty(&report)?)?;
-    std::fs::write(out.join("report.html"), faultlab_eval::html::render(&report))?;
     let mine = faultlab_eval::oracle::Oracle {
         entries: oracle
             .entries
@@ -163,7 +201,14 @@ async fn eval_slice(out: &Path, exe: &str) -> anyhow::Result<usize> {
             .filter(|e| e.task == "transport-timeout-after-write" && agents.contains(&e.agent))
             .collect(),
     };
-    Ok(mine.check(&report.runs).len())
+    let disagreements = mine.check(&report.runs).len();
+    let checked = mine.entries.len();
+    let agreement =
+        faultlab_eval::report::OracleAgreement { checked, as_expected: checked.saturating_sub(disagreements) };
+    report.oracle = Some(agreement);
+    std::fs::write(out.join("report.json"), serde_json::to_string_pretty(&report)?)?;
+    std::fs::write(out.join("report.html"), faultlab_eval::html::render(&report))?;
+    Ok(agreement)
 }
 
 /// A short exploration of the blind retrier on the idempotency task (three classes); returns its disagreements

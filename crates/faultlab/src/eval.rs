@@ -53,8 +53,13 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)?;
     let started = Instant::now();
     let progress = Progress::new(batch.specs().len(), args.runs.shard);
-    let results = runtime.block_on(batch.run(|done, total, result| progress.update(done, total, result)));
+    let total = batch.specs().len();
+    let ended = runtime.block_on(async {
+        let signals = crate::signals::Signals::install();
+        batch.run_until(|done, total, result| progress.update(done, total, result), signals.recv()).await
+    });
     progress.finish();
+    let (results, interrupted) = (ended.results, ended.stopped);
     let mut runs = Vec::new();
     let mut errors = Vec::new();
     for result in results {
@@ -70,7 +75,23 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         jobs: args.runs.jobs,
         wall_ms: started.elapsed().as_millis() as u64,
     };
-    let report = Report { shard: args.runs.shard, ..Report::new(meta, runs) };
+    let mut report = Report { shard: args.runs.shard, ..Report::new(meta, runs) };
+    if let Some(signal) = interrupted {
+        return interrupted_report(&args.out, report, signal, total, oracle.as_ref());
+    }
+    // The oracle entries this batch (or shard) answers; their agreement heads every report.
+    let oracle = oracle.map(|oracle| Oracle {
+        entries: oracle
+            .entries
+            .into_iter()
+            .filter(|e| pairs.contains(&(e.task.clone(), e.agent.name().into())))
+            .collect(),
+    });
+    if let Some(oracle) = &oracle {
+        let checked = oracle.entries.len();
+        let as_expected = checked.saturating_sub(oracle.check(&report.runs).len());
+        report.oracle = Some(report::OracleAgreement { checked, as_expected });
+    }
     write_reports(&args.out, &report)?;
     match args.report {
         EvalReport::Console => {
@@ -99,8 +120,7 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         )));
     }
     if let Some(oracle) = oracle {
-        let entries = oracle.entries.into_iter().filter(|e| pairs.contains(&(e.task.clone(), e.agent.name().into())));
-        return check_oracle(Oracle { entries: entries.collect() }, &report.runs);
+        return check_oracle(oracle, &report.runs);
     }
     let ids: Vec<(String, bool)> =
         report.runs.iter().map(|r| (format!("{} × {}", r.task, r.agent), r.verdict.passed)).collect();
@@ -114,6 +134,29 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         0 => Ok(()),
         n => Err(Failure::failed(anyhow!("{n} of {} runs failed their grade", report.runs.len()))),
     }
+}
+
+/// A batch stopped by a signal: the runs that ended are reported, marked incomplete, with no oracle or baseline
+/// verdict (the runs it would need never ended); exit 130 (SIGINT) or 143 (SIGTERM).
+fn interrupted_report(
+    out: &Path,
+    mut report: Report,
+    signal: &str,
+    total: usize,
+    oracle: Option<&Oracle>,
+) -> Result<(), Failure> {
+    let ended = report.runs.len();
+    report.incomplete = Some(format!("interrupted by {signal}: {ended} of {total} runs ended"));
+    write_reports(out, &report)?;
+    print_summary(&report, oracle, out);
+    errln!(
+        "faultlab eval: interrupted by {signal}: no run started after it; the {ended} of {total} runs that ended are \
+         reported in {} (marked incomplete); the runs under way were stopped and their folders and the temporary \
+         folders removed",
+        out.display()
+    );
+    let error = anyhow!("interrupted by {signal}");
+    Err(Failure { exit: crate::exit::Exit::Interrupted { sigterm: signal == "SIGTERM" }, error, silent: true })
 }
 
 /// The agent of `--agent` (and `--agent-name`): its words split like a shell would, files made absolute.
@@ -289,15 +332,22 @@ fn print_summary(report: &Report, oracle: Option<&Oracle>, out: &Path) {
         }
     }
     let o = &report.stats.overall;
-    outln!(
-        "pass rate {:.0}% ({}/{}; 95% CI {:.0}–{:.0}%) in {:.1} s",
+    let rate = format!(
+        "pass rate {:.0}% ({}/{}; 95% CI {:.0}–{:.0}%)",
         o.rate * 100.0,
         o.passed,
         o.runs,
         o.low * 100.0,
-        o.high * 100.0,
-        report.meta.wall_ms as f64 / 1000.0
+        o.high * 100.0
     );
+    let seconds = report.meta.wall_ms as f64 / 1000.0;
+    match &report.oracle {
+        // Control agents fail on purpose: the oracle's agreement is the verdict, the rate a detail.
+        Some(agreement) => {
+            outln!("{} ({rate}: the control agents fail on purpose) in {seconds:.1} s", agreement.summary())
+        }
+        None => outln!("{rate} in {seconds:.1} s"),
+    }
 }
 
 /// Lines of an agent's log shown when it did nothing (10): a Python traceback's end is within them.

@@ -10,13 +10,17 @@
 pub enum Exit {
     /// Everything ended as expected.
     Success,
-    /// The command could not do its job: a target, upstream or agent that could not start or died, a file that
-    /// cannot be written, an internal error.
+    /// The command could not do its job: a target or upstream that could not start or died, an agent program
+    /// that could not be started, a file that cannot be written, an internal error. (An eval agent that started
+    /// and then died is graded, [`Exit::Failed`]: eval grades agents, and dying is that agent's failure.)
     CouldNotRun,
     /// An expectation, grade, oracle, baseline or `--fail-on` check failed.
     Failed,
     /// A bad flag, value or input file.
     BadInput,
+    /// `eval`, `explore` or `demo` stopped by SIGINT (`sigterm: false`, 130) or SIGTERM (143): the shell's
+    /// 128 + signal number. The runs that ended are reported, marked incomplete.
+    Interrupted { sigterm: bool },
 }
 
 /// Which of the two tables a subcommand follows.
@@ -37,23 +41,36 @@ impl Exit {
             (Exit::Failed, _) => 2,
             (Exit::BadInput, Table::Check) => 1,
             (Exit::BadInput, Table::Service) => 2,
+            (Exit::Interrupted { sigterm: false }, _) => 130,
+            (Exit::Interrupted { sigterm: true }, _) => 143,
         }
     }
 }
 
 /// The rows of a table: (code, meaning).
-pub fn rows(table: Table) -> [(u8, &'static str); 3] {
+pub fn rows(table: Table) -> Vec<(u8, &'static str)> {
     match table {
-        Table::Check => [
+        Table::Check => vec![
             (0, "everything as expected"),
             (
                 1,
-                "could not run: a bad flag, value or input file (naming the file, line and key), a target, \
-                 upstream or agent that could not start or died, an internal error",
+                "could not run: a bad flag, value or input file (naming the file, line and key), a target or \
+                 upstream that could not start or died, an agent program that could not be started, an internal \
+                 error",
             ),
-            (2, "a check failed: an expectation, grade, oracle verdict, baseline or --fail-on finding"),
+            (
+                2,
+                "a check failed: an expectation, grade (an eval agent that started and then died, even at once, is \
+                 graded: it failed), oracle verdict, baseline or --fail-on finding",
+            ),
+            (
+                130,
+                "interrupted (143 for SIGTERM): eval, explore or demo stopped by Ctrl-C; what had ended is \
+                 reported (eval: the runs that ended, marked incomplete), the rest stopped and the temporary \
+                 folders removed",
+            ),
         ],
-        Table::Service => [
+        Table::Service => vec![
             (0, "the session ended cleanly (the client left, a signal, a disconnect fault)"),
             (1, "could not run: the port is taken, the upstream could not start or died, stdout cannot be written"),
             (2, "bad input: a flag, value, rules file (naming the file, line and key) or LAB_* variable"),
@@ -117,6 +134,8 @@ mod tests {
             assert_eq!(Exit::Success.code(table), 0);
             assert_eq!(Exit::CouldNotRun.code(table), 1);
         }
+        assert_eq!(Exit::Interrupted { sigterm: false }.code(Table::Check), 130);
+        assert_eq!(Exit::Interrupted { sigterm: true }.code(Table::Check), 143);
     }
 
     /// The README's table is the one the binary prints: each row's meaning is in it, under its code.

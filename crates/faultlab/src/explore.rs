@@ -71,7 +71,17 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
         .collect();
     let labels: Vec<String> = explores.iter().map(|e| format!("{} × {}", e.task.id, e.agent.label())).collect();
     let results = runtime
-        .block_on(faultlab_eval::explore::run_all(explores, side_by_side, |line| errln!("faultlab explore: {line}")));
+        .block_on(crate::signals::until_signal(faultlab_eval::explore::run_all(explores, side_by_side, |line| {
+            errln!("faultlab explore: {line}")
+        })))
+        .map_err(|signal| {
+            crate::signals::interrupted(
+                "explore",
+                signal,
+                "the runs under way were stopped; no report was written (an exploration is reported once its \
+                 variants have all run)",
+            )
+        })?;
     let results: Vec<Result<_, Failure>> = results
         .into_iter()
         .zip(labels)

@@ -83,7 +83,7 @@ fn explain(entry: &Entry) -> String {
          faultlab proxy --fault '{}' -- <your server>\n",
         inline_rule(example)
     ));
-    text.push_str("  faultlab eval: a task's `rules:` (the same rule format)\n");
+    text.push_str("  faultlab eval: a task's `faults:` (the same rule format)\n");
     match entry.serve_tool {
         Some(tool) => {
             let over = tool.restriction();

@@ -28,3 +28,27 @@ impl Signals {
         }
     }
 }
+
+/// Runs `work` until it ends or SIGINT/SIGTERM comes. On a signal `work` is dropped, which stops what it
+/// started (every child the lab starts is killed on drop), and the signal's name comes back.
+pub async fn until_signal<T>(work: impl std::future::Future<Output = T>) -> Result<T, &'static str> {
+    let signals = Signals::install();
+    tokio::select! {
+        done = work => Ok(done),
+        signal = signals.recv() => Err(signal),
+    }
+}
+
+/// The end of a command a signal stopped: the eval runs' temporary folders removed, one line on stderr saying
+/// what was kept, and exit 130 (SIGINT) or 143 (SIGTERM).
+pub fn interrupted(command: &str, signal: &str, kept: &str) -> crate::Failure {
+    faultlab_eval::runner::remove_scratch_root();
+    errln!(
+        "faultlab {command}: interrupted by {signal}: nothing new was started; {kept}; the temporary folders were removed"
+    );
+    crate::Failure {
+        exit: crate::exit::Exit::Interrupted { sigterm: signal == "SIGTERM" },
+        error: anyhow::anyhow!("interrupted by {signal}"),
+        silent: true,
+    }
+}

@@ -756,3 +756,51 @@ fn file_equals_refuses_the_value_wrapped_in_anything_else() {
     let check = graded(&by_hash, &ev).outcome.checks.into_iter().find(|c| c.name == "file_equals output.txt").unwrap();
     assert!(!check.passed && check.detail.contains("not exactly sha256"), "{}", check.detail);
 }
+
+/// COPY with a `latency` rule holding the first read's reply 1000 ms.
+fn slow_read_task() -> Task {
+    copy_with(
+        "recovery:",
+        "faults:\n  - name: slow\n    match: {tool: read_file, nth: 1}\n    fault: {type: latency, delay_ms: 1000}\nrecovery:",
+    )
+}
+
+/// A read the `slow` rule held 1000 ms, its reply intact (effect `result`), sent at `at_ms`.
+fn slow(mut call: ToolCall, at_ms: f64) -> ToolCall {
+    call.at_ms = at_ms;
+    call.rule = Some("slow".into());
+    call.fault = Some("latency".into());
+    call.effect = faultlab_engine::FaultKind::effect_of("latency");
+    call
+}
+
+#[test]
+fn a_slow_read_the_agent_waited_for_is_not_a_failure() {
+    // The agent waited the 1000 ms out and got the real reply, then wrote: nothing failed, nothing to recover from.
+    let mut next = write(3);
+    next.at_ms = 1100.0;
+    let calls = vec![slow(read(1, "input.txt"), 10.0), next];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    let v = graded(&slow_read_task(), &ev);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::NotApplicable, RecoveryOutcome::Recovered));
+    assert!(v.passed, "{v:#?}");
+    assert!(v.recovery.detail.starts_with("no call failed"), "{}", v.recovery.detail);
+    assert!(v.recovery.detail.contains("read_file at trajectory line 1 succeeded late"), "{}", v.recovery.detail);
+}
+
+#[test]
+fn a_slow_read_the_agent_gave_up_on_is_a_failure_it_answered() {
+    // The agent stopped waiting at 300 ms and read again before the held reply could arrive: a retry.
+    let mut again = read(3, "input.txt");
+    again.at_ms = 310.0;
+    let calls = vec![slow(read(1, "input.txt"), 10.0), again, write(5)];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    let v = graded(&slow_read_task(), &ev);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Retry, RecoveryOutcome::Recovered));
+    assert!(v.recovery.detail.contains("gave up before its reply was due"), "{}", v.recovery.detail);
+    // And one that gave up at the timeout and said so, with no call after it, aborted.
+    let calls = vec![slow(read(1, "input.txt"), 10.0)];
+    let ev = evidence(calls, vec![], seeded(), claim(ClaimStatus::Failure, None));
+    let v = graded(&slow_read_task(), &ev);
+    assert_eq!(v.recovery.strategy, Strategy::Abort);
+}

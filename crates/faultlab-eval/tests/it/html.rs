@@ -121,3 +121,29 @@ fn a_report_with_zero_runs_renders() {
     assert!(html.contains("no runs") && html.contains("No runs, so nothing to map."));
     assert!(!html.contains("<details"));
 }
+
+/// A batch of control agents checked against an oracle opens with the oracle's agreement, not the raw pass rate
+/// (the controls fail on purpose), in the page and in report.md; a stopped batch says it is incomplete.
+#[test]
+fn a_controls_report_opens_with_the_oracles_agreement() {
+    let runs =
+        vec![run("t1", "good", &["transport"], true, "", vec![]), run("t1", "bad", &["transport"], false, "", vec![])];
+    let mut value = serde_json::to_value(report(runs)).unwrap();
+    value["oracle"] = json!({ "checked": 2, "as_expected": 2 });
+    value["incomplete"] = json!("interrupted by SIGINT");
+    let report: Report = serde_json::from_value(value).unwrap();
+    let html = render(&report);
+    assert!(html.contains("<p class=\"headline\">2 of 2 verdicts as expected</p>"), "{html}");
+    assert!(html.contains("pass rate 50% (1/2") && html.contains("the control agents fail on purpose"));
+    assert!(html.contains("<b>Incomplete: interrupted by SIGINT.</b>"));
+    let md = faultlab_eval::report::markdown(&report);
+    let opening: Vec<&str> = md.lines().filter(|l| l.starts_with("**")).collect();
+    assert_eq!(
+        opening[..2],
+        [
+            "**Incomplete: interrupted by SIGINT.** Only the runs that ended are below.",
+            "**Oracle: 2 of 2 verdicts as expected**"
+        ]
+    );
+    assert!(!md.contains("**Pass rate"), "{md}");
+}

@@ -53,10 +53,21 @@ fn an_agent_still_starting_at_the_deadline_is_not_killed() {
     assert_eq!(report["runs"][0]["end"], serde_json::json!({"end": "exited", "code": 0}));
 }
 
-/// An agent that dies before it connects (here as a Python agent without its SDK would) fails its grade, and the
-/// console says why: it made no call and wrote no claim, with the first lines of its agent.log and where it is.
+/// An agent that dies before it connects (here as a Python agent without its SDK would) fails its grade (exit 2,
+/// as `eval --help` and the README's table say: eval grades agents, and dying is the agent's failure; only a
+/// program that cannot be started at all is a set-up error, exit 1), and the console says why: it made no call
+/// and wrote no claim, with the first lines of its agent.log and where it is.
 #[test]
-fn an_agent_that_could_not_start_is_shown_with_the_start_of_its_log() {
+fn an_agent_that_dies_at_once_is_graded_and_shown_with_the_start_of_its_log() {
+    let help = faultlab().args(["eval", "--help"]).output().unwrap();
+    let help = String::from_utf8(help.stdout).unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
+    let readme = std::fs::read_to_string(repo("README.md")).unwrap();
+    let row = readme.lines().find(|l| l.starts_with("| 2 |")).unwrap();
+    for text in [help.as_str(), row] {
+        assert!(text.contains("an eval agent that started and then died, even at once, is graded"), "{text}");
+    }
+    assert!(help.contains("an agent that started and then died, even at once (an import error)"), "{help}");
+    assert!(help.contains("1 includes a run whose set-up failed (the agent program is missing"), "{help}");
     let dir = tempfile::tempdir().unwrap();
     let task = dir.path().join("hang.yaml");
     std::fs::write(&task, TASK).unwrap();
@@ -101,15 +112,15 @@ fn a_recorded_run_replays_from_its_recording_to_the_same_or_another_agent() {
     let same = dir.path().join("same");
     let report = report.to_str().unwrap();
     exits(0, ["replay", report, "--out", same.to_str().unwrap()])
-        .stdout(contains("PASS data-empty-read × faultlab #1").and(contains(", 0 live")));
-    let log = std::fs::read_to_string(same.join("runs/data-empty-read/faultlab/1/replay.jsonl")).unwrap();
+        .stdout(contains("PASS data-empty-read × good #1").and(contains(", 0 live")));
+    let log = std::fs::read_to_string(same.join("runs/data-empty-read/good/1/replay.jsonl")).unwrap();
     assert!(log.lines().count() >= 3 && log.lines().all(|l| l.contains(r#""from":"recorded""#)), "{log}");
 
     // Another agent on the same recording: it gives up at the first (replayed) empty read, and is graded for it.
     let other = dir.path().join("other");
     let agent = control_agent("gives-up");
     exits(2, ["replay", report, "--agent", &agent, "--out", other.to_str().unwrap()])
-        .stdout(contains("FAIL data-empty-read × faultlab #1"));
+        .stdout(contains("FAIL data-empty-read × gives-up #1"));
     let replayed = read_json(other.join("report.json"));
     assert_eq!(replayed["runs"][0]["verdict"]["recovery"]["outcome"], "aborted-safely");
 }
@@ -237,4 +248,101 @@ fn an_agent_that_reconnects_after_a_disconnect_meets_the_runs_rule_state_and_rec
     let replayed = dir.path().join("replayed");
     exits(0, ["replay", out.join("report.json").to_str().unwrap(), "--out", replayed.to_str().unwrap()])
         .stdout(contains("PASS reconnect × good #1").and(contains(", 0 live")));
+}
+
+/// Ctrl-C (or SIGTERM) during a batch: no run starts after it, the run under way is stopped with every process
+/// it started and its folder removed, the run that ended is reported (marked incomplete), the temporary folders
+/// are gone, stderr says so, and the exit code is the shell's 130 (143).
+#[test]
+fn a_signal_stops_the_batch_and_reports_the_runs_that_ended_as_incomplete() {
+    for (signal, code) in [(rustix::process::Signal::INT, 130), (rustix::process::Signal::TERM, 143)] {
+        let dir = tempfile::tempdir().unwrap();
+        let (quick, slow) = (dir.path().join("a-quick.yaml"), dir.path().join("b-slow.yaml"));
+        std::fs::write(&quick, TASK.replace("id: hang", "id: quick")).unwrap();
+        let waits = TASK.replace("deadline_ms: 400\nstart_ms: 100\n", "deadline_ms: 60000\nstart_ms: 60000\n");
+        std::fs::write(&slow, waits.replace("id: hang", "id: slow").replace("goal: copy", "goal: slow, copy")).unwrap();
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
+        let marker = format!("60.{}{code}", std::process::id());
+        let agent = format!("sh -c 'case \"$FAULTLAB_GOAL\" in slow*) exec sleep {marker};; esac'");
+        let out = dir.path().join("out");
+        let child = std::process::Command::new(crate::common::BIN)
+            .args(["eval", "--jobs", "1", "--agent", &agent, "--agent-name", "sleeper", "--out"])
+            .arg(&out)
+            .args([&quick, &slow])
+            .env("TMPDIR", &tmp)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The slow task's run starts once the quick one has ended: its folder appearing is the moment to stop.
+        let second = out.join("runs/slow/sleeper/1");
+        let started = std::time::Instant::now();
+        while !second.exists() || running(&format!("sleep\0{marker}")).is_empty() {
+            assert!(started.elapsed() < std::time::Duration::from_secs(60), "the second run never started");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+        rustix::process::kill_process(pid, signal).unwrap();
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(code), "{stderr}");
+        assert!(stderr.contains("interrupted by SIG") && stderr.contains("the 1 of 2 runs that ended"), "{stderr}");
+        let report = read_json(out.join("report.json"));
+        assert_eq!(report["incomplete"].as_str().unwrap().split(':').nth(1), Some(" 1 of 2 runs ended"));
+        let runs: Vec<&str> = report["runs"].as_array().unwrap().iter().map(|r| r["task"].as_str().unwrap()).collect();
+        assert_eq!(runs, ["quick"]);
+        assert!(std::fs::read_to_string(out.join("report.md")).unwrap().contains("**Incomplete: interrupted by SIG"));
+        assert!(!second.exists(), "the stopped run's folder is left");
+        let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+        assert!(left.is_empty(), "temporary folders left: {left:?}");
+        // The agent's PID namespace ends with its first process; the kernel may take a moment to reap the rest.
+        let gone = std::time::Instant::now();
+        while !running(&format!("sleep\0{marker}")).is_empty() {
+            assert!(gone.elapsed() < std::time::Duration::from_secs(10), "the stopped run's agent outlived eval");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+}
+
+/// `faultlab explore` stopped by SIGINT while its healthy run is under way: exit 130, a line on stderr, the run's
+/// agent ended with it, no report claimed and no temporary folder left.
+#[test]
+fn a_signal_stops_an_exploration_and_says_what_was_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("slow.yaml");
+    std::fs::write(&task, TASK.replace("deadline_ms: 400\nstart_ms: 100\n", "deadline_ms: 60000\nstart_ms: 60000\n"))
+        .unwrap();
+    let tmp = dir.path().join("tmp");
+    std::fs::create_dir(&tmp).unwrap();
+    let marker = format!("60.{}7", std::process::id());
+    let child = std::process::Command::new(crate::common::BIN)
+        .args(["explore", "--agent", &format!("sleep {marker}"), "--out"])
+        .arg(dir.path().join("out"))
+        .arg(&task)
+        .env("TMPDIR", &tmp)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The healthy run's agent running is the moment to stop.
+    let started = std::time::Instant::now();
+    while running(&format!("sleep\0{marker}")).is_empty() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the healthy run never started");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("faultlab explore: interrupted by SIGINT") && stderr.contains("no report was written"));
+    assert!(!dir.path().join("out/report.json").exists());
+    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    assert!(left.is_empty(), "temporary folders left: {left:?}");
+    let gone = std::time::Instant::now();
+    while !running(&format!("sleep\0{marker}")).is_empty() {
+        assert!(gone.elapsed() < std::time::Duration::from_secs(10), "the healthy run's agent outlived explore");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }

@@ -94,7 +94,7 @@ fn eval_0_passed_2_grade_failed() {
             .arg(repo("examples/eval/tasks/data-empty-read.yaml"))
             .assert()
             .code(code)
-            .stdout(contains(junit).and(contains("data-empty-read × faultlab #1")));
+            .stdout(contains(junit).and(contains(format!("data-empty-read × {agent} #1"))));
         let stdout = String::from_utf8(output.get_output().stdout.clone()).unwrap();
         assert!(stdout.starts_with("<?xml"), "only JUnit on stdout: {stdout}");
         assert_eq!(std::fs::read_to_string(out.join("junit.xml")).unwrap(), stdout);

@@ -26,6 +26,8 @@ fn the_list_has_one_line_per_fault_with_its_category_and_summary() {
 #[test]
 fn each_fault_is_explained_with_a_rule_that_loads() {
     let dir = tempfile::tempdir().unwrap();
+    let schema: serde_json::Value = serde_json::from_str(include_str!("../../../../schemas/task.schema.json")).unwrap();
+    let task_keys: Vec<String> = schema["properties"].as_object().unwrap().keys().cloned().collect();
     // One process per fault, all at once: each only prints.
     let children: Vec<_> = docs::entries()
         .into_iter()
@@ -68,6 +70,10 @@ fn each_fault_is_explained_with_a_rule_that_loads() {
         assert_eq!(file.rules[0].fault, expected, "{name}");
         let spec = text.split("--fault '").nth(1).and_then(|s| s.split("' --").next()).unwrap();
         RulesFile::parse_spec(spec, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
+        // The eval line names the task key a rule goes under, and a task has that key.
+        let eval = text.lines().find(|l| l.starts_with("  faultlab eval:")).unwrap();
+        let key = eval.split("a task's `").nth(1).and_then(|s| s.split(":`").next()).unwrap();
+        assert!(task_keys.contains(&key.to_owned()), "{name}: a task has no key {key:?} ({task_keys:?}): {eval}");
         let serve = text.lines().find(|l| l.starts_with("  faultlab serve:")).unwrap();
         let named = entry.serve_tool.is_some_and(|tool| serve.contains(&format!("`{}`", tool.name)));
         assert_eq!(named, entry.serve_tool.is_some(), "{serve}");

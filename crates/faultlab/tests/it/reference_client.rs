@@ -121,6 +121,11 @@ async fn the_demo_passes_and_writes_its_reports() {
         let line = console.lines().find(|l| l.contains(agent)).unwrap_or_else(|| panic!("{console}"));
         assert!(line.trim_start().starts_with("EXPECTED"), "{line}");
     }
+    // It ends with one verdict line, the eval part's oracle agreement in it.
+    let last = console.lines().rev().find(|l| !l.is_empty()).unwrap();
+    assert!(last.starts_with("Verdict: as expected (") && last.contains("eval 4 of 4 verdicts as expected"), "{last}");
+    let eval_html = std::fs::read_to_string(out.path().join("eval/report.html")).unwrap();
+    assert!(eval_html.contains("<p class=\"headline\">4 of 4 verdicts as expected</p>"));
     let tool_error = console.lines().find(|l| l.contains("tool-error ")).unwrap();
     assert!(tool_error.contains("retry storm"), "{tool_error}");
     let report: serde_json::Value =
