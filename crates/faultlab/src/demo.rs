@@ -71,7 +71,8 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
     outln!("executed, then its reply is held until the agent gives up (mode: after, timeout):\n");
     let disagreements = runtime.block_on(eval_slice(&args.out.join("eval"), &exe)).map_err(Failure::runtime)?;
     outln!("\nThe faults the blind retrier does not survive, found by `faultlab explore` from its healthy run (an");
-    outln!("error, a timeout after execution and a malformed reply at each of its tool calls):\n");
+    outln!("error, a timeout after execution and a malformed reply at each of its tool calls). Its BREAKS are the");
+    outln!("point: a retried write that had already been executed is written twice, which is its defect:\n");
     let explored = runtime.block_on(explore_slice(&args.out.join("explore"), &exe)).map_err(Failure::runtime)?;
     outln!(
         "\nReports: {0}/demo.json, {0}/junit.xml, {0}/traces/, {0}/suite/, {0}/eval/report.html and \
@@ -203,7 +204,12 @@ async fn explore_slice(out: &Path, exe: &str) -> anyhow::Result<Vec<String>> {
     crate::explore::write_reports(&out.join("report.json"), &report).map_err(|f| f.error)?;
     let e = &report.explorations[0];
     for v in &e.variants {
-        outln!("  {}  {}: {}", if v.broke { "BREAKS" } else { "pass  " }, report::label(v), v.verdict);
+        let word = match (v.broke, v.degraded) {
+            (true, _) => "BREAKS  ",
+            (false, true) => "DEGRADES",
+            (false, false) => "pass    ",
+        };
+        outln!("  {word}  {}: {}", report::label(v), v.verdict);
     }
     let oracle = ExploreOracle::builtin();
     let mine = ExploreOracle {
