@@ -237,7 +237,7 @@ impl Explore {
             let survived: Vec<Planned> = exploration
                 .variants
                 .iter()
-                .filter(|v| !v.broke && v.error.is_none())
+                .filter(|v| !v.broke && !v.degraded && v.error.is_none())
                 .map(|v| planned_of(&v.faults[0], &exploration.calls))
                 .collect();
             let (sets, more) = synth::pairs(&facts, &survived, &exploration.lineage);
