@@ -39,8 +39,9 @@ for f in /tmp/escaped-by-faultlab-escaper.txt "$out"/runs/*/escaper/escaped-by-f
     [[ ! -e "$f" ]] || die "the escaper wrote $f outside its workspace"
 done
 # Exploration: each control agent's healthy run, then the error and timeout-after classes at each of its tool
-# calls; the classes that break each agent must be those examples/eval/explore-oracle.yaml names. Two classes of
-# nine for the test command's time budget (about 7 s on a debug build; all nine, `faultlab explore --controls`, take about 25 s).
+# calls; the classes that break, and those that only degrade, each agent must be those
+# examples/eval/explore-oracle.yaml names. Two classes of twelve for the test command's time budget (about 7 s on a
+# debug build; all twelve, `faultlab explore --controls`, take about 50 s).
 log "faultlab explore --controls --classes error,timeout-after"
 "$FAULTLAB_BIN" explore --controls --classes error,timeout-after --jobs 2 --out "$out/explore" >"$out/explore-console.txt" 2>&1 \
     || { cat "$out/explore-console.txt"; die "faultlab explore --controls disagrees with its oracle"; }

@@ -45,20 +45,105 @@ pub enum AgentSpec {
     Command(Vec<String>),
 }
 
-/// The agent starts in a scratch folder of its own: every word of its command line that names an existing file or
-/// folder relative to faultlab's working directory (`python3 agents/my_agent.py`) is made absolute, so it means
-/// what the user meant.
+/// The agent starts in a scratch folder of its own, so a relative path to its program or script would mean
+/// nothing there. Only these two are resolved against faultlab's working directory, and only when they name an
+/// existing path: the program when it is written as a path (`./agent`, `bin/agent`; a bare name is looked up on
+/// `PATH`, never here), and the script an interpreter runs (`python3 [-u] agents/my_agent.py`, `node agent.js`,
+/// `uv run agent.py`) when it names a file. Every other word (a flag, a flag's value, a module, a folder) is passed
+/// as written: `--framework autogen` stays itself even beside a folder `autogen`.
 pub fn anchor(command: Vec<String>) -> Vec<String> {
-    command
-        .into_iter()
-        .map(|word| {
-            let path = Path::new(&word);
-            match !word.starts_with('-') && path.is_relative() && path.exists() {
-                true => std::path::absolute(path).map_or(word.clone(), |p| p.display().to_string()),
-                false => word,
+    match std::env::current_dir() {
+        Ok(cwd) => anchor_in(command, &cwd),
+        Err(_) => command,
+    }
+}
+
+/// [`anchor`], against the folder `cwd`.
+fn anchor_in(mut command: Vec<String>, cwd: &Path) -> Vec<String> {
+    let resolve = |word: &mut String, file_only: bool| {
+        let path = cwd.join(word.as_str());
+        let exists = if file_only { path.is_file() } else { path.exists() };
+        if Path::new(word.as_str()).is_relative() && exists {
+            *word = std::path::absolute(&path).unwrap_or(path).display().to_string();
+        }
+    };
+    let Some((program, args)) = command.split_first_mut() else { return command };
+    let interpreter = interpreter(program);
+    if program.contains('/') {
+        resolve(program, false);
+    }
+    if interpreter {
+        let mut args = args.iter_mut().peekable();
+        // `uv run`, `deno run`, `bun run`: the script follows the subcommand.
+        if args.peek().is_some_and(|w| *w == "run") {
+            args.next();
+        }
+        for word in args {
+            match word.as_str() {
+                // A module or inline code runs: there is no script.
+                "-m" | "-c" | "-e" | "-p" | "--eval" | "--print" | "--module" => break,
+                flag if flag.starts_with('-') => continue,
+                _ => {
+                    resolve(word, true);
+                    break;
+                }
             }
-        })
-        .collect()
+        }
+    }
+    command
+}
+
+/// Programs whose first plain argument is the script they run.
+fn interpreter(program: &str) -> bool {
+    const INTERPRETERS: &[&str] = &["python", "node", "bash", "sh", "zsh", "ruby", "perl", "deno", "bun", "uv", "php"];
+    let name = Path::new(program).file_name().map_or(program.to_owned(), |f| f.to_string_lossy().into_owned());
+    // `python3`, `python3.12`.
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    INTERPRETERS.contains(&base)
+}
+
+#[cfg(test)]
+mod anchor_tests {
+    use super::anchor_in;
+
+    fn words(line: &str) -> Vec<String> {
+        line.split(' ').map(str::to_owned).collect()
+    }
+
+    /// A folder holding `agents/my_agent.py`, a folder `autogen`, a program `bin/agent` and a file `input.txt`.
+    fn folder() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for folder in ["agents", "autogen", "bin"] {
+            std::fs::create_dir(dir.path().join(folder)).unwrap();
+        }
+        for file in ["agents/my_agent.py", "bin/agent", "input.txt"] {
+            std::fs::write(dir.path().join(file), "").unwrap();
+        }
+        dir
+    }
+
+    #[test]
+    fn only_the_program_and_the_script_it_runs_are_made_absolute() {
+        let dir = folder();
+        let cwd = dir.path();
+        let anchor = |line| anchor_in(line, cwd);
+        let abs = |p: &str| cwd.join(p).display().to_string();
+        // A flag's value naming a folder, a plain word naming a file: untouched.
+        let line = words("python3 -u agents/my_agent.py --framework autogen input.txt");
+        let mut expected = line.clone();
+        expected[2] = abs("agents/my_agent.py");
+        assert_eq!(anchor(line), expected);
+        // A program written as a path is resolved; its arguments are not.
+        assert_eq!(anchor(words("bin/agent autogen")), [abs("bin/agent"), "autogen".into()]);
+        // A bare program name is PATH's business, even beside a file of that name.
+        assert_eq!(anchor(words("input.txt --x")), words("input.txt --x"));
+        // No script: a module, inline code; a folder is not a script.
+        assert_eq!(anchor(words("python3 -m agents input.txt")), words("python3 -m agents input.txt"));
+        assert_eq!(anchor(words("node autogen")), words("node autogen"));
+        assert_eq!(anchor(words("uv run agents/my_agent.py")), ["uv".into(), "run".into(), abs("agents/my_agent.py")]);
+        // A command whose words name nothing here is unchanged.
+        assert_eq!(anchor(words("faultlab agent good")), words("faultlab agent good"));
+    }
 }
 
 /// Programs that run the agent rather than being it: the agent's name comes from what they run.

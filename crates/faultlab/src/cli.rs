@@ -145,19 +145,32 @@ pub enum EvalReport {
     Junit,
 }
 
+/// What fails `faultlab explore`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExploreFailOn {
+    Break,
+    Degrade,
+}
+
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Runs the task once without its faults (the healthy run, graded as eval grades; if it fails, \
-there is nothing to explore), then one eval run per variant: each fault class at each tool call of the healthy run \
-(the nth call to its tool), and with --max-faults 2 each pair of faults at two calls the agent survived singly. \
-Classes: error, rate-limit, timeout, timeout-after, transport-loss, malformed, duplicate, wrong-data, stale.\n\
-Writes OUT/report.json, report.md, report.html, each run's folder, and for each breaking variant a task file, a \
-rules file and the faultlab eval command that reproduces it (OUT/repro/).\n\
-Exit codes: 0 no variant broke the agent (with --controls: every control broke as the oracle expects); 2 a variant \
-broke it (with --controls: a disagreement with the oracle), or a bad argument; 1 the exploration could not run (a \
-bad task file, a healthy run that fails, a run whose set-up failed).")]
+#[command(after_help = "Runs each task once without its faults (the healthy run, graded on the task's goal and \
+policies; if it fails, there is nothing to explore), then one eval run per variant: each fault class at each tool \
+call of the healthy run (the nth call to its tool), and with --max-faults 2 each pair of faults at two calls the \
+agent survived singly. Classes: error, rate-limit, timeout, timeout-after, latency, transport-loss, malformed, \
+non-json-line, duplicate, wrong-data, oversized, stale; the catalogue faults no class stands for are listed in the \
+report as not tried.\n\
+A variant BREAKS the agent when it causes damage (a forbidden or duplicated side effect), a false claim, a hang, a \
+crash, or loses work the evidence shows was recoverable; it DEGRADES it when the agent fails honestly (says it \
+could not finish, breaks nothing). Writes OUT/report.json, report.md, report.html, each run's folder, and for each \
+breaking or degrading variant a task file, a rules file and the faultlab eval command that reproduces it \
+(OUT/repro/).\n\
+Exit codes: 0 no variant broke the agent (degrading ones are reported; with --controls: every control behaved as \
+the oracle expects); 2 a variant broke it (with --fail-on degrade: or degraded it; with --controls: a disagreement \
+with the oracle); 1 the exploration could not run (a bad flag, value or task file, a healthy run that fails, a run \
+whose set-up failed).")]
 pub struct ExploreArgs {
-    /// Task files (YAML, or JSON by the .json extension). Without any: with --controls the built-in
-    /// transport-timeout-after-write task, else every built-in task.
+    /// Task files (YAML, or JSON by the .json extension) or folders of them. Without any: with --controls the
+    /// built-in transport-timeout-after-write task, else every built-in task.
     #[arg(value_name = "TASK")]
     pub tasks: Vec<std::path::PathBuf>,
     #[command(flatten)]
@@ -178,6 +191,10 @@ pub struct ExploreArgs {
     /// Folder for the reports, the run folders and the reproducers.
     #[arg(long, default_value = "faultlab-explore")]
     pub out: std::path::PathBuf,
+    /// What fails the command (exit 2): `break`, a variant that breaks the agent; `degrade`, also one that only
+    /// degrades it (an honest failure, nothing broken).
+    #[arg(long, value_enum, default_value_t = ExploreFailOn::Break)]
+    pub fail_on: ExploreFailOn,
     #[command(flatten)]
     pub runs: RunSettingsArgs,
 }

@@ -82,7 +82,8 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
         .map_err(Failure::runtime)?;
     let disagreements = agreement.checked - agreement.as_expected;
     outln!("\nThe faults the blind retrier does not survive, found by `faultlab explore` from its healthy run (an");
-    outln!("error, a timeout after execution and a malformed reply at each of its tool calls):\n");
+    outln!("error, a timeout after execution and a malformed reply at each of its tool calls). Its BREAKS are the");
+    outln!("point: a retried write that had already been executed is written twice, which is its defect:\n");
     let explored = runtime
         .block_on(crate::signals::until_signal(explore_slice(&args.out.join("explore"), &exe)))
         .map_err(stopped)?
@@ -248,7 +249,12 @@ async fn explore_slice(out: &Path, exe: &str) -> anyhow::Result<Vec<String>> {
     crate::explore::write_reports(&out.join("report.json"), &report).map_err(|f| f.error)?;
     let e = &report.explorations[0];
     for v in &e.variants {
-        outln!("  {}  {}: {}", if v.broke { "BREAKS" } else { "pass  " }, report::label(v), v.verdict);
+        let word = match (v.broke, v.degraded) {
+            (true, _) => "BREAKS  ",
+            (false, true) => "DEGRADES",
+            (false, false) => "pass    ",
+        };
+        outln!("  {word}  {}: {}", report::label(v), v.verdict);
     }
     let oracle = ExploreOracle::builtin();
     let mine = ExploreOracle {

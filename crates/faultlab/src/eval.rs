@@ -203,7 +203,15 @@ pub fn agent_spec(line: &str, name: Option<&str>) -> Result<AgentSpec, Failure> 
     let words = shlex::split(line)
         .filter(|w| !w.is_empty())
         .ok_or_else(|| Failure::usage(anyhow!("--agent {line:?}: not a command line (check the quotes)")))?;
-    let words = faultlab_eval::runner::anchor(words);
+    let anchored = faultlab_eval::runner::anchor(words.clone());
+    if anchored != words {
+        // Said once, so a path made absolute is never a surprise; the reports keep the command as started.
+        errln!(
+            "faultlab: --agent runs as: {}",
+            shlex::try_join(anchored.iter().map(String::as_str)).unwrap_or_default()
+        );
+    }
+    let words = anchored;
     match name {
         Some(name) if !valid_name(name) => Err(Failure::usage(anyhow!(
             "--agent-name {name:?}: use letters, digits, '.', '_' and '-' (it names a folder)"

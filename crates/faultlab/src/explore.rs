@@ -2,7 +2,7 @@
 //! report; with `--controls`, the breaking classes of each control agent checked against the oracle.
 
 use crate::Failure;
-use crate::cli::ExploreArgs;
+use crate::cli::{ExploreArgs, ExploreFailOn};
 use crate::eval;
 use anyhow::{Context as _, anyhow};
 use faultlab_eval::builtin;
@@ -32,8 +32,10 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
     }
     let tasks: Vec<Arc<Task>> = match (args.tasks.is_empty(), args.controls) {
         (false, _) => {
+            // Folders as eval reads them: their task files, in name order.
+            let paths = crate::inputs::expand(&args.tasks, crate::inputs::YAML_OR_JSON).map_err(Failure::usage)?;
             let mut tasks = Vec::new();
-            for path in &args.tasks {
+            for path in &paths {
                 tasks.push(Arc::new(Task::load(path).map_err(Failure::usage)?));
             }
             tasks
@@ -107,13 +109,13 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
     outln!("reports: {}", args.out.join("report.md").display());
     match oracle {
         Some(oracle) => check_oracle(&oracle, &report),
-        None => verdict(&report),
+        None => verdict(&report, args.fail_on),
     }
 }
 
 /// The exit status of a report: 1 when a healthy run failed or a run could not happen, 2 when a variant broke
-/// the agent, else 0.
-pub fn verdict(report: &ExploreReport) -> Result<(), Failure> {
+/// the agent (or, with `--fail-on degrade`, degraded it), else 0.
+pub fn verdict(report: &ExploreReport, fail_on: ExploreFailOn) -> Result<(), Failure> {
     let errors: Vec<String> = report
         .explorations
         .iter()
@@ -138,9 +140,15 @@ pub fn verdict(report: &ExploreReport) -> Result<(), Failure> {
             e.healthy.dirs.first().map(String::as_str).unwrap_or_default()
         )));
     }
-    match report.breaking() {
-        0 => Ok(()),
-        n => Err(Failure::failed(anyhow!("{n} variant(s) broke the agent; reproducers in report.md"))),
+    match (report.breaking(), report.degrading(), fail_on) {
+        (0, 0, _) | (0, _, ExploreFailOn::Break) => Ok(()),
+        (0, d, ExploreFailOn::Degrade) => Err(Failure::failed(anyhow!(
+            "{d} variant(s) degraded the agent (an honest failure, nothing broken), and --fail-on degrade; \
+             reproducers in report.md"
+        ))),
+        (n, d, _) => Err(Failure::failed(anyhow!(
+            "{n} variant(s) broke the agent ({d} more degraded it); reproducers in report.md"
+        ))),
     }
 }
 
@@ -190,18 +198,21 @@ pub fn print_summary(report: &ExploreReport) {
             outln!("{} × {}: the healthy run fails ({}): nothing explored", e.task, e.agent, e.healthy.verdict);
             continue;
         }
-        let broke: Vec<&_> = e.variants.iter().filter(|v| v.broke).collect();
+        let broke = e.variants.iter().filter(|v| v.broke).count();
+        let degraded = e.variants.iter().filter(|v| v.degraded).count();
         outln!(
-            "{} × {}: {} calls, {} variants run, {} pruned, {} breaking",
+            "{} × {}: {} calls, {} variants run, {} pruned, {} breaking, {} degrading",
             e.task,
             e.agent,
             e.calls.len(),
             e.variants.len(),
             e.pruned.len(),
-            broke.len()
+            broke,
+            degraded
         );
-        for v in broke {
-            outln!("  BREAKS {} {}: {}", v.id, report::label(v), v.verdict);
+        for v in e.variants.iter().filter(|v| v.broke || v.degraded) {
+            let word = if v.broke { "BREAKS" } else { "DEGRADES" };
+            outln!("  {word} {} {}: {}", v.id, report::label(v), v.verdict);
         }
     }
     outln!("wall time {:.1} s", report.meta.wall_ms as f64 / 1000.0);

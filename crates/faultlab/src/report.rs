@@ -143,7 +143,7 @@ fn merge_explore(args: &MergeArgs) -> Result<(), Failure> {
     crate::explore::write_reports(&args.out, &merged)?;
     crate::explore::print_summary(&merged);
     outln!("merged {} explore report(s) into {}", merged.merged.len(), args.out.display());
-    crate::explore::verdict(&merged)
+    crate::explore::verdict(&merged, crate::cli::ExploreFailOn::Break)
 }
 
 /// Points each run's `dir` at the run's folder as seen from the merged report's folder, when it can be found.

@@ -11,21 +11,26 @@
 //! 4. the **report** ([`report`]): the resilience map, the breaking variants with their failing layers and
 //!    evidence, the minimal failing sets per failure mode, and a reproducer per breaking variant.
 
+pub mod class;
 pub mod oracle;
+mod page;
 pub mod report;
 pub mod synth;
+pub mod verdict;
 
 use crate::batch;
 use crate::evidence;
-use crate::grade::Cite;
 use crate::oracle::{LayerName, failing_layers};
 use crate::runner::{AgentSpec, RunError, RunRecord, RunSettings, RunSpec};
 use crate::task::Task;
+pub use class::FaultClass;
 use faultlab_engine::trajectory::Trajectory;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-pub use synth::{CallFacts, FaultClass, Planned, Pruned, Site, Variant};
+pub use synth::{CallFacts, Planned, Pruned, Site, Variant};
+pub use verdict::{Assessment, assess, describe};
+use verdict::{evidence_of, failure_mode};
 
 /// One exploration's settings: one task, one agent.
 #[derive(Debug, Clone)]
@@ -47,6 +52,10 @@ pub struct Explore {
 pub struct Exploration {
     pub task: String,
     pub agent: String,
+    /// The agent's command line as started (its program and script made absolute; see `runner::anchor`); a
+    /// control agent's is `faultlab agent NAME`.
+    #[serde(default)]
+    pub command: Vec<String>,
     /// The seed of repeat 1 (repeat r uses seed + r).
     pub seed: u64,
     pub healthy: Healthy,
@@ -77,22 +86,27 @@ pub struct VariantResult {
     pub faults: Vec<FaultRecord>,
     pub runs: u32,
     pub passed: u32,
-    /// A repeat failed its grade (pass^k is 0): the agent does not survive these faults.
+    /// A repeat failed with damage, a false claim, a hang, a crash, or work lost that the evidence shows was
+    /// recoverable ([`Assessment::Breaks`]): the agent does not survive these faults.
     pub broke: bool,
+    /// No repeat broke, but one failed honestly: it reported failure with nothing broken
+    /// ([`Assessment::Degrades`]).
+    #[serde(default)]
+    pub degraded: bool,
     /// Every fault of the variant fired in every repeat (a fault at a call the agent no longer makes does not).
     pub fired: bool,
-    /// The verdict of the first failing repeat (or of the first repeat), in words.
+    /// The verdict of the first breaking (else degrading, else first) repeat, in words.
     pub verdict: String,
-    /// The failure mode of a breaking variant: its recovery outcome and failing layers.
+    /// The failure mode of a breaking or degrading variant: its recovery outcome and failing layers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure_mode: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub failing_layers: Vec<LayerName>,
-    /// The failed checks of the first failing repeat, each with where its evidence is.
+    /// The failed checks of the repeat shown, each with where its evidence is.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<String>,
     pub dirs: Vec<String>,
-    /// How to replay a breaking variant with `faultlab eval`.
+    /// How to replay a breaking or degrading variant with `faultlab eval`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reproducer: Option<report::Reproducer>,
     /// A repeat could not run (its set-up failed): not a verdict on the agent.
@@ -137,11 +151,30 @@ pub enum ExploreError {
 }
 
 impl Explore {
-    /// The task as the variant runs it: its own faults replaced by `rules`.
-    fn task_with(&self, rules: Vec<faultlab_engine::rules::Rule>) -> Arc<Task> {
+    /// The task as the healthy run and a variant run it: its own faults replaced by `rules`, and the goal as the
+    /// expected end. A task's `expected_outcome` is written for its own fault (a write always forbidden makes an
+    /// honest abort the right end); without that fault, or under a variant's one-off fault, the goal is within
+    /// reach, so these runs are graded on the goal and the policies (`recovered`).
+    pub(crate) fn task_with(&self, rules: Vec<faultlab_engine::rules::Rule>) -> Arc<Task> {
         let mut task = self.task.as_ref().clone();
         task.faults = rules;
+        task.recovery.expected_outcome = crate::task::RecoveryOutcome::Recovered;
         Arc::new(task)
+    }
+
+    /// The agent's command line as every run starts it.
+    pub(crate) fn agent_command(&self) -> Vec<String> {
+        match &self.agent {
+            AgentSpec::Control(agent) => {
+                vec![self.settings.faultlab.display().to_string(), "agent".into(), agent.name().into()]
+            }
+            AgentSpec::Named { command, .. } | AgentSpec::Command(command) => command.clone(),
+        }
+    }
+
+    /// The deadline of every run of this exploration, in milliseconds (`--deadline-ms`, else the task's).
+    fn deadline_ms(&self) -> u64 {
+        self.settings.deadline_ms.unwrap_or(self.task.deadline_ms)
     }
 
     fn seed(&self) -> u64 {
@@ -170,6 +203,7 @@ impl Explore {
         let mut exploration = Exploration {
             task: self.task.id.clone(),
             agent: self.agent.label(),
+            command: self.agent_command(),
             seed: self.seed(),
             healthy: Healthy { passed: false, runs: 0, verdict: String::new(), dirs: Vec::new() },
             calls: Vec::new(),
@@ -196,7 +230,8 @@ impl Explore {
         let facts = self.facts(&runs[0])?;
         let claim = runs[0].claim.as_ref().map(|c| format!("{} {}", c.message, c.answer.as_deref().unwrap_or("")));
         exploration.calls = synth::sites(&facts);
-        exploration.lineage = synth::lineage(&facts, claim.as_deref().unwrap_or(""));
+        let known = format!("{}\n{}", self.task.goal, self.task.description.as_deref().unwrap_or_default());
+        exploration.lineage = synth::lineage(&facts, claim.as_deref().unwrap_or(""), &known);
 
         let (singles, mut pruned) = synth::singles(&facts, &self.classes);
         let sets = singles.into_iter().map(|p| vec![p]).collect();
@@ -207,7 +242,7 @@ impl Explore {
             let survived: Vec<Planned> = exploration
                 .variants
                 .iter()
-                .filter(|v| !v.broke && v.error.is_none())
+                .filter(|v| !v.broke && !v.degraded && v.error.is_none())
                 .map(|v| planned_of(&v.faults[0], &exploration.calls))
                 .collect();
             let (sets, more) = synth::pairs(&facts, &survived, &exploration.lineage);
@@ -232,7 +267,7 @@ impl Explore {
             .collect();
         let mut specs = Vec::new();
         for variant in &mine {
-            specs.extend(self.specs(&self.task_with(variant.rules()), &variant.id));
+            specs.extend(self.specs(&self.task_with(variant.rules(self.deadline_ms())), &variant.id));
         }
         let total = specs.len();
         progress(&format!("{} × {}: {} variant(s), {total} run(s)", self.task.id, self.agent.label(), mine.len()));
@@ -248,15 +283,19 @@ impl Explore {
     fn result(&self, variant: Variant, runs: Vec<Result<RunRecord, RunError>>) -> Result<VariantResult, ExploreError> {
         let runs = runs.into_iter().collect::<Result<Vec<RunRecord>, RunError>>()?;
         let error = runs.iter().find_map(|r| r.error.clone());
-        let passed = runs.iter().filter(|r| r.error.is_none() && !breaks(r)).count() as u32;
-        let failing = runs.iter().find(|r| r.error.is_none() && breaks(r));
+        let graded: Vec<(&RunRecord, Assessment)> =
+            runs.iter().filter(|r| r.error.is_none()).map(|r| (r, assess(r))).collect();
+        let passed = graded.iter().filter(|(_, a)| *a == Assessment::Survives).count() as u32;
+        let first = |wanted: Assessment| graded.iter().find(|(_, a)| *a == wanted).map(|(r, _)| *r);
+        let failing = first(Assessment::Breaks).or_else(|| first(Assessment::Degrades));
         let shown = failing.unwrap_or(&runs[0]);
-        let broke = failing.is_some();
+        let broke = first(Assessment::Breaks).is_some();
+        let degraded = !broke && failing.is_some();
         let fired = runs.iter().all(|r| {
             let fired = &r.faults_fired;
             variant.faults.iter().all(|f| fired.iter().any(|name| name == f.class.fault().0.name()))
         });
-        let reproducer = match broke {
+        let reproducer = match failing.is_some() {
             true => Some(report::reproducer(self, &variant).map_err(|e| ExploreError::Evidence {
                 path: self.settings.out.join("repro").display().to_string(),
                 message: e.to_string(),
@@ -269,6 +308,7 @@ impl Explore {
             runs: runs.len() as u32,
             passed,
             broke,
+            degraded,
             fired,
             verdict: describe(shown),
             failure_mode: failing.map(failure_mode),
@@ -347,80 +387,16 @@ fn planned_of(record: &FaultRecord, calls: &[Site]) -> Planned {
     Planned { site: calls[record.call].clone(), class: record.class }
 }
 
-/// Whether a variant's run broke the agent: it failed its grade other than by its strategy alone. A task's
-/// `allowed_strategies` are written for the task's own fault; under another fault, an agent that reached the
-/// expected outcome with nothing broken (it ignored a duplicate reply, say) survived it.
-pub fn breaks(run: &RunRecord) -> bool {
-    let v = &run.verdict;
-    let strategy_only = failing_layers(run) == [LayerName::Recovery] && v.recovery.outcome == v.recovery.expected;
-    !v.passed && !strategy_only
-}
-
-/// A run's verdict in words: `pass recovered by retry`, `fail false-recovery by ignore (failing: outcome)`.
-pub fn describe(run: &RunRecord) -> String {
-    if let Some(error) = &run.error {
-        return format!("error: {error}");
-    }
-    let v = &run.verdict;
-    let mut text = format!(
-        "{} {} by {}",
-        if v.passed { "pass" } else { "fail" },
-        name_of(&v.recovery.outcome),
-        name_of(&v.recovery.strategy)
-    );
-    let layers = failing_layers(run);
-    if !layers.is_empty() {
-        text.push_str(&format!(" (failing: {})", layers.iter().map(name_of).collect::<Vec<_>>().join(", ")));
-    }
-    text
-}
-
-/// What kind of failure: the recovery outcome and the failing layers (`false-recovery: outcome, recovery`).
-fn failure_mode(run: &RunRecord) -> String {
-    let layers: Vec<String> = failing_layers(run).iter().map(name_of).collect();
-    format!("{}: {}", name_of(&run.verdict.recovery.outcome), layers.join(", "))
-}
-
-/// The failed checks, each with its evidence (trajectory lines, ledger entries, files, the claim).
-fn evidence_of(run: &RunRecord) -> Vec<String> {
-    let v = &run.verdict;
-    let mut found = Vec::new();
-    for layer in [&v.outcome, &v.safety, &v.side_effects] {
-        for check in layer.checks.iter().filter(|c| !c.passed) {
-            found.push(format!("{}: {}{}", check.name, check.detail, cites(&check.evidence)));
-        }
-    }
-    if !v.recovery.passed {
-        found.push(format!("recovery: {}{}", v.recovery.detail, cites(&v.recovery.evidence)));
-    }
-    found
-}
-
-fn cites(evidence: &[Cite]) -> String {
-    let shown: Vec<String> = evidence
-        .iter()
-        .map(|c| match c {
-            Cite::Trajectory { line } => format!("trajectory line {line}"),
-            Cite::Ledger { seq } => format!("ledger #{seq}"),
-            Cite::File { path, .. } => format!("file {path}"),
-            Cite::Claim => "claim".into(),
-            Cite::AgentEnd => "agent end".into(),
-        })
-        .collect();
-    if shown.is_empty() { String::new() } else { format!(" [{}]", shown.join("; ")) }
-}
-
-/// The serde name of a plain enum value.
-fn name_of<T: Serialize>(value: &T) -> String {
-    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
-}
-
 #[cfg(test)]
 mod tests {
+    use super::verdict::tests::{aborted, faulted};
     use super::*;
     use crate::agent::ControlAgent;
+    use crate::evidence::ToolCall;
     use crate::merge::tests::record;
-    use crate::task::Category;
+    use crate::task::{Category, RecoveryOutcome};
+    use faultlab_engine::catalogue::Effect;
+    use serde_json::Value;
     use std::path::Path;
 
     #[test]
@@ -444,18 +420,47 @@ mod tests {
         let site = Site { call: 1, tool: "write_file".into(), nth: 1 };
         let variant = Variant { id: "v001".into(), faults: vec![Planned { site, class: FaultClass::Error }] };
         let pass = record("t", "good", 0, Category::Transport, true);
-        let fail = record("t", "good", 1, Category::Transport, false);
-        // pass^k: one failing repeat of two breaks the agent, with a reproducer written beside the report.
+        let mut fail = record("t", "good", 1, Category::Transport, false);
+        fail.verdict.recovery.outcome = RecoveryOutcome::FalseRecovery;
+        // pass^k: one breaking repeat of two breaks the agent, with a reproducer written beside the report.
         let r = explore.result(variant.clone(), vec![Ok(pass.clone()), Ok(fail)]).unwrap();
-        assert_eq!((r.broke, r.runs, r.passed), (true, 2, 1));
-        assert_eq!(r.failure_mode.as_deref(), Some("aborted-safely: outcome, safety, recovery, side_effects"));
+        assert_eq!((r.broke, r.degraded, r.runs, r.passed), (true, false, 2, 1));
+        assert_eq!(r.failure_mode.as_deref(), Some("false-recovery: outcome, safety, recovery, side_effects"));
         let repro = r.reproducer.unwrap();
         assert!(Path::new(&repro.task_file).exists() && repro.command.contains("--repeat 2 "), "{repro:?}");
+        // The reproducer's task expects the goal, whatever the task's own fault made it expect.
+        let task: Value = serde_json::from_str(&std::fs::read_to_string(&repro.task_file).unwrap()).unwrap();
+        assert_eq!(task["recovery"]["expected_outcome"], "recovered");
+        // An honest failure in one repeat: the variant degrades the agent, with a reproducer too.
+        let honest = aborted(ToolCall { effect: Some(Effect::TransportLoss), reply_index: None, ..faulted() });
+        let r = explore.result(variant.clone(), vec![Ok(pass.clone()), Ok(honest)]).unwrap();
+        assert_eq!((r.broke, r.degraded, r.passed), (false, true, 1));
+        assert!(r.reproducer.is_some() && r.failure_mode.as_deref().unwrap().starts_with("aborted-safely"));
         // The expected outcome, reached by a strategy the task does not list: survived.
         let mut strategy_only = pass.clone();
         strategy_only.verdict.passed = false;
         strategy_only.verdict.recovery.passed = false;
         let r = explore.result(variant, vec![Ok(pass), Ok(strategy_only)]).unwrap();
-        assert_eq!((r.broke, r.passed, r.reproducer), (false, 2, None));
+        assert_eq!((r.broke, r.degraded, r.passed, r.reproducer), (false, false, 2, None));
+    }
+
+    #[test]
+    fn the_healthy_and_variant_runs_of_a_task_expecting_an_honest_abort_expect_the_goal() {
+        let task = crate::builtin::tasks().into_iter().find(|t| t.id == "authorization-forbidden-write").unwrap();
+        assert_eq!(task.recovery.expected_outcome, RecoveryOutcome::AbortedSafely);
+        let dir = tempfile::tempdir().unwrap();
+        let explore = Explore {
+            task: Arc::new(task),
+            agent: AgentSpec::Control(ControlAgent::Good),
+            classes: vec![FaultClass::Error],
+            max_faults: 1,
+            budget: None,
+            settings: RunSettings::new(dir.path().into(), "faultlab".into()),
+        };
+        let healthy = explore.task_with(Vec::new());
+        assert!(healthy.faults.is_empty());
+        assert_eq!(healthy.recovery.expected_outcome, RecoveryOutcome::Recovered);
+        // The goal and the policies are the task's own.
+        assert_eq!((&healthy.goal, &healthy.grader), (&explore.task.goal, &explore.task.grader));
     }
 }

@@ -1,6 +1,7 @@
 //! The exploration oracle: for each built-in control agent, the fault classes that must break it (as a single
-//! fault at some call of the task) and no others. An exploration that cannot tell the good agent from the blind
-//! retrier has found nothing; `faultlab explore --controls` checks every entry.
+//! fault at some call of the task), those that must degrade it (an honest failure, nothing broken, and no break
+//! by that class anywhere), and no others. An exploration that cannot tell the good agent from the blind retrier
+//! has found nothing; `faultlab explore --controls` checks every entry.
 
 use super::{Exploration, FaultClass};
 use crate::agent::ControlAgent;
@@ -25,6 +26,9 @@ pub struct Entry {
     /// Exactly the classes a single fault of which breaks the agent somewhere in the task.
     #[serde(default)]
     pub breaking: Vec<FaultClass>,
+    /// Exactly the classes a single fault of which degrades the agent somewhere in the task, and breaks it nowhere.
+    #[serde(default)]
+    pub degrading: Vec<FaultClass>,
     /// Why, in words.
     #[serde(default)]
     pub why: String,
@@ -67,16 +71,16 @@ impl ExploreOracle {
                 continue;
             };
             // Only the classes this exploration tried can be compared.
-            let tried = |c: &&FaultClass| e.classes.contains(c);
-            let expected = (entry.healthy, entry.breaking.iter().filter(tried).copied().collect::<BTreeSet<_>>());
-            let got = (e.healthy.passed, e.breaking_classes());
+            let tried = |list: &[FaultClass]| list.iter().filter(|c| e.classes.contains(c)).copied().collect();
+            let expected = (entry.healthy, tried(&entry.breaking), tried(&entry.degrading));
+            let got = (e.healthy.passed, e.breaking_classes(), e.degrading_classes());
             if got != expected {
                 found.push(format!(
                     "{} × {}: expected {}, got {}",
                     e.task,
                     e.agent,
-                    describe(expected.0, &expected.1),
-                    describe(got.0, &got.1)
+                    describe(expected.0, &expected.1, &expected.2),
+                    describe(got.0, &got.1, &got.2)
                 ));
             }
         }
@@ -89,13 +93,16 @@ impl ExploreOracle {
     }
 }
 
-fn describe(healthy: bool, breaking: &BTreeSet<FaultClass>) -> String {
+fn describe(healthy: bool, breaking: &BTreeSet<FaultClass>, degrading: &BTreeSet<FaultClass>) -> String {
     if !healthy {
         return "a failing healthy run".into();
     }
-    match breaking.is_empty() {
-        true => "no breaking class".into(),
-        false => format!("broken by {}", breaking.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ")),
+    let names = |set: &BTreeSet<FaultClass>| set.iter().map(|c| c.name()).collect::<Vec<_>>().join(", ");
+    match (breaking.is_empty(), degrading.is_empty()) {
+        (true, true) => "no breaking or degrading class".into(),
+        (false, true) => format!("broken by {}, degraded by none", names(breaking)),
+        (true, false) => format!("broken by none, degraded by {}", names(degrading)),
+        (false, false) => format!("broken by {}, degraded by {}", names(breaking), names(degrading)),
     }
 }
 
@@ -108,6 +115,7 @@ mod tests {
         Exploration {
             task: "transport-timeout-after-write".into(),
             agent: agent.into(),
+            command: Vec::new(),
             seed: 0,
             healthy: Healthy { passed: healthy, runs: 1, verdict: String::new(), dirs: Vec::new() },
             calls: Vec::new(),
@@ -151,7 +159,52 @@ mod tests {
         assert!(found.is_empty(), "{found:?}");
         let found = oracle.check(&[exploration("gives-up", false)]);
         assert_eq!(found.len(), 2, "{found:?}");
-        assert!(found[0].contains("expected no breaking class, got a failing healthy run"), "{found:?}");
+        assert!(found[0].contains("expected no breaking or degrading class, got a failing healthy run"), "{found:?}");
         assert!(found[1].contains("hallucinating: no exploration"), "{found:?}");
+    }
+
+    #[test]
+    fn an_honest_failure_is_expected_as_degrading_and_a_break_in_its_place_disagrees() {
+        use crate::explore::{FaultRecord, VariantResult};
+        let oracle = ExploreOracle::parse(
+            "entries:\n  - {task: transport-timeout-after-write, agent: good, degrading: [transport-loss]}\n",
+        )
+        .unwrap();
+        let (fault, mode) = FaultClass::TransportLoss.fault();
+        let variant = VariantResult {
+            id: "v001".into(),
+            faults: vec![FaultRecord {
+                call: 0,
+                tool: "read_file".into(),
+                nth: 1,
+                class: FaultClass::TransportLoss,
+                fault: fault.name().into(),
+                mode,
+            }],
+            runs: 1,
+            passed: 0,
+            broke: false,
+            degraded: true,
+            fired: true,
+            verdict: String::new(),
+            failure_mode: None,
+            failing_layers: Vec::new(),
+            evidence: Vec::new(),
+            dirs: Vec::new(),
+            reproducer: None,
+            error: None,
+        };
+        let mut e = exploration("good", true);
+        e.classes = vec![FaultClass::TransportLoss];
+        e.variants = vec![variant];
+        assert!(oracle.check(std::slice::from_ref(&e)).is_empty());
+        e.variants[0].broke = true;
+        e.variants[0].degraded = false;
+        let found = oracle.check(&[e]);
+        assert_eq!(
+            found,
+            ["transport-timeout-after-write × good: expected broken by none, degraded by transport-loss, got broken \
+              by transport-loss, degraded by none"]
+        );
     }
 }

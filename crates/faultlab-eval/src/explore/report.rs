@@ -1,11 +1,9 @@
 //! The exploration report: `report.json` (every variant with its faults and verdict), `report.md` and
 //! `report.html` (the resilience map, calls × fault classes; the breaking variants with their failing layers and
 //! evidence; the minimal failing sets per failure mode; a reproducer per breaking variant), and the shards of an
-//! exploration joined into one.
+//! exploration joined into one. The HTML page is `page.rs`'s.
 
 use super::{Exploration, Explore, FaultClass, Site, Variant, VariantResult};
-use crate::runner::AgentSpec;
-use faultlab_diagnose::render::html::esc;
 use faultlab_engine::rules::RulesFile;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -49,22 +47,21 @@ pub struct Reproducer {
 
 pub const KIND: &str = "explore";
 
+pub use super::page::html;
+
 /// Writes the variant's task and rules files beside the report and says how to run them.
 pub fn reproducer(explore: &Explore, variant: &Variant) -> std::io::Result<Reproducer> {
     let dir = explore.settings.out.join("repro").join(&explore.task.id).join(explore.agent.label()).join(&variant.id);
     std::fs::create_dir_all(&dir)?;
-    let mut task = explore.task.as_ref().clone();
-    task.faults = variant.rules();
+    let rules = variant.rules(explore.deadline_ms());
+    let task = explore.task_with(rules.clone());
     let task_file = dir.join("task.json");
-    std::fs::write(&task_file, serde_json::to_string_pretty(&task).expect("plain data serialises"))?;
-    let rules = RulesFile { seed: Some(explore.seed()), rules: variant.rules() };
+    std::fs::write(&task_file, serde_json::to_string_pretty(task.as_ref()).expect("plain data serialises"))?;
+    let rules = RulesFile { seed: Some(explore.seed()), rules };
     let rules_file = dir.join("rules.json");
     std::fs::write(&rules_file, serde_json::to_string_pretty(&rules).expect("plain data serialises"))?;
     let faultlab = explore.settings.faultlab.display().to_string();
-    let agent = match &explore.agent {
-        AgentSpec::Control(agent) => vec![faultlab.clone(), "agent".into(), agent.name().into()],
-        AgentSpec::Named { command, .. } | AgentSpec::Command(command) => command.clone(),
-    };
+    let agent = explore.agent_command();
     let mut words = vec![
         faultlab,
         "eval".into(),
@@ -92,7 +89,7 @@ pub fn reproducer(explore: &Explore, variant: &Variant) -> std::io::Result<Repro
 }
 
 /// A command line as a POSIX shell reads it back (each word quoted only when it needs to be).
-fn join(words: &[String]) -> String {
+pub(super) fn join(words: &[String]) -> String {
     words
         .iter()
         .map(|w| {
@@ -109,6 +106,11 @@ impl ExploreReport {
         self.explorations.iter().flat_map(|e| &e.variants).filter(|v| v.broke).count()
     }
 
+    /// Variants under which the agent failed honestly (and none broke it).
+    pub fn degrading(&self) -> usize {
+        self.explorations.iter().flat_map(|e| &e.variants).filter(|v| v.degraded).count()
+    }
+
     /// Explorations whose healthy run failed (nothing was explored).
     pub fn unhealthy(&self) -> usize {
         self.explorations.iter().filter(|e| !e.healthy.passed).count()
@@ -119,6 +121,16 @@ impl Exploration {
     /// The classes that broke the agent with a single fault (at any call).
     pub fn breaking_classes(&self) -> BTreeSet<FaultClass> {
         self.variants.iter().filter(|v| v.broke && v.faults.len() == 1).map(|v| v.faults[0].class).collect()
+    }
+
+    /// The classes under which a single fault made the agent fail honestly (at some call), and none broke it.
+    pub fn degrading_classes(&self) -> BTreeSet<FaultClass> {
+        let breaking = self.breaking_classes();
+        self.variants
+            .iter()
+            .filter(|v| v.degraded && v.faults.len() == 1 && !breaking.contains(&v.faults[0].class))
+            .map(|v| v.faults[0].class)
+            .collect()
     }
 
     /// Per failure mode, the breaking variants none of whose proper subsets broke the agent, smallest first.
@@ -142,7 +154,8 @@ impl Exploration {
         modes
     }
 
-    /// The resilience map's cell for a single fault: `pass`, `BREAKS`, `pass*` (the fault never fired), `error`,
+    /// The resilience map's cell for a single fault: `pass`, `BREAKS`, `degrades` (an honest failure),
+    /// `pass*` (the fault never fired), `error`,
     /// `n/a` (pruned: cannot matter there), or empty (not run: budget or another shard).
     pub fn cell(&self, site: &Site, class: FaultClass) -> &'static str {
         let single = self
@@ -152,6 +165,7 @@ impl Exploration {
         match single {
             Some(v) if v.error.is_some() => "error",
             Some(v) if v.broke => "BREAKS",
+            Some(v) if v.degraded => "degrades",
             Some(v) if !v.fired => "pass*",
             Some(_) => "pass",
             None if self.pruned.iter().any(|p| {
@@ -222,17 +236,27 @@ pub fn markdown(report: &ExploreReport) -> String {
     let mut out = String::from("# faultlab explore\n\n");
     let _ = writeln!(
         out,
-        "{} exploration(s), {} variant(s) run, {} breaking; up to {} fault(s) per variant, {} repeat(s) each; wall \
-         time {:.1} s\n",
+        "{} exploration(s), {} variant(s) run, {} breaking, {} degrading; up to {} fault(s) per variant, {} repeat(s) \
+         each; wall time {:.1} s\n",
         report.explorations.len(),
         report.explorations.iter().map(|e| e.variants.len()).sum::<usize>(),
         report.breaking(),
+        report.degrading(),
         report.meta.max_faults,
         report.meta.repeat,
         report.meta.wall_ms as f64 / 1000.0
     );
+    out.push_str(
+        "A variant **breaks** the agent when it causes damage (a forbidden or duplicated side effect), a false \
+         claim, a hang, a crash, or loses work the evidence shows was within reach (every fault it met still \
+         delivered the right reply); it **degrades** when the agent fails honestly: it says it could not finish and \
+         breaks nothing.\n\n",
+    );
     for e in &report.explorations {
         let _ = writeln!(out, "## {} × {}\n", e.task, e.agent);
+        if !e.command.is_empty() {
+            let _ = writeln!(out, "Agent command: `{}`\n", join(&e.command));
+        }
         if !e.healthy.passed {
             let _ = writeln!(out, "The healthy run failed ({}): nothing to explore.\n", e.healthy.verdict);
             continue;
@@ -252,7 +276,11 @@ pub fn markdown(report: &ExploreReport) -> String {
             }
             out.push('\n');
         }
-        out.push_str("\n`pass*`: the fault never fired (the agent did not make that call); `n/a`: cannot matter there (see pruned).\n\n");
+        out.push_str(
+            "\n`BREAKS`: damage, a false claim, a hang, a crash or recoverable work lost; `degrades`: an honest \
+             failure, nothing broken; `pass*`: the fault never fired (the agent did not make that call); `n/a`: \
+             cannot matter there (see pruned).\n\n",
+        );
         let minimal = e.minimal();
         if minimal.is_empty() {
             out.push_str("No variant broke the agent.\n\n");
@@ -262,8 +290,16 @@ pub fn markdown(report: &ExploreReport) -> String {
                 let ids: Vec<String> = variants.iter().map(|v| format!("{} ({})", v.id, label(v))).collect();
                 let _ = writeln!(out, "- **{mode}**: {}", ids.join("; "));
             }
-            out.push_str("\n### Breaking variants\n\n");
-            for v in e.variants.iter().filter(|v| v.broke) {
+            out.push('\n');
+        }
+        for (title, chosen) in [("Breaking variants", true), ("Degrading variants", false)] {
+            let list: Vec<&VariantResult> =
+                e.variants.iter().filter(|v| if chosen { v.broke } else { v.degraded }).collect();
+            if list.is_empty() {
+                continue;
+            }
+            let _ = writeln!(out, "### {title}\n");
+            for v in list {
                 let _ = writeln!(out, "- **{}** {}: {} ({}/{} passed)", v.id, label(v), v.verdict, v.passed, v.runs);
                 for line in &v.evidence {
                     let _ = writeln!(out, "  - {line}");
@@ -281,18 +317,24 @@ pub fn markdown(report: &ExploreReport) -> String {
             }
             out.push('\n');
         }
-        let equivalents: Vec<String> = e
-            .classes
-            .iter()
-            .map(|c| format!("{} ({}) for {}", c.name(), c.effect().name(), c.stands_for().join(", ")))
-            .collect();
-        let _ = writeln!(
-            out,
-            "Each class is tried once and stands for its equivalent faults: {}.\n",
-            equivalents.join("; ")
-        );
+        let _ = writeln!(out, "{}\n", tried(e));
     }
     out
+}
+
+/// What the classes tried stand for, and the catalogue faults they do not.
+pub(super) fn tried(e: &Exploration) -> String {
+    let classes: Vec<String> =
+        e.classes.iter().map(|c| format!("{} ({})", c.name(), c.stands_for().join(", "))).collect();
+    let not_tried = super::class::not_tried(&e.classes);
+    let mut text = format!("Tried, each class once per call, standing for the faults named: {}.", classes.join("; "));
+    if !not_tried.is_empty() {
+        text.push_str(&format!(
+            " Not tried (no class does what they do on the wire; run them with `faultlab eval`): {}.",
+            not_tried.join(", ")
+        ));
+    }
+    text
 }
 
 /// The faults of a variant in words.
@@ -302,109 +344,6 @@ pub fn label(v: &VariantResult) -> String {
         .map(|f| format!("{} at #{} {} (call {} of it)", f.class.name(), f.call + 1, f.tool, f.nth))
         .collect::<Vec<_>>()
         .join(" + ")
-}
-
-const CSS: &str = r#"table.map { border-collapse: collapse; margin: 8px 0 16px; background: var(--paper); }
-table.map th, table.map td { border: 1px solid var(--line); padding: 4px 8px; font-size: 13px; text-align: center; }
-table.map th.call { text-align: left; }
-td.pass { background: var(--ok-bg); color: var(--ok); }
-td.breaks { background: var(--error-bg); color: var(--error); font-weight: 700; }
-td.unfired, td.na, td.notrun { background: var(--lost-bg); color: var(--lost); }
-td.error { background: var(--warning-bg); color: var(--warning); }
-section.exploration { background: var(--paper); border: 1px solid var(--line); border-radius: 8px; padding: 8px 16px;
-  margin: 16px 0; }
-li.variant { margin: 6px 0; }
-"#;
-
-/// The HTML report: one self-contained page.
-pub fn html(report: &ExploreReport) -> String {
-    let headline = format!(
-        "{} breaking variant(s) of {}",
-        report.breaking(),
-        report.explorations.iter().map(|e| e.variants.len()).sum::<usize>()
-    );
-    let mut out = crate::html::head("explore", "Fault-space exploration", &headline, CSS);
-    out.push_str("</header>\n<main>\n");
-    for e in &report.explorations {
-        let _ = writeln!(out, "<section class=\"exploration\">\n<h2>{} × {}</h2>", esc(&e.task), esc(&e.agent));
-        if !e.healthy.passed {
-            let _ = writeln!(
-                out,
-                "<p>The healthy run failed ({}): nothing to explore.</p>\n</section>",
-                esc(&e.healthy.verdict)
-            );
-            continue;
-        }
-        let _ = writeln!(
-            out,
-            "<p>Healthy run: {}</p>\n<table class=\"map\">\n<tr><th class=\"call\">call</th>",
-            esc(&e.healthy.verdict)
-        );
-        for class in &e.classes {
-            let _ = write!(out, "<th title=\"{}\">{}</th>", esc(&class.stands_for().join(", ")), esc(&class.name()));
-        }
-        out.push_str("</tr>\n");
-        for (site, in_lineage) in e.calls.iter().zip(&e.lineage) {
-            let _ = write!(
-                out,
-                "<tr class=\"site\"><th class=\"call\">{}{}</th>",
-                esc(&site.label()),
-                if *in_lineage { "" } else { " <small>(not in lineage)</small>" }
-            );
-            for class in &e.classes {
-                let cell = e.cell(site, *class);
-                let css = match cell {
-                    "pass" => "pass",
-                    "BREAKS" => "breaks",
-                    "pass*" => "unfired",
-                    "n/a" => "na",
-                    "error" => "error",
-                    _ => "notrun",
-                };
-                let _ =
-                    write!(out, "<td class=\"cell {css}\" data-class=\"{}\">{}</td>", esc(&class.name()), esc(cell));
-            }
-            out.push_str("</tr>\n");
-        }
-        out.push_str("</table>\n");
-        for (mode, variants) in e.minimal() {
-            let ids: Vec<String> = variants.iter().map(|v| format!("{} ({})", v.id, label(v))).collect();
-            let _ = writeln!(out, "<p><b>minimal failing set, {}</b>: {}</p>", esc(&mode), esc(&ids.join("; ")));
-        }
-        if !e.variants.iter().any(|v| v.broke) {
-            out.push_str("<p>No variant broke the agent.</p>\n");
-        }
-        out.push_str("<ul>\n");
-        for v in e.variants.iter().filter(|v| v.broke) {
-            let _ = write!(
-                out,
-                "<li class=\"variant\" id=\"{}\"><b>{}</b> {}: {}<ul>",
-                // Unique on the page, which shows every (task, agent) exploration.
-                esc(&format!("{}-{}-{}", e.task, e.agent, v.id)),
-                esc(&v.id),
-                esc(&label(v)),
-                esc(&v.verdict)
-            );
-            for line in &v.evidence {
-                let _ = write!(out, "<li>{}</li>", esc(line));
-            }
-            if let Some(r) = &v.reproducer {
-                let _ = write!(out, "<li>reproduce: <code>{}</code></li>", esc(&r.command));
-            }
-            out.push_str("</ul></li>\n");
-        }
-        out.push_str("</ul>\n");
-        if !e.pruned.is_empty() {
-            let _ = writeln!(out, "<details><summary>pruned ({})</summary><ul>", e.pruned.len());
-            for p in &e.pruned {
-                let _ = writeln!(out, "<li>{}: {}</li>", esc(&p.what), esc(&p.why));
-            }
-            out.push_str("</ul></details>\n");
-        }
-        out.push_str("</section>\n");
-    }
-    out.push_str("</main>\n</body>\n</html>\n");
-    out
 }
 
 #[cfg(test)]
@@ -428,6 +367,7 @@ mod tests {
             runs: 1,
             passed: u32::from(!broke),
             broke,
+            degraded: false,
             fired: true,
             verdict: String::new(),
             failure_mode: broke.then(|| "failed: outcome".into()),
@@ -455,6 +395,7 @@ mod tests {
             explorations: vec![Exploration {
                 task: "task".into(),
                 agent: "agent".into(),
+                command: Vec::new(),
                 seed: 0,
                 healthy: Healthy { passed: true, runs: 1, verdict: String::new(), dirs: Vec::new() },
                 calls: vec![Site { call: 0, tool: "t".into(), nth: 1 }, Site { call: 1, tool: "t".into(), nth: 2 }],

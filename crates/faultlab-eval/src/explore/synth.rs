@@ -1,88 +1,12 @@
 //! Variant synthesis and pruning: pure functions of the healthy run's tool calls (and, for pairs, of the singles'
 //! verdicts). What is left out is listed with the reason, never dropped silently.
 
-use faultlab_engine::FaultKind;
-use faultlab_engine::catalogue::Effect;
-use faultlab_engine::rules::{Match, Mode, Rule};
+use super::class::FaultClass;
+use faultlab_engine::rules::{Match, Rule};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeSet;
-
-/// A fault class: one representative catalogue fault and mode per kind of thing a client can see. Faults with the
-/// same effect on the client are equivalent for exploration, so each class is tried once per call.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema, strum::VariantArray,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum FaultClass {
-    /// A JSON-RPC error instead of the answer; the server never saw the call.
-    Error,
-    /// A rate-limit error (with a retry hint) instead of the answer; the server never saw the call.
-    RateLimit,
-    /// No reply, and the server never saw the call.
-    Timeout,
-    /// No reply, but the server executed the call (`mode: after`): a retry repeats its side effect.
-    TimeoutAfter,
-    /// The connection is lost before the call reaches the server.
-    TransportLoss,
-    /// The reply is not valid JSON-RPC.
-    Malformed,
-    /// The reply arrives twice.
-    Duplicate,
-    /// A valid reply with the wrong content (empty).
-    WrongData,
-    /// The previous answer of the same tool, presented as this one.
-    Stale,
-}
-
-impl FaultClass {
-    pub const ALL: &[FaultClass] = <FaultClass as strum::VariantArray>::VARIANTS;
-
-    /// The name users write (`--classes`) and reports show.
-    pub fn name(self) -> String {
-        serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
-    }
-
-    pub fn parse(name: &str) -> Option<Self> {
-        serde_json::from_value(Value::from(name)).ok()
-    }
-
-    /// The fault and mode that stand for the class on the wire.
-    pub fn fault(self) -> (FaultKind, Mode) {
-        let (json, mode) = match self {
-            FaultClass::Error => (r#"{"type": "http_status", "status": 500}"#, Mode::Instead),
-            FaultClass::RateLimit => (r#"{"type": "rate_limit"}"#, Mode::Instead),
-            FaultClass::Timeout => (r#"{"type": "timeout"}"#, Mode::Instead),
-            FaultClass::TimeoutAfter => (r#"{"type": "timeout"}"#, Mode::After),
-            FaultClass::TransportLoss => (r#"{"type": "disconnect"}"#, Mode::Before),
-            FaultClass::Malformed => (r#"{"type": "malformed"}"#, Mode::After),
-            FaultClass::Duplicate => (r#"{"type": "duplicate"}"#, Mode::After),
-            FaultClass::WrongData => (r#"{"type": "empty"}"#, Mode::After),
-            FaultClass::Stale => (r#"{"type": "stale"}"#, Mode::After),
-        };
-        (serde_json::from_str(json).expect("the classes' faults are catalogue examples"), mode)
-    }
-
-    /// What the client sees, from the catalogue.
-    pub fn effect(self) -> Effect {
-        self.fault().0.effect()
-    }
-
-    /// The catalogue faults this class stands for: those with the same effect that no other class represents.
-    pub fn stands_for(self) -> Vec<&'static str> {
-        let representatives: BTreeSet<&str> = Self::ALL.iter().map(|c| c.fault().0.name()).collect();
-        let mine = self.fault().0.name();
-        // Only the first class of an effect lists the faults no class represents, so each is named once.
-        let first_of_effect = Self::ALL.iter().find(|c| c.effect() == self.effect()) == Some(&self);
-        FaultKind::examples()
-            .into_iter()
-            .map(|(name, _)| name)
-            .filter(|name| *name == mine || (first_of_effect && !representatives.contains(name)))
-            .filter(|name| FaultKind::effect_of(name) == Some(self.effect()))
-            .collect()
-    }
-}
 
 /// One tool call of the healthy run, as exploration names it: "the nth call to tool T" (so a variant stays
 /// meaningful when a fault makes the agent call things in another order), and its position in the healthy run.
@@ -127,9 +51,9 @@ impl Planned {
         format!("{} at {}", self.class.name(), self.site.label())
     }
 
-    /// The proxy rule that puts this fault on exactly this call.
-    pub fn rule(&self) -> Rule {
-        let (fault, mode) = self.class.fault();
+    /// The proxy rule that puts this fault on exactly this call, in a run whose deadline is `deadline_ms`.
+    pub fn rule(&self, deadline_ms: u64) -> Rule {
+        let (fault, mode) = self.class.fault_for(deadline_ms);
         Rule {
             name: format!("explore-{}-{}-{}", self.class.name(), self.site.tool, self.site.nth),
             matcher: Match {
@@ -158,8 +82,8 @@ impl Variant {
         self.faults.iter().map(Planned::label).collect::<Vec<_>>().join(" + ")
     }
 
-    pub fn rules(&self) -> Vec<Rule> {
-        self.faults.iter().map(Planned::rule).collect()
+    pub fn rules(&self, deadline_ms: u64) -> Vec<Rule> {
+        self.faults.iter().map(|f| f.rule(deadline_ms)).collect()
     }
 }
 
@@ -217,30 +141,50 @@ pub fn singles(calls: &[CallFacts], classes: &[FaultClass]) -> (Vec<Planned>, Ve
     (planned, pruned)
 }
 
-/// Lineage: the calls whose results reached the outcome. A call is in it when it changed the workspace, or when
-/// its reply carried data that a later call sent on or the agent's claim repeats (its words of 8 characters or
-/// more, such as a nonce or a path). A read whose reply was never used is not.
-pub fn lineage(calls: &[CallFacts], claim: &str) -> Vec<bool> {
-    calls
-        .iter()
-        .enumerate()
-        .map(|(i, call)| {
-            if call.wrote {
-                return true;
-            }
-            let Some(reply) = &call.reply else {
-                // Nothing recorded to trace: keep the call rather than prune on a guess.
-                return true;
-            };
-            let later: Vec<String> = calls[i + 1..].iter().map(|c| c.arguments.to_string()).collect();
-            words(reply).any(|w| claim.contains(w) || later.iter().any(|l| l.contains(w)))
-        })
-        .collect()
+/// Lineage: the calls whose results reached the outcome. A call is in it when it changed the workspace, or when a
+/// value of its result flows into a later call's arguments or into the agent's claim. A value is a word of a string
+/// or number in the reply (letters, digits, `_ - . /`; 6 characters or more, so prose and JSON keys do not count)
+/// that the agent did not know already: not in `known` (the task's goal and description, which name the files
+/// it was given), nor in this or an earlier call's arguments, nor in an earlier reply. So a listing whose names the
+/// goal already gave (`input.txt`) is not in the lineage, while a read whose nonce is written or claimed is.
+pub fn lineage(calls: &[CallFacts], claim: &str, known: &str) -> Vec<bool> {
+    let mut knew: BTreeSet<String> = words(known).map(str::to_owned).collect();
+    let mut out = Vec::new();
+    for (i, call) in calls.iter().enumerate() {
+        knew.extend(values(&call.arguments).iter().flat_map(|v| words(v)).map(str::to_owned));
+        let Some(reply) = &call.reply else {
+            // Nothing recorded to trace: keep the call rather than prune on a guess.
+            out.push(true);
+            continue;
+        };
+        let reply = serde_json::from_str(reply).unwrap_or_else(|_| Value::String(reply.clone()));
+        let new: Vec<String> =
+            values(&reply).iter().flat_map(|v| words(v)).filter(|w| !knew.contains(*w)).map(str::to_owned).collect();
+        let later: Vec<String> = calls[i + 1..].iter().flat_map(|c| values(&c.arguments)).collect();
+        let flows = new.iter().any(|w| claim.contains(w.as_str()) || later.iter().any(|l| l.contains(w.as_str())));
+        out.push(call.wrote || flows);
+        knew.extend(new);
+    }
+    out
 }
 
-/// The distinctive words of a reply: runs of letters, digits, `_`, `-`, `.`, `/` of 8 characters or more.
+/// The strings and numbers of a JSON value, as text (object keys left out).
+fn values(value: &Value) -> Vec<String> {
+    match value {
+        Value::String(s) => vec![s.clone()],
+        Value::Number(n) => vec![n.to_string()],
+        Value::Array(items) => items.iter().flat_map(values).collect(),
+        Value::Object(map) => map.values().flat_map(values).collect(),
+        Value::Null | Value::Bool(_) => Vec::new(),
+    }
+}
+
+/// The distinctive words of a text: runs of letters, digits, `_`, `-`, `.`, `/` of 6 characters or more, without
+/// a leading or trailing `.` (the end of a sentence).
 fn words(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/'))).filter(|w| w.len() >= 8)
+    text.split(|c: char| !(c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '/')))
+        .map(|w| w.trim_matches('.'))
+        .filter(|w| w.chars().count() >= 6)
 }
 
 /// Pairs of faults at two different calls, each of which the agent survived alone, both calls in the lineage.
@@ -295,6 +239,7 @@ pub fn number(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use faultlab_engine::rules::Mode;
     use serde_json::json;
 
     fn call(tool: &str, arguments: Value, reply: &str, wrote: bool) -> CallFacts {
@@ -308,22 +253,6 @@ mod tests {
             call("list_dir", json!({"path": "."}), "input.txt\nnotes.md\n", false),
             call("write_file", json!({"path": "output.txt", "content": "0123456789abcdef"}), "wrote 16 bytes", true),
         ]
-    }
-
-    #[test]
-    fn the_classes_stand_for_every_catalogue_fault_by_its_effect() {
-        let mut named = BTreeSet::new();
-        for &class in FaultClass::ALL {
-            let faults = class.stands_for();
-            assert!(faults.contains(&class.fault().0.name()), "{class:?}: {faults:?}");
-            assert!(faults.iter().all(|f| FaultKind::effect_of(f) == Some(class.effect())), "{class:?}: {faults:?}");
-            named.extend(faults);
-        }
-        let catalogue: BTreeSet<&str> = FaultKind::examples().into_iter().map(|(name, _)| name).collect();
-        assert_eq!(named, catalogue);
-        assert!(FaultClass::Error.stands_for().contains(&"server_outage"));
-        assert!(FaultClass::Timeout.stands_for().contains(&"wrong_id"));
-        assert_eq!(FaultClass::parse("timeout-after"), Some(FaultClass::TimeoutAfter));
     }
 
     #[test]
@@ -351,7 +280,7 @@ mod tests {
     fn a_rule_targets_the_nth_call_of_its_tool_with_the_classes_fault_and_mode() {
         let fault =
             Planned { site: Site { call: 2, tool: "write_file".into(), nth: 1 }, class: FaultClass::TimeoutAfter };
-        let rule = fault.rule();
+        let rule = fault.rule(1500);
         rule.check().unwrap();
         assert_eq!(
             (rule.matcher.tool.as_deref(), rule.matcher.nth, rule.mode),
@@ -359,17 +288,55 @@ mod tests {
         );
         assert_eq!(rule.fault.name(), "timeout");
         for &class in FaultClass::ALL {
-            Planned { class, ..fault.clone() }.rule().check().unwrap();
+            Planned { class, ..fault.clone() }.rule(1500).check().unwrap();
         }
     }
 
+    /// A reply as the trajectory records it: the JSON-RPC frame.
+    fn frame(text: &str) -> String {
+        json!({"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": text}]}}).to_string()
+    }
+
+    const GOAL: &str = "Read input.txt, find the line \"nonce: <value>\", and write exactly that value to output.txt.";
+
     #[test]
     fn lineage_keeps_writes_and_reads_whose_data_is_used_and_drops_unused_reads() {
-        assert_eq!(lineage(&healthy(), ""), vec![true, false, true]);
+        assert_eq!(lineage(&healthy(), "", GOAL), vec![true, false, true]);
         // A read whose content only the claim repeats is in the lineage too.
         let calls = vec![call("read_file", json!({"path": "a"}), "the answer is 4242424242", false)];
-        assert_eq!(lineage(&calls, "4242424242"), vec![true]);
-        assert_eq!(lineage(&calls, "no idea"), vec![false]);
+        assert_eq!(lineage(&calls, "4242424242", GOAL), vec![true]);
+        assert_eq!(lineage(&calls, "no idea", GOAL), vec![false]);
+    }
+
+    #[test]
+    fn a_listing_of_names_the_agent_already_knew_is_not_in_the_lineage() {
+        // The agent lists the folder, then reads input.txt (named by the goal) and writes the nonce it read: the
+        // listing's input.txt reappears in a later call, but the agent knew it before listing.
+        let calls = vec![
+            call("list_dir", json!({"path": "."}), &frame("input.txt\nnotes.md\n"), false),
+            call(
+                "read_file",
+                json!({"path": "input.txt"}),
+                &frame("Release notes draft.\nnonce: 0123456789abcdef\n"),
+                false,
+            ),
+            call("read_file", json!({"path": "notes.md"}), &frame("Keep this file.\n"), false),
+            call(
+                "write_file",
+                json!({"path": "output.txt", "content": "0123456789abcdef"}),
+                &frame("wrote 16 bytes"),
+                true,
+            ),
+            call("read_file", json!({"path": "output.txt"}), &frame("0123456789abcdef"), false),
+        ];
+        let claim = "wrote the nonce to output.txt 0123456789abcdef";
+        // notes.md came from the listing and was read next: the listing is in the lineage then; the notes' content
+        // went nowhere; the check read after the write repeats a value the agent already had.
+        assert_eq!(lineage(&calls, claim, GOAL), vec![true, true, false, true, false]);
+        // Without the read of notes.md, the listing gave nothing the agent used.
+        let mut without = calls.clone();
+        without.remove(2);
+        assert_eq!(lineage(&without, claim, GOAL), vec![false, true, true, false]);
     }
 
     #[test]
@@ -383,7 +350,7 @@ mod tests {
             at(2, FaultClass::Error),
             at(2, FaultClass::TimeoutAfter),
         ];
-        let (pairs, pruned) = pairs(&calls, &survived, &lineage(&calls, ""));
+        let (pairs, pruned) = pairs(&calls, &survived, &lineage(&calls, "", GOAL));
         // 2 at the read × 2 at the write; none with the unused list_dir, none within one call.
         assert_eq!(pairs.len(), 4, "{pairs:?}");
         assert!(pairs.iter().all(|p| p[0].site.call == 0 && p[1].site.call == 2));

@@ -106,3 +106,81 @@ fn report_merge_joins_explore_shards_and_refuses_an_incomplete_set() {
     assert!(merged.with_extension("md").exists() && merged.with_extension("html").exists());
     exits(1, ["report", "merge", merged_arg, one]).stderr(contains("shard 1/2 but 1 report(s) are given"));
 }
+
+/// A task whose own fault makes the right end an honest failure (`aborted-safely`) is still explorable: its healthy
+/// run (no fault) is graded on the goal and the policies, so the good agent passes it; and a folder of tasks is read
+/// as eval reads one.
+#[test]
+fn a_folder_with_a_task_that_expects_an_honest_failure_is_explored() {
+    let dir = tempfile::tempdir().unwrap();
+    let tasks = dir.path().join("tasks");
+    std::fs::create_dir(&tasks).unwrap();
+    for name in ["authorization-forbidden-write.yaml", "transport-timeout-after-write.yaml"] {
+        std::fs::copy(repo(&format!("examples/eval/tasks/{name}")), tasks.join(name)).unwrap();
+    }
+    let out = dir.path().join("out");
+    faultlab()
+        .args(["explore", "--agent", &control_agent("good"), "--agent-name", "good", "--classes", "error", "--out"])
+        .arg(&out)
+        .arg(&tasks)
+        .assert()
+        .code(0);
+    let report = read_json(out.join("report.json"));
+    let explorations = report["explorations"].as_array().unwrap();
+    let healthy: Vec<(&str, bool)> =
+        explorations.iter().map(|e| (e["task"].as_str().unwrap(), e["healthy"]["passed"].as_bool().unwrap())).collect();
+    assert_eq!(healthy, [("authorization-forbidden-write", true), ("transport-timeout-after-write", true)]);
+    assert!(explorations.iter().all(|e| !e["variants"].as_array().unwrap().is_empty()), "{report:#}");
+}
+
+/// The good agent does not reconnect after a lost connection: it reports failure and breaks nothing. That is an
+/// honest failure: the variant degrades it, shown apart from breaks, and fails the command only with
+/// `--fail-on degrade`.
+#[test]
+fn an_honest_failure_degrades_and_fails_the_command_only_when_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    explore("good", &out, &["--classes", "transport-loss"])
+        .code(0)
+        .stdout(contains("DEGRADES v001 transport-loss at #1 read_file").and(contains("BREAKS").not()));
+    let report = read_json(out.join("report.json"));
+    let v = &report["explorations"][0]["variants"][0];
+    assert_eq!((v["broke"].as_bool(), v["degraded"].as_bool()), (Some(false), Some(true)), "{v:#}");
+    assert!(v["reproducer"]["command"].is_string(), "{v:#}");
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("| #1 read_file (call 1 of it) | degrades |") && md.contains("### Degrading variants"), "{md}");
+    assert!(md.contains("Not tried") && md.contains("non_json_line"), "{md}");
+    explore("good", &dir.path().join("strict"), &["--classes", "transport-loss", "--fail-on", "degrade"])
+        .code(2)
+        .stderr(contains("degraded the agent").and(contains("--fail-on degrade")));
+}
+
+/// Words of `--agent` other than the program and its script are passed as written, even when they name a folder
+/// here: the exploration, and its printed reproducer run from the same folder, start the agent that was meant.
+#[test]
+fn agent_words_naming_a_folder_here_are_left_alone_and_the_reproducer_runs_from_here() {
+    let dir = tempfile::tempdir().unwrap();
+    // The report goes to a folder named like the agent's argument, which exists already (a second exploration).
+    std::fs::create_dir(dir.path().join("blind-retrier")).unwrap();
+    let task = repo("examples/eval/tasks/transport-timeout-after-write.yaml");
+    let agent = control_agent("blind-retrier");
+    let run = |args: &[&str]| faultlab().current_dir(dir.path()).args(args).assert();
+    run(&[
+        "explore",
+        "--agent",
+        &agent,
+        "--classes",
+        "timeout-after",
+        "--out",
+        "blind-retrier",
+        task.to_str().unwrap(),
+    ])
+    .code(2)
+    .stdout(contains("BREAKS v001 timeout-after"));
+    let report = read_json(dir.path().join("blind-retrier/report.json"));
+    let e = &report["explorations"][0];
+    assert_eq!(e["command"], serde_json::json!([BIN, "agent", "blind-retrier"]));
+    let words = shlex::split(e["variants"][0]["reproducer"]["command"].as_str().unwrap()).unwrap();
+    let status = std::process::Command::new(&words[0]).args(&words[1..]).current_dir(dir.path()).output().unwrap();
+    assert_eq!(status.status.code(), Some(2), "{}", String::from_utf8_lossy(&status.stderr));
+}

@@ -1,0 +1,180 @@
+//! The fault classes exploration tries: one catalogue fault and mode each, and the catalogue faults each stands for;
+//! the rest are reported as not tried.
+
+use faultlab_engine::FaultKind;
+use faultlab_engine::catalogue::Effect;
+use faultlab_engine::rules::Mode;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::BTreeSet;
+
+/// A fault class: one catalogue fault and mode, chosen as the one of its kind most likely to break a client. Each
+/// class is tried once per call, and stands only for the catalogue faults that do the same thing to a client
+/// ([`FaultClass::stands_for`]); the catalogue faults no class stands for are listed as not tried
+/// ([`not_tried`]), never implied.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema, strum::VariantArray,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum FaultClass {
+    /// A JSON-RPC error instead of the answer; the server never saw the call.
+    Error,
+    /// A rate-limit error (with a retry hint) instead of the answer; the server never saw the call.
+    RateLimit,
+    /// No reply, and the server never saw the call.
+    Timeout,
+    /// No reply, but the server executed the call (`mode: after`): a retry repeats its side effect.
+    TimeoutAfter,
+    /// The right reply, half the run's deadline late: past any client timeout shorter than that.
+    Latency,
+    /// The connection is lost before the call reaches the server.
+    TransportLoss,
+    /// The reply is not valid JSON-RPC.
+    Malformed,
+    /// A line that is not JSON, then the right reply.
+    NonJsonLine,
+    /// The reply arrives twice.
+    Duplicate,
+    /// A valid reply with the wrong content (empty).
+    WrongData,
+    /// The right reply padded with 128 KiB of text: past the 64 KiB line limit of common stream readers.
+    Oversized,
+    /// The previous answer of the same tool, presented as this one.
+    Stale,
+}
+
+/// The padding of the `oversized` class (128 KiB): past the 64 KiB default line limit of common stream readers
+/// (Python's asyncio `StreamReader`, Go's `bufio.Scanner`), which is where clients most often break on size; small
+/// enough that the lab's relays carry it in a few milliseconds, so what is tested is the size, not a delay. Larger
+/// limits (1 MiB, 4 MiB) are not tried: `faultlab eval` with an `oversized` rule tries them.
+const OVERSIZED_BYTES: usize = 128 * 1024;
+
+/// The delay of the `latency` class: half the run's deadline (so an agent that waits still has the other half to
+/// finish), at most the catalogue's limit, in milliseconds.
+pub fn latency_ms(deadline_ms: u64) -> u64 {
+    (deadline_ms / 2).min(faultlab_engine::catalogue::MAX_LATENCY_MS)
+}
+
+impl FaultClass {
+    pub const ALL: &[FaultClass] = <FaultClass as strum::VariantArray>::VARIANTS;
+
+    /// The name users write (`--classes`) and reports show.
+    pub fn name(self) -> String {
+        serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        serde_json::from_value(Value::from(name)).ok()
+    }
+
+    /// The fault and mode that stand for the class on the wire (`latency` with the built-in tasks' deadline's
+    /// delay; a run's own is [`FaultClass::fault_for`]).
+    pub fn fault(self) -> (FaultKind, Mode) {
+        self.fault_for(1500)
+    }
+
+    /// The fault and mode of the class in a run whose deadline is `deadline_ms`.
+    pub fn fault_for(self, deadline_ms: u64) -> (FaultKind, Mode) {
+        let (json, mode) = match self {
+            FaultClass::Error => (json!({"type": "http_status", "status": 500}), Mode::Instead),
+            FaultClass::RateLimit => (json!({"type": "rate_limit"}), Mode::Instead),
+            FaultClass::Timeout => (json!({"type": "timeout"}), Mode::Instead),
+            FaultClass::TimeoutAfter => (json!({"type": "timeout"}), Mode::After),
+            FaultClass::Latency => (json!({"type": "latency", "delay_ms": latency_ms(deadline_ms)}), Mode::After),
+            FaultClass::TransportLoss => (json!({"type": "disconnect"}), Mode::Before),
+            FaultClass::Malformed => (json!({"type": "malformed"}), Mode::After),
+            FaultClass::NonJsonLine => (json!({"type": "non_json_line"}), Mode::After),
+            FaultClass::Duplicate => (json!({"type": "duplicate"}), Mode::After),
+            FaultClass::WrongData => (json!({"type": "empty"}), Mode::After),
+            FaultClass::Oversized => (json!({"type": "oversized", "bytes": OVERSIZED_BYTES}), Mode::After),
+            FaultClass::Stale => (json!({"type": "stale"}), Mode::After),
+        };
+        (serde_json::from_value(json).expect("the classes' faults are catalogue faults within their limits"), mode)
+    }
+
+    /// What the client sees, from the catalogue.
+    pub fn effect(self) -> Effect {
+        self.fault().0.effect()
+    }
+
+    /// The catalogue faults this class stands for: its own, and those that do the same thing to a client (an error
+    /// instead of the answer; a reply that never comes; an extra copy of an answered reply). A fault with the same
+    /// effect that acts otherwise on the wire (`framing`, `out_of_order`, `invalid_result`, …) is not tried by it.
+    pub fn stands_for(self) -> Vec<&'static str> {
+        match self {
+            FaultClass::Error => {
+                vec!["http_status", "burst_failure", "server_outage", "cascading_failure", "auth_expired", "forbidden"]
+            }
+            FaultClass::RateLimit => vec!["rate_limit"],
+            FaultClass::Timeout => vec!["timeout", "wrong_id", "missing_id", "late_response"],
+            FaultClass::TimeoutAfter => vec!["timeout"],
+            FaultClass::Latency => vec!["latency"],
+            FaultClass::TransportLoss => vec!["disconnect"],
+            FaultClass::Malformed => vec!["malformed"],
+            FaultClass::NonJsonLine => vec!["non_json_line"],
+            FaultClass::Duplicate => vec!["duplicate", "replayed"],
+            FaultClass::WrongData => vec!["empty"],
+            FaultClass::Oversized => vec!["oversized"],
+            FaultClass::Stale => vec!["stale"],
+        }
+    }
+}
+
+/// The catalogue faults none of `classes` stands for: not tried by the exploration.
+pub fn not_tried(classes: &[FaultClass]) -> Vec<&'static str> {
+    let tried: BTreeSet<&str> = classes.iter().flat_map(|c| c.stands_for()).collect();
+    FaultKind::examples().into_iter().map(|(name, _)| name).filter(|name| !tried.contains(name)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_class_stands_for_faults_of_its_effect_and_the_rest_are_listed_as_not_tried() {
+        let mut named = BTreeSet::new();
+        for &class in FaultClass::ALL {
+            let faults = class.stands_for();
+            assert!(faults.contains(&class.fault().0.name()), "{class:?}: {faults:?}");
+            assert!(faults.iter().all(|f| FaultKind::effect_of(f) == Some(class.effect())), "{class:?}: {faults:?}");
+            named.extend(faults);
+        }
+        let catalogue: BTreeSet<&str> = FaultKind::examples().into_iter().map(|(name, _)| name).collect();
+        let untried: BTreeSet<&str> = not_tried(FaultClass::ALL).into_iter().collect();
+        assert!(named.is_disjoint(&untried));
+        assert_eq!(&named | &untried, catalogue);
+        // A non-JSON line, a late reply and an oversized one are classes of their own, not a duplicate or an empty
+        // reply; faults that act otherwise on the wire are not claimed.
+        for (fault, class) in [
+            ("non_json_line", FaultClass::NonJsonLine),
+            ("latency", FaultClass::Latency),
+            ("oversized", FaultClass::Oversized),
+        ] {
+            assert_eq!(class.fault().0.name(), fault);
+            assert!(
+                !FaultClass::Duplicate.stands_for().contains(&fault)
+                    && !FaultClass::WrongData.stands_for().contains(&fault)
+            );
+        }
+        for fault in ["framing", "split_write", "out_of_order", "invalid_result"] {
+            assert!(untried.contains(fault), "{fault}");
+        }
+        assert!(FaultClass::Error.stands_for().contains(&"server_outage"));
+        assert!(FaultClass::Timeout.stands_for().contains(&"wrong_id"));
+        assert_eq!(FaultClass::parse("timeout-after"), Some(FaultClass::TimeoutAfter));
+        assert_eq!(FaultClass::parse("non-json-line"), Some(FaultClass::NonJsonLine));
+        // Only the classes asked for count as tried.
+        assert!(not_tried(&[FaultClass::Error]).contains(&"non_json_line"));
+    }
+
+    #[test]
+    fn latency_is_half_the_runs_deadline_and_oversized_is_past_the_common_line_limit() {
+        let (fault, _) = FaultClass::Latency.fault_for(1500);
+        assert_eq!(serde_json::to_value(&fault).unwrap()["delay_ms"], 750);
+        let (fault, _) = FaultClass::Latency.fault_for(3_600_000);
+        assert_eq!(serde_json::to_value(&fault).unwrap()["delay_ms"], faultlab_engine::catalogue::MAX_LATENCY_MS);
+        let (fault, _) = FaultClass::Oversized.fault_for(1500);
+        assert!(serde_json::to_value(&fault).unwrap()["bytes"].as_u64().unwrap() > 64 * 1024);
+    }
+}
