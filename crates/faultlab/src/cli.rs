@@ -457,6 +457,10 @@ pub struct HttpLimitArgs {
     /// HTTP: a request body that stops arriving for this long fails with 408.
     #[arg(long, value_name = "SECONDS", value_parser = seconds, default_value = "10")]
     pub body_timeout: std::time::Duration,
+    /// HTTP: a request body not whole this long after its request's head fails with 408, however steadily it
+    /// trickles in.
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, default_value = "30")]
+    pub body_deadline: std::time::Duration,
     /// HTTP: most connections open at once [default: 1024, or fewer under a low descriptor limit]; at the cap the
     /// connection idle the longest is closed to admit a new one.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -471,6 +475,7 @@ impl HttpLimitArgs {
             body_idle_timeout: self.body_timeout,
             max_connections: self.max_connections.map_or(defaults.max_connections, |n| n as usize),
             shutdown_grace,
+            body_deadline: self.body_deadline,
         }
     }
 }
