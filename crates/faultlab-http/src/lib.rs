@@ -5,8 +5,10 @@
 //! - [`body`]: response bodies on their way out, where armed faults meet HTTP (JSON bodies and SSE events).
 //! - [`server`]: the accept loop every front shares: header and body timeouts, the connection cap, bounded
 //!   shutdown.
+//! - [`cost`]: what parsing a request body may cost (an element limit checked before parsing).
 
 pub mod body;
+pub mod cost;
 pub mod guard;
 pub mod server;
 
