@@ -534,9 +534,14 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "ADDR")]
     pub control: Option<String>,
     /// Require `Authorization: Bearer TOKEN` on every control API request; `auto` generates a token and prints it
-    /// once on stderr (`faultlab: control token TOKEN`).
-    #[arg(long, value_name = "TOKEN|auto", requires = "control")]
+    /// once on stderr (`faultlab: control token TOKEN`). A literal token is visible in `ps`: prefer
+    /// --control-token-file or the FAULTLAB_CONTROL_TOKEN variable.
+    #[arg(long, value_name = "TOKEN|auto", requires = "control", conflicts_with = "control_token_file")]
     pub control_token: Option<String>,
+    /// Read the control API's bearer token from this file (its first line), which only its owner may read (mode
+    /// 0600 or stricter). Without this or --control-token, FAULTLAB_CONTROL_TOKEN is used when set.
+    #[arg(long, value_name = "FILE", requires = "control")]
+    pub control_token_file: Option<std::path::PathBuf>,
     /// HTTP front with a stdio child (`--listen ... -- CMD`): a request the child has not answered after this
     /// gets a JSON-RPC error (504).
     #[arg(long, value_name = "SECONDS", value_parser = seconds, default_value = "60")]
