@@ -510,8 +510,9 @@ A --fault SPEC is one rule as a YAML flow mapping, e.g. \
 --fault '{match: {tool: echo}, fault: {type: latency, delay_ms: 200}}'.\n\
 When the client closes stdin (or the proxy gets SIGTERM/SIGINT) the stdio upstream is stopped in order: its stdin \
 is closed; after --shutdown-grace, SIGTERM to its process group; after the grace again, SIGKILL to the group.\n\
-Here 1 includes an upstream that exited on its own while the client was still connected or with requests \
-unanswered (each got a JSON-RPC error).")]
+Here 1 includes an upstream that exited on its own while the client was still connected, or failed on the \
+client's EOF with requests unanswered (each got a JSON-RPC error); one that exits 0 once its stdin closes is a \
+clean end.")]
 pub struct ProxyArgs {
     /// Rules file (YAML, or JSON by the .json extension); see schemas/rules.schema.json.
     #[arg(long)]
