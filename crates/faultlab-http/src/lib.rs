@@ -11,6 +11,7 @@ pub mod body;
 pub mod cost;
 pub mod guard;
 pub mod server;
+mod slots;
 
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;

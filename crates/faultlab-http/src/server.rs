@@ -18,6 +18,7 @@
 //! - on shutdown the listener closes, idle connections end, and open responses get
 //!   [`Limits::shutdown_grace`] to finish before their connections are closed.
 
+use crate::slots::{Admitted, BUSY_AT_ONCE, Slots, busy};
 use axum::body::Body;
 use bytes::Bytes;
 use faultlab_wire::sync::lock;
@@ -168,7 +169,8 @@ async fn serve_connection(
     let _open = Open(connection.clone());
     let service = hyper::service::service_fn(move |request: http::Request<Incoming>| {
         let app = app.clone();
-        let admitted = connection.registry.upgrade().and_then(|registry| registry.admit(connection.peer, &limits));
+        let admitted =
+            connection.registry.upgrade().and_then(|registry| registry.slots.admit(connection.peer, &limits));
         let exchange =
             Arc::new(InFlight { connection: connection.clone(), busy: AtomicBool::new(false), _admitted: admitted });
         let refused = exchange._admitted.is_none();
@@ -219,14 +221,7 @@ async fn serve_connection(
 struct Registry {
     next: AtomicU64,
     open: Mutex<HashMap<u64, Arc<Connection>>>,
-    answering: Mutex<Answering>,
-}
-
-/// Requests admitted and not yet over: in all, and by source address.
-#[derive(Default)]
-struct Answering {
-    total: usize,
-    by_peer: HashMap<IpAddr, usize>,
+    slots: Arc<Slots>,
 }
 
 struct Connection {
@@ -243,18 +238,6 @@ struct Connection {
 impl Registry {
     fn len(&self) -> usize {
         lock(&self.open).len()
-    }
-
-    /// Admits one request from `peer` if the answering slots allow it (see [`Limits::answering`]).
-    fn admit(self: &Arc<Self>, peer: IpAddr, limits: &Limits) -> Option<Admitted> {
-        let mut answering = lock(&self.answering);
-        let from_peer = answering.by_peer.get(&peer).copied().unwrap_or(0);
-        if answering.total >= limits.answering() || from_peer >= limits.answering_per_peer() {
-            return None;
-        }
-        answering.total += 1;
-        answering.by_peer.insert(peer, from_peer + 1);
-        Some(Admitted { registry: Arc::downgrade(self), peer })
     }
 
     fn open(self: &Arc<Self>, peer: IpAddr) -> Arc<Connection> {
@@ -299,45 +282,6 @@ impl Drop for Open {
         }
     }
 }
-
-/// A request's answering slot, given back on drop (when its response is over or dropped).
-struct Admitted {
-    registry: std::sync::Weak<Registry>,
-    peer: IpAddr,
-}
-
-impl Drop for Admitted {
-    fn drop(&mut self) {
-        let Some(registry) = self.registry.upgrade() else { return };
-        let mut answering = lock(&registry.answering);
-        answering.total = answering.total.saturating_sub(1);
-        if let Some(n) = answering.by_peer.get_mut(&self.peer) {
-            *n -= 1;
-            if *n == 0 {
-                answering.by_peer.remove(&self.peer);
-            }
-        }
-    }
-}
-
-/// How long a client refused for lack of slots is asked to wait before trying again, in seconds.
-const RETRY_AFTER_SECS: &str = "1";
-
-/// The answer to a request beyond the answering slots: 503 with `Retry-After`, and the connection closed.
-fn busy() -> http::Response<Body> {
-    let message = "Server busy: every slot for answering requests is taken (or this address's share of them); \
-                   retry after Retry-After seconds";
-    let mut response = crate::rpc_error(http::StatusCode::SERVICE_UNAVAILABLE, -32000, message, None);
-    let headers = response.headers_mut();
-    headers.insert(http::header::RETRY_AFTER, http::HeaderValue::from_static(RETRY_AFTER_SECS));
-    headers.insert(http::header::CONNECTION, http::HeaderValue::from_static("close"));
-    response
-}
-
-/// The same answer written at once on a connection that cannot be served at all.
-const BUSY_AT_ONCE: &[u8] = b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\n\
-    Content-Type: application/json\r\nContent-Length: 89\r\n\r\n\
-    {\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32000,\"message\":\"Server busy: every connection is taken\"}}";
 
 /// One request on a connection: busy from the end of its body to the end of its response.
 struct InFlight {
