@@ -56,6 +56,8 @@ const MAX_OUTPUT_SCHEMA_BYTES: usize = 256 * 1024;
 struct State {
     armed: IdMap<FaultKind>,
     requests: IdMap<Frame>,
+    /// The name a fault armed with [`Engine::arm_as`] is recorded under, when it is not the fault's own.
+    named: IdMap<&'static str>,
 }
 
 /// What an engine learns from the replies it sees, for the faults that build on earlier replies.
@@ -188,8 +190,18 @@ impl Engine {
 
     /// Arms `fault` on the reply to request `id`; it fires once.
     pub fn arm(&self, id: MessageId, fault: FaultKind) -> Result<(), ArmError> {
-        fault.validate().map_err(ArmError::Invalid)?;
         let name = fault.name();
+        self.arm_named(id, fault, name)
+    }
+
+    /// As [`Engine::arm`], recorded (armed and activated) as `name`: a server fault that acts through a catalogue
+    /// fault (`session_loss` `during_request` cuts its response as `disconnect` does) is recorded as what it is.
+    pub fn arm_as(&self, id: MessageId, fault: FaultKind, name: &'static str) -> Result<(), ArmError> {
+        self.arm_named(id, fault, name)
+    }
+
+    fn arm_named(&self, id: MessageId, fault: FaultKind, name: &'static str) -> Result<(), ArmError> {
+        fault.validate().map_err(ArmError::Invalid)?;
         {
             let mut state = self.state();
             if state.armed.contains_key(&id) {
@@ -197,6 +209,9 @@ impl Engine {
             }
             if state.armed.len() >= MAX_PENDING_FAULTS {
                 return Err(ArmError::TooMany { limit: MAX_PENDING_FAULTS });
+            }
+            if name != fault.name() {
+                state.named.insert(id.clone(), name);
             }
             state.armed.insert(id.clone(), fault);
         }
@@ -206,7 +221,9 @@ impl Engine {
 
     /// Removes a fault that has not fired (a tool that gave up, a connection that closed). True if one was armed.
     pub fn disarm(&self, id: &MessageId) -> bool {
-        self.state().armed.remove(id).is_some()
+        let mut state = self.state();
+        state.named.remove(id);
+        state.armed.remove(id).is_some()
     }
 
     /// Whether a fault is armed on the reply to request `id`.
@@ -258,7 +275,8 @@ impl Engine {
             (true, Some(id)) => {
                 let (request, armed) = {
                     let mut state = self.state();
-                    (state.requests.remove(id), state.armed.remove(id))
+                    let named = state.named.remove(id);
+                    (state.requests.remove(id), state.armed.remove(id).map(|fault| (fault, named)))
                 };
                 let mut memory = self.memory();
                 if let (Some("tools/list"), Some(reply)) = (request.as_ref().and_then(Frame::method), frame.value()) {
@@ -266,10 +284,10 @@ impl Engine {
                 }
                 let tool = request.as_ref().and_then(Frame::tool_name);
                 match armed {
-                    Some(fault) => {
+                    Some((fault, named)) => {
                         let mut earlier = memory.history.earlier(tool);
                         earlier.output_schema = tool.and_then(|tool| memory.schemas.of(tool));
-                        Some((id.clone(), fault, request, earlier))
+                        Some((id.clone(), fault, named, request, earlier))
                     }
                     None => {
                         if let Some(tool) = tool {
@@ -283,7 +301,7 @@ impl Engine {
         };
         // A reply held by `out_of_order` goes out once this one has been written: it has been overtaken.
         let overtaken = if frame.is_reply() { self.held().take() } else { None };
-        let Some((id, fault, request, earlier)) = fired else {
+        let Some((id, fault, named, request, earlier)) = fired else {
             let mut actions = vec![WireAction::Send(frame.bytes().clone())];
             actions.extend(overtaken.map(WireAction::Release));
             return (None, actions);
@@ -297,7 +315,7 @@ impl Engine {
             }
             _ => fault.apply_checked(Reply { frame, request: request.as_ref() }, &earlier),
         };
-        let (name, request_id) = (fault.name().to_owned(), id.to_value());
+        let (name, request_id) = (named.unwrap_or(fault.name()).to_owned(), id.to_value());
         match skipped {
             Some(reason) => self.recorder.record(Event::FaultSkipped { fault: name, request_id, reason }),
             // The late-response fault was already reported when the cancel arrived; swallowing the framework's
@@ -314,6 +332,7 @@ impl Engine {
         let mut state = self.state();
         state.armed.clear();
         state.requests.clear();
+        state.named.clear();
         drop(state);
         *self.memory() = Memory::default();
         if let Some(held) = self.held().take() {

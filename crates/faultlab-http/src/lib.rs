@@ -5,10 +5,13 @@
 //! - [`body`]: response bodies on their way out, where armed faults meet HTTP (JSON bodies and SSE events).
 //! - [`server`]: the accept loop every front shares: header and body timeouts, the connection cap, bounded
 //!   shutdown.
+//! - [`cost`]: what parsing a request body may cost (an element limit checked before parsing).
 
 pub mod body;
+pub mod cost;
 pub mod guard;
 pub mod server;
+mod slots;
 
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -67,7 +70,7 @@ pub fn check_origin(request: &axum::extract::Request, allowed: &guard::AllowedHo
 
 /// Reads a request body of at most `max` bytes. A declared `Content-Length` over `max` is refused at once (413)
 /// without reading anything; a body that grows past it is refused too (413); one that stalls (see
-/// [`server::Limits::body_idle_timeout`]) gets 408.
+/// [`server::Limits::body_idle_timeout`]) or passes its deadline ([`server::Limits::body_deadline`]) gets 408.
 pub async fn read_body(headers: &http::HeaderMap, body: axum::body::Body, max: usize) -> Result<Bytes, Response> {
     let too_large = || {
         let message = format!("Request body exceeds {max} bytes");
@@ -80,7 +83,7 @@ pub async fn read_body(headers: &http::HeaderMap, body: axum::body::Body, max: u
     match http_body_util::Limited::new(body, max).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => Err(with_close(too_large())),
-        Err(e) if caused_by::<server::BodyStalled>(&*e) => {
+        Err(e) if caused_by::<server::BodyStalled>(&*e) || caused_by::<server::BodyDeadline>(&*e) => {
             let message = e.to_string();
             Err(with_close(rpc_error(StatusCode::REQUEST_TIMEOUT, -32600, &message, None)))
         }

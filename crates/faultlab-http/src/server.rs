@@ -3,14 +3,22 @@
 //!
 //! - a client must send a request's head within [`Limits::header_read_timeout`] (also the most a keep-alive
 //!   connection may sit idle between requests), or its connection is closed;
-//! - a request body that stops arriving for [`Limits::body_idle_timeout`] fails the request (408);
+//! - a request body that stops arriving for [`Limits::body_idle_timeout`], or is not whole within
+//!   [`Limits::body_deadline`] of its head (a body trickled a byte at a time), fails the request (408);
 //! - at most [`Limits::max_connections`] connections are open. When a new one arrives at the cap (or `accept`
 //!   runs out of descriptors), the connection idle the longest (no request being worked on: sending its head or
 //!   its body, or parked between requests) is closed to make room; a connection whose request is being answered
-//!   is never closed for this. With none idle, the newcomer is closed at once;
+//!   is never closed for this;
+//! - requests are answered on at most the cap less a reserve of an eighth (at least one) at once, so that slots
+//!   are always left for new connections to be heard; one source address gets at most half of those. A request
+//!   beyond either gets 503 with `Retry-After` (never a connection closed without a word). Loopback clients
+//!   mostly share 127.0.0.1, so "one address" is every such client together: the per-address share keeps one
+//!   address (127.0.0.1, `::1`, 127.0.0.2…) from taking the slots of the others, and the reserve and the 503 are
+//!   what keep a hog on the same address from shutting others out silently;
 //! - on shutdown the listener closes, idle connections end, and open responses get
 //!   [`Limits::shutdown_grace`] to finish before their connections are closed.
 
+use crate::slots::{Admitted, BUSY_AT_ONCE, Slots, busy};
 use axum::body::Body;
 use bytes::Bytes;
 use faultlab_wire::sync::lock;
@@ -20,6 +28,7 @@ use hyper_util::rt::{TokioIo, TokioTimer};
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::future::Future as _;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -35,6 +44,9 @@ use tower::ServiceExt as _;
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// Default time a request body may go without a byte arriving (10 s).
 pub const BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(10);
+/// Default time a whole request body may take from the request's head, however steadily it arrives (30 s: a
+/// 4 MiB body at 140 KB/s; loopback clients send it in milliseconds).
+pub const BODY_DEADLINE: Duration = Duration::from_secs(30);
 /// Default grace on shutdown for open responses (2 s).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
 /// Most connections at once when the descriptor limit allows it.
@@ -47,6 +59,8 @@ pub struct Limits {
     pub body_idle_timeout: Duration,
     pub max_connections: usize,
     pub shutdown_grace: Duration,
+    /// The most a request body may take from its head, even if it never stalls for `body_idle_timeout`.
+    pub body_deadline: Duration,
 }
 
 impl Default for Limits {
@@ -56,7 +70,22 @@ impl Default for Limits {
             body_idle_timeout: BODY_IDLE_TIMEOUT,
             max_connections: fd_aware_cap(),
             shutdown_grace: SHUTDOWN_GRACE,
+            body_deadline: BODY_DEADLINE,
         }
+    }
+}
+
+impl Limits {
+    /// Requests answered at once: the cap less a reserve of an eighth of it (at least one slot), kept so that a
+    /// new connection can always be heard and, if need be, told to come back later.
+    pub fn answering(&self) -> usize {
+        let reserve = (self.max_connections / 8).max(1);
+        self.max_connections.saturating_sub(reserve).max(1)
+    }
+
+    /// Requests answered at once for one source address: half of [`Limits::answering`] (at least one).
+    pub fn answering_per_peer(&self) -> usize {
+        (self.answering() / 2).max(1)
     }
 }
 
@@ -72,6 +101,11 @@ pub fn fd_aware_cap() -> usize {
 #[derive(Debug, thiserror::Error)]
 #[error("the request body stalled: nothing arrived for {0:?}")]
 pub struct BodyStalled(pub Duration);
+
+/// The body error a request sees when its whole body has not arrived within [`Limits::body_deadline`].
+#[derive(Debug, thiserror::Error)]
+#[error("the request body was not complete within {0:?} of the request's head (the body deadline)")]
+pub struct BodyDeadline(pub Duration);
 
 /// Serves `app` on `listener` until `shutdown` is cancelled, then drains as [`Limits`] says and returns.
 pub async fn serve(
@@ -89,15 +123,16 @@ pub async fn serve(
             () = shutdown.cancelled() => break,
             Some(_) = tasks.join_next(), if !tasks.is_empty() => {}
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
+                Ok((stream, peer)) => {
                     if registry.len() >= limits.max_connections && !registry.evict_idlest() {
-                        // Every connection is being answered: the newcomer cannot be served now.
+                        // Every connection is being answered (the reserve makes this rare): say so and close.
+                        let _ = stream.try_write(BUSY_AT_ONCE);
                         drop(stream);
                         continue;
                     }
                     // Small SSE writes must not wait for delayed ACKs (Nagle): 40 ms a response otherwise.
                     let _ = stream.set_nodelay(true);
-                    let connection = registry.open();
+                    let connection = registry.open(peer.ip());
                     tasks.spawn(serve_connection(stream, app.clone(), limits, connection, graceful.clone()));
                 }
                 // Out of descriptors: make room by closing the idlest connection, or wait for one to end.
@@ -134,15 +169,28 @@ async fn serve_connection(
     let _open = Open(connection.clone());
     let service = hyper::service::service_fn(move |request: http::Request<Incoming>| {
         let app = app.clone();
-        let exchange = Arc::new(InFlight { connection: connection.clone(), busy: AtomicBool::new(false) });
+        let admitted =
+            connection.registry.upgrade().and_then(|registry| registry.slots.admit(connection.peer, &limits));
+        let exchange =
+            Arc::new(InFlight { connection: connection.clone(), busy: AtomicBool::new(false), _admitted: admitted });
+        let refused = exchange._admitted.is_none();
         let (parts, incoming) = request.into_parts();
         if incoming.is_end_stream() {
             exchange.mark_busy();
         }
-        let body =
-            IdleBody { inner: incoming, idle: limits.body_idle_timeout, sleep: None, exchange: exchange.clone() };
+        let body = IdleBody {
+            inner: incoming,
+            idle: limits.body_idle_timeout,
+            sleep: None,
+            whole: limits.body_deadline,
+            deadline: Box::pin(tokio::time::sleep(limits.body_deadline)),
+            exchange: exchange.clone(),
+        };
         let request = http::Request::from_parts(parts, Body::new(body));
         async move {
+            if refused {
+                return Ok::<_, Infallible>(busy());
+            }
             let response = match app.oneshot(request).await {
                 Ok(response) => response,
                 Err(never) => match never {},
@@ -173,10 +221,13 @@ async fn serve_connection(
 struct Registry {
     next: AtomicU64,
     open: Mutex<HashMap<u64, Arc<Connection>>>,
+    slots: Arc<Slots>,
 }
 
 struct Connection {
     id: u64,
+    /// The client's address, for the share of answering slots one address may take.
+    peer: IpAddr,
     registry: std::sync::Weak<Registry>,
     /// Requests being answered (their bodies fully received, their responses not yet over).
     busy: AtomicUsize,
@@ -189,10 +240,11 @@ impl Registry {
         lock(&self.open).len()
     }
 
-    fn open(self: &Arc<Self>) -> Arc<Connection> {
+    fn open(self: &Arc<Self>, peer: IpAddr) -> Arc<Connection> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let connection = Arc::new(Connection {
             id,
+            peer,
             registry: Arc::downgrade(self),
             busy: AtomicUsize::new(0),
             idle_since: Mutex::new(Instant::now()),
@@ -235,6 +287,8 @@ impl Drop for Open {
 struct InFlight {
     connection: Arc<Connection>,
     busy: AtomicBool,
+    /// Its answering slot; `None` when it was refused one (it is answered 503).
+    _admitted: Option<Admitted>,
 }
 
 impl InFlight {
@@ -254,11 +308,13 @@ impl Drop for InFlight {
     }
 }
 
-/// A request body that fails once nothing has arrived for `idle`.
+/// A request body that fails once nothing has arrived for `idle`, or once it has taken `whole` in all.
 struct IdleBody {
     inner: Incoming,
     idle: Duration,
     sleep: Option<Pin<Box<Sleep>>>,
+    whole: Duration,
+    deadline: Pin<Box<Sleep>>,
     exchange: Arc<InFlight>,
 }
 
@@ -268,6 +324,10 @@ impl HttpBody for IdleBody {
 
     fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Result<Frame<Bytes>, Self::Error>>> {
         let this = &mut *self;
+        // Checked first: a body that keeps trickling in is always ready with its next byte.
+        if !this.inner.is_end_stream() && this.deadline.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Some(Err(Box::new(BodyDeadline(this.whole)))));
+        }
         match Pin::new(&mut this.inner).poll_frame(cx) {
             Poll::Ready(frame) => {
                 this.sleep = None;
@@ -320,53 +380,5 @@ impl HttpBody for Tracked {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    use tokio::net::TcpStream;
-    use tokio::sync::{mpsc, watch};
-
-    const PATIENCE: Duration = Duration::from_secs(5);
-
-    async fn read_all(stream: &mut TcpStream) -> String {
-        let mut answer = Vec::new();
-        tokio::time::timeout(PATIENCE, stream.read_to_end(&mut answer)).await.unwrap().unwrap_or_default();
-        String::from_utf8_lossy(&answer).into_owned()
-    }
-
-    #[tokio::test]
-    async fn at_the_cap_a_connection_being_answered_is_kept_and_an_idle_one_makes_room() {
-        // One route: it says it has started, then answers once released.
-        let (entered_tx, mut entered) = mpsc::unbounded_channel::<()>();
-        let (release, released) = watch::channel(false);
-        let app = axum::Router::new().fallback(move || {
-            let (entered_tx, mut released) = (entered_tx.clone(), released.clone());
-            async move {
-                let _ = entered_tx.send(());
-                let _ = released.wait_for(|r| *r).await;
-                "done"
-            }
-        });
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let limits = Limits { max_connections: 2, ..Limits::default() };
-        let shutdown = CancellationToken::new();
-        tokio::spawn(serve(listener, app, limits, shutdown.clone()));
-
-        let mut busy = TcpStream::connect(addr).await.unwrap();
-        busy.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
-        tokio::time::timeout(PATIENCE, entered.recv()).await.unwrap();
-        let mut idle = TcpStream::connect(addr).await.unwrap();
-        idle.write_all(b"GET / HTTP/1.1\r\n").await.unwrap();
-        // The cap is full (one being answered, one idle): a newcomer closes the idle one, never the busy one.
-        let mut newcomer = TcpStream::connect(addr).await.unwrap();
-        assert_eq!(read_all(&mut idle).await, "", "the idle connection was closed without an answer");
-        newcomer.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
-        tokio::time::timeout(PATIENCE, entered.recv()).await.unwrap();
-        release.send_replace(true);
-        let (first, second) = tokio::join!(read_all(&mut busy), read_all(&mut newcomer));
-        assert!(first.starts_with("HTTP/1.1 200"), "{first}");
-        assert!(second.starts_with("HTTP/1.1 200"), "{second}");
-        shutdown.cancel();
-    }
-}
+#[path = "server_tests.rs"]
+mod tests;

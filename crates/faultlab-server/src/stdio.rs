@@ -45,7 +45,12 @@ pub async fn serve_lines<S: ServerHandler>(service: S, pipe: DuplexStream, recor
     // Aborted when this ends or is dropped (the relay drops it when the client's connection ends).
     let _server = AbortOnDropHandle::new(tokio::spawn(async move {
         // An error here means the client never completed a lifecycle message (e.g. it closed at once).
-        if let Ok(running) = service.serve(server_io).await {
+        // rmcp drops a line over its own limit (16 MiB by default) without a reply: its limit is the relay's, which
+        // answers a longer line itself, plus the line's end.
+        let (read, write) = tokio::io::split(server_io);
+        let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(read, write)
+            .with_max_line_length(max_line_bytes.saturating_add(2));
+        if let Ok(running) = service.serve(transport).await {
             let _ = running.waiting().await;
         }
     }));

@@ -480,6 +480,10 @@ pub struct HttpLimitArgs {
     /// HTTP: a request body that stops arriving for this long fails with 408.
     #[arg(long, value_name = "SECONDS", value_parser = seconds, default_value = "10")]
     pub body_timeout: std::time::Duration,
+    /// HTTP: a request body not whole this long after its request's head fails with 408, however steadily it
+    /// trickles in.
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, default_value = "30")]
+    pub body_deadline: std::time::Duration,
     /// HTTP: most connections open at once [default: 1024, or fewer under a low descriptor limit]; at the cap the
     /// connection idle the longest is closed to admit a new one.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1_000_000))]
@@ -494,6 +498,7 @@ impl HttpLimitArgs {
             body_idle_timeout: self.body_timeout,
             max_connections: self.max_connections.map_or(defaults.max_connections, |n| n as usize),
             shutdown_grace,
+            body_deadline: self.body_deadline,
         }
     }
 }
@@ -528,8 +533,9 @@ A --fault SPEC is one rule as a YAML flow mapping, e.g. \
 --fault '{match: {tool: echo}, fault: {type: latency, delay_ms: 200}}'.\n\
 When the client closes stdin (or the proxy gets SIGTERM/SIGINT) the stdio upstream is stopped in order: its stdin \
 is closed; after --shutdown-grace, SIGTERM to its process group; after the grace again, SIGKILL to the group.\n\
-Here 1 includes an upstream that exited on its own while the client was still connected or with requests \
-unanswered (each got a JSON-RPC error).")]
+Here 1 includes an upstream that exited on its own while the client was still connected, or failed on the \
+client's EOF with requests unanswered (each got a JSON-RPC error); one that exits 0 once its stdin closes is a \
+clean end.")]
 pub struct ProxyArgs {
     /// Rules file (YAML, or JSON by the .json extension); see schemas/rules.schema.json.
     #[arg(long)]
@@ -552,9 +558,14 @@ pub struct ProxyArgs {
     #[arg(long, value_name = "ADDR")]
     pub control: Option<String>,
     /// Require `Authorization: Bearer TOKEN` on every control API request; `auto` generates a token and prints it
-    /// once on stderr (`faultlab: control token TOKEN`).
-    #[arg(long, value_name = "TOKEN|auto", requires = "control")]
+    /// once on stderr (`faultlab: control token TOKEN`). A literal token is visible in `ps`: prefer
+    /// --control-token-file or the FAULTLAB_CONTROL_TOKEN variable.
+    #[arg(long, value_name = "TOKEN|auto", requires = "control", conflicts_with = "control_token_file")]
     pub control_token: Option<String>,
+    /// Read the control API's bearer token from this file (its first line), which only its owner may read (mode
+    /// 0600 or stricter). Without this or --control-token, FAULTLAB_CONTROL_TOKEN is used when set.
+    #[arg(long, value_name = "FILE", requires = "control")]
+    pub control_token_file: Option<std::path::PathBuf>,
     /// HTTP front with a stdio child (`--listen ... -- CMD`): a request the child has not answered after this
     /// gets a JSON-RPC error (504).
     #[arg(long, value_name = "SECONDS", value_parser = seconds, default_value = "60")]

@@ -35,6 +35,7 @@ mod compare;
 mod config;
 mod connect;
 mod console;
+mod control_token;
 mod demo;
 mod diagnose;
 mod eval;

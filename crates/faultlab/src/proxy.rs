@@ -70,20 +70,7 @@ pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
         Some(addr) => Some(listen_address("--control", addr).map_err(Failure::usage)?),
         None => None,
     };
-    let token = match args.control_token.as_deref() {
-        Some("auto") => {
-            let token = uuid::Uuid::new_v4().simple().to_string();
-            // Printed once, here only: the token is what lets a local program drive the API.
-            errln!("faultlab: control token {token}");
-            Some(token)
-        }
-        Some(token) if token.len() < 16 || !token.bytes().all(|b| b.is_ascii_graphic()) => {
-            return Err(Failure::usage(anyhow!(
-                "--control-token must be at least 16 visible ASCII characters, or auto"
-            )));
-        }
-        other => other.map(str::to_owned),
-    };
+    let token = crate::control_token::resolve(&args, |name| std::env::var(name).ok()).map_err(Failure::usage)?;
     // A stdio front is one stream of messages: one thread serves it best (see `pipes::runtime`).
     let unix = args.listen_unix.is_some() || args.listen_fd.is_some();
     let runtime = if args.listen.is_none() && !unix {

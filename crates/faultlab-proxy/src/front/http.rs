@@ -171,6 +171,9 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
         // GET streams and DELETE pass untouched: rules act on requests, which only POST carries.
         return forward(&proxy, &parts, bytes, None).await;
     }
+    if let Some(refused) = faultlab_http::cost::check_elements(&bytes) {
+        return refused;
+    }
     let frame = Frame::parse(bytes.clone());
     let fired = lock(&proxy.rules).decide(&frame, proxy.start.elapsed());
     // One engine per exchange: over HTTP a reply always comes on the response of the POST that carried its

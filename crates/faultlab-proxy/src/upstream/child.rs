@@ -552,11 +552,13 @@ impl Supervisor {
             reader.abort();
         }
         let pending = self.state().in_flight.drain();
-        // Ended on its own with the client still there, or on the client's EOF but leaving requests unanswered.
-        // Stopped for a signal, the upstream did as asked: its open requests fail, but it did not die.
+        // Ended on its own with the client still there, or on the client's EOF with a failing status and requests
+        // unanswered. A clean exit once its stdin closed is what the spec asks of a stdio server, even with a
+        // request open: the client left, so its open requests fail, but the upstream did not die. Stopped for a
+        // signal, the upstream did as asked too.
         let died = match cause {
             Cause::UpstreamEnded => true,
-            Cause::ClientGone => alone && !pending.is_empty(),
+            Cause::ClientGone => alone && !pending.is_empty() && !status.is_some_and(|s| s.success()),
             Cause::Stop => false,
         };
         let (message, data) = if died {

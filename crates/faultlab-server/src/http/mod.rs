@@ -178,6 +178,9 @@ async fn post<S: ServerHandler>(front: Arc<Front<S>>, request: Request) -> Respo
         Ok(bytes) => bytes,
         Err(refused) => return refused,
     };
+    if let Some(refused) = faultlab_http::cost::check_elements(&bytes) {
+        return refused;
+    }
     let frame = Frame::parse(bytes.clone());
     let id_value = frame.id().map(|id| id.to_value());
     if let Some(session_id) = session_id {

@@ -1,8 +1,9 @@
 //! `ping`, `delay`, `hang`, `disconnect`: health, slowness, silence and a dropped connection.
 
-use super::{FaultServer, check_range, text_result, tool_error};
+use super::{FaultServer, check_range, request_id, text_result, tool_error};
 use faultlab_engine::FaultKind;
 use faultlab_engine::catalogue::{Disconnect, MAX_LATENCY_MS};
+use faultlab_engine::recorder::Event;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::service::RequestContext;
@@ -48,6 +49,10 @@ impl FaultServer {
 
     #[tool(description = "Never answer. The request stays open until the client cancels it or gives up.")]
     async fn hang(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+        // The handler performs this fault itself (nothing is armed on the reply): the diagnostics still say the
+        // call arrived and what it does.
+        let recorder = self.scope(&ctx)?.engine.recorder().clone();
+        recorder.record(Event::FaultArmed { fault: "hang".into(), request_id: request_id(&ctx).to_value() });
         ctx.ct.cancelled().await;
         // Nobody reads this: rmcp drops responses to cancelled requests. It exists so the handler ends.
         Ok(tool_error("The request was cancelled."))

@@ -1,8 +1,9 @@
 //! `session_loss`: the legacy HTTP session disappears.
 
-use super::{FaultServer, text_result, tool_error};
+use super::{FaultServer, request_id, text_result, tool_error};
 use crate::http::sessions::LossActivation;
 use faultlab_engine::FaultKind;
+use faultlab_engine::recorder::Event;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
 use rmcp::service::RequestContext;
@@ -33,11 +34,19 @@ impl FaultServer {
             return Ok(tool_error(err.to_string()));
         }
         let text = format!("session loss activated {}", args.activation.as_str());
+        let disconnect = FaultKind::Disconnect(faultlab_engine::catalogue::Disconnect {});
         match args.activation {
-            LossActivation::DuringRequest => {
-                self.arm_own_response(&ctx, FaultKind::Disconnect(faultlab_engine::catalogue::Disconnect {}), text)
+            // The response is cut as `disconnect` cuts it, recorded (armed, activated) as `session_loss`.
+            LossActivation::DuringRequest => match scope.engine.arm_as(request_id(&ctx), disconnect, "session_loss") {
+                Ok(()) => Ok(text_result(text)),
+                Err(err) => Ok(tool_error(err.to_string())),
+            },
+            // Nothing is armed on the reply (it is delivered whole); the diagnostics still record the fault.
+            LossActivation::AfterResponse => {
+                let request_id = request_id(&ctx).to_value();
+                scope.engine.recorder().record(Event::FaultArmed { fault: "session_loss".into(), request_id });
+                Ok(text_result(text))
             }
-            LossActivation::AfterResponse => Ok(text_result(text)),
         }
     }
 }

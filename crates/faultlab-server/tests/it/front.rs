@@ -54,3 +54,26 @@ async fn shutdown_refuses_new_requests_and_ends_the_server() {
     assert!(after.is_err() || after.unwrap().status() == 503, "nothing is served after shutdown");
     let _ = within("the held request to end", hanging).await;
 }
+
+#[tokio::test]
+async fn a_body_of_a_million_tiny_values_is_refused_naming_the_limit_before_it_is_parsed() {
+    let server = HttpServer::start().await;
+    // `{},` over and over: under the 4 MiB body limit, and about 100 times its size once parsed.
+    let start = r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ping","arguments":{"pad":["#;
+    let mut wide = start.to_owned();
+    wide.push_str(&"{},".repeat((4 * 1024 * 1024 - 200) / 3));
+    wide.push_str("{}]}}}");
+    let post = server
+        .http
+        .post(&server.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(wide);
+    let (status, _, body) = exchange(post).await;
+    assert_eq!(status, 413);
+    let error: serde_json::Value = serde_json::from_slice(&body.unwrap()).unwrap();
+    assert_eq!(error["id"], 7, "the id is read from the body's start: {error}");
+    assert!(error["error"]["message"].as_str().unwrap().contains("JSON elements"), "{error}");
+    let (status, _, _) = exchange(server.post_modern_call(8, "ping", json!({}))).await;
+    assert_eq!(status, 200, "the server goes on");
+}

@@ -179,3 +179,47 @@ async fn sessions_list_the_session_tools() {
         assert!(names.contains(&name), "{name} missing: {names:?}");
     }
 }
+
+/// The faults the diagnostics record (armed / activated), in order, as (event, fault, request id).
+fn fault_events(server: &HttpServer) -> Vec<(&'static str, String, Value)> {
+    server
+        .records()
+        .into_iter()
+        .filter_map(|r| match r.event {
+            Event::FaultArmed { fault, request_id } => Some(("armed", fault, request_id)),
+            Event::FaultActivated { fault, request_id } => Some(("activated", fault, request_id)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn the_diagnostics_record_hang_and_session_loss_as_what_they_are() {
+    let server = HttpServer::start().await;
+    let lost = server.open_session().await;
+    let (_, _, body) =
+        exchange(server.post(&call(2, "session_loss", json!({"activation": "during_request"}), None), Some(&lost)))
+            .await;
+    assert!(body.is_err(), "the response is interrupted");
+    let after = server.open_session().await;
+    session_call(&server, &after, 3, "session_loss", json!({"activation": "after_response"})).await;
+    assert_eq!(
+        fault_events(&server),
+        [
+            ("armed", "session_loss".to_owned(), json!(2)),
+            ("activated", "session_loss".to_owned(), json!(2)),
+            ("armed", "session_loss".to_owned(), json!(3)),
+        ],
+        "not recorded as a disconnect, nor missing"
+    );
+    // A hang is recorded when the call arrives, though no reply ever comes.
+    let hanging = tokio::spawn(server.post_modern_call(4, "hang", json!({})).send());
+    within("the hang's diagnostic", async {
+        while !fault_events(&server).contains(&("armed", "hang".to_owned(), json!(4))) {
+            tokio::task::yield_now().await;
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
+    })
+    .await;
+    hanging.abort();
+}

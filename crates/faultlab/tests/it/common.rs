@@ -217,8 +217,25 @@ impl Lab {
         Self::start_reading(args, ready).await.0
     }
 
+    /// As [`Lab::start`], with these environment variables set.
+    pub async fn start_env(args: &[&str], vars: &[(&str, &str)], ready: &str) -> Self {
+        let mut command = tokio::process::Command::new(BIN);
+        command.envs(vars.iter().copied());
+        let (lab, mut stderr) = Self::start_command(command, args, ready).await;
+        tokio::spawn(async move { while stderr.read_line(&mut String::new()).await.is_ok_and(|n| n > 0) {} });
+        lab
+    }
+
     async fn start_reading(args: &[&str], ready: &str) -> (Self, BufReader<tokio::process::ChildStderr>) {
-        let mut child = spawn(args, [Stdio::null(), Stdio::null(), Stdio::piped()]);
+        Self::start_command(tokio::process::Command::new(BIN), args, ready).await
+    }
+
+    async fn start_command(
+        command: tokio::process::Command,
+        args: &[&str],
+        ready: &str,
+    ) -> (Self, BufReader<tokio::process::ChildStderr>) {
+        let mut child = spawn_with(command, args, [Stdio::null(), Stdio::null(), Stdio::piped()]);
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let mut banner = Vec::new();
         loop {

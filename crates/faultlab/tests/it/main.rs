@@ -15,6 +15,7 @@ mod explore;
 mod faults;
 mod init;
 mod limits;
+mod listener_bounds;
 mod model;
 mod proxy;
 mod proxy_http;

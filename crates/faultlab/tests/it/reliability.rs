@@ -270,7 +270,7 @@ async fn abandoned_sessions_do_not_block_new_clients() {
 
 // ---------- the control API ----------
 
-async fn control(extra: &[&str]) -> (Lab, String) {
+pub(crate) async fn control(extra: &[&str]) -> (Lab, String) {
     let mut args = vec!["proxy", "--control", "127.0.0.1:0"];
     args.extend_from_slice(extra);
     args.extend_from_slice(&["--listen", "127.0.0.1:0", "--", "sh", "-c", "cat > /dev/null"]);

@@ -118,3 +118,38 @@ fn the_proxy_answers_or_ignores_every_malformed_frame_without_panicking_or_hangi
     let upstream = bin();
     fuzz(&["proxy", "--max-frame-bytes", &LIMIT.to_string(), "--", &upstream, "serve"], "proxy");
 }
+
+/// Requests over rmcp's own 16 MiB line limit, under the lab's 65 MiB default frame limit, a seeded size for each
+/// front: rmcp used to drop them without a word, leaving the client waiting until its deadline. rmcp's limit is
+/// now the frame limit, so the whole range takes one path; sizes stay near 16 MiB to keep the test fast.
+#[test]
+fn requests_between_16_and_65_mib_are_answered_on_both_fronts() {
+    use proptest::strategy::ValueTree as _;
+    let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+    let rng = TestRng::deterministic_rng(RngAlgorithm::ChaCha);
+    let mut runner = TestRunner::new_with_rng(Config::default(), rng);
+    let (mib, envelope): (usize, usize) = (1024 * 1024, 1024);
+    let upstream = bin();
+    // The proxy records the call's arguments: to a file, since nothing reads its stderr until it exits.
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("trajectory.jsonl");
+    let record = record.to_str().unwrap();
+    for args in [&["serve"][..], &["proxy", "--record", record, "--", &upstream, "serve"][..]] {
+        let size = (16 * mib + 1..18 * mib - envelope).new_tree(&mut runner).unwrap().current();
+        runtime.block_on(async {
+            let mut peer = Client::spawn_peer(args);
+            peer.initialize().await;
+            let pad = "x".repeat(size);
+            let call = format!(
+                r#"{{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{{"name":"ping","arguments":{{"pad":"{pad}"}}}}}}"#
+            );
+            peer.send_raw(format!("{call}\n").as_bytes()).await;
+            let reply = peer.recv().await;
+            assert_eq!(reply["id"], "big", "{args:?}: a {size}-byte request is answered");
+            peer.send_raw(b"{\"jsonrpc\":\"2.0\",\"id\":\"after\",\"method\":\"ping\"}\n").await;
+            assert_eq!(peer.recv().await["id"], "after", "{args:?}: and the session goes on");
+            let (code, stderr) = peer.finish_output(Duration::from_secs(5)).await;
+            assert_eq!(code, Some(0), "{args:?}: {stderr}");
+        });
+    }
+}

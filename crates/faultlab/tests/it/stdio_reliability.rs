@@ -235,3 +235,23 @@ fn a_closed_stdout_is_one_clear_error_not_a_panic() {
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
 }
+
+#[tokio::test]
+async fn a_client_that_leaves_with_a_request_pending_is_a_clean_end_when_the_upstream_exits_as_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("trajectory.jsonl");
+    // An upstream that never answers and exits 0 once its stdin closes, as the spec asks of a stdio server.
+    let upstream = ["sh", "-c", "cat > /dev/null"];
+    let mut args = vec!["proxy", "--shutdown-grace", "2", "--record", record.to_str().unwrap(), "--"];
+    args.extend(upstream);
+    let mut proxy = Client::spawn_peer(&args);
+    proxy.send(&json!({"jsonrpc":"2.0","id":"a","method":"ping"})).await;
+    drop(proxy.stdin.take());
+    let reply = proxy.recv().await;
+    assert_eq!(reply["id"], "a", "the pending request still gets its error: {reply}");
+    assert_eq!(reply["error"]["data"]["upstream"], "stopped", "{reply}");
+    let (code, stderr) = proxy.finish_output(PATIENCE).await;
+    assert_eq!(code, Some(0), "the client left: exit 0 as the exit-code table says; {stderr}");
+    assert!(!stderr.contains("exited on its own"), "{stderr}");
+    assert!(events(&trajectory(&record), "upstream_exit").is_empty(), "the upstream did not die on its own");
+}
