@@ -133,14 +133,14 @@ fn a_folder_with_a_task_that_expects_an_honest_failure_is_explored() {
     assert!(explorations.iter().all(|e| !e["variants"].as_array().unwrap().is_empty()), "{report:#}");
 }
 
-/// The good agent does not reconnect after a lost connection: it reports failure and breaks nothing. That is an
-/// honest failure: the variant degrades it, shown apart from breaks, and fails the command only with
-/// `--fail-on degrade`.
+/// The agent that gives up reports failure at its first failed call and breaks nothing: after a lost connection
+/// that is an honest failure, so the variant degrades it, shown apart from breaks, and fails the command only with
+/// `--fail-on degrade`. (The good agent connects again and recovers: the run's rules do not fire anew.)
 #[test]
 fn an_honest_failure_degrades_and_fails_the_command_only_when_asked() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    explore("good", &out, &["--classes", "transport-loss"])
+    explore("gives-up", &out, &["--classes", "transport-loss"])
         .code(0)
         .stdout(contains("DEGRADES v001 transport-loss at #1 read_file").and(contains("BREAKS").not()));
     let report = read_json(out.join("report.json"));
@@ -150,7 +150,7 @@ fn an_honest_failure_degrades_and_fails_the_command_only_when_asked() {
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("| #1 read_file (call 1 of it) | degrades |") && md.contains("### Degrading variants"), "{md}");
     assert!(md.contains("Not tried") && md.contains("non_json_line"), "{md}");
-    explore("good", &dir.path().join("strict"), &["--classes", "transport-loss", "--fail-on", "degrade"])
+    explore("gives-up", &dir.path().join("strict"), &["--classes", "transport-loss", "--fail-on", "degrade"])
         .code(2)
         .stderr(contains("degraded the agent").and(contains("--fail-on degrade")));
 }
