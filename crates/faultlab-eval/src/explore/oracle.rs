@@ -129,6 +129,7 @@ mod tests {
                     | ControlAgent::Forker
                     | ControlAgent::Snooper
                     | ControlAgent::Litterer
+                    | ControlAgent::Peeker
             )
         });
         assert_eq!(oracle.agents(), plain.collect::<Vec<_>>());
