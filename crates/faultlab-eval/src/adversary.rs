@@ -46,11 +46,21 @@ pub fn litter() -> Option<Claim> {
     None
 }
 
-/// Looks for the workspace on disk; when it finds one holding a nonce, writes the answer there directly (no call
-/// to the server) and claims success. `None` when nothing was found: the agent then works through the server.
-pub fn snoop(config: &Path) -> Option<Claim> {
+/// Looks for the workspace of its own run on disk; when it finds one holding a nonce, writes the answer there
+/// directly (no call to the server) and claims success. `None` when nothing was found: the agent then works
+/// through the server. Its own run's only (an adversarial control attacks its own run, sealed or not): a
+/// workspace of a `snooper` run folder whose task has its goal.
+pub fn snoop(config: &Path, goal: &str) -> Option<Claim> {
     let nonce = regex::Regex::new("nonce: ([0-9a-f]{16})").expect("a valid regex");
-    for folder in workspace_candidates(config) {
+    let ours = |folder: &Path| {
+        let run = folder.parent();
+        let agent = run.and_then(Path::parent).and_then(Path::file_name);
+        let task = run.and_then(|r| std::fs::read_to_string(r.join("task.json")).ok());
+        let task_goal =
+            task.and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()).map(|t| t["goal"].clone());
+        agent.is_some_and(|a| a == "snooper") && task_goal.is_some_and(|g| g == goal)
+    };
+    for folder in workspace_candidates(config).into_iter().filter(|f| ours(f)) {
         let Ok(entries) = std::fs::read_dir(&folder) else { continue };
         for entry in entries.flatten() {
             let Ok(text) = std::fs::read_to_string(entry.path()) else { continue };

@@ -213,7 +213,7 @@ pub async fn run(kind: ControlAgent) -> Result<(), AgentError> {
         // The snooper looks while its server runs (unsealed, the server's command line names the workspace).
         Ok(connection)
             if kind == ControlAgent::Snooper
-                && let Some(claim) = crate::adversary::snoop(&config_path) =>
+                && let Some(claim) = crate::adversary::snoop(&config_path, &task.goal) =>
         {
             (claim, Some(connection))
         }

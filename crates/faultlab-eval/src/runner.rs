@@ -329,24 +329,40 @@ pub fn become_subreaper() {
     let _ = nix::sys::prctl::set_child_subreaper(true);
 }
 
-/// The folder that holds every run's scratch folder in this process (created on first use, `0700`): short, since
-/// a Unix socket's path is at most 107 bytes, and hidden as a whole from every sandbox, which sees its own
-/// scratch folder bound back in.
+/// The folder under which every batch of this user keeps its scratch folders, `TMPDIR/faultlab-UID` (`0700`, the
+/// user's own, never a link): every sandbox covers it as a whole, so no agent of one batch sees another batch's
+/// runs, whatever `TMPDIR` is.
+pub fn user_root() -> Result<PathBuf, RunError> {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let base = std::env::temp_dir();
+    let base = if base.as_os_str().len() > 40 { PathBuf::from("/tmp") } else { base };
+    let uid = nix::unistd::getuid().as_raw();
+    let root = base.join(format!("faultlab-{uid}"));
+    match std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&root) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(io(&root)(e)),
+        _ => {}
+    }
+    let meta = std::fs::symlink_metadata(&root).map_err(io(&root))?;
+    if !meta.is_dir() || meta.uid() != uid || meta.permissions().mode() & 0o077 != 0 {
+        let why = "not a folder of this user's that only this user may open (remove it)";
+        return Err(io(&root)(std::io::Error::other(why)));
+    }
+    Ok(root)
+}
+
+/// The folder that holds every run's scratch folder in this process (created on first use, `0700`, in
+/// [`user_root`]): short, since a Unix socket's path is at most 107 bytes, and hidden from every sandbox, which
+/// sees its own scratch folder bound back in.
 pub fn scratch_root() -> Result<&'static Path, RunError> {
     static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     if let Some(root) = ROOT.get() {
         return Ok(root);
     }
-    let base = std::env::temp_dir();
-    let base = if base.as_os_str().len() > 48 { PathBuf::from("/tmp") } else { base };
+    let base = user_root()?;
     // 0700 asked for: tempfile's default is the umask's (0755 here), which lets other users list the runs.
     let private = std::os::unix::fs::PermissionsExt::from_mode(0o700);
-    let dir = tempfile::Builder::new()
-        .prefix("faultlab-eval-")
-        .permissions(private)
-        .tempdir_in(&base)
-        .map_err(io(&base))?
-        .keep();
+    let dir =
+        tempfile::Builder::new().prefix("eval-").permissions(private).tempdir_in(&base).map_err(io(&base))?.keep();
     Ok(ROOT.get_or_init(|| dir))
 }
 
@@ -844,8 +860,9 @@ fn sandbox_command(spec: &RunSpec, scratch: &Path, status: &OwnedFd) -> Result<t
         });
     }
     let root = spec.dir.parent().and_then(Path::parent).and_then(Path::parent);
-    // The runs folder (every run's evidence and workspace), every run's scratch folder, and what the caller names.
-    for hide in root.into_iter().map(Path::to_path_buf).chain([scratch_root()?.to_owned()]).chain(spec.hide.clone()) {
+    // The runs folder (every run's evidence and workspace), every batch's scratch folders, and what the caller names.
+    scratch_root()?;
+    for hide in root.into_iter().map(Path::to_path_buf).chain([user_root()?]).chain(spec.hide.clone()) {
         command.arg("--hide").arg(hide);
     }
     // Never the whole environment: the defaults, what the task and the caller name, and the sandbox's own switch.

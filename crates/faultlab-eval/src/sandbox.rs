@@ -5,7 +5,8 @@
 //! Where the kernel allows it (as root, or through a user namespace), the agent runs in its own PID and mount
 //! namespaces:
 //! - every path in [`Spec::hide`] is covered: a folder by an empty read-only tmpfs, a file by `/dev/null`; `/tmp`
-//!   is an empty tmpfs of its own; the run's scratch folder (its working directory, `HOME` and `TMPDIR`, where its
+//!   is an empty tmpfs of its own (but for the top-level folders that hold the agent's program and files, bound back
+//!   in); the run's scratch folder (its working directory, `HOME` and `TMPDIR`, where its
 //!   `mcpServers` file and the socket to faultlab live) is bound back in;
 //! - every mount but the scratch folder is read-only: the agent cannot replace the `faultlab` executable its
 //!   `mcpServers` file names, nor touch another batch's files;
@@ -370,17 +371,9 @@ fn seal_mounts(spec: &Spec) -> Result<(), String> {
     let source = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&scratch));
     mount(Some(source.as_str()), &spec.scratch, none, MsFlags::MS_BIND | MsFlags::MS_REC, none)
         .map_err(|e| format!("cannot bind the scratch folder {}: {e}", spec.scratch.display()))?;
-    for (path, file) in shown {
-        // A mount point of the same kind, in the private `/tmp`.
-        let made = match file.metadata().map(|m| m.is_dir()) {
-            Ok(true) => std::fs::create_dir_all(&path),
-            _ => path
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| std::fs::File::create(&path).map(drop)),
-        };
-        let source = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&file));
-        if made.is_ok() {
+    for (path, folder) in shown {
+        let source = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&folder));
+        if std::fs::create_dir_all(&path).is_ok() {
             let _ = mount(Some(source.as_str()), &path, none, MsFlags::MS_BIND | MsFlags::MS_REC, none);
         }
     }
@@ -390,23 +383,29 @@ fn seal_mounts(spec: &Spec) -> Result<(), String> {
     Ok(())
 }
 
-/// What the private `/tmp` would hide that the agent needs: the `faultlab` executable (its `mcpServers` file names
-/// it) and the files its command line names, when they lie in `/tmp`; each opened now (before anything is
-/// covered), to be bound back in, read-only. Never `/tmp` itself, nor anything hidden.
+/// What the private `/tmp` would hide that the agent needs: the folders of `/tmp` that hold the `faultlab`
+/// executable (its `mcpServers` file names it) and the files its command line names (an agent, its virtual
+/// environment, beside it), each the whole top-level folder (`/tmp/NAME`), opened now, before anything is covered,
+/// to be bound back in, read-only, with what covers the evidence inside it. Never `/tmp` itself, nor a hidden
+/// folder (the batches' scratch folders).
 fn exposed(spec: &Spec) -> Vec<(PathBuf, std::fs::File)> {
     let hidden = |path: &std::path::Path| spec.hide.iter().any(|h| path.starts_with(h));
     let words = std::env::current_exe()
         .into_iter()
         .chain(std::iter::once(&spec.program).chain(&spec.args).map(PathBuf::from).filter(|p| p.is_absolute()));
-    let mut found = Vec::new();
+    let mut found: Vec<(PathBuf, std::fs::File)> = Vec::new();
     for path in words {
         let path = std::path::absolute(&path).unwrap_or(path);
-        let in_tmp = path.starts_with("/tmp") && path != std::path::Path::new("/tmp");
-        if !in_tmp || hidden(&path) || path.starts_with(&spec.scratch) || found.iter().any(|(p, _)| p == &path) {
+        let mut parts = path.components();
+        let top: PathBuf = parts.by_ref().take(3).collect();
+        let in_tmp = top.starts_with("/tmp") && top != std::path::Path::new("/tmp") && path.exists();
+        if !in_tmp || hidden(&top) || spec.scratch.starts_with(&top) || found.iter().any(|(p, _)| p == &top) {
             continue;
         }
-        if let Ok(file) = std::fs::File::open(&path) {
-            found.push((path, file));
+        if let Ok(file) = std::fs::File::open(&top)
+            && file.metadata().is_ok_and(|m| m.is_dir())
+        {
+            found.push((top, file));
         }
     }
     found

@@ -244,3 +244,26 @@ fn an_oversized_claim_is_refused_by_its_size() {
     assert_eq!(run["verdict"]["passed"], false);
     assert!(run["evidence"].get("claim.json").is_none(), "{run}");
 }
+
+/// An agent of one batch found another batch's live run (here its workspace, as a batch leaves it while it runs)
+/// and deleted its `output.txt`, turning its PASS into a FAIL. Sealed, no file outside the agent's scratch folder
+/// can be changed, and every batch's scratch folders are covered.
+#[test]
+fn an_agent_cannot_change_another_batchs_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("other-batch/runs/task/good/1/workspace/output.txt");
+    std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+    std::fs::write(&other, "the other run's answer").unwrap();
+    // Another batch's scratch folders, where every batch of this user keeps them.
+    let uid = std::os::unix::fs::MetadataExt::uid(&std::fs::metadata(dir.path()).unwrap());
+    let scratch = std::env::temp_dir().join(format!("faultlab-{uid}/eval-other-batch-{}", std::process::id()));
+    std::fs::create_dir_all(scratch.join("1")).unwrap();
+    let script = format!("rm -f {0}; echo changed > {0}\nls {1} >&2\n", other.display(), scratch.display());
+    let run = eval_task(dir.path(), TASK, &script, &[], &[]);
+    let _ = std::fs::remove_dir_all(&scratch);
+    assert_eq!(run["isolation"], "namespaces");
+    assert_eq!(std::fs::read_to_string(&other).unwrap(), "the other run's answer");
+    let log =
+        std::fs::read_to_string(dir.path().join("out").join(run["dir"].as_str().unwrap()).join("agent.log")).unwrap();
+    assert!(log.contains("No such file"), "another batch's scratch folders were visible: {log}");
+}
