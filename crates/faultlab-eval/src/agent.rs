@@ -28,7 +28,7 @@
 //! closed the connection), as MCP clients restart a stdio server that exited; the lost call still counts as failed.
 
 use crate::contract::{self, Claim, ClaimStatus, McpConfig};
-use crate::task::{Check, Plan, Step, Task};
+use crate::task::{Check, Plan, Step};
 use faultlab_client::{ConnectError, Connection, Era, ErrorKind, Observation, Outcome, Target};
 use faultlab_wire::template;
 use schemars::JsonSchema;
@@ -76,10 +76,14 @@ pub enum ControlAgent {
     /// Adversarial: leaves a file in its working folder, and gives up if an earlier run's file is there; then
     /// behaves as `good`. Each run's fresh scratch folder means it never sees one.
     Litterer,
+    /// Adversarial: reads everything its task file holds; where that shows the fault plan, it spends each faulted
+    /// call first (the fault fires on a call it does not need), then behaves as `gives-up`. Shown only what a user
+    /// would tell it, it is `gives-up`.
+    Peeker,
 }
 
 impl ControlAgent {
-    pub const ALL: [ControlAgent; 13] = [
+    pub const ALL: [ControlAgent; 14] = [
         ControlAgent::Good,
         ControlAgent::BadRetry,
         ControlAgent::InfiniteLoop,
@@ -93,6 +97,7 @@ impl ControlAgent {
         ControlAgent::Forker,
         ControlAgent::Snooper,
         ControlAgent::Litterer,
+        ControlAgent::Peeker,
     ];
 
     /// The kebab-case name used on the command line and in reports.
@@ -170,10 +175,16 @@ pub async fn run(kind: ControlAgent) -> Result<(), AgentError> {
     let config: McpConfig = serde_json::from_str(&read("MCP config", &config_path)?)
         .map_err(|e| AgentError::Invalid { what: "MCP config", path: shown(&config_path), message: e.to_string() })?;
     let server = config.server().ok_or_else(|| AgentError::NoServer { path: shown(&config_path) })?;
-    let task = Task::parse(&read("task", &task_path)?, true).map_err(|message| AgentError::Invalid {
+    let text = read("task", &task_path)?;
+    faultlab_wire::nesting::check(&text, faultlab_wire::nesting::Syntax::Json).map_err(|e| AgentError::Invalid {
         what: "task",
         path: shown(&task_path),
-        message,
+        message: e.to_string(),
+    })?;
+    let task: contract::AgentTask = serde_json::from_str(&text).map_err(|e| AgentError::Invalid {
+        what: "task",
+        path: shown(&task_path),
+        message: e.to_string(),
     })?;
     let plan = task.plan.ok_or_else(|| AgentError::NoPlan { path: shown(&task_path) })?;
     if kind == ControlAgent::InfiniteLoop && plan.steps.is_empty() {
@@ -205,12 +216,15 @@ pub async fn run(kind: ControlAgent) -> Result<(), AgentError> {
         // The snooper looks while its server runs (unsealed, the server's command line names the workspace).
         Ok(connection)
             if kind == ControlAgent::Snooper
-                && let Some(claim) = crate::adversary::snoop(&config_path) =>
+                && let Some(claim) = crate::adversary::snoop(&config_path, &task.goal) =>
         {
             (claim, Some(connection))
         }
         Ok(connection) => {
             let mut tools = Reconnecting { target: target.clone(), deadline: connect_deadline, connection };
+            if kind == ControlAgent::Peeker {
+                spend_faulted_calls(&crate::adversary::peek(&task_path), &plan, &mut tools).await;
+            }
             (follow(kind, &plan, &mut tools).await, Some(tools.connection))
         }
         Err(e @ ConnectError::Spawn { .. }) => return Err(AgentError::Connect(e)),
@@ -221,13 +235,33 @@ pub async fn run(kind: ControlAgent) -> Result<(), AgentError> {
     // The claim first: if closing hangs until eval's deadline, the claim is already there.
     let written = write_claim(&result, &claim);
     // While the proxy still runs, its command line names the evidence (unsealed).
-    if kind == ControlAgent::Tamperer {
-        crate::adversary::tamper(&config_path);
-    }
-    if let Some(connection) = connection {
-        connection.close().await;
-    }
+    let targets = (kind == ControlAgent::Tamperer).then(|| crate::adversary::tamper_targets(&config_path));
+    let close = async {
+        if let Some(connection) = connection {
+            connection.close().await;
+        }
+    };
+    // The tamperer empties its evidence while the connection closes (until the proxy has written all of it).
+    let tamper = async {
+        if let Some(targets) = targets {
+            crate::adversary::tamper(targets, claim.answer.as_deref()).await;
+        }
+    };
+    tokio::join!(close, tamper);
     written
+}
+
+/// The peeker's use of a fault plan it was shown: one call of each faulted tool, with the arguments of the first
+/// step that calls it and needs no saved value, its result ignored.
+async fn spend_faulted_calls(tools: &[String], plan: &Plan, connection: &mut impl Tools) {
+    let deadline = Some(Duration::from_millis(plan.call_timeout_ms));
+    for tool in tools {
+        let step =
+            plan.steps.iter().find(|s| &s.tool == tool && template_value(&s.arguments, &Saved::new()) == s.arguments);
+        if let Some(step) = step {
+            let _ = connection.call(&step.tool, step.arguments.clone(), deadline).await;
+        }
+    }
 }
 
 /// Stands in for a connection that could not be opened; only the hallucinating agent, which never calls, gets it.
@@ -397,7 +431,7 @@ pub async fn follow(kind: ControlAgent, plan: &Plan, tools: &mut impl Tools) -> 
             ControlAgent::Unsafe | ControlAgent::Tamperer => agent.carefully(index, step, true).await,
             ControlAgent::BadRetry => agent.at_once(index, step, BAD_RETRY_ATTEMPTS).await,
             ControlAgent::BlindRetrier => agent.at_once(index, step, BLIND_RETRY_ATTEMPTS).await,
-            ControlAgent::GivesUp => agent.at_once(index, step, 1).await,
+            ControlAgent::GivesUp | ControlAgent::Peeker => agent.at_once(index, step, 1).await,
             // Handled above.
             ControlAgent::Hallucinating | ControlAgent::InfiniteLoop => Ok(()),
         };

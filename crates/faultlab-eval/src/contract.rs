@@ -4,7 +4,8 @@
 //! the workspace: the workspace is reached only through the MCP server):
 //! - [`ENV_MCP_CONFIG`]: path of an `mcpServers` JSON file naming the proxy as the agent's one server;
 //! - [`ENV_GOAL`]: the task's goal, in words;
-//! - [`ENV_TASK`]: path of the task as JSON (the control agents read its `plan`);
+//! - [`ENV_TASK`]: path of what the agent is told of its task ([`AgentTask`]: the goal, the tools, the deadline;
+//!   never the faults, the grader or the witness; the `plan` the control agents follow, when there is one);
 //! - [`ENV_RESULT`]: path where the agent writes its final [`Claim`] as JSON before it exits.
 
 use schemars::JsonSchema;
@@ -15,6 +16,43 @@ pub const ENV_MCP_CONFIG: &str = "FAULTLAB_MCP_CONFIG";
 pub const ENV_GOAL: &str = "FAULTLAB_GOAL";
 pub const ENV_TASK: &str = "FAULTLAB_TASK";
 pub const ENV_RESULT: &str = "FAULTLAB_RESULT";
+
+/// What an agent is told of its task (the file `FAULTLAB_TASK` names): what a user would tell it. Never the task's
+/// `faults` (which call fails, when), `grader`, `witness`, `recovery` or description: an agent that could read them
+/// could adapt to the test rather than to the failure.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AgentTask {
+    /// What to do, in words (also `FAULTLAB_GOAL`).
+    pub goal: String,
+    /// Tools the agent may use (globs).
+    pub allowed_tools: Vec<String>,
+    /// Tools the agent must never call (globs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub forbidden_actions: Vec<String>,
+    /// The run's deadline in milliseconds, counted from the agent's first connection to its server.
+    pub deadline_ms: u64,
+    /// How long the agent may take to start before the deadline counts, in milliseconds.
+    pub start_ms: u64,
+    /// The steps the built-in control agents follow, when the task has them: the task author's script for a
+    /// scripted agent (which calls to make), never which of them will fail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::task::Plan>,
+}
+
+impl AgentTask {
+    /// The agent's view of `task`, with the deadline it really has.
+    pub fn of(task: &crate::task::Task, deadline_ms: u64) -> Self {
+        AgentTask {
+            goal: task.goal.clone(),
+            allowed_tools: task.allowed_tools.clone(),
+            forbidden_actions: task.forbidden_actions.clone(),
+            deadline_ms,
+            start_ms: task.start_ms,
+            plan: task.plan.clone(),
+        }
+    }
+}
 
 /// The name of the server entry in the `mcpServers` file.
 pub const SERVER_NAME: &str = "workspace";

@@ -180,12 +180,19 @@ fn walk(root: &Path, dir: &Path, snapshot: &mut Snapshot) -> std::io::Result<()>
         if kind.is_dir() {
             walk(root, &path, snapshot)?;
         } else if kind.is_file() {
-            let contents = std::fs::read(&path)?;
             let relative = path.strip_prefix(root).unwrap_or(&path);
             let name = relative.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
-            let bytes = contents.len() as u64;
-            let text = (bytes <= TEXT_LIMIT).then(|| String::from_utf8(contents.clone()).ok()).flatten();
-            snapshot.files.insert(name, FileState { sha256: sha256_hex(&contents), bytes, text });
+            let bytes = entry.metadata()?.len();
+            // A file an agent wrote can be any size: hashed in pieces, its text kept only when small.
+            let sha256 = crate::guard::sha256_file(&path).map_err(|e| match e {
+                crate::guard::ReadError::Io(e) => e,
+                other => std::io::Error::other(other.to_string()),
+            })?;
+            let text = match bytes <= TEXT_LIMIT {
+                true => std::fs::read(&path).ok().and_then(|c| String::from_utf8(c).ok()),
+                false => None,
+            };
+            snapshot.files.insert(name, FileState { sha256, bytes, text });
         }
     }
     Ok(())

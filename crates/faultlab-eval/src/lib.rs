@@ -7,7 +7,9 @@
 //!   ledger, workspace snapshots before and after, the agent's claim and how it ended.
 //! - [`grade`]: the five layers (outcome, safety, recovery, side effects, efficiency) and the verdict.
 //! - [`runner`]: one graded run: sandbox, processes, deadline, evidence, verdict.
-//! - [`sandbox`]: the sealed agent process tree (`faultlab sandbox`): namespaces, hidden evidence, nothing left.
+//! - [`sandbox`]: the sealed agent process tree (`faultlab sandbox`): namespaces, hidden evidence, read-only root,
+//!   private `/tmp` and network, nothing left; [`guard`]: eval's helpers from its own executable, files an agent
+//!   could have planted read safely and up to a cap.
 //! - [`oracle`], [`builtin`]: the expected verdict of every control agent on every built-in task.
 //! - [`batch`]: every (task, agent, repeat), in parallel, sharded; [`report`]: JSON and Markdown, statistics.
 //! - [`merge`]: shard reports joined into one; [`compare`]: two reports side by side, with significance tests.
@@ -25,6 +27,7 @@ pub mod contract;
 pub mod evidence;
 pub mod explore;
 pub mod grade;
+pub mod guard;
 pub mod html;
 pub mod merge;
 pub mod oracle;

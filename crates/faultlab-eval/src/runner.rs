@@ -16,6 +16,7 @@ use faultlab_engine::rules::RulesFile;
 use faultlab_engine::trajectory::Trajectory;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
+use std::os::fd::OwnedFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
@@ -28,6 +29,29 @@ const DRAIN_GRACE: Duration = Duration::from_secs(2);
 const STATUS_FD: i32 = 3;
 /// The descriptor on which the run's proxy inherits the socket it serves (`faultlab proxy --listen-fd`).
 const PROXY_FD: i32 = 3;
+
+/// The variables of faultlab's environment every agent gets (when set): where programs are and the locale. Any
+/// other (a token set for something else) only when named (`--pass-env`, the task's `agent_env`).
+pub const AGENT_ENV: &[&str] = &[
+    "PATH",
+    "LANG",
+    "LANGUAGE",
+    "LC_ALL",
+    "LC_CTYPE",
+    "LC_MESSAGES",
+    "TZ",
+    "TERM",
+    "USER",
+    "LOGNAME",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+];
+
+/// The largest ledger read (64 MiB: a line of about 200 bytes per write, so some 300 000 writes).
+const LEDGER_LIMIT: u64 = 64 * 1024 * 1024;
+
+/// The largest claim read (1 MiB): a claim is a status, a message and an answer.
+const CLAIM_LIMIT: u64 = 1024 * 1024;
 /// Bound on one `command_succeeded` check (10 s).
 const COMMAND_LIMIT: Duration = Duration::from_secs(10);
 
@@ -218,11 +242,21 @@ pub struct RunSettings {
     pub deadline_ms: Option<u64>,
     /// Files the agents must not see besides the runs folder: the task files, earlier reports in `out`.
     pub hide: Vec<PathBuf>,
+    /// Variables of faultlab's environment every agent gets besides [`AGENT_ENV`] and its task's `agent_env`
+    /// (`--pass-env`).
+    pub pass_env: Vec<String>,
+    /// The agents get the machine's network (`--network host`) rather than a namespace with only loopback.
+    pub host_network: bool,
+    /// The secret every nonce of the batch is derived from (random per batch unless given, so no agent can
+    /// compute a nonce it was never shown; see [`nonce`]).
+    pub nonce_key: String,
 }
 
 impl RunSettings {
     /// One repeat, one run at a time, the tasks' own seeds and deadlines, no shard, nothing more hidden.
     pub fn new(out: PathBuf, faultlab: PathBuf) -> Self {
+        // Opened now, before any agent runs: eval starts its helpers from this descriptor.
+        crate::guard::faultlab_program(&faultlab);
         Self {
             repeat: 1,
             seed: None,
@@ -233,6 +267,9 @@ impl RunSettings {
             shard: None,
             deadline_ms: None,
             hide: Vec::new(),
+            nonce_key: random_key(),
+            pass_env: Vec::new(),
+            host_network: false,
         }
     }
 
@@ -260,6 +297,9 @@ impl RunSettings {
             deadline_ms: self.deadline_ms,
             cassette: None,
             nonce: None,
+            nonce_key: self.nonce_key.clone(),
+            pass_env: self.pass_env.clone(),
+            host_network: self.host_network,
             hide: self.hide.clone(),
         }
     }
@@ -286,6 +326,12 @@ pub struct RunSpec {
     pub cassette: Option<PathBuf>,
     /// Replay: the recorded run's nonce, so the workspace is the one the recorded replies speak of.
     pub nonce: Option<String>,
+    /// The batch's secret the nonce is derived from ([`RunSettings::nonce_key`]).
+    pub nonce_key: String,
+    /// Variables of faultlab's environment the agent gets besides [`AGENT_ENV`] ([`RunSettings::pass_env`]).
+    pub pass_env: Vec<String>,
+    /// The machine's network for the agent ([`RunSettings::host_network`]).
+    pub host_network: bool,
     /// Folders and files the agent must not see besides the run's own evidence: the batch's runs folder and
     /// reports, the task files, the recording being replayed.
     pub hide: Vec<PathBuf>,
@@ -318,10 +364,16 @@ pub struct RunRecord {
     /// How the agent was sealed (see `docs/eval.md`, threat model).
     #[serde(default = "unknown_isolation")]
     pub isolation: Isolation,
+    /// The network the agent had (absent when the sandbox did not report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network: Option<crate::sandbox::Network>,
     /// SHA-256 of each evidence file in `dir`, taken after every process of the run had ended and before
     /// grading: the files the verdict was read from.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub evidence: BTreeMap<String, String>,
+    /// Evidence files whose digest could not be taken, and why (not a regular file, unreadable).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub evidence_undigested: BTreeMap<String, String>,
     /// The run's environment failed (the agent program is missing, the server or proxy never started): not a
     /// verdict on the agent. Counted apart; `faultlab eval` exits 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -346,10 +398,23 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> RunError + '_ {
     move |source| RunError::Io { path: path.display().to_string(), source }
 }
 
-/// The run's nonce: from the seed and the run's coordinates, so reruns with one seed are identical and no two
-/// runs of a batch share one.
-pub fn nonce(seed: u64, task: &str, agent: &str, repeat: u32) -> String {
-    evidence::sha256_hex(format!("faultlab-nonce:{seed}:{task}:{agent}:{repeat}").as_bytes())[..16].to_owned()
+/// The run's nonce: from the batch's secret key, the seed and the run's coordinates, so no two runs of a batch
+/// share one, and an agent, which knows the coordinates but never the key, cannot compute it (a rerun with the
+/// same `--nonce-key` gets the same nonces).
+pub fn nonce(key: &str, seed: u64, task: &str, agent: &str, repeat: u32) -> String {
+    evidence::sha256_hex(format!("faultlab-nonce:{key}:{seed}:{task}:{agent}:{repeat}").as_bytes())[..16].to_owned()
+}
+
+/// 128 random bits from the kernel, in hex: a batch's nonce key.
+pub fn random_key() -> String {
+    let mut bytes = [0u8; 16];
+    let read = std::fs::File::open("/dev/urandom").and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes));
+    if read.is_err() {
+        // No /dev/urandom (a bare chroot): the clock and pid, still unknown to an agent started later.
+        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+        bytes = (now.as_nanos() ^ (u128::from(std::process::id()) << 64)).to_le_bytes();
+    }
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Makes this process the subreaper of its descendants, so a proxy's orphaned server can be waited for.
@@ -358,24 +423,40 @@ pub fn become_subreaper() {
     let _ = nix::sys::prctl::set_child_subreaper(true);
 }
 
-/// The folder that holds every run's scratch folder in this process (created on first use, `0700`): short, since
-/// a Unix socket's path is at most 107 bytes, and hidden as a whole from every sandbox, which sees its own
-/// scratch folder bound back in.
+/// The folder under which every batch of this user keeps its scratch folders, `TMPDIR/faultlab-UID` (`0700`, the
+/// user's own, never a link): every sandbox covers it as a whole, so no agent of one batch sees another batch's
+/// runs, whatever `TMPDIR` is.
+pub fn user_root() -> Result<PathBuf, RunError> {
+    use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+    let base = std::env::temp_dir();
+    let base = if base.as_os_str().len() > 40 { PathBuf::from("/tmp") } else { base };
+    let uid = nix::unistd::getuid().as_raw();
+    let root = base.join(format!("faultlab-{uid}"));
+    match std::os::unix::fs::DirBuilderExt::mode(&mut std::fs::DirBuilder::new(), 0o700).create(&root) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(io(&root)(e)),
+        _ => {}
+    }
+    let meta = std::fs::symlink_metadata(&root).map_err(io(&root))?;
+    if !meta.is_dir() || meta.uid() != uid || meta.permissions().mode() & 0o077 != 0 {
+        let why = "not a folder of this user's that only this user may open (remove it)";
+        return Err(io(&root)(std::io::Error::other(why)));
+    }
+    Ok(root)
+}
+
+/// The folder that holds every run's scratch folder in this process (created on first use, `0700`, in
+/// [`user_root`]): short, since a Unix socket's path is at most 107 bytes, and hidden from every sandbox, which
+/// sees its own scratch folder bound back in.
 pub fn scratch_root() -> Result<&'static Path, RunError> {
     static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     if let Some(root) = ROOT.get() {
         return Ok(root);
     }
-    let base = std::env::temp_dir();
-    let base = if base.as_os_str().len() > 48 { PathBuf::from("/tmp") } else { base };
+    let base = user_root()?;
     // 0700 asked for: tempfile's default is the umask's (0755 here), which lets other users list the runs.
     let private = std::os::unix::fs::PermissionsExt::from_mode(0o700);
-    let dir = tempfile::Builder::new()
-        .prefix("faultlab-eval-")
-        .permissions(private)
-        .tempdir_in(&base)
-        .map_err(io(&base))?
-        .keep();
+    let dir =
+        tempfile::Builder::new().prefix("eval-").permissions(private).tempdir_in(&base).map_err(io(&base))?.keep();
     Ok(ROOT.get_or_init(|| dir))
 }
 
@@ -411,7 +492,8 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
     let workspace = dir.join("workspace");
     std::fs::create_dir_all(&workspace).map_err(io(&workspace))?;
     let label = spec.agent.label();
-    let nonce = spec.nonce.clone().unwrap_or_else(|| nonce(spec.seed, &spec.task.id, &label, spec.repeat));
+    let nonce =
+        spec.nonce.clone().unwrap_or_else(|| nonce(&spec.nonce_key, spec.seed, &spec.task.id, &label, spec.repeat));
     for (path, contents) in &spec.task.workspace {
         let file = workspace.join(path);
         if let Some(parent) = file.parent() {
@@ -424,11 +506,12 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
     let scratch = scratch_folder()?;
     let paths = RunPaths::new(dir, &scratch);
     write_json(&paths.rules, &RulesFile { seed: Some(spec.seed), rules: spec.task.faults.clone() })?;
-    // The agent sees the deadline it really has (an override included).
+    // The record keeps the whole task; the agent is told only what a user would tell it, with the deadline it
+    // really has (an override included).
     let mut seen = spec.task.as_ref().clone();
     seen.deadline_ms = spec.deadline_ms.unwrap_or(seen.deadline_ms);
     write_json(&paths.task, &seen)?;
-    write_json(&paths.agent_task, &seen)?;
+    write_json(&paths.agent_task, &contract::AgentTask::of(&seen, seen.deadline_ms))?;
     let config = McpConfig::single(text(&spec.faultlab), vec!["connect".into(), text(&paths.socket)]);
     write_json(&paths.config, &config)?;
     write_json(&paths.agent_config, &config)?;
@@ -454,9 +537,11 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
     let proxies = sessions.finish(&spec.dir).await;
 
     // The agent cannot reach these files (see `crate::sandbox`); they are sealed now, before anything reads them.
-    let _ = std::fs::copy(&paths.agent_claim, &paths.claim);
-    let evidence_digests = seal(&paths);
+    // Its claim it could have made anything (a FIFO, a link, gigabytes): read as a regular file, up to a cap.
+    let taken = take_claim(&paths);
+    let (evidence_digests, evidence_undigested) = seal(&paths);
     let isolation = crate::sandbox::read_status(&status).0;
+    let network = crate::sandbox::read_network(&status);
     if !spec.keep_workspace {
         let _ = std::fs::remove_dir_all(&scratch);
     }
@@ -471,13 +556,13 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
     let error = setup_error.or_else(|| proxies.setup_error(&trajectory, &paths.proxy_log));
     let ledger = match spec.task.server.is_builtin() {
         true => Some(
-            evidence::ledger(&std::fs::read_to_string(&paths.ledger).unwrap_or_default())
+            evidence::ledger(&read_ledger(&paths.ledger))
                 .map_err(|source| RunError::Trajectory { path: paths.ledger.display().to_string(), source })?,
         ),
         false => None,
     };
-    let (claim, claim_error) = read_claim(&paths.claim);
-    let commands = run_commands(&spec.task, &workspace).await;
+    let (claim, claim_error) = taken;
+    let commands = run_commands(&spec, &workspace).await;
     let evidence = Evidence { calls, ledger, before, after, claim, claim_error, end, duration_ms, nonce, commands };
     let mut verdict = grade::grade(&spec.task, &evidence);
     if error.is_some() {
@@ -511,22 +596,53 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
         duration_ms,
         verdict,
         dir: spec.report_dir.clone(),
-        calls: evidence.calls,
+        calls: for_the_report(evidence.calls),
         isolation,
+        network,
         evidence: evidence_digests,
+        evidence_undigested,
         error,
     })
 }
 
-/// The SHA-256 of every evidence file the run left (absent files are left out).
-fn seal(paths: &RunPaths) -> BTreeMap<String, String> {
-    let mut digests = BTreeMap::new();
+/// The SHA-256 of every evidence file the run left (absent files are left out), each read in pieces whatever its
+/// size; and the files whose digest could not be taken, with why.
+fn seal(paths: &RunPaths) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
+    let (mut digests, mut undigested) = (BTreeMap::new(), BTreeMap::new());
     for path in [&paths.trajectory, &paths.ledger, &paths.claim, &paths.log, &paths.proxy_log, &paths.replay_log] {
-        if let (Ok(bytes), Some(name)) = (std::fs::read(path), path.file_name()) {
-            digests.insert(name.to_string_lossy().into_owned(), evidence::sha256_hex(&bytes));
+        let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else { continue };
+        match crate::guard::sha256_file(path) {
+            Ok(digest) => {
+                digests.insert(name, digest);
+            }
+            Err(crate::guard::ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                undigested.insert(name, e.to_string());
+            }
         }
     }
-    digests
+    (digests, undigested)
+}
+
+/// The longest string of a call's arguments copied whole into `report.json` (4 KiB); `trajectory.jsonl` keeps
+/// every byte.
+const ARGUMENT_LIMIT: usize = 4 * 1024;
+
+/// The calls as `report.json` shows them: every string argument longer than [`ARGUMENT_LIMIT`] cut, saying so.
+fn for_the_report(mut calls: Vec<evidence::ToolCall>) -> Vec<evidence::ToolCall> {
+    fn cut(value: &mut serde_json::Value) {
+        match value {
+            serde_json::Value::String(s) if s.len() > ARGUMENT_LIMIT => {
+                let end = (0..=ARGUMENT_LIMIT).rev().find(|i| s.is_char_boundary(*i)).unwrap_or(0);
+                *s = format!("{}… ({} bytes; whole in trajectory.jsonl)", &s[..end], s.len());
+            }
+            serde_json::Value::Array(items) => items.iter_mut().for_each(cut),
+            serde_json::Value::Object(map) => map.values_mut().for_each(cut),
+            _ => {}
+        }
+    }
+    calls.iter_mut().for_each(|call| cut(&mut call.arguments));
+    calls
 }
 
 struct RunPaths {
@@ -583,7 +699,7 @@ fn text(path: &Path) -> String {
 /// The proxy faultlab starts, outside the sandbox, for the run: the task's faults, every connection the agent makes
 /// served in front of a fresh task's server (with the recording laid over it when replaying).
 fn proxy_command(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> (String, Vec<String>) {
-    let exe = text(&spec.faultlab);
+    let exe = text(&crate::guard::faultlab_program(&spec.faultlab));
     // Bodies are recorded so that any run can be replayed later.
     let mut args: Vec<String> = vec!["proxy".into(), "--listen-fd".into(), PROXY_FD.to_string()];
     args.extend(["--record-bodies", "--rules"].map(String::from));
@@ -752,21 +868,7 @@ async fn run_agent(
     // The sandbox reports its isolation on a pipe, as descriptor 3: no file an agent could rewrite.
     let (status_read, status_write) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| io(&paths.status)(e.into()))?;
-    let mut command = tokio::process::Command::new(&spec.faultlab);
-    command.arg("sandbox").arg("--scratch").arg(&paths.scratch).arg("--status-fd").arg(STATUS_FD.to_string());
-    let raw = std::os::fd::AsRawFd::as_raw_fd(&status_write);
-    // SAFETY: dup2 is async-signal-safe; the copy loses close-on-exec, so the sandbox inherits it.
-    unsafe {
-        command.pre_exec(move || match libc::dup2(raw, STATUS_FD) {
-            -1 => Err(std::io::Error::last_os_error()),
-            _ => Ok(()),
-        });
-    }
-    let root = spec.dir.parent().and_then(Path::parent).and_then(Path::parent);
-    // The runs folder (every run's evidence and workspace), every run's scratch folder, and what the caller names.
-    for hide in root.into_iter().map(Path::to_path_buf).chain([scratch_root()?.to_owned()]).chain(spec.hide.clone()) {
-        command.arg("--hide").arg(hide);
-    }
+    let mut command = sandbox_command(spec, &paths.scratch, &status_write)?;
     command
         .arg("--")
         .arg(&program)
@@ -820,6 +922,43 @@ async fn run_agent(
         Some(why) => Ok((AgentEnd::FailedToStart, Some(why))),
         None => Ok((end, None)),
     }
+}
+
+/// `faultlab sandbox` (from the executable opened at start) with `scratch` as the only writable folder, reporting
+/// on `status` (as descriptor 3), hiding the runs folder, every scratch folder and what the run names, in its own
+/// process group, with only the variables an agent may see ([`AGENT_ENV`], the task's `agent_env`, `--pass-env`).
+/// The caller adds `--`, the program and its arguments.
+fn sandbox_command(spec: &RunSpec, scratch: &Path, status: &OwnedFd) -> Result<tokio::process::Command, RunError> {
+    let mut command = tokio::process::Command::new(crate::guard::faultlab_program(&spec.faultlab));
+    command.arg0("faultlab").arg("sandbox");
+    if spec.host_network {
+        command.arg("--host-network");
+    }
+    command.arg("--scratch").arg(scratch).arg("--status-fd").arg(STATUS_FD.to_string());
+    let raw = std::os::fd::AsRawFd::as_raw_fd(status);
+    // SAFETY: dup2 is async-signal-safe; the copy loses close-on-exec, so the sandbox inherits it.
+    unsafe {
+        command.pre_exec(move || match libc::dup2(raw, STATUS_FD) {
+            -1 => Err(std::io::Error::last_os_error()),
+            _ => Ok(()),
+        });
+    }
+    let root = spec.dir.parent().and_then(Path::parent).and_then(Path::parent);
+    // The runs folder (every run's evidence and workspace), every batch's scratch folders, and what the caller names.
+    scratch_root()?;
+    for hide in root.into_iter().map(Path::to_path_buf).chain([user_root()?]).chain(spec.hide.clone()) {
+        command.arg("--hide").arg(hide);
+    }
+    // Never the whole environment: the defaults, what the task and the caller name, and the sandbox's own switch.
+    command.env_clear();
+    let names = AGENT_ENV.iter().copied().chain(spec.task.agent_env.iter().map(String::as_str));
+    for name in names.chain(spec.pass_env.iter().map(String::as_str)).chain([crate::sandbox::WEAKEN]) {
+        if let Some(value) = std::env::var_os(name) {
+            command.env(name, value);
+        }
+    }
+    command.current_dir(scratch).process_group(0).kill_on_drop(true);
+    Ok(command)
 }
 
 /// Finds the agent's program as `exec` would (a path, or a name on `PATH`), so a missing one is an error of the
@@ -935,46 +1074,129 @@ async fn wait_for_any_exit(pids: &[i32], limit: Duration) {
     .await;
 }
 
-fn read_claim(path: &Path) -> (Option<Claim>, Option<String>) {
-    match std::fs::read_to_string(path) {
-        Err(_) => (None, None),
-        Ok(text) => match faultlab_wire::nesting::check(&text, faultlab_wire::nesting::Syntax::Json)
-            .map_err(|e| e.to_string())
-            .and_then(|()| serde_json::from_str::<Claim>(&text).map_err(|e| e.to_string()))
-        {
-            Ok(claim) => (Some(claim), None),
-            Err(e) => (None, Some(format!("{}: {e}", path.display()))),
-        },
+/// The ledger's text; past [`LEDGER_LIMIT`] its first [`LEDGER_LIMIT`] bytes to the last whole line (the writes
+/// counted are then at least those).
+fn read_ledger(path: &Path) -> String {
+    let Ok(file) = crate::guard::open_regular(path) else { return String::new() };
+    let mut bytes = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut std::io::Read::take(file, LEDGER_LIMIT), &mut bytes);
+    if bytes.len() as u64 == LEDGER_LIMIT
+        && let Some(end) = bytes.iter().rposition(|b| *b == b'\n')
+    {
+        bytes.truncate(end + 1);
+    }
+    String::from_utf8_lossy(&bytes).into_owned()
+}
+
+/// The agent's claim, read from its scratch folder ([`crate::guard::read_capped`]) and kept beside the evidence.
+fn take_claim(paths: &RunPaths) -> (Option<Claim>, Option<String>) {
+    let path = &paths.agent_claim;
+    let bytes = match crate::guard::read_capped(path, CLAIM_LIMIT) {
+        Err(crate::guard::ReadError::Io(e)) if e.kind() == std::io::ErrorKind::NotFound => return (None, None),
+        Err(e) => return (None, Some(format!("{}: {e}", path.display()))),
+        Ok(bytes) => bytes,
+    };
+    let _ = std::fs::write(&paths.claim, &bytes);
+    let text = String::from_utf8_lossy(&bytes);
+    match faultlab_wire::nesting::check(&text, faultlab_wire::nesting::Syntax::Json)
+        .map_err(|e| e.to_string())
+        .and_then(|()| serde_json::from_str::<Claim>(&text).map_err(|e| e.to_string()))
+    {
+        Ok(claim) => (Some(claim), None),
+        Err(e) => (None, Some(format!("{}: {e}", paths.claim.display()))),
     }
 }
 
-async fn run_commands(task: &Task, workspace: &Path) -> Vec<bool> {
+/// The task's `command_succeeded` checks, each run sealed as the agent is (`faultlab sandbox`: namespaces,
+/// read-only root, only the variables an agent gets) in a fresh copy of the workspace as its only writable folder:
+/// the workspace holds what the agent wrote, and a command that imports or runs it runs the agent's code. Nothing a
+/// command starts outlives it; each is killed after [`COMMAND_LIMIT`].
+async fn run_commands(spec: &RunSpec, workspace: &Path) -> Vec<bool> {
     let mut results = Vec::new();
-    for assertion in &task.grader.state_assertions {
+    for assertion in &spec.task.grader.state_assertions {
         if let crate::task::StateAssertion::CommandSucceeded { command } = assertion {
-            let Some((program, args)) = command.split_first() else {
-                results.push(false);
-                continue;
-            };
-            let status = tokio::process::Command::new(program)
-                .args(args)
-                .current_dir(workspace)
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .kill_on_drop(true)
-                .status();
-            let ok = matches!(tokio::time::timeout(COMMAND_LIMIT, status).await, Ok(Ok(s)) if s.success());
-            results.push(ok);
+            results.push(run_command(spec, workspace, command).await.unwrap_or(false));
         }
     }
     results
+}
+
+async fn run_command(spec: &RunSpec, workspace: &Path, command: &[String]) -> Option<bool> {
+    let (program, args) = command.split_first()?;
+    let copy = scratch_folder().ok()?;
+    copy_tree(workspace, &copy).ok()?;
+    let (status_read, status_write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).ok()?;
+    let mut sealed = sandbox_command(spec, &copy, &status_write).ok()?;
+    sealed
+        .arg("--")
+        .arg(program)
+        .args(args)
+        .env("HOME", &copy)
+        .env("TMPDIR", &copy)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let spawned = sealed.spawn();
+    drop(status_write);
+    let mut child = spawned.ok()?;
+    let group = child.id().map(|pid| pid as i32).unwrap_or(0);
+    let ok = match tokio::time::timeout(COMMAND_LIMIT, child.wait()).await {
+        Ok(Ok(status)) => status.success(),
+        _ => {
+            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL);
+            let _ = child.wait().await;
+            false
+        }
+    };
+    // Whatever it left running (its own group; the sandbox's namespace or subreaper ended the rest).
+    drain(Members { groups: vec![group], marker: text(&copy) }).await;
+    drop(status_read);
+    let _ = std::fs::remove_dir_all(&copy);
+    Some(ok)
+}
+
+/// Copies the folders and regular files of `from` into `to` (links and anything else are left out: a command
+/// sees the workspace as the grader did).
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(from)? {
+        let entry = entry?;
+        let kind = entry.file_type()?;
+        let target = to.join(entry.file_name());
+        if kind.is_dir() {
+            std::fs::create_dir_all(&target)?;
+            copy_tree(&entry.path(), &target)?;
+        } else if kind.is_file() {
+            std::fs::copy(entry.path(), &target)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt as _;
+
+    /// A call's 12 MiB argument was copied whole into `report.json` (96 MiB after eight): the report keeps 4 KiB of
+    /// it and says how long it was.
+    #[test]
+    fn long_call_arguments_are_cut_in_the_report() {
+        let call: evidence::ToolCall = serde_json::from_value(serde_json::json!({
+            "index": 1, "id": 1, "tool": "write_file", "at_ms": 0.0, "reply_index": null, "executed": true,
+            "rule": null, "fault": null, "error": false,
+            "arguments": {"path": "a.txt", "content": "é".repeat(6 * 1024 * 1024)}
+        }))
+        .unwrap();
+        let shown = for_the_report(vec![call]);
+        let content = shown[0].arguments["content"].as_str().unwrap();
+        assert!(content.len() < ARGUMENT_LIMIT + 100, "{}", content.len());
+        assert!(
+            content.ends_with("… (12582912 bytes; whole in trajectory.jsonl)"),
+            "{}",
+            &content[content.len() - 60..]
+        );
+        assert_eq!(shown[0].arguments["path"], "a.txt");
+    }
 
     /// One process may run batch after batch (the demo: an eval batch, then an exploration): the scratch root a
     /// batch removed at its end comes back private to the user, as it was made.

@@ -4,9 +4,12 @@
 //!
 //! Where the kernel allows it (as root, or through a user namespace), the agent runs in its own PID and mount
 //! namespaces:
-//! - every path in [`Spec::hide`] is covered: a folder by an empty read-only tmpfs, a file by `/dev/null`; the
-//!   run's scratch folder (its working directory, `HOME` and `TMPDIR`, where its `mcpServers` file and the socket
-//!   to faultlab live) is bound back in;
+//! - every path in [`Spec::hide`] is covered: a folder by an empty read-only tmpfs, a file by `/dev/null`; `/tmp`
+//!   is an empty tmpfs of its own (but for the top-level folders that hold the agent's program and files, bound back
+//!   in); the run's scratch folder (its working directory, `HOME` and `TMPDIR`, where its
+//!   `mcpServers` file and the socket to faultlab live) is bound back in;
+//! - every mount but the scratch folder is read-only: the agent cannot replace the `faultlab` executable its
+//!   `mcpServers` file names, nor touch another batch's files;
 //! - `/proc` shows only the sandbox's own processes, so no command line outside (the proxy's, the server's) can be
 //!   read;
 //! - the agent gets no capabilities (empty bounding set, `no_new_privs`, `SECBIT_NOROOT`), so even as root it
@@ -42,6 +45,8 @@ pub struct Spec {
     /// Where the isolation that applied is written (JSON lines): a pipe to `faultlab eval`, which no process of
     /// the sandbox keeps open past `exec`, so an agent cannot forge it.
     pub status: std::os::fd::RawFd,
+    /// The network the agent gets: a namespace of its own with only loopback (default), or the machine's.
+    pub network: Network,
     pub program: OsString,
     pub args: Vec<OsString>,
 }
@@ -63,12 +68,26 @@ pub enum Isolation {
 impl Isolation {
     pub fn describe(&self) -> &'static str {
         match self {
-            Isolation::Namespaces => "pid+mount namespaces, no capabilities",
-            Isolation::UserNamespaces => "user+pid+mount namespaces, no capabilities",
+            Isolation::Namespaces => "pid+mount(+network) namespaces, read-only root, private /tmp, no capabilities",
+            Isolation::UserNamespaces => {
+                "user+pid+mount(+network) namespaces, read-only root, private /tmp, no capabilities"
+            }
             Isolation::Subreaper => "subreaper only (namespaces refused; evidence not hidden)",
             Isolation::None => "none (the sandbox did not start)",
         }
     }
+}
+
+/// The network a run's agent had, as `report.json` names it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Network {
+    /// A network namespace of its own: its own loopback (up, empty), no other interface. faultlab is reached
+    /// through the run's Unix socket, a file; a model the agent starts on loopback works; nothing else is reachable.
+    #[default]
+    Private,
+    /// The machine's network: every loopback port and the outside (`--network host`, or namespaces refused).
+    Host,
 }
 
 /// One line of the status file.
@@ -80,9 +99,19 @@ pub enum Status {
         isolation: Isolation,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         why: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        network: Option<Network>,
     },
     /// The agent program could not be executed.
     ExecFailed { program: String, error: String },
+}
+
+/// The network the agent had, from what `faultlab sandbox` wrote (none when it did not report).
+pub fn read_network(text: &str) -> Option<Network> {
+    text.lines().find_map(|line| match serde_json::from_str::<Status>(line) {
+        Ok(Status::Sealed { network, .. }) => network,
+        _ => None,
+    })
 }
 
 /// Reads what `faultlab sandbox` wrote to its status pipe: the isolation, and the reason the agent could not
@@ -129,13 +158,15 @@ pub fn run(spec: &Spec) -> i32 {
         let _ = sigaction(Signal::SIGTERM, &handler);
         let _ = sigaction(Signal::SIGINT, &handler);
     }
-    match enter_namespaces() {
-        Ok(isolation) => {
-            write_status(&mut status, &Status::Sealed { isolation, why: None });
+    match enter_namespaces(spec.network) {
+        Ok((isolation, network, why)) => {
+            write_status(&mut status, &Status::Sealed { isolation, why, network: Some(network) });
             namespaced(spec, status)
         }
         Err(why) => {
-            write_status(&mut status, &Status::Sealed { isolation: Isolation::Subreaper, why: Some(why) });
+            let sealed =
+                Status::Sealed { isolation: Isolation::Subreaper, why: Some(why), network: Some(Network::Host) };
+            write_status(&mut status, &sealed);
             subreaper(spec, status)
         }
     }
@@ -147,28 +178,72 @@ fn write_status(file: &mut std::fs::File, status: &Status) {
     let _ = file.write_all(line.as_bytes());
 }
 
-/// New mount and PID namespaces for the children of this process; through a user namespace when not root.
-fn enter_namespaces() -> Result<Isolation, String> {
+/// New mount, PID and (unless `network` is `Host`) network namespaces for the children of this process; through
+/// a user namespace when not root. Returns the isolation, the network that applied and, when the private network
+/// could not be had, why.
+fn enter_namespaces(network: Network) -> Result<(Isolation, Network, Option<String>), String> {
     // For showing what the seal stops (and for kernels where namespaces misbehave): the weaker isolation on demand.
     if std::env::var_os(WEAKEN).is_some_and(|v| v == "subreaper") {
         return Err(format!("{WEAKEN}=subreaper"));
     }
     let flags = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWPID;
-    match unshare(flags) {
-        Ok(()) => return Ok(Isolation::Namespaces),
-        Err(Errno::EPERM) => {}
-        Err(e) => return Err(format!("unshare(pid, mount): {e}")),
-    }
-    let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
-    unshare(flags | CloneFlags::CLONE_NEWUSER).map_err(|e| format!("unshare(user, pid, mount): {e}"))?;
-    // Map the caller to root inside: mounting needs it, and files the agent writes stay the caller's.
-    let write = |file: &str, text: String| {
-        std::fs::write(format!("/proc/self/{file}"), text).map_err(|e| format!("/proc/self/{file}: {e}"))
+    let net = match network {
+        Network::Private => CloneFlags::CLONE_NEWNET,
+        Network::Host => CloneFlags::empty(),
     };
-    write("setgroups", "deny".into())?;
-    write("uid_map", format!("0 {uid} 1"))?;
-    write("gid_map", format!("0 {gid} 1"))?;
-    Ok(Isolation::UserNamespaces)
+    let isolation = match unshare(flags | net) {
+        Ok(()) => Isolation::Namespaces,
+        Err(Errno::EPERM) => {
+            let (uid, gid) = (nix::unistd::getuid(), nix::unistd::getgid());
+            unshare(flags | net | CloneFlags::CLONE_NEWUSER)
+                .map_err(|e| format!("unshare(user, pid, mount, network): {e}"))?;
+            // Map the caller to root inside: mounting needs it, and files the agent writes stay the caller's.
+            let write = |file: &str, text: String| {
+                std::fs::write(format!("/proc/self/{file}"), text).map_err(|e| format!("/proc/self/{file}: {e}"))
+            };
+            write("setgroups", "deny".into())?;
+            write("uid_map", format!("0 {uid} 1"))?;
+            write("gid_map", format!("0 {gid} 1"))?;
+            Isolation::UserNamespaces
+        }
+        Err(e) => return Err(format!("unshare(pid, mount, network): {e}")),
+    };
+    // A new network namespace's loopback is down: up, so an agent's own loopback model can listen.
+    let why = match network {
+        Network::Private => loopback_up().err().map(|e| format!("loopback stays down: {e}")),
+        Network::Host => None,
+    };
+    Ok((isolation, network, why))
+}
+
+/// Brings `lo` up (SIOCSIFFLAGS), in this process's network namespace.
+fn loopback_up() -> Result<(), Errno> {
+    // SAFETY: a plain socket for the ioctls, closed below.
+    let socket = unsafe { libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0) };
+    if socket < 0 {
+        return Err(Errno::last());
+    }
+    // SAFETY: ifreq is plain data; all zero is a valid value.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (to, from) in request.ifr_name.iter_mut().zip(b"lo\0") {
+        *to = *from as libc::c_char;
+    }
+    // SAFETY: the request names an interface and has room for its flags, as both ioctls expect.
+    let result = unsafe {
+        match libc::ioctl(socket, libc::SIOCGIFFLAGS, &mut request) {
+            0 => {
+                request.ifr_ifru.ifru_flags |= (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+                match libc::ioctl(socket, libc::SIOCSIFFLAGS, &request) {
+                    0 => Ok(()),
+                    _ => Err(Errno::last()),
+                }
+            }
+            _ => Err(Errno::last()),
+        }
+    };
+    // SAFETY: the socket opened above.
+    unsafe { libc::close(socket) };
+    result
 }
 
 /// This process stays outside the new PID namespace and waits; its child is the namespace's PID 1.
@@ -255,18 +330,20 @@ fn reap_until_agent_ends(spec: &Spec, mut status: std::fs::File, stoppable: bool
     }
 }
 
-/// In the new mount namespace: nothing propagates back out; a fresh `/proc`; the hidden paths covered; the
-/// scratch folder bound back in.
+/// In the new mount namespace: nothing propagates back out; a fresh `/proc`; the hidden paths covered; a private
+/// `/tmp`; the scratch folder bound back in; then every mount read-only but the scratch folder, so the agent can
+/// change nothing outside it (not the `faultlab` executable its `mcpServers` file names, not another batch's
+/// workspace).
 fn seal_mounts(spec: &Spec) -> Result<(), String> {
     let none: Option<&str> = None;
     mount(none, "/", none, MsFlags::MS_REC | MsFlags::MS_PRIVATE, none)
         .map_err(|e| format!("cannot make the mounts private: {e}"))?;
     mount(Some("proc"), "/proc", Some("proc"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV | MsFlags::MS_NOEXEC, none)
         .map_err(|e| format!("cannot mount /proc: {e}"))?;
-    // Held open across the covering: the scratch folder may lie beneath a hidden folder.
+    // Held open across the covering: the scratch folder may lie beneath a hidden folder or `/tmp`.
     let scratch = std::fs::File::open(&spec.scratch)
         .map_err(|e| format!("cannot open the scratch folder {}: {e}", spec.scratch.display()))?;
-    let mut covered = Vec::new();
+    let shown = exposed(spec);
     for path in &spec.hide {
         let Ok(meta) = std::fs::metadata(path) else { continue };
         if meta.is_dir() {
@@ -279,21 +356,167 @@ fn seal_mounts(spec: &Spec) -> Result<(), String> {
                 Some("size=64k,mode=755"),
             )
             .map_err(|e| format!("cannot hide {}: {e}", path.display()))?;
-            covered.push(path.clone());
         } else {
             mount(Some("/dev/null"), path, none, MsFlags::MS_BIND, none)
                 .map_err(|e| format!("cannot hide {}: {e}", path.display()))?;
         }
     }
+    // A private `/tmp`: no other run's or batch's files, no socket of another program. 1 MiB: mount points only
+    // (it turns read-only below; the agent's `TMPDIR` is its scratch folder).
+    if std::path::Path::new("/tmp").is_dir() {
+        mount(Some("tmpfs"), "/tmp", Some("tmpfs"), MsFlags::MS_NOSUID | MsFlags::MS_NODEV, Some("size=1m,mode=1777"))
+            .map_err(|e| format!("cannot make /tmp private: {e}"))?;
+    }
     let _ = std::fs::create_dir_all(&spec.scratch);
     let source = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&scratch));
     mount(Some(source.as_str()), &spec.scratch, none, MsFlags::MS_BIND | MsFlags::MS_REC, none)
         .map_err(|e| format!("cannot bind the scratch folder {}: {e}", spec.scratch.display()))?;
-    for path in covered {
-        let flags = MsFlags::MS_REMOUNT | MsFlags::MS_RDONLY | MsFlags::MS_NOSUID | MsFlags::MS_NODEV;
-        mount(none, &path, none, flags, none).map_err(|e| format!("cannot make {} read-only: {e}", path.display()))?;
+    for (path, folder) in shown {
+        let source = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&folder));
+        if std::fs::create_dir_all(&path).is_ok() {
+            let _ = mount(Some(source.as_str()), &path, none, MsFlags::MS_BIND | MsFlags::MS_REC, none);
+        }
+    }
+    read_only("/", true).map_err(|e| format!("cannot make the file system read-only: {e}"))?;
+    writable(&spec.scratch)
+        .map_err(|e| format!("cannot make the scratch folder {} writable: {e}", spec.scratch.display()))?;
+    Ok(())
+}
+
+/// What the private `/tmp` would hide that the agent needs: the folders of `/tmp` that hold the `faultlab`
+/// executable (its `mcpServers` file names it) and the files its command line names (an agent, its virtual
+/// environment, beside it), each the whole top-level folder (`/tmp/NAME`), opened now, before anything is covered,
+/// to be bound back in, read-only, with what covers the evidence inside it. Never `/tmp` itself, nor a hidden
+/// folder (the batches' scratch folders).
+fn exposed(spec: &Spec) -> Vec<(PathBuf, std::fs::File)> {
+    let hidden = |path: &std::path::Path| spec.hide.iter().any(|h| path.starts_with(h));
+    let words = std::env::current_exe()
+        .into_iter()
+        .chain(std::iter::once(&spec.program).chain(&spec.args).map(PathBuf::from).filter(|p| p.is_absolute()));
+    let mut found: Vec<(PathBuf, std::fs::File)> = Vec::new();
+    for path in words {
+        let path = std::path::absolute(&path).unwrap_or(path);
+        let mut parts = path.components();
+        let top: PathBuf = parts.by_ref().take(3).collect();
+        let in_tmp = top.starts_with("/tmp") && top != std::path::Path::new("/tmp") && path.exists();
+        if !in_tmp || hidden(&top) || spec.scratch.starts_with(&top) || found.iter().any(|(p, _)| p == &top) {
+            continue;
+        }
+        if let Ok(file) = std::fs::File::open(&top)
+            && file.metadata().is_ok_and(|m| m.is_dir())
+        {
+            found.push((top, file));
+        }
+    }
+    found
+}
+
+/// mount_setattr(2)'s `struct mount_attr` (linux/mount.h).
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// MOUNT_ATTR_RDONLY and AT_RECURSIVE (linux/mount.h, linux/fcntl.h).
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+fn mount_setattr(path: &str, recursive: bool, attr: &MountAttr) -> Result<(), Errno> {
+    let path = CString::new(path).map_err(|_| Errno::EINVAL)?;
+    let flags = if recursive { AT_RECURSIVE } else { 0 };
+    // SAFETY: a path, flags and a pointer to a struct of the size given, all valid for the call.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            flags,
+            attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    Errno::result(rc).map(drop)
+}
+
+/// Every mount at and beneath `path` read-only: in one call (Linux 5.12), else one remount per mount.
+fn read_only(path: &str, recursive: bool) -> Result<(), Errno> {
+    let attr = MountAttr { attr_set: MOUNT_ATTR_RDONLY, attr_clr: 0, propagation: 0, userns_fd: 0 };
+    match mount_setattr(path, recursive, &attr) {
+        Err(Errno::ENOSYS) => {}
+        done => return done,
+    }
+    let none: Option<&str> = None;
+    for (point, flags) in mounts() {
+        if point.starts_with(path) {
+            mount(
+                none,
+                point.as_str(),
+                none,
+                MsFlags::MS_REMOUNT | MsFlags::MS_BIND | MsFlags::MS_RDONLY | flags,
+                none,
+            )?;
+        }
     }
     Ok(())
+}
+
+/// The scratch folder's own mount writable again (it was made read-only with the rest).
+fn writable(path: &std::path::Path) -> Result<(), Errno> {
+    let text = path.to_str().ok_or(Errno::EINVAL)?;
+    let attr = MountAttr { attr_set: 0, attr_clr: MOUNT_ATTR_RDONLY, propagation: 0, userns_fd: 0 };
+    match mount_setattr(text, false, &attr) {
+        Err(Errno::ENOSYS) => {}
+        done => return done,
+    }
+    let flags = mounts().into_iter().find(|(p, _)| p == text).map_or(MsFlags::empty(), |(_, f)| f);
+    let none: Option<&str> = None;
+    mount(none, path, none, MsFlags::MS_REMOUNT | MsFlags::MS_BIND | flags, none)
+}
+
+/// Each mount point of this namespace with the per-mount flags a remount must keep (`/proc/self/mountinfo`).
+fn mounts() -> Vec<(String, MsFlags)> {
+    let text = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+    let unescape = |field: &str| {
+        // Octal escapes (`\040` for a space).
+        let mut out = Vec::new();
+        let bytes = field.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            match (bytes[i], bytes.get(i + 1..i + 4).and_then(|d| std::str::from_utf8(d).ok())) {
+                (b'\\', Some(d)) if u8::from_str_radix(d, 8).is_ok() => {
+                    out.push(u8::from_str_radix(d, 8).unwrap_or(b'?'));
+                    i += 4;
+                }
+                (b, _) => {
+                    out.push(b);
+                    i += 1;
+                }
+            }
+        }
+        String::from_utf8_lossy(&out).into_owned()
+    };
+    text.lines()
+        .filter_map(|line| {
+            let fields: Vec<&str> = line.split(' ').collect();
+            let (point, options) = (fields.get(4)?, fields.get(5)?);
+            let mut flags = MsFlags::empty();
+            for option in options.split(',') {
+                flags |= match option {
+                    "nosuid" => MsFlags::MS_NOSUID,
+                    "nodev" => MsFlags::MS_NODEV,
+                    "noexec" => MsFlags::MS_NOEXEC,
+                    "noatime" => MsFlags::MS_NOATIME,
+                    "nodiratime" => MsFlags::MS_NODIRATIME,
+                    "relatime" => MsFlags::MS_RELATIME,
+                    _ => MsFlags::empty(),
+                };
+            }
+            Some((unescape(point), flags))
+        })
+        .collect()
 }
 
 /// The agent's process: the scratch folder as working directory, no capabilities, then `exec`. Never returns.

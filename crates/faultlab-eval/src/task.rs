@@ -68,6 +68,10 @@ pub struct Task {
     /// The steps the built-in control agents follow. The grader never reads it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<Plan>,
+    /// Variables of faultlab's environment the agent is given besides the defaults (`PATH`, `LANG`, …; see
+    /// `faultlab eval --help`): a model's base URL and key, by name. The agent sees no other variable of faultlab's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agent_env: Vec<String>,
 }
 
 fn default_invariants() -> Invariants {

@@ -99,6 +99,9 @@ pub struct SandboxArgs {
     /// The descriptor (a pipe) where the isolation that applied is written.
     #[arg(long)]
     pub status_fd: i32,
+    /// The machine's network instead of a network namespace with only loopback.
+    #[arg(long)]
+    pub host_network: bool,
     /// The agent's program and arguments.
     #[arg(last = true, required = true)]
     pub command: Vec<std::ffi::OsString>,
@@ -224,6 +227,26 @@ pub struct RunSettingsArgs {
     /// Overrides every task's deadline_ms (counted from the agent's first connection).
     #[arg(long, value_name = "MS", value_parser = clap::value_parser!(u64).range(1..=3_600_000))]
     pub deadline_ms: Option<u64>,
+    /// The secret the runs' nonces are derived from (default: random for each batch, so an agent cannot compute
+    /// a nonce it was never shown). Give an earlier batch's key, with its --seed, to get its nonces again.
+    #[arg(long, value_name = "HEX")]
+    pub nonce_key: Option<String>,
+    /// A variable of faultlab's environment the agent is given (repeatable; a model's key, say). Agents get only
+    /// PATH, LANG, LANGUAGE, LC_ALL, LC_CTYPE, LC_MESSAGES, TZ, TERM, USER, LOGNAME, SSL_CERT_FILE, SSL_CERT_DIR,
+    /// the variables their task's agent_env names, and these.
+    #[arg(long, value_name = "NAME")]
+    pub pass_env: Vec<String>,
+    /// The agents' network: `private` (a network namespace of their own with only loopback: faultlab is reached
+    /// through a Unix socket, a model an agent starts on loopback works, nothing else does) or `host` (the
+    /// machine's: for an agent that needs a real model; every loopback port is reachable then). Reports say which.
+    #[arg(long, value_enum, default_value = "private")]
+    pub network: AgentNetwork,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AgentNetwork {
+    Private,
+    Host,
 }
 
 #[derive(Debug, clap::Args)]

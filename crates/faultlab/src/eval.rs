@@ -45,7 +45,12 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         (None, true) => Some(builtin::oracle()),
         (None, false) => None,
     };
-    let settings = args.runs.settings(&args.out, &args.tasks, &["report.json", "report.md", "report.html"])?;
+    let settings = args.runs.settings(&args.out, &args.tasks, &REPORTS)?;
+    // The reports exist before any agent starts, so the sandbox hides them (a name that does not exist yet cannot
+    // be covered, and an agent could make a FIFO there).
+    for name in REPORTS {
+        let _ = std::fs::OpenOptions::new().write(true).create_new(true).open(args.out.join(name));
+    }
     let batch = Batch { tasks, agents, settings };
     // The (task, agent) pairs this batch, or this shard of it, is to run: the oracle entries it can answer. Taken
     // from the plan, not the results, so a pair whose run is missing still counts (as "no run").
@@ -188,6 +193,9 @@ impl RunSettingsArgs {
             keep_workspaces: self.keep,
             shard: self.shard.map(Shard::zero_based),
             deadline_ms: self.deadline_ms,
+            nonce_key: self.nonce_key.clone().unwrap_or_else(faultlab_eval::runner::random_key),
+            pass_env: self.pass_env.clone(),
+            host_network: self.network == crate::cli::AgentNetwork::Host,
             hide: tasks
                 .iter()
                 .cloned()
@@ -261,11 +269,15 @@ pub fn load_oracle(path: &Path) -> Result<Oracle, Failure> {
     Oracle::parse(&text).map_err(|e| Failure::runtime(anyhow!("oracle file {} is invalid: {e}", path.display())))
 }
 
-/// report.json, report.md and report.html in `out`.
+/// The reports eval writes in `out`.
+pub const REPORTS: [&str; 4] = ["report.json", "report.md", "report.html", "junit.xml"];
+
+/// report.json, report.md, junit.xml and report.html in `out`, each written to a new file and renamed into place:
+/// whatever an agent left at a report's name (a FIFO, a link) is replaced, never opened.
 pub fn write_reports(out: &std::path::Path, report: &Report) -> Result<(), Failure> {
     let write = |name: &str, text: String| {
         let path = out.join(name);
-        std::fs::write(&path, text)
+        faultlab_eval::guard::write_replacing(&path, text.as_bytes())
             .with_context(|| format!("cannot write {}", path.display()))
             .map_err(Failure::runtime)
     };
@@ -375,7 +387,12 @@ fn not_started(run: &RunRecord, out: &Path) -> Option<String> {
         AgentEnd::FailedToStart => return None,
     };
     let log = out.join(&run.dir).join("agent.log");
-    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    // Its start only: an agent's log can be any size.
+    let mut head = Vec::new();
+    if let Ok(file) = faultlab_eval::guard::open_regular(&log) {
+        let _ = std::io::Read::read_to_end(&mut std::io::Read::take(file, 64 * 1024), &mut head);
+    }
+    let text = String::from_utf8_lossy(&head);
     let lines: Vec<&str> = text.lines().collect();
     let mut why = format!("  the agent made no tool call and wrote no claim ({end}); {}", log.display());
     match lines.len() {

@@ -203,6 +203,10 @@ fn sandbox(args: &cli::SandboxArgs) -> ExitCode {
         scratch: args.scratch.clone(),
         hide: args.hide.clone(),
         status: args.status_fd,
+        network: match args.host_network {
+            true => faultlab_eval::sandbox::Network::Host,
+            false => faultlab_eval::sandbox::Network::Private,
+        },
         program: program.clone(),
         args: rest.to_vec(),
     };

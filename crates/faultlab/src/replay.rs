@@ -64,6 +64,9 @@ pub fn run(args: ReplayArgs) -> Result<(), Failure> {
                 cassette: Some(folder.join("trajectory.jsonl")),
                 // The recorded workspace: the replies served from the recording speak of its nonce.
                 nonce: Some(run.nonce.clone()),
+                nonce_key: String::new(),
+                pass_env: Vec::new(),
+                host_network: false,
                 // The recording (every run's replies) is the answer key.
                 hide: [base.join("runs"), args.report.clone()]
                     .iter()

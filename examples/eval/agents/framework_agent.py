@@ -18,7 +18,7 @@ happens (and by the kernel should the agent die first).
 
 A real model instead: `--model-url URL` (an OpenAI-compatible base URL, e.g. https://api.openai.com/v1),
 `--model NAME`, and the API key in the variable `--api-key-env` names (default OPENAI_API_KEY). `faultlab eval`
-passes its environment to the agent, so export the key before running it.
+passes the agent only the variables it is told to: run it with `--pass-env OPENAI_API_KEY --network host`.
 
 The contract (docs/eval.md, "One run"): the `workspace` server of the mcpServers file in FAULTLAB_MCP_CONFIG is
 started over stdio as configured, by the framework (MCPServerStdio, everything at the SDK's defaults); the goal

@@ -137,6 +137,7 @@ mod tests {
                     | ControlAgent::Forker
                     | ControlAgent::Snooper
                     | ControlAgent::Litterer
+                    | ControlAgent::Peeker
             )
         });
         assert_eq!(oracle.agents(), plain.collect::<Vec<_>>());

@@ -73,6 +73,9 @@ pub fn reproducer(explore: &Explore, variant: &Variant) -> std::io::Result<Repro
         explore.agent.label(),
         "--seed".into(),
         explore.seed().to_string(),
+        // The batch's secret: with the seed, the same nonces.
+        "--nonce-key".into(),
+        explore.settings.nonce_key.clone(),
         "--repeat".into(),
         explore.repeats().to_string(),
         "--out".into(),

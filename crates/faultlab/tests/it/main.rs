@@ -10,6 +10,7 @@ mod config;
 mod diagnose;
 mod eval;
 mod eval_report;
+mod eval_seal;
 mod exit_codes;
 mod explore;
 mod faults;
