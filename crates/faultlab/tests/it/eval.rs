@@ -294,7 +294,7 @@ fn a_signal_stops_the_batch_and_reports_the_runs_that_ended_as_incomplete() {
         assert_eq!(runs, ["quick"]);
         assert!(std::fs::read_to_string(out.join("report.md")).unwrap().contains("**Incomplete: interrupted by SIG"));
         assert!(!second.exists(), "the stopped run's folder is left");
-        let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+        let left = left_in(&tmp);
         assert!(left.is_empty(), "temporary folders left: {left:?}");
         // The agent's PID namespace ends with its first process; the kernel may take a moment to reap the rest.
         let gone = std::time::Instant::now();
@@ -338,11 +338,25 @@ fn a_signal_stops_an_exploration_and_says_what_was_kept() {
     assert_eq!(output.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("faultlab explore: interrupted by SIGINT") && stderr.contains("no report was written"));
     assert!(!dir.path().join("out/report.json").exists());
-    let left: Vec<_> = std::fs::read_dir(&tmp).unwrap().collect();
+    let left = left_in(&tmp);
     assert!(left.is_empty(), "temporary folders left: {left:?}");
     let gone = std::time::Instant::now();
     while !running(&format!("sleep\0{marker}")).is_empty() {
         assert!(gone.elapsed() < std::time::Duration::from_secs(10), "the healthy run's agent outlived explore");
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
+}
+
+/// What a batch left in its `TMPDIR`: every path but the per-user root `faultlab-UID` (kept, 0700, shared by the
+/// user's batches), whose contents count.
+fn left_in(tmp: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut left = Vec::new();
+    for entry in std::fs::read_dir(tmp).unwrap() {
+        let path = entry.unwrap().path();
+        match path.file_name().and_then(|n| n.to_str()).is_some_and(|n| n.starts_with("faultlab-")) {
+            true => left.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path())),
+            false => left.push(path),
+        }
+    }
+    left
 }
