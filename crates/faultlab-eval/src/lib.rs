@@ -30,6 +30,7 @@ pub mod grade;
 pub mod guard;
 pub mod html;
 pub mod merge;
+mod one_based;
 pub mod oracle;
 pub mod report;
 pub mod runner;

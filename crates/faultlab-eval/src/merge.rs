@@ -237,7 +237,7 @@ pub(crate) mod tests {
     pub(crate) fn record(task: &str, agent: &str, repeat: u32, category: Category, passed: bool) -> RunRecord {
         let layer = serde_json::json!({"passed": passed, "checks": []});
         serde_json::from_value(serde_json::json!({
-            "task": task, "agent": agent, "agent_spec": [agent], "repeat": repeat, "seed": 0, "categories": [category],
+            "task": task, "agent": agent, "agent_spec": [agent], "repeat": repeat + 1, "seed": 0, "categories": [category],
             "faults_fired": [], "nonce": "0", "end": {"end": "exited", "code": 0}, "claim": null,
             "duration_ms": 1, "dir": format!("runs/{task}/{agent}/{}", repeat + 1), "calls": [],
             "verdict": {

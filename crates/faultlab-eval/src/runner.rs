@@ -344,6 +344,8 @@ pub struct RunRecord {
     pub agent: String,
     /// The agent as started: a control agent's name, or the command line (what `faultlab replay` starts again).
     pub agent_spec: AgentSpec,
+    /// 0-based here; counted from 1 in `report.json`, as every report, run folder and `replay --run` counts it.
+    #[serde(with = "crate::one_based")]
     pub repeat: u32,
     pub seed: u64,
     pub categories: Vec<Category>,

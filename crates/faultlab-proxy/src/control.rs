@@ -93,7 +93,8 @@ async fn check(State(control): State<Control>, request: Request, next: Next) -> 
         let given =
             headers.get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()).and_then(|v| v.strip_prefix("Bearer "));
         if !given.is_some_and(|g| same_secret(g.trim().as_bytes(), token.as_bytes())) {
-            let mut response = refuse(StatusCode::UNAUTHORIZED, "missing or wrong bearer token (see --control-token)");
+            let mut response =
+                refuse(StatusCode::UNAUTHORIZED, "missing or wrong bearer token (see --control-token-file)");
             response.headers_mut().insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
             return response;
         }

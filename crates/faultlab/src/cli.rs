@@ -205,7 +205,7 @@ pub struct ExploreArgs {
 /// How eval and explore run their runs: the same flags, read into one [`faultlab_eval::runner::RunSettings`].
 #[derive(Debug, clap::Args)]
 pub struct RunSettingsArgs {
-    /// Runs of each task, agent and variant (pass^k: a variant breaks an agent when any repeat fails).
+    /// Runs of each task, agent and variant (pass^k: a variant breaks or degrades an agent when any of its repeats does).
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
     /// Runs in parallel.
@@ -693,7 +693,7 @@ pub struct DiagnoseArgs {
     /// tool_loop: identical calls in a row (same arguments, same answer) that make a loop [default: 3].
     #[arg(long, value_name = "N")]
     pub loop_min_calls: Option<usize>,
-    /// retry_storm: retries in a row after failures that make a storm [default: 3].
+    /// retry_storm: how many times the same call (same tool, same arguments) sent again after failing makes a storm [default: 3].
     #[arg(long, value_name = "N")]
     pub storm_min_retries: Option<usize>,
     /// retry_without_backoff: a retry sooner than this after the failure is immediate, in ms [default: 100].

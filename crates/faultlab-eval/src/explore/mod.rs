@@ -117,7 +117,9 @@ pub struct VariantResult {
 /// One fault of a variant, as `report.json` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FaultRecord {
-    /// 0-based position of the call in the healthy run.
+    /// Position of the call in the healthy run: 0-based here, counted from 1 (`#1`) in `report.json`.
+    #[serde(with = "crate::one_based")]
+    #[schemars(with = "usize")]
     pub call: usize,
     pub tool: String,
     /// The nth call to `tool` the fault hits (1-based).

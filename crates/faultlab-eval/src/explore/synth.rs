@@ -12,7 +12,9 @@ use std::collections::BTreeSet;
 /// meaningful when a fault makes the agent call things in another order), and its position in the healthy run.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 pub struct Site {
-    /// 0-based position among the healthy run's tool calls.
+    /// Position among the healthy run's tool calls: 0-based here, counted from 1 (`#1`) in `report.json`.
+    #[serde(with = "crate::one_based")]
+    #[schemars(with = "usize")]
     pub call: usize,
     pub tool: String,
     /// 1-based: the nth call to `tool`.

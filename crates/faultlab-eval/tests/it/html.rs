@@ -24,7 +24,7 @@ fn run(task: &str, agent: &str, categories: &[&str], passed: bool, message: &str
     }]});
     serde_json::from_value(json!({
         // agent_spec as a command line: any label deserialises as one (and older records ignore the member).
-        "task": task, "agent": agent, "agent_spec": [agent], "repeat": 0, "seed": 7, "categories": categories,
+        "task": task, "agent": agent, "agent_spec": [agent], "repeat": 1, "seed": 7, "categories": categories,
         "faults_fired": ["timeout"], "nonce": "0123456789abcdef", "end": { "end": "exited", "code": 0 },
         "claim": { "status": "success", "message": message },
         "duration_ms": 1200,

@@ -360,3 +360,23 @@ fn left_in(tmp: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     left
 }
+
+/// `report.json` counts repeats from 1, as the console, the Markdown report, the run folders and `replay --run`
+/// do; replay reads it back.
+#[test]
+fn report_json_counts_repeats_as_the_reports_show_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let task = repo("examples/eval/tasks/data-empty-read.yaml");
+    eval(&task, &out, &["--agent", &control_agent("good"), "--agent-name", "good", "--repeat", "2"])
+        .code(0)
+        .stdout(contains("data-empty-read × good #1").and(contains("data-empty-read × good #2")));
+    let report = read_json(out.join("report.json"));
+    let repeats: Vec<u64> = report["runs"].as_array().unwrap().iter().map(|r| r["repeat"].as_u64().unwrap()).collect();
+    assert_eq!(repeats, [1, 2], "{report:#}");
+    let replayed = dir.path().join("replayed");
+    let report_json = out.join("report.json");
+    let (report_arg, replayed_arg) = (report_json.to_str().unwrap(), replayed.to_str().unwrap());
+    exits(0, ["replay", report_arg, "--run", "data-empty-read/good/2", "--out", replayed_arg])
+        .stdout(contains("data-empty-read × good #2").and(contains("good #1").not()));
+}

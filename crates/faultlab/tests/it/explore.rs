@@ -147,6 +147,12 @@ fn an_honest_failure_degrades_and_fails_the_command_only_when_asked() {
     let v = &report["explorations"][0]["variants"][0];
     assert_eq!((v["broke"].as_bool(), v["degraded"].as_bool()), (Some(false), Some(true)), "{v:#}");
     assert!(v["reproducer"]["command"].is_string(), "{v:#}");
+    // report.json counts calls from 1, as the console's `#1 read_file` does.
+    assert_eq!(
+        (v["faults"][0]["call"].as_u64(), v["faults"][0]["tool"].as_str()),
+        (Some(1), Some("read_file")),
+        "{v:#}"
+    );
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("| #1 read_file (call 1 of it) | degrades |") && md.contains("### Degrading variants"), "{md}");
     assert!(md.contains("Not tried") && md.contains("non_json_line"), "{md}");
