@@ -105,8 +105,8 @@ document.getElementById("f").addEventListener("load", function () {
     var title = (card.querySelector("h2") || {}).textContent || ("card " + i);
     lines.push((card.scrollWidth > card.clientWidth + 1 ? "SPILLS " : "fits ") + title + " " + card.scrollWidth + "/" + card.clientWidth);
   });
-  var meta = doc.querySelector("header .meta");
-  lines.push("meta " + (meta ? meta.textContent : "(none)"));
+  var metas = Array.prototype.map.call(doc.querySelectorAll("header .meta"), function (m) { return m.textContent; });
+  lines.push("meta " + (metas.length ? metas.join(" | ") : "(none)"));
   document.getElementById("out").textContent = lines.join("\n");
 });
 </script></body></html>

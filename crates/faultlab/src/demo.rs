@@ -231,7 +231,8 @@ async fn explore_slice(out: &Path, exe: &str) -> anyhow::Result<Vec<String>> {
         budget: None,
         settings: RunSettings { jobs: 2, ..RunSettings::new(std::path::absolute(out)?, exe.into()) },
     };
-    let exploration = faultlab_eval::explore::run_all(vec![explore], 1, |_| {}).await.remove(0)?;
+    let ended = faultlab_eval::explore::Ended::default();
+    let exploration = faultlab_eval::explore::run_all(vec![explore], 1, |_| {}, &ended).await.remove(0)?;
     let report = report::ExploreReport {
         kind: report::KIND.into(),
         meta: report::Meta {
@@ -244,6 +245,7 @@ async fn explore_slice(out: &Path, exe: &str) -> anyhow::Result<Vec<String>> {
         },
         shard: None,
         merged: Vec::new(),
+        incomplete: None,
         explorations: vec![exploration],
     };
     crate::explore::write_reports(&out.join("report.json"), &report).map_err(|f| f.error)?;

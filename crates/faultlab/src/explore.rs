@@ -72,25 +72,57 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
         })
         .collect();
     let labels: Vec<String> = explores.iter().map(|e| format!("{} × {}", e.task.id, e.agent.label())).collect();
-    let results = runtime
-        .block_on(crate::signals::until_signal(faultlab_eval::explore::run_all(explores, side_by_side, |line| {
-            errln!("faultlab explore: {line}")
-        })))
-        .map_err(|signal| {
-            crate::signals::interrupted(
-                "explore",
-                signal,
-                "the runs under way were stopped; no report was written (an exploration is reported once its \
-                 variants have all run)",
-            )
-        })?;
+    let ended = faultlab_eval::explore::Ended::default();
+    let results = runtime.block_on(crate::signals::until_signal(faultlab_eval::explore::run_all(
+        explores,
+        side_by_side,
+        |line| errln!("faultlab explore: {line}"),
+        &ended,
+    )));
+    let results = match results {
+        Ok(results) => results,
+        Err(signal) => {
+            // What ended is reported, marked incomplete; the explorations stopped half-way are not (a variant
+            // map with holes would read as robustness that was never tried).
+            let kept: Vec<_> = ended.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().flatten().collect();
+            let count = kept.len();
+            let mut report = explore_report(&args, started, kept);
+            report.incomplete =
+                Some(format!("interrupted by {signal}; {count} of {} exploration(s) ended", labels.len()));
+            let kept = match write_reports(&args.out.join("report.json"), &report) {
+                Ok(()) => format!(
+                    "the runs under way were stopped; the {count} exploration(s) that ended are in {}, marked \
+                     incomplete",
+                    args.out.join("report.md").display()
+                ),
+                Err(_) => "the runs under way were stopped; the report could not be written".into(),
+            };
+            return Err(crate::signals::interrupted("explore", signal, &kept));
+        }
+    };
     let results: Vec<Result<_, Failure>> = results
         .into_iter()
         .zip(labels)
         .map(|(found, label)| found.map_err(|e| Failure::runtime(anyhow!("{label}: {e}"))))
         .collect();
     let explorations = results.into_iter().collect::<Result<Vec<_>, Failure>>()?;
-    let report = ExploreReport {
+    let report = explore_report(&args, started, explorations);
+    write_reports(&args.out.join("report.json"), &report)?;
+    print_summary(&report);
+    outln!("reports: {}", args.out.join("report.md").display());
+    match oracle {
+        Some(oracle) => check_oracle(&oracle, &report),
+        None => verdict(&report, args.fail_on),
+    }
+}
+
+/// The report of the explorations given, as this command's flags and wall time describe them.
+fn explore_report(
+    args: &ExploreArgs,
+    started: Instant,
+    explorations: Vec<faultlab_eval::explore::Exploration>,
+) -> ExploreReport {
+    ExploreReport {
         kind: KIND.into(),
         meta: Meta {
             faultlab: env!("CARGO_PKG_VERSION").into(),
@@ -102,14 +134,8 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
         },
         shard: args.runs.shard,
         merged: Vec::new(),
+        incomplete: None,
         explorations,
-    };
-    write_reports(&args.out.join("report.json"), &report)?;
-    print_summary(&report);
-    outln!("reports: {}", args.out.join("report.md").display());
-    match oracle {
-        Some(oracle) => check_oracle(&oracle, &report),
-        None => verdict(&report, args.fail_on),
     }
 }
 

@@ -364,16 +364,28 @@ pub async fn run_all(
     explores: Vec<Explore>,
     side_by_side: usize,
     progress: impl Fn(&str) + Copy,
+    ended: &Ended,
 ) -> Vec<Result<Exploration, ExploreError>> {
     use futures::StreamExt as _;
-    let results = futures::stream::iter(explores)
-        .map(|explore| async move { explore.run(progress).await })
+    *faultlab_wire::sync::lock(ended) = vec![None; explores.len()];
+    let results = futures::stream::iter(explores.into_iter().enumerate())
+        .map(|(i, explore)| async move {
+            let found = explore.run(progress).await;
+            if let Ok(exploration) = &found {
+                faultlab_wire::sync::lock(ended)[i] = Some(exploration.clone());
+            }
+            found
+        })
         .buffered(side_by_side.max(1))
         .collect()
         .await;
     crate::runner::remove_scratch_root();
     results
 }
+
+/// The explorations of [`run_all`] that have ended, each in its place: what a report keeps when a signal stops
+/// the others.
+pub type Ended = std::sync::Mutex<Vec<Option<Exploration>>>;
 
 /// Whether the call's arguments name `path` (the ledger's workspace-relative path).
 fn arguments_name(arguments: &serde_json::Value, path: &str) -> bool {

@@ -29,6 +29,13 @@ pub fn html(report: &ExploreReport) -> String {
     );
     let mut out = crate::html::head("explore", "Fault-space exploration", &headline, CSS);
     out.push_str("</header>\n<main>\n");
+    if let Some(why) = &report.incomplete {
+        let _ = writeln!(
+            out,
+            "<div class=\"note\"><b>Incomplete: {}.</b> Only the explorations that ended are here.</div>",
+            esc(why)
+        );
+    }
     for e in &report.explorations {
         let _ = writeln!(out, "<section class=\"exploration\">\n<h2>{} × {}</h2>", esc(&e.task), esc(&e.agent));
         if !e.command.is_empty() {

@@ -21,6 +21,10 @@ pub struct ExploreReport {
     /// The shard reports `faultlab report merge` joined into this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged: Vec<String>,
+    /// Why the exploration stopped before every one of its explorations ended (a signal); only the explorations
+    /// that ended are in the report. Absent for a whole exploration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
     pub explorations: Vec<Exploration>,
 }
 
@@ -249,6 +253,9 @@ pub fn markdown(report: &ExploreReport) -> String {
         report.meta.repeat,
         report.meta.wall_ms as f64 / 1000.0
     );
+    if let Some(why) = &report.incomplete {
+        let _ = writeln!(out, "**Incomplete: {why}.** Only the explorations that ended are below.\n");
+    }
     out.push_str(
         "A variant **breaks** the agent when it causes damage (a forbidden or duplicated side effect), a false \
          claim, a hang, a crash, or loses work the evidence shows was within reach (every fault it met still \
@@ -395,6 +402,7 @@ mod tests {
             },
             shard: Some(Shard { index, count: 2 }),
             merged: Vec::new(),
+            incomplete: None,
             explorations: vec![Exploration {
                 task: "task".into(),
                 agent: "agent".into(),

@@ -305,30 +305,41 @@ fn a_signal_stops_the_batch_and_reports_the_runs_that_ended_as_incomplete() {
     }
 }
 
-/// `faultlab explore` stopped by SIGINT while its healthy run is under way: exit 130, a line on stderr, the run's
-/// agent ended with it, no report claimed and no temporary folder left.
+/// `faultlab explore` stopped by SIGINT while its second exploration's healthy run is under way: exit 130, a line
+/// on stderr, the run's agent ended with it, the exploration that ended reported (marked incomplete), the one
+/// stopped half-way not, and no temporary folder left.
 #[test]
 fn a_signal_stops_an_exploration_and_says_what_was_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let task = dir.path().join("slow.yaml");
-    std::fs::write(&task, TASK.replace("deadline_ms: 400\nstart_ms: 100\n", "deadline_ms: 60000\nstart_ms: 60000\n"))
-        .unwrap();
+    let tasks = dir.path().join("tasks");
+    std::fs::create_dir(&tasks).unwrap();
+    std::fs::write(tasks.join("a-quick.yaml"), TASK.replace("id: hang", "id: quick")).unwrap();
+    let waits = TASK.replace("deadline_ms: 400\nstart_ms: 100\n", "deadline_ms: 60000\nstart_ms: 60000\n");
+    std::fs::write(
+        tasks.join("b-slow.yaml"),
+        waits.replace("id: hang", "id: slow").replace("goal: copy", "goal: slow, copy"),
+    )
+    .unwrap();
     let tmp = dir.path().join("tmp");
     std::fs::create_dir(&tmp).unwrap();
     let marker = format!("60.{}7", std::process::id());
+    // The quick task's agent ends at once (its healthy run fails: nothing to explore, the exploration ends); the
+    // slow task's waits.
+    let agent = format!("sh -c 'case \"$FAULTLAB_GOAL\" in slow*) exec sleep {marker};; esac'");
+    let out = dir.path().join("out");
     let child = std::process::Command::new(crate::common::BIN)
-        .args(["explore", "--agent", &format!("sleep {marker}"), "--out"])
-        .arg(dir.path().join("out"))
-        .arg(&task)
+        .args(["explore", "--jobs", "1", "--agent", &agent, "--agent-name", "sleeper", "--out"])
+        .arg(&out)
+        .arg(&tasks)
         .env("TMPDIR", &tmp)
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // The healthy run's agent running is the moment to stop.
+    // With one job the explorations run in order: the slow task's agent running is the moment to stop.
     let started = std::time::Instant::now();
     while running(&format!("sleep\0{marker}")).is_empty() {
-        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the healthy run never started");
+        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the slow healthy run never started");
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
@@ -336,8 +347,18 @@ fn a_signal_stops_an_exploration_and_says_what_was_kept() {
     let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("faultlab explore: interrupted by SIGINT") && stderr.contains("no report was written"));
-    assert!(!dir.path().join("out/report.json").exists());
+    assert!(stderr.contains("faultlab explore: interrupted by SIGINT"), "{stderr}");
+    assert!(
+        stderr.contains("the 1 exploration(s) that ended are in") && stderr.contains("marked incomplete"),
+        "{stderr}"
+    );
+    let report = read_json(out.join("report.json"));
+    assert_eq!(report["incomplete"], "interrupted by SIGINT; 1 of 2 exploration(s) ended", "{report:#}");
+    let explored: Vec<&str> =
+        report["explorations"].as_array().unwrap().iter().map(|e| e["task"].as_str().unwrap()).collect();
+    assert_eq!(explored, ["quick"]);
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("**Incomplete: interrupted by SIGINT"), "{md}");
     let left = left_in(&tmp);
     assert!(left.is_empty(), "temporary folders left: {left:?}");
     let gone = std::time::Instant::now();
