@@ -284,14 +284,16 @@ fn engine_sees(relay: &Relay, outlet: &Outlet, frame: &Frame) {
     }
 }
 
-/// Sends client frames no rule fired on, together, and records them with one write.
+/// Sends client frames no rule fired on, together, and records them with one write, before they go (a fast
+/// upstream's reply may be read and recorded before the write returns).
 async fn forward_plain<U: Upstream>(relay: &Relay, upstream: &U, frames: &mut Vec<Frame>) {
     if frames.is_empty() {
         return;
     }
     relay.going_upstream(frames);
+    relay.trajectory.client_frames_going(frames);
     let sent = upstream.send_all(frames).await;
-    relay.trajectory.client_frames_forwarded(frames, &sent);
+    relay.trajectory.client_frames_sent(&sent);
     frames.clear();
 }
 
@@ -306,8 +308,8 @@ async fn from_client<U: Upstream>(
     let t = &relay.trajectory;
     let Some(fired) = fired else {
         relay.going_upstream(std::slice::from_ref(&frame));
-        let out = u64::from(upstream.send(&frame).await);
-        t.client_frame(&frame, FrameAction::Forwarded, None, None, out);
+        t.client_frame_going(&frame, FrameAction::Forwarded, None, None);
+        t.account(u64::from(upstream.send(&frame).await));
         return;
     };
     let (rule, fault) = (Some(fired.rule.as_str()), Some(&fired.fault));
@@ -320,8 +322,8 @@ async fn from_client<U: Upstream>(
                 lock(&relay.armed_by).insert(id.clone(), fired.rule.clone());
             }
             relay.going_upstream(std::slice::from_ref(&frame));
-            let out = u64::from(upstream.send(&frame).await);
-            t.client_frame(&frame, FrameAction::Forwarded, rule, fault, out);
+            t.client_frame_going(&frame, FrameAction::Forwarded, rule, fault);
+            t.account(u64::from(upstream.send(&frame).await));
         }
         Mode::Instead => {
             // The upstream never sees the request; the proxy answers as the fault says.
@@ -336,9 +338,9 @@ async fn from_client<U: Upstream>(
                 tokio::spawn(async move {
                     faultlab_engine::clock::precise_sleep(Duration::from_millis(delay_ms)).await;
                     relay.going_upstream(std::slice::from_ref(&frame));
-                    let out = u64::from(upstream.send(&frame).await);
                     let (rule, fault) = (Some(fired.rule.as_str()), Some(&fired.fault));
-                    relay.trajectory.client_frame(&frame, FrameAction::Faulted, rule, fault, out);
+                    relay.trajectory.client_frame_going(&frame, FrameAction::Faulted, rule, fault);
+                    relay.trajectory.account(u64::from(upstream.send(&frame).await));
                 });
             }
             _ => {

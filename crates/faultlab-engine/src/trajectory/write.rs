@@ -134,7 +134,20 @@ impl Writer {
         fault: Option<&FaultKind>,
         out: u64,
     ) {
+        self.client_frame_going(frame, action, rule, fault);
         self.account(out);
+    }
+
+    /// A client-to-server frame about to be written to the upstream, recorded before it goes: the upstream's reply
+    /// can be read and recorded (on another thread) before the write returns, and a reply recorded before its
+    /// request reads as a call never answered. What went out is [`Writer::account`]ed after the write.
+    pub fn client_frame_going(
+        &self,
+        frame: &Frame,
+        action: FrameAction,
+        rule: Option<&str>,
+        fault: Option<&FaultKind>,
+    ) {
         let executed = (action == FrameAction::Consumed).then_some(false);
         self.record(self.frame_event(Direction::ClientToServer, action, frame, rule, fault, executed));
     }
@@ -142,14 +155,25 @@ impl Writer {
     /// Client-to-server frames no rule fired on, written to the upstream together; `sent[i]` says whether frame
     /// `i` went out. Recorded with one write.
     pub fn client_frames_forwarded(&self, frames: &[Frame], sent: &[bool]) {
-        for &sent in sent {
-            self.account(u64::from(sent));
-        }
+        self.client_frames_going(frames);
+        self.client_frames_sent(sent);
+    }
+
+    /// Client-to-server frames no rule fired on, about to be written to the upstream together: recorded with one
+    /// write, before they go (see [`Writer::client_frame_going`]).
+    pub fn client_frames_going(&self, frames: &[Frame]) {
         if self.frames {
             let events = frames.iter().map(|frame| {
                 self.frame_event(Direction::ClientToServer, FrameAction::Forwarded, frame, None, None, None)
             });
             self.recorder.defer_all(events);
+        }
+    }
+
+    /// Whether each frame of [`Writer::client_frames_going`] went out.
+    pub fn client_frames_sent(&self, sent: &[bool]) {
+        for &sent in sent {
+            self.account(u64::from(sent));
         }
     }
 

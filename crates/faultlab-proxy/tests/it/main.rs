@@ -19,6 +19,7 @@ mod every_front;
 mod frames;
 mod harness;
 mod in_process;
+mod order;
 mod remote_tls;
 mod replay_upstream;
 mod rule_modes;
