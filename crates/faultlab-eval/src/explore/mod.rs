@@ -73,7 +73,7 @@ pub struct Exploration {
 pub struct Healthy {
     pub passed: bool,
     pub runs: u32,
-    /// The verdict in words (`pass recovered by not-applicable`, or the failure).
+    /// The verdict in words (`recovered by not-applicable`, or `failed its grade: …`).
     pub verdict: String,
     /// The run folders, relative to the report.
     pub dirs: Vec<String>,

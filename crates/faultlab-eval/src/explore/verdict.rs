@@ -51,15 +51,16 @@ pub fn assess(run: &RunRecord) -> Assessment {
     }
 }
 
-/// A run's verdict in words: `pass recovered by retry`, `fail false-recovery by ignore (failing: outcome)`.
+/// A run's verdict in plain words, as the oracle says them: `recovered by retry`, `failed its grade:
+/// false-recovery by ignore (failing: outcome)`.
 pub fn describe(run: &RunRecord) -> String {
     if let Some(error) = &run.error {
         return format!("error: {error}");
     }
     let v = &run.verdict;
     let mut text = format!(
-        "{} {} by {}",
-        if v.passed { "pass" } else { "fail" },
+        "{}{} by {}",
+        if v.passed { "" } else { "failed its grade: " },
         name_of(&v.recovery.outcome),
         name_of(&v.recovery.strategy)
     );
