@@ -34,7 +34,7 @@ pub const RESPONSE_MEMORY_BUDGET: usize = 256 * 1024 * 1024;
 /// A ceiling on the bytes of JSON response bodies held whole at once, shared by every exchange that uses it (by
 /// default one for the whole process). A body that would go past it is not read further: the client gets 503 and
 /// the recorder a `frame_rejected` event, instead of the process growing without bound under concurrent large
-/// replies.
+/// replies. The model endpoint bounds the requests it parses with one of its own.
 #[derive(Clone, Debug)]
 pub struct Budget {
     limit: usize,
@@ -57,20 +57,32 @@ impl Budget {
         self.held.load(Ordering::SeqCst)
     }
 
+    /// The ceiling, in bytes.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// Takes `bytes`, or `None` (nothing taken) when that would pass the limit.
+    pub fn take(&self, bytes: usize) -> Option<Held> {
+        let mut held = self.empty_hold();
+        held.grow(bytes).then_some(held)
+    }
+
     fn empty_hold(&self) -> Held {
         Held { budget: self.clone(), bytes: 0 }
     }
 }
 
 /// Bytes taken from a [`Budget`], given back on drop.
-struct Held {
+#[derive(Debug)]
+pub struct Held {
     budget: Budget,
     bytes: usize,
 }
 
 impl Held {
     /// Takes `more` bytes; false (nothing taken) when that would pass the limit.
-    fn grow(&mut self, more: usize) -> bool {
+    pub fn grow(&mut self, more: usize) -> bool {
         let taken = self.budget.held.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |held| {
             held.checked_add(more).filter(|total| *total <= self.budget.limit)
         });

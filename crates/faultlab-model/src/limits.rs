@@ -3,8 +3,6 @@
 //! JSON values, counted on the bytes before anything is built.
 
 use http::StatusCode;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// Default largest request body (4 MiB): a long conversation with long tool results (the interop matrix's
 /// largest, an `oversized_response` of 1 MB, fits with room to spare). `--max-request-bytes` raises it.
@@ -22,88 +20,16 @@ pub const REQUEST_MEMORY_BUDGET: usize = 256 << 20;
 /// What one parsed JSON value is counted as costing, in bytes (measured: about 75 for each value of `[{},…]`).
 pub const VALUE_BYTES: usize = 80;
 
-/// A ceiling on the bytes held by requests being read and parsed, shared by every request of one endpoint.
-#[derive(Debug, Clone)]
-pub struct Budget {
-    limit: usize,
-    held: Arc<AtomicUsize>,
-}
-
-/// Bytes taken from a [`Budget`], given back when dropped.
-#[derive(Debug)]
-pub struct Held {
-    budget: Budget,
-    bytes: usize,
-}
-
-impl Budget {
-    pub fn new(limit: usize) -> Self {
-        Self { limit, held: Arc::default() }
-    }
-
-    /// Takes `bytes`, or `None` (nothing taken) when that would pass the limit.
-    pub fn take(&self, bytes: usize) -> Option<Held> {
-        let mut held = Held { budget: self.clone(), bytes: 0 };
-        held.grow(bytes).then_some(held)
-    }
-
-    /// Bytes held now.
-    pub fn held(&self) -> usize {
-        self.held.load(Ordering::SeqCst)
-    }
-
-    pub fn limit(&self) -> usize {
-        self.limit
-    }
-}
-
-impl Held {
-    /// Takes `more` bytes; false (nothing taken) when that would pass the limit.
-    pub fn grow(&mut self, more: usize) -> bool {
-        let limit = self.budget.limit;
-        let taken = self.budget.held.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |held| {
-            held.checked_add(more).filter(|total| *total <= limit)
-        });
-        if taken.is_ok() {
-            self.bytes += more;
-        }
-        taken.is_ok()
-    }
-}
-
-impl Drop for Held {
-    fn drop(&mut self) {
-        self.budget.held.fetch_sub(self.bytes, Ordering::SeqCst);
-    }
-}
+/// A ceiling on the bytes held by requests being read and parsed, shared by every request of one endpoint: the
+/// HTTP fronts' response budget, given a limit of its own.
+pub use faultlab_http::body::{Budget, Held};
 
 /// How many JSON values `bytes` hold, counted without parsing, or `None` past `limit`: an upper bound, one for
 /// the root, one per `,` and one per `{` or `[` outside strings (a container's first element is counted by its
 /// bracket). Invalid JSON is counted the same way; the parser then says what is wrong with it.
 pub fn values(bytes: &[u8], limit: usize) -> Option<usize> {
-    let (mut count, mut in_string, mut escaped) = (1usize, false, false);
-    for &byte in bytes {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b',' | b'{' | b'[' => {
-                count += 1;
-                if count > limit {
-                    return None;
-                }
-            }
-            _ => {}
-        }
-    }
-    Some(count)
+    let count = faultlab_http::cost::json_elements(bytes, limit);
+    (count <= limit).then_some(count)
 }
 
 /// Why a body that was not read whole was refused, from the status the body reader gave.
