@@ -344,12 +344,13 @@ impl Connection {
         MessageId::from_value(id).and_then(|id| lock(&self.book).responses.get(&id).copied()).unwrap_or(0)
     }
 
-    /// Stdio: the server exited in failure before it sent a single frame (it could not start), in words with its
-    /// stderr's last lines; waits a little for its exit once its stdout has closed. `None` over HTTP.
+    /// The server could not be run: on stdio it exited in failure before it sent a single frame, in words with
+    /// its stderr's last lines (waiting a little for its exit once its stdout has closed); over HTTP nothing ever
+    /// answered and every connection was refused.
     pub async fn died_unanswered(&self) -> Option<String> {
         match &*self.wire {
             Wire::Stdio(stdio) => stdio.died_unanswered().await,
-            Wire::Http(_) => None,
+            Wire::Http(http) => http.unreachable(),
         }
     }
 

@@ -22,6 +22,15 @@ pub struct HttpTransport {
     incoming: IncomingTx,
     /// The answer readers of requests in flight, so a modern cancel can drop the stream.
     readers: Mutex<HashMap<MessageId, AbortHandle>>,
+    /// Whether the server was ever reached (see [`HttpTransport::unreachable`]).
+    reach: Arc<Mutex<Reach>>,
+}
+
+/// Whether the server has answered anything, and the first connection it refused before it had.
+#[derive(Default)]
+struct Reach {
+    answered: bool,
+    refused: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -68,7 +77,20 @@ impl HttpTransport {
             protocol: Mutex::default(),
             incoming,
             readers: Mutex::default(),
+            reach: Arc::default(),
         }
+    }
+
+    /// Nothing listens at the URL: every connection so far was refused and no response ever came, in words (`None`
+    /// once anything answered, or when the connection broke after it was made: that is the server's doing, e.g. a
+    /// `disconnect` fault, and a verdict on the client).
+    pub fn unreachable(&self) -> Option<String> {
+        let reach = lock(&self.reach);
+        let refused = reach.refused.as_ref().filter(|_| !reach.answered)?;
+        Some(format!(
+            "could not connect to {} before it answered anything ({refused}): is the server listening?",
+            self.url
+        ))
     }
 
     pub fn set_protocol(&self, version: &str) {
@@ -114,7 +136,8 @@ impl HttpTransport {
             }
         }
         let id = frame.method().and(frame.id().cloned());
-        let task = tokio::spawn(read_answer(request, id.clone(), self.incoming.clone(), self.session.clone()));
+        let (incoming, session, reach) = (self.incoming.clone(), self.session.clone(), self.reach.clone());
+        let task = tokio::spawn(read_answer(request, id.clone(), incoming, session, reach));
         if let Some(id) = id {
             lock(&self.readers).insert(id, task.abort_handle());
         }
@@ -144,8 +167,9 @@ async fn read_answer(
     id: Option<MessageId>,
     incoming: IncomingTx,
     session: Arc<Mutex<Option<String>>>,
+    reach: Arc<Mutex<Reach>>,
 ) {
-    read_answer_body(request, id.clone(), &incoming, session).await;
+    read_answer_body(request, id.clone(), &incoming, session, &reach).await;
     // The answer is over, however it ended. If it did not answer the request (a wrong id, say), nothing else will:
     // over HTTP a request's answer only ever comes on its own response.
     if let Some(id) = id {
@@ -158,6 +182,7 @@ async fn read_answer_body(
     id: Option<MessageId>,
     incoming: &IncomingTx,
     session: Arc<Mutex<Option<String>>>,
+    reach: &Mutex<Reach>,
 ) {
     // Only a request can be lost; a notification's failed POST has nothing waiting on it.
     let lost = |detail: String| {
@@ -169,10 +194,15 @@ async fn read_answer_body(
         Ok(response) => response,
         Err(e) => {
             // Without the URL: the caller knows it, and its query may carry a key.
-            lost(format!("HTTP request failed: {}", describe(&e.without_url())));
+            let e = e.without_url();
+            if e.is_connect() {
+                lock(reach).refused.get_or_insert_with(|| describe(&e));
+            }
+            lost(format!("HTTP request failed: {}", describe(&e)));
             return;
         }
     };
+    lock(reach).answered = true;
     if let Some(minted) = response.headers().get("mcp-session-id").and_then(|v| v.to_str().ok()) {
         *lock(&session) = Some(minted.to_owned());
     }

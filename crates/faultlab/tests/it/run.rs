@@ -245,6 +245,31 @@ fn a_target_that_dies_before_answering_is_an_error_with_its_stderr_in_every_form
     }
 }
 
+/// An HTTP target nothing listens on never ran: ERROR, exit 1, naming the URL, in both eras (it was FAIL
+/// `transport_loss`, exit 2, a verdict on the client).
+#[test]
+fn an_http_target_nothing_listens_on_is_an_error_and_exits_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let target = dir.path().join("t.json");
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    std::fs::write(&target, serde_json::json!({"adapter": "mcp", "config": {"http": {"url": url}}}).to_string())
+        .unwrap();
+    let ping = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scenarios/ping.yaml");
+    for era in ["2026-07-28", "2025-11-25"] {
+        let out = faultlab()
+            .arg("run")
+            .arg(&ping)
+            .args(["--target", target.to_str().unwrap(), "--protocol-version", era])
+            .output()
+            .unwrap();
+        let console = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(1), "{era}: {console}");
+        assert!(console.starts_with("ERROR  ping answers"), "{era}: {console}");
+        assert!(console.contains(&url), "{era}: {console}");
+    }
+}
+
 #[test]
 fn a_disconnect_on_the_first_call_stays_a_verdict_on_the_client() {
     // The proxy ends with exit 0 after a `disconnect`: the server did start, so the scenario is graded.
