@@ -277,11 +277,9 @@ fn a_signal_stops_the_batch_and_reports_the_runs_that_ended_as_incomplete() {
             .unwrap();
         // The slow task's run starts once the quick one has ended: its folder appearing is the moment to stop.
         let second = out.join("runs/slow/sleeper/1");
-        let started = std::time::Instant::now();
-        while !second.exists() || running(&format!("sleep\0{marker}")).is_empty() {
-            assert!(started.elapsed() < std::time::Duration::from_secs(60), "the second run never started");
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        poll_until("the second run started", 60, || {
+            second.exists() && !running(&format!("sleep\0{marker}")).is_empty()
+        });
         let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
         rustix::process::kill_process(pid, signal).unwrap();
         let output = child.wait_with_output().unwrap();
@@ -297,11 +295,7 @@ fn a_signal_stops_the_batch_and_reports_the_runs_that_ended_as_incomplete() {
         let left = left_in(&tmp);
         assert!(left.is_empty(), "temporary folders left: {left:?}");
         // The agent's PID namespace ends with its first process; the kernel may take a moment to reap the rest.
-        let gone = std::time::Instant::now();
-        while !running(&format!("sleep\0{marker}")).is_empty() {
-            assert!(gone.elapsed() < std::time::Duration::from_secs(10), "the stopped run's agent outlived eval");
-            std::thread::sleep(std::time::Duration::from_millis(10));
-        }
+        poll_until("the stopped run's agent ended with eval", 10, || running(&format!("sleep\0{marker}")).is_empty());
     }
 }
 
@@ -337,11 +331,7 @@ fn a_signal_stops_an_exploration_and_says_what_was_kept() {
         .spawn()
         .unwrap();
     // With one job the explorations run in order: the slow task's agent running is the moment to stop.
-    let started = std::time::Instant::now();
-    while running(&format!("sleep\0{marker}")).is_empty() {
-        assert!(started.elapsed() < std::time::Duration::from_secs(60), "the slow healthy run never started");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    poll_until("the slow healthy run started", 60, || !running(&format!("sleep\0{marker}")).is_empty());
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
     rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
     let output = child.wait_with_output().unwrap();
@@ -361,11 +351,7 @@ fn a_signal_stops_an_exploration_and_says_what_was_kept() {
     assert!(md.contains("**Incomplete: interrupted by SIGINT"), "{md}");
     let left = left_in(&tmp);
     assert!(left.is_empty(), "temporary folders left: {left:?}");
-    let gone = std::time::Instant::now();
-    while !running(&format!("sleep\0{marker}")).is_empty() {
-        assert!(gone.elapsed() < std::time::Duration::from_secs(10), "the healthy run's agent outlived explore");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    poll_until("the healthy run's agent ended with explore", 10, || running(&format!("sleep\0{marker}")).is_empty());
 }
 
 /// What a batch left in its `TMPDIR`: every path but the per-user root `faultlab-UID` (kept, 0700, shared by the
@@ -400,4 +386,16 @@ fn report_json_counts_repeats_as_the_reports_show_them() {
     let (report_arg, replayed_arg) = (report_json.to_str().unwrap(), replayed.to_str().unwrap());
     exits(0, ["replay", report_arg, "--run", "data-empty-read/good/2", "--out", replayed_arg])
         .stdout(contains("data-empty-read × good #2").and(contains("good #1").not()));
+}
+
+/// Waits until `done` holds, failing the test with `what` after `limit_s` seconds. Nothing announces that a
+/// process inside an agent's sandbox has started or been reaped (its pid there means nothing here, and the sandbox
+/// lets it write nowhere we read), so `/proc` is looked at again every 10 ms: a bounded poll for a state, not a
+/// pause standing in for one.
+fn poll_until(what: &str, limit_s: u64, mut done: impl FnMut() -> bool) {
+    let started = std::time::Instant::now();
+    while !done() {
+        assert!(started.elapsed() < std::time::Duration::from_secs(limit_s), "timed out waiting: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }
