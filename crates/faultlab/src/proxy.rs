@@ -206,13 +206,7 @@ where
 {
     let stop = CancellationToken::new();
     let served = runtime.block_on(async {
-        let signalled = stop.clone();
-        let signals = Signals::install();
-        tokio::spawn(async move {
-            let signal = signals.recv().await;
-            errln!("faultlab: received {signal}; shutting down");
-            signalled.cancel();
-        });
+        cancel_on_signal(stop.clone());
         let ended = run(stop).await.map_err(|e| match e {
             // The only I/O error the relay returns is the writer's: the client closed its end of stdout.
             ProxyError::Io(e) => Failure::runtime(anyhow!("cannot write to the client on stdout: {e}")),
@@ -309,4 +303,14 @@ async fn serve_http(
         return Err(Failure::runtime(anyhow!("the upstream exited on its own; every request after it would fail")));
     }
     Ok(())
+}
+
+/// Cancels `stop` at the first SIGINT or SIGTERM, saying so on stderr (the proxy then ends in order).
+fn cancel_on_signal(stop: CancellationToken) {
+    let signals = Signals::install();
+    tokio::spawn(async move {
+        let signal = signals.recv().await;
+        errln!("faultlab: received {signal}; shutting down");
+        stop.cancel();
+    });
 }

@@ -4,7 +4,6 @@
 use super::max_frame_bytes;
 use crate::Failure;
 use crate::cli::ProxyArgs;
-use crate::signals::Signals;
 use anyhow::{Context as _, anyhow};
 use faultlab_engine::recording::Recording;
 use faultlab_proxy::front::unix::{self, Record};
@@ -46,13 +45,7 @@ pub fn serve(
         let (listener, shown) = listener(args)?;
         outln!("{}", serde_json::json!({"listening": shown}));
         let stop = CancellationToken::new();
-        let signalled = stop.clone();
-        let signals = Signals::install();
-        tokio::spawn(async move {
-            let signal = signals.recv().await;
-            errln!("faultlab: received {signal}; shutting down");
-            signalled.cancel();
-        });
+        super::cancel_on_signal(stop.clone());
         let child = || {
             let (program, rest) = server.expect("a server is named when there is no --upstream");
             let mut command = tokio::process::Command::new(program);
