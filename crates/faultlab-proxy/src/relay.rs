@@ -88,10 +88,6 @@ pub struct Relay {
 }
 
 impl Relay {
-    pub(crate) fn new(trajectory: Arc<Trajectory>) -> Arc<Self> {
-        Self::with_engine(Arc::new(Engine::new(trajectory.recorder().clone())), trajectory)
-    }
-
     pub(crate) fn with_engine(engine: Arc<Engine>, trajectory: Arc<Trajectory>) -> Arc<Self> {
         let (armed_by, start, overlay) = (Mutex::default(), Instant::now(), OnceLock::new());
         Arc::new(Self { engine, trajectory, armed_by, start, overlay })

@@ -38,8 +38,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let relay = Relay::new(trajectory);
-    relay_lines(relay, options, upstream, rules, input, output, stop).await
+    run_at(options, upstream, rules, trajectory, tokio::time::Instant::now(), (input, output), stop).await
 }
 
 /// [`run`] for one connection of several that share `rules` (the Unix-socket front): the rules' clock (windows,
