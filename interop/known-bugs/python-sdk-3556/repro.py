@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""python-sdk #3556: after a 404 for its session the Streamable HTTP client never starts a new session.
+
+Starts `faultlab serve --transport http --port 0` (FAULTLAB_BIN), opens a 2025-11-25 session with the pinned SDK,
+calls the `session_loss` tool (`after_response`: the result arrives, then the server forgets the session, so every
+later request with that id gets 404 and JSON-RPC -32001), then calls `ping` twice. Every POST is logged from an httpx
+event hook: the JSON-RPC method, the `Mcp-Session-Id` it carried and the status it got.
+
+Exit 0: the bug is still there (no new `initialize` after the 404, and the stale id is sent again);
+exit 3: the client started a new session and a call succeeded (fixed upstream); any other code: the check could
+not run. Every wait is bounded (the whole check by 20 s); the server is killed on every path.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+
+import anyio
+import httpx2
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+DEADLINE = 3.0  # seconds for one call; a correct client re-initialises well within it on loopback
+URL_RE = re.compile(r"listening at (http://\S+)")
+
+
+def start_server(binary: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen([binary, "serve", "--transport", "http", "--port", "0"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
+    found: list[str] = []
+    ready = threading.Event()
+
+    def pump() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if not found and (m := URL_RE.search(line)):
+                found.append(m.group(1))
+                ready.set()
+        ready.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    if not ready.wait(15) or not found:
+        proc.kill()
+        raise RuntimeError("faultlab serve printed no 'listening at' URL within 15 s")
+    return proc, found[0]
+
+
+async def observe(url: str) -> dict:
+    posts: list[dict] = []
+
+    async def on_response(response: httpx2.Response) -> None:
+        request = response.request
+        if request.method != "POST":
+            return
+        try:
+            method = json.loads(request.content or b"{}").get("method")
+        except ValueError:
+            method = None
+        posts.append({"method": method, "session": request.headers.get("mcp-session-id"),
+                      "status": response.status_code})
+
+    seen: dict = {"posts": posts, "calls": []}
+    http = httpx2.AsyncClient(event_hooks={"response": [on_response]}, timeout=DEADLINE)
+    with anyio.fail_after(20):
+        async with http, streamable_http_client(url, http_client=http, terminate_on_close=False) as (read, write):
+            async with ClientSession(read, write, read_timeout_seconds=DEADLINE) as session:
+                await session.initialize()
+                # The SDK lists tools to validate a result; listed now, so that only the calls below meet the 404.
+                await session.list_tools()
+                await session.call_tool("session_loss", {"activation": "after_response"})
+                for _ in range(2):
+                    try:
+                        result = await session.call_tool("ping", {}, read_timeout_seconds=DEADLINE)
+                        seen["calls"].append("ok" if not getattr(result, "is_error", False) else "tool_error")
+                    except Exception as exc:  # the SDK surfaced the failure of this call
+                        seen["calls"].append(f"error: {str(exc)[:80]}")
+    return seen
+
+
+def main() -> int:
+    binary = os.environ.get("FAULTLAB_BIN")
+    if not binary:
+        print("could not run: FAULTLAB_BIN is not set")
+        return 2
+    proc, url = start_server(binary)
+    try:
+        seen = anyio.run(observe, url)
+    except Exception as exc:  # the check itself broke (a harness deadline counts as a hang: bug still there)
+        print(f"could not run: {type(exc).__name__}: {exc}")
+        return 2
+    finally:
+        proc.kill()
+        proc.wait(timeout=5)
+    posts = seen["posts"]
+    inits = [p for p in posts if p["method"] == "initialize"]
+    after_loss = posts[next((i for i, p in enumerate(posts) if p["status"] == 404), len(posts)):]
+    stale = [p for p in after_loss if p["status"] == 404 and p["session"] == posts[-1]["session"]]
+    if len(inits) == 1 and len(stale) >= 2 and not any(c == "ok" for c in seen["calls"]):
+        print(f"after the 404 no new initialize was sent; {len(stale)} POSTs carried the dead session "
+              f"id and got 404; calls: {seen['calls']}")
+        return 0
+    if len(inits) >= 2 and seen["calls"] and seen["calls"][-1] == "ok":
+        print(f"the client sent a new initialize after the 404 and the call succeeded; calls: {seen['calls']}")
+        return 3
+    print(f"could not decide: initializes {len(inits)}, POSTs {posts}, calls {seen['calls']}")
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
