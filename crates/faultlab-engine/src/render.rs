@@ -4,7 +4,7 @@
 //! sleeping on pauses, closing).
 
 use crate::catalogue::out_of_order::Release;
-use crate::catalogue::{WireAction, WireFraming};
+use crate::catalogue::{Media, WireAction, WireFraming};
 use bytes::{Bytes, BytesMut};
 use faultlab_wire::{SseEvent, line};
 use std::time::Duration;
@@ -28,7 +28,7 @@ pub enum Step {
     /// Close the connection or abort the stream; stop performing steps.
     Close,
     /// Replace the HTTP response with this status (only meaningful before any body byte is sent).
-    Status { status: u16, retry_after_sec: Option<u32>, body: Bytes },
+    Status { status: u16, retry_after_sec: Option<u32>, body: Bytes, media: Media },
     /// Hold the rest of this reply until the release fires or `max` passes; other messages keep flowing.
     Await { release: Release, max: Duration },
     /// Fire this release: everything before it has been written.
@@ -71,8 +71,8 @@ pub fn sse(action: &WireAction, event_id: Option<&str>) -> Vec<Step> {
         },
         WireAction::Pause(d) => vec![Step::Pause(*d)],
         WireAction::Close => vec![Step::Close],
-        WireAction::HttpStatus { status, retry_after_sec, body } => {
-            vec![Step::Status { status: *status, retry_after_sec: *retry_after_sec, body: body.clone() }]
+        WireAction::HttpStatus { status, retry_after_sec, body, media } => {
+            vec![Step::Status { status: *status, retry_after_sec: *retry_after_sec, body: body.clone(), media: *media }]
         }
         WireAction::AwaitRelease { release, max } => vec![Step::Await { release: release.clone(), max: *max }],
         WireAction::Release(release) => vec![Step::Release(release.clone())],

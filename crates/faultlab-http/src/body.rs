@@ -10,6 +10,7 @@ use crate::rpc_error;
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use bytes::{Bytes, BytesMut};
+use faultlab_engine::catalogue::Media;
 use faultlab_engine::outlet::{Batch, Outlet};
 use faultlab_engine::recorder::{Event, TransportEventKind};
 use faultlab_engine::render::{self, Step};
@@ -253,9 +254,9 @@ async fn json(response: Response, mut exchange: Exchange) -> Response {
             });
             Response::from_parts(parts, Body::from_stream(futures::StreamExt::chain(out, release)))
         }
-        [WireAction::HttpStatus { status, retry_after_sec, body }, ..] => {
+        [WireAction::HttpStatus { status, retry_after_sec, body, media }, ..] => {
             exchange.end();
-            status_response(*status, *retry_after_sec, body.clone())
+            status_response(*status, *retry_after_sec, body.clone(), *media)
         }
         _ => {
             // Several frames, a pause, a close or nothing at all: only an event stream can carry them.
@@ -485,8 +486,8 @@ fn forward(event: SseEvent, pumping: &mut Pumping, outlet: &Outlet, head: Option
     };
     if let Some(head) = head {
         match steps.first() {
-            Some(Step::Status { status, retry_after_sec, body }) => {
-                *head = Some(Head::Status(status_response(*status, *retry_after_sec, body.clone())));
+            Some(Step::Status { status, retry_after_sec, body, media }) => {
+                *head = Some(Head::Status(status_response(*status, *retry_after_sec, body.clone(), *media)));
                 return false;
             }
             Some(Step::Close) => {
@@ -592,12 +593,12 @@ async fn pump_step(pump: &mut Option<Pump>) -> bool {
     }
 }
 
-/// The answer for an `http_status` fault.
-fn status_response(status: u16, retry_after_sec: Option<u32>, body: Bytes) -> Response {
+/// The answer for a status fault (`http_status` and its presets, `html_page`, `not_jsonrpc`, `protocol_error`).
+fn status_response(status: u16, retry_after_sec: Option<u32>, body: Bytes, media: Media) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();
-    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(media.content_type()));
     if status == StatusCode::UNAUTHORIZED {
         headers.insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer error=\"invalid_token\""));
     }

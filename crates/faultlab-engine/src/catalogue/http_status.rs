@@ -12,7 +12,7 @@
 //!
 //! **How it is graded.** The call fails with an error naming the status; a retry honours `Retry-After`.
 
-use super::{Category, MAX_RETRY_AFTER_SEC, Reply, WireAction, within};
+use super::{Category, MAX_RETRY_AFTER_SEC, Media, Reply, WireAction, within};
 use crate::rules::Schedule;
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -107,7 +107,7 @@ pub(super) fn replace_with_status(
 ) -> Vec<WireAction> {
     let id = reply.frame.id().map_or(Value::Null, |id| id.to_value());
     let body = json!({"jsonrpc": "2.0", "id": id, "error": error});
-    vec![WireAction::HttpStatus { status, retry_after_sec, body: Bytes::from(body.to_string()) }]
+    vec![WireAction::HttpStatus { status, retry_after_sec, body: Bytes::from(body.to_string()), media: Media::Json }]
 }
 
 /// The JSON-RPC error code for "service unavailable" (this fault's code for 503).
@@ -133,7 +133,12 @@ mod tests {
         let expected = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32029,"message":"HTTP 429: Too many requests","data":{"httpStatus":429}}}"#;
         assert_eq!(
             actions,
-            vec![WireAction::HttpStatus { status: 429, retry_after_sec: Some(2), body: Bytes::from(expected) }]
+            vec![WireAction::HttpStatus {
+                status: 429,
+                retry_after_sec: Some(2),
+                body: Bytes::from(expected),
+                media: Media::Json
+            }]
         );
     }
 

@@ -237,6 +237,9 @@ catalogue! {
         ProgressAfterResult(progress_after_result),
         ListChangedStorm(list_changed_storm),
         HttpStatus(http_status),
+        HtmlPage(html_page),
+        NotJsonrpc(not_jsonrpc),
+        ProtocolError(protocol_error),
         LateResponse(late_response),
         InvalidResult(invalid_result),
         Timeout(timeout),
@@ -411,12 +414,32 @@ pub enum WireAction {
     Pause(Duration),
     /// Close the connection (stdio) or abort the response stream (HTTP). Nothing after it is sent.
     Close,
-    /// Answer with an HTTP status instead (HTTP); stdio writes `body`, a JSON-RPC error, as a line.
-    HttpStatus { status: u16, retry_after_sec: Option<u32>, body: Bytes },
+    /// Answer with an HTTP status instead (HTTP), `body` of the `media` type; stdio writes `body` (a JSON-RPC
+    /// error, or the page a reverse proxy would send) as it is.
+    HttpStatus { status: u16, retry_after_sec: Option<u32>, body: Bytes, media: Media },
     /// Hold the rest of this reply until `release` is signalled, or `max` has passed (other messages keep flowing).
     AwaitRelease { release: out_of_order::Release, max: Duration },
     /// Signal `release` once everything before this action has been written.
     Release(out_of_order::Release),
+}
+
+/// The media type of a status answer's body: a server's JSON (a JSON-RPC error, or JSON that is not JSON-RPC), or
+/// the HTML page a reverse proxy in front of it sends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Media {
+    #[default]
+    Json,
+    Html,
+}
+
+impl Media {
+    /// The `Content-Type` it is sent with.
+    pub const fn content_type(self) -> &'static str {
+        match self {
+            Self::Json => "application/json",
+            Self::Html => "text/html; charset=utf-8",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

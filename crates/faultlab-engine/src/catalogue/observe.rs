@@ -28,7 +28,8 @@ pub fn parse(bytes: &[u8]) -> Option<Value> {
 pub fn seen(frames: &[&[u8]], id: &Value, ended: Ending, answer: Option<&Value>) -> Effect {
     let mut garbage = false;
     for bytes in frames {
-        let Some(message) = parse(bytes) else {
+        // JSON that is no JSON-RPC message (a gateway's `{"message": ...}`) is as unusable as bytes that are not JSON.
+        let Some(message) = parse(bytes).filter(|m| m.get("jsonrpc").is_some() || m.get("id").is_some()) else {
             garbage = true;
             continue;
         };
@@ -80,6 +81,7 @@ mod tests {
         assert_eq!(seen(&[other], &id, Ending::Done, None), Effect::Result);
         assert_eq!(seen_one(&[error], Ending::Done), Effect::Error);
         assert_eq!(seen_one(&[old], Ending::Done), Effect::Invalid);
+        assert_eq!(seen_one(&[br#"{"message":"Bad Gateway","status":502}"#], Ending::Done), Effect::Invalid);
         assert_eq!(seen_one(&[b"{\"jsonrpc\":\"2.0\",\"id\":"], Ending::Waited), Effect::Invalid);
         assert_eq!(seen_one(&[br#"{"jsonrpc":"2.0","id":"2-wrong","result":{}}"#], Ending::Waited), Effect::Timeout);
         assert_eq!(seen_one(&[], Ending::Lost), Effect::TransportLoss);

@@ -57,7 +57,12 @@ mod tests {
         let body = r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32029,"message":"HTTP 429: Too many requests","data":{"httpStatus":429,"retryAfterSec":3}}}"#;
         assert_eq!(
             actions,
-            vec![WireAction::HttpStatus { status: 429, retry_after_sec: Some(3), body: Bytes::from(body) }]
+            vec![WireAction::HttpStatus {
+                status: 429,
+                retry_after_sec: Some(3),
+                body: Bytes::from(body),
+                media: crate::catalogue::Media::Json
+            }]
         );
         let WireAction::HttpStatus { body, .. } = &apply(Reply { frame: &reply, request: None }, None)[0] else {
             panic!("a status")

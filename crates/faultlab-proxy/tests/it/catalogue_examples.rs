@@ -137,10 +137,13 @@ async fn through_http(client: reqwest::Client, url: String, example: &'static st
         Err(_) => Effect::Timeout,
         Ok(Err(_)) => Effect::TransportLoss,
         Ok(Ok((status, _, body))) if status != StatusCode::OK => {
-            // An error status whose body, if any, is this call's JSON-RPC error.
-            let error = serde_json::from_slice::<Value>(&body).ok();
-            assert!(error.is_none_or(|e| e["id"] == 2 && e["error"].is_object()), "{example}: {status} body");
-            Effect::Error
+            // An error status whose body is empty or this call's JSON-RPC error; or no MCP at all (a reverse
+            // proxy's page, a gateway's JSON), which the client cannot read as any answer.
+            match serde_json::from_slice::<Value>(&body).ok() {
+                _ if body.is_empty() => Effect::Error,
+                Some(e) if e["id"] == 2 && e["error"].is_object() => Effect::Error,
+                _ => classify(&[&body], Ending::Done),
+            }
         }
         Ok(Ok((_, content_type, body))) => {
             let is_sse = content_type.is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));

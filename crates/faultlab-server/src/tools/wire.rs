@@ -4,9 +4,9 @@
 use super::{FaultServer, check_range, tool_error};
 use faultlab_engine::FaultKind;
 use faultlab_engine::catalogue::{
-    Duplicate, Framing, FramingStyle, HttpStatus, ListChangedStorm, MAX_OVERSIZED_BYTES, MAX_RETRY_AFTER_SEC,
-    MAX_SPLIT_PARTS, MAX_STORM_COUNT, Malformed, MalformedVariant, MissingId, NonJsonLine, Oversized,
-    ProgressAfterResult, SplitWrite, Truncated, WrongId,
+    Duplicate, Framing, FramingStyle, HtmlPage, HttpStatus, ListChangedStorm, MAX_OVERSIZED_BYTES, MAX_RETRY_AFTER_SEC,
+    MAX_SPLIT_PARTS, MAX_STORM_COUNT, Malformed, MalformedVariant, MissingId, NonJsonLine, NotJsonrpc, Oversized,
+    ProgressAfterResult, ProtocolError, SplitWrite, Truncated, WrongId,
 };
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::CallToolResult;
@@ -56,6 +56,30 @@ pub struct HttpStatusArgs {
     #[serde(default)]
     #[schemars(with = "u32")]
     pub retry_after_sec: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HtmlPageArgs {
+    /// The status the page comes with: 200 (a sign-in page), 502, 503 or 504 (nginx's error page).
+    pub status: u16,
+    /// Seconds for the Retry-After header, 0 to 86400.
+    #[serde(default)]
+    #[schemars(with = "u32")]
+    pub retry_after_sec: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct NotJsonrpcArgs {
+    /// The status the JSON comes with: 200, 500, 502, 503 or 504.
+    pub status: u16,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct ProtocolErrorArgs {
+    /// -32020 (header mismatch), -32021 (missing required client capability) or -32022 (unsupported protocol
+    /// version, with `data.supported`).
+    pub code: i32,
 }
 
 #[tool_router(router = wire_router, vis = "pub(super)")]
@@ -168,5 +192,39 @@ impl FaultServer {
         let fault =
             FaultKind::HttpStatus(HttpStatus { retry_after_sec: args.retry_after_sec, ..HttpStatus::new(args.status) });
         self.arm_own_response(&ctx, fault, format!("http status {} activated", args.status))
+    }
+
+    #[tool(description = "Answer this request as a reverse proxy would: a text/html page, nginx's error page with \
+                          status 502, 503 or 504, or a sign-in page with 200; no JSON-RPC reply arrives.")]
+    async fn html_page(
+        &self,
+        Parameters(args): Parameters<HtmlPageArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let fault = FaultKind::HtmlPage(HtmlPage { status: args.status, retry_after_sec: args.retry_after_sec });
+        self.arm_own_response(&ctx, fault, format!("html page {} activated", args.status))
+    }
+
+    #[tool(description = "Answer this request with application/json that is not JSON-RPC \
+                          ({\"message\": ..., \"status\": ...}) and the given status (200, 500, 502, 503 or 504).")]
+    async fn not_jsonrpc(
+        &self,
+        Parameters(args): Parameters<NotJsonrpcArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let fault = FaultKind::NotJsonrpc(NotJsonrpc { status: args.status });
+        self.arm_own_response(&ctx, fault, format!("not json-rpc {} activated", args.status))
+    }
+
+    #[tool(description = "Answer this request with a 2026-07-28 transport error: HTTP 400 and JSON-RPC -32020 \
+                          (header mismatch), -32021 (missing required client capability) or -32022 (unsupported \
+                          protocol version, data.supported listing the other era's version).")]
+    async fn protocol_error(
+        &self,
+        Parameters(args): Parameters<ProtocolErrorArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let fault = FaultKind::ProtocolError(ProtocolError { code: args.code });
+        self.arm_own_response(&ctx, fault, format!("protocol error {} activated", args.code))
     }
 }

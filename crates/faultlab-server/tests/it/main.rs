@@ -17,6 +17,7 @@ mod http_legacy;
 mod http_modern;
 mod isolation;
 mod load;
+mod not_mcp;
 mod stdio;
 mod tool_schemas;
 mod util;
