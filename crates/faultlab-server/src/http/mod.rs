@@ -14,6 +14,7 @@
 //! with legacy sessions. Their responses pass through [`body`], which applies armed faults to JSON bodies and
 //! SSE events.
 
+pub mod lifecycle;
 pub mod sessions;
 
 pub use faultlab_http::{body, guard};
@@ -185,7 +186,7 @@ async fn post<S: ServerHandler>(front: Arc<Front<S>>, request: Request) -> Respo
     let id_value = frame.id().map(|id| id.to_value());
     if let Some(session_id) = session_id {
         let Some(session) = front.registry.get(&session_id) else {
-            return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found", id_value);
+            return unknown_session(&front.registry, &session_id, id_value);
         };
         let active = session.begin_request();
         if let Some((id, actions)) = session.engine.inbound(&frame)
@@ -203,22 +204,32 @@ async fn post<S: ServerHandler>(front: Arc<Front<S>>, request: Request) -> Respo
             session: Some(SessionHandle(session.clone())),
         };
         let response = call(&front.sessions, parts, bytes, Some(scope)).await;
-        let (manager, lost) = (front.manager.clone(), session.clone());
+        let (manager, lost, registry) = (front.manager.clone(), session.clone(), front.registry.clone());
         let exchange = Exchange::new(&frame, session.engine.clone(), &front.shutdown)
             .with_streams(session.clone() as Arc<dyn StreamRegistry>)
             .on_end(move || {
                 // The request is over: the session may go idle; a session lost during it is closed in rmcp.
                 drop(active);
+                // A restart (`session_lifecycle`) forgot other sessions too: they close in rmcp with this one.
+                let mut closing = registry.lifecycle.take_closing();
                 if lost.is_lost() {
-                    let id = Arc::from(lost.id.as_str());
+                    closing.push(lost.id.clone());
+                }
+                if !closing.is_empty() {
                     tokio::spawn(async move {
-                        let _ = manager.close_session(&id).await;
+                        for id in closing {
+                            let _ = manager.close_session(&Arc::from(id)).await;
+                        }
                     });
                 }
             });
         return body::wrap(response, exchange).await;
     }
     if frame.method() == Some("initialize") {
+        if front.registry.lifecycle.refuses_initialize() {
+            // `session_lifecycle` `reinit_404`: the new session is refused as the old one was.
+            return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found", id_value);
+        }
         let reservation = match front.registry.reserve() {
             Some(reservation) => Some(reservation),
             None => {
@@ -260,9 +271,13 @@ async fn get_or_delete<S: ServerHandler>(front: Arc<Front<S>>, request: Request)
         return call(&front.stateless, parts, Bytes::new(), None).await;
     };
     let Some(session) = front.registry.get(&session_id) else {
-        return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found", None);
+        return unknown_session(&front.registry, &session_id, None);
     };
     let is_delete = request.method() == Method::DELETE;
+    if !is_delete && session.refuses_get() {
+        // `session_lifecycle` `get_404`: the stream is refused while the session's POSTs are served.
+        return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found", None);
+    }
     let active = session.begin_request();
     let (parts, _) = request.into_parts();
     let response = call(&front.sessions, parts, Bytes::new(), None).await;
@@ -280,6 +295,17 @@ async fn get_or_delete<S: ServerHandler>(front: Arc<Front<S>>, request: Request)
         chunk
     });
     Response::from_parts(parts, Body::from_stream(held))
+}
+
+/// The answer for a session id the registry does not know: 404 with -32001, or, for the ids `session_lifecycle`
+/// `unknown_400` forgot, 400 with -32600 as servers that do not tell an unknown session from a missing one answer.
+fn unknown_session(registry: &Registry, id: &str, request_id: Option<serde_json::Value>) -> Response {
+    match registry.lifecycle.unknown_session_status(id) {
+        StatusCode::BAD_REQUEST => {
+            rpc_error(StatusCode::BAD_REQUEST, -32600, "Bad Request: No valid session ID provided", request_id)
+        }
+        status => rpc_error(status, -32001, "Session not found", request_id),
+    }
 }
 
 /// The request's `Mcp-Session-Id`: at most one, of visible ASCII (0x21-0x7E, as the spec requires of ids);

@@ -11,7 +11,7 @@ use faultlab_wire::MessageId;
 use rmcp::schemars;
 use serde::Deserialize;
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tokio::time::Instant;
@@ -58,6 +58,8 @@ pub struct Session {
     active: AtomicUsize,
     last_active: Mutex<Instant>,
     lost: Mutex<Option<LossActivation>>,
+    /// `session_lifecycle` `get_404`: the standalone GET stream is refused, POSTs still served.
+    refuse_get: AtomicBool,
     registry: Weak<Registry>,
 }
 
@@ -80,11 +82,25 @@ impl SessionHandle {
         }
         Ok(())
     }
+
+    /// The registry this session is in, while it still exists (the server is up).
+    pub fn registry(&self) -> Option<Arc<Registry>> {
+        self.0.registry.upgrade()
+    }
+
+    /// `get_404`: from now on the session's GET stream is answered 404.
+    pub fn refuse_get(&self) {
+        self.0.refuse_get.store(true, Ordering::SeqCst);
+    }
 }
 
 impl Session {
     pub fn is_lost(&self) -> bool {
         lock(&self.lost).is_some()
+    }
+
+    pub fn refuses_get(&self) -> bool {
+        self.refuse_get.load(Ordering::SeqCst)
     }
 
     /// Marks a request as started; the returned guard marks it finished when dropped (when its response body
@@ -134,6 +150,8 @@ pub struct Registry {
     reserved: AtomicUsize,
     max_sessions: usize,
     recorder: Recorder,
+    /// What the `session_lifecycle` variants leave for later requests.
+    pub lifecycle: super::lifecycle::Lifecycle,
 }
 
 /// A place under the cap held for one `initialize` in flight; released on drop unless committed.
@@ -144,7 +162,13 @@ pub struct Reservation {
 
 impl Registry {
     pub fn new(max_sessions: usize, recorder: Recorder) -> Arc<Self> {
-        Arc::new(Self { sessions: Mutex::default(), reserved: AtomicUsize::new(0), max_sessions, recorder })
+        Arc::new(Self {
+            sessions: Mutex::default(),
+            reserved: AtomicUsize::new(0),
+            max_sessions,
+            recorder,
+            lifecycle: Default::default(),
+        })
     }
 
     /// Holds a place for a new session, or `None` when the cap is reached.
@@ -167,6 +191,7 @@ impl Registry {
             active: AtomicUsize::new(0),
             last_active: Mutex::new(Instant::now()),
             lost: Mutex::new(None),
+            refuse_get: AtomicBool::new(false),
             registry: Arc::downgrade(self),
         });
         let mut sessions = lock(&self.sessions);

@@ -21,7 +21,7 @@ use std::sync::{Arc, OnceLock};
 
 /// Tools that only exist on some transports, and where.
 const STDIO_AND_SESSIONS: &[&str] = &["response_after_cancellation"];
-const SESSIONS_ONLY: &[&str] = &["session_loss"];
+const SESSIONS_ONLY: &[&str] = &["session_loss", "session_lifecycle"];
 const HTTP_ONLY: &[&str] = &["http_status", "html_page", "not_jsonrpc"];
 
 /// The faulty MCP server. One instance per stdio connection, per legacy HTTP session, or per stateless request.

@@ -16,6 +16,7 @@ mod front;
 mod http_legacy;
 mod http_modern;
 mod isolation;
+mod lifecycle;
 mod load;
 mod not_mcp;
 mod stdio;
