@@ -56,6 +56,21 @@ EXPECTATIONS: dict[str, tuple[set[str], str | None, bool | None, str]] = {
     "progress_after_result": ({"result"}, "<1s", True, "result (the late progress ignored); next call ok"),
     "list_changed_storm": ({"result"}, "<1s", True, "result; next call ok"),
     "http_status": (FAILURE, "<1s", None, "error at once naming the status, never a result or a timeout"),
+    "html_page": (FAILURE, "<1s", True,
+                  "error at once naming the status (an HTML page is not MCP), never a result or a timeout; next call ok"),
+    "not_jsonrpc": (FAILURE, "<1s", True,
+                    "error at once (JSON that is not JSON-RPC), never a result or a timeout; next call ok"),
+    "protocol_error": (FAILURE, "<1s", True, "error at once with the 2026-07-28 code; next call ok"),
+    "session_lifecycle:unknown_400": ({"result"}, "<1s", None,
+                                      "result (the id then gets 400; the next call is not judged: the spec asks "
+                                      "for a new session on 404)"),
+    "session_lifecycle:get_404": ({"result"}, "<1s", True, "result; next call ok (only the GET stream is refused)"),
+    "session_lifecycle:restart": ({"result"}, "<1s", True,
+                                  "result; next call ok on a new session (a 404 MUST start one)"),
+    "session_lifecycle:reinit_404": ({"result"}, "<1s", None,
+                                     "result (the next call meets 404s for its re-initialisations too; not judged)"),
+    "session_lifecycle:expire_in_flight": (FAILURE, "<1s", None,
+                                           "error at once (the request's session expired in flight), never a hang"),
 }
 
 
@@ -66,6 +81,8 @@ def expectation_for(tool: str, args: dict, transport: str, deadline_ms: int):
         key = "protocol_ping_liveness:2026"
     elif tool == "session_loss":
         key = f"session_loss:{args.get('activation')}"
+    elif tool == "session_lifecycle":
+        key = f"session_lifecycle:{args.get('variant')}"
     elif tool == "framing":
         key = f"framing:{args.get('style')}"
     else:
