@@ -201,3 +201,42 @@ async fn every_example_has_its_effect_on_both_proxy_fronts() {
     server.abort();
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
+
+/// The faults that answer with a status of their own keep their `Content-Type`, `Retry-After` and body bytes
+/// through the HTTP front: a reverse proxy's page stays `text/html`, a gateway's JSON stays what it was.
+#[tokio::test]
+async fn status_answers_keep_their_media_type_and_bytes_through_the_http_front() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let router = axum::Router::new().route("/mcp", axum::routing::post(upstream));
+    let server = tokio::spawn(async move { axum::serve(listener, router).await });
+    let client = faultlab_client::tls::client_builder().build().unwrap();
+    let cases = [
+        (r#"{"type": "html_page", "status": 503, "retry_after_sec": 5}"#, 503, "text/html; charset=utf-8", Some("5")),
+        (r#"{"type": "not_jsonrpc", "status": 502}"#, 502, "application/json", None),
+        (r#"{"type": "protocol_error", "code": -32022}"#, 400, "application/json", None),
+    ];
+    for (example, status, content_type, retry_after) in cases {
+        let upstream = faultlab_proxy::front::http::Backend::url(url.parse().unwrap()).unwrap();
+        let trajectory = Arc::new(Trajectory::new(Recorder::memory()));
+        let stop = CancellationToken::new();
+        let (front, proxy) = harness::http_front(upstream, rules(example).shared(), trajectory, stop.clone()).await;
+        let first = harness::post(&client, &front, call(1)).send().await.unwrap();
+        assert_eq!(first.status(), 200, "{example}: the first call passes");
+        let response = harness::post(&client, &front, call(2)).send().await.unwrap();
+        let text = |name| response.headers().get(name).map(|v| v.to_str().unwrap().to_owned());
+        assert_eq!(response.status().as_u16(), status, "{example}");
+        assert_eq!(text(header::CONTENT_TYPE).as_deref(), Some(content_type), "{example}");
+        assert_eq!(text(header::RETRY_AFTER).as_deref(), retry_after, "{example}");
+        let body = response.text().await.unwrap();
+        let expected = match status {
+            503 => faultlab_engine::catalogue::html_page::page(503),
+            502 => r#"{"message":"Bad Gateway","status":502}"#.to_owned(),
+            _ => r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32022,"message":"Unsupported protocol version: 2025-11-25","data":{"requested":"2025-11-25","supported":["2025-06-18"]}}}"#.to_owned(),
+        };
+        assert_eq!(body, expected, "{example}");
+        stop.cancel();
+        proxy.abort();
+    }
+    server.abort();
+}
