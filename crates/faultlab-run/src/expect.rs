@@ -97,7 +97,13 @@ pub fn check(expect: &Expect, seen: &StepObservation) -> Vec<String> {
         }
     }
     if let Some(code) = expect.error_code {
-        let got = obs.error.as_ref().and_then(|e| e.get("code")).and_then(Value::as_i64);
+        // An HTTP error status carries its JSON-RPC error in the body (`error.body.error.code`): a 2026-07-28
+        // -32022 comes as a 400 with the code in its body.
+        let got = obs
+            .error
+            .as_ref()
+            .and_then(|e| e.get("code").or_else(|| e.get("body").and_then(|b| b.get("error")?.get("code"))))
+            .and_then(Value::as_i64);
         if got != Some(code) {
             failures
                 .push(format!("expected error code {code}, received {}", got.map_or("none".into(), |c| c.to_string())));
