@@ -59,6 +59,8 @@ pub struct Session {
     last_active: Mutex<Instant>,
     lost: Mutex<Option<LossActivation>>,
     registry: Weak<Registry>,
+    /// The session's resumable response streams (their events, for `Last-Event-ID`).
+    pub resumable: Arc<faultlab_http::resume::Streams>,
 }
 
 /// What a tool handler holds to act on its session.
@@ -134,6 +136,10 @@ pub struct Registry {
     reserved: AtomicUsize,
     max_sessions: usize,
     recorder: Recorder,
+    /// What every session's stream logs hold together ([`faultlab_http::resume::MAX_TOTAL_BYTES`]).
+    events: faultlab_http::body::Budget,
+    /// Stream numbers, shared by the sessions so an id names one session's stream.
+    stream_numbers: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// A place under the cap held for one `initialize` in flight; released on drop unless committed.
@@ -144,7 +150,14 @@ pub struct Reservation {
 
 impl Registry {
     pub fn new(max_sessions: usize, recorder: Recorder) -> Arc<Self> {
-        Arc::new(Self { sessions: Mutex::default(), reserved: AtomicUsize::new(0), max_sessions, recorder })
+        Arc::new(Self {
+            sessions: Mutex::default(),
+            reserved: AtomicUsize::new(0),
+            max_sessions,
+            recorder,
+            events: faultlab_http::body::Budget::new(faultlab_http::resume::MAX_TOTAL_BYTES),
+            stream_numbers: Arc::default(),
+        })
     }
 
     /// Holds a place for a new session, or `None` when the cap is reached.
@@ -168,6 +181,7 @@ impl Registry {
             last_active: Mutex::new(Instant::now()),
             lost: Mutex::new(None),
             registry: Arc::downgrade(self),
+            resumable: Arc::new(faultlab_http::resume::Streams::new(self.events.clone(), self.stream_numbers.clone())),
         });
         let mut sessions = lock(&self.sessions);
         sessions.insert(id, session.clone());
@@ -190,6 +204,11 @@ impl Registry {
 
     pub fn len(&self) -> usize {
         lock(&self.sessions).len()
+    }
+
+    /// Bytes of stream events all sessions hold now.
+    pub fn event_bytes(&self) -> usize {
+        self.events.held()
     }
 
     pub fn is_empty(&self) -> bool {

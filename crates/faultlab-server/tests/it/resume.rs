@@ -1,0 +1,132 @@
+//! Resumable streams in 2025-11-25 sessions and the stream fault tools, checked on the wire: the bytes of every
+//! event (ids, `retry:`, priming), where a stream is cut, and what a `GET` with `Last-Event-ID` gets.
+
+use crate::util::*;
+use serde_json::{Value, json};
+
+/// A tool call that asks for progress (the notifications a stream fault sends before its cut).
+fn call_with_progress(id: i64, tool: &str, args: Value) -> Value {
+    call(id, tool, args, Some(json!({"progressToken": format!("p{id}")})))
+}
+
+/// POSTs `body` on session `sid`; the status, the headers and the whole SSE body as text (the body must end
+/// cleanly: a cut is a clean end).
+async fn post_sse(server: &HttpServer, sid: &str, body: &Value) -> (u16, reqwest::header::HeaderMap, String) {
+    let response = within("a response", server.post(body, Some(sid)).send()).await.unwrap();
+    let (status, headers) = (response.status().as_u16(), response.headers().clone());
+    let bytes = within("a whole body", response.bytes()).await.expect("the stream ends cleanly");
+    (status, headers, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+/// A resuming GET on `sid`: status, content type, body text.
+async fn resume(server: &HttpServer, sid: &str, last_event_ids: &[&str]) -> (u16, String, String) {
+    let mut request = server
+        .http
+        .get(&server.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", sid)
+        .header("mcp-protocol-version", "2025-11-25");
+    for id in last_event_ids {
+        request = request.header("last-event-id", *id);
+    }
+    let (status, content_type, body) = exchange(request).await;
+    (status, content_type, String::from_utf8(body.expect("a whole body").to_vec()).unwrap())
+}
+
+/// The `id:` lines of an SSE text, in order (`""` for an explicit empty `id:`).
+fn ids(text: &str) -> Vec<String> {
+    text.lines().filter_map(|l| l.strip_prefix("id:")).map(|v| v.trim_start().to_owned()).collect()
+}
+
+/// The stream number of an id `<stream>-<index>`.
+fn stream_of(id: &str) -> &str {
+    id.split_once('-').unwrap().0
+}
+
+fn result_events(text: &str) -> usize {
+    sse_data(text.as_bytes()).iter().filter(|d| d.contains(r#""result""#)).count()
+}
+
+#[tokio::test]
+async fn a_session_stream_is_primed_and_every_event_has_an_id_unique_in_the_session() {
+    let server = HttpServer::start().await;
+    let sid = server.open_session().await;
+    let (status, headers, first) = post_sse(&server, &sid, &call(2, "ping", json!({}), None)).await;
+    assert_eq!(status, 200);
+    assert_eq!(headers["content-type"], "text/event-stream");
+    let first_ids = ids(&first);
+    let stream = stream_of(&first_ids[0]).to_owned();
+    assert!(
+        first.starts_with(&format!("id: {stream}-0\nretry: 3000\ndata: \n\n")),
+        "a priming event: an id, retry and empty data first: {first:?}"
+    );
+    assert_eq!(first_ids, [format!("{stream}-0"), format!("{stream}-1")], "{first:?}");
+    assert_eq!(result_events(&first), 1);
+    let (_, _, second) = post_sse(&server, &sid, &call(3, "ping", json!({}), None)).await;
+    let second_ids = ids(&second);
+    assert_ne!(stream_of(&second_ids[0]), stream, "each POST stream is a stream of its own");
+    assert!(second_ids.iter().all(|id| !first_ids.contains(id)), "no id is used twice in a session");
+}
+
+#[tokio::test]
+async fn a_cut_stream_is_resumed_and_replays_only_its_own_missed_events() {
+    let server = HttpServer::start().await;
+    let sid = server.open_session().await;
+    let (_, _, other) = post_sse(&server, &sid, &call(2, "ping", json!({}), None)).await;
+    let (status, _, cut) =
+        post_sse(&server, &sid, &call_with_progress(3, "stream_cut", json!({"afterEvents": 2}))).await;
+    assert_eq!(status, 200);
+    let seen = ids(&cut);
+    assert_eq!(seen.len(), 3, "priming and two progress notifications, then the cut: {cut:?}");
+    assert_eq!(result_events(&cut), 0, "the stream closes before the result");
+    let stream = stream_of(&seen[0]);
+
+    let (status, content_type, replay) = resume(&server, &sid, &[&seen[2]]).await;
+    assert_eq!((status, content_type.as_str()), (200, "text/event-stream"));
+    assert_eq!(ids(&replay), [format!("{stream}-3")], "only what came after the id named: {replay:?}");
+    let data = sse_data(replay.as_bytes());
+    let reply: Value = serde_json::from_str(&data[0]).unwrap();
+    assert_eq!(reply["id"], 3, "the cut request's own result");
+    assert!(!replay.contains(&ids(&other)[1]), "never another stream's event");
+
+    let (_, _, from_priming) = resume(&server, &sid, &[&seen[0]]).await;
+    assert_eq!(ids(&from_priming), [format!("{stream}-1"), format!("{stream}-2"), format!("{stream}-3")]);
+}
+
+#[tokio::test]
+async fn a_stream_cut_without_ids_carries_no_id_and_no_priming() {
+    let server = HttpServer::start().await;
+    let sid = server.open_session().await;
+    let body = call_with_progress(2, "stream_cut", json!({"ids": false, "afterEvents": 1}));
+    let (_, _, cut) = post_sse(&server, &sid, &body).await;
+    assert!(ids(&cut).is_empty() && !cut.contains("retry:"), "{cut:?}");
+    assert_eq!(sse_data(cut.as_bytes()).len(), 1, "one progress notification, then the cut: {cut:?}");
+    assert_eq!(result_events(&cut), 0);
+}
+
+#[tokio::test]
+async fn malformed_unknown_unsent_and_other_sessions_ids_get_404_never_a_replay() {
+    let server = HttpServer::start().await;
+    let mine = server.open_session().await;
+    let theirs = server.open_session().await;
+    let (_, _, their_stream) = post_sse(&server, &theirs, &call(2, "stream_cut", json!({}), None)).await;
+    let their_id = ids(&their_stream)[0].clone();
+    let (_, _, my_stream) = post_sse(&server, &mine, &call(2, "ping", json!({}), None)).await;
+    let my_stream = stream_of(&ids(&my_stream)[0]).to_owned();
+    let unsent = format!("{my_stream}-9");
+    let unknown = format!("{}-0", 1000 + my_stream.parse::<u64>().unwrap());
+    for bad in ["garbage", "", "0/0", "-1", "01-0", &unsent, &unknown] {
+        let (status, _, body) = resume(&server, &mine, &[bad]).await;
+        assert_eq!(status, 404, "{bad:?}: {body}");
+        assert!(body.contains("-32001") && !body.contains("result"), "{bad:?}: {body}");
+    }
+    let (status, _, body) = resume(&server, &mine, &[&their_id]).await;
+    assert_eq!(status, 404, "another session's event id is unknown here: {body}");
+    let (status, _, body) = resume(&server, &theirs, &[&their_id]).await;
+    assert_eq!(status, 200);
+    assert_eq!(result_events(&body), 1, "the owner resumes its own stream: {body}");
+    let (status, _, _) = resume(&server, &mine, &[&their_id, &their_id]).await;
+    assert_eq!(status, 400, "two Last-Event-ID headers are malformed");
+    let (status, _, _) = resume(&server, "no-such-session", &[&their_id]).await;
+    assert_eq!(status, 404);
+}
