@@ -130,3 +130,102 @@ async fn malformed_unknown_unsent_and_other_sessions_ids_get_404_never_a_replay(
     let (status, _, _) = resume(&server, "no-such-session", &[&their_id]).await;
     assert_eq!(status, 404);
 }
+
+#[tokio::test]
+async fn stream_cut_again_closes_the_first_resume_before_any_id_and_the_next_resume_replays() {
+    let server = HttpServer::start().await;
+    let sid = server.open_session().await;
+    let (_, _, cut) = post_sse(&server, &sid, &call(2, "stream_cut_again", json!({}), None)).await;
+    let priming = ids(&cut);
+    assert_eq!(priming.len(), 1, "only the priming event: {cut:?}");
+    let (status, content_type, again) = resume(&server, &sid, &[&priming[0]]).await;
+    assert_eq!((status, content_type.as_str()), (200, "text/event-stream"));
+    assert!(ids(&again).is_empty() && again.is_empty(), "closed before any id-bearing event: {again:?}");
+    let (status, _, replay) = resume(&server, &sid, &[&priming[0]]).await;
+    assert_eq!(status, 200);
+    assert_eq!(result_events(&replay), 1, "the same Last-Event-ID again gets the result: {replay:?}");
+}
+
+#[tokio::test]
+async fn stream_retry_writes_the_asked_retry_or_none_on_the_priming_event() {
+    let server = HttpServer::start().await;
+    let sid = server.open_session().await;
+    for (args, expected) in [
+        (json!({"retryMs": 0}), Some("retry: 0\n")),
+        (json!({"retryMs": 86_400_000}), Some("retry: 86400000\n")),
+        (json!({}), None),
+    ] {
+        let (_, _, cut) = post_sse(&server, &sid, &call(2, "stream_retry", args.clone(), None)).await;
+        let priming = &ids(&cut)[0];
+        match expected {
+            Some(line) => assert_eq!(cut, format!("id: {priming}\n{line}data: \n\n"), "{args}"),
+            None => assert_eq!(cut, format!("id: {priming}\ndata: \n\n"), "absent retry: {args}"),
+        }
+        let (status, _, replay) = resume(&server, &sid, &[priming]).await;
+        assert_eq!((status, result_events(&replay)), (200, 1), "{args}");
+    }
+    let (_, _, refused) = post_sse(&server, &sid, &call(3, "stream_retry", json!({"retryMs": 86_400_001}), None)).await;
+    assert!(refused.contains("retryMs must be an integer between 0 and 86400000") && refused.contains("retry: 3000"));
+}
+
+#[tokio::test]
+async fn empty_event_id_sends_an_explicit_empty_id_line_before_the_cut() {
+    let server = HttpServer::start().await;
+    let sid = server.open_session().await;
+    let (_, _, cut) = post_sse(&server, &sid, &call_with_progress(2, "empty_event_id", json!({}))).await;
+    let seen = ids(&cut);
+    assert_eq!(seen.len(), 2, "{cut:?}");
+    assert!(seen[0].ends_with("-0") && seen[1].is_empty(), "a primed id, then `id:` empty: {cut:?}");
+    assert!(cut.contains("\nid:\ndata: {") && cut.contains("notifications/progress"), "{cut:?}");
+    assert_eq!(result_events(&cut), 0);
+    let (status, _, replay) = resume(&server, &sid, &[&seen[0]]).await;
+    assert_eq!((status, result_events(&replay)), (200, 1), "a stale id still resumes on this server");
+}
+
+#[tokio::test]
+async fn replay_duplicate_sends_the_seen_events_again_with_their_ids_before_the_result() {
+    let server = HttpServer::start().await;
+    let sid = server.open_session().await;
+    let (_, _, cut) = post_sse(&server, &sid, &call_with_progress(2, "replay_duplicate", json!({}))).await;
+    let seen = ids(&cut);
+    assert_eq!(seen.len(), 2, "priming and one progress notification: {cut:?}");
+    let (_, _, replay) = resume(&server, &sid, &[&seen[1]]).await;
+    let stream = stream_of(&seen[0]);
+    assert_eq!(ids(&replay), [format!("{stream}-1"), format!("{stream}-2")], "{replay:?}");
+    assert!(replay.contains("notifications/progress"), "the already-seen progress again: {replay:?}");
+    assert_eq!(result_events(&replay), 1);
+    let (_, _, honest) = resume(&server, &sid, &[&seen[1]]).await;
+    assert_eq!(ids(&honest), [format!("{stream}-2")], "only the first resume is faulty: {honest:?}");
+}
+
+#[tokio::test]
+async fn replay_foreign_sends_another_streams_reply_first_on_the_resume() {
+    let server = HttpServer::start().await;
+    let sid = server.open_session().await;
+    let (_, _, other) = post_sse(&server, &sid, &call(2, "ping", json!({}), None)).await;
+    let other_reply = ids(&other)[1].clone();
+    let (_, _, cut) = post_sse(&server, &sid, &call(3, "replay_foreign", json!({}), None)).await;
+    let priming = ids(&cut)[0].clone();
+    let (_, _, replay) = resume(&server, &sid, &[&priming]).await;
+    let replayed = ids(&replay);
+    assert_eq!(replayed[0], other_reply, "another stream's event, with its own id, first: {replay:?}");
+    assert_eq!(stream_of(&replayed[1]), stream_of(&priming), "then this stream's own result: {replay:?}");
+    let data = sse_data(replay.as_bytes());
+    let ids_answered: Vec<Value> =
+        data.iter().map(|d| serde_json::from_str::<Value>(d).unwrap()["id"].clone()).collect();
+    assert_eq!(ids_answered, [json!(2), json!(3)], "the reply to request 2 arrives on request 3's stream");
+}
+
+#[tokio::test]
+async fn resume_refused_answers_the_first_resume_with_404_or_405() {
+    let server = HttpServer::start().await;
+    let sid = server.open_session().await;
+    for (id, status) in [(2, 404u16), (3, 405)] {
+        let (_, _, cut) = post_sse(&server, &sid, &call(id, "resume_refused", json!({"status": status}), None)).await;
+        let priming = ids(&cut)[0].clone();
+        let (got, _, body) = resume(&server, &sid, &[&priming]).await;
+        assert_eq!(got, status, "{body}");
+        let (again, _, replay) = resume(&server, &sid, &[&priming]).await;
+        assert_eq!((again, result_events(&replay)), (200, 1), "the next resume is answered");
+    }
+}
