@@ -44,9 +44,18 @@ pub fn plan_for(frame: &Frame) -> Plan {
     plan_of_tool(name, &args).unwrap_or_default()
 }
 
-/// The plan a stream tool's call asks for; `None` for another tool or arguments out of range.
+/// The plan a stream tool's call asks for; `None` for another tool or arguments out of range. Every stream tool
+/// takes `retryMs`, the priming event's `retry:` (default 3000; `stream_retry` also leaves it out when absent).
 pub fn plan_of_tool(name: &str, args: &Value) -> Option<Plan> {
-    let cut = |after: usize| Plan { cut_after: Some(after), ..Plan::default() };
+    let retry = match args.get("retryMs") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v.as_u64().filter(|ms| *ms <= MAX_RETRY_MS)?),
+    };
+    let cut = |after: usize| Plan {
+        cut_after: Some(after),
+        retry_ms: retry.or(Some(faultlab_http::resume::RETRY_MS)),
+        ..Plan::default()
+    };
     let events = args.get("afterEvents").map_or(Some(0), Value::as_u64).filter(|n| *n <= MAX_EVENTS_BEFORE_CUT)?;
     Some(match name {
         "stream_cut" => {
@@ -54,13 +63,7 @@ pub fn plan_of_tool(name: &str, args: &Value) -> Option<Plan> {
             Plan { ids, ..cut(events as usize) }
         }
         "stream_cut_again" => Plan { on_resume: Some(ResumeFault::CutAgain), ..cut(0) },
-        "stream_retry" => {
-            let retry_ms = match args.get("retryMs") {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(v.as_u64().filter(|ms| *ms <= MAX_RETRY_MS)?),
-            };
-            Plan { retry_ms, ..cut(0) }
-        }
+        "stream_retry" => Plan { retry_ms: retry, ..cut(0) },
         "empty_event_id" => Plan { empty_id_before_cut: true, ..cut(1) },
         "replay_duplicate" => Plan { on_resume: Some(ResumeFault::Duplicate), ..cut(1) },
         "replay_foreign" => Plan { on_resume: Some(ResumeFault::Foreign), ..cut(0) },

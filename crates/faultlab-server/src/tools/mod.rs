@@ -25,7 +25,7 @@ const STDIO_AND_SESSIONS: &[&str] = &["response_after_cancellation"];
 const SESSIONS_ONLY: &[&str] = &["session_loss"];
 /// The stream fault tools cut and replay a session's resumable stream.
 const STREAM_TOOLS: &[&str] = crate::http::stream::STREAM_TOOLS;
-const HTTP_ONLY: &[&str] = &["http_status"];
+const HTTP_ONLY: &[&str] = &["http_status", "stream_lost"];
 
 /// The faulty MCP server. One instance per stdio connection, per legacy HTTP session, or per stateless request.
 #[derive(Clone)]

@@ -3,8 +3,9 @@
 //! progress notifications that precede the cut (when the request asked for progress) and returns its result,
 //! which stays in the stream's log for a resuming `GET`.
 
-use super::{FaultServer, check_range, text_result, tool_error};
+use super::{FaultServer, check_range, request_id, text_result, tool_error};
 use crate::http::stream::{MAX_EVENTS_BEFORE_CUT, MAX_RETRY_MS};
+use faultlab_engine::FaultKind;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ProgressNotificationParam};
 use rmcp::service::RequestContext;
@@ -23,6 +24,19 @@ pub struct StreamCutArgs {
     #[serde(default)]
     #[schemars(with = "u64")]
     pub after_events: Option<u64>,
+    /// The priming event's `retry:` in milliseconds (0 to 86400000; default 3000).
+    #[serde(default)]
+    #[schemars(with = "u64")]
+    pub retry_ms: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RetryArgs {
+    /// The priming event's `retry:` in milliseconds (0 to 86400000; default 3000).
+    #[serde(default)]
+    #[schemars(with = "u64")]
+    pub retry_ms: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -35,9 +49,14 @@ pub struct StreamRetryArgs {
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ResumeRefusedArgs {
     /// The status the resuming GET gets: 404 or 405.
     pub status: u16,
+    /// The priming event's `retry:` in milliseconds (0 to 86400000; default 3000).
+    #[serde(default)]
+    #[schemars(with = "u64")]
+    pub retry_ms: Option<u64>,
 }
 
 #[tool_router(router = stream_router, vis = "pub(super)")]
@@ -51,7 +70,9 @@ impl FaultServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let events = args.after_events.unwrap_or(0);
-        if let Err(message) = check_range("afterEvents", events, 0, MAX_EVENTS_BEFORE_CUT) {
+        if let Err(message) =
+            check_range("afterEvents", events, 0, MAX_EVENTS_BEFORE_CUT).and_then(|()| check_retry(args.retry_ms))
+        {
             return Ok(tool_error(message));
         }
         progress(&ctx, events).await;
@@ -60,16 +81,17 @@ impl FaultServer {
 
     #[tool(description = "Close this response stream after its priming event; the first GET resuming it is \
                           closed again before any event with an id. The next resume replays the result.")]
-    async fn stream_cut_again(&self) -> Result<CallToolResult, ErrorData> {
+    async fn stream_cut_again(&self, Parameters(args): Parameters<RetryArgs>) -> Result<CallToolResult, ErrorData> {
+        if let Err(message) = check_retry(args.retry_ms) {
+            return Ok(tool_error(message));
+        }
         Ok(text_result("stream cut, and its first resume cut again"))
     }
 
     #[tool(description = "Close this response stream after its priming event, whose retry: is `retryMs` \
                           (0 to 86400000) or absent.")]
     async fn stream_retry(&self, Parameters(args): Parameters<StreamRetryArgs>) -> Result<CallToolResult, ErrorData> {
-        if let Some(ms) = args.retry_ms
-            && let Err(message) = check_range("retryMs", ms, 0, MAX_RETRY_MS)
-        {
+        if let Err(message) = check_retry(args.retry_ms) {
             return Ok(tool_error(message));
         }
         Ok(text_result("stream cut after its priming event"))
@@ -77,22 +99,46 @@ impl FaultServer {
 
     #[tool(description = "Send one progress notification with an explicit empty `id:` line, then close the \
                           stream before the result (needs a progressToken).")]
-    async fn empty_event_id(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+    async fn empty_event_id(
+        &self,
+        Parameters(args): Parameters<RetryArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        if let Err(message) = check_retry(args.retry_ms) {
+            return Ok(tool_error(message));
+        }
         progress(&ctx, 1).await;
         Ok(text_result("stream cut after an event with an empty id"))
     }
 
     #[tool(description = "Close this stream after one progress notification (needs a progressToken); the first \
                           GET resuming it replays the events already seen again before the result.")]
-    async fn replay_duplicate(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+    async fn replay_duplicate(
+        &self,
+        Parameters(args): Parameters<RetryArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        if let Err(message) = check_retry(args.retry_ms) {
+            return Ok(tool_error(message));
+        }
         progress(&ctx, 1).await;
         Ok(text_result("stream cut; its resume replays seen events"))
     }
 
     #[tool(description = "Close this stream after its priming event; the first GET resuming it first sends the \
                           last message of another stream of this session.")]
-    async fn replay_foreign(&self) -> Result<CallToolResult, ErrorData> {
+    async fn replay_foreign(&self, Parameters(args): Parameters<RetryArgs>) -> Result<CallToolResult, ErrorData> {
+        if let Err(message) = check_retry(args.retry_ms) {
+            return Ok(tool_error(message));
+        }
         Ok(text_result("stream cut; its resume replays another stream's event"))
+    }
+
+    #[tool(description = "2026-07-28 (and any HTTP request): send one progress notification (needs a \
+                          progressToken), then break the response stream before the result. Nothing can be \
+                          resumed: the request is lost, and a client must re-issue it with a new id.")]
+    async fn stream_lost(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+        self.lose_stream(ctx).await
     }
 
     #[tool(description = "Close this stream after its priming event; the first GET resuming it is answered with \
@@ -101,10 +147,30 @@ impl FaultServer {
         &self,
         Parameters(args): Parameters<ResumeRefusedArgs>,
     ) -> Result<CallToolResult, ErrorData> {
+        if let Err(message) = check_retry(args.retry_ms) {
+            return Ok(tool_error(message));
+        }
         if args.status != 404 && args.status != 405 {
             return Ok(tool_error("status must be 404 or 405"));
         }
         Ok(text_result(format!("stream cut; its resume is answered {}", args.status)))
+    }
+}
+
+fn check_retry(retry_ms: Option<u64>) -> Result<(), String> {
+    retry_ms.map_or(Ok(()), |ms| check_range("retryMs", ms, 0, MAX_RETRY_MS))
+}
+
+impl FaultServer {
+    /// `stream_lost` (see its tool description): progress first, so the answer is a stream whose headers and
+    /// first event are out, then the reply is replaced by an abort, as `disconnect` does it.
+    async fn lose_stream(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+        progress(&ctx, 1).await;
+        let disconnect = FaultKind::Disconnect(faultlab_engine::catalogue::Disconnect {});
+        match self.scope(&ctx)?.engine.arm_as(request_id(&ctx), disconnect, "stream_lost") {
+            Ok(()) => Ok(text_result("the response stream was lost before this result")),
+            Err(err) => Ok(tool_error(err.to_string())),
+        }
     }
 }
 

@@ -229,3 +229,26 @@ async fn resume_refused_answers_the_first_resume_with_404_or_405() {
         assert_eq!((again, result_events(&replay)), (200, 1), "the next resume is answered");
     }
 }
+
+#[tokio::test]
+async fn stream_lost_breaks_a_2026_07_28_response_stream_after_a_progress_event_before_the_result() {
+    let server = HttpServer::start().await;
+    let mut meta = modern_meta();
+    meta["progressToken"] = json!("lost");
+    let request = server
+        .post(&call(1, "stream_lost", json!({}), Some(meta)), None)
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "stream_lost");
+    let response = within("a response", request.send()).await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream", "a stream: its head and first event go out");
+    assert!(response.headers().get("mcp-session-id").is_none(), "2026-07-28: no session, nothing to resume");
+    let mut events = EventReader::new(response);
+    let progress = events.next().await.unwrap().unwrap();
+    assert_eq!(progress.method(), Some("notifications/progress"));
+    assert!(events.next().await.unwrap().is_err(), "then the stream breaks, before any result");
+    let (status, _, body) = exchange(server.post_modern_call(2, "ping", json!({}))).await;
+    assert_eq!(status, 200, "the server goes on: a re-issued request (new id) is answered");
+    assert!(String::from_utf8_lossy(&body.unwrap()).contains(r#""id":2"#));
+}
