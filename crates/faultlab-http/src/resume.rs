@@ -26,8 +26,8 @@ use crate::body::{Budget, Held};
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use faultlab_wire::SseDecoder;
 use faultlab_wire::sync::lock;
-use faultlab_wire::{Frame, Kind, SseDecoder};
 use futures::StreamExt as _;
 use http::{HeaderValue, StatusCode, header};
 use std::collections::VecDeque;
@@ -82,7 +82,8 @@ impl std::fmt::Display for EventId {
     }
 }
 
-/// What the first `GET` resuming a stream gets instead of its replay (once; the next resume is answered right).
+/// What the first `GET` resuming a stream gets instead of its replay (once, the next resume is answered right;
+/// a refusal by status refuses every resume of the stream).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResumeFault {
     /// `200 text/event-stream` that closes before any id-bearing event.
@@ -92,7 +93,7 @@ pub enum ResumeFault {
     Duplicate,
     /// The last message of another stream of the session is sent first, with its id (the spec forbids it).
     Foreign,
-    /// Answered with this status (404 or 405) instead.
+    /// Answered with this status (404 or 405) instead, every time.
     Status(u16),
 }
 
@@ -152,6 +153,27 @@ pub struct Log {
     readers_changed: Notify,
 }
 
+impl Log {
+    /// Waits until the log holds a message or has ended; the end if it ended with no message.
+    async fn first_message_or_end(&self) -> Option<End> {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let state = lock(&self.state);
+                if state.events.len() > 1 {
+                    return None;
+                }
+                if let Some(end) = state.end {
+                    return Some(end);
+                }
+            }
+            changed.await;
+        }
+    }
+}
+
 /// The resumable streams of one session.
 pub struct Streams {
     /// Shared by every session of a front, so a stream number names one stream of one session: another
@@ -190,7 +212,7 @@ impl Streams {
 
     /// Makes an SSE `response` resumable: its events are pumped into a new log and the client reads that log.
     /// Any other response is returned unchanged.
-    pub fn record(self: &Arc<Self>, response: Response, plan: Plan, shutdown: &CancellationToken) -> Response {
+    pub async fn record(self: &Arc<Self>, response: Response, plan: Plan, shutdown: &CancellationToken) -> Response {
         let is_sse = response
             .headers()
             .get(header::CONTENT_TYPE)
@@ -218,6 +240,13 @@ impl Streams {
         lock(&self.logs).push_back(log.clone());
         let (mut parts, body) = response.into_parts();
         tokio::spawn(pump(self.clone(), log.clone(), body, shutdown.clone()));
+        // The head waits for the server's first message (the body middleware held it until then, so this is at
+        // once): a stream the server breaks before any message breaks before its head, as without resumption,
+        // instead of priming a stream that can never answer.
+        if log.first_message_or_end().await == Some(End::Aborted) {
+            let broken = futures::stream::once(async { Err::<Bytes, _>(aborted()) });
+            return Response::from_parts(parts, Body::from_stream(broken));
+        }
         // The client reads the log; its length is not known, and intermediaries must not buffer it.
         parts.headers.remove(header::CONTENT_LENGTH);
         let reader = Reader::new(log, 1, Mode::First);
@@ -242,10 +271,21 @@ impl Streams {
             return not_found();
         };
         let Ok(index) = usize::try_from(id.index) else { return not_found() };
-        if index >= lock(&log.state).events.len() {
-            return not_found();
+        {
+            let state = lock(&log.state);
+            // A stream the server broke (an abort, not a cut) will never carry its reply: nothing to resume.
+            if index >= state.events.len() || state.end == Some(End::Aborted) {
+                return not_found();
+            }
         }
-        let fault = lock(&log.resume_fault).take();
+        let fault = {
+            let mut armed = lock(&log.resume_fault);
+            match *armed {
+                // A server that refuses a resume refuses every one: it has lost the stream or cannot resume.
+                Some(ResumeFault::Status(status)) => Some(ResumeFault::Status(status)),
+                _ => armed.take(),
+            }
+        };
         let mode = match fault {
             Some(ResumeFault::Status(405)) => {
                 let mut response = (StatusCode::METHOD_NOT_ALLOWED, "Method not allowed").into_response();
@@ -379,9 +419,15 @@ async fn abandoned(log: &Log) {
     }
 }
 
+/// Whether an event's data is a reply (an id and no method). Read without building a value: a 64 MiB reply is
+/// scanned, not copied into a tree.
 fn is_reply(data: &str) -> bool {
-    let frame = Frame::parse(Bytes::copy_from_slice(data.as_bytes()));
-    matches!(frame.kind(), Kind::Response { .. } | Kind::Error { .. })
+    #[derive(serde::Deserialize)]
+    struct Shape {
+        method: Option<serde::de::IgnoredAny>,
+        id: Option<serde::de::IgnoredAny>,
+    }
+    serde_json::from_str::<Shape>(data).is_ok_and(|shape| shape.method.is_none() && shape.id.is_some())
 }
 
 /// Adds one event to the log; false when the total budget cannot hold it even after forgetting this session's
@@ -472,7 +518,14 @@ impl Reader {
             changed.as_mut().enable();
             {
                 let state = lock(&self.log.state);
-                if let Some(stored) = state.events.get(self.next) {
+                // The POST's own stream starts when the server's first message does (the body middleware holds
+                // the headers until then): a stream the server breaks before any message breaks before its
+                // head, as it did before resumption existed, instead of priming a stream that can never answer.
+                let unprimed = matches!(self.mode, Mode::First) && self.next == 0 && state.events.len() < 2;
+                if unprimed && state.end == Some(End::Aborted) {
+                    return Some(Err(aborted()));
+                }
+                if let Some(stored) = state.events.get(self.next).filter(|_| !unprimed || state.end.is_some()) {
                     if matches!(self.mode, Mode::First)
                         && self.next > 0
                         && let Some(limit) = self.log.plan.cut_after
@@ -492,20 +545,19 @@ impl Reader {
                     self.next += 1;
                     return Some(Ok(bytes));
                 }
-                match state.end {
+                match state.end.filter(|_| !unprimed) {
                     Some(End::Clean) => return None,
-                    Some(End::Aborted) => {
-                        return Some(Err(std::io::Error::new(
-                            std::io::ErrorKind::ConnectionAborted,
-                            "the server's stream was aborted",
-                        )));
-                    }
+                    Some(End::Aborted) => return Some(Err(aborted())),
                     None => {}
                 }
             }
             changed.await;
         }
     }
+}
+
+fn aborted() -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::ConnectionAborted, "the server's stream was aborted")
 }
 
 impl Drop for Reader {

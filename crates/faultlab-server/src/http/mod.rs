@@ -219,7 +219,7 @@ async fn post<S: ServerHandler>(front: Arc<Front<S>>, request: Request) -> Respo
                 }
             });
         let response = body::wrap(response, exchange).await;
-        return stream::record(&session, response, stream::plan_for(&frame), &front.shutdown);
+        return stream::record(&session, response, stream::plan_for(&frame), &front.shutdown).await;
     }
     if frame.method() == Some("initialize") {
         let reservation = match front.registry.reserve() {

@@ -76,8 +76,8 @@ pub fn plan_of_tool(name: &str, args: &Value) -> Option<Plan> {
 }
 
 /// Makes a session's POST response resumable (SSE responses only; JSON bodies pass unchanged).
-pub fn record(session: &Arc<Session>, response: Response, plan: Plan, shutdown: &CancellationToken) -> Response {
-    session.resumable.record(response, plan, shutdown)
+pub async fn record(session: &Arc<Session>, response: Response, plan: Plan, shutdown: &CancellationToken) -> Response {
+    session.resumable.record(response, plan, shutdown).await
 }
 
 /// A `GET` resuming a stream: `None` when the request carries no `Last-Event-ID` (a standalone stream, rmcp's).

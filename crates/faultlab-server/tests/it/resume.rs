@@ -217,16 +217,17 @@ async fn replay_foreign_sends_another_streams_reply_first_on_the_resume() {
 }
 
 #[tokio::test]
-async fn resume_refused_answers_the_first_resume_with_404_or_405() {
+async fn resume_refused_answers_every_resume_with_404_or_405() {
     let server = HttpServer::start().await;
     let sid = server.open_session().await;
     for (id, status) in [(2, 404u16), (3, 405)] {
         let (_, _, cut) = post_sse(&server, &sid, &call(id, "resume_refused", json!({"status": status}), None)).await;
         let priming = ids(&cut)[0].clone();
-        let (got, _, body) = resume(&server, &sid, &[&priming]).await;
-        assert_eq!(got, status, "{body}");
-        let (again, _, replay) = resume(&server, &sid, &[&priming]).await;
-        assert_eq!((again, result_events(&replay)), (200, 1), "the next resume is answered");
+        for attempt in 0..3 {
+            let (got, _, body) = resume(&server, &sid, &[&priming]).await;
+            assert_eq!(got, status, "every resume is refused (attempt {attempt}): {body}");
+            assert_eq!(result_events(&body), 0);
+        }
     }
 }
 
@@ -251,4 +252,35 @@ async fn stream_lost_breaks_a_2026_07_28_response_stream_after_a_progress_event_
     let (status, _, body) = exchange(server.post_modern_call(2, "ping", json!({}))).await;
     assert_eq!(status, 200, "the server goes on: a re-issued request (new id) is answered");
     assert!(String::from_utf8_lossy(&body.unwrap()).contains(r#""id":2"#));
+}
+
+#[tokio::test]
+async fn a_stream_the_server_broke_cannot_be_resumed() {
+    let server = HttpServer::start().await;
+    let sid = server.open_session().await;
+    let response =
+        within("a response", server.post(&call_with_progress(2, "stream_lost", json!({})), Some(&sid)).send())
+            .await
+            .unwrap();
+    let mut events = EventReader::new(response);
+    assert_eq!(events.next().await.unwrap().unwrap().method(), Some("notifications/progress"));
+    assert!(events.next().await.unwrap().is_err(), "the stream breaks before the result");
+    for id in ["0-0", "0-1"] {
+        let (status, _, body) = resume(&server, &sid, &[id]).await;
+        assert_eq!(status, 404, "{id}: a broken stream's reply will never come: {body}");
+    }
+}
+
+#[tokio::test]
+async fn a_stream_broken_before_any_message_breaks_before_its_head_as_without_resumption() {
+    // Found by the interop matrix: with the priming event sent at once, `disconnect` in a session became a
+    // primed stream that broke, and the SDK clients waited to resume it instead of failing at once.
+    let server = HttpServer::start().await;
+    let sid = server.open_session().await;
+    for tool in ["disconnect", "session_loss"] {
+        let args = if tool == "session_loss" { json!({"activation": "during_request"}) } else { json!({}) };
+        let (status, _, body) = exchange(server.post(&call(2, tool, args, None), Some(&sid))).await;
+        assert_eq!(status, 0, "{tool}: the connection breaks before the response head");
+        assert!(body.is_err());
+    }
 }
