@@ -71,6 +71,21 @@ EXPECTATIONS: dict[str, tuple[set[str], str | None, bool | None, str]] = {
                                      "result (the next call meets 404s for its re-initialisations too; not judged)"),
     "session_lifecycle:expire_in_flight": (FAILURE, "<1s", None,
                                            "error at once (the request's session expired in flight), never a hang"),
+    # Stream faults (2025-11-25 resumable streams, docs/streams.md); the cases give retry: 100 ms.
+    "stream_cut": ({"result"}, "<1s", True, "result: resumed with Last-Event-ID after retry:; next call ok"),
+    "stream_cut:noids": (FAILURE, "<1s", None,
+                         "error at once (no id: nothing to resume), never a wait for the deadline"),
+    "stream_cut_again": ({"result"}, "<1s", True,
+                         "result: resumed again with the same Last-Event-ID after an empty resume; next call ok"),
+    "stream_retry:0": ({"result"}, "<1s", True, "result: resumed at once (retry: 0, no spin); next call ok"),
+    "stream_retry:absent": ({"result"}, None, True,
+                            "result: resumed after the client's own default delay (no retry:); next call ok"),
+    "empty_event_id": (FAILURE, None, None,
+                       "error (the empty id: cleared the last event id: nothing to resume), never a result "
+                       "fetched with the stale Last-Event-ID"),
+    "replay_duplicate": ({"result"}, "<1s", True, "result (the replayed progress ignored); next call ok"),
+    "resume_refused": (FAILURE, None, None, "error (the resume was refused), never a wait for the deadline"),
+    "stream_lost": (FAILURE, "<1s", None, "error or transport failure at once, never a result or a hang"),
 }
 
 
@@ -85,6 +100,10 @@ def expectation_for(tool: str, args: dict, transport: str, deadline_ms: int):
         key = f"session_lifecycle:{args.get('variant')}"
     elif tool == "framing":
         key = f"framing:{args.get('style')}"
+    elif tool == "stream_cut" and args.get("ids") is False:
+        key = "stream_cut:noids"
+    elif tool == "stream_retry":
+        key = "stream_retry:absent" if args.get("retryMs") is None else "stream_retry:0"
     else:
         key = tool
     return EXPECTATIONS[key]

@@ -6,10 +6,13 @@
 //! - [`server`]: the accept loop every front shares: header and body timeouts, the connection cap, bounded
 //!   shutdown.
 //! - [`cost`]: what parsing a request body may cost (an element limit checked before parsing).
+//! - [`resume`]: resumable SSE response streams (event ids, priming, `Last-Event-ID` replay, bounded logs) and
+//!   the stream faults' [`resume::Plan`].
 
 pub mod body;
 pub mod cost;
 pub mod guard;
+pub mod resume;
 pub mod server;
 mod slots;
 

@@ -4,7 +4,8 @@
 //! twice), body size (413, at once for a declared `Content-Length`; 408 for a body that stalls); then it is
 //! routed:
 //! - a request carrying `Mcp-Session-Id` goes to its legacy session (400 for an id given twice or not visible
-//!   ASCII; 404 with JSON-RPC -32001 if the registry does not know the id);
+//!   ASCII; 404 with JSON-RPC -32001 if the registry does not know the id); its SSE responses are resumable
+//!   and a `GET` with `Last-Event-ID` is answered from the session's stream logs ([`stream`]);
 //! - an `initialize` opens a new legacy session if the cap allows; at the cap, the least recently used session
 //!   idle for [`sessions::EVICTABLE_AFTER`] (or the idle timeout, if shorter) is closed to make room; 503 when
 //!   none is;
@@ -16,6 +17,7 @@
 
 pub mod lifecycle;
 pub mod sessions;
+pub mod stream;
 
 pub use faultlab_http::{body, guard};
 
@@ -223,7 +225,8 @@ async fn post<S: ServerHandler>(front: Arc<Front<S>>, request: Request) -> Respo
                     });
                 }
             });
-        return body::wrap(response, exchange).await;
+        let response = body::wrap(response, exchange).await;
+        return stream::record(&session, response, stream::plan_for(&frame), &front.shutdown).await;
     }
     if frame.method() == Some("initialize") {
         if front.registry.lifecycle.refuses_initialize() {
@@ -277,6 +280,9 @@ async fn get_or_delete<S: ServerHandler>(front: Arc<Front<S>>, request: Request)
     if !is_delete && session.refuses_get() {
         // `session_lifecycle` `get_404`: the stream is refused while the session's POSTs are served.
         return rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found", None);
+    }
+    if !is_delete && let Some(resumed) = stream::resume(&session, request.headers()) {
+        return resumed;
     }
     let active = session.begin_request();
     let (parts, _) = request.into_parts();

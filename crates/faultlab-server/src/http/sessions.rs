@@ -61,6 +61,8 @@ pub struct Session {
     /// `session_lifecycle` `get_404`: the standalone GET stream is refused, POSTs still served.
     refuse_get: AtomicBool,
     registry: Weak<Registry>,
+    /// The session's resumable response streams (their events, for `Last-Event-ID`).
+    pub resumable: Arc<faultlab_http::resume::Streams>,
 }
 
 /// What a tool handler holds to act on its session.
@@ -152,6 +154,10 @@ pub struct Registry {
     recorder: Recorder,
     /// What the `session_lifecycle` variants leave for later requests.
     pub lifecycle: super::lifecycle::Lifecycle,
+    /// What every session's stream logs hold together ([`faultlab_http::resume::MAX_TOTAL_BYTES`]).
+    events: faultlab_http::body::Budget,
+    /// Stream numbers, shared by the sessions so an id names one session's stream.
+    stream_numbers: Arc<std::sync::atomic::AtomicU64>,
 }
 
 /// A place under the cap held for one `initialize` in flight; released on drop unless committed.
@@ -168,6 +174,8 @@ impl Registry {
             max_sessions,
             recorder,
             lifecycle: Default::default(),
+            events: faultlab_http::body::Budget::new(faultlab_http::resume::MAX_TOTAL_BYTES),
+            stream_numbers: Arc::default(),
         })
     }
 
@@ -193,6 +201,7 @@ impl Registry {
             lost: Mutex::new(None),
             refuse_get: AtomicBool::new(false),
             registry: Arc::downgrade(self),
+            resumable: Arc::new(faultlab_http::resume::Streams::new(self.events.clone(), self.stream_numbers.clone())),
         });
         let mut sessions = lock(&self.sessions);
         sessions.insert(id, session.clone());
@@ -215,6 +224,11 @@ impl Registry {
 
     pub fn len(&self) -> usize {
         lock(&self.sessions).len()
+    }
+
+    /// Bytes of stream events all sessions hold now.
+    pub fn event_bytes(&self) -> usize {
+        self.events.held()
     }
 
     pub fn is_empty(&self) -> bool {

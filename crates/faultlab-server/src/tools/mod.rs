@@ -8,6 +8,7 @@ mod basic;
 mod cancellation;
 mod liveness;
 mod session;
+mod stream;
 mod wire;
 
 use crate::scope::{Scope, TransportKind};
@@ -22,7 +23,9 @@ use std::sync::{Arc, OnceLock};
 /// Tools that only exist on some transports, and where.
 const STDIO_AND_SESSIONS: &[&str] = &["response_after_cancellation"];
 const SESSIONS_ONLY: &[&str] = &["session_loss", "session_lifecycle"];
-const HTTP_ONLY: &[&str] = &["http_status", "html_page", "not_jsonrpc"];
+/// The stream fault tools cut and replay a session's resumable stream.
+const STREAM_TOOLS: &[&str] = crate::http::stream::STREAM_TOOLS;
+const HTTP_ONLY: &[&str] = &["http_status", "html_page", "not_jsonrpc", "stream_lost"];
 
 /// The faulty MCP server. One instance per stdio connection, per legacy HTTP session, or per stateless request.
 #[derive(Clone)]
@@ -62,10 +65,11 @@ impl FaultServer {
             + Self::wire_router()
             + Self::cancellation_router()
             + Self::session_router()
-            + Self::liveness_router();
+            + Self::liveness_router()
+            + Self::stream_router();
         let absent: &[&[&str]] = match transport {
-            TransportKind::Stdio => &[SESSIONS_ONLY, HTTP_ONLY],
-            TransportKind::HttpStateless => &[STDIO_AND_SESSIONS, SESSIONS_ONLY],
+            TransportKind::Stdio => &[SESSIONS_ONLY, HTTP_ONLY, STREAM_TOOLS],
+            TransportKind::HttpStateless => &[STDIO_AND_SESSIONS, SESSIONS_ONLY, STREAM_TOOLS],
             TransportKind::HttpSession => &[],
         };
         for name in absent.iter().flat_map(|names| names.iter()) {

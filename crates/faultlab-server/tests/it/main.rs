@@ -6,6 +6,7 @@
 //! - `isolation`: many calls in flight, only the activating one affected.
 //! - `front`: path, Host, Origin, body size and method checks before dispatch.
 //! - `load`: 1,000 concurrent legacy initializes against the session cap.
+//! - `resume`: resumable session streams (ids, priming, `Last-Event-ID` replay, 404s) and the stream faults.
 //! - `catalogue`: every catalogue example a tool arms, with the effect its fault promises.
 //! - `frames`: property tests, no panic on random or truncated input lines.
 //! - `workspace`: the eval workspace server: paths beneath the root, no symlink followed, the ledger.
@@ -19,6 +20,7 @@ mod isolation;
 mod lifecycle;
 mod load;
 mod not_mcp;
+mod resume;
 mod stdio;
 mod tool_schemas;
 mod util;

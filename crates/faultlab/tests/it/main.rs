@@ -32,4 +32,5 @@ mod serve_stdio;
 mod ship;
 mod stdio_fuzz;
 mod stdio_reliability;
+mod streams;
 mod workspace_server;
