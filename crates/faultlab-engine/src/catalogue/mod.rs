@@ -250,6 +250,10 @@ catalogue! {
         Stale(stale),
         Replayed(replayed),
         OutOfOrder(out_of_order),
+        OutputSchemaViolation(output_schema_violation),
+        ErrorStructuredContent(error_structured_content),
+        MissingStructuredContent(missing_structured_content),
+        ContentStructuredMismatch(content_structured_mismatch),
     }
     presets {
         AuthExpired(auth_expired),

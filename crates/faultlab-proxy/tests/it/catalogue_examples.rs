@@ -28,9 +28,21 @@ const ABSENCE: Duration = Duration::from_millis(300);
 /// How long a cell waits for a reply it expects; reached only when the check fails.
 const PATIENCE: Duration = Duration::from_secs(10);
 
-/// The upstream's result for a `tools/call` with this id: text naming the id, so an old answer shows.
+/// The upstream's result for a `tools/call` with this id: text naming the id, so an old answer shows, and the
+/// structured output its `outputSchema` declares.
 fn result_for(id: &Value) -> Value {
-    json!({"content": [{"type": "text", "text": format!("3 apples, answer {id}")}]})
+    json!({"content": [{"type": "text", "text": format!("3 apples, answer {id}")}], "structuredContent": {"apples": 3}})
+}
+
+/// The `outputSchema` the upstream lists for `probe`. Nothing is required, so an empty result stays valid (wrong
+/// data, not invalid); the faults on structured output need a schema to break or to keep.
+fn output_schema() -> Value {
+    json!({"type": "object", "properties": {"apples": {"type": "integer", "minimum": 0}}})
+}
+
+/// The client lists the tools first, as clients do, so the proxy learns `probe`'s output schema.
+fn list_tools() -> String {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "tools/list"}).to_string()
 }
 
 async fn upstream(body: Bytes) -> Response {
@@ -38,6 +50,8 @@ async fn upstream(body: Bytes) -> Response {
     let Some(id) = request.get("id") else { return StatusCode::ACCEPTED.into_response() };
     let reply = match request["method"].as_str() {
         Some("tools/call") => json!({"jsonrpc": "2.0", "id": id, "result": result_for(id)}),
+        Some("tools/list") => json!({"jsonrpc": "2.0", "id": id, "result": {"tools": [
+            {"name": "probe", "inputSchema": {"type": "object"}, "outputSchema": output_schema()}]}}),
         _ => json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "not here"}}),
     };
     ([(header::CONTENT_TYPE, "application/json")], reply.to_string()).into_response()
@@ -57,7 +71,7 @@ fn rules(example: &str) -> RuleSet {
 
 /// What the client saw for request 2.
 fn classify(frames: &[&[u8]], ended: Ending) -> Effect {
-    observe::seen(frames, &json!(2), ended, Some(&result_for(&json!(2))))
+    observe::seen(frames, &json!(2), ended, Some(&result_for(&json!(2))), Some(&output_schema()))
 }
 
 fn deadline(expected: Effect) -> Instant {
@@ -81,6 +95,9 @@ async fn through_stdio(url: String, example: &'static str, expected: Effect) -> 
     });
     let (from_proxy, mut to_proxy) = tokio::io::split(client);
     let mut lines = BufReader::new(from_proxy).split(b'\n');
+    to_proxy.write_all(format!("{}\n", list_tools()).as_bytes()).await.unwrap();
+    let listed = lines.next_segment().await.unwrap().unwrap();
+    assert_eq!(id_of(&listed), Some(json!(0)), "{example}: the tools are listed first");
     to_proxy.write_all(format!("{}\n", call(1)).as_bytes()).await.unwrap();
     let first = lines.next_segment().await.unwrap().unwrap();
     let untouched = json!({"jsonrpc": "2.0", "id": 1, "result": result_for(&json!(1))}).to_string();
@@ -124,6 +141,8 @@ async fn through_http(client: reqwest::Client, url: String, example: &'static st
     let stop = CancellationToken::new();
     let (front, proxy) = harness::http_front(upstream, rules(example).shared(), trajectory, stop.clone()).await;
     let post = |body: String| harness::post(&client, &front, body).send();
+    let listed = post(list_tools()).await.unwrap().text().await.unwrap();
+    assert!(listed.contains("outputSchema"), "{example}: the tools are listed first: {listed}");
     let first = post(call(1)).await.unwrap().text().await.unwrap();
     let untouched = json!({"jsonrpc": "2.0", "id": 1, "result": result_for(&json!(1))}).to_string();
     assert_eq!(first, untouched, "{example}: the call before passes byte for byte");
