@@ -254,6 +254,8 @@ catalogue! {
         ErrorStructuredContent(error_structured_content),
         MissingStructuredContent(missing_structured_content),
         ContentStructuredMismatch(content_structured_mismatch),
+        BrokenPagination(broken_pagination),
+        PageError(page_error),
     }
     presets {
         AuthExpired(auth_expired),
@@ -394,9 +396,15 @@ pub const MAX_LATENCY_MS: u64 = 30_000;
 /// Longest `retry_after_sec` of `rate_limit` and `http_status`, in seconds (one day).
 pub const MAX_RETRY_AFTER_SEC: u32 = 86_400;
 
+pub use broken_pagination::PaginationVariant;
 pub use framing::FramingStyle;
 pub use malformed::MalformedVariant;
 pub use missing_field::DEFAULT_MISSING_POINTER;
+
+/// The faults that act on list replies (`tools/list`, `resources/list`, `resources/templates/list`,
+/// `prompts/list`) rather than on a tool's result: a rule matches them on the method, and the tests that run every
+/// example on a `tools/call` reply run these on a list instead.
+pub const LIST_FAULTS: &[&str] = &["broken_pagination", "page_error"];
 
 /// A parameter outside `min..=max`, as [`Fault::validate`] reports it.
 pub(crate) fn within<T: PartialOrd + std::fmt::Display>(name: &str, value: T, min: T, max: T) -> Result<(), String> {

@@ -59,9 +59,12 @@ fn reply(message: &Value, answer: Option<&Value>, output_schema: Option<&Value>)
         return Effect::Invalid;
     }
     let Some(result) = result else { return Effect::Error };
-    let valid_blocks = result["content"].as_array().is_some_and(|blocks| {
-        blocks.iter().all(|b| b["type"].is_string() && (b["type"] != "text" || b["text"].is_string()))
-    });
+    // A list result (`tools/list` and the like) has its list where a tool result has its content blocks.
+    let list = ["tools", "resources", "resourceTemplates", "prompts"].iter().any(|key| result[key].is_array());
+    let valid_blocks = list
+        || result["content"].as_array().is_some_and(|blocks| {
+            blocks.iter().all(|b| b["type"].is_string() && (b["type"] != "text" || b["text"].is_string()))
+        });
     let tool_error = |result: &Value| result.get("isError") == Some(&Value::Bool(true));
     match answer {
         _ if !valid_blocks => Effect::Invalid,
@@ -124,5 +127,10 @@ mod tests {
         assert_eq!(seen_with(br#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#), Effect::Invalid);
         let error = br#"{"jsonrpc":"2.0","id":2,"result":{"content":[],"structuredContent":{"n":"x"},"isError":true}}"#;
         assert_eq!(seen_with(error), Effect::Error, "an error result is not held to the success schema");
+        let list = json!({"tools": [{"name": "a"}, {"name": "b"}]});
+        let page = br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a"}],"nextCursor":"n"}}"#;
+        assert_eq!(seen(&[page], &id, Ending::Done, Some(&list), None), Effect::WrongData, "a page is not the list");
+        let whole = br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a"},{"name":"b"}]}}"#;
+        assert_eq!(seen(&[whole], &id, Ending::Done, Some(&list), None), Effect::Result);
     }
 }
