@@ -256,6 +256,8 @@ catalogue! {
         ContentStructuredMismatch(content_structured_mismatch),
         BrokenPagination(broken_pagination),
         PageError(page_error),
+        ListDrift(list_drift),
+        UnknownTool(unknown_tool),
     }
     presets {
         AuthExpired(auth_expired),
@@ -404,7 +406,7 @@ pub use missing_field::DEFAULT_MISSING_POINTER;
 /// The faults that act on list replies (`tools/list`, `resources/list`, `resources/templates/list`,
 /// `prompts/list`) rather than on a tool's result: a rule matches them on the method, and the tests that run every
 /// example on a `tools/call` reply run these on a list instead.
-pub const LIST_FAULTS: &[&str] = &["broken_pagination", "page_error"];
+pub const LIST_FAULTS: &[&str] = &["broken_pagination", "page_error", "list_drift"];
 
 /// A parameter outside `min..=max`, as [`Fault::validate`] reports it.
 pub(crate) fn within<T: PartialOrd + std::fmt::Display>(name: &str, value: T, min: T, max: T) -> Result<(), String> {
