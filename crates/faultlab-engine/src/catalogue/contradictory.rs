@@ -103,16 +103,20 @@ fn append(result: &mut serde_json::Map<String, Value>, opposite: String) -> bool
 
 /// The rule with a schema: the first candidate change whose copy of `structuredContent` validates.
 fn apply_checked(reply: Reply<'_>, structured: &Value, schema: &OutputSchema) -> Applied {
-    let (validator, root) = match output_validator(schema) {
-        Ok(compiled) => compiled,
-        Err(reason) => return Applied::skipped(reply, reason),
-    };
+    match valid_change(structured, schema) {
+        Ok(copy) => Applied::from(send_with(reply, copy.to_string())),
+        Err(reason) => Applied::skipped(reply, reason),
+    }
+}
+
+/// A copy of `structuredContent` with one value changed that still validates against `schema` (the candidates of
+/// the module docs, in order), or why there is none. `content_structured_mismatch` puts the same change in
+/// `structuredContent` itself.
+pub(super) fn valid_change(structured: &Value, schema: &OutputSchema) -> Result<Value, String> {
+    let (validator, root) = output_validator(schema)?;
     // A result that is invalid to begin with cannot be kept valid; saying so is more useful than "no candidate".
     if let Err(error) = check(&validator, structured) {
-        return Applied::skipped(
-            reply,
-            format!("structuredContent is already invalid against the tool's outputSchema: {error}"),
-        );
+        return Err(format!("structuredContent is already invalid against the tool's outputSchema: {error}"));
     }
     let mut copy = structured.clone();
     let (mut scalars, mut strings) = (Vec::new(), Vec::new());
@@ -129,7 +133,7 @@ fn apply_checked(reply: Reply<'_>, structured: &Value, schema: &OutputSchema) ->
                 *slot = candidate;
             }
             if validator.is_valid(&copy) {
-                return Applied::from(send_with(reply, copy.to_string()));
+                return Ok(copy);
             }
         }
         if let Some(slot) = at_mut(&mut copy, path) {
@@ -139,12 +143,11 @@ fn apply_checked(reply: Reply<'_>, structured: &Value, schema: &OutputSchema) ->
             break;
         }
     }
-    let reason = if tried == 0 {
+    Err(if tried == 0 {
         "structuredContent has no value the fault may change under the tool's outputSchema".to_owned()
     } else {
         format!("none of {tried} changes to structuredContent is valid against the tool's outputSchema")
-    };
-    Applied::skipped(reply, reason)
+    })
 }
 
 /// The reply with a text block stating `opposite` appended.
@@ -220,7 +223,7 @@ fn contradict_text(text: &str) -> String {
 }
 
 /// Changes the first number or boolean in document order, else the first string; false if there is neither.
-fn contradict(value: &mut Value) -> bool {
+pub(super) fn contradict(value: &mut Value) -> bool {
     flip_scalar(value) || negate_string(value)
 }
 

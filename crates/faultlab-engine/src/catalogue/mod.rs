@@ -253,6 +253,14 @@ catalogue! {
         Stale(stale),
         Replayed(replayed),
         OutOfOrder(out_of_order),
+        OutputSchemaViolation(output_schema_violation),
+        ErrorStructuredContent(error_structured_content),
+        MissingStructuredContent(missing_structured_content),
+        ContentStructuredMismatch(content_structured_mismatch),
+        BrokenPagination(broken_pagination),
+        PageError(page_error),
+        ListDrift(list_drift),
+        UnknownTool(unknown_tool),
     }
     presets {
         AuthExpired(auth_expired),
@@ -393,9 +401,15 @@ pub const MAX_LATENCY_MS: u64 = 30_000;
 /// Longest `retry_after_sec` of `rate_limit` and `http_status`, in seconds (one day).
 pub const MAX_RETRY_AFTER_SEC: u32 = 86_400;
 
+pub use broken_pagination::PaginationVariant;
 pub use framing::FramingStyle;
 pub use malformed::MalformedVariant;
 pub use missing_field::DEFAULT_MISSING_POINTER;
+
+/// The faults that act on list replies (`tools/list`, `resources/list`, `resources/templates/list`,
+/// `prompts/list`) rather than on a tool's result: a rule matches them on the method, and the tests that run every
+/// example on a `tools/call` reply run these on a list instead.
+pub const LIST_FAULTS: &[&str] = &["broken_pagination", "page_error", "list_drift"];
 
 /// A parameter outside `min..=max`, as [`Fault::validate`] reports it.
 pub(crate) fn within<T: PartialOrd + std::fmt::Display>(name: &str, value: T, min: T, max: T) -> Result<(), String> {

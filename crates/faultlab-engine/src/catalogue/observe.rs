@@ -24,8 +24,16 @@ pub fn parse(bytes: &[u8]) -> Option<Value> {
 
 /// What the client saw for request `id`, from the frames it read (in order) and how reading ended. `answer` is
 /// the result the server meant to send; a valid result that differs from it is wrong data (with no `answer`,
-/// any valid result counts as the result).
-pub fn seen(frames: &[&[u8]], id: &Value, ended: Ending, answer: Option<&Value>) -> Effect {
+/// any valid result counts as the result). A tool error result (`isError: true`) where the answer was none is an
+/// error. `output_schema` is the called tool's listed `outputSchema`, if it has one: a successful result whose
+/// `structuredContent` is missing or does not validate against it is invalid, as MCP says.
+pub fn seen(
+    frames: &[&[u8]],
+    id: &Value,
+    ended: Ending,
+    answer: Option<&Value>,
+    output_schema: Option<&Value>,
+) -> Effect {
     let mut garbage = false;
     for bytes in frames {
         // JSON that is no JSON-RPC message (a gateway's `{"message": ...}`) is as unusable as bytes that are not JSON.
@@ -35,7 +43,7 @@ pub fn seen(frames: &[&[u8]], id: &Value, ended: Ending, answer: Option<&Value>)
         };
         // Notifications, and replies to ids never sent or already answered, are not this request's answer.
         if message.get("id") == Some(id) {
-            return reply(&message, answer);
+            return reply(&message, answer, output_schema);
         }
     }
     match ended {
@@ -46,20 +54,33 @@ pub fn seen(frames: &[&[u8]], id: &Value, ended: Ending, answer: Option<&Value>)
 }
 
 /// What one reply with the request's id amounts to.
-fn reply(message: &Value, answer: Option<&Value>) -> Effect {
+fn reply(message: &Value, answer: Option<&Value>, output_schema: Option<&Value>) -> Effect {
     let (result, error) = (message.get("result"), message.get("error"));
     if message["jsonrpc"] != "2.0" || result.is_some() == error.is_some() {
         return Effect::Invalid;
     }
     let Some(result) = result else { return Effect::Error };
-    let valid_blocks = result["content"].as_array().is_some_and(|blocks| {
-        blocks.iter().all(|b| b["type"].is_string() && (b["type"] != "text" || b["text"].is_string()))
-    });
+    // A list result (`tools/list` and the like) has its list where a tool result has its content blocks.
+    let list = ["tools", "resources", "resourceTemplates", "prompts"].iter().any(|key| result[key].is_array());
+    let valid_blocks = list
+        || result["content"].as_array().is_some_and(|blocks| {
+            blocks.iter().all(|b| b["type"].is_string() && (b["type"] != "text" || b["text"].is_string()))
+        });
+    let tool_error = |result: &Value| result.get("isError") == Some(&Value::Bool(true));
     match answer {
         _ if !valid_blocks => Effect::Invalid,
+        _ if tool_error(result) && !answer.is_some_and(tool_error) => Effect::Error,
+        _ if !tool_error(result) && output_schema.is_some_and(|schema| !conforms(result, schema)) => Effect::Invalid,
         Some(answer) if answer != result => Effect::WrongData,
         _ => Effect::Result,
     }
+}
+
+/// Whether the result's `structuredContent` is there and valid against `schema` (a schema that cannot be compiled
+/// is not held against the result).
+fn conforms(result: &Value, schema: &Value) -> bool {
+    let Some(structured) = result.get("structuredContent") else { return false };
+    jsonschema::validator_for(schema).map_or(true, |validator| validator.is_valid(structured))
 }
 
 #[cfg(test)]
@@ -75,15 +96,43 @@ mod tests {
         let other = br#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#;
         let error = br#"{"jsonrpc":"2.0","id":2,"error":{"code":1,"message":"no"}}"#;
         let old = br#"{"jsonrpc":"1.0","id":2,"result":{"content":[]}}"#;
-        let seen_one = |frames: &[&[u8]], ended| seen(frames, &id, ended, Some(&answer));
+        let seen_one = |frames: &[&[u8]], ended| seen(frames, &id, ended, Some(&answer), None);
         assert_eq!(seen_one(&[b"not json", good], Ending::Done), Effect::Result);
         assert_eq!(seen_one(&[other], Ending::Done), Effect::WrongData);
-        assert_eq!(seen(&[other], &id, Ending::Done, None), Effect::Result);
+        assert_eq!(seen(&[other], &id, Ending::Done, None, None), Effect::Result);
         assert_eq!(seen_one(&[error], Ending::Done), Effect::Error);
         assert_eq!(seen_one(&[old], Ending::Done), Effect::Invalid);
         assert_eq!(seen_one(&[br#"{"message":"Bad Gateway","status":502}"#], Ending::Done), Effect::Invalid);
         assert_eq!(seen_one(&[b"{\"jsonrpc\":\"2.0\",\"id\":"], Ending::Waited), Effect::Invalid);
         assert_eq!(seen_one(&[br#"{"jsonrpc":"2.0","id":"2-wrong","result":{}}"#], Ending::Waited), Effect::Timeout);
         assert_eq!(seen_one(&[], Ending::Lost), Effect::TransportLoss);
+    }
+
+    #[test]
+    fn tool_errors_and_structured_content_against_the_output_schema() {
+        let id = json!(2);
+        let schema = json!({"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}}});
+        let answer = json!({"content": [], "structuredContent": {"n": 1}});
+        let seen_with = |frame: &[u8]| seen(&[frame], &id, Ending::Done, Some(&answer), Some(&schema));
+        assert_eq!(
+            seen_with(br#"{"jsonrpc":"2.0","id":2,"result":{"content":[],"structuredContent":{"n":1}}}"#),
+            Effect::Result
+        );
+        assert_eq!(
+            seen_with(br#"{"jsonrpc":"2.0","id":2,"result":{"content":[],"structuredContent":{"n":2}}}"#),
+            Effect::WrongData
+        );
+        assert_eq!(
+            seen_with(br#"{"jsonrpc":"2.0","id":2,"result":{"content":[],"structuredContent":{"n":"1"}}}"#),
+            Effect::Invalid
+        );
+        assert_eq!(seen_with(br#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#), Effect::Invalid);
+        let error = br#"{"jsonrpc":"2.0","id":2,"result":{"content":[],"structuredContent":{"n":"x"},"isError":true}}"#;
+        assert_eq!(seen_with(error), Effect::Error, "an error result is not held to the success schema");
+        let list = json!({"tools": [{"name": "a"}, {"name": "b"}]});
+        let page = br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a"}],"nextCursor":"n"}}"#;
+        assert_eq!(seen(&[page], &id, Ending::Done, Some(&list), None), Effect::WrongData, "a page is not the list");
+        let whole = br#"{"jsonrpc":"2.0","id":2,"result":{"tools":[{"name":"a"},{"name":"b"}]}}"#;
+        assert_eq!(seen(&[whole], &id, Ending::Done, Some(&list), None), Effect::Result);
     }
 }

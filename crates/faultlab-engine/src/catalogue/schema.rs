@@ -155,6 +155,47 @@ fn percent_decoded(text: &str) -> Option<String> {
     String::from_utf8(bytes).ok()
 }
 
+/// Most changes tried by [`violating`]: each is one validation walking the whole value.
+const MAX_VIOLATIONS_TRIED: usize = 128;
+
+/// A value close to `structured` that `validator` rejects, and the validator's reason; `None` when the schema
+/// accepts every change tried (a schema of `{}` or `true`). Tried in order: each property the root's `required`
+/// lists removed; each member's value replaced by one of another JSON type (a string by `42`, anything else by
+/// the string `"42"`), then by `null`; the whole value replaced by `[]`, `"42"` and `null`. A close change is
+/// preferred: it reads like a server whose handler drifted from its declared schema, not like garbage.
+pub(super) fn violating(
+    validator: &jsonschema::Validator,
+    root: &Value,
+    structured: &Value,
+) -> Option<(Value, String)> {
+    let mut changes = Vec::new();
+    if let Value::Object(members) = structured {
+        let required = root.get("required").and_then(Value::as_array).into_iter().flatten();
+        for name in required.filter_map(Value::as_str).filter(|name| members.contains_key(*name)) {
+            let mut copy = members.clone();
+            copy.remove(name);
+            changes.push(Value::Object(copy));
+        }
+        for (key, value) in members {
+            let other = if value.is_string() { Value::from(42) } else { Value::from("42") };
+            for replacement in [other, Value::Null] {
+                let mut copy = members.clone();
+                copy.insert(key.clone(), replacement);
+                changes.push(Value::Object(copy));
+            }
+            if changes.len() >= MAX_VIOLATIONS_TRIED {
+                break;
+            }
+        }
+    }
+    changes.extend([Value::Array(Vec::new()), Value::from("42"), Value::Null]);
+    changes
+        .into_iter()
+        .filter(|change| change != structured)
+        .take(MAX_VIOLATIONS_TRIED)
+        .find_map(|change| check(validator, &change).err().map(|reason| (change, reason)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,9 +28,46 @@ const ABSENCE: Duration = Duration::from_millis(300);
 /// How long a cell waits for a reply it expects; reached only when the check fails.
 const PATIENCE: Duration = Duration::from_secs(10);
 
-/// The upstream's result for a `tools/call` with this id: text naming the id, so an old answer shows.
+/// The upstream's result for a `tools/call` with this id: text naming the id, so an old answer shows, and the
+/// structured output its `outputSchema` declares.
 fn result_for(id: &Value) -> Value {
-    json!({"content": [{"type": "text", "text": format!("3 apples, answer {id}")}]})
+    json!({"content": [{"type": "text", "text": format!("3 apples, answer {id}")}], "structuredContent": {"apples": 3}})
+}
+
+/// The `outputSchema` the upstream lists for `probe`. Nothing is required, so an empty result stays valid (wrong
+/// data, not invalid); the faults on structured output need a schema to break or to keep.
+fn output_schema() -> Value {
+    json!({"type": "object", "properties": {"apples": {"type": "integer", "minimum": 0}}})
+}
+
+/// The upstream's whole tool list, in one reply (it does not paginate).
+fn tool_list() -> Value {
+    json!({"tools": [
+        {"name": "probe", "inputSchema": {"type": "object"}, "outputSchema": output_schema()},
+        {"name": "second", "inputSchema": {"type": "object"}},
+        {"name": "third", "inputSchema": {"type": "object"}}
+    ]})
+}
+
+/// Whether the example is a fault on list replies (`catalogue::LIST_FAULTS`): its cell faults the second
+/// `tools/list` (asking for page 2 with the first cursor the fault issues) instead of the second `probe` call.
+fn on_lists(example: &str) -> bool {
+    let fault: FaultKind = serde_json::from_str(example).unwrap();
+    faultlab_engine::catalogue::LIST_FAULTS.contains(&fault.name())
+}
+
+/// The faulted request, id 2: the second `probe` call, or for a list fault the request for page 2.
+fn second(example: &str) -> String {
+    if on_lists(example) {
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "faultlab-page-1"}}).to_string()
+    } else {
+        call(2)
+    }
+}
+
+/// The client lists the tools first, as clients do, so the proxy learns `probe`'s output schema.
+fn list_tools() -> String {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "tools/list"}).to_string()
 }
 
 async fn upstream(body: Bytes) -> Response {
@@ -38,6 +75,7 @@ async fn upstream(body: Bytes) -> Response {
     let Some(id) = request.get("id") else { return StatusCode::ACCEPTED.into_response() };
     let reply = match request["method"].as_str() {
         Some("tools/call") => json!({"jsonrpc": "2.0", "id": id, "result": result_for(id)}),
+        Some("tools/list") => json!({"jsonrpc": "2.0", "id": id, "result": tool_list()}),
         _ => json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "not here"}}),
     };
     ([(header::CONTENT_TYPE, "application/json")], reply.to_string()).into_response()
@@ -51,13 +89,22 @@ fn call(id: i64) -> String {
 /// The rule: the second `probe` call gets the example's fault.
 fn rules(example: &str) -> RuleSet {
     let fault: Value = serde_json::from_str(example).unwrap();
-    let file = json!({"seed": 1, "rules": [{"name": "r", "match": {"tool": "probe", "nth": 2}, "fault": fault}]});
+    // A list fault: every `tools/list` after the first (which teaches the proxy the output schema and passes).
+    let matching = if on_lists(example) {
+        json!({"method": "tools/list", "after": 1})
+    } else {
+        json!({"tool": "probe", "nth": 2})
+    };
+    let file = json!({"seed": 1, "rules": [{"name": "r", "match": matching, "fault": fault}]});
     RuleSet::new(serde_json::from_value::<RulesFile>(file).unwrap())
 }
 
 /// What the client saw for request 2.
-fn classify(frames: &[&[u8]], ended: Ending) -> Effect {
-    observe::seen(frames, &json!(2), ended, Some(&result_for(&json!(2))))
+fn classify(example: &str, frames: &[&[u8]], ended: Ending) -> Effect {
+    if on_lists(example) {
+        return observe::seen(frames, &json!(2), ended, Some(&tool_list()), None);
+    }
+    observe::seen(frames, &json!(2), ended, Some(&result_for(&json!(2))), Some(&output_schema()))
 }
 
 fn deadline(expected: Effect) -> Instant {
@@ -81,12 +128,15 @@ async fn through_stdio(url: String, example: &'static str, expected: Effect) -> 
     });
     let (from_proxy, mut to_proxy) = tokio::io::split(client);
     let mut lines = BufReader::new(from_proxy).split(b'\n');
+    to_proxy.write_all(format!("{}\n", list_tools()).as_bytes()).await.unwrap();
+    let listed = lines.next_segment().await.unwrap().unwrap();
+    assert_eq!(id_of(&listed), Some(json!(0)), "{example}: the tools are listed first");
     to_proxy.write_all(format!("{}\n", call(1)).as_bytes()).await.unwrap();
     let first = lines.next_segment().await.unwrap().unwrap();
     let untouched = json!({"jsonrpc": "2.0", "id": 1, "result": result_for(&json!(1))}).to_string();
     assert_eq!(String::from_utf8_lossy(&first), untouched, "{example}: the call before passes byte for byte");
 
-    to_proxy.write_all(format!("{}\n", call(2)).as_bytes()).await.unwrap();
+    to_proxy.write_all(format!("{}\n", second(example)).as_bytes()).await.unwrap();
     let mut until = deadline(expected);
     let mut frames: Vec<Vec<u8>> = Vec::new();
     // Read until this call's reply (good or not), the end of the output, or the deadline.
@@ -110,7 +160,7 @@ async fn through_stdio(url: String, example: &'static str, expected: Effect) -> 
     stop.cancel();
     proxy.abort();
     let read: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-    classify(&read, ended)
+    classify(example, &read, ended)
 }
 
 fn id_of(bytes: &[u8]) -> Option<Value> {
@@ -124,12 +174,14 @@ async fn through_http(client: reqwest::Client, url: String, example: &'static st
     let stop = CancellationToken::new();
     let (front, proxy) = harness::http_front(upstream, rules(example).shared(), trajectory, stop.clone()).await;
     let post = |body: String| harness::post(&client, &front, body).send();
+    let listed = post(list_tools()).await.unwrap().text().await.unwrap();
+    assert!(listed.contains("outputSchema"), "{example}: the tools are listed first: {listed}");
     let first = post(call(1)).await.unwrap().text().await.unwrap();
     let untouched = json!({"jsonrpc": "2.0", "id": 1, "result": result_for(&json!(1))}).to_string();
     assert_eq!(first, untouched, "{example}: the call before passes byte for byte");
 
     let exchange = async {
-        let response = post(call(2)).await?;
+        let response = post(second(example)).await?;
         let (status, sse) = (response.status(), response.headers().get(header::CONTENT_TYPE).cloned());
         Ok::<_, reqwest::Error>((status, sse, response.bytes().await?))
     };
@@ -149,7 +201,7 @@ async fn through_http(client: reqwest::Client, url: String, example: &'static st
             let is_sse = content_type.is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
             let frames = if is_sse { sse_data(&body) } else { vec![body.to_vec()] };
             let read: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-            classify(&read, Ending::Done)
+            classify(example, &read, Ending::Done)
         }
     };
     stop.cancel();

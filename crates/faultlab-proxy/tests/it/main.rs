@@ -7,9 +7,12 @@
 //! - `catalogue_faults`, `rule_modes`: each fault and each rule mode on the wire, the real server in process.
 //! - `every_front`: the same faults through every front and upstream pair give the same message.
 //! - `harness`: the real server in process, a line client on the proxy's stdio front, the HTTP front on a free port.
+//! - `pagination`: `broken_pagination` and `page_error` turn an upstream's one-page lists into pages, followed by a
+//!   client that bounds what it fetches.
 //! - `remote_tls`: HTTPS upstreams against a local TLS server: trusted CA, untrusted CA, headers, redaction.
 //! - `replay_upstream`: a recording as the upstream: matching, repeats, rules on top, the closest-call error.
-//! - `schema_faults`: `wrong_value` and `contradictory` keep a result valid against the declared output schema.
+//! - `schema_faults`: `wrong_value` and `contradictory` keep a result valid against the declared output schema; the
+//!   structured-output faults break it as they say.
 //! - `unix_front`: connections to one Unix socket share the run's rule state; one trajectory, a scope each.
 
 mod bursts;
@@ -20,6 +23,7 @@ mod frames;
 mod harness;
 mod in_process;
 mod order;
+mod pagination;
 mod remote_tls;
 mod replay_upstream;
 mod rule_modes;

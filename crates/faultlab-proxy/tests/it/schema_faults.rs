@@ -242,3 +242,88 @@ async fn over_the_http_front_faults_build_on_replies_other_requests_brought() {
     assert!(outcomes[2].2.as_deref().is_some_and(|r| r.contains("maximum")), "{outcomes:?}");
     assert_eq!(outcomes[3], ("stale".into(), json!(6), None));
 }
+
+const STRUCTURED_RULES: &str = r#"
+rules:
+  - name: violate
+    match: { tool: inventory, nth: 1 }
+    fault: { type: output_schema_violation }
+  - name: error-result
+    match: { tool: inventory, nth: 2 }
+    fault: { type: error_structured_content }
+  - name: no-structure
+    match: { tool: inventory, nth: 3 }
+    fault: { type: missing_structured_content }
+  - name: disagree
+    match: { tool: inventory, nth: 4 }
+    fault: { type: content_structured_mismatch }
+  - name: nothing-declared
+    match: { tool: plain, nth: 1 }
+    fault: { type: output_schema_violation }
+"#;
+
+/// The four structured-output faults on what the upstream really listed and returned, through the stdio front: each
+/// breaks the listed `outputSchema` (or keeps to it) as its file says, and the one aimed at a tool that declared no
+/// schema is skipped with its reason recorded.
+#[tokio::test]
+async fn structured_output_faults_break_or_keep_the_listed_output_schema() {
+    let (url, server) = start_upstream().await;
+    let recorder = Recorder::memory();
+    let trajectory = Arc::new(Trajectory::new(recorder.clone()));
+    let rules = RuleSet::new(yaml_serde::from_str::<RulesFile>(STRUCTURED_RULES).unwrap()).shared();
+    let (client, proxy_side) = tokio::io::duplex(1 << 20);
+    let (input, output) = tokio::io::split(proxy_side);
+    let endpoint = Endpoint(faultlab_proxy::remote::Remote::new(&url).unwrap());
+    let stop = CancellationToken::new();
+    let proxy =
+        tokio::spawn(stdio::run(ProxyOptions::default(), endpoint, rules, trajectory, input, output, stop.clone()));
+    let (from_proxy, mut to_proxy) = tokio::io::split(client);
+    let mut lines = BufReader::new(from_proxy).lines();
+    let mut exchange = async |message: Value| -> Value {
+        to_proxy.write_all(format!("{message}\n").as_bytes()).await.unwrap();
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await;
+        serde_json::from_str(&line.expect("an answer in time").unwrap().expect("the proxy is still open")).unwrap()
+    };
+    let validator = jsonschema::validator_for(&output_schema()).unwrap();
+
+    exchange(request(1, "tools/list", json!({}))).await;
+    let violated = exchange(call(2, "inventory")).await["result"].clone();
+    assert!(!validator.is_valid(&violated["structuredContent"]), "{violated}");
+    assert_eq!(violated["structuredContent"], json!({"status": "in_stock"}), "the first required property is gone");
+    assert_eq!(violated["content"][0]["text"], STRUCTURED, "the text still says what the server said");
+
+    let error = exchange(call(3, "inventory")).await["result"].clone();
+    assert_eq!(error["isError"], true);
+    assert!(!validator.is_valid(&error["structuredContent"]), "{error}");
+
+    let bare = exchange(call(4, "inventory")).await["result"].clone();
+    assert_eq!(bare, json!({"content": [{"type": "text", "text": STRUCTURED}]}));
+
+    let disagree = exchange(call(5, "inventory")).await["result"].clone();
+    assert_eq!(disagree["content"][0]["text"], STRUCTURED);
+    assert_eq!(disagree["structuredContent"], json!({"count": 9, "status": "in_stock"}), "valid, and not the text");
+    assert!(validator.is_valid(&disagree["structuredContent"]));
+
+    assert_eq!(
+        exchange(call(6, "plain")).await,
+        serde_json::from_str::<Value>(&answer(&call(6, "plain")).unwrap()).unwrap()
+    );
+
+    to_proxy.shutdown().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(20), proxy).await.expect("the proxy finished in time").unwrap().unwrap();
+    server.abort();
+    let outcomes = outcomes(&recorder);
+    let names: Vec<(&str, &Value)> = outcomes.iter().map(|(fault, id, _)| (fault.as_str(), id)).collect();
+    assert_eq!(
+        names,
+        [
+            ("output_schema_violation", &json!(2)),
+            ("error_structured_content", &json!(3)),
+            ("missing_structured_content", &json!(4)),
+            ("content_structured_mismatch", &json!(5)),
+            ("output_schema_violation", &json!(6)),
+        ]
+    );
+    assert!(outcomes[..4].iter().all(|(_, _, skipped)| skipped.is_none()), "{outcomes:?}");
+    assert!(outcomes[4].2.as_deref().is_some_and(|r| r.contains("no outputSchema")), "{outcomes:?}");
+}

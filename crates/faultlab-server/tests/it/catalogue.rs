@@ -68,7 +68,7 @@ async fn through_tool(tool: &'static str, arguments: Value, expected: Effect) ->
     };
     client.server.abort();
     let read: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-    observe::seen(&read, &json!(2), ended, None)
+    observe::seen(&read, &json!(2), ended, None, None)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

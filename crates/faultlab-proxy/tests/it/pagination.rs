@@ -1,0 +1,200 @@
+//! The pagination faults on an upstream's real one-page lists, through the proxy's stdio front: a client that
+//! follows `nextCursor` (at most [`MAX_PAGES`] pages, as a careful client bounds it) sees what each variant does:
+//! the same page forever, a cycle, `""` as a continuation or as an end that starts over, a repeated name, pages
+//! without end, an error on page 2; on `tools/list`, `prompts/list` and `resources/list` alike. And list drift:
+//! the second listing lacks a tool, announced by `notifications/tools/list_changed`, and a call to it is refused.
+
+use axum::body::Bytes;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use faultlab_engine::Recorder;
+use faultlab_proxy::front::stdio;
+use faultlab_proxy::relay::ProxyOptions;
+use faultlab_proxy::rules::{RuleSet, RulesFile};
+use faultlab_proxy::trajectory::Trajectory;
+use faultlab_proxy::upstream::http::Endpoint;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio_util::sync::CancellationToken;
+
+/// The most pages the test client fetches for one listing: its bound against a list that never ends.
+const MAX_PAGES: usize = 12;
+
+fn named(names: &[&str]) -> Value {
+    Value::Array(names.iter().map(|name| json!({"name": name, "uri": format!("file:///{name}")})).collect())
+}
+
+/// The upstream: whole lists in one reply, whatever cursor it is sent (it does not paginate).
+async fn upstream(body: Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or_default();
+    let Some(id) = request.get("id") else { return StatusCode::ACCEPTED.into_response() };
+    let result = match request["method"].as_str() {
+        Some("tools/list") => json!({"tools": named(&["a", "b", "c"])}),
+        Some("prompts/list") => json!({"prompts": named(&["p", "q"])}),
+        Some("resources/list") => json!({"resources": named(&["r", "s", "t"])}),
+        Some("tools/call") => {
+            json!({"content": [{"type": "text", "text": format!("ran {}", request["params"]["name"])}]})
+        }
+        _ => json!({}),
+    };
+    let reply = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+    ([(header::CONTENT_TYPE, "application/json")], reply).into_response()
+}
+
+/// What one bounded listing got: the names in order, the pages fetched, and how it ended.
+#[derive(Debug, PartialEq)]
+struct Listing {
+    names: Vec<String>,
+    pages: usize,
+    end: End,
+}
+
+#[derive(Debug, PartialEq)]
+enum End {
+    /// A page without `nextCursor`.
+    Complete,
+    /// The client's page bound was reached with a cursor still to follow.
+    Bounded,
+    /// A page was answered with this JSON-RPC error code.
+    Error(i64),
+}
+
+/// Lists `method` through a proxy applying `fault` to every request for it, following cursors (`""` included).
+async fn list(method: &str, fault: Value) -> Listing {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let router = axum::Router::new().route("/mcp", axum::routing::post(upstream));
+    let server = tokio::spawn(async move { axum::serve(listener, router).await });
+    let file = json!({"seed": 1, "rules": [{"name": "pages", "match": {"method": method}, "fault": fault}]});
+    let rules = RuleSet::new(serde_json::from_value::<RulesFile>(file).unwrap()).shared();
+    let (client, proxy_side) = tokio::io::duplex(1 << 20);
+    let (input, output) = tokio::io::split(proxy_side);
+    let trajectory = Arc::new(Trajectory::new(Recorder::memory()));
+    let endpoint = Endpoint(faultlab_proxy::remote::Remote::new(&url).unwrap());
+    let stop = CancellationToken::new();
+    let proxy =
+        tokio::spawn(stdio::run(ProxyOptions::default(), endpoint, rules, trajectory, input, output, stop.clone()));
+    let (from_proxy, mut to_proxy) = tokio::io::split(client);
+    let mut lines = BufReader::new(from_proxy).lines();
+
+    let key = method.split('/').next().unwrap();
+    let (mut names, mut cursor, mut pages) = (Vec::new(), None::<String>, 0);
+    let end = loop {
+        if pages == MAX_PAGES {
+            break End::Bounded;
+        }
+        pages += 1;
+        let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
+        let request = json!({"jsonrpc": "2.0", "id": pages, "method": method, "params": params});
+        to_proxy.write_all(format!("{request}\n").as_bytes()).await.unwrap();
+        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await;
+        let reply: Value = serde_json::from_str(&line.expect("a page in time").unwrap().unwrap()).unwrap();
+        assert_eq!(reply["id"], pages, "{reply}");
+        if let Some(code) = reply["error"]["code"].as_i64() {
+            break End::Error(code);
+        }
+        for item in reply["result"][key].as_array().unwrap() {
+            names.push(item["name"].as_str().unwrap().to_owned());
+        }
+        match reply["result"]["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break End::Complete,
+        }
+    };
+    to_proxy.shutdown().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(20), proxy).await.expect("the proxy finished in time").unwrap().unwrap();
+    server.abort();
+    Listing { names, pages, end }
+}
+
+fn names(list: &str) -> Vec<String> {
+    list.chars().map(String::from).collect()
+}
+
+#[tokio::test]
+async fn each_variant_does_to_a_following_client_what_its_file_says() {
+    let variant = |variant: &str| json!({"type": "broken_pagination", "variant": variant});
+    let stuck = list("tools/list", variant("stuck")).await;
+    assert_eq!(stuck, Listing { names: names(&"a".repeat(MAX_PAGES)), pages: MAX_PAGES, end: End::Bounded });
+    let cycle = list("tools/list", variant("cycle")).await;
+    assert_eq!(cycle, Listing { names: names(&"ab".repeat(MAX_PAGES / 2)), pages: MAX_PAGES, end: End::Bounded });
+
+    let sized = |name: &str| json!({"type": "broken_pagination", "variant": name, "page_size": 2});
+    let continued = list("tools/list", sized("empty-continuation")).await;
+    assert_eq!(continued, Listing { names: names("abc"), pages: 2, end: End::Complete }, "\"\" followed: all");
+    let restarted = list("tools/list", sized("empty-end")).await;
+    assert_eq!(restarted.names[..5], names("abcab"), "following the \"\" end starts over");
+    assert_eq!(restarted.end, End::Bounded);
+    let repeated = list("tools/list", sized("repeated-name")).await;
+    assert_eq!(repeated, Listing { names: names("abbc"), pages: 2, end: End::Complete });
+}
+
+#[tokio::test]
+async fn prompts_and_resources_page_too_and_page_2_can_fail() {
+    let endless = list("prompts/list", json!({"type": "broken_pagination", "variant": "endless"})).await;
+    assert_eq!(endless, Listing { names: names("pq"), pages: MAX_PAGES, end: End::Bounded }, "empty pages go on");
+    let failed = list("resources/list", json!({"type": "page_error", "page": 2})).await;
+    assert_eq!(failed, Listing { names: names("r"), pages: 2, end: End::Error(-32603) });
+    let later = list("resources/list", json!({"type": "page_error", "page": 3})).await;
+    assert_eq!(later, Listing { names: names("rs"), pages: 3, end: End::Error(-32603) });
+}
+
+/// Drift as a scenario of three rules: the listings after the first lose the last tool (`c`), the first call
+/// announces it with one `notifications/tools/list_changed`, and calls to `c` are answered as to a tool the
+/// server does not have, without reaching it.
+#[tokio::test]
+async fn drift_removes_a_tool_announces_it_and_refuses_calls_to_it() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let router = axum::Router::new().route("/mcp", axum::routing::post(upstream));
+    let server = tokio::spawn(async move { axum::serve(listener, router).await });
+    let file = json!({"seed": 1, "rules": [
+        {"name": "drift", "match": {"method": "tools/list", "after": 1}, "fault": {"type": "list_drift", "change": "removed"}},
+        {"name": "announce", "match": {"tool": "a", "nth": 1}, "fault": {"type": "list_changed_storm", "count": 1}},
+        {"name": "gone", "match": {"tool": "c"}, "mode": "instead", "fault": {"type": "unknown_tool"}}
+    ]});
+    let rules = RuleSet::new(serde_json::from_value::<RulesFile>(file).unwrap()).shared();
+    let (client, proxy_side) = tokio::io::duplex(1 << 20);
+    let (input, output) = tokio::io::split(proxy_side);
+    let endpoint = Endpoint(faultlab_proxy::remote::Remote::new(&url).unwrap());
+    let stop = CancellationToken::new();
+    let trajectory = Arc::new(Trajectory::new(Recorder::memory()));
+    let proxy =
+        tokio::spawn(stdio::run(ProxyOptions::default(), endpoint, rules, trajectory, input, output, stop.clone()));
+    let (from_proxy, mut to_proxy) = tokio::io::split(client);
+    let mut lines = BufReader::new(from_proxy).lines();
+    // Every line read until the reply to `id`.
+    let mut exchange = async |id: i64, method: &str, params: Value| -> Vec<Value> {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        to_proxy.write_all(format!("{request}\n").as_bytes()).await.unwrap();
+        let mut read = Vec::new();
+        loop {
+            let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await;
+            let message: Value = serde_json::from_str(&line.expect("a reply in time").unwrap().unwrap()).unwrap();
+            let done = message["id"] == id;
+            read.push(message);
+            if done {
+                return read;
+            }
+        }
+    };
+    let listed = |frames: &[Value]| -> Vec<String> {
+        let tools = frames.last().unwrap()["result"]["tools"].as_array().unwrap().clone();
+        tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+    };
+
+    assert_eq!(listed(&exchange(1, "tools/list", json!({})).await), names("abc"), "the first listing is the server's");
+    let call = exchange(2, "tools/call", json!({"name": "a", "arguments": {}})).await;
+    assert_eq!(call.len(), 2, "{call:?}");
+    assert_eq!(call[0]["method"], "notifications/tools/list_changed", "announced before the reply");
+    assert_eq!(call[1]["result"]["content"][0]["text"], "ran \"a\"");
+    assert_eq!(listed(&exchange(3, "tools/list", json!({})).await), names("ab"), "c is gone");
+    let refused = exchange(4, "tools/call", json!({"name": "c", "arguments": {}})).await;
+    assert_eq!(refused, [json!({"jsonrpc": "2.0", "id": 4, "error": {"code": -32602, "message": "Unknown tool: c"}})]);
+
+    to_proxy.shutdown().await.unwrap();
+    tokio::time::timeout(Duration::from_secs(20), proxy).await.expect("the proxy finished in time").unwrap().unwrap();
+    server.abort();
+}
