@@ -250,6 +250,8 @@ catalogue! {
         Stale(stale),
         Replayed(replayed),
         OutOfOrder(out_of_order),
+        RequestAfterResult(request_after_result),
+        ElicitationCompleteUnknown(elicitation_complete_unknown),
     }
     presets {
         AuthExpired(auth_expired),
@@ -390,9 +392,11 @@ pub const MAX_LATENCY_MS: u64 = 30_000;
 /// Longest `retry_after_sec` of `rate_limit` and `http_status`, in seconds (one day).
 pub const MAX_RETRY_AFTER_SEC: u32 = 86_400;
 
+pub use elicitation_complete_unknown::UNKNOWN_ELICITATION_ID;
 pub use framing::FramingStyle;
 pub use malformed::MalformedVariant;
 pub use missing_field::DEFAULT_MISSING_POINTER;
+pub use request_after_result::AskMethod;
 
 /// A parameter outside `min..=max`, as [`Fault::validate`] reports it.
 pub(crate) fn within<T: PartialOrd + std::fmt::Display>(name: &str, value: T, min: T, max: T) -> Result<(), String> {

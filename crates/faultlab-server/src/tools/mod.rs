@@ -4,6 +4,7 @@
 //! can still carry a reply after a cancel (stdio, legacy HTTP sessions); `session_loss` needs a session;
 //! `http_status` needs HTTP. Everything else exists everywhere.
 
+mod askback;
 mod basic;
 mod cancellation;
 mod liveness;
@@ -62,7 +63,8 @@ impl FaultServer {
             + Self::wire_router()
             + Self::cancellation_router()
             + Self::session_router()
-            + Self::liveness_router();
+            + Self::liveness_router()
+            + Self::askback_router();
         let absent: &[&[&str]] = match transport {
             TransportKind::Stdio => &[SESSIONS_ONLY, HTTP_ONLY],
             TransportKind::HttpStateless => &[STDIO_AND_SESSIONS, SESSIONS_ONLY],
