@@ -8,6 +8,7 @@ mod askback;
 mod basic;
 mod cancellation;
 mod liveness;
+mod progress;
 mod session;
 mod wire;
 
@@ -64,7 +65,8 @@ impl FaultServer {
             + Self::cancellation_router()
             + Self::session_router()
             + Self::liveness_router()
-            + Self::askback_router();
+            + Self::askback_router()
+            + Self::progress_router();
         let absent: &[&[&str]] = match transport {
             TransportKind::Stdio => &[SESSIONS_ONLY, HTTP_ONLY],
             TransportKind::HttpStateless => &[STDIO_AND_SESSIONS, SESSIONS_ONLY],

@@ -254,3 +254,52 @@ async fn the_modern_era_forbids_asking_and_the_tool_says_so() {
     assert_eq!(reply.id(), Some(&MessageId::from(2)));
     assert_eq!(body(&reply)["status"], "unsupported");
 }
+
+fn with_token(mut request: Value, token: &str) -> Value {
+    request["params"]["_meta"] = json!({"progressToken": token});
+    request
+}
+
+#[tokio::test(start_paused = true)]
+async fn progress_keeps_coming_every_interval_past_a_base_timeout_then_the_result() {
+    let mut c = StdioClient::start_declaring(json!({})).await;
+    let start = tokio::time::Instant::now();
+    c.send(&with_token(call(2, "progress_stream", json!({"everyMs": 1000, "count": 5}), None), "t")).await;
+    for expected in 1..=5 {
+        let note = c.recv().await;
+        assert_eq!(note.method(), Some("notifications/progress"));
+        assert_eq!(note.value().unwrap()["params"]["progressToken"], "t");
+        // rmcp writes progress as a JSON float.
+        assert_eq!(note.value().unwrap()["params"]["progress"].as_f64(), Some(expected as f64));
+        assert_eq!(start.elapsed(), Duration::from_millis(1000 * expected));
+    }
+    let reply = c.recv().await;
+    assert_eq!(reply.id(), Some(&MessageId::from(2)));
+    assert_eq!(body(&reply)["sent"], 5);
+}
+
+#[tokio::test(start_paused = true)]
+async fn progress_can_go_backwards_or_name_a_token_no_request_carried() {
+    let mut c = StdioClient::start_declaring(json!({})).await;
+    let args = json!({"everyMs": 10, "count": 3, "shape": "backwards"});
+    c.send(&with_token(call(2, "progress_stream", args, None), "t")).await;
+    let mut values = Vec::new();
+    for _ in 0..3 {
+        values.push(c.recv().await.value().unwrap()["params"]["progress"].as_f64().unwrap());
+    }
+    assert_eq!(values, [3.0, 2.0, 1.0]);
+    assert_eq!(c.recv().await.id(), Some(&MessageId::from(2)));
+
+    // No token on the request: the unknown token is sent anyway.
+    c.call(3, "progress_stream", json!({"everyMs": 10, "count": 1, "shape": "unknown_token"})).await;
+    let note = c.recv().await;
+    assert_eq!(note.value().unwrap()["params"]["progressToken"], "faultlab-unknown-progress-token");
+    assert_eq!(c.recv().await.id(), Some(&MessageId::from(3)));
+    // Steady without a token: nothing but the result, after count x everyMs.
+    let start = tokio::time::Instant::now();
+    c.call(4, "progress_stream", json!({"everyMs": 100, "count": 3})).await;
+    let reply = c.recv().await;
+    assert_eq!(reply.id(), Some(&MessageId::from(4)));
+    assert_eq!(start.elapsed(), Duration::from_millis(300));
+    assert_eq!(body(&reply)["sent"], 0);
+}
