@@ -303,3 +303,21 @@ async fn progress_can_go_backwards_or_name_a_token_no_request_carried() {
     assert_eq!(start.elapsed(), Duration::from_millis(300));
     assert_eq!(body(&reply)["sent"], 0);
 }
+
+#[tokio::test]
+async fn over_sessionless_http_the_request_goes_out_but_no_answer_can_come_back() {
+    let server = HttpServer::start().await;
+    let args = json!({"ask": "sampling", "fault": "undeclared", "answerTimeoutMs": 200});
+    let response = within(
+        "the sessionless call",
+        server.post(&call(5, "ask_client", args, None), None).header("mcp-protocol-version", "2025-11-25").send(),
+    )
+    .await
+    .unwrap();
+    let text = within("its body", response.text()).await.unwrap();
+    // The request rides on the call's own stream, but without a session no POST can carry the answer back to it:
+    // the server gives up after answerTimeoutMs and says so.
+    assert!(text.contains(r#""method":"sampling/createMessage""#), "{text}");
+    assert!(text.contains(r#"\"outcome\":\"timeout\""#), "{text}");
+    server.shutdown.cancel();
+}
