@@ -1,6 +1,7 @@
 //! One connection to a server: the handshake, the pending-request map, dispatch of everything that arrives, calls
 //! with deadlines and cancellation, and the tally of anomalies.
 
+use crate::answers::{Answers, Reaction};
 use crate::outcome::{ErrorKind, Observation, Outcome, classify_tool_reply};
 use crate::transport::http::HttpTargetError;
 use crate::transport::{HttpTransport, Incoming, StdioTransport, Target};
@@ -54,8 +55,14 @@ pub struct Anomalies {
     pub non_message_frames: u32,
     /// A response that overtook the response to an earlier, still pending request.
     pub out_of_order_responses: u32,
-    /// Requests the server sent to the client (e.g. `ping`).
+    /// Requests the server sent to the client (e.g. `ping`, `elicitation/create`).
     pub server_requests: u32,
+    /// Server requests the client's script declined (an elicitation `decline`, a sampling or roots error -1).
+    #[serde(default)]
+    pub declined_server_requests: u32,
+    /// Server requests the client's script left unanswered (`never`).
+    #[serde(default)]
+    pub unanswered_server_requests: u32,
     /// Notifications received, by method.
     pub notifications: BTreeMap<String, u32>,
 }
@@ -114,11 +121,23 @@ pub struct Connection {
     changed: Arc<Notify>,
     next_id: AtomicI64,
     next_seq: AtomicI64,
+    /// How the client answers elicitation, sampling and roots; also what it declares.
+    answers: Answers,
 }
 
 impl Connection {
     /// Connects and, in the legacy era, performs the `initialize` handshake within `deadline`.
     pub async fn open(target: &Target, era: Era, deadline: Duration) -> Result<Self, ConnectError> {
+        Self::open_answering(target, era, deadline, Answers::default()).await
+    }
+
+    /// As [`Connection::open`], declaring and answering elicitation, sampling and roots as `answers` scripts.
+    pub async fn open_answering(
+        target: &Target,
+        era: Era,
+        deadline: Duration,
+        answers: Answers,
+    ) -> Result<Self, ConnectError> {
         let started = Instant::now();
         let (tx, rx) = mpsc::unbounded_channel();
         let wire = match target {
@@ -131,8 +150,9 @@ impl Connection {
         let book = Arc::new(Mutex::new(Book::default()));
         let wire = Arc::new(wire);
         let changed = Arc::new(Notify::new());
-        tokio::spawn(dispatch(rx, book.clone(), wire.clone(), changed.clone()));
-        let connection = Self { wire, era, book, changed, next_id: AtomicI64::new(1), next_seq: AtomicI64::new(0) };
+        tokio::spawn(dispatch(rx, book.clone(), wire.clone(), changed.clone(), answers));
+        let connection =
+            Self { wire, era, book, changed, next_id: AtomicI64::new(1), next_seq: AtomicI64::new(0), answers };
         if era == Era::Modern {
             if let Wire::Http(http) = &*connection.wire {
                 http.set_protocol(era.version());
@@ -141,7 +161,7 @@ impl Connection {
         }
         let params = json!({
             "protocolVersion": era.version(),
-            "capabilities": {},
+            "capabilities": answers.capabilities(),
             "clientInfo": {"name": "faultlab-reference-client", "version": env!("CARGO_PKG_VERSION")}
         });
         let (reply, _) = connection.request("initialize", params, deadline).await;
@@ -291,7 +311,7 @@ impl Connection {
         let mut params = if params.is_object() { params } else { json!({}) };
         params["_meta"] = json!({
             "io.modelcontextprotocol/protocolVersion": Era::Modern.version(),
-            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientCapabilities": self.answers.capabilities(),
             "io.modelcontextprotocol/clientInfo": {"name": "faultlab-reference-client", "version": env!("CARGO_PKG_VERSION")}
         });
         params
@@ -395,11 +415,12 @@ async fn dispatch(
     book: Arc<Mutex<Book>>,
     wire: Arc<Wire>,
     changed: Arc<Notify>,
+    answers: Answers,
 ) {
     while let Some(incoming) = rx.recv().await {
         match incoming {
             Incoming::Frame(frame) => {
-                if let Some(answer) = route(&frame, &book) {
+                if let Some(answer) = route(&frame, &book, &answers) {
                     wire.send(&answer, &book).await;
                 }
             }
@@ -429,7 +450,7 @@ async fn dispatch(
 }
 
 /// Files one frame; returns the answer to send back when it was a server-to-client request.
-fn route(frame: &Frame, book: &Mutex<Book>) -> Option<Frame> {
+fn route(frame: &Frame, book: &Mutex<Book>, answers: &Answers) -> Option<Frame> {
     let mut book = lock(book);
     match frame.kind() {
         Kind::Response { id } | Kind::Error { id: Some(id) } => {
@@ -455,11 +476,22 @@ fn route(frame: &Frame, book: &Mutex<Book>) -> Option<Frame> {
         }
         Kind::Request { id, method } => {
             book.anomalies.server_requests += 1;
-            let answer = if method == "ping" {
-                json!({"jsonrpc": "2.0", "id": id.to_value(), "result": {}})
+            let reaction = if method == "ping" {
+                Reaction::Reply(json!({"result": {}}))
             } else {
-                json!({"jsonrpc": "2.0", "id": id.to_value(), "error": {"code": -32601, "message": "Method not found"}})
+                answers.react(method, frame.value().and_then(|v| v.get("params")))
             };
+            let Reaction::Reply(mut answer) = reaction else {
+                book.anomalies.unanswered_server_requests += 1;
+                return None;
+            };
+            let declined = answer.pointer("/result/action").is_some_and(|a| a == "decline")
+                || answer.pointer("/error/code").is_some_and(|c| c == -1);
+            if declined {
+                book.anomalies.declined_server_requests += 1;
+            }
+            answer["jsonrpc"] = json!("2.0");
+            answer["id"] = id.to_value();
             Some(Frame::from_value(answer))
         }
         Kind::Notification { method } => {

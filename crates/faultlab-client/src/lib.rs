@@ -5,11 +5,13 @@
 //! responses, responses to ids it never sent, id-less errors, unparsable frames, replies out of order.
 //!
 //! - [`transport`]: moving frames (stdio child, HTTP POSTs with JSON or SSE answers).
+//! - [`answers`]: the scripted answers to a server that asks back (elicitation, sampling, roots).
 //! - [`connection`]: the pending-request map, dispatch, the handshake, calls with deadlines and cancellation.
 //! - [`outcome`]: what one call came to (success, error, timeout, cancelled, transport loss), validated.
 //! - [`retry`]: the bounded retry policy (only explicit tool errors are retried).
 //! - [`trace`]: OpenAI-message-shaped traces of the calls.
 
+pub mod answers;
 pub mod connection;
 pub mod outcome;
 pub mod retry;
@@ -17,6 +19,7 @@ pub mod tls;
 pub mod trace;
 pub mod transport;
 
+pub use answers::{Answer, Answers};
 pub use connection::{Anomalies, ConnectError, Connection, Era};
 pub use outcome::{ErrorKind, Observation, Outcome};
 pub use retry::{Backoff, RetryPolicy, RetryRun};

@@ -17,6 +17,7 @@ use faultlab_wire::frame::IdMap;
 use faultlab_wire::{Frame, Kind, MessageId};
 use serde_json::Value;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// Most faults armed and not yet fired on one connection scope. Past it, arming fails with a clear error rather
@@ -158,6 +159,23 @@ pub struct Engine {
     state: Mutex<State>,
     recorder: Recorder,
     shared: Shared,
+    /// Server-to-client requests (elicitation, sampling, roots) the connection's tools are waiting on.
+    asks: Arc<AtomicUsize>,
+}
+
+/// Most server-to-client requests one connection scope (a stdio connection, an HTTP session) waits on at once:
+/// a client that never answers holds a slot until the call is cancelled or the session ends, and no more.
+pub const MAX_PENDING_ASKS: usize = 8;
+
+/// One pending server-to-client request's place in its connection's budget; dropping it (the answer came, the
+/// call was cancelled, the session ended and dropped the handler) frees the place.
+#[derive(Debug)]
+pub struct AskSlot(Arc<AtomicUsize>);
+
+impl Drop for AskSlot {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl Engine {
@@ -167,7 +185,20 @@ impl Engine {
 
     /// An engine that shares its `out_of_order` hold and what it learns with the other engines of `shared`.
     pub fn sharing(recorder: Recorder, shared: Shared) -> Self {
-        Self { state: Mutex::default(), recorder, shared }
+        Self { state: Mutex::default(), recorder, shared, asks: Arc::default() }
+    }
+
+    /// A place for one more pending server-to-client request, or `None` when [`MAX_PENDING_ASKS`] are pending.
+    pub fn ask_slot(&self) -> Option<AskSlot> {
+        self.asks
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| (n < MAX_PENDING_ASKS).then_some(n + 1))
+            .ok()
+            .map(|_| AskSlot(self.asks.clone()))
+    }
+
+    /// How many server-to-client requests are pending now.
+    pub fn pending_asks(&self) -> usize {
+        self.asks.load(Ordering::SeqCst)
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, Option<crate::catalogue::out_of_order::Release>> {
@@ -348,6 +379,16 @@ mod tests {
         self,
         tests::{RESULT, frame},
     };
+
+    #[test]
+    fn pending_asks_are_bounded_and_a_dropped_slot_frees_its_place() {
+        let engine = Engine::new(Recorder::discard());
+        let mut slots: Vec<AskSlot> = (0..MAX_PENDING_ASKS).map(|_| engine.ask_slot().unwrap()).collect();
+        assert!(engine.ask_slot().is_none(), "one past the bound");
+        drop(slots.pop());
+        assert_eq!(engine.pending_asks(), MAX_PENDING_ASKS - 1);
+        assert!(engine.ask_slot().is_some());
+    }
 
     #[test]
     fn a_fault_fires_once_and_only_on_its_own_reply() {

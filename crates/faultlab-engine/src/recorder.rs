@@ -44,6 +44,11 @@ pub enum Event {
     FaultSkipped { fault: String, request_id: Value, reason: String },
     /// The outcome of one server-to-client protocol ping (`protocol_ping_liveness`).
     ProtocolPingLiveness { request_id: Value, protocol_ping: PingOutcome, transport: TransportOutcome },
+    /// One server-to-client request a tool sent during a call (`ask_client`): its method, the fault the tool was
+    /// asked to commit with it (`none` when well-behaved), the outcome (`accept`, `decline`, `cancel`, `answered`,
+    /// `error`, `timeout`, `invalid_answer`, `cancelled`: the outer call was cancelled first) and the client's
+    /// answer as it arrived (a result or an error object).
+    AskBack { request_id: Value, method: String, fault: String, outcome: String, answer: Option<Value> },
     /// A transport event: a closure requested, done, failed or impossible; a connection ending.
     Transport { outcome: TransportEventKind, request_id: Option<Value>, detail: Option<String> },
     /// An inbound frame the wire layer could not pass on (over the size limit).

@@ -7,7 +7,7 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 
 /// Anomaly names an expectation may use (the camelCase fields of [`Anomalies`] that are counts).
-pub const ANOMALY_NAMES: [&str; 8] = [
+pub const ANOMALY_NAMES: [&str; 10] = [
     "duplicateResponses",
     "lateResponses",
     "unknownIdResponses",
@@ -16,6 +16,8 @@ pub const ANOMALY_NAMES: [&str; 8] = [
     "nonMessageFrames",
     "outOfOrderResponses",
     "serverRequests",
+    "declinedServerRequests",
+    "unansweredServerRequests",
 ];
 
 /// A call and what the connection saw because of it.

@@ -3,7 +3,7 @@
 use crate::adapter::{Adapter, Budget, OpFailure, OpRecord, Operation, Recording, Session, since};
 use crate::expect::{StepObservation, anomaly_delta};
 use crate::scenario::PlannedStep;
-use faultlab_client::{Connection, Era, Outcome, Target};
+use faultlab_client::{Answers, Connection, Era, Outcome, Target};
 use serde_json::Value;
 use std::future::Future;
 use std::time::Duration;
@@ -20,11 +20,18 @@ pub struct McpAdapter {
     target: Target,
     era: Era,
     origin: Instant,
+    answers: Answers,
 }
 
 impl McpAdapter {
     pub fn new(target: Target, era: Era) -> Self {
-        Self { target, era, origin: Instant::now() }
+        Self { target, era, origin: Instant::now(), answers: Answers::default() }
+    }
+
+    /// The client declares and answers elicitation, sampling and roots as `answers` scripts.
+    pub fn answering(mut self, answers: Answers) -> Self {
+        self.answers = answers;
+        self
     }
 }
 
@@ -76,7 +83,7 @@ impl Adapter for McpAdapter {
 
     async fn setup(&self, operation_id: String, budget: Budget) -> Recording<McpSession> {
         timed(self.origin, Operation::Setup, operation_id, budget, async {
-            let connection = Connection::open(&self.target, self.era, budget.duration())
+            let connection = Connection::open_answering(&self.target, self.era, budget.duration(), self.answers)
                 .await
                 .map_err(|e| OpFailure { message: e.to_string(), code: Some("setup_failed".into()) })?;
             Ok((Outcome::Success, McpSession { connection, origin: self.origin, cleaned: OnceCell::new() }))

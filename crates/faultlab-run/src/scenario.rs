@@ -4,7 +4,7 @@
 //! calls, each with repeats and richer expectations. Files are YAML or JSON (by extension), strict: unknown keys
 //! are errors naming the file, the line and the key.
 
-use faultlab_client::{ErrorKind, Outcome, RetryPolicy};
+use faultlab_client::{Answers, ErrorKind, Outcome, RetryPolicy};
 use faultlab_wire::config;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -49,6 +49,11 @@ pub struct Scenario {
     /// Calls in order on one connection.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<Step>,
+    /// How the reference client answers a server that asks back during a call (`elicitation`, `sampling`,
+    /// `roots`: `accept`, `decline` or `never`); a feature left out is not declared, and asking for it is answered
+    /// `Method not found`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answers: Option<Answers>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -130,7 +130,7 @@ pub async fn run_all(
             ProtocolVersion::Modern => faultlab_client::Era::Modern,
             ProtocolVersion::Legacy => faultlab_client::Era::Legacy,
         };
-        let adapter = McpAdapter::new(target.clone(), client_era);
+        let adapter = McpAdapter::new(target.clone(), client_era).answering(scenario.answers.unwrap_or_default());
         let context = RunContext { target: name.to_owned(), transport, era, setup_ms: SETUP_MS };
         reports.push(runner::run(&adapter, scenario, &context).await);
     }

@@ -261,6 +261,8 @@ catalogue! {
         PageError(page_error),
         ListDrift(list_drift),
         UnknownTool(unknown_tool),
+        RequestAfterResult(request_after_result),
+        ElicitationCompleteUnknown(elicitation_complete_unknown),
     }
     presets {
         AuthExpired(auth_expired),
@@ -402,9 +404,11 @@ pub const MAX_LATENCY_MS: u64 = 30_000;
 pub const MAX_RETRY_AFTER_SEC: u32 = 86_400;
 
 pub use broken_pagination::PaginationVariant;
+pub use elicitation_complete_unknown::UNKNOWN_ELICITATION_ID;
 pub use framing::FramingStyle;
 pub use malformed::MalformedVariant;
 pub use missing_field::DEFAULT_MISSING_POINTER;
+pub use request_after_result::AskMethod;
 
 /// The faults that act on list replies (`tools/list`, `resources/list`, `resources/templates/list`,
 /// `prompts/list`) rather than on a tool's result: a rule matches them on the method, and the tests that run every

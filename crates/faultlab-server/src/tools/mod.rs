@@ -4,9 +4,11 @@
 //! can still carry a reply after a cancel (stdio, legacy HTTP sessions); `session_loss` needs a session;
 //! `http_status` needs HTTP. Everything else exists everywhere.
 
+mod askback;
 mod basic;
 mod cancellation;
 mod liveness;
+mod progress;
 mod session;
 mod stream;
 mod wire;
@@ -66,7 +68,9 @@ impl FaultServer {
             + Self::cancellation_router()
             + Self::session_router()
             + Self::liveness_router()
-            + Self::stream_router();
+            + Self::stream_router()
+            + Self::askback_router()
+            + Self::progress_router();
         let absent: &[&[&str]] = match transport {
             TransportKind::Stdio => &[SESSIONS_ONLY, HTTP_ONLY, STREAM_TOOLS],
             TransportKind::HttpStateless => &[STDIO_AND_SESSIONS, SESSIONS_ONLY, STREAM_TOOLS],

@@ -3,6 +3,7 @@
 
 use super::{FaultServer, check_range, tool_error};
 use faultlab_engine::FaultKind;
+use faultlab_engine::catalogue::{AskMethod, ElicitationCompleteUnknown, RequestAfterResult};
 use faultlab_engine::catalogue::{
     Duplicate, Framing, FramingStyle, HtmlPage, HttpStatus, ListChangedStorm, MAX_OVERSIZED_BYTES, MAX_RETRY_AFTER_SEC,
     MAX_SPLIT_PARTS, MAX_STORM_COUNT, Malformed, MalformedVariant, MissingId, NonJsonLine, NotJsonrpc, Oversized,
@@ -82,6 +83,12 @@ pub struct ProtocolErrorArgs {
     pub code: i32,
 }
 
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub struct AskAfterArgs {
+    /// Which request follows the result: `elicitation`, `sampling` or `roots`.
+    pub method: AskMethod,
+}
+
 #[tool_router(router = wire_router, vis = "pub(super)")]
 impl FaultServer {
     #[tool(description = "Answer with valid JSON that is invalid JSON-RPC: variant missing-jsonrpc, \
@@ -153,6 +160,27 @@ impl FaultServer {
         }
         let fault = FaultKind::SplitWrite(SplitWrite { parts: args.parts as u8 });
         self.arm_own_response(&ctx, fault, "split response activated".into())
+    }
+
+    #[tool(description = "After this call's result, send the client a request about the ended call: method \
+                          elicitation (elicitation/create), sampling (sampling/createMessage) or roots (roots/list).")]
+    async fn request_after_result(
+        &self,
+        Parameters(args): Parameters<AskAfterArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let text = json!({"status": "fault-activated", "method": args.method.method()}).to_string();
+        self.arm_own_response(&ctx, FaultKind::RequestAfterResult(RequestAfterResult { method: args.method }), text)
+    }
+
+    #[tool(description = "Before this call's result, send notifications/elicitation/complete for an elicitation id \
+                          no request carried.")]
+    async fn elicitation_complete_unknown(&self, ctx: RequestContext<RoleServer>) -> Result<CallToolResult, ErrorData> {
+        self.arm_own_response(
+            &ctx,
+            FaultKind::ElicitationCompleteUnknown(ElicitationCompleteUnknown {}),
+            "elicitation completion for an unknown id activated".into(),
+        )
     }
 
     #[tool(description = "Send a progress notification for this request after its result.")]

@@ -31,6 +31,8 @@ fn tool_for(fault: &Value) -> Option<(&'static str, Value)> {
         "oversized" => ("oversized_response", json!({"bytes": parameter("bytes")})),
         "split_write" => ("split_response", json!({"parts": parameter("parts")})),
         "progress_after_result" => ("progress_after_result", json!({})),
+        "request_after_result" => ("request_after_result", json!({"method": parameter("method")})),
+        "elicitation_complete_unknown" => ("elicitation_complete_unknown", json!({})),
         "list_changed_storm" => ("list_changed_storm", json!({"count": parameter("count")})),
         "http_status" => {
             ("http_status", json!({"status": parameter("status"), "retryAfterSec": parameter("retry_after_sec")}))

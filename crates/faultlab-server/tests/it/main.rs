@@ -1,5 +1,6 @@
 //! Integration tests of the faulty server, each observing faults on the wire with a raw client.
 //!
+//! - `askback`: `ask_client`, the server asking the client during a call, and its faults.
 //! - `stdio`: every tool over an in-process stdio connection (paused clock where time matters).
 //! - `http_modern`: every tool over 2026-07-28 stateless HTTP.
 //! - `http_legacy`: every tool inside 2025-11-25 sessions, plus session loss, DELETE and the registry.
@@ -11,6 +12,7 @@
 //! - `frames`: property tests, no panic on random or truncated input lines.
 //! - `workspace`: the eval workspace server: paths beneath the root, no symlink followed, the ledger.
 
+mod askback;
 mod catalogue;
 mod frames;
 mod front;

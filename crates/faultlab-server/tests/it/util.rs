@@ -56,6 +56,18 @@ impl StdioClient {
         Self::start_with(FaultServer::stdio(scope), engine, recorder, protocol_version).await
     }
 
+    /// As [`StdioClient::start`] with a 2025-11-25 handshake that declares `capabilities`.
+    pub async fn start_declaring(capabilities: Value) -> Self {
+        let mut client = Self::start(None).await;
+        let mut init = initialize(1, "2025-11-25");
+        init["params"]["capabilities"] = capabilities;
+        client.send(&init).await;
+        let reply = client.recv().await;
+        assert!(reply.value().unwrap().get("result").is_some(), "{reply:?}");
+        client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        client
+    }
+
     pub async fn start_with<S: rmcp::ServerHandler>(
         server: S,
         engine: Arc<Engine>,
