@@ -132,11 +132,41 @@ fn text_of(content: &Value) -> String {
     }
 }
 
-/// A turn as it goes on the wire.
+/// One tool call as the model asks for it.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Output {
-    Call { name: String, arguments: String },
+pub struct Call {
+    pub id: String,
+    pub name: String,
+    /// The arguments as the API carries them: JSON text (which a fault may leave unfinished or invalid).
+    pub arguments: String,
+}
+
+/// What one answer says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    /// One or more tool calls (two with one id under `duplicate_call_id`).
+    Calls(Vec<Call>),
     Text(String),
+    /// The model refuses (`refusal`): the API's refusal shape.
+    Refusal(String),
+}
+
+/// A turn as it goes on the wire: what it says and how it ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    pub content: Content,
+    /// It stopped at the token limit (`tool_call_cut`): `length`, `max_tokens`, `incomplete`, `MAX_TOKENS`.
+    pub cut: bool,
+}
+
+impl Output {
+    pub fn call(id: String, name: String, arguments: String) -> Self {
+        Self { content: Content::Calls(vec![Call { id, name, arguments }]), cut: false }
+    }
+
+    pub fn text(text: String) -> Self {
+        Self { content: Content::Text(text), cut: false }
+    }
 }
 
 /// The ids and names one answer carries.
@@ -150,11 +180,16 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    pub(crate) fn call_id(&self, api: Api) -> String {
+    pub fn call_id(&self, api: Api) -> String {
         match api {
             Api::Messages => format!("toolu_fl{}", self.seq),
             _ => format!("call_fl{}", self.seq),
         }
+    }
+
+    /// The id of an answer's `i`th output item (Responses) or message.
+    pub(crate) fn item_id(&self, prefix: &str, i: usize) -> String {
+        if i == 0 { format!("{prefix}_fl{}", self.seq) } else { format!("{prefix}_fl{}_{i}", self.seq) }
     }
 }
 
@@ -162,51 +197,83 @@ impl Ctx {
 pub fn body(api: Api, ctx: &Ctx, out: &Output) -> Value {
     match api {
         Api::ChatCompletions => {
-            let (message, finish) = match out {
-                Output::Call { name, arguments } => (
-                    json!({"role": "assistant", "content": null, "refusal": null, "tool_calls": [
-                        {"id": ctx.call_id(api), "type": "function", "function": {"name": name, "arguments": arguments}}
-                    ]}),
-                    "tool_calls",
-                ),
-                Output::Text(text) => (json!({"role": "assistant", "content": text, "refusal": null}), "stop"),
+            let message = match &out.content {
+                Content::Calls(calls) => {
+                    let calls: Vec<Value> = calls
+                        .iter()
+                        .map(|c| {
+                            json!({"id": c.id, "type": "function",
+                            "function": {"name": c.name, "arguments": c.arguments}})
+                        })
+                        .collect();
+                    json!({"role": "assistant", "content": null, "refusal": null, "tool_calls": calls})
+                }
+                Content::Text(text) => json!({"role": "assistant", "content": text, "refusal": null}),
+                Content::Refusal(text) => json!({"role": "assistant", "content": null, "refusal": text}),
             };
             json!({"id": format!("chatcmpl-fl{}", ctx.seq), "object": "chat.completion", "created": ctx.created,
-                "model": ctx.model, "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish}],
+                "model": ctx.model, "choices": [{"index": 0, "message": message, "logprobs": null,
+                "finish_reason": finish_reason(out)}],
                 "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0}})
         }
-        Api::Responses => response_object(ctx, "completed", vec![item(ctx, out, true)]),
+        Api::Responses => response_object(ctx, response_status(out), items(ctx, out, true)),
         Api::Messages => {
             json!({"id": format!("msg_fl{}", ctx.seq), "type": "message", "role": "assistant", "model": ctx.model,
-                "content": [block(ctx, out, true)], "stop_reason": stop_reason(out), "stop_sequence": null,
+                "content": blocks(out, true), "stop_reason": stop_reason(out), "stop_sequence": null,
                 "usage": {"input_tokens": 0, "output_tokens": 0}})
         }
     }
 }
 
+/// Chat Completions' `finish_reason`.
+pub(crate) fn finish_reason(out: &Output) -> &'static str {
+    match (&out.content, out.cut) {
+        (Content::Refusal(_), _) => "content_filter",
+        (_, true) => "length",
+        (Content::Calls(_), false) => "tool_calls",
+        (Content::Text(_), false) => "stop",
+    }
+}
+
+/// A Responses object's `status`.
+pub(crate) fn response_status(out: &Output) -> &'static str {
+    if out.cut { "incomplete" } else { "completed" }
+}
+
 pub(crate) fn response_object(ctx: &Ctx, status: &str, output: Vec<Value>) -> Value {
-    let usage = (status == "completed").then(|| {
+    let usage = (status != "in_progress").then(|| {
         json!({"input_tokens": 0, "input_tokens_details": {"cache_write_tokens": 0, "cached_tokens": 0}, "output_tokens": 0,
             "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 0})
     });
+    let incomplete = (status == "incomplete").then(|| json!({"reason": "max_output_tokens"}));
     json!({"id": format!("resp_fl{}", ctx.seq), "object": "response", "created_at": ctx.created, "status": status,
-        "model": ctx.model, "output": output, "error": null, "incomplete_details": null, "instructions": null,
+        "model": ctx.model, "output": output, "error": null, "incomplete_details": incomplete, "instructions": null,
         "metadata": {}, "parallel_tool_calls": true, "temperature": 1.0, "top_p": 1.0, "tool_choice": "auto",
         "tools": [], "text": {"format": {"type": "text"}}, "usage": usage})
 }
 
-/// A Responses output item, finished (`done`) or as announced before its content streams.
-pub(crate) fn item(ctx: &Ctx, out: &Output, done: bool) -> Value {
-    let status = if done { "completed" } else { "in_progress" };
-    match out {
-        Output::Call { name, arguments } => json!({"type": "function_call", "id": format!("fc_fl{}", ctx.seq),
-            "call_id": ctx.call_id(Api::Responses), "name": name,
-            "arguments": if done { arguments.as_str() } else { "" }, "status": status}),
-        Output::Text(text) => {
-            let content = if done { vec![output_text(text)] } else { Vec::new() };
-            json!({"type": "message", "id": format!("msg_fl{}", ctx.seq), "status": status, "role": "assistant",
-                "content": content})
-        }
+/// The Responses output items, finished (`done`) or as announced before their content streams.
+pub(crate) fn items(ctx: &Ctx, out: &Output, done: bool) -> Vec<Value> {
+    let status = match (done, out.cut) {
+        (false, _) => "in_progress",
+        (true, true) => "incomplete",
+        (true, false) => "completed",
+    };
+    let message = |content: Vec<Value>| {
+        json!({"type": "message", "id": ctx.item_id("msg", 0), "status": status, "role": "assistant",
+            "content": if done { content } else { Vec::new() }})
+    };
+    match &out.content {
+        Content::Calls(calls) => calls
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                json!({"type": "function_call", "id": ctx.item_id("fc", i), "call_id": c.id, "name": c.name,
+                    "arguments": if done { c.arguments.as_str() } else { "" }, "status": status})
+            })
+            .collect(),
+        Content::Text(text) => vec![message(vec![output_text(text)])],
+        Content::Refusal(text) => vec![message(vec![refusal_part(text)])],
     }
 }
 
@@ -214,21 +281,32 @@ pub(crate) fn output_text(text: &str) -> Value {
     json!({"type": "output_text", "text": text, "annotations": []})
 }
 
-/// An Anthropic content block, whole or as `content_block_start` announces it.
-pub(crate) fn block(ctx: &Ctx, out: &Output, done: bool) -> Value {
-    match out {
-        Output::Call { name, arguments } => {
-            let input = if done { serde_json::from_str(arguments).unwrap_or_else(|_| json!({})) } else { json!({}) };
-            json!({"type": "tool_use", "id": ctx.call_id(Api::Messages), "name": name, "input": input})
-        }
-        Output::Text(text) => json!({"type": "text", "text": if done { text.as_str() } else { "" }}),
+pub(crate) fn refusal_part(text: &str) -> Value {
+    json!({"type": "refusal", "refusal": text})
+}
+
+/// The Anthropic content blocks, whole or as `content_block_start` announces them. A `tool_use` block's `input`
+/// is the arguments parsed, or `{}` when they do not parse (cut at the token limit).
+pub(crate) fn blocks(out: &Output, done: bool) -> Vec<Value> {
+    match &out.content {
+        Content::Calls(calls) => calls
+            .iter()
+            .map(|c| {
+                let parsed = serde_json::from_str(&c.arguments).ok().filter(|_| done);
+                json!({"type": "tool_use", "id": c.id, "name": c.name, "input": parsed.unwrap_or_else(|| json!({}))})
+            })
+            .collect(),
+        Content::Text(text) => vec![json!({"type": "text", "text": if done { text.as_str() } else { "" }})],
+        Content::Refusal(_) => Vec::new(),
     }
 }
 
 pub(crate) fn stop_reason(out: &Output) -> &'static str {
-    match out {
-        Output::Call { .. } => "tool_use",
-        Output::Text(_) => "end_turn",
+    match (&out.content, out.cut) {
+        (Content::Refusal(_), _) => "refusal",
+        (_, true) => "max_tokens",
+        (Content::Calls(_), false) => "tool_use",
+        (Content::Text(_), false) => "end_turn",
     }
 }
 

@@ -16,6 +16,7 @@ pub mod api;
 pub mod hop;
 pub mod limits;
 pub mod models;
+pub mod quota;
 pub mod script;
 pub mod stream;
 
@@ -63,7 +64,7 @@ pub struct Options {
 /// restart for.
 pub fn rules(file: RulesFile) -> Result<RuleSet, RulesError> {
     hop::check(&file)?;
-    RuleSet::for_front(file, false)
+    RuleSet::for_model(file, false)
 }
 
 /// Serves the endpoint on `listener` until `shutdown` is cancelled.
@@ -83,6 +84,7 @@ pub fn router(options: Options) -> axum::Router {
         budget: limits::Budget::new(options.request_budget),
         started: Instant::now(),
         seq: AtomicU64::new(0),
+        quotas: Mutex::new(quota::Windows::default()),
     });
     axum::Router::new().fallback(move |request: axum::extract::Request| {
         let model = model.clone();
@@ -99,6 +101,8 @@ struct Model {
     budget: limits::Budget,
     started: Instant,
     seq: AtomicU64,
+    /// `token_quota`'s windows, one per rule.
+    quotas: Mutex<quota::Windows>,
 }
 
 /// One line of the recording.
@@ -117,6 +121,12 @@ struct Record<'a> {
     /// The rule that fired, its mode and fault.
     #[serde(skip_serializing_if = "Option::is_none")]
     fault: Option<Value>,
+    /// Why the fault that fired could not change this answer (its shape cannot carry it); it went out unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    skipped: Option<&'a str>,
+    /// `requests` or `tokens`: the `token_quota` this request was over (answered 429).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    over_quota: Option<&'static str>,
     /// Why the request was refused (400, 408, 413).
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
@@ -199,6 +209,32 @@ impl Model {
         let walk = self.script.walk(&results);
         let turn = walk.turn;
         let fired = self.decide(api, seq);
+        let fault = fired.as_ref().and_then(|f| HopFault::of(&f.fault));
+        let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let ctx = Ctx { seq, model: self.script.model.clone().unwrap_or(model), created };
+        let mut output = match &turn {
+            Turn::Call { tool, arguments, .. } => Output::call(
+                ctx.call_id(api),
+                script::resolve(tool, &tools).to_owned(),
+                Value::Object(arguments.clone()).to_string(),
+            ),
+            Turn::Answer { text, .. } => Output::text(text.clone()),
+        };
+        // A fault that changes the answer itself; one this answer's shape cannot carry is skipped, and recorded so.
+        let mut skipped = None;
+        if let Some(HopFault::Shape(shape)) = &fault {
+            match shape.apply(api, stream, output.clone(), ctx.call_id(api)) {
+                Ok(changed) => output = changed,
+                Err(why) => skipped = Some(why),
+            }
+        }
+        let quota = match (&fault, &fired) {
+            (Some(HopFault::Quota(quota)), Some(fired)) => {
+                let now = self.started.elapsed();
+                Some(lock(&self.quotas).count(&fired.rule, quota, now, quota::tokens(bytes.len())))
+            }
+            _ => None,
+        };
         let record = Record {
             seq,
             at_ms,
@@ -207,26 +243,18 @@ impl Model {
             tool_results: results.iter().zip(walk.failed).map(|(result, failed)| Recorded { result, failed }).collect(),
             turn: Some(&turn),
             fault: fired.as_ref().map(|f| json!({"rule": f.rule, "mode": f.mode, "fault": f.fault})),
+            skipped: skipped.as_deref(),
+            over_quota: quota.as_ref().and_then(|q| q.refused),
             error: None,
             request: &request_value,
         };
         if let Err(e) = self.write(&record) {
             return unrecorded(e);
         }
-        let output = match &turn {
-            Turn::Call { tool, arguments, .. } => Output::Call {
-                name: script::resolve(tool, &tools).to_owned(),
-                arguments: Value::Object(arguments.clone()).to_string(),
-            },
-            Turn::Answer { text, .. } => Output::Text(text.clone()),
-        };
-        let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let ctx = Ctx { seq, model: self.script.model.clone().unwrap_or(model), created };
-        let fault = fired.as_ref().and_then(|f| HopFault::of(&f.fault));
         // The request is answered from here on: what it cost goes back to the budget before any fault waits.
         drop(record);
         drop((request_value, results, bytes, held));
-        respond(api, &ctx, &output, stream, include_usage, fault).await
+        respond(api, &ctx, &output, stream, include_usage, fault, quota).await
     }
 
     /// Over the request memory budget: 503 with `Retry-After`, recorded. The connection is not kept: the body
@@ -262,6 +290,8 @@ impl Model {
             tool_results: Vec::new(),
             turn: None,
             fault: None,
+            skipped: None,
+            over_quota: None,
             error: Some(message),
             request,
         };
@@ -287,7 +317,7 @@ fn unrecorded(e: std::io::Error) -> Response {
     error(Api::ChatCompletions, StatusCode::INTERNAL_SERVER_ERROR, &message)
 }
 
-/// The answer on the wire, with the fault the rules chose.
+/// The answer on the wire, with the fault the rules chose (`quota`: what `token_quota` said about it).
 async fn respond(
     api: Api,
     ctx: &Ctx,
@@ -295,15 +325,18 @@ async fn respond(
     stream: bool,
     include_usage: bool,
     fault: Option<HopFault>,
+    quota: Option<quota::Verdict>,
 ) -> Response {
+    let events = || stream::events(api, ctx, output, include_usage);
     let chunks: Vec<Bytes> = if stream {
-        stream::events(api, ctx, output, include_usage).iter().map(stream::Event::bytes).collect()
+        events().iter().map(stream::Event::bytes).collect()
     } else {
         vec![Bytes::from(api::body(api, ctx, output).to_string())]
     };
     let content_type = if stream { "text/event-stream" } else { "application/json" };
+    let mut pace = None;
     let (chunks, cut) = match fault {
-        None => (chunks, false),
+        None | Some(HopFault::Shape(_)) => (chunks, false),
         Some(HopFault::Latency(delay)) => {
             tokio::time::sleep(delay).await;
             (chunks, false)
@@ -315,6 +348,40 @@ async fn respond(
                 response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
             }
             return response;
+        }
+        Some(HopFault::Overloaded { before_stream }) if before_stream || !stream => {
+            let (status, body) = hop::overloaded(api);
+            return json_error(StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE), &body);
+        }
+        Some(HopFault::Overloaded { .. }) => {
+            // The stream starts, then breaks with the provider's error event, and ends.
+            let mut events = events();
+            let keep = (events.len() / 2).max(1);
+            events.truncate(keep);
+            events.push(hop::overloaded_event(api, keep));
+            (events.iter().map(stream::Event::bytes).collect(), false)
+        }
+        Some(HopFault::ContextLength) => return json_error(StatusCode::BAD_REQUEST, &hop::context_length(api)),
+        Some(HopFault::Quota(_)) => match &quota {
+            Some(verdict) if verdict.refused.is_some() => {
+                let mut response = json_error(StatusCode::TOO_MANY_REQUESTS, &verdict.body(api, &ctx.model));
+                response.headers_mut().extend(verdict.headers(api));
+                return response;
+            }
+            _ => (chunks, false),
+        },
+        Some(HopFault::Drip(every)) => {
+            pace = Some(every);
+            if stream {
+                (chunks, false)
+            } else {
+                let whole = &chunks[0];
+                let size = whole.len().div_ceil(faultlab_engine::catalogue::slow_drip::JSON_SLICES).max(1);
+                (
+                    (0..whole.len()).step_by(size).map(|at| whole.slice(at..(at + size).min(whole.len()))).collect(),
+                    false,
+                )
+            }
         }
         Some(HopFault::Malformed) => {
             let mut chunks = chunks;
@@ -332,7 +399,18 @@ async fn respond(
         Some(HopFault::Disconnect) => return disconnect(),
         Some(HopFault::Hang) => return std::future::pending::<Response>().await,
     };
-    let mut body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>)).boxed();
+    let mut body = match pace {
+        // Each piece `every` after the one before; the first at once, with the headers.
+        Some(every) => futures::stream::iter(chunks.into_iter().enumerate())
+            .then(move |(i, chunk)| async move {
+                if i > 0 {
+                    tokio::time::sleep(every).await;
+                }
+                Ok::<_, std::io::Error>(chunk)
+            })
+            .boxed(),
+        None => futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>)).boxed(),
+    };
     if cut {
         // A body that fails makes hyper close the connection without ending the response: the client sees the
         // connection drop mid-answer, as it would if the model's server went away. The yield first lets hyper
@@ -347,6 +425,9 @@ async fn respond(
     response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     if stream {
         response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    }
+    if let Some(verdict) = &quota {
+        response.headers_mut().extend(verdict.headers(api));
     }
     response
 }
@@ -366,6 +447,13 @@ fn malformed(chunk: &Bytes) -> Bytes {
         bytes[at] = b',';
     }
     Bytes::from(bytes)
+}
+
+/// An error answer with the provider's own body.
+fn json_error(status: StatusCode, body: &Value) -> Response {
+    let mut response = (status, body.to_string()).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }
 
 fn error(api: Api, status: StatusCode, message: &str) -> Response {

@@ -5,6 +5,7 @@ mod api;
 mod faults;
 mod limits;
 mod markers;
+mod model_faults;
 mod models;
 mod save;
 mod shapes;
