@@ -10,6 +10,9 @@
 //! - Anthropic Messages (`POST /v1/messages`): tool results are `tool_result` blocks in a user message (with
 //!   `is_error`); a call is a `tool_use` block with `stop_reason: tool_use`; a stream is `message_start`,
 //!   `content_block_*`, `message_delta`, `message_stop`.
+//! - Gemini (`POST /v1beta/models/{model}:generateContent`, `:streamGenerateContent?alt=sse`): tool results are
+//!   `functionResponse` parts; a call is a `functionCall` part (its `args` an object) with `finishReason: STOP`; a
+//!   stream is `data:` lines each holding a `GenerateContentResponse`, the last with the `finishReason`.
 
 use crate::script::ToolResult;
 use serde_json::{Value, json};
@@ -19,6 +22,29 @@ pub enum Api {
     ChatCompletions,
     Responses,
     Messages,
+    Gemini,
+}
+
+/// What a Gemini path names: the model and whether it asks for a stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GeminiCall {
+    pub model: String,
+    pub stream: bool,
+}
+
+/// `/v1beta/models/{model}:generateContent` or `:streamGenerateContent` (also under `/v1/`).
+pub fn gemini_call(path: &str) -> Option<GeminiCall> {
+    let rest = path.strip_prefix("/v1beta/models/").or_else(|| path.strip_prefix("/v1/models/"))?;
+    let (model, method) = rest.split_once(':')?;
+    if model.is_empty() || model.contains('/') {
+        return None;
+    }
+    let stream = match method {
+        "generateContent" => false,
+        "streamGenerateContent" => true,
+        _ => return None,
+    };
+    Some(GeminiCall { model: model.to_owned(), stream })
 }
 
 impl Api {
@@ -28,7 +54,7 @@ impl Api {
             "/v1/chat/completions" => Some(Self::ChatCompletions),
             "/v1/responses" => Some(Self::Responses),
             "/v1/messages" => Some(Self::Messages),
-            _ => None,
+            _ => gemini_call(path).map(|_| Self::Gemini),
         }
     }
 
@@ -38,6 +64,7 @@ impl Api {
             Self::ChatCompletions => "chat.completions",
             Self::Responses => "responses",
             Self::Messages => "messages",
+            Self::Gemini => "generate_content",
         }
     }
 }
@@ -65,13 +92,21 @@ pub fn parse(api: Api, body: &Value) -> Result<Request, String> {
     let include_usage = body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false);
     let tool_name = match api {
         Api::ChatCompletions => "/function/name",
-        Api::Responses | Api::Messages => "/name",
+        Api::Responses | Api::Messages | Api::Gemini => "/name",
     };
-    let tools = body
-        .get("tools")
-        .and_then(Value::as_array)
-        .map(|tools| tools.iter().filter_map(|t| t.pointer(tool_name)?.as_str().map(String::from)).collect())
-        .unwrap_or_default();
+    // Gemini declares its tools in `functionDeclarations` lists inside `tools`.
+    let declared: Vec<&Value> = match api {
+        Api::Gemini => body
+            .get("tools")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|t| t.get("functionDeclarations").and_then(Value::as_array))
+            .flatten()
+            .collect(),
+        _ => body.get("tools").and_then(Value::as_array).into_iter().flatten().collect(),
+    };
+    let tools = declared.iter().filter_map(|t| t.pointer(tool_name)?.as_str().map(String::from)).collect::<Vec<_>>();
     let results = match api {
         Api::ChatCompletions => messages(body)?
             .iter()
@@ -105,6 +140,16 @@ pub fn parse(api: Api, body: &Value) -> Result<Request, String> {
                 ..result(b, "tool_use_id", "content")
             })
             .collect(),
+        Api::Gemini => body
+            .get("contents")
+            .and_then(Value::as_array)
+            .ok_or("contents: an array is required")?
+            .iter()
+            .filter_map(|c| c.get("parts").and_then(Value::as_array))
+            .flatten()
+            .filter_map(|p| p.get("functionResponse"))
+            .map(gemini_result)
+            .collect(),
     };
     Ok(Request { model, stream, include_usage, tools, results })
 }
@@ -116,6 +161,19 @@ fn messages(body: &Value) -> Result<&Vec<Value>, String> {
 fn result(item: &Value, id: &str, content: &str) -> ToolResult {
     let call_id = item.get(id).and_then(Value::as_str).map(String::from);
     ToolResult { call_id, text: text_of(item.get(content).unwrap_or(&Value::Null)), is_error: false }
+}
+
+/// A Gemini `functionResponse`: its `response` object's `error` makes it a failure; its text is the `result`,
+/// `output` or `content` string there, else the whole object as JSON. Its call is named by `id`, else by `name`.
+fn gemini_result(response: &Value) -> ToolResult {
+    let call_id = ["id", "name"].iter().find_map(|k| response.get(*k).and_then(Value::as_str)).map(String::from);
+    let inner = response.get("response").unwrap_or(&Value::Null);
+    let is_error = inner.get("error").is_some_and(|e| !e.is_null());
+    let text = ["result", "output", "content", "error"]
+        .iter()
+        .find_map(|k| inner.get(*k))
+        .map_or_else(|| text_of(inner), text_of);
+    ToolResult { call_id, text, is_error }
 }
 
 /// A result's text: a string as is, the `text` of each part of an array joined by newlines, nothing for null.
@@ -222,7 +280,45 @@ pub fn body(api: Api, ctx: &Ctx, out: &Output) -> Value {
                 "content": blocks(out, true), "stop_reason": stop_reason(out), "stop_sequence": null,
                 "usage": {"input_tokens": 0, "output_tokens": 0}})
         }
+        Api::Gemini => gemini_chunk(ctx, gemini_parts(out), Some(out)),
     }
+}
+
+/// Gemini's parts: `functionCall`s (`args` the arguments parsed, `{}` when they do not parse), or the text.
+pub(crate) fn gemini_parts(out: &Output) -> Vec<Value> {
+    match &out.content {
+        Content::Calls(calls) => calls
+            .iter()
+            .map(|c| {
+                let args = serde_json::from_str::<Value>(&c.arguments).ok().filter(Value::is_object);
+                json!({"functionCall": {"name": c.name, "args": args.unwrap_or_else(|| json!({}))}})
+            })
+            .collect(),
+        Content::Text(text) => vec![json!({"text": text})],
+        Content::Refusal(_) => Vec::new(),
+    }
+}
+
+/// One `GenerateContentResponse`: these parts, and the `finishReason` and usage when `last` is the whole answer.
+/// A refusal's candidate has no content.
+pub(crate) fn gemini_chunk(ctx: &Ctx, parts: Vec<Value>, last: Option<&Output>) -> Value {
+    let mut candidate = json!({"index": 0});
+    if !parts.is_empty() {
+        candidate["content"] = json!({"role": "model", "parts": parts});
+    }
+    if let Some(out) = last {
+        candidate["finishReason"] = json!(match (&out.content, out.cut) {
+            (Content::Refusal(_), _) => "SAFETY",
+            (_, true) => "MAX_TOKENS",
+            _ => "STOP",
+        });
+    }
+    let mut chunk = json!({"candidates": [candidate], "modelVersion": ctx.model,
+        "responseId": format!("fl{}", ctx.seq)});
+    if last.is_some() {
+        chunk["usageMetadata"] = json!({"promptTokenCount": 0, "candidatesTokenCount": 0, "totalTokenCount": 0});
+    }
+    chunk
 }
 
 /// Chat Completions' `finish_reason`.
@@ -323,8 +419,25 @@ pub fn error_body(api: Api, status: u16, message: &str) -> Value {
     };
     match api {
         Api::Messages => json!({"type": "error", "error": {"type": kind, "message": message}}),
+        Api::Gemini => gemini_error(status, message),
         _ => json!({"error": {"message": message, "type": kind, "param": null, "code": null}}),
     }
+}
+
+/// Gemini's error body: the HTTP code, the message and the gRPC status name.
+pub fn gemini_error(status: u16, message: &str) -> Value {
+    let name = match status {
+        400 | 413 => "INVALID_ARGUMENT",
+        401 => "UNAUTHENTICATED",
+        403 => "PERMISSION_DENIED",
+        404 => "NOT_FOUND",
+        405 => "UNIMPLEMENTED",
+        408 | 504 => "DEADLINE_EXCEEDED",
+        429 => "RESOURCE_EXHAUSTED",
+        503 => "UNAVAILABLE",
+        _ => "INTERNAL",
+    };
+    json!({"error": {"code": status, "message": message, "status": name}})
 }
 
 #[cfg(test)]

@@ -71,6 +71,9 @@ impl Shape {
             (Self::InvalidArguments, Content::Calls(_)) if api == Api::Messages && !stream => {
                 return Err("an Anthropic JSON answer carries a tool call's input as an object, never invalid".into());
             }
+            (Self::InvalidArguments, Content::Calls(_)) if api == Api::Gemini => {
+                return Err("a Gemini functionCall carries its args as an object, never invalid".into());
+            }
             (Self::InvalidArguments, Content::Calls(calls)) => Content::Calls(
                 calls
                     .into_iter()
@@ -157,7 +160,7 @@ pub fn check(file: &RulesFile) -> Result<(), RulesError> {
         if rule.matcher.tool.is_some() || rule.matcher.argument.is_some() {
             return Err(RulesError::Unsupported(format!(
                 "rule {:?}: match.tool and match.argument select MCP tool calls; on the model hop match by method \
-                 (chat.completions, responses or messages), nth, after, every, probability and window",
+                 (chat.completions, responses, messages or generate_content), nth, after, every, probability and window",
                 rule.name
             )));
         }
@@ -184,6 +187,7 @@ pub fn overloaded(api: Api) -> (u16, Value) {
         Api::Messages => {
             (529, json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
         }
+        Api::Gemini => (503, crate::api::gemini_error(503, "The model is overloaded. Please try again later.")),
         _ => (
             503,
             json!({"error": {"message": "The server is overloaded or not ready yet.", "type": "server_error",
@@ -201,7 +205,7 @@ pub fn overloaded_event(api: Api, sequence: usize) -> crate::stream::Event {
             json!({"type": "error", "code": "server_is_overloaded",
                 "message": "The server is overloaded or not ready yet.", "param": null, "sequence_number": sequence}),
         ),
-        Api::ChatCompletions => (None, overloaded(api).1),
+        Api::ChatCompletions | Api::Gemini => (None, overloaded(api).1),
     };
     crate::stream::Event { name, data: data.to_string() }
 }
@@ -210,6 +214,10 @@ pub fn overloaded_event(api: Api, sequence: usize) -> crate::stream::Event {
 pub fn context_length(api: Api) -> Value {
     let over = CONTEXT_TOKENS + 1;
     match api {
+        Api::Gemini => crate::api::gemini_error(
+            400,
+            &format!("The input token count ({over}) exceeds the maximum number of tokens allowed ({CONTEXT_TOKENS})."),
+        ),
         Api::Messages => json!({"type": "error", "error": {"type": "invalid_request_error",
             "message": format!("prompt is too long: {over} tokens > {CONTEXT_TOKENS} maximum")}}),
         _ => json!({"error": {"message": format!("This model's maximum context length is {CONTEXT_TOKENS} tokens. \

@@ -152,11 +152,20 @@ impl Model {
         }
         let Some(api) = Api::from_path(path) else {
             let message = format!(
-                "no such endpoint {path}: faultlab model serves POST /v1/chat/completions, /v1/responses and \
-                 /v1/messages, and GET /v1/models"
+                "no such endpoint {path}: faultlab model serves POST /v1/chat/completions, /v1/responses, \
+                 /v1/messages and /v1beta/models/MODEL:generateContent (and :streamGenerateContent?alt=sse), and GET \
+                 /v1/models"
             );
             return error(Api::ChatCompletions, StatusCode::NOT_FOUND, &message);
         };
+        // Gemini names the model and the stream in its path; its stream is SSE only with `alt=sse` (without, the
+        // API streams one JSON array, which no SDK asks for).
+        let gemini = api::gemini_call(path);
+        let sse = request.uri().query().is_some_and(|q| q.split('&').any(|pair| pair == "alt=sse"));
+        if gemini.as_ref().is_some_and(|call| call.stream && !sse) {
+            let message = "streamGenerateContent: faultlab model streams as server-sent events only; add ?alt=sse";
+            return error(api, StatusCode::BAD_REQUEST, message);
+        }
         if request.method() != http::Method::POST {
             let mut refused = error(api, StatusCode::METHOD_NOT_ALLOWED, "only POST is served here");
             refused.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
@@ -205,6 +214,10 @@ impl Model {
         let api::Request { model, stream, include_usage, tools, results } = match read {
             Ok(read) => read,
             Err(message) => return self.refuse(seq, at_ms, api, StatusCode::BAD_REQUEST, &message, &request_value),
+        };
+        let (model, stream) = match gemini {
+            Some(call) => (call.model, call.stream),
+            None => (model, stream),
         };
         let walk = self.script.walk(&results);
         let turn = walk.turn;

@@ -105,6 +105,8 @@ impl Verdict {
                     put(format!("anthropic-ratelimit-{what}-remaining"), left.to_string());
                     put(format!("anthropic-ratelimit-{what}-reset"), reset_at());
                 }
+                // Gemini sends no rate-limit headers (its 429 body carries the retry delay).
+                Api::Gemini => {}
                 Api::ChatCompletions | Api::Responses => {
                     put(format!("x-ratelimit-limit-{what}"), limit.to_string());
                     put(format!("x-ratelimit-remaining-{what}"), left.to_string());
@@ -127,6 +129,15 @@ impl Verdict {
         };
         let wait = self.retry_after_sec();
         match api {
+            Api::Gemini => {
+                let mut body = crate::api::gemini_error(
+                    429,
+                    &format!("Resource has been exhausted: quota of {limit} {which} per minute (faultlab fault)."),
+                );
+                body["error"]["details"] = json!([{"@type": "type.googleapis.com/google.rpc.RetryInfo",
+                    "retryDelay": format!("{wait}s")}]);
+                body
+            }
             Api::Messages => {
                 let unit = if which == "requests" { "requests" } else { "input tokens" };
                 json!({"type": "error", "error": {"type": "rate_limit_error", "message": format!(

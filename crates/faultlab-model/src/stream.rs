@@ -3,8 +3,8 @@
 //! `message_start`, `content_block_*`, `message_delta`, `message_stop`.
 
 use crate::api::{
-    Api, Content, Ctx, Output, blocks, finish_reason, items, output_text, refusal_part, response_object,
-    response_status, stop_reason,
+    Api, Content, Ctx, Output, blocks, finish_reason, gemini_chunk, gemini_parts, items, output_text, refusal_part,
+    response_object, response_status, stop_reason,
 };
 use bytes::Bytes;
 use serde_json::{Value, json};
@@ -39,6 +39,23 @@ pub fn events(api: Api, ctx: &Ctx, out: &Output, include_usage: bool) -> Vec<Eve
         Api::ChatCompletions => chat_events(ctx, out, include_usage),
         Api::Responses => responses_events(ctx, out),
         Api::Messages => messages_events(ctx, out),
+        Api::Gemini => gemini_events(ctx, out),
+    }
+}
+
+/// Gemini's stream (`alt=sse`): unnamed `data:` events, each a `GenerateContentResponse`; text in two pieces,
+/// calls whole in one (Gemini never streams a call's `args`), the last with the `finishReason` and usage.
+fn gemini_events(ctx: &Ctx, out: &Output) -> Vec<Event> {
+    let event = |chunk: Value| Event { name: None, data: chunk.to_string() };
+    match &out.content {
+        Content::Text(text) => {
+            let [first, second] = halves(text);
+            vec![
+                event(gemini_chunk(ctx, vec![json!({"text": first})], None)),
+                event(gemini_chunk(ctx, vec![json!({"text": second})], Some(out))),
+            ]
+        }
+        _ => vec![event(gemini_chunk(ctx, gemini_parts(out), Some(out)))],
     }
 }
 

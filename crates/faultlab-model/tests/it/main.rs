@@ -3,6 +3,7 @@
 
 mod api;
 mod faults;
+mod gemini;
 mod limits;
 mod markers;
 mod model_faults;
@@ -91,6 +92,14 @@ fn yaml_rules(text: &str) -> RulesFile {
     RulesFile::load(&path).unwrap()
 }
 
+/// Gemini's path for a request, JSON or streamed.
+pub fn gemini_path(stream: bool) -> &'static str {
+    if stream { GEMINI_STREAM } else { GEMINI }
+}
+
+pub const GEMINI: &str = "/v1beta/models/gemini-2.5-flash:generateContent";
+pub const GEMINI_STREAM: &str = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
+
 /// A request to `api` carrying back these tool results (none: the conversation's first turn).
 pub fn request(path: &str, stream: bool, results: &[(&str, &str)]) -> Value {
     match path {
@@ -114,6 +123,16 @@ pub fn request(path: &str, stream: bool, results: &[(&str, &str)]) -> Value {
             json!({"model": "m", "stream": stream, "input": input, "tools": [
                 {"type": "function", "name": "echo", "parameters": {}},
                 {"type": "function", "name": "add", "parameters": {}}]})
+        }
+        path if path.starts_with("/v1beta/") => {
+            let mut contents = vec![json!({"role": "user", "parts": [{"text": "go"}]})];
+            for (_, text) in results {
+                contents.push(json!({"role": "model", "parts": [{"functionCall": {"name": "echo", "args": {}}}]}));
+                contents.push(json!({"role": "user", "parts": [
+                    {"functionResponse": {"name": "echo", "response": {"result": text}}}]}));
+            }
+            json!({"contents": contents, "tools": [{"functionDeclarations": [
+                {"name": "echo", "parameters": {}}, {"name": "add", "parameters": {}}]}]})
         }
         _ => {
             let mut messages = vec![json!({"role": "user", "content": "go"})];

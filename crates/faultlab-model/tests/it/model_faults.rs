@@ -1,12 +1,17 @@
 //! The model hop's own faults (`tool_call_cut`, `overloaded`, `token_quota`, …) in every API shape they apply to,
 //! JSON and streamed, read back the way a client reads them: the calls, text and stop reason an SDK would see.
 
-use crate::{Endpoint, SCRIPT, request, sse};
+use crate::{Endpoint, GEMINI, SCRIPT, gemini_path, request, sse};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-pub const PATHS: [&str; 3] = ["/v1/chat/completions", "/v1/responses", "/v1/messages"];
+pub const PATHS: [&str; 4] = ["/v1/chat/completions", "/v1/responses", "/v1/messages", GEMINI];
+
+/// Where a request to `path` goes (Gemini's stream has a path of its own).
+fn url_path(path: &str, stream: bool) -> &str {
+    if path == GEMINI { gemini_path(stream) } else { path }
+}
 
 fn every_request(fault: &str) -> String {
     format!("rules:\n  - name: hop\n    fault: {fault}\n")
@@ -31,6 +36,12 @@ pub fn read(path: &str, stream: bool, text: &str) -> Seen {
     if !stream {
         let body: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{path}: {e}: {text}"));
         read_whole(path, &body, &mut seen);
+        return seen;
+    }
+    if path == GEMINI {
+        for (_, data) in sse(text) {
+            read_gemini(&serde_json::from_str(&data).unwrap(), &mut seen);
+        }
         return seen;
     }
     let events = sse(text);
@@ -117,8 +128,27 @@ pub fn read(path: &str, stream: bool, text: &str) -> Seen {
     seen
 }
 
+/// One `GenerateContentResponse`, added to what was seen before it.
+fn read_gemini(chunk: &Value, seen: &mut Seen) {
+    if let Some(error) = chunk.get("error") {
+        seen.last = error["status"].as_str().unwrap_or_default().into();
+        return;
+    }
+    let candidate = &chunk["candidates"][0];
+    for part in candidate["content"]["parts"].as_array().into_iter().flatten() {
+        if let Some(call) = part.get("functionCall") {
+            seen.calls.push((String::new(), str(&call["name"]), call["args"].to_string()));
+        }
+        seen.text += part["text"].as_str().unwrap_or("");
+    }
+    if let Some(finish) = candidate["finishReason"].as_str() {
+        seen.stop = finish.into();
+    }
+}
+
 fn read_whole(path: &str, body: &Value, seen: &mut Seen) {
     match path {
+        GEMINI => read_gemini(body, seen),
         "/v1/chat/completions" => {
             let choice = &body["choices"][0];
             let message = &choice["message"];
@@ -176,7 +206,7 @@ async fn each_shape(fault: &str) -> (Endpoint, Vec<(&'static str, bool, u16, Str
     let mut answers = Vec::new();
     for path in PATHS {
         for stream in [false, true] {
-            let response = endpoint.post(path, &request(path, stream, &[])).await;
+            let response = endpoint.post(url_path(path, stream), &request(path, stream, &[])).await;
             let status = response.status().as_u16();
             answers.push((path, stream, status, response.text().await.unwrap()));
         }
@@ -197,10 +227,11 @@ async fn tool_call_cut_ends_inside_the_arguments_at_the_token_limit_in_every_sha
         let stop = match path {
             "/v1/chat/completions" => "length",
             "/v1/responses" => "incomplete max_output_tokens",
+            GEMINI => "MAX_TOKENS",
             _ => "max_tokens",
         };
         assert_eq!(seen.stop, stop, "{at}");
-        if path == "/v1/messages" && !stream {
+        if path == GEMINI || (path == "/v1/messages" && !stream) {
             assert_eq!(arguments, "{}", "{at}: a JSON tool_use's input is what parses");
         } else {
             assert!(
@@ -225,11 +256,12 @@ async fn tool_arguments_invalid_breaks_the_arguments_where_the_shape_carries_tex
         let stop = match path {
             "/v1/chat/completions" => "tool_calls",
             "/v1/responses" => "completed",
+            GEMINI => "STOP",
             _ => "tool_use",
         };
         assert_eq!(seen.stop, stop, "{at}: complete by every other sign");
         let arguments = &seen.calls[0].2;
-        if path == "/v1/messages" && !stream {
+        if path == GEMINI || (path == "/v1/messages" && !stream) {
             assert_eq!(arguments, ARGUMENTS, "{at}: an Anthropic JSON input is an object: unchanged");
         } else {
             assert_eq!(arguments, "{'text':'hello',}", "{at}");
@@ -237,7 +269,7 @@ async fn tool_arguments_invalid_breaks_the_arguments_where_the_shape_carries_tex
     }
     let recording = endpoint.recording();
     let skipped: Vec<bool> = recording.iter().map(|r| r.get("skipped").is_some()).collect();
-    assert_eq!(skipped, [false, false, false, false, true, false], "only Anthropic JSON is recorded as skipped");
+    assert_eq!(skipped, [false, false, false, false, true, false, true, true], "Anthropic JSON and Gemini are skipped");
     assert!(recording[4]["skipped"].as_str().unwrap().contains("Anthropic"));
 
     // A text answer has no call to break: unchanged, and recorded so.
@@ -289,9 +321,10 @@ async fn refusal_answers_in_each_apis_refusal_shape() {
         match path {
             "/v1/chat/completions" => assert_eq!(seen.stop, "content_filter", "{at}"),
             "/v1/responses" => assert_eq!(seen.stop, "completed", "{at}"),
+            GEMINI => assert_eq!(seen.stop, "SAFETY", "{at}"),
             _ => assert_eq!(seen.stop, "refusal", "{at}"),
         }
-        if path != "/v1/messages" {
+        if path != "/v1/messages" && path != GEMINI {
             assert!(seen.refusal.starts_with("I'm sorry"), "{at}: {seen:?}");
         }
     }
@@ -310,6 +343,8 @@ async fn overloaded_breaks_a_started_stream_with_the_providers_error_event_and_r
                     body,
                     json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
                 );
+            } else if path == GEMINI {
+                assert_eq!((status, body["error"]["status"].as_str()), (503, Some("UNAVAILABLE")), "{at}");
             } else {
                 assert_eq!((status, body["error"]["type"].as_str()), (503, Some("server_error")), "{at}");
             }
@@ -330,6 +365,13 @@ async fn overloaded_breaks_a_started_stream_with_the_providers_error_event_and_r
                 assert_eq!((name.as_deref(), data["code"].as_str()), (Some("error"), Some("server_is_overloaded")));
                 assert_eq!(data["sequence_number"], events.len() - 1, "{at}: numbered after the events before it");
                 assert!(!text.contains("response.completed"), "{at}");
+            }
+            GEMINI => {
+                assert_eq!(
+                    (name.as_deref(), data["error"]["status"].as_str()),
+                    (None, Some("UNAVAILABLE")),
+                    "{at}: {text}"
+                );
             }
             _ => {
                 assert_eq!((name.as_deref(), data["error"]["type"].as_str()), (None, Some("server_error")), "{at}");
@@ -354,6 +396,10 @@ async fn context_length_exceeded_is_a_400_in_the_providers_body() {
             "/v1/messages" => {
                 assert_eq!(body["error"]["type"], "invalid_request_error");
                 assert!(body["error"]["message"].as_str().unwrap().starts_with("prompt is too long: 128001 tokens"));
+            }
+            GEMINI => {
+                assert_eq!(body["error"]["status"], "INVALID_ARGUMENT");
+                assert!(body["error"]["message"].as_str().unwrap().contains("(128001)"));
             }
             _ => {
                 assert_eq!(body["error"]["code"], "context_length_exceeded");
@@ -421,7 +467,7 @@ async fn slow_drip_keeps_the_stream_alive_but_spaces_every_event() {
     for path in PATHS {
         for stream in [true, false] {
             let started = tokio::time::Instant::now();
-            let response = endpoint.post(path, &request(path, stream, &[])).await;
+            let response = endpoint.post(url_path(path, stream), &request(path, stream, &[])).await;
             assert_eq!(response.status(), 200);
             assert!(started.elapsed() < Duration::from_secs(2), "the headers and first piece go out at once");
             let text = response.text().await.unwrap();
