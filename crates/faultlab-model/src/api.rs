@@ -113,22 +113,15 @@ pub fn parse(api: Api, body: &Value) -> Result<Request, String> {
             .filter(|m| m.get("role").and_then(Value::as_str) == Some("tool"))
             .map(|m| result(m, "tool_call_id", "content"))
             .collect(),
-        Api::Responses => {
-            if body.get("previous_response_id").is_some_and(|v| !v.is_null()) {
-                return Err("previous_response_id: faultlab model keeps no conversations; send the whole input \
-                            (store: false)"
-                    .into());
-            }
-            match body.get("input") {
-                Some(Value::String(_)) => Vec::new(),
-                Some(Value::Array(items)) => items
-                    .iter()
-                    .filter(|i| i.get("type").and_then(Value::as_str) == Some("function_call_output"))
-                    .map(|i| result(i, "call_id", "output"))
-                    .collect(),
-                _ => return Err("input: a string or an array of items is required".into()),
-            }
-        }
+        Api::Responses => match body.get("input") {
+            Some(Value::String(_)) => Vec::new(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter(|i| i.get("type").and_then(Value::as_str) == Some("function_call_output"))
+                .map(|i| result(i, "call_id", "output"))
+                .collect(),
+            _ => return Err("input: a string or an array of items is required".into()),
+        },
         Api::Messages => messages(body)?
             .iter()
             .filter(|m| m.get("role").and_then(Value::as_str) == Some("user"))
@@ -349,7 +342,7 @@ pub(crate) fn response_object(ctx: &Ctx, status: &str, output: Vec<Value>) -> Va
 }
 
 /// The Responses output items, finished (`done`) or as announced before their content streams.
-pub(crate) fn items(ctx: &Ctx, out: &Output, done: bool) -> Vec<Value> {
+pub fn items(ctx: &Ctx, out: &Output, done: bool) -> Vec<Value> {
     let status = match (done, out.cut) {
         (false, _) => "in_progress",
         (true, true) => "incomplete",
@@ -462,8 +455,6 @@ mod tests {
             "tools": [{"type": "function", "name": "echo"}]});
         let read = parse(Api::Responses, &responses).unwrap();
         assert_eq!((read.tools.as_slice(), read.results[0].text.as_str()), (&["echo".to_owned()][..], "done"));
-        let chained = json!({"input": "x", "previous_response_id": "resp_1"});
-        assert!(parse(Api::Responses, &chained).unwrap_err().starts_with("previous_response_id"));
 
         let messages = json!({"messages": [{"role": "user", "content": [
             {"type": "tool_result", "tool_use_id": "t1", "content": "boom", "is_error": true}]}],

@@ -13,6 +13,7 @@
 //! to the model after each fault is the evidence.
 
 pub mod api;
+pub mod chain;
 pub mod hop;
 pub mod limits;
 pub mod models;
@@ -85,6 +86,7 @@ pub fn router(options: Options) -> axum::Router {
         started: Instant::now(),
         seq: AtomicU64::new(0),
         quotas: Mutex::new(quota::Windows::default()),
+        chain: Mutex::new(chain::Chain::default()),
     });
     axum::Router::new().fallback(move |request: axum::extract::Request| {
         let model = model.clone();
@@ -103,6 +105,8 @@ struct Model {
     seq: AtomicU64,
     /// `token_quota`'s windows, one per rule.
     quotas: Mutex<quota::Windows>,
+    /// The Responses conversations this run answered, for `previous_response_id`.
+    chain: Mutex<chain::Chain>,
 }
 
 /// One line of the recording.
@@ -209,7 +213,16 @@ impl Model {
         }
         let body: Result<Value, String> =
             serde_json::from_slice(&bytes).map_err(|e| format!("the body is not JSON: {e}"));
-        let read = body.as_ref().map_err(Clone::clone).and_then(|b| api::parse(api, b));
+        // A Responses request naming an earlier response continues that conversation: read as the whole of it.
+        let expanded = match (&body, api) {
+            (Ok(b), Api::Responses) => lock(&self.chain).expand(b),
+            _ => Ok(None),
+        };
+        let read = match &expanded {
+            Ok(Some(whole)) => api::parse(api, whole),
+            Ok(None) => body.as_ref().map_err(Clone::clone).and_then(|b| api::parse(api, b)),
+            Err(message) => Err(message.clone()),
+        };
         let request_value = body.unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
         let api::Request { model, stream, include_usage, tools, results } = match read {
             Ok(read) => read,
@@ -264,6 +277,15 @@ impl Model {
         if let Err(e) = self.write(&record) {
             return unrecorded(e);
         }
+        if api == Api::Responses {
+            let sent = match &expanded {
+                Ok(Some(whole)) => whole.get("input"),
+                _ => request_value.get("input"),
+            };
+            let output = api::items(&ctx, &output, true);
+            lock(&self.chain).keep(format!("resp_fl{seq}"), sent.unwrap_or(&Value::Null), output);
+        }
+        drop(expanded);
         // The request is answered from here on: what it cost goes back to the budget before any fault waits.
         drop(record);
         drop((request_value, results, bytes, held));

@@ -2,6 +2,7 @@
 //! scripted conversation, the recording, and the faults on the model hop.
 
 mod api;
+mod chain;
 mod faults;
 mod gemini;
 mod limits;
