@@ -18,6 +18,7 @@ pub mod hop;
 pub mod limits;
 pub mod models;
 pub mod quota;
+pub mod recorded;
 pub mod script;
 pub mod stream;
 
@@ -59,6 +60,10 @@ pub struct Options {
     /// What the requests being read and parsed may hold at once, in bytes ([`REQUEST_MEMORY_BUDGET`] by default);
     /// beyond it a request gets 503.
     pub request_budget: usize,
+    /// `--record-from`: answer from this real endpoint instead of the script, recording its answers.
+    pub upstream: Option<recorded::Upstream>,
+    /// `--script recording.jsonl`: answer from a recording's answers instead of the script.
+    pub replay: Option<recorded::Replay>,
 }
 
 /// The rule set for this hop: the proxy's, refusing faults the hop cannot carry and restarts it has nothing to
@@ -87,6 +92,8 @@ pub fn router(options: Options) -> axum::Router {
         seq: AtomicU64::new(0),
         quotas: Mutex::new(quota::Windows::default()),
         chain: Mutex::new(chain::Chain::default()),
+        upstream: options.upstream,
+        replay: options.replay,
     });
     axum::Router::new().fallback(move |request: axum::extract::Request| {
         let model = model.clone();
@@ -107,6 +114,8 @@ struct Model {
     quotas: Mutex<quota::Windows>,
     /// The Responses conversations this run answered, for `previous_response_id`.
     chain: Mutex<chain::Chain>,
+    upstream: Option<recorded::Upstream>,
+    replay: Option<recorded::Replay>,
 }
 
 /// One line of the recording.
@@ -131,6 +140,9 @@ struct Record<'a> {
     /// `requests` or `tokens`: the `token_quota` this request was over (answered 429).
     #[serde(skip_serializing_if = "Option::is_none")]
     over_quota: Option<&'static str>,
+    /// The answer the real endpoint gave (`--record-from`) or the recording's answer replayed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answer: Option<&'a recorded::Answer>,
     /// Why the request was refused (400, 408, 413).
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
@@ -246,9 +258,35 @@ impl Model {
             ),
             Turn::Answer { text, .. } => Output::text(text.clone()),
         };
+        // A real endpoint's answer (`--record-from`) or a recording's, instead of the script's.
+        let recorded = if let Some(upstream) = &self.upstream {
+            let target = parts.uri.path_and_query().map_or(parts.uri.path(), |p| p.as_str()).to_owned();
+            let limit = recorded::MAX_ANSWER_BYTES;
+            Some(upstream.forward(api, &target, &parts.headers, bytes.clone(), limit).await)
+        } else {
+            self.replay.as_ref().map(|replay| {
+                replay.answer(api, stream, results.len()).ok_or_else(|| {
+                    format!(
+                        "the recording has no answer for this turn (a {} request, stream {stream}, {} tool results \
+                         carried back)",
+                        api.name(),
+                        results.len()
+                    )
+                })
+            })
+        };
+        let recorded = match recorded {
+            None => None,
+            Some(Ok(answer)) => Some(answer),
+            Some(Err(message)) => {
+                return self.refuse(seq, at_ms, api, StatusCode::BAD_GATEWAY, &message, &request_value);
+            }
+        };
         // A fault that changes the answer itself; one this answer's shape cannot carry is skipped, and recorded so.
         let mut skipped = None;
-        if let Some(HopFault::Shape(shape)) = &fault {
+        if let (Some(HopFault::Shape(_)), Some(_)) = (&fault, &recorded) {
+            skipped = Some("a recorded answer is sent as it was recorded".to_owned());
+        } else if let Some(HopFault::Shape(shape)) = &fault {
             match shape.apply(api, stream, output.clone(), ctx.call_id(api)) {
                 Ok(changed) => output = changed,
                 Err(why) => skipped = Some(why),
@@ -267,10 +305,11 @@ impl Model {
             api: api.name(),
             stream,
             tool_results: results.iter().zip(walk.failed).map(|(result, failed)| Recorded { result, failed }).collect(),
-            turn: Some(&turn),
+            turn: if recorded.is_some() { None } else { Some(&turn) },
             fault: fired.as_ref().map(|f| json!({"rule": f.rule, "mode": f.mode, "fault": f.fault})),
             skipped: skipped.as_deref(),
             over_quota: quota.as_ref().and_then(|q| q.refused),
+            answer: recorded.as_ref(),
             error: None,
             request: &request_value,
         };
@@ -289,7 +328,11 @@ impl Model {
         // The request is answered from here on: what it cost goes back to the budget before any fault waits.
         drop(record);
         drop((request_value, results, bytes, held));
-        respond(api, &ctx, &output, stream, include_usage, fault, quota).await
+        let rendered = match recorded {
+            Some(answer) => Rendered::Recorded(answer),
+            None => Rendered::Scripted { output: &output, include_usage },
+        };
+        respond(api, &ctx, rendered, stream, fault, quota).await
     }
 
     /// Over the request memory budget: 503 with `Retry-After`, recorded. The connection is not kept: the body
@@ -327,6 +370,7 @@ impl Model {
             fault: None,
             skipped: None,
             over_quota: None,
+            answer: None,
             error: Some(message),
             request,
         };
@@ -352,23 +396,44 @@ fn unrecorded(e: std::io::Error) -> Response {
     error(Api::ChatCompletions, StatusCode::INTERNAL_SERVER_ERROR, &message)
 }
 
+/// What an answer is made from: the script's turn, or a recorded answer as it was given.
+enum Rendered<'a> {
+    Scripted { output: &'a Output, include_usage: bool },
+    Recorded(recorded::Answer),
+}
+
+/// A recorded body as it goes out: a stream event by event (each ending in its blank line), a JSON body whole.
+fn recorded_chunks(body: &str, stream: bool) -> Vec<Bytes> {
+    if !stream {
+        return vec![Bytes::from(body.to_owned())];
+    }
+    body.split_inclusive("\n\n").map(|event| Bytes::from(event.to_owned())).collect()
+}
+
 /// The answer on the wire, with the fault the rules chose (`quota`: what `token_quota` said about it).
 async fn respond(
     api: Api,
     ctx: &Ctx,
-    output: &Output,
+    rendered: Rendered<'_>,
     stream: bool,
-    include_usage: bool,
     fault: Option<HopFault>,
     quota: Option<quota::Verdict>,
 ) -> Response {
-    let events = || stream::events(api, ctx, output, include_usage);
-    let chunks: Vec<Bytes> = if stream {
-        events().iter().map(stream::Event::bytes).collect()
-    } else {
-        vec![Bytes::from(api::body(api, ctx, output).to_string())]
+    let (chunks, status, content_type): (Vec<Bytes>, StatusCode, String) = match &rendered {
+        Rendered::Scripted { output, include_usage } if stream => (
+            stream::events(api, ctx, output, *include_usage).iter().map(stream::Event::bytes).collect(),
+            StatusCode::OK,
+            "text/event-stream".into(),
+        ),
+        Rendered::Scripted { output, .. } => {
+            (vec![Bytes::from(api::body(api, ctx, output).to_string())], StatusCode::OK, "application/json".into())
+        }
+        Rendered::Recorded(answer) => (
+            recorded_chunks(&answer.body, stream && answer.status == 200),
+            StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY),
+            answer.content_type.clone(),
+        ),
     };
-    let content_type = if stream { "text/event-stream" } else { "application/json" };
     let mut pace = None;
     let (chunks, cut) = match fault {
         None | Some(HopFault::Shape(_)) => (chunks, false),
@@ -390,11 +455,11 @@ async fn respond(
         }
         Some(HopFault::Overloaded { .. }) => {
             // The stream starts, then breaks with the provider's error event, and ends.
-            let mut events = events();
-            let keep = (events.len() / 2).max(1);
-            events.truncate(keep);
-            events.push(hop::overloaded_event(api, keep));
-            (events.iter().map(stream::Event::bytes).collect(), false)
+            let mut chunks = chunks;
+            let keep = (chunks.len() / 2).max(1);
+            chunks.truncate(keep);
+            chunks.push(hop::overloaded_event(api, keep).bytes());
+            (chunks, false)
         }
         Some(HopFault::ContextLength) => return json_error(StatusCode::BAD_REQUEST, &hop::context_length(api)),
         Some(HopFault::Quota(_)) => match &quota {
@@ -457,7 +522,9 @@ async fn respond(
         body = body.chain(broken).boxed();
     }
     let mut response = Response::new(Body::from_stream(body));
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    *response.status_mut() = status;
+    let content_type = HeaderValue::try_from(content_type).unwrap_or(HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(header::CONTENT_TYPE, content_type);
     if stream {
         response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
     }

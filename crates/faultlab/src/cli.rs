@@ -466,9 +466,16 @@ client's base URL at the printed address (…/v1), and an Anthropic or Gemini cl
 Reference: docs/model.md.")]
 pub struct ModelArgs {
     /// The model script (YAML, or JSON by the .json extension): the tool calls to ask for, in order, what to do
-    /// when a result comes back failed, and the final answer. Schema: schemas/model-script.schema.json.
-    #[arg(long, value_name = "FILE")]
-    pub script: std::path::PathBuf,
+    /// when a result comes back failed, and the final answer. Schema: schemas/model-script.schema.json. A
+    /// recording made with --record-from (a .jsonl file) replays the real model's answers instead.
+    #[arg(long, value_name = "FILE", required_unless_present = "record_from", conflicts_with = "record_from")]
+    pub script: Option<std::path::PathBuf>,
+    /// Answer from a real model endpoint instead of a script, recording its answers in --record: an
+    /// OpenAI-compatible base URL (…/v1), Anthropic's (https://api.anthropic.com/v1) or Gemini's
+    /// (https://generativelanguage.googleapis.com/v1beta). Its key is read from OPENAI_API_KEY, ANTHROPIC_API_KEY or
+    /// GEMINI_API_KEY, sent only to it, never written.
+    #[arg(long, value_name = "URL", requires = "record")]
+    pub record_from: Option<String>,
     /// Write every request received, with the tool results it carried back and the turn given, as JSON lines.
     #[arg(long, value_name = "FILE")]
     pub record: Option<std::path::PathBuf>,

@@ -9,6 +9,7 @@ mod limits;
 mod markers;
 mod model_faults;
 mod models;
+mod record;
 mod save;
 mod shapes;
 
@@ -52,6 +53,17 @@ impl Endpoint {
 
     /// An endpoint whose requests being read and parsed may hold at most `request_budget` bytes at once.
     pub async fn start_with_budget(script: &str, rules_yaml: &str, request_budget: usize) -> Self {
+        Self::start_full(script, rules_yaml, request_budget, None, None).await
+    }
+
+    /// An endpoint answering from a real one (`upstream`) or a recording (`replay`) instead of the script.
+    pub async fn start_full(
+        script: &str,
+        rules_yaml: &str,
+        request_budget: usize,
+        upstream: Option<faultlab_model::recorded::Upstream>,
+        replay: Option<faultlab_model::recorded::Replay>,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let record = std::fs::File::create(dir.path().join("model.jsonl")).unwrap();
         let file: RulesFile = yaml_rules(rules_yaml);
@@ -63,6 +75,8 @@ impl Endpoint {
             limits: faultlab_http::server::Limits::default(),
             max_request_bytes: faultlab_model::MAX_REQUEST_BYTES,
             request_budget,
+            upstream,
+            replay,
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
@@ -74,6 +88,11 @@ impl Endpoint {
 
     pub async fn post(&self, path: &str, body: &Value) -> reqwest::Response {
         self.client.post(format!("{}{path}", self.base)).json(body).send().await.unwrap()
+    }
+
+    /// The recording's path.
+    pub fn recording_path(&self) -> std::path::PathBuf {
+        self.dir.path().join("model.jsonl")
     }
 
     /// The recording, one JSON value per request.
