@@ -69,3 +69,40 @@ fn a_recording_without_answers_is_refused_naming_the_file() {
     std::fs::write(&path, "{\"api\": 1}\n").unwrap();
     assert!(Replay::load(&path).unwrap_err().contains("line 1"));
 }
+
+/// The key goes to the real endpoint in each provider's header, and the client's own never does.
+#[tokio::test]
+async fn the_key_is_sent_upstream_in_each_providers_header() {
+    use faultlab_model::api::Api;
+    let seen = axum::Router::new().fallback(|headers: http::HeaderMap| async move {
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_owned();
+        serde_json::json!({"authorization": header("authorization"), "x-api-key": header("x-api-key"),
+            "x-goog-api-key": header("x-goog-api-key"), "anthropic-version": header("anthropic-version")})
+        .to_string()
+    });
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    let server = tokio::spawn(async move { axum::serve(listener, seen).await });
+    let keys = Keys { openai: Some("sk-o".into()), anthropic: Some("sk-a".into()), gemini: Some("g-k".into()) };
+    assert_eq!(format!("{keys:?}"), "Keys { openai: set, anthropic: set, gemini: set }", "Debug never shows a key");
+    let upstream = Upstream { base, keys, client: faultlab_client::tls::client_builder().build().unwrap() };
+    let mut client_headers = http::HeaderMap::new();
+    client_headers.insert("authorization", "Bearer the-clients-own".parse().unwrap());
+    client_headers.insert("anthropic-version", "2023-06-01".parse().unwrap());
+    let ask = |api, path: &'static str| {
+        let headers = client_headers.clone();
+        let upstream = &upstream;
+        async move {
+            let answer = upstream.forward(api, path, &headers, "{}".into(), 1 << 20).await.unwrap();
+            serde_json::from_str::<Value>(&answer.body).unwrap()
+        }
+    };
+    let chat = ask(Api::ChatCompletions, "/v1/chat/completions").await;
+    assert_eq!(chat["authorization"], "Bearer sk-o");
+    let messages = ask(Api::Messages, "/v1/messages").await;
+    assert_eq!((messages["x-api-key"].as_str(), messages["authorization"].as_str()), (Some("sk-a"), Some("")));
+    assert_eq!(messages["anthropic-version"], "2023-06-01");
+    let gemini = ask(Api::Gemini, "/v1beta/models/g:generateContent").await;
+    assert_eq!(gemini["x-goog-api-key"], "g-k");
+    server.abort();
+}
