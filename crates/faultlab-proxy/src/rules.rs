@@ -143,7 +143,7 @@ impl RuleSet {
         if let Some(message) = file.rules.iter().find_map(model_only) {
             return Err(RulesError::Unsupported(message));
         }
-        Self::for_model(file, restarts)
+        Ok(Self { model_hop: false, ..Self::for_model(file, restarts)? })
     }
 
     /// The rules for `faultlab model` (which checks first which faults its hop carries): as [`RuleSet::for_front`],
@@ -403,6 +403,21 @@ mod tests {
         assert!(message.contains("\"live\""), "{message}");
         let plain = Rule { fault: ServerOutage { duration_ms: 5, restart: false }.into(), ..live };
         assert_eq!(http.add(plain), Ok(()), "an outage without restart is fine anywhere");
+    }
+
+    #[test]
+    fn an_mcp_front_refuses_a_model_hop_fault_in_its_file_and_through_the_control_api() {
+        let file: RulesFile =
+            yaml_serde::from_str("rules:\n  - name: cut\n    fault: {type: tool_call_cut}\n").unwrap();
+        let err = RuleSet::for_front(file.clone(), true).err().expect("refused").to_string();
+        assert!(err.contains("\"cut\"") && err.contains("faultlab model"), "{err}");
+        assert!(RuleSet::for_model(file, false).is_ok(), "faultlab model carries it");
+        let mut proxy = RuleSet::for_front(RulesFile::default(), true).unwrap();
+        let live: Rule = yaml_serde::from_str("{name: live, fault: {type: refusal}}").unwrap();
+        let Err(ControlError::Invalid(message)) = proxy.add(live.clone()) else { panic!("added") };
+        assert!(message.contains("\"live\""), "{message}");
+        let mut model = RuleSet::for_model(RulesFile::default(), false).unwrap();
+        assert_eq!(model.add(live), Ok(()));
     }
 
     #[test]
