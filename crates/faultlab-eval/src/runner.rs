@@ -959,8 +959,27 @@ fn sandbox_command(spec: &RunSpec, scratch: &Path, status: &OwnedFd) -> Result<t
             command.env(name, value);
         }
     }
+    command.env("PATH", agent_path(&spec.faultlab, std::env::var_os("PATH")));
     command.current_dir(scratch).process_group(0).kill_on_drop(true);
     Ok(command)
+}
+
+/// The agent's `PATH`: faultlab's own, with the folder of the `faultlab` the `mcpServers` file names first when it
+/// is not on it already. A framework that looks the MCP command up on `PATH` by its name (agno refuses a command it
+/// cannot find there) then finds the very program the file names.
+fn agent_path(faultlab: &Path, path: Option<std::ffi::OsString>) -> std::ffi::OsString {
+    let path = path.unwrap_or_default();
+    // A bare name is found on PATH already.
+    if faultlab.components().count() < 2 {
+        return path;
+    }
+    let dir = std::path::absolute(faultlab).ok().and_then(|p| p.parent().map(Path::to_path_buf));
+    let Some(dir) = dir.filter(|d| !d.as_os_str().is_empty()) else { return path };
+    let dirs: Vec<PathBuf> = std::env::split_paths(&path).filter(|d| !d.as_os_str().is_empty()).collect();
+    if dirs.contains(&dir) {
+        return path;
+    }
+    std::env::join_paths(std::iter::once(dir).chain(dirs)).unwrap_or(path)
 }
 
 /// Finds the agent's program as `exec` would (a path, or a name on `PATH`), so a missing one is an error of the
@@ -1178,6 +1197,16 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt as _;
+
+    #[test]
+    fn the_agents_path_has_the_faultlab_its_mcp_file_names_first_once() {
+        let given = Some(std::ffi::OsString::from("/usr/bin:/bin"));
+        let path = agent_path(Path::new("/opt/lab/bin/faultlab"), given.clone());
+        assert_eq!(path, "/opt/lab/bin:/usr/bin:/bin");
+        assert_eq!(agent_path(Path::new("/usr/bin/faultlab"), given.clone()), "/usr/bin:/bin", "already on it");
+        assert_eq!(agent_path(Path::new("faultlab"), given), "/usr/bin:/bin", "a bare name is PATH's already");
+        assert_eq!(agent_path(Path::new("/opt/lab/bin/faultlab"), None), "/opt/lab/bin");
+    }
 
     /// A call's 12 MiB argument was copied whole into `report.json` (96 MiB after eight): the report keeps 4 KiB of
     /// it and says how long it was.

@@ -376,6 +376,14 @@ impl Task {
         }
         for rule in &self.faults {
             rule.check().map_err(|m| format!("faults: {m}"))?;
+            if rule.fault.model_only() {
+                return Err(format!(
+                    "faults: rule {:?}: fault {} exists only between an agent and its model; put it in the rules of \
+                     `faultlab model`",
+                    rule.name,
+                    rule.fault.name()
+                ));
+            }
         }
         if self.recovery.max_attempts == 0 {
             return Err("recovery.max_attempts: must be at least 1".into());
@@ -521,6 +529,9 @@ mod tests {
         )
         .unwrap_err();
         assert!(err.contains("faults") && err.contains("rule \"r\""), "{err}");
+        let err =
+            Task::parse(&format!("{MINIMAL}faults: [{{name: m, fault: {{type: refusal}}}}]\n"), false).unwrap_err();
+        assert!(err.contains("rule \"m\"") && err.contains("faultlab model"), "{err}");
     }
 
     #[test]

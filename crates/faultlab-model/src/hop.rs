@@ -2,9 +2,14 @@
 //! the proxy's (same matching, counters, seeded probability and windows); a fault with no meaning between a
 //! framework and its model (a wrong JSON-RPC id, a list-changed storm, …) is refused when the file is loaded.
 
+use crate::api::{Api, Call, Content, Output};
 use faultlab_engine::FaultKind;
-use faultlab_engine::catalogue::{HttpStatus, Latency, RateLimit};
+use faultlab_engine::catalogue::{
+    HttpStatus, Latency, RateLimit, SlowDrip, TokenQuota, context_length_exceeded::CONTEXT_TOKENS,
+    refusal::REFUSAL_TEXT, tool_arguments_invalid,
+};
 use faultlab_proxy::rules::{RulesError, RulesFile};
+use serde_json::{Value, json};
 use std::time::Duration;
 
 /// What a fault does to one model answer.
@@ -22,11 +27,92 @@ pub enum HopFault {
     Disconnect,
     /// Nothing is ever written; the connection stays open until the client gives up.
     Hang,
+    /// The answer itself is changed ([`Shape`]), in the API's own shapes.
+    Shape(Shape),
+    /// The provider is overloaded: a stream breaks with its `error` event; otherwise 529 / 503.
+    Overloaded { before_stream: bool },
+    /// `400` context length exceeded, in the provider's body.
+    ContextLength,
+    /// A one-minute quota of requests and tokens; the endpoint keeps its window per rule.
+    Quota(TokenQuota),
+    /// Each event (each of 8 slices of a JSON body) this long after the one before.
+    Drip(Duration),
+}
+
+/// What a fault changes in the answer itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shape {
+    /// `tool_call_cut`: the arguments (or text) cut halfway, ended as out of tokens.
+    CutAtLimit,
+    /// `tool_arguments_invalid`: the arguments not valid JSON.
+    InvalidArguments,
+    /// `unknown_tool_call`: a call naming this tool.
+    UnknownTool(String),
+    /// `duplicate_call_id`: the call twice, one id.
+    DuplicateId,
+    /// `refusal`.
+    Refusal,
+}
+
+impl Shape {
+    /// The answer under this fault, or why this answer in this API's shape cannot carry it (it then goes out
+    /// unchanged and the recording says so).
+    /// (`call_id`: the id a call made from a text answer gets.)
+    pub fn apply(&self, api: Api, stream: bool, out: Output, call_id: String) -> Result<Output, String> {
+        let Output { content, cut } = out;
+        let content = match (self, content) {
+            (Self::CutAtLimit, Content::Calls(calls)) => {
+                let calls = calls.into_iter().map(|c| Call { arguments: half(&c.arguments).to_owned(), ..c });
+                return Ok(Output { content: Content::Calls(calls.collect()), cut: true });
+            }
+            (Self::CutAtLimit, Content::Text(text)) => {
+                return Ok(Output { content: Content::Text(half(&text).to_owned()), cut: true });
+            }
+            (Self::InvalidArguments, Content::Calls(_)) if api == Api::Messages && !stream => {
+                return Err("an Anthropic JSON answer carries a tool call's input as an object, never invalid".into());
+            }
+            (Self::InvalidArguments, Content::Calls(_)) if api == Api::Gemini => {
+                return Err("a Gemini functionCall carries its args as an object, never invalid".into());
+            }
+            (Self::InvalidArguments, Content::Calls(calls)) => Content::Calls(
+                calls
+                    .into_iter()
+                    .map(|c| Call { arguments: tool_arguments_invalid::broken(&c.arguments), ..c })
+                    .collect(),
+            ),
+            (Self::UnknownTool(name), Content::Calls(calls)) => {
+                Content::Calls(calls.into_iter().map(|c| Call { name: name.clone(), ..c }).collect())
+            }
+            (Self::UnknownTool(name), Content::Text(_)) => {
+                Content::Calls(vec![Call { id: call_id, name: name.clone(), arguments: "{}".into() }])
+            }
+            (Self::DuplicateId, Content::Calls(calls)) => {
+                Content::Calls(calls.iter().chain(calls.iter()).cloned().collect())
+            }
+            (Self::Refusal, _) => Content::Refusal(REFUSAL_TEXT.to_owned()),
+            (Self::InvalidArguments | Self::DuplicateId, _) => {
+                return Err("the scripted turn is a text answer: there is no tool call to change".into());
+            }
+            (_, content) => content,
+        };
+        Ok(Output { content, cut })
+    }
+}
+
+/// `s`'s first half, at a character boundary.
+fn half(s: &str) -> &str {
+    let mut mid = s.len() / 2;
+    while !s.is_char_boundary(mid) {
+        mid += 1;
+    }
+    &s[..mid]
 }
 
 /// The faults this hop carries, as the docs and errors name them.
 pub const SUPPORTED: &str = "latency, http_status (and auth_expired, forbidden), rate_limit, malformed, truncated, \
-                             disconnect, timeout, burst_failure, server_outage (without restart), cascading_failure";
+                             disconnect, timeout, burst_failure, server_outage (without restart), cascading_failure, \
+                             and the model hop's own: tool_call_cut, tool_arguments_invalid, unknown_tool_call, \
+                             duplicate_call_id, overloaded, context_length_exceeded, token_quota, refusal, slow_drip";
 
 impl HopFault {
     /// The fault's effect on this hop; `None` for a fault that has none here.
@@ -46,6 +132,15 @@ impl HopFault {
             FaultKind::Truncated(_) => Self::Cut,
             FaultKind::Disconnect(_) => Self::Disconnect,
             FaultKind::Timeout(_) => Self::Hang,
+            FaultKind::ToolCallCut(_) => Self::Shape(Shape::CutAtLimit),
+            FaultKind::ToolArgumentsInvalid(_) => Self::Shape(Shape::InvalidArguments),
+            FaultKind::UnknownToolCall(fault) => Self::Shape(Shape::UnknownTool(fault.tool().to_owned())),
+            FaultKind::DuplicateCallId(_) => Self::Shape(Shape::DuplicateId),
+            FaultKind::Refusal(_) => Self::Shape(Shape::Refusal),
+            FaultKind::Overloaded(fault) => Self::Overloaded { before_stream: fault.before_stream },
+            FaultKind::ContextLengthExceeded(_) => Self::ContextLength,
+            FaultKind::TokenQuota(fault) => Self::Quota(fault.clone()),
+            FaultKind::SlowDrip(SlowDrip { token_ms }) => Self::Drip(Duration::from_millis(*token_ms)),
             _ => return None,
         })
     }
@@ -65,7 +160,7 @@ pub fn check(file: &RulesFile) -> Result<(), RulesError> {
         if rule.matcher.tool.is_some() || rule.matcher.argument.is_some() {
             return Err(RulesError::Unsupported(format!(
                 "rule {:?}: match.tool and match.argument select MCP tool calls; on the model hop match by method \
-                 (chat.completions, responses or messages), nth, after, every, probability and window",
+                 (chat.completions, responses, messages or generate_content), nth, after, every, probability and window",
                 rule.name
             )));
         }
@@ -84,4 +179,50 @@ pub fn message(status: u16) -> String {
         _ => "Internal server error",
     };
     format!("HTTP {status}: {text} (faultlab fault)")
+}
+
+/// The overloaded status and body: Anthropic's `529 overloaded_error`, OpenAI's `503`.
+pub fn overloaded(api: Api) -> (u16, Value) {
+    match api {
+        Api::Messages => {
+            (529, json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}))
+        }
+        Api::Gemini => (503, crate::api::gemini_error(503, "The model is overloaded. Please try again later.")),
+        _ => (
+            503,
+            json!({"error": {"message": "The server is overloaded or not ready yet.", "type": "server_error",
+            "param": null, "code": null}}),
+        ),
+    }
+}
+
+/// The provider's error event that breaks a started stream (`sequence` numbers a Responses event).
+pub fn overloaded_event(api: Api, sequence: usize) -> crate::stream::Event {
+    let (name, data) = match api {
+        Api::Messages => (Some("error"), overloaded(api).1),
+        Api::Responses => (
+            Some("error"),
+            json!({"type": "error", "code": "server_is_overloaded",
+                "message": "The server is overloaded or not ready yet.", "param": null, "sequence_number": sequence}),
+        ),
+        Api::ChatCompletions | Api::Gemini => (None, overloaded(api).1),
+    };
+    crate::stream::Event { name, data: data.to_string() }
+}
+
+/// `400` context length exceeded, in the provider's body.
+pub fn context_length(api: Api) -> Value {
+    let over = CONTEXT_TOKENS + 1;
+    match api {
+        Api::Gemini => crate::api::gemini_error(
+            400,
+            &format!("The input token count ({over}) exceeds the maximum number of tokens allowed ({CONTEXT_TOKENS})."),
+        ),
+        Api::Messages => json!({"type": "error", "error": {"type": "invalid_request_error",
+            "message": format!("prompt is too long: {over} tokens > {CONTEXT_TOKENS} maximum")}}),
+        _ => json!({"error": {"message": format!("This model's maximum context length is {CONTEXT_TOKENS} tokens. \
+                However, your messages resulted in {over} tokens. Please reduce the length of the messages."),
+            "type": "invalid_request_error", "param": if api == Api::Responses { "input" } else { "messages" },
+            "code": "context_length_exceeded"}}),
+    }
 }

@@ -13,9 +13,12 @@
 //! to the model after each fault is the evidence.
 
 pub mod api;
+pub mod chain;
 pub mod hop;
 pub mod limits;
 pub mod models;
+pub mod quota;
+pub mod recorded;
 pub mod script;
 pub mod stream;
 
@@ -57,13 +60,17 @@ pub struct Options {
     /// What the requests being read and parsed may hold at once, in bytes ([`REQUEST_MEMORY_BUDGET`] by default);
     /// beyond it a request gets 503.
     pub request_budget: usize,
+    /// `--record-from`: answer from this real endpoint instead of the script, recording its answers.
+    pub upstream: Option<recorded::Upstream>,
+    /// `--script recording.jsonl`: answer from a recording's answers instead of the script.
+    pub replay: Option<recorded::Replay>,
 }
 
 /// The rule set for this hop: the proxy's, refusing faults the hop cannot carry and restarts it has nothing to
 /// restart for.
 pub fn rules(file: RulesFile) -> Result<RuleSet, RulesError> {
     hop::check(&file)?;
-    RuleSet::for_front(file, false)
+    RuleSet::for_model(file, false)
 }
 
 /// Serves the endpoint on `listener` until `shutdown` is cancelled.
@@ -83,6 +90,10 @@ pub fn router(options: Options) -> axum::Router {
         budget: limits::Budget::new(options.request_budget),
         started: Instant::now(),
         seq: AtomicU64::new(0),
+        quotas: Mutex::new(quota::Windows::default()),
+        chain: Mutex::new(chain::Chain::default()),
+        upstream: options.upstream,
+        replay: options.replay,
     });
     axum::Router::new().fallback(move |request: axum::extract::Request| {
         let model = model.clone();
@@ -99,6 +110,12 @@ struct Model {
     budget: limits::Budget,
     started: Instant,
     seq: AtomicU64,
+    /// `token_quota`'s windows, one per rule.
+    quotas: Mutex<quota::Windows>,
+    /// The Responses conversations this run answered, for `previous_response_id`.
+    chain: Mutex<chain::Chain>,
+    upstream: Option<recorded::Upstream>,
+    replay: Option<recorded::Replay>,
 }
 
 /// One line of the recording.
@@ -117,6 +134,15 @@ struct Record<'a> {
     /// The rule that fired, its mode and fault.
     #[serde(skip_serializing_if = "Option::is_none")]
     fault: Option<Value>,
+    /// Why the fault that fired could not change this answer (its shape cannot carry it); it went out unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    skipped: Option<&'a str>,
+    /// `requests` or `tokens`: the `token_quota` this request was over (answered 429).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    over_quota: Option<&'static str>,
+    /// The answer the real endpoint gave (`--record-from`) or the recording's answer replayed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    answer: Option<&'a recorded::Answer>,
     /// Why the request was refused (400, 408, 413).
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
@@ -142,11 +168,20 @@ impl Model {
         }
         let Some(api) = Api::from_path(path) else {
             let message = format!(
-                "no such endpoint {path}: faultlab model serves POST /v1/chat/completions, /v1/responses and \
-                 /v1/messages, and GET /v1/models"
+                "no such endpoint {path}: faultlab model serves POST /v1/chat/completions, /v1/responses, \
+                 /v1/messages and /v1beta/models/MODEL:generateContent (and :streamGenerateContent?alt=sse), and GET \
+                 /v1/models"
             );
             return error(Api::ChatCompletions, StatusCode::NOT_FOUND, &message);
         };
+        // Gemini names the model and the stream in its path; its stream is SSE only with `alt=sse` (without, the
+        // API streams one JSON array, which no SDK asks for).
+        let gemini = api::gemini_call(path);
+        let sse = request.uri().query().is_some_and(|q| q.split('&').any(|pair| pair == "alt=sse"));
+        if gemini.as_ref().is_some_and(|call| call.stream && !sse) {
+            let message = "streamGenerateContent: faultlab model streams as server-sent events only; add ?alt=sse";
+            return error(api, StatusCode::BAD_REQUEST, message);
+        }
         if request.method() != http::Method::POST {
             let mut refused = error(api, StatusCode::METHOD_NOT_ALLOWED, "only POST is served here");
             refused.headers_mut().insert(header::ALLOW, HeaderValue::from_static("POST"));
@@ -190,43 +225,114 @@ impl Model {
         }
         let body: Result<Value, String> =
             serde_json::from_slice(&bytes).map_err(|e| format!("the body is not JSON: {e}"));
-        let read = body.as_ref().map_err(Clone::clone).and_then(|b| api::parse(api, b));
+        // A Responses request naming an earlier response continues that conversation: read as the whole of it.
+        let expanded = match (&body, api) {
+            (Ok(b), Api::Responses) => lock(&self.chain).expand(b),
+            _ => Ok(None),
+        };
+        let read = match &expanded {
+            Ok(Some(whole)) => api::parse(api, whole),
+            Ok(None) => body.as_ref().map_err(Clone::clone).and_then(|b| api::parse(api, b)),
+            Err(message) => Err(message.clone()),
+        };
         let request_value = body.unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
         let api::Request { model, stream, include_usage, tools, results } = match read {
             Ok(read) => read,
             Err(message) => return self.refuse(seq, at_ms, api, StatusCode::BAD_REQUEST, &message, &request_value),
         };
+        let (model, stream) = match gemini {
+            Some(call) => (call.model, call.stream),
+            None => (model, stream),
+        };
         let walk = self.script.walk(&results);
         let turn = walk.turn;
         let fired = self.decide(api, seq);
+        let fault = fired.as_ref().and_then(|f| HopFault::of(&f.fault));
+        let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let ctx = Ctx { seq, model: self.script.model.clone().unwrap_or(model), created };
+        let mut output = match &turn {
+            Turn::Call { tool, arguments, .. } => Output::call(
+                ctx.call_id(api),
+                script::resolve(tool, &tools).to_owned(),
+                Value::Object(arguments.clone()).to_string(),
+            ),
+            Turn::Answer { text, .. } => Output::text(text.clone()),
+        };
+        // A real endpoint's answer (`--record-from`) or a recording's, instead of the script's.
+        let recorded = if let Some(upstream) = &self.upstream {
+            let target = parts.uri.path_and_query().map_or(parts.uri.path(), |p| p.as_str()).to_owned();
+            let limit = recorded::MAX_ANSWER_BYTES;
+            Some(upstream.forward(api, &target, &parts.headers, bytes.clone(), limit).await)
+        } else {
+            self.replay.as_ref().map(|replay| {
+                replay.answer(api, stream, results.len()).ok_or_else(|| {
+                    format!(
+                        "the recording has no answer for this turn (a {} request, stream {stream}, {} tool results \
+                         carried back)",
+                        api.name(),
+                        results.len()
+                    )
+                })
+            })
+        };
+        let recorded = match recorded {
+            None => None,
+            Some(Ok(answer)) => Some(answer),
+            Some(Err(message)) => {
+                return self.refuse(seq, at_ms, api, StatusCode::BAD_GATEWAY, &message, &request_value);
+            }
+        };
+        // A fault that changes the answer itself; one this answer's shape cannot carry is skipped, and recorded so.
+        let mut skipped = None;
+        if let (Some(HopFault::Shape(_)), Some(_)) = (&fault, &recorded) {
+            skipped = Some("a recorded answer is sent as it was recorded".to_owned());
+        } else if let Some(HopFault::Shape(shape)) = &fault {
+            match shape.apply(api, stream, output.clone(), ctx.call_id(api)) {
+                Ok(changed) => output = changed,
+                Err(why) => skipped = Some(why),
+            }
+        }
+        let quota = match (&fault, &fired) {
+            (Some(HopFault::Quota(quota)), Some(fired)) => {
+                let now = self.started.elapsed();
+                Some(lock(&self.quotas).count(&fired.rule, quota, now, quota::tokens(bytes.len())))
+            }
+            _ => None,
+        };
         let record = Record {
             seq,
             at_ms,
             api: api.name(),
             stream,
             tool_results: results.iter().zip(walk.failed).map(|(result, failed)| Recorded { result, failed }).collect(),
-            turn: Some(&turn),
+            turn: if recorded.is_some() { None } else { Some(&turn) },
             fault: fired.as_ref().map(|f| json!({"rule": f.rule, "mode": f.mode, "fault": f.fault})),
+            skipped: skipped.as_deref(),
+            over_quota: quota.as_ref().and_then(|q| q.refused),
+            answer: recorded.as_ref(),
             error: None,
             request: &request_value,
         };
         if let Err(e) = self.write(&record) {
             return unrecorded(e);
         }
-        let output = match &turn {
-            Turn::Call { tool, arguments, .. } => Output::Call {
-                name: script::resolve(tool, &tools).to_owned(),
-                arguments: Value::Object(arguments.clone()).to_string(),
-            },
-            Turn::Answer { text, .. } => Output::Text(text.clone()),
-        };
-        let created = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-        let ctx = Ctx { seq, model: self.script.model.clone().unwrap_or(model), created };
-        let fault = fired.as_ref().and_then(|f| HopFault::of(&f.fault));
+        if api == Api::Responses {
+            let sent = match &expanded {
+                Ok(Some(whole)) => whole.get("input"),
+                _ => request_value.get("input"),
+            };
+            let output = api::items(&ctx, &output, true);
+            lock(&self.chain).keep(format!("resp_fl{seq}"), sent.unwrap_or(&Value::Null), output);
+        }
+        drop(expanded);
         // The request is answered from here on: what it cost goes back to the budget before any fault waits.
         drop(record);
         drop((request_value, results, bytes, held));
-        respond(api, &ctx, &output, stream, include_usage, fault).await
+        let rendered = match recorded {
+            Some(answer) => Rendered::Recorded(answer),
+            None => Rendered::Scripted { output: &output, include_usage },
+        };
+        respond(api, &ctx, rendered, stream, fault, quota).await
     }
 
     /// Over the request memory budget: 503 with `Retry-After`, recorded. The connection is not kept: the body
@@ -262,6 +368,9 @@ impl Model {
             tool_results: Vec::new(),
             turn: None,
             fault: None,
+            skipped: None,
+            over_quota: None,
+            answer: None,
             error: Some(message),
             request,
         };
@@ -287,23 +396,47 @@ fn unrecorded(e: std::io::Error) -> Response {
     error(Api::ChatCompletions, StatusCode::INTERNAL_SERVER_ERROR, &message)
 }
 
-/// The answer on the wire, with the fault the rules chose.
+/// What an answer is made from: the script's turn, or a recorded answer as it was given.
+enum Rendered<'a> {
+    Scripted { output: &'a Output, include_usage: bool },
+    Recorded(recorded::Answer),
+}
+
+/// A recorded body as it goes out: a stream event by event (each ending in its blank line), a JSON body whole.
+fn recorded_chunks(body: &str, stream: bool) -> Vec<Bytes> {
+    if !stream {
+        return vec![Bytes::from(body.to_owned())];
+    }
+    body.split_inclusive("\n\n").map(|event| Bytes::from(event.to_owned())).collect()
+}
+
+/// The answer on the wire, with the fault the rules chose (`quota`: what `token_quota` said about it).
 async fn respond(
     api: Api,
     ctx: &Ctx,
-    output: &Output,
+    rendered: Rendered<'_>,
     stream: bool,
-    include_usage: bool,
     fault: Option<HopFault>,
+    quota: Option<quota::Verdict>,
 ) -> Response {
-    let chunks: Vec<Bytes> = if stream {
-        stream::events(api, ctx, output, include_usage).iter().map(stream::Event::bytes).collect()
-    } else {
-        vec![Bytes::from(api::body(api, ctx, output).to_string())]
+    let (chunks, status, content_type): (Vec<Bytes>, StatusCode, String) = match &rendered {
+        Rendered::Scripted { output, include_usage } if stream => (
+            stream::events(api, ctx, output, *include_usage).iter().map(stream::Event::bytes).collect(),
+            StatusCode::OK,
+            "text/event-stream".into(),
+        ),
+        Rendered::Scripted { output, .. } => {
+            (vec![Bytes::from(api::body(api, ctx, output).to_string())], StatusCode::OK, "application/json".into())
+        }
+        Rendered::Recorded(answer) => (
+            recorded_chunks(&answer.body, stream && answer.status == 200),
+            StatusCode::from_u16(answer.status).unwrap_or(StatusCode::BAD_GATEWAY),
+            answer.content_type.clone(),
+        ),
     };
-    let content_type = if stream { "text/event-stream" } else { "application/json" };
+    let mut pace = None;
     let (chunks, cut) = match fault {
-        None => (chunks, false),
+        None | Some(HopFault::Shape(_)) => (chunks, false),
         Some(HopFault::Latency(delay)) => {
             tokio::time::sleep(delay).await;
             (chunks, false)
@@ -315,6 +448,40 @@ async fn respond(
                 response.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(secs));
             }
             return response;
+        }
+        Some(HopFault::Overloaded { before_stream }) if before_stream || !stream => {
+            let (status, body) = hop::overloaded(api);
+            return json_error(StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE), &body);
+        }
+        Some(HopFault::Overloaded { .. }) => {
+            // The stream starts, then breaks with the provider's error event, and ends.
+            let mut chunks = chunks;
+            let keep = (chunks.len() / 2).max(1);
+            chunks.truncate(keep);
+            chunks.push(hop::overloaded_event(api, keep).bytes());
+            (chunks, false)
+        }
+        Some(HopFault::ContextLength) => return json_error(StatusCode::BAD_REQUEST, &hop::context_length(api)),
+        Some(HopFault::Quota(_)) => match &quota {
+            Some(verdict) if verdict.refused.is_some() => {
+                let mut response = json_error(StatusCode::TOO_MANY_REQUESTS, &verdict.body(api, &ctx.model));
+                response.headers_mut().extend(verdict.headers(api));
+                return response;
+            }
+            _ => (chunks, false),
+        },
+        Some(HopFault::Drip(every)) => {
+            pace = Some(every);
+            if stream {
+                (chunks, false)
+            } else {
+                let whole = &chunks[0];
+                let size = whole.len().div_ceil(faultlab_engine::catalogue::slow_drip::JSON_SLICES).max(1);
+                (
+                    (0..whole.len()).step_by(size).map(|at| whole.slice(at..(at + size).min(whole.len()))).collect(),
+                    false,
+                )
+            }
         }
         Some(HopFault::Malformed) => {
             let mut chunks = chunks;
@@ -332,7 +499,18 @@ async fn respond(
         Some(HopFault::Disconnect) => return disconnect(),
         Some(HopFault::Hang) => return std::future::pending::<Response>().await,
     };
-    let mut body = futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>)).boxed();
+    let mut body = match pace {
+        // Each piece `every` after the one before; the first at once, with the headers.
+        Some(every) => futures::stream::iter(chunks.into_iter().enumerate())
+            .then(move |(i, chunk)| async move {
+                if i > 0 {
+                    tokio::time::sleep(every).await;
+                }
+                Ok::<_, std::io::Error>(chunk)
+            })
+            .boxed(),
+        None => futures::stream::iter(chunks.into_iter().map(Ok::<_, std::io::Error>)).boxed(),
+    };
     if cut {
         // A body that fails makes hyper close the connection without ending the response: the client sees the
         // connection drop mid-answer, as it would if the model's server went away. The yield first lets hyper
@@ -344,9 +522,14 @@ async fn respond(
         body = body.chain(broken).boxed();
     }
     let mut response = Response::new(Body::from_stream(body));
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    *response.status_mut() = status;
+    let content_type = HeaderValue::try_from(content_type).unwrap_or(HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(header::CONTENT_TYPE, content_type);
     if stream {
         response.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    }
+    if let Some(verdict) = &quota {
+        response.headers_mut().extend(verdict.headers(api));
     }
     response
 }
@@ -366,6 +549,13 @@ fn malformed(chunk: &Bytes) -> Bytes {
         bytes[at] = b',';
     }
     Bytes::from(bytes)
+}
+
+/// An error answer with the provider's own body.
+fn json_error(status: StatusCode, body: &Value) -> Response {
+    let mut response = (status, body.to_string()).into_response();
+    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
 }
 
 fn error(api: Api, status: StatusCode, message: &str) -> Response {

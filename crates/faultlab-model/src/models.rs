@@ -12,7 +12,8 @@ pub const DEFAULT_MODEL: &str = "faultlab-model";
 
 /// Whether `path` is the model list or one model.
 pub fn is_models_path(path: &str) -> bool {
-    path == "/v1/models" || path.starts_with("/v1/models/")
+    // `/v1/models/{model}:generateContent` is a Gemini request, not a model's entry.
+    path == "/v1/models" || (path.starts_with("/v1/models/") && !path.contains(':'))
 }
 
 /// The answer to a request on a models path; `served` is the script's `model`.

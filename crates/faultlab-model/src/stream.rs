@@ -2,7 +2,10 @@
 //! `data: [DONE]`; Responses typed events numbered by `sequence_number`, ending in `response.completed`; Anthropic
 //! `message_start`, `content_block_*`, `message_delta`, `message_stop`.
 
-use crate::api::{Api, Ctx, Output, block, item, output_text, response_object, stop_reason};
+use crate::api::{
+    Api, Content, Ctx, Output, blocks, finish_reason, gemini_chunk, gemini_parts, items, output_text, refusal_part,
+    response_object, response_status, stop_reason,
+};
 use bytes::Bytes;
 use serde_json::{Value, json};
 
@@ -36,6 +39,23 @@ pub fn events(api: Api, ctx: &Ctx, out: &Output, include_usage: bool) -> Vec<Eve
         Api::ChatCompletions => chat_events(ctx, out, include_usage),
         Api::Responses => responses_events(ctx, out),
         Api::Messages => messages_events(ctx, out),
+        Api::Gemini => gemini_events(ctx, out),
+    }
+}
+
+/// Gemini's stream (`alt=sse`): unnamed `data:` events, each a `GenerateContentResponse`; text in two pieces,
+/// calls whole in one (Gemini never streams a call's `args`), the last with the `finishReason` and usage.
+fn gemini_events(ctx: &Ctx, out: &Output) -> Vec<Event> {
+    let event = |chunk: Value| Event { name: None, data: chunk.to_string() };
+    match &out.content {
+        Content::Text(text) => {
+            let [first, second] = halves(text);
+            vec![
+                event(gemini_chunk(ctx, vec![json!({"text": first})], None)),
+                event(gemini_chunk(ctx, vec![json!({"text": second})], Some(out))),
+            ]
+        }
+        _ => vec![event(gemini_chunk(ctx, gemini_parts(out), Some(out)))],
     }
 }
 
@@ -48,27 +68,32 @@ fn chat_events(ctx: &Ctx, out: &Output, include_usage: bool) -> Vec<Event> {
         .to_string(),
     };
     let mut events = vec![chunk(json!({"role": "assistant", "content": null}), None)];
-    let finish = match out {
-        Output::Call { name, arguments } => {
-            let call_id = ctx.call_id(Api::ChatCompletions);
-            events.push(chunk(
-                json!({"tool_calls": [{"index": 0, "id": call_id, "type": "function",
-                    "function": {"name": name, "arguments": ""}}]}),
-                None,
-            ));
-            for piece in halves(arguments) {
-                events.push(chunk(json!({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}), None));
+    match &out.content {
+        Content::Calls(calls) => {
+            for (index, call) in calls.iter().enumerate() {
+                events.push(chunk(
+                    json!({"tool_calls": [{"index": index, "id": call.id, "type": "function",
+                        "function": {"name": call.name, "arguments": ""}}]}),
+                    None,
+                ));
+                for piece in halves(&call.arguments) {
+                    events
+                        .push(chunk(json!({"tool_calls": [{"index": index, "function": {"arguments": piece}}]}), None));
+                }
             }
-            "tool_calls"
         }
-        Output::Text(text) => {
+        Content::Text(text) => {
             for piece in halves(text) {
                 events.push(chunk(json!({"content": piece}), None));
             }
-            "stop"
         }
-    };
-    events.push(chunk(json!({}), Some(finish)));
+        Content::Refusal(text) => {
+            for piece in halves(text) {
+                events.push(chunk(json!({"refusal": piece}), None));
+            }
+        }
+    }
+    events.push(chunk(json!({}), Some(finish_reason(out))));
     if include_usage {
         let data = json!({"id": format!("chatcmpl-fl{}", ctx.seq), "object": "chat.completion.chunk",
             "created": ctx.created, "model": ctx.model, "choices": [],
@@ -88,39 +113,53 @@ fn responses_events(ctx: &Ctx, out: &Output) -> Vec<Event> {
     };
     push("response.created", json!({"response": response_object(ctx, "in_progress", vec![])}));
     push("response.in_progress", json!({"response": response_object(ctx, "in_progress", vec![])}));
-    push("response.output_item.added", json!({"output_index": 0, "item": item(ctx, out, false)}));
-    let item_id = item(ctx, out, false)["id"].clone();
-    match out {
-        Output::Call { arguments, .. } => {
-            for piece in halves(arguments) {
+    let done = items(ctx, out, true);
+    for (index, announced) in items(ctx, out, false).into_iter().enumerate() {
+        let item_id = announced["id"].clone();
+        push("response.output_item.added", json!({"output_index": index, "item": announced}));
+        let at = json!({"item_id": item_id, "output_index": index, "content_index": 0});
+        let with = |mut v: Value, key: &str, value: Value| {
+            v[key] = value;
+            v
+        };
+        match &out.content {
+            Content::Calls(calls) => {
+                let arguments = &calls[index].arguments;
+                for piece in halves(arguments) {
+                    push(
+                        "response.function_call_arguments.delta",
+                        json!({"item_id": item_id, "output_index": index, "delta": piece}),
+                    );
+                }
                 push(
-                    "response.function_call_arguments.delta",
-                    json!({"item_id": item_id, "output_index": 0, "delta": piece}),
+                    "response.function_call_arguments.done",
+                    json!({"item_id": item_id, "output_index": index, "arguments": arguments}),
                 );
             }
-            push(
-                "response.function_call_arguments.done",
-                json!({"item_id": item_id, "output_index": 0, "arguments": arguments}),
-            );
-        }
-        Output::Text(text) => {
-            let at = json!({"item_id": item_id, "output_index": 0, "content_index": 0});
-            let with = |mut v: Value, key: &str, value: Value| {
-                v[key] = value;
-                v
-            };
-            push("response.content_part.added", with(at.clone(), "part", output_text("")));
-            // `logprobs` is required by the SDKs' event types, empty when none were asked for.
-            let no_logprobs = with(at.clone(), "logprobs", json!([]));
-            for piece in halves(text) {
-                push("response.output_text.delta", with(no_logprobs.clone(), "delta", json!(piece)));
+            Content::Text(text) => {
+                push("response.content_part.added", with(at.clone(), "part", output_text("")));
+                // `logprobs` is required by the SDKs' event types, empty when none were asked for.
+                let no_logprobs = with(at.clone(), "logprobs", json!([]));
+                for piece in halves(text) {
+                    push("response.output_text.delta", with(no_logprobs.clone(), "delta", json!(piece)));
+                }
+                push("response.output_text.done", with(no_logprobs, "text", json!(text)));
+                push("response.content_part.done", with(at, "part", output_text(text)));
             }
-            push("response.output_text.done", with(no_logprobs, "text", json!(text)));
-            push("response.content_part.done", with(at, "part", output_text(text)));
+            Content::Refusal(text) => {
+                push("response.content_part.added", with(at.clone(), "part", refusal_part("")));
+                for piece in halves(text) {
+                    push("response.refusal.delta", with(at.clone(), "delta", json!(piece)));
+                }
+                push("response.refusal.done", with(at.clone(), "refusal", json!(text)));
+                push("response.content_part.done", with(at, "part", refusal_part(text)));
+            }
         }
+        push("response.output_item.done", json!({"output_index": index, "item": done[index]}));
     }
-    push("response.output_item.done", json!({"output_index": 0, "item": item(ctx, out, true)}));
-    push("response.completed", json!({"response": response_object(ctx, "completed", vec![item(ctx, out, true)])}));
+    let status = response_status(out);
+    let last = if out.cut { "response.incomplete" } else { "response.completed" };
+    push(last, json!({"response": response_object(ctx, status, done)}));
     events
 }
 
@@ -129,18 +168,19 @@ fn messages_events(ctx: &Ctx, out: &Output) -> Vec<Event> {
     let start = json!({"id": format!("msg_fl{}", ctx.seq), "type": "message", "role": "assistant",
         "model": ctx.model, "content": [], "stop_reason": null, "stop_sequence": null,
         "usage": {"input_tokens": 0, "output_tokens": 0}});
-    let mut events = vec![
-        event("message_start", json!({"message": start})),
-        event("content_block_start", json!({"index": 0, "content_block": block(ctx, out, false)})),
-    ];
-    let (text, kind, key) = match out {
-        Output::Call { arguments, .. } => (arguments, "input_json_delta", "partial_json"),
-        Output::Text(text) => (text, "text_delta", "text"),
-    };
-    for piece in halves(text) {
-        events.push(event("content_block_delta", json!({"index": 0, "delta": {"type": kind, key: piece}})));
+    let mut events = vec![event("message_start", json!({"message": start}))];
+    for (index, announced) in blocks(out, false).into_iter().enumerate() {
+        events.push(event("content_block_start", json!({"index": index, "content_block": announced})));
+        let (text, kind, key) = match &out.content {
+            Content::Calls(calls) => (calls[index].arguments.as_str(), "input_json_delta", "partial_json"),
+            Content::Text(text) => (text.as_str(), "text_delta", "text"),
+            Content::Refusal(_) => continue,
+        };
+        for piece in halves(text) {
+            events.push(event("content_block_delta", json!({"index": index, "delta": {"type": kind, key: piece}})));
+        }
+        events.push(event("content_block_stop", json!({"index": index})));
     }
-    events.push(event("content_block_stop", json!({"index": 0})));
     events.push(event(
         "message_delta",
         json!({"delta": {"stop_reason": stop_reason(out), "stop_sequence": null}, "usage": {"output_tokens": 0}}),

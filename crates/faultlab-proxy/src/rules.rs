@@ -21,6 +21,18 @@ fn no_restart(rule: &Rule) -> Option<String> {
     })
 }
 
+/// A fault of the model hop only (`tool_call_cut`, `overloaded`, `token_quota`, …): `faultlab model` carries it;
+/// on the MCP wire it would do nothing, so an MCP front refuses it, naming the rule.
+fn model_only(rule: &Rule) -> Option<String> {
+    rule.fault.model_only().then(|| {
+        format!(
+            "rule {:?}: fault {} exists only between an agent and its model; put it in the rules of `faultlab model`",
+            rule.name,
+            rule.fault.name()
+        )
+    })
+}
+
 /// An outage with `restart` (`server_outage`) that has just started: the front stops its upstream now and starts a fresh one
 /// at `until`.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,6 +64,9 @@ pub struct RuleSet {
     restarts: bool,
     /// A restarting outage `decide` has just started, for the front to act on ([`RuleSet::take_restart`]).
     restart: Option<Restart>,
+    /// Whether these are `faultlab model`'s rules, where the faults of the model hop apply (an MCP front refuses
+    /// them, also through the control API).
+    model_hop: bool,
 }
 
 /// A rule set shared by the proxy's pumps and its control API.
@@ -117,17 +132,27 @@ impl RuleSet {
         let seed = file.seed.unwrap_or(0);
         let rules = file.rules.into_iter().map(compile).collect();
         let rng = ChaCha8Rng::seed_from_u64(seed);
-        Self { rules, rng, seed, outage: None, cascade: None, restarts: true, restart: None }
+        Self { rules, rng, seed, outage: None, cascade: None, restarts: true, restart: None, model_hop: false }
     }
 
     /// The rules for a front that can (`restarts`: the stdio front with a child upstream) or cannot restart its
     /// upstream. Where it cannot, a rule asking for a restart is refused, naming the rule, here and when added
     /// through the control API: doing less than the rule says, silently, would mislead whoever reads the results.
+    /// A fault of the model hop only is refused the same way.
     pub fn for_front(file: RulesFile, restarts: bool) -> Result<Self, RulesError> {
+        if let Some(message) = file.rules.iter().find_map(model_only) {
+            return Err(RulesError::Unsupported(message));
+        }
+        Ok(Self { model_hop: false, ..Self::for_model(file, restarts)? })
+    }
+
+    /// The rules for `faultlab model` (which checks first which faults its hop carries): as [`RuleSet::for_front`],
+    /// the faults of the model hop allowed.
+    pub fn for_model(file: RulesFile, restarts: bool) -> Result<Self, RulesError> {
         if !restarts && let Some(message) = file.rules.iter().find_map(no_restart) {
             return Err(RulesError::Unsupported(message));
         }
-        Ok(Self { restarts, ..Self::new(file) })
+        Ok(Self { restarts, model_hop: true, ..Self::new(file) })
     }
 
     pub fn shared(self) -> SharedRules {
@@ -144,6 +169,11 @@ impl RuleSet {
         rule.check().map_err(ControlError::Invalid)?;
         if !self.restarts
             && let Some(message) = no_restart(&rule)
+        {
+            return Err(ControlError::Invalid(message));
+        }
+        if !self.model_hop
+            && let Some(message) = model_only(&rule)
         {
             return Err(ControlError::Invalid(message));
         }
@@ -373,6 +403,21 @@ mod tests {
         assert!(message.contains("\"live\""), "{message}");
         let plain = Rule { fault: ServerOutage { duration_ms: 5, restart: false }.into(), ..live };
         assert_eq!(http.add(plain), Ok(()), "an outage without restart is fine anywhere");
+    }
+
+    #[test]
+    fn an_mcp_front_refuses_a_model_hop_fault_in_its_file_and_through_the_control_api() {
+        let file: RulesFile =
+            yaml_serde::from_str("rules:\n  - name: cut\n    fault: {type: tool_call_cut}\n").unwrap();
+        let err = RuleSet::for_front(file.clone(), true).err().expect("refused").to_string();
+        assert!(err.contains("\"cut\"") && err.contains("faultlab model"), "{err}");
+        assert!(RuleSet::for_model(file, false).is_ok(), "faultlab model carries it");
+        let mut proxy = RuleSet::for_front(RulesFile::default(), true).unwrap();
+        let live: Rule = yaml_serde::from_str("{name: live, fault: {type: refusal}}").unwrap();
+        let Err(ControlError::Invalid(message)) = proxy.add(live.clone()) else { panic!("added") };
+        assert!(message.contains("\"live\""), "{message}");
+        let mut model = RuleSet::for_model(RulesFile::default(), false).unwrap();
+        assert_eq!(model.add(live), Ok(()));
     }
 
     #[test]

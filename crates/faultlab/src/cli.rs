@@ -460,19 +460,30 @@ pub struct ServeArgs {
 }
 
 #[derive(Debug, clap::Args)]
-#[command(after_help = "Serves POST /v1/chat/completions, /v1/responses and /v1/messages, and GET /v1/models, on \
-loopback. Point an OpenAI client's base URL at the printed address (…/v1) and an Anthropic client's at the same without /v1.")]
+#[command(after_help = "Serves POST /v1/chat/completions, /v1/responses, /v1/messages and Gemini's \
+/v1beta/models/MODEL:generateContent (:streamGenerateContent?alt=sse), and GET /v1/models, on loopback. Point an OpenAI \
+client's base URL at the printed address (…/v1), and an Anthropic or Gemini client's at the same without /v1. \
+Reference: docs/model.md.")]
 pub struct ModelArgs {
     /// The model script (YAML, or JSON by the .json extension): the tool calls to ask for, in order, what to do
-    /// when a result comes back failed, and the final answer. Schema: schemas/model-script.schema.json.
-    #[arg(long, value_name = "FILE")]
-    pub script: std::path::PathBuf,
+    /// when a result comes back failed, and the final answer. Schema: schemas/model-script.schema.json. A
+    /// recording made with --record-from (a .jsonl file) replays the real model's answers instead.
+    #[arg(long, value_name = "FILE", required_unless_present = "record_from", conflicts_with = "record_from")]
+    pub script: Option<std::path::PathBuf>,
+    /// Answer from a real model endpoint instead of a script, recording its answers in --record: an
+    /// OpenAI-compatible base URL (…/v1), Anthropic's (https://api.anthropic.com/v1) or Gemini's
+    /// (https://generativelanguage.googleapis.com/v1beta). Its key is read from OPENAI_API_KEY, ANTHROPIC_API_KEY or
+    /// GEMINI_API_KEY, sent only to it, never written.
+    #[arg(long, value_name = "URL", requires = "record")]
+    pub record_from: Option<String>,
     /// Write every request received, with the tool results it carried back and the turn given, as JSON lines.
     #[arg(long, value_name = "FILE")]
     pub record: Option<std::path::PathBuf>,
     /// A rules file (the proxy's format) putting catalogue faults on the model hop: latency, http_status,
-    /// rate_limit, malformed, truncated, disconnect, timeout and the systemic faults; match.method is the API
-    /// (chat.completions, responses, messages).
+    /// rate_limit, malformed, truncated, disconnect, timeout, the systemic faults, and the model hop's own
+    /// (tool_call_cut, tool_arguments_invalid, unknown_tool_call, duplicate_call_id, overloaded,
+    /// context_length_exceeded, token_quota, refusal, slow_drip); match.method is the API (chat.completions,
+    /// responses, messages, generate_content).
     #[arg(long, value_name = "FILE")]
     pub rules: Option<std::path::PathBuf>,
     /// Loopback address to listen on: 127.0.0.1, ::1, localhost or another 127.x.y.z.

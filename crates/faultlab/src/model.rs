@@ -12,7 +12,21 @@ use std::net::SocketAddr;
 use tokio_util::sync::CancellationToken;
 
 pub fn run(args: ModelArgs) -> Result<(), Failure> {
-    let script = Script::load(&args.script).map_err(Failure::usage)?;
+    // A recording (.jsonl) replays a real model's answers; a script answers from its steps.
+    let (script, replay) = match &args.script {
+        Some(path) if path.extension().is_some_and(|e| e == "jsonl") => {
+            let replay = faultlab_model::recorded::Replay::load(path)
+                .map_err(|e| anyhow::anyhow!("--script {e}"))
+                .map_err(Failure::usage)?;
+            (placeholder(), Some(replay))
+        }
+        Some(path) => (Script::load(path).map_err(Failure::usage)?, None),
+        None => (placeholder(), None),
+    };
+    let upstream = match &args.record_from {
+        Some(url) => Some(upstream(url).map_err(Failure::usage)?),
+        None => None,
+    };
     let file = match &args.rules {
         Some(path) => RulesFile::load(path).map_err(Failure::usage)?,
         None => RulesFile::default(),
@@ -43,6 +57,8 @@ pub fn run(args: ModelArgs) -> Result<(), Failure> {
             limits: args.http_limits.limits(args.shutdown_grace),
             max_request_bytes: args.max_request_bytes,
             request_budget: faultlab_model::REQUEST_MEMORY_BUDGET,
+            upstream,
+            replay,
         };
         let shutdown = CancellationToken::new();
         tokio::spawn(stop_on_signal(signals, shutdown.clone(), args.shutdown_grace + CLOSE_MARGIN));
@@ -51,4 +67,25 @@ pub fn run(args: ModelArgs) -> Result<(), Failure> {
             .context("the model endpoint failed")
             .map_err(Failure::runtime)
     })
+}
+
+/// The script when the answers come from a real model or a recording (its steps are never used).
+fn placeholder() -> Script {
+    Script::parse("answer: recorded\n", false).expect("the placeholder script is valid")
+}
+
+/// The real endpoint of `--record-from`, its keys from the environment (never printed).
+fn upstream(url: &str) -> anyhow::Result<faultlab_model::recorded::Upstream> {
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        anyhow::bail!("--record-from {url}: an http:// or https:// base URL is required");
+    }
+    let key = |name: &str| std::env::var(name).ok().filter(|k| !k.is_empty());
+    let keys = faultlab_model::recorded::Keys {
+        openai: key("OPENAI_API_KEY"),
+        anthropic: key("ANTHROPIC_API_KEY"),
+        gemini: key("GEMINI_API_KEY").or_else(|| key("GOOGLE_API_KEY")),
+    };
+    let client =
+        faultlab_client::tls::client_builder().build().context("--record-from: cannot build the HTTP client")?;
+    Ok(faultlab_model::recorded::Upstream { base: url.to_owned(), keys, client })
 }

@@ -186,7 +186,7 @@ async def run_openai_agents(model_url: str, api_key: str, model_name: str, api: 
     async with MCPServerStdio(params=params, name="workspace") as mcp:
         agent = Agent(name="faultlab-eval", instructions=INSTRUCTIONS, model=model, mcp_servers=[mcp])
         result = await Runner.run(agent, goal, max_turns=10)
-        return str(result.final_output)
+        return openai_agents_status(result), str(result.final_output or "")
 
 
 async def run_pydantic_ai(model_url: str, api_key: str, model_name: str, api: str, server: dict[str, Any],
@@ -205,7 +205,32 @@ async def run_pydantic_ai(model_url: str, api_key: str, model_name: str, api: st
     connected.set()  # the task's deadline counts from here
     async with agent:
         result = await agent.run(goal)
-    return str(result.output)
+    return pydantic_ai_status(result), str(result.output or "")
+
+
+# The framework's own word on how its run ended, read before any success is claimed: a framework may hand back as
+# its "answer" a refusal, a reply cut at the token limit, or an error's text (agno returns an HTTP error as the
+# answer), and its final text alone would read as success. None when the run completed; else why not.
+def openai_agents_status(result: Any) -> str | None:
+    if result.final_output is None or not str(result.final_output).strip():
+        return "the run ended without a final output"
+    for response in reversed(getattr(result, "raw_responses", None) or []):
+        for item in getattr(response, "output", None) or []:
+            for part in getattr(item, "content", None) or []:
+                if getattr(part, "type", None) == "refusal":
+                    return f"the model refused: {getattr(part, 'refusal', '')}"
+        break  # only the last model response decides
+    return None
+
+
+def pydantic_ai_status(result: Any) -> str | None:
+    if result.output is None or not str(result.output).strip():
+        return "the run ended without an output"
+    response = getattr(result, "response", None)
+    finish = getattr(response, "finish_reason", None)
+    if finish in ("length", "content_filter", "error"):
+        return f"the last model response ended with finish_reason {finish}"
+    return None
 
 
 # --framework: the frameworks of interop/frameworks/requirements.txt this agent drives (one venv has both).
@@ -284,9 +309,11 @@ def main() -> int:
     threading.Thread(target=watch, daemon=True).start()
     runner = FRAMEWORKS[args.framework]
     try:
-        answer = asyncio.run(
+        problem, answer = asyncio.run(
             runner(model_url, api_key, args.model, args.api, server, os.environ["FAULTLAB_GOAL"], connected))
-        if answer.strip().startswith("FAILED"):
+        if problem is not None:
+            claim.write("failure", f"{args.framework}'s run did not complete: {problem}"[:1000], answer.strip())
+        elif answer.strip().startswith("FAILED"):
             claim.write("failure", f"the model gave up: {answer.strip()}")
         else:
             claim.write("success", f"{args.framework} ended with a final answer", answer.strip())

@@ -100,6 +100,15 @@ macro_rules! catalogue {
                 }
             }
 
+            /// Whether the fault exists only between an agent and its model (`faultlab model`): a model's answer
+            /// cut inside a tool call, a 529, a token quota have no meaning on the MCP wire, where the proxy
+            /// refuses them.
+            pub fn model_only(&self) -> bool {
+                match self {
+                    $( Self::$arm(_) => <$arm as Fault>::MODEL_ONLY, )*
+                }
+            }
+
             /// Checks the fault's parameters; the message names the parameter and its allowed range.
             pub fn validate(&self) -> Result<(), String> {
                 match self {
@@ -193,6 +202,42 @@ macro_rules! fault {
     };
 }
 
+/// Declares a fault of the model hop only (see [`FaultKind::model_only`]): its parameters struct and its [`Fault`]
+/// impl, as [`fault!`] does. `faultlab model` performs it in each API's shapes (`faultlab_model::hop`); on the MCP
+/// wire, where the proxy refuses it, its `apply` leaves the reply unchanged and says why.
+macro_rules! model_fault {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident $fields:tt
+        facts: $category:ident, $effect:ident, [$($example:literal),+ $(,)?];
+        $(validate: |$vself:pat_param| $vbody:expr;)?
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name $fields
+
+        impl $crate::catalogue::Fault for $name {
+            const EXAMPLES: &[&str] = &[$($example),+];
+            const CATEGORY: $crate::catalogue::Category = $crate::catalogue::Category::$category;
+            const EFFECT: $crate::catalogue::Effect = $crate::catalogue::Effect::$effect;
+            const SERVE_TOOL: Option<$crate::catalogue::ServeTool> = None;
+            const MODEL_ONLY: bool = true;
+            $(fn validate(&self) -> Result<(), String> {
+                let $vself = self;
+                $vbody
+            })?
+            fn apply(
+                &self,
+                reply: $crate::catalogue::Reply<'_>,
+                _earlier: &$crate::catalogue::Earlier,
+            ) -> $crate::catalogue::Applied {
+                $crate::catalogue::Applied::skipped(reply, "a fault of the model hop only (faultlab model)".into())
+            }
+        }
+    };
+}
+
 /// Declares a preset in its file: the struct users write (strict, as a fault's), its examples, and what it is read
 /// as.
 macro_rules! preset {
@@ -263,6 +308,15 @@ catalogue! {
         UnknownTool(unknown_tool),
         RequestAfterResult(request_after_result),
         ElicitationCompleteUnknown(elicitation_complete_unknown),
+        ToolCallCut(tool_call_cut),
+        ToolArgumentsInvalid(tool_arguments_invalid),
+        UnknownToolCall(unknown_tool_call),
+        DuplicateCallId(duplicate_call_id),
+        Overloaded(overloaded),
+        ContextLengthExceeded(context_length_exceeded),
+        TokenQuota(token_quota),
+        Refusal(refusal),
+        SlowDrip(slow_drip),
     }
     presets {
         AuthExpired(auth_expired),
@@ -285,6 +339,8 @@ pub trait Fault {
     /// The `faultlab serve` tool that arms this fault on its own reply (`None`: only rules arm it). `faultlab
     /// faults NAME` lists it among the places the fault exists; the server's tests check it.
     const SERVE_TOOL: Option<ServeTool>;
+    /// A fault of the model hop only ([`FaultKind::model_only`]), declared with `model_fault!`.
+    const MODEL_ONLY: bool = false;
     /// The category, when it depends on the parameters.
     fn category(&self) -> Category {
         Self::CATEGORY

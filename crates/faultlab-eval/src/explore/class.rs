@@ -124,7 +124,16 @@ impl FaultClass {
 /// The catalogue faults none of `classes` stands for: not tried by the exploration.
 pub fn not_tried(classes: &[FaultClass]) -> Vec<&'static str> {
     let tried: BTreeSet<&str> = classes.iter().flat_map(|c| c.stands_for()).collect();
-    FaultKind::examples().into_iter().map(|(name, _)| name).filter(|name| !tried.contains(name)).collect()
+    mcp_faults().filter(|name| !tried.contains(name)).collect()
+}
+
+/// The catalogue's faults on the MCP wire (exploration faults the MCP side; the model hop's own faults are not
+/// its to try).
+fn mcp_faults() -> impl Iterator<Item = &'static str> {
+    FaultKind::examples().into_iter().filter_map(|(name, examples)| {
+        let fault: FaultKind = serde_json::from_str(examples.first()?).ok()?;
+        (!fault.model_only()).then_some(name)
+    })
 }
 
 #[cfg(test)]
@@ -140,7 +149,7 @@ mod tests {
             assert!(faults.iter().all(|f| FaultKind::effect_of(f) == Some(class.effect())), "{class:?}: {faults:?}");
             named.extend(faults);
         }
-        let catalogue: BTreeSet<&str> = FaultKind::examples().into_iter().map(|(name, _)| name).collect();
+        let catalogue: BTreeSet<&str> = mcp_faults().collect();
         let untried: BTreeSet<&str> = not_tried(FaultClass::ALL).into_iter().collect();
         assert!(named.is_disjoint(&untried));
         assert_eq!(&named | &untried, catalogue);

@@ -2,10 +2,14 @@
 //! scripted conversation, the recording, and the faults on the model hop.
 
 mod api;
+mod chain;
 mod faults;
+mod gemini;
 mod limits;
 mod markers;
+mod model_faults;
 mod models;
+mod record;
 mod save;
 mod shapes;
 
@@ -49,6 +53,17 @@ impl Endpoint {
 
     /// An endpoint whose requests being read and parsed may hold at most `request_budget` bytes at once.
     pub async fn start_with_budget(script: &str, rules_yaml: &str, request_budget: usize) -> Self {
+        Self::start_full(script, rules_yaml, request_budget, None, None).await
+    }
+
+    /// An endpoint answering from a real one (`upstream`) or a recording (`replay`) instead of the script.
+    pub async fn start_full(
+        script: &str,
+        rules_yaml: &str,
+        request_budget: usize,
+        upstream: Option<faultlab_model::recorded::Upstream>,
+        replay: Option<faultlab_model::recorded::Replay>,
+    ) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let record = std::fs::File::create(dir.path().join("model.jsonl")).unwrap();
         let file: RulesFile = yaml_rules(rules_yaml);
@@ -60,6 +75,8 @@ impl Endpoint {
             limits: faultlab_http::server::Limits::default(),
             max_request_bytes: faultlab_model::MAX_REQUEST_BYTES,
             request_budget,
+            upstream,
+            replay,
         };
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("http://{}", listener.local_addr().unwrap());
@@ -71,6 +88,11 @@ impl Endpoint {
 
     pub async fn post(&self, path: &str, body: &Value) -> reqwest::Response {
         self.client.post(format!("{}{path}", self.base)).json(body).send().await.unwrap()
+    }
+
+    /// The recording's path.
+    pub fn recording_path(&self) -> std::path::PathBuf {
+        self.dir.path().join("model.jsonl")
     }
 
     /// The recording, one JSON value per request.
@@ -89,6 +111,14 @@ fn yaml_rules(text: &str) -> RulesFile {
     std::fs::write(&path, text).unwrap();
     RulesFile::load(&path).unwrap()
 }
+
+/// Gemini's path for a request, JSON or streamed.
+pub fn gemini_path(stream: bool) -> &'static str {
+    if stream { GEMINI_STREAM } else { GEMINI }
+}
+
+pub const GEMINI: &str = "/v1beta/models/gemini-2.5-flash:generateContent";
+pub const GEMINI_STREAM: &str = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
 
 /// A request to `api` carrying back these tool results (none: the conversation's first turn).
 pub fn request(path: &str, stream: bool, results: &[(&str, &str)]) -> Value {
@@ -113,6 +143,16 @@ pub fn request(path: &str, stream: bool, results: &[(&str, &str)]) -> Value {
             json!({"model": "m", "stream": stream, "input": input, "tools": [
                 {"type": "function", "name": "echo", "parameters": {}},
                 {"type": "function", "name": "add", "parameters": {}}]})
+        }
+        path if path.starts_with("/v1beta/") => {
+            let mut contents = vec![json!({"role": "user", "parts": [{"text": "go"}]})];
+            for (_, text) in results {
+                contents.push(json!({"role": "model", "parts": [{"functionCall": {"name": "echo", "args": {}}}]}));
+                contents.push(json!({"role": "user", "parts": [
+                    {"functionResponse": {"name": "echo", "response": {"result": text}}}]}));
+            }
+            json!({"contents": contents, "tools": [{"functionDeclarations": [
+                {"name": "echo", "parameters": {}}, {"name": "add", "parameters": {}}]}]})
         }
         _ => {
             let mut messages = vec![json!({"role": "user", "content": "go"})];

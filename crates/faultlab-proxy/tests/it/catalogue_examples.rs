@@ -236,7 +236,12 @@ async fn every_example_has_its_effect_on_both_proxy_fronts() {
     for (name, examples) in FaultKind::examples() {
         assert!(!examples.is_empty(), "{name} has no examples");
         for &example in examples {
-            let expected = serde_json::from_str::<FaultKind>(example).unwrap().effect();
+            let fault = serde_json::from_str::<FaultKind>(example).unwrap();
+            if fault.model_only() {
+                // Refused by the proxy's fronts; `faultlab model`'s tests run it in every API shape.
+                continue;
+            }
+            let expected = fault.effect();
             let stdio = tokio::spawn(through_stdio(url.clone(), example, expected));
             let http = tokio::spawn(through_http(client.clone(), url.clone(), example, expected));
             cells.push((example, expected, "stdio", stdio));

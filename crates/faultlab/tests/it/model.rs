@@ -5,6 +5,9 @@ use crate::common::{Lab, faultlab, http_client};
 use predicates::str::contains;
 use serde_json::{Value, json};
 
+/// The line `faultlab model` prints when it serves.
+const READY: &str = "faultlab: model listening at ";
+
 const SCRIPT: &str = "steps:\n  - call: echo\n    arguments: {text: hi}\nanswer: done\n";
 
 #[test]
@@ -59,4 +62,43 @@ async fn serves_the_script_with_the_rules_faults_records_and_exits_0_on_sigterm(
     lab.terminate();
     let status = tokio::time::timeout(crate::common::PATIENCE, lab.child.wait()).await.unwrap().unwrap();
     assert_eq!(status.code(), Some(0));
+}
+
+/// `--record-from` with `faultlab model` itself as the real model, then `--script recording.jsonl` offline.
+#[tokio::test]
+async fn record_from_a_real_endpoint_then_replay_the_recording_offline() {
+    let dir = tempfile::tempdir().unwrap();
+    let (script, record) = (dir.path().join("s.yaml"), dir.path().join("rec.jsonl"));
+    std::fs::write(&script, SCRIPT).unwrap();
+    let mut real = Lab::start(&["model", "--port", "0", "--script", script.to_str().unwrap()], READY).await;
+    let real_base = real.after("faultlab: model listening at ");
+    let args = ["model", "--port", "0", "--record-from", &real_base, "--record", record.to_str().unwrap()];
+    let mut recorder = Lab::start(&args, READY).await;
+    let base = recorder.after("faultlab: model listening at ");
+    let client = http_client();
+    let body = json!({"model": "m", "messages": [{"role": "user", "content": "go"}]});
+    let live: Value =
+        client.post(format!("{base}/chat/completions")).json(&body).send().await.unwrap().json().await.unwrap();
+    assert_eq!(live["choices"][0]["message"]["tool_calls"][0]["function"]["name"], "echo");
+    recorder.terminate();
+    real.terminate();
+    for lab in [&mut recorder, &mut real] {
+        let status = tokio::time::timeout(crate::common::PATIENCE, lab.child.wait()).await.unwrap().unwrap();
+        assert_eq!(status.code(), Some(0));
+    }
+
+    let mut offline = Lab::start(&["model", "--port", "0", "--script", record.to_str().unwrap()], READY).await;
+    let base = offline.after("faultlab: model listening at ");
+    let replayed: Value =
+        client.post(format!("{base}/chat/completions")).json(&body).send().await.unwrap().json().await.unwrap();
+    assert_eq!(replayed, live, "the recorded answer, offline");
+    offline.terminate();
+    let status = tokio::time::timeout(crate::common::PATIENCE, offline.child.wait()).await.unwrap().unwrap();
+    assert_eq!(status.code(), Some(0));
+
+    // --record-from needs --record, and a URL.
+    faultlab().args(["model", "--record-from", "http://127.0.0.1:1/v1"]).assert().code(2).stderr(contains("--record"));
+    let out =
+        faultlab().args(["model", "--record-from", "ftp://x", "--record"]).arg(dir.path().join("r2.jsonl")).assert();
+    out.code(2).stderr(contains("--record-from ftp://x: an http:// or https:// base URL is required"));
 }
