@@ -50,9 +50,14 @@ impl Digest {
 pub fn pkce_s256_ok(verifier: &str, challenge: &str) -> bool {
     let valid = (43..=128).contains(&verifier.len())
         && verifier.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'));
-    let computed = URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()));
+    let computed = challenge_s256(verifier);
     // Length first: ct_eq on slices of different lengths is false without comparing, and lengths are not secret.
     valid && bool::from(computed.as_bytes().ct_eq(challenge.as_bytes()))
+}
+
+/// The S256 code challenge of `verifier` (what a client sends with its authorization request).
+pub fn challenge_s256(verifier: &str) -> String {
+    URL_SAFE_NO_PAD.encode(Sha256::digest(verifier.as_bytes()))
 }
 
 /// Constant-time comparison of two presented strings (a client secret against the one issued).

@@ -2,8 +2,8 @@
 //!
 //! ## What it does on the wire
 //! The protected resource answers the request after a token's `after`-th with `401` and
-//! `WWW-Authenticate: Bearer error="invalid_token", error_description="the access token expired",
-//! resource_metadata="…"`, although the token's `expires_in` has not run out. Refresh grants still work and issue a
+//! `WWW-Authenticate: Bearer resource_metadata="…", scope="mcp:read", error="invalid_token",
+//! error_description="the access token expired"`, although the token's `expires_in` has not run out. Refresh grants still work and issue a
 //! new access token that again lasts `after` requests.
 //!
 //! ## What a robust client should do
