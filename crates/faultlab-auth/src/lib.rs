@@ -42,6 +42,8 @@ pub const WRITE_SCOPE: &str = "mcp:write";
 pub const SCOPES: [&str; 3] = [READ_SCOPE, WRITE_SCOPE, "mcp:admin"];
 /// Default lifetime of an access token (1 hour; `--auth-token-ttl`).
 pub const TOKEN_TTL: Duration = Duration::from_secs(3600);
+/// Most of a refused request's body read before its challenge (4 MiB, the endpoint's own limit).
+const MAX_REFUSED_BODY_BYTES: usize = 4 * 1024 * 1024;
 /// Auth events kept in memory for [`Auth::events`] (the oldest are dropped beyond).
 const EVENTS_KEPT: usize = 1024;
 
@@ -157,9 +159,17 @@ async fn route(State((auth, inner)): State<(Arc<Auth>, axum::Router)>, request: 
         return refused;
     }
     if path == auth.path {
-        return match resource::admit(&auth, request) {
-            Ok(admitted) => forward(inner, admitted).await,
-            Err(refused) => refused,
+        let mut request = request;
+        return match resource::admit(&auth, &mut request) {
+            Ok(()) => forward(inner, request).await,
+            Err(refused) => {
+                // The refused request's body is read (bounded like the endpoint's) before the challenge: a body
+                // left unread makes hyper close the connection after the answer, and a client that reuses it for
+                // its retry meets a connection closed without a response.
+                let (parts, body) = request.into_parts();
+                let _ = faultlab_http::read_body(&parts.headers, body, MAX_REFUSED_BODY_BYTES).await;
+                refused
+            }
         };
     }
     if let Some(response) = resource::metadata(&auth, &path, request.method()) {

@@ -89,9 +89,9 @@ impl Refusal {
     }
 }
 
-/// Admits a request to the MCP endpoint carrying a valid token for this resource, with its `Authorization`
-/// header removed; otherwise the `401` or `403` challenge.
-pub fn admit(auth: &Auth, mut request: Request) -> Result<Request, Response> {
+/// Admits a request to the MCP endpoint carrying a valid token for this resource, removing its `Authorization`
+/// header; otherwise the `401` or `403` challenge.
+pub fn admit(auth: &Auth, request: &mut Request) -> Result<(), Response> {
     let values: Vec<&HeaderValue> = request.headers().get_all(header::AUTHORIZATION).iter().collect();
     let token = match values.as_slice() {
         [] => None,
@@ -116,7 +116,7 @@ pub fn admit(auth: &Auth, mut request: Request) -> Result<Request, Response> {
     match check(auth, &digest) {
         Ok(()) => {
             request.headers_mut().remove(header::AUTHORIZATION);
-            Ok(request)
+            Ok(())
         }
         Err(Checked::Refused(refusal, client_id)) => {
             auth.event("token_refused", json!({"reason": refusal.reason(), "client_id": client_id}));

@@ -190,3 +190,47 @@ fn auth_options_are_checked() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2), "--auth-fault needs --auth");
 }
+
+/// A refused request's body is read before the 401, so the client's connection stays open for its retry. Left
+/// unread, the connection was closed after the 401, and the Python SDK's retry on it failed with "Server
+/// disconnected without sending a response" (reproduced with interop/python/oauth_client.py before the fix).
+#[tokio::test]
+async fn a_refused_request_leaves_its_connection_open_for_the_retry() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let (lab, _rest) =
+        Lab::start_capturing(&["serve", "--transport", "http", "--port", "0", "--auth"], "faultlab: OAuth required")
+            .await;
+    let url = reqwest::Url::parse(&lab.after("faultlab: listening at ")).unwrap();
+    let address = format!("127.0.0.1:{}", url.port().unwrap());
+    let mut socket = tokio::net::TcpStream::connect(&address).await.unwrap();
+    // A body large enough not to arrive with the head in one read.
+    let body = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"pad":"{}"}}}}"#, "x".repeat(256 * 1024));
+    let request = |body: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {address}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    let mut answers = Vec::new();
+    for _ in 0..2 {
+        socket.write_all(request(&body).as_bytes()).await.unwrap();
+        let mut head = Vec::new();
+        let mut byte = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            let n = tokio::time::timeout(PATIENCE, socket.read(&mut byte)).await.unwrap().unwrap();
+            assert!(n > 0, "the connection was closed after {} answers", answers.len());
+            head.push(byte[0]);
+        }
+        let head = String::from_utf8(head).unwrap();
+        let length: usize = head
+            .lines()
+            .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length: ").map(|v| v.trim().parse().unwrap()))
+            .unwrap();
+        let mut rest = vec![0u8; length];
+        socket.read_exact(&mut rest).await.unwrap();
+        assert!(!head.to_ascii_lowercase().contains("connection: close"), "{head}");
+        answers.push(head.lines().next().unwrap().to_owned());
+    }
+    assert_eq!(answers, ["HTTP/1.1 401 Unauthorized", "HTTP/1.1 401 Unauthorized"]);
+    lab.terminate();
+}
