@@ -17,8 +17,8 @@
 #                  with the reference client, and the Node reference server directly and through `faultlab proxy`;
 #   interop-*      the official Python SDK against serve and the proxy; the matrix (Python, TypeScript and rmcp
 #                  clients × every fault × transport) must reproduce docs/compatibility.md; interop-auth: the
-#                  TypeScript SDK's OAuth client completes the headless flow against `serve --auth` and meets each
-#                  auth fault as docs/auth-compatibility.json records (about 20 s);
+#                  TypeScript and Python SDKs' OAuth clients complete the headless flow against `serve --auth`, and
+#                  the TypeScript one meets each auth fault as docs/auth-compatibility.json records (about 35 s);
 #   frameworks     a sample of the framework resilience matrix (one cell of every behaviour each agent framework
 #                  shows over each transport) must reproduce docs/frameworks.json (scripts/frameworks-matrix.sh
 #                  --check); the frameworks' venvs are installed in the background from the beginning, like deps;
