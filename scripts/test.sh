@@ -16,7 +16,9 @@
 #   conformance*   the official MCP conformance suite: server scenarios against `faultlab serve`, client scenarios
 #                  with the reference client, and the Node reference server directly and through `faultlab proxy`;
 #   interop-*      the official Python SDK against serve and the proxy; the matrix (Python, TypeScript and rmcp
-#                  clients × every fault × transport) must reproduce docs/compatibility.md;
+#                  clients × every fault × transport) must reproduce docs/compatibility.md; interop-auth: the
+#                  TypeScript and Python SDKs' OAuth clients complete the headless flow against `serve --auth`, and
+#                  the TypeScript one meets each auth fault as docs/auth-compatibility.json records (about 35 s);
 #   known-client-bugs every public SDK bug in interop/known-bugs/ reproduced against its pinned SDK (a few seconds
 #                  each); a bug fixed upstream fails the stage, asking for its entry to move (scripts/known-client-bugs.sh);
 #   frameworks     a sample of the framework resilience matrix (one cell of every behaviour each agent framework
@@ -47,7 +49,7 @@ export FAULTLAB_BIN="$ROOT/target/debug/faultlab"
 # frameworks comes first after interop-matrix: about 32 s of CPU (two thirds of it importing five agent frameworks)
 # and the 12 s bound of the cells that hang, longer than eval-oracle's 15 s.
 SCRIPTS=(interop-matrix frameworks eval-oracle junit-validate diagnose-html bench-quick conformance-proxy docs-examples
-    frameworks-eval proxy-filesystem eval-filesystem interop-python conformance conformance-client known-client-bugs)
+    frameworks-eval proxy-filesystem eval-filesystem interop-python conformance conformance-client known-client-bugs interop-auth)
 # Runs alone: its three SDK clients already run at once, and its table records whether a client noticed a fault
 # within 1 s, which a second stage's load could change.
 ALONE=" interop-matrix "

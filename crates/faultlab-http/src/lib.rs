@@ -22,6 +22,24 @@ use http::{HeaderValue, StatusCode, header};
 use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 
+/// What a front puts in front of its own router, once, when it starts (`--auth`: the authorization server and
+/// the bearer check, `faultlab_auth::Auth::wrap`). The wrapping router must keep the accept loop's guarantees: it
+/// checks `Host`/`Origin` itself on what it answers and hands everything else to the front.
+#[derive(Clone)]
+pub struct Wrap(pub std::sync::Arc<dyn Fn(axum::Router) -> axum::Router + Send + Sync>);
+
+impl Wrap {
+    pub fn apply(&self, app: axum::Router) -> axum::Router {
+        (self.0)(app)
+    }
+}
+
+impl std::fmt::Debug for Wrap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Wrap(..)")
+    }
+}
+
 /// A JSON-RPC error as an HTTP response (the id is `null` when the request's id could not be read).
 pub fn rpc_error(status: StatusCode, code: i64, message: &str, id: Option<Value>) -> Response {
     let body = json!({"jsonrpc": "2.0", "id": id.unwrap_or(Value::Null), "error": {"code": code, "message": message}});

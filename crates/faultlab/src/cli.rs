@@ -457,6 +457,25 @@ pub struct ServeArgs {
     pub shutdown_grace: std::time::Duration,
     #[command(flatten)]
     pub http_limits: HttpLimitArgs,
+    #[command(flatten)]
+    pub auth: AuthArgs,
+}
+
+/// `--auth`: an OAuth 2.1 authorization server and protected resource on the same listener (HTTP fronts only).
+#[derive(Debug, clap::Args)]
+pub struct AuthArgs {
+    /// Require OAuth 2.1 bearer tokens on the endpoint: 401 with resource_metadata, protected resource and
+    /// authorization server metadata, dynamic registration, code + PKCE S256 approved at once (headless), refresh,
+    /// revocation; all on this listener. Auth events go to stderr as JSON lines; tokens never do. See docs/auth.md.
+    #[arg(long)]
+    pub auth: bool,
+    /// An auth fault (with --auth): a name for its defaults, or JSON such as '{"type": "token_expired", "after":
+    /// 2}'. `faultlab faults` lists them under "auth faults".
+    #[arg(long, value_name = "FAULT", requires = "auth")]
+    pub auth_fault: Option<String>,
+    /// Lifetime of an access token (with --auth) [default: 3600].
+    #[arg(long, value_name = "SECONDS", value_parser = seconds, requires = "auth")]
+    pub auth_token_ttl: Option<std::time::Duration>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -611,6 +630,10 @@ pub struct ProxyArgs {
     pub shutdown_grace: std::time::Duration,
     #[command(flatten)]
     pub http_limits: HttpLimitArgs,
+    /// With --listen: the proxy is the protected resource (the client's token stays here; the upstream gets the
+    /// request without it).
+    #[command(flatten)]
+    pub auth: AuthArgs,
     /// Serve Streamable HTTP on this loopback address (e.g. 127.0.0.1:0) instead of stdio.
     #[arg(long, value_name = "ADDR")]
     pub listen: Option<String>,

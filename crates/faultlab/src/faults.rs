@@ -22,7 +22,10 @@ pub fn run(args: FaultsArgs) -> Result<(), Failure> {
         None => out!("{}", list(&docs::entries())),
         Some(name) => match docs::find(&name) {
             Some(entry) => out!("{}", explain(&entry)),
-            None => return Err(Failure::usage(anyhow!("{}", unknown(&name)))),
+            None => match faultlab_auth::faults::doc(&name) {
+                Some(doc) => out!("{}", explain_auth(&doc)),
+                None => return Err(Failure::usage(anyhow!("{}", unknown(&name)))),
+            },
         },
     }
     Ok(())
@@ -41,6 +44,42 @@ fn list(entries: &[Entry]) -> String {
          (--rules FILE or --fault) and in eval tasks.\n",
         entries.len()
     ));
+    text.push_str(&auth_list());
+    text
+}
+
+/// The auth faults: what `--auth-fault` takes on `faultlab serve --transport http --auth` and `faultlab proxy
+/// --listen ... --auth` (they act on the authorization server and the protected resource, not on a reply).
+fn auth_list() -> String {
+    let names: Vec<&str> = faultlab_auth::faults::DOCS.iter().map(|(name, _)| *name).collect();
+    let width = names.iter().map(|n| n.len()).max().unwrap_or(0);
+    let mut text = String::from(
+        "\nAuth faults (`--auth --auth-fault NAME` or JSON, on `faultlab serve --transport http` and `faultlab proxy \
+         --listen`; see docs/auth.md):\n",
+    );
+    for name in names {
+        let doc = faultlab_auth::faults::doc(name).unwrap_or_default();
+        let summary = doc.lines().next().unwrap_or("").split_once(": ").map_or("", |(_, s)| s);
+        text.push_str(&format!("{name:width$}  {summary}\n"));
+    }
+    text
+}
+
+/// An auth fault's doc header, its sections reflowed.
+fn explain_auth(doc: &str) -> String {
+    let mut lines = doc.splitn(2, '\n');
+    let first = lines.next().unwrap_or("");
+    let first = match first.split_once(": ") {
+        Some((name, summary)) => format!("{} — {summary}", name.trim_matches('`')),
+        None => first.to_owned(),
+    };
+    let mut text = format!(
+        "{first}\nan auth fault: `--auth --auth-fault` on `faultlab serve --transport http` and `faultlab proxy --listen`\n"
+    );
+    for section in lines.next().unwrap_or("").split("## ").filter(|s| !s.trim().is_empty()) {
+        let (title, body) = section.split_once('\n').unwrap_or((section, ""));
+        text.push_str(&format!("\n{}\n{}", title.trim(), reflow(body.trim())));
+    }
     text
 }
 

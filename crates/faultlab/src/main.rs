@@ -28,6 +28,7 @@ macro_rules! outln {
 }
 
 mod agent;
+mod auth;
 mod baseline;
 mod builtin;
 mod cli;

@@ -41,6 +41,9 @@ pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
     if args.seed.is_some() {
         file.seed = args.seed;
     }
+    if args.auth.auth && args.listen.is_none() {
+        return Err(Failure::usage(anyhow!("--auth requires --listen (the HTTP front is the protected resource)")));
+    }
     if args.listen.is_some() && args.max_frame_bytes.is_some() {
         return Err(Failure::usage(anyhow!("--max-frame-bytes applies to the stdio fronts only (without --listen)")));
     }
@@ -251,6 +254,7 @@ async fn serve_http(
     trajectory: Arc<Trajectory>,
     args: &ProxyArgs,
 ) -> Result<(), Failure> {
+    let auth = crate::auth::config(&args.auth)?;
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}; is the port in use? choose another in --listen"))
@@ -263,10 +267,17 @@ async fn serve_http(
     };
     let signals = Signals::install();
     errln!("faultlab: proxy listening at http://{bound}{path} for {target}");
+    let wrap = match auth {
+        Some(config) => {
+            Some(crate::auth::wrap(config, &format!("http://{bound}"), &path, AllowedHosts::for_bind(bound.ip()))?)
+        }
+        None => None,
+    };
     let options = HttpProxyOptions {
         allowed_hosts: AllowedHosts::for_bind(bound.ip()),
         path,
         limits: args.http_limits.limits(args.shutdown_grace),
+        wrap,
     };
     let shutdown = CancellationToken::new();
     let stop = shutdown.clone();

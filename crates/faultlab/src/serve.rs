@@ -27,6 +27,9 @@ pub fn run(args: ServeArgs) -> Result<(), Failure> {
     let probe = ProbeConfig::from_vars(|name| std::env::var(name).ok()).map_err(Failure::usage)?;
     match args.transport {
         Transport::Stdio => {
+            if args.auth.auth {
+                return Err(Failure::usage(anyhow::anyhow!("--auth requires --transport http")));
+            }
             if args.host.is_some() || args.port.is_some() || args.path.is_some() || args.session_idle_timeout.is_some()
             {
                 return Err(Failure::usage(anyhow::anyhow!(
@@ -93,10 +96,16 @@ async fn serve_http(
     probe: Option<ProbeConfig>,
     args: &ServeArgs,
 ) -> Result<(), Failure> {
+    let auth = crate::auth::config(&args.auth)?;
     let (listener, bound) = listen(addr).await?;
     let signals = Signals::install();
     errln!("faultlab: listening at {}{path}", origin(bound));
+    let wrap = match auth {
+        Some(config) => Some(crate::auth::wrap(config, &origin(bound), &path, AllowedHosts::for_bind(bound.ip()))?),
+        None => None,
+    };
     let mut options = HttpOptions::new(path, AllowedHosts::for_bind(bound.ip()));
+    options.wrap = wrap;
     options.limits = args.http_limits.limits(args.shutdown_grace);
     if let Some(idle) = args.session_idle_timeout {
         options.session_idle = idle;

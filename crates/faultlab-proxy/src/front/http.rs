@@ -57,6 +57,8 @@ pub struct HttpProxyOptions {
     pub allowed_hosts: AllowedHosts,
     /// Timeouts, the connection cap and the shutdown grace of the listener.
     pub limits: Limits,
+    /// Put in front of the proxy when it starts (`--auth`: the proxy is then the protected resource).
+    pub wrap: Option<faultlab_http::Wrap>,
 }
 
 /// Where the HTTP front sends what it does not answer itself (its upstream).
@@ -143,7 +145,12 @@ pub async fn serve(
         shutdown: shutdown.clone(),
     });
     let limits = proxy.options.limits;
+    let wrap = proxy.options.wrap.clone();
     let app = axum::Router::new().fallback(handle).with_state(proxy);
+    let app = match wrap {
+        Some(wrap) => wrap.apply(app),
+        None => app,
+    };
     // Unchanged frames' events are written in batches, at most `FLUSH_WITHIN` late; the rest when the front ends.
     let flusher = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(trajectory.flusher()));
     let served = faultlab_http::server::serve(listener, app, limits, shutdown).await;

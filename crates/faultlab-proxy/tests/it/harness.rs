@@ -49,7 +49,7 @@ pub async fn http_front(
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let allowed_hosts = AllowedHosts::for_bind(address.ip());
-    let options = HttpProxyOptions { path: "/mcp".into(), allowed_hosts, limits: Default::default() };
+    let options = HttpProxyOptions { path: "/mcp".into(), allowed_hosts, limits: Default::default(), wrap: None };
     let task = tokio::spawn(faultlab_proxy::front::http::serve(listener, options, upstream, rules, trajectory, stop));
     (format!("http://{address}/mcp"), task)
 }

@@ -62,6 +62,8 @@ pub struct HttpOptions {
     pub session_idle: Duration,
     /// Timeouts, the connection cap and the shutdown grace of the listener.
     pub limits: faultlab_http::server::Limits,
+    /// Put in front of the endpoint when the front starts (`--auth`).
+    pub wrap: Option<faultlab_http::Wrap>,
 }
 
 impl HttpOptions {
@@ -73,6 +75,7 @@ impl HttpOptions {
             max_sessions: sessions::MAX_SESSIONS,
             session_idle: sessions::SESSION_IDLE,
             limits: faultlab_http::server::Limits::default(),
+            wrap: None,
         }
     }
 }
@@ -129,6 +132,10 @@ where
     });
     tokio::spawn(reclaim_idle(front.clone()));
     let app = axum::Router::new().fallback(handle::<S>).with_state(front.clone());
+    let app = match &front.options.wrap {
+        Some(wrap) => wrap.apply(app),
+        None => app,
+    };
     let served = faultlab_http::server::serve(listener, app, front.options.limits, shutdown).await;
     for id in front.registry.take_all() {
         let _ = front.manager.close_session(&Arc::from(id)).await;

@@ -211,6 +211,18 @@ impl Lab {
         lab
     }
 
+    /// As [`Lab::start`], keeping everything it writes on stderr after the ready line: the task ends, with it, when
+    /// the process closes stderr.
+    pub async fn start_capturing(args: &[&str], ready: &str) -> (Self, tokio::task::JoinHandle<String>) {
+        let (lab, mut stderr) = Self::start_reading(args, ready).await;
+        let rest = tokio::spawn(async move {
+            let mut all = String::new();
+            while stderr.read_line(&mut all).await.is_ok_and(|n| n > 0) {}
+            all
+        });
+        (lab, rest)
+    }
+
     /// As [`Lab::start`], then closes the only reader of its stderr: what it writes there from then on fails
     /// (EPIPE), as when the program that started it has gone.
     pub async fn start_deaf(args: &[&str], ready: &str) -> Self {

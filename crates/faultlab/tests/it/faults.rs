@@ -98,3 +98,18 @@ fn an_alias_explains_its_fault_and_an_unknown_name_names_close_ones() {
     let output = faultlab().args(["faults", "zzzz"]).output().unwrap();
     assert!(!String::from_utf8(output.stderr).unwrap().contains("did you mean"));
 }
+
+#[test]
+fn the_auth_faults_are_listed_and_each_explained_with_its_sections() {
+    let list = stdout(&["faults"]);
+    let auth = list.split("Auth faults").nth(1).expect("an auth faults section");
+    for (name, _) in faultlab_auth::faults::DOCS {
+        assert!(auth.lines().any(|l| l.split_whitespace().next() == Some(name)), "{name} is not listed:\n{auth}");
+        let text = stdout(&["faults", name]);
+        assert!(text.starts_with(&format!("{name} — ")), "{text}");
+        for title in ["What it does on the wire", "What a robust client should do", "Example", "How it is graded"] {
+            assert!(text.lines().any(|l| l == title), "faults {name} has no {title:?} section:\n{text}");
+        }
+        assert!(text.contains("--auth-fault"), "{text}");
+    }
+}

@@ -3,6 +3,7 @@
 //! Each module was its own test binary before; its first line says what it covers. `common` holds what they share:
 //! a raw line client on stdio, the listening-line reader for `--port 0`, the binary's path.
 
+mod auth;
 mod baseline;
 mod cli;
 mod common;

@@ -1,0 +1,32 @@
+//! `--auth` on `serve --transport http` and on the HTTP proxy: the options checked before anything listens, then
+//! the authorization put in front of the front's router once the listener's address is known.
+
+use crate::Failure;
+use crate::cli::AuthArgs;
+use faultlab_auth::{Auth, AuthConfig, AuthFault};
+use faultlab_http::Wrap;
+use faultlab_http::guard::AllowedHosts;
+use std::sync::Arc;
+
+/// The auth set-up `args` ask for (`None` without `--auth`); a bad `--auth-fault` is a usage error (exit 2).
+pub fn config(args: &AuthArgs) -> Result<Option<AuthConfig>, Failure> {
+    if !args.auth {
+        return Ok(None);
+    }
+    let fault = args.auth_fault.as_deref().map(AuthFault::parse).transpose().map_err(Failure::usage)?;
+    let events: faultlab_auth::EventSink = Arc::new(|event| errln!("{event}"));
+    Ok(Some(AuthConfig {
+        token_ttl: args.auth_token_ttl.unwrap_or(faultlab_auth::TOKEN_TTL),
+        fault,
+        events: Some(events),
+    }))
+}
+
+/// The wrap for a listener at `origin` (`http://127.0.0.1:PORT`) serving MCP at `path`, and a line saying where
+/// its metadata is.
+pub fn wrap(config: AuthConfig, origin: &str, path: &str, allowed: AllowedHosts) -> Result<Wrap, Failure> {
+    let fault = config.fault.as_ref().map(|f| format!(", auth fault {}", f.name())).unwrap_or_default();
+    let auth = Auth::new(config, origin, path, allowed).map_err(Failure::usage)?;
+    errln!("faultlab: OAuth required; protected resource metadata at {}{fault}", auth.resource_metadata_url());
+    Ok(Wrap(Arc::new(move |app| auth.clone().wrap(app))))
+}
