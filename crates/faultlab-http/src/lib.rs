@@ -7,6 +7,9 @@
 //!   shutdown.
 //! - [`cost`]: what parsing a request body may cost (an element limit checked before parsing).
 
+// Every `unsafe` block of the lab is in `faultlab-proc` (the engine's timer registration aside): one crate to audit.
+#![forbid(unsafe_code)]
+
 pub mod body;
 pub mod cost;
 pub mod guard;

@@ -17,7 +17,7 @@ use faultlab_engine::outlet::Outlet;
 use faultlab_engine::recorder::{Direction, Event, FrameAction};
 use faultlab_engine::render::{self, Step};
 use faultlab_engine::{Engine, FaultKind, WireAction};
-use faultlab_wire::child;
+use faultlab_proc::child;
 use faultlab_wire::frame::{IdMap, IdSet, at};
 use faultlab_wire::line::Line;
 use faultlab_wire::sync::lock;

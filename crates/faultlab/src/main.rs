@@ -2,6 +2,8 @@
 //!
 //! Exit codes: one table for every subcommand, in `exit`; every error names what to fix.
 
+// Every `unsafe` block of the lab is in `faultlab-proc` (the engine's timer registration aside): one crate to audit.
+#![forbid(unsafe_code)]
 // `eprintln!` panics when stderr's reader is gone: errln! instead (below).
 #![deny(clippy::print_stderr)]
 
@@ -196,21 +198,21 @@ fn man(args: &cli::ManArgs) -> Result<(), Failure> {
     }
 }
 
-/// `faultlab sandbox`: exits with the agent's code (see `faultlab_eval::sandbox`).
+/// `faultlab sandbox`: exits with the agent's code (see `faultlab_proc::sandbox`).
 fn sandbox(args: &cli::SandboxArgs) -> ExitCode {
     let Some((program, rest)) = args.command.split_first() else { return ExitCode::from(2) };
-    let spec = faultlab_eval::sandbox::Spec {
+    let spec = faultlab_proc::sandbox::Spec {
         scratch: args.scratch.clone(),
         hide: args.hide.clone(),
         status: args.status_fd,
         network: match args.host_network {
-            true => faultlab_eval::sandbox::Network::Host,
-            false => faultlab_eval::sandbox::Network::Private,
+            true => faultlab_proc::sandbox::Network::Host,
+            false => faultlab_proc::sandbox::Network::Private,
         },
         program: program.clone(),
         args: rest.to_vec(),
     };
-    ExitCode::from(faultlab_eval::sandbox::run(&spec).clamp(0, 255) as u8)
+    ExitCode::from(faultlab_proc::sandbox::run(&spec).clamp(0, 255) as u8)
 }
 
 /// An error and the row of the exit-code table it ends the command with.

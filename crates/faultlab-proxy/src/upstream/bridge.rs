@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use faultlab_engine::recorder::{Direction, FrameAction};
 use faultlab_http::rpc_error;
-use faultlab_wire::child::{ChildCommand, ChildProcess, LineWriter, Spawned, Stdin};
+use faultlab_proc::child::{ChildCommand, ChildProcess, LineWriter, Spawned, Stdin};
 use faultlab_wire::line::Line;
 use faultlab_wire::sync::lock;
 use faultlab_wire::{Frame, Kind, MAX_LINE_BYTES, MessageId};

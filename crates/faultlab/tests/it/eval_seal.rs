@@ -188,7 +188,7 @@ grader:\n  state_assertions: [{{type: command_succeeded, command: [sh, evil.sh]}
         marker = marker.display()
     );
     let _run = eval_task(dir.path(), &task, "true\n", &[], &[]);
-    let survivors: Vec<i32> = faultlab_eval::sandbox::processes()
+    let survivors: Vec<i32> = faultlab_proc::scan::processes()
         .filter(|p| p.state != 'Z')
         .map(|p| p.pid)
         .filter(|pid| {
