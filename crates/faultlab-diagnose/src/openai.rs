@@ -146,7 +146,7 @@ impl Builder {
         let status = match message.get("is_error").or_else(|| message.get("isError")) {
             None | Some(Value::Null) => language::tool_status(&text),
             Some(Value::Bool(true)) => language::failure_kind(&text),
-            Some(Value::Bool(false)) => crate::model::Status::Success,
+            Some(Value::Bool(false)) => crate::model::Outcome::Ok,
             Some(other) => return Err(format!("`is_error` is {}, not a boolean", kind(other))),
         };
         self.calls[call].result =

@@ -12,6 +12,7 @@
 //!   replay).
 //! - [`trajectory`]: the proxy's trajectory written and read back with those types: one reader, one pairing of
 //!   requests with replies, one definition of a failed call.
+//! - [`ledger`]: the workspace server's side-effect ledger, one type written by the server and read by eval.
 //! - [`clock`]: the microsecond sleep latency faults use.
 //!
 //! All time comes from the tokio clock, so tests run under a paused clock (latency pauses end on a timerfd when
@@ -24,6 +25,7 @@
 pub mod catalogue;
 pub mod clock;
 pub mod engine;
+pub mod ledger;
 pub mod outlet;
 pub mod recorder;
 pub mod recording;

@@ -5,9 +5,9 @@
 //! 1 an input that cannot be read, is not an eval report, or does not fit with the others (the error names the
 //! files).
 
-use crate::Failure;
 use crate::cli::{MergeArgs, ReportArgs, ReportCommand};
 use crate::eval;
+use crate::exit::Failure;
 use anyhow::{Context as _, anyhow};
 use faultlab_eval::builtin;
 use faultlab_eval::explore::report as explore_report;

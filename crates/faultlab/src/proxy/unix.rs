@@ -2,8 +2,8 @@
 //! with a server of its own, all sharing the run's rule state (see `faultlab_proxy::front::unix`).
 
 use super::max_frame_bytes;
-use crate::Failure;
 use crate::cli::ProxyArgs;
+use crate::exit::Failure;
 use anyhow::{Context as _, anyhow};
 use faultlab_engine::recording::Recording;
 use faultlab_proxy::front::unix::{self, Record};
