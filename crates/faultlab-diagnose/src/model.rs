@@ -59,7 +59,7 @@ impl Role {
 
 /// One message or trajectory line.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
+pub struct TimelineEntry {
     /// Where the user finds it (see [`Unit`]).
     pub pos: usize,
     pub role: Role,
@@ -149,7 +149,7 @@ pub struct Recorded {
 pub struct Trace {
     pub format: TraceFormat,
     pub unit: Unit,
-    pub entries: Vec<Entry>,
+    pub entries: Vec<TimelineEntry>,
     pub calls: Vec<Call>,
     pub recorded: Recorded,
     /// The lab's own verdict on the run, when a report beside the trace names it (set by [`crate::load`]).
@@ -181,7 +181,7 @@ impl Trace {
         })
     }
 
-    pub fn entry(&self, pos: usize) -> Option<&Entry> {
+    pub fn entry(&self, pos: usize) -> Option<&TimelineEntry> {
         self.entries.iter().find(|e| e.pos == pos)
     }
 }

@@ -13,7 +13,7 @@
 //! but no payloads and no agent messages: detectors that need what a trajectory lacks do not run.
 
 use crate::error::{Location, ParseError};
-use crate::model::{Call, CallResult, Entry, Recorded, Role, Trace, TraceFormat, Unit};
+use crate::model::{Call, CallResult, Recorded, Role, TimelineEntry, Trace, TraceFormat, Unit};
 use faultlab_engine::recorder::{Direction, Event, FrameAction, FrameEvent};
 use faultlab_engine::trajectory::{ReadError, Trajectory};
 use serde_json::Value;
@@ -29,7 +29,7 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
     let entries = trajectory
         .lines
         .iter()
-        .map(|line| Entry {
+        .map(|line| TimelineEntry {
             pos: line.number,
             role: Role::Event,
             text: Some(match &line.record.event {
