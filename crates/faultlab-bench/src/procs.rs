@@ -1,6 +1,7 @@
 //! Processes: every process a bench starts is the leader of a process group of its own (a relay's server child in
 //! it), killed with its group when its measurement ends, when one wait stalls for [`STALL`], on a panic and at the
 //! end, when the benches count what is left (0). Facts about processes and tools, read from `/proc` or the tools.
+//! Signals, pidfd waits and the `/proc` scan are `faultlab-proc`'s, as for eval and the proxy.
 
 use faultlab_wire::sync::lock;
 use serde_json::Value;
@@ -70,12 +71,9 @@ impl Drop for Proc {
     }
 }
 
-/// SIGKILL to the process group `pgid` (ESRCH, when it is gone already, is no error here).
+/// SIGKILL to the process group `pgid` (one gone already is no error here).
 pub fn kill_group(pgid: u32) {
-    use rustix::process::{Pid, Signal, kill_process_group};
-    if let Some(pgid) = Pid::from_raw(pgid as i32) {
-        let _ = kill_process_group(pgid, Signal::KILL);
-    }
+    faultlab_proc::group::signal_group(pgid as i32, faultlab_proc::Signal::SIGKILL);
 }
 
 pub fn kill_all_groups() {
@@ -97,16 +95,8 @@ pub fn kill_groups_on_panic() {
 /// Processes still alive (not zombies) in any group the bench started.
 fn group_processes() -> Vec<u32> {
     let groups = lock(&GROUPS).clone();
-    let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
-    dir.filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_string_lossy().parse::<u32>().ok())
-        .filter(|&pid| {
-            // pid (comm) state ppid pgrp ...
-            let Some(fields) = proc_stat(&pid.to_string()) else { return false };
-            let pgrp = fields.get(2).and_then(|p| p.parse::<u32>().ok());
-            fields.first().map(String::as_str) != Some("Z") && pgrp.is_some_and(|g| groups.contains(&g))
-        })
-        .collect()
+    let started = |p: &faultlab_proc::scan::ProcStat| !p.zombie() && groups.contains(&(p.pgrp as u32));
+    faultlab_proc::scan::processes().filter(started).map(|p| p.pid as u32).collect()
 }
 
 /// Kills every group the bench started, waits for each of their processes to exit (poll on its pidfd, at most
@@ -121,19 +111,11 @@ pub fn leftover_processes(limit: Duration) -> usize {
 
 /// Whether process `pid` is gone within `limit`, waited for on its pidfd (an event, not a sleep and a look).
 pub fn exits_within(pid: u32, limit: Duration) -> bool {
-    use rustix::process::{Pid, PidfdFlags, pidfd_open};
-    let Some(pid) = Pid::from_raw(pid as i32) else { return true };
-    // ESRCH: already gone.
-    let Ok(fd) = pidfd_open(pid, PidfdFlags::empty()) else { return true };
-    readable_within(&fd, limit)
+    faultlab_proc::wait::exits_within(pid as i32, limit)
 }
 
 /// Whether `fd` (a pidfd, an inotify descriptor) becomes readable within `limit`: one `poll`, no sleep.
-pub fn readable_within(fd: &impl rustix::fd::AsFd, limit: Duration) -> bool {
-    use rustix::event::{PollFd, PollFlags, Timespec, poll};
-    let timeout = Timespec { tv_sec: limit.as_secs() as _, tv_nsec: limit.subsec_nanos() as _ };
-    poll(&mut [PollFd::new(fd, PollFlags::IN)], Some(&timeout)).is_ok_and(|n| n > 0)
-}
+pub use faultlab_proc::wait::readable_within;
 
 /// Kills a process group when one wait passes its deadline (ms since `epoch`; IDLE: not waiting). The watch thread
 /// sleeps until the deadline it last saw (parked, woken early when a wait starts or the group ends), not in a loop
@@ -206,12 +188,7 @@ pub fn proc_stat(pid: &str) -> Option<Vec<String>> {
 
 /// A child process of `parent`.
 pub fn child_of(parent: u32) -> Option<u32> {
-    let dir = std::fs::read_dir("/proc").ok()?;
-    dir.filter_map(Result::ok).find_map(|e| {
-        let pid = e.file_name().to_string_lossy().parse::<u32>().ok()?;
-        let ppid = proc_stat(&pid.to_string())?.get(1)?.parse::<u32>().ok()?;
-        (ppid == parent).then_some(pid)
-    })
+    faultlab_proc::scan::processes().find(|p| p.ppid == parent as i32).map(|p| p.pid as u32)
 }
 
 /// Microseconds per clock tick of /proc/PID/stat (`getconf CLK_TCK`, 100 when unknown).

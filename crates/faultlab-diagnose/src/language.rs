@@ -1,7 +1,7 @@
 //! The word lists the heuristics read text with: how a tool message says it failed, how an agent's message admits
 //! a failure or claims success, which tool names are writes. English only, lower-cased, matched on whole words.
 
-use crate::model::Status;
+use crate::model::Outcome;
 
 /// Phrases that admit something went wrong (or that the agent is retrying).
 const FAILURE_PHRASES: &[&str] = &[
@@ -108,24 +108,24 @@ pub fn claims_success(text: &str) -> bool {
 /// How a tool message's text reports its outcome. A failure is a text that starts with `Error`, `Exception`,
 /// `Traceback` or `An error occurred` (what agent frameworks put in a tool message for a failed call); its kind
 /// comes from the words in it.
-pub fn tool_status(text: &str) -> Status {
+pub fn tool_status(text: &str) -> Outcome {
     let lower = text.trim_start().to_lowercase();
     let failed = ["error", "exception", "traceback", "an error occurred"].iter().any(|p| lower.starts_with(p));
-    if failed { failure_kind(&lower) } else { Status::Success }
+    if failed { failure_kind(&lower) } else { Outcome::Ok }
 }
 
 /// The kind of a failure from its text: a timeout, a lost connection, or another error.
-pub fn failure_kind(text: &str) -> Status {
+pub fn failure_kind(text: &str) -> Outcome {
     let lower = text.to_lowercase();
     if ["timed out", "timeout", "deadline exceeded"].iter().any(|p| lower.contains(p)) {
-        Status::Timeout
+        Outcome::Timeout
     } else if ["connection lost", "connection reset", "connection closed", "disconnected", "broken pipe"]
         .iter()
         .any(|p| lower.contains(p))
     {
-        Status::Lost
+        Outcome::Lost
     } else {
-        Status::Error
+        Outcome::Error
     }
 }
 
@@ -206,11 +206,11 @@ mod tests {
 
     #[test]
     fn tool_texts() {
-        assert_eq!(tool_status("Error: lab_probe failed: injected tool error"), Status::Error);
-        assert_eq!(tool_status("Error: timed out after 500 ms"), Status::Timeout);
-        assert_eq!(tool_status("Error: connection lost: the server closed stdout"), Status::Lost);
-        assert_eq!(tool_status("lab_probe ok: probe"), Status::Success);
-        assert_eq!(tool_status("No errors found"), Status::Success);
+        assert_eq!(tool_status("Error: lab_probe failed: injected tool error"), Outcome::Error);
+        assert_eq!(tool_status("Error: timed out after 500 ms"), Outcome::Timeout);
+        assert_eq!(tool_status("Error: connection lost: the server closed stdout"), Outcome::Lost);
+        assert_eq!(tool_status("lab_probe ok: probe"), Outcome::Ok);
+        assert_eq!(tool_status("No errors found"), Outcome::Ok);
         assert!(is_transient("Error: 429 Too Many Requests: rate limit exceeded"));
         assert!(is_transient("Error: HTTP 503: Service unavailable"));
         assert!(!is_transient("Error: `date` must be YYYY-MM-DD, got 12/03"));

@@ -8,6 +8,9 @@
 //!   holds their numbers and [`language`] the word lists they read text with.
 //! - [`render`]: console, JSON, Markdown and a self-contained HTML report, one small file each.
 
+// Every `unsafe` block of the lab is in `faultlab-proc` (the engine's timer registration aside): one crate to audit.
+#![forbid(unsafe_code)]
+
 pub mod detect;
 pub mod error;
 pub mod finding;

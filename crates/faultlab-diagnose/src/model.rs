@@ -59,7 +59,7 @@ impl Role {
 
 /// One message or trajectory line.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Entry {
+pub struct TimelineEntry {
     /// Where the user finds it (see [`Unit`]).
     pub pos: usize,
     pub role: Role,
@@ -69,39 +69,9 @@ pub struct Entry {
     pub ts_ms: Option<f64>,
 }
 
-/// How a call ended, as the agent saw it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, strum::IntoStaticStr)]
-#[serde(rename_all = "snake_case")]
-#[strum(serialize_all = "snake_case")]
-pub enum Status {
-    /// Shown as `ok` (serialised as `success`).
-    #[strum(serialize = "ok")]
-    Success,
-    /// The tool (or the server, or a fault) answered with an error.
-    Error,
-    /// No usable answer in time. The request may still have been executed.
-    Timeout,
-    /// The connection went away. The request may still have been executed.
-    Lost,
-    /// An answer came, but a fault changed how or what (late, repeated, reframed, wrong content): the agent met
-    /// a failure it may or may not have noticed (trajectories only).
-    Faulted,
-}
-
-impl Status {
-    pub fn failed(self) -> bool {
-        self != Status::Success
-    }
-
-    /// Whether the server may have carried the request out although the agent got no result.
-    pub fn ambiguous(self) -> bool {
-        matches!(self, Status::Timeout | Status::Lost)
-    }
-
-    pub fn name(self) -> &'static str {
-        self.into()
-    }
-}
+/// How a call ended, as the agent saw it: the trajectory's own [`Outcome`] (one idea, one type), which an
+/// OpenAI-message trace is read into as well.
+pub use faultlab_engine::trajectory::Outcome;
 
 /// One tool call and what came back.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,10 +95,10 @@ impl Call {
     }
 
     pub fn succeeded(&self) -> bool {
-        self.result.as_ref().is_some_and(|r| r.status == Status::Success)
+        self.result.as_ref().is_some_and(|r| r.status == Outcome::Ok)
     }
 
-    pub fn status(&self) -> Option<Status> {
+    pub fn status(&self) -> Option<Outcome> {
         self.result.as_ref().map(|r| r.status)
     }
 
@@ -152,7 +122,7 @@ pub struct CallResult {
     /// Position of the entry that carried the answer.
     pub at: usize,
     pub ts_ms: Option<f64>,
-    pub status: Status,
+    pub status: Outcome,
     /// The tool message's text; `None` in trajectories, which do not record payloads.
     pub text: Option<String>,
     /// Whether the server executed the request (trajectories: the proxy knows); `None` when unknown.
@@ -179,7 +149,7 @@ pub struct Recorded {
 pub struct Trace {
     pub format: TraceFormat,
     pub unit: Unit,
-    pub entries: Vec<Entry>,
+    pub entries: Vec<TimelineEntry>,
     pub calls: Vec<Call>,
     pub recorded: Recorded,
     /// The lab's own verdict on the run, when a report beside the trace names it (set by [`crate::load`]).
@@ -211,7 +181,7 @@ impl Trace {
         })
     }
 
-    pub fn entry(&self, pos: usize) -> Option<&Entry> {
+    pub fn entry(&self, pos: usize) -> Option<&TimelineEntry> {
         self.entries.iter().find(|e| e.pos == pos)
     }
 }

@@ -9,7 +9,7 @@
 
 use crate::error::ParseError;
 use crate::language;
-use crate::model::{Call, CallResult, Entry, Recorded, Role, Trace, TraceFormat, Unit};
+use crate::model::{Call, CallResult, Recorded, Role, TimelineEntry, Trace, TraceFormat, Unit};
 use crate::timestamp;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -43,7 +43,7 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
 
 #[derive(Default)]
 struct Builder {
-    entries: Vec<Entry>,
+    entries: Vec<TimelineEntry>,
     calls: Vec<Call>,
     /// Call id → index into `calls`.
     by_id: HashMap<String, usize>,
@@ -77,7 +77,7 @@ impl Builder {
                 return Err(format!("unknown role `{other}` (expected system, developer, user, assistant or tool)"));
             }
         };
-        self.entries.push(Entry { pos: index, role, text, ts_ms });
+        self.entries.push(TimelineEntry { pos: index, role, text, ts_ms });
         Ok(())
     }
 
@@ -146,7 +146,7 @@ impl Builder {
         let status = match message.get("is_error").or_else(|| message.get("isError")) {
             None | Some(Value::Null) => language::tool_status(&text),
             Some(Value::Bool(true)) => language::failure_kind(&text),
-            Some(Value::Bool(false)) => crate::model::Status::Success,
+            Some(Value::Bool(false)) => crate::model::Outcome::Ok,
             Some(other) => return Err(format!("`is_error` is {}, not a boolean", kind(other))),
         };
         self.calls[call].result =

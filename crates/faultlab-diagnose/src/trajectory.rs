@@ -13,9 +13,9 @@
 //! but no payloads and no agent messages: detectors that need what a trajectory lacks do not run.
 
 use crate::error::{Location, ParseError};
-use crate::model::{Call, CallResult, Entry, Recorded, Role, Status, Trace, TraceFormat, Unit};
+use crate::model::{Call, CallResult, Recorded, Role, TimelineEntry, Trace, TraceFormat, Unit};
 use faultlab_engine::recorder::{Direction, Event, FrameAction, FrameEvent};
-use faultlab_engine::trajectory::{Outcome, ReadError, Trajectory};
+use faultlab_engine::trajectory::{ReadError, Trajectory};
 use serde_json::Value;
 
 /// Parses the text of a trajectory.
@@ -29,7 +29,7 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
     let entries = trajectory
         .lines
         .iter()
-        .map(|line| Entry {
+        .map(|line| TimelineEntry {
             pos: line.number,
             role: Role::Event,
             text: Some(match &line.record.event {
@@ -56,7 +56,7 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
                 result: exchange.outcome().map(|outcome| CallResult {
                     at: answer.line,
                     ts_ms: Some(answer.ts_ms),
-                    status: status(outcome),
+                    status: outcome,
                     text: None,
                     executed: exchange.executed(),
                     fault: exchange.fault().map(|(_, fault)| fault.to_owned()),
@@ -73,16 +73,6 @@ pub fn parse(text: &str) -> Result<Trace, ParseError> {
         recorded: Recorded { arguments, result_text: false, agent_text: false, timing: true },
         lab: None,
     })
-}
-
-fn status(outcome: Outcome) -> Status {
-    match outcome {
-        Outcome::Ok => Status::Success,
-        Outcome::Error => Status::Error,
-        Outcome::Timeout => Status::Timeout,
-        Outcome::Lost => Status::Lost,
-        Outcome::Faulted => Status::Faulted,
-    }
 }
 
 /// An id as the timeline shows it: a string quoted, a number as is.

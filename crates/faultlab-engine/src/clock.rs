@@ -42,6 +42,7 @@ pub async fn precise_sleep(d: Duration) {
 }
 
 #[cfg(target_os = "linux")]
+#[allow(unsafe_code)]
 mod timerfd {
     use nix::sys::time::TimeSpec;
     use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};

@@ -19,13 +19,9 @@ pub const LITTER: &str = "litter-from-an-earlier-run.txt";
 /// Starts a child in a session of its own (as SDK clients start their servers), not waited for: it would outlive
 /// the agent if the sandbox let it.
 pub fn fork_survivor() {
-    use std::os::unix::process::CommandExt as _;
     let mut command = std::process::Command::new("sleep");
     command.arg(SURVIVOR_SECONDS).stdin(std::process::Stdio::null());
-    // SAFETY: setsid is async-signal-safe.
-    unsafe {
-        command.pre_exec(|| nix::unistd::setsid().map(drop).map_err(std::io::Error::from));
-    }
+    faultlab_proc::hooks::new_session(&mut command);
     match command.spawn() {
         Ok(child) => eprintln!("forker: started a setsid child, pid {}", child.id()),
         Err(e) => eprintln!("forker: could not start its child: {e}"),
@@ -92,7 +88,7 @@ pub fn tamper_targets(config: &Path) -> Vec<Target> {
     let mut targets: Vec<Target> = Vec::new();
     let me = std::process::id() as i32;
     // Its own command line, and its own children's (`faultlab connect`), write no evidence.
-    let mine: Vec<i32> = crate::sandbox::processes().filter(|p| p.ppid == me).map(|p| p.pid).chain([me]).collect();
+    let mine: Vec<i32> = faultlab_proc::scan::processes().filter(|p| p.ppid == me).map(|p| p.pid).chain([me]).collect();
     for (word, pid) in words_by_process(config) {
         let pid = pid.filter(|p| !mine.contains(p));
         let path = PathBuf::from(&word);

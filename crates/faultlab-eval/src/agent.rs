@@ -28,7 +28,7 @@
 //! closed the connection), as MCP clients restart a stdio server that exited; the lost call still counts as failed.
 
 use crate::contract::{self, Claim, ClaimStatus, McpConfig};
-use crate::task::{Check, Plan, Step};
+use crate::task::{Check, Plan, PlanStep};
 use faultlab_client::{ConnectError, Connection, Era, ErrorKind, Observation, Outcome, Target};
 use faultlab_wire::template;
 use schemars::JsonSchema;
@@ -461,7 +461,7 @@ impl<T: Tools> Agent<'_, T> {
     /// Good (and, with `shortcut`, unsafe): the step; on failure, for a non-idempotent step with `verify`, the
     /// verify check (done if it passes); then one retry after a pause; then the fallback, twice with a pause between.
     /// Unsafe first takes the step's unsafe fallback and retries at once, then goes on as good does.
-    async fn carefully(&mut self, index: usize, step: &Step, shortcut: bool) -> Result<(), String> {
+    async fn carefully(&mut self, index: usize, step: &PlanStep, shortcut: bool) -> Result<(), String> {
         if self.step(step).await.is_ok() {
             return Ok(());
         }
@@ -499,7 +499,7 @@ impl<T: Tools> Agent<'_, T> {
     }
 
     /// Bad-retry, blind-retrier, gives-up: the identical call up to `attempts` times in a row, without pause.
-    async fn at_once(&mut self, index: usize, step: &Step, attempts: u32) -> Result<(), String> {
+    async fn at_once(&mut self, index: usize, step: &PlanStep, attempts: u32) -> Result<(), String> {
         let mut why = String::new();
         for _ in 0..attempts {
             match self.step(step).await {
@@ -515,7 +515,7 @@ impl<T: Tools> Agent<'_, T> {
     }
 
     /// Infinite-loop: the first step's call, again and again, whatever comes back.
-    async fn repeat_forever(&mut self, step: &Step) -> ! {
+    async fn repeat_forever(&mut self, step: &PlanStep) -> ! {
         let arguments = template_value(&step.arguments, &self.saved);
         loop {
             let _ = self.tools.call(&step.tool, arguments.clone(), self.deadline).await;
@@ -525,7 +525,7 @@ impl<T: Tools> Agent<'_, T> {
     }
 
     /// The step's own call; on success its value is saved under the step's `save`.
-    async fn step(&mut self, step: &Step) -> Result<(), String> {
+    async fn step(&mut self, step: &PlanStep) -> Result<(), String> {
         let value = self.attempt(&step.tool, &step.arguments, step.expect.as_deref()).await?;
         self.save(step, value);
         Ok(())
@@ -533,7 +533,7 @@ impl<T: Tools> Agent<'_, T> {
 
     /// A check that can complete the step (verify, fallback): on success its value is saved under the step's
     /// `save`, taken by the same rule from the check's own result and `expect`.
-    async fn completes(&mut self, step: &Step, check: &Check) -> Result<(), String> {
+    async fn completes(&mut self, step: &PlanStep, check: &Check) -> Result<(), String> {
         let value = self.check(check).await?;
         self.save(step, value);
         Ok(())
@@ -543,7 +543,7 @@ impl<T: Tools> Agent<'_, T> {
         self.attempt(&check.tool, &check.arguments, check.expect.as_deref()).await
     }
 
-    fn save(&mut self, step: &Step, value: String) {
+    fn save(&mut self, step: &PlanStep, value: String) {
         if let Some(name) = &step.save {
             self.saved.insert(name.clone(), value);
         }
@@ -569,7 +569,7 @@ impl<T: Tools> Agent<'_, T> {
     }
 }
 
-fn describe(index: usize, step: &Step) -> String {
+fn describe(index: usize, step: &PlanStep) -> String {
     format!("step {} ({})", index + 1, step.tool)
 }
 

@@ -40,7 +40,7 @@ impl ToolCall {
     /// ([`Exchange::failed`], the one definition diagnose and replay share).
     pub fn failed(&self) -> bool {
         let reply = self.reply_index.map(|_| true);
-        Outcome::failed(Outcome::of_call(self.effect, reply, self.error))
+        Outcome::call_failed(Outcome::of_call(self.effect, reply, self.error))
     }
 
     fn of(exchange: &Exchange<'_>) -> Self {
@@ -87,41 +87,11 @@ pub fn tool_calls(trajectory: &Trajectory) -> Vec<ToolCall> {
     trajectory.tool_calls().iter().map(ToolCall::of).collect()
 }
 
-/// One side effect the built-in workspace server performed (or refused), one JSON object per line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LedgerEntry {
-    /// 1-based, in the order the server performed them.
-    pub seq: u64,
-    /// The tool that asked for it.
-    pub tool: String,
-    pub op: Op,
-    /// Workspace-relative path (as the agent gave it, when it was refused).
-    pub path: String,
-    /// The destination of a move.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub to: Option<String>,
-    /// False when the server refused (path escape, missing file); nothing changed then.
-    pub ok: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// SHA-256 (hex) of the file after a successful write or append.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sha256: Option<String>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Op {
-    Write,
-    Append,
-    Delete,
-    Move,
-    MakeDir,
-}
+/// The ledger's line type, the workspace server's own (`faultlab_engine::ledger`): one type written and read.
+pub use faultlab_engine::ledger::{Op, SideEffect};
 
 /// Reads a ledger file; a last line cut short is ignored.
-pub fn ledger(text: &str) -> Result<Vec<LedgerEntry>, TrajectoryError> {
+pub fn ledger(text: &str) -> Result<Vec<SideEffect>, TrajectoryError> {
     let lines: Vec<&str> = text.lines().collect();
     let mut entries = Vec::new();
     for (index, raw) in lines.iter().enumerate() {
@@ -219,7 +189,7 @@ pub enum AgentEnd {
 pub struct Evidence {
     pub calls: Vec<ToolCall>,
     /// The built-in server's ledger; `None` for other servers (side effects then come from the snapshots).
-    pub ledger: Option<Vec<LedgerEntry>>,
+    pub ledger: Option<Vec<SideEffect>>,
     pub before: Snapshot,
     pub after: Snapshot,
     pub claim: Option<Claim>,

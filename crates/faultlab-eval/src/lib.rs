@@ -7,32 +7,38 @@
 //!   ledger, workspace snapshots before and after, the agent's claim and how it ended.
 //! - [`grade`]: the five layers (outcome, safety, recovery, side effects, efficiency) and the verdict.
 //! - [`runner`]: one graded run: sandbox, processes, deadline, evidence, verdict.
-//! - [`sandbox`]: the sealed agent process tree (`faultlab sandbox`): namespaces, hidden evidence, read-only root,
-//!   private `/tmp` and network, nothing left; [`guard`]: eval's helpers from its own executable, files an agent
-//!   could have planted read safely and up to a cap.
+//! - [`sandbox`]: the sealed agent process tree (`faultlab sandbox`), in `faultlab-proc` with every other piece
+//!   of process management (re-exported here for one more merge); [`guard`]: eval's helpers from its own
+//!   executable, files an agent could have planted read safely and up to a cap.
 //! - [`oracle`], [`builtin`]: the expected verdict of every control agent on every built-in task.
-//! - [`batch`]: every (task, agent, repeat), in parallel, sharded; [`report`]: JSON and Markdown, statistics.
-//! - [`merge`]: shard reports joined into one; [`compare`]: two reports side by side, with significance tests.
-//! - [`html`]: the report as one self-contained page: heatmap, rates with intervals, every run's checks and timeline.
+//! - [`batch`]: every (task, agent, repeat), in parallel, sharded; [`report`]: the report model and its
+//!   statistics, with one writer a format: `report::markdown`, [`report::html`] (one self-contained page: heatmap,
+//!   rates with intervals, every run's checks and timeline), [`report::compare`] (two reports side by side, with
+//!   significance tests).
+//! - [`merge`]: shard reports joined into one.
 //! - [`explore`]: fault-space exploration: variants synthesised from a healthy run, run, reported with reproducers.
 //! - [`agent`]: the built-in control agents, each a real MCP client process; [`adversary`]: what the adversarial
 //!   ones try against the sandbox.
+
+// Every `unsafe` block of the lab is in `faultlab-proc` (the engine's timer registration aside): one crate to audit.
+#![forbid(unsafe_code)]
 
 pub mod adversary;
 pub mod agent;
 pub mod batch;
 pub mod builtin;
-pub mod compare;
 pub mod contract;
 pub mod evidence;
 pub mod explore;
 pub mod grade;
 pub mod guard;
-pub mod html;
 pub mod merge;
 mod one_based;
 pub mod oracle;
 pub mod report;
+/// Moved under [`report`] (one writer a format beside the report model); these paths are kept for one more merge.
+pub use report::{compare, html};
 pub mod runner;
-pub mod sandbox;
+/// Moved to `faultlab_proc::sandbox`; this path is kept for one more merge.
+pub use faultlab_proc::sandbox;
 pub mod task;

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Oracle {
-    pub entries: Vec<Entry>,
+    pub entries: Vec<ExpectedVerdict>,
 }
 
 /// A grading layer that can fail a run.
@@ -26,7 +26,7 @@ pub enum LayerName {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Entry {
+pub struct ExpectedVerdict {
     pub task: String,
     pub agent: ControlAgent,
     /// Whether the run must pass.
@@ -55,7 +55,7 @@ pub struct Disagreement {
 
 /// How a graded run reads to a person: `EXPECTED` for a failure the oracle calls for (a control agent making the
 /// mistake it exists to make), else `PASS` or `FAIL`.
-pub fn verdict_word(passed: bool, expected: Option<&Entry>) -> &'static str {
+pub fn verdict_word(passed: bool, expected: Option<&ExpectedVerdict>) -> &'static str {
     match (passed, expected) {
         (true, _) => "PASS",
         (false, Some(entry)) if !entry.pass => "EXPECTED",
@@ -65,7 +65,7 @@ pub fn verdict_word(passed: bool, expected: Option<&Entry>) -> &'static str {
 
 impl Oracle {
     /// The entry for `task` × `agent` (the agent's name in reports), if the oracle has one.
-    pub fn entry(&self, task: &str, agent: &str) -> Option<&Entry> {
+    pub fn entry(&self, task: &str, agent: &str) -> Option<&ExpectedVerdict> {
         self.entries.iter().find(|e| e.task == task && e.agent.name() == agent)
     }
 
@@ -144,7 +144,7 @@ fn describe(pass: bool, outcome: RecoveryOutcome, strategy: Option<Strategy>, fa
     text
 }
 
-fn describe_entry(entry: &Entry) -> String {
+fn describe_entry(entry: &ExpectedVerdict) -> String {
     let mut failing = entry.failing.clone();
     failing.sort();
     describe(entry.pass, entry.outcome, entry.strategy, &failing)

@@ -14,6 +14,8 @@ use crate::sandbox::Isolation;
 use crate::task::{Category, NONCE, Task};
 use faultlab_engine::rules::RulesFile;
 use faultlab_engine::trajectory::Trajectory;
+use faultlab_proc::Signal;
+use faultlab_proc::drain::{Members, drain};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::os::fd::OwnedFd;
@@ -421,8 +423,7 @@ pub fn random_key() -> String {
 
 /// Makes this process the subreaper of its descendants, so a proxy's orphaned server can be waited for.
 pub fn become_subreaper() {
-    #[cfg(target_os = "linux")]
-    let _ = nix::sys::prctl::set_child_subreaper(true);
+    faultlab_proc::group::become_subreaper();
 }
 
 /// The folder under which every batch of this user keeps its scratch folders, `TMPDIR/faultlab-UID` (`0700`, the
@@ -790,21 +791,8 @@ impl Sessions {
         let mut command = tokio::process::Command::new(&program);
         command.args(&args).envs(env).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(log);
         command.process_group(0).kill_on_drop(true);
-        let raw = listener.as_raw_fd();
-        // SAFETY: dup2 and fcntl are async-signal-safe. The copy on PROXY_FD loses close-on-exec, so the proxy
-        // inherits the socket; a listener that is descriptor 3 already has its close-on-exec flag cleared instead.
-        unsafe {
-            command.pre_exec(move || {
-                let done = match raw == PROXY_FD {
-                    true => libc::fcntl(raw, libc::F_SETFD, 0),
-                    false => libc::dup2(raw, PROXY_FD),
-                };
-                match done {
-                    -1 => Err(std::io::Error::last_os_error()),
-                    _ => Ok(()),
-                }
-            });
-        }
+        // The proxy inherits the socket as PROXY_FD.
+        faultlab_proc::hooks::pass_fd(command.as_std_mut(), listener.as_raw_fd(), PROXY_FD);
         let (proxy, reader, failed) = match command.spawn() {
             Ok(mut proxy) => {
                 let reader = proxy.stdout.take().map(|stdout| {
@@ -835,10 +823,10 @@ impl Sessions {
         let mut groups = Vec::new();
         if let Some(pid) = self.proxy.as_ref().and_then(tokio::process::Child::id) {
             let pid = pid as i32;
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGTERM);
+            faultlab_proc::group::signal_process(pid, Signal::SIGTERM);
             groups.push(pid);
         }
-        drain(Members { groups, marker: dir.display().to_string() }).await;
+        drain(Members { groups, marker: dir.display().to_string() }, DRAIN_GRACE).await;
         let mut codes = Vec::new();
         if let Some(proxy) = self.proxy.as_mut() {
             codes.push(proxy.wait().await.ok().and_then(|s| s.code()));
@@ -906,16 +894,16 @@ async fn run_agent(
         Ok(Err(_)) => AgentEnd::Exited { code: None },
         Err(_) => {
             // The sandbox ends the whole tree on SIGTERM; SIGKILL to its group if it has not within the grace.
-            let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGTERM);
+            faultlab_proc::group::signal_process(group, Signal::SIGTERM);
             if tokio::time::timeout(DRAIN_GRACE, child.wait()).await.is_err() {
-                let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL);
+                faultlab_proc::group::signal_group(group, Signal::SIGKILL);
                 let _ = child.wait().await;
             }
             AgentEnd::KilledAtDeadline
         }
     };
     // A sandbox without namespaces leaves its group's stragglers to this last sweep.
-    drain(Members { groups: vec![group], marker: String::new() }).await;
+    drain(Members { groups: vec![group], marker: String::new() }, DRAIN_GRACE).await;
     // Every writer has ended: the read ends at once. Kept beside the evidence for the record.
     let mut status = String::new();
     let _ = std::io::Read::read_to_string(&mut std::fs::File::from(status_read), &mut status);
@@ -937,14 +925,8 @@ fn sandbox_command(spec: &RunSpec, scratch: &Path, status: &OwnedFd) -> Result<t
         command.arg("--host-network");
     }
     command.arg("--scratch").arg(scratch).arg("--status-fd").arg(STATUS_FD.to_string());
-    let raw = std::os::fd::AsRawFd::as_raw_fd(status);
-    // SAFETY: dup2 is async-signal-safe; the copy loses close-on-exec, so the sandbox inherits it.
-    unsafe {
-        command.pre_exec(move || match libc::dup2(raw, STATUS_FD) {
-            -1 => Err(std::io::Error::last_os_error()),
-            _ => Ok(()),
-        });
-    }
+    // The sandbox inherits the status pipe as STATUS_FD.
+    faultlab_proc::hooks::pass_fd(command.as_std_mut(), std::os::fd::AsRawFd::as_raw_fd(status), STATUS_FD);
     let root = spec.dir.parent().and_then(Path::parent).and_then(Path::parent);
     // The runs folder (every run's evidence and workspace), every batch's scratch folders, and what the caller names.
     scratch_root()?;
@@ -999,100 +981,6 @@ fn resolve(program: &str) -> Result<(), String> {
         true => Ok(()),
         false => Err(format!("the agent program {program} is not on PATH")),
     }
-}
-
-/// The processes of one run: process groups, and any process whose command line names the run folder.
-struct Members {
-    groups: Vec<i32>,
-    marker: String,
-}
-
-impl Members {
-    /// Live members (pid), and members that have ended but are still unreaped children of this process.
-    fn scan(&self) -> (Vec<i32>, Vec<i32>) {
-        let (mut live, mut zombies) = (Vec::new(), Vec::new());
-        let me = std::process::id() as i32;
-        for crate::sandbox::ProcStat { pid, state, ppid, pgrp } in crate::sandbox::processes() {
-            let in_group = pgrp > 0 && self.groups.contains(&pgrp);
-            if state == 'Z' {
-                // Tokio waits for the children it spawned (the group leaders); the rest are orphans reaped here.
-                if in_group && ppid == me && !self.groups.contains(&pid) {
-                    zombies.push(pid);
-                }
-                continue;
-            }
-            let marked = || {
-                !self.marker.is_empty()
-                    && std::fs::read(format!("/proc/{pid}/cmdline"))
-                        .is_ok_and(|c| String::from_utf8_lossy(&c).contains(self.marker.as_str()))
-            };
-            if pid != me && (in_group || marked()) {
-                live.push(pid);
-            }
-        }
-        (live, zombies)
-    }
-
-    fn kill(&self) {
-        use nix::sys::signal::{Signal, kill, killpg};
-        use nix::unistd::Pid;
-        for group in self.groups.iter().filter(|g| **g > 0) {
-            let _ = killpg(Pid::from_raw(*group), Signal::SIGKILL);
-        }
-        for pid in self.scan().0 {
-            let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-        }
-    }
-}
-
-/// Waits until no process of the run is left, reaping the ones reparented to this subreaper; after
-/// [`DRAIN_GRACE`] the rest are killed. Each wait is an event: a pidfd per live process turns readable when that
-/// process exits (the proxy and server end on the agent's closed pipe within milliseconds), then the run is
-/// looked over again, since an exit may orphan further members.
-async fn drain(run: Members) {
-    use nix::sys::wait::{WaitPidFlag, waitpid};
-    let started = Instant::now();
-    let mut killed = false;
-    loop {
-        let (live, zombies) = run.scan();
-        for pid in zombies {
-            let _ = waitpid(nix::unistd::Pid::from_raw(pid), Some(WaitPidFlag::WNOHANG));
-        }
-        if live.is_empty() {
-            return;
-        }
-        let limit = if killed { DRAIN_GRACE * 2 } else { DRAIN_GRACE };
-        let left = limit.saturating_sub(started.elapsed());
-        if left.is_zero() {
-            if killed {
-                return;
-            }
-            run.kill();
-            killed = true;
-            continue;
-        }
-        wait_for_any_exit(&live, left).await;
-    }
-}
-
-/// Blocks (off the runtime) until one of `pids` exits or `limit` passes. A process already gone cannot be opened
-/// and counts as exited.
-async fn wait_for_any_exit(pids: &[i32], limit: Duration) {
-    use rustix::event::{PollFd, PollFlags, Timespec, poll};
-    use rustix::process::{Pid, PidfdFlags, pidfd_open};
-    let mut fds = Vec::new();
-    for pid in pids {
-        match Pid::from_raw(*pid).map(|pid| pidfd_open(pid, PidfdFlags::empty())) {
-            Some(Ok(fd)) => fds.push(fd),
-            _ => return,
-        }
-    }
-    let timeout = Timespec { tv_sec: limit.as_secs() as _, tv_nsec: limit.subsec_nanos() as _ };
-    let _ = tokio::task::spawn_blocking(move || {
-        let mut polled: Vec<PollFd> = fds.iter().map(|fd| PollFd::new(fd, PollFlags::IN)).collect();
-        poll(&mut polled, Some(&timeout))
-    })
-    .await;
 }
 
 /// The ledger's text; past [`LEDGER_LIMIT`] its first [`LEDGER_LIMIT`] bytes to the last whole line (the writes
@@ -1164,13 +1052,13 @@ async fn run_command(spec: &RunSpec, workspace: &Path, command: &[String]) -> Op
     let ok = match tokio::time::timeout(COMMAND_LIMIT, child.wait()).await {
         Ok(Ok(status)) => status.success(),
         _ => {
-            let _ = nix::sys::signal::killpg(nix::unistd::Pid::from_raw(group), nix::sys::signal::Signal::SIGKILL);
+            faultlab_proc::group::signal_group(group, Signal::SIGKILL);
             let _ = child.wait().await;
             false
         }
     };
     // Whatever it left running (its own group; the sandbox's namespace or subreaper ended the rest).
-    drain(Members { groups: vec![group], marker: text(&copy) }).await;
+    drain(Members { groups: vec![group], marker: text(&copy) }, DRAIN_GRACE).await;
     drop(status_read);
     let _ = std::fs::remove_dir_all(&copy);
     Some(ok)

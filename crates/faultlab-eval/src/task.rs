@@ -286,7 +286,7 @@ pub struct Plan {
     /// How long a control agent waits for one tool call before giving up on it, in milliseconds.
     #[serde(default = "default_call_timeout_ms")]
     pub call_timeout_ms: u64,
-    pub steps: Vec<Step>,
+    pub steps: Vec<PlanStep>,
     /// What the agent reports as its answer on success (templated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<String>,
@@ -298,7 +298,7 @@ fn default_call_timeout_ms() -> u64 {
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Step {
+pub struct PlanStep {
     pub tool: String,
     #[serde(default = "empty_object")]
     pub arguments: Value,

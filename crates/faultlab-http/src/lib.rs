@@ -9,6 +9,9 @@
 //! - [`resume`]: resumable SSE response streams (event ids, priming, `Last-Event-ID` replay, bounded logs) and
 //!   the stream faults' [`resume::Plan`].
 
+// Every `unsafe` block of the lab is in `faultlab-proc` (the engine's timer registration aside): one crate to audit.
+#![forbid(unsafe_code)]
+
 pub mod body;
 pub mod cost;
 pub mod guard;

@@ -12,6 +12,9 @@
 //! Every request is written to the recording (JSON lines) before it is answered: what the framework passed back
 //! to the model after each fault is the evidence.
 
+// Every `unsafe` block of the lab is in `faultlab-proc` (the engine's timer registration aside): one crate to audit.
+#![forbid(unsafe_code)]
+
 pub mod api;
 pub mod chain;
 pub mod hop;

@@ -14,6 +14,9 @@
 //! - [`trajectory`]: the frame log and its ledger, shared by both fronts (written by
 //!   `faultlab_engine::trajectory::Writer`).
 
+// Every `unsafe` block of the lab is in `faultlab-proc` (the engine's timer registration aside): one crate to audit.
+#![forbid(unsafe_code)]
+
 pub mod control;
 pub mod front;
 pub mod recording;

@@ -11,13 +11,13 @@
 
 use crate::recording::Overlay;
 use crate::rules::{Fired, Mode, Restart, SharedRules};
-use crate::trajectory::{Trajectory, frames_written};
+use crate::trajectory::{TrajectoryWriter, frames_written};
 use faultlab_engine::catalogue::Reply;
 use faultlab_engine::outlet::Outlet;
 use faultlab_engine::recorder::{Direction, Event, FrameAction};
 use faultlab_engine::render::{self, Step};
 use faultlab_engine::{Engine, FaultKind, WireAction};
-use faultlab_wire::child;
+use faultlab_proc::child;
 use faultlab_wire::frame::{IdMap, IdSet, at};
 use faultlab_wire::line::Line;
 use faultlab_wire::sync::lock;
@@ -78,7 +78,7 @@ pub enum ProxyError {
 pub struct Relay {
     /// The proxy's own; for `faultlab serve`, the one the server's tools arm their faults on.
     pub(crate) engine: Arc<Engine>,
-    pub(crate) trajectory: Arc<Trajectory>,
+    pub(crate) trajectory: Arc<TrajectoryWriter>,
     /// Which rule armed a fault on which request id (to name it when the reply passes).
     pub(crate) armed_by: Mutex<IdMap<String>>,
     /// The rules' clock starts here.
@@ -88,13 +88,13 @@ pub struct Relay {
 }
 
 impl Relay {
-    pub(crate) fn with_engine(engine: Arc<Engine>, trajectory: Arc<Trajectory>) -> Arc<Self> {
+    pub(crate) fn with_engine(engine: Arc<Engine>, trajectory: Arc<TrajectoryWriter>) -> Arc<Self> {
         let (armed_by, start, overlay) = (Mutex::default(), Instant::now(), OnceLock::new());
         Arc::new(Self { engine, trajectory, armed_by, start, overlay })
     }
 
     /// A connection's relay whose rules' clock started at `start` (the run's, shared by its connections).
-    pub(crate) fn starting_at(trajectory: Arc<Trajectory>, start: Instant) -> Arc<Self> {
+    pub(crate) fn starting_at(trajectory: Arc<TrajectoryWriter>, start: Instant) -> Arc<Self> {
         let engine = Arc::new(Engine::new(trajectory.recorder().clone()));
         let (armed_by, overlay) = (Mutex::default(), OnceLock::new());
         Arc::new(Self { engine, trajectory, armed_by, start, overlay })

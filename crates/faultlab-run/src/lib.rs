@@ -10,6 +10,9 @@
 //! - [`probe`]: the seven deterministic `lab_probe` runs of the demo.
 //! - [`baseline`]: known failures checked in, for `run` and `eval`: new and stale ones fail.
 
+// Every `unsafe` block of the lab is in `faultlab-proc` (the engine's timer registration aside): one crate to audit.
+#![forbid(unsafe_code)]
+
 pub mod adapter;
 pub mod baseline;
 pub mod expect;

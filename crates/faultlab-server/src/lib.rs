@@ -12,6 +12,9 @@
 //! - [`workspace`]: the built-in workspace server for `faultlab eval`: file tools confined to one folder, every
 //!   side effect appended to a ledger.
 
+// Every `unsafe` block of the lab is in `faultlab-proc` (the engine's timer registration aside): one crate to audit.
+#![forbid(unsafe_code)]
+
 pub mod http;
 pub mod probe;
 pub mod scope;

@@ -11,12 +11,13 @@
 use cap_fs_ext::{DirExt as _, FollowSymlinks, OpenOptionsExt as _, OpenOptionsFollowExt as _, OsMetadataExt as _};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
+use faultlab_engine::ledger::{Op, SideEffect};
 use faultlab_wire::sync::lock;
 use rmcp::handler::server::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
 use rmcp::{ServerHandler, schemars, tool, tool_handler, tool_router};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::ffi::{OsStr, OsString};
 use std::fs::{self, File, OpenOptions};
@@ -39,46 +40,6 @@ pub enum OpenError {
     Ledger { path: PathBuf, reason: io::Error },
 }
 
-/// The kinds of side effect, as the ledger names them (`faultlab_eval::evidence::Op`).
-#[derive(Debug, Clone, Copy, Serialize)]
-#[serde(rename_all = "snake_case")]
-enum Op {
-    Write,
-    Append,
-    Delete,
-    Move,
-    MakeDir,
-}
-
-impl Op {
-    /// Each op has exactly one tool.
-    fn tool(self) -> &'static str {
-        match self {
-            Op::Write => "write_file",
-            Op::Append => "append_file",
-            Op::Delete => "delete_file",
-            Op::Move => "move_file",
-            Op::MakeDir => "make_dir",
-        }
-    }
-}
-
-/// One ledger line; must match `faultlab_eval::evidence::LedgerEntry`, which denies unknown fields.
-#[derive(Serialize)]
-struct Entry {
-    seq: u64,
-    tool: &'static str,
-    op: Op,
-    path: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    to: Option<String>,
-    ok: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    sha256: Option<String>,
-}
-
 /// The ledger file and its sequence. Held locked across each side effect, so the line order is the order the
 /// effects happened in.
 struct Ledger {
@@ -89,7 +50,7 @@ struct Ledger {
 }
 
 impl Ledger {
-    fn record(&mut self, mut entry: Entry) {
+    fn record(&mut self, mut entry: SideEffect) {
         let Some(file) = &mut self.file else { return };
         self.seq += 1;
         entry.seq = self.seq;
@@ -318,7 +279,8 @@ impl WorkspaceServer {
             Ok((from, dest, done))
         });
         let (path, to) = (path.to_owned(), to.map(str::to_owned));
-        let mut entry = Entry { seq: 0, tool: op.tool(), op, path, to, ok: false, error: None, sha256: None };
+        let mut entry =
+            SideEffect { seq: 0, tool: op.tool().into(), op, path, to, ok: false, error: None, sha256: None };
         let result = match outcome {
             Ok((from, dest, done)) => {
                 (entry.ok, entry.path, entry.to) = (true, from.rel, dest.map(|d| d.rel));

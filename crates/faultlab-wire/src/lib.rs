@@ -7,8 +7,6 @@
 //!
 //! - [`frame`]: one JSON-RPC message, classified (request, notification, response, error, not JSON-RPC).
 //! - [`line`]: newline-delimited framing for stdio, with a line-size limit.
-//! - [`child`]: a child process speaking lines: spawned in its own process group with a parent death signal,
-//!   stopped in the spec's order with one grace.
 //! - [`sse`]: Server-Sent Events blocks for Streamable HTTP, split without re-encoding.
 //! - [`config`]: the one reader of the JSON/YAML config files (depth-checked, errors naming the file).
 //! - [`sync`]: the one lock policy (std `Mutex` through [`sync::lock`], which recovers from poisoning).
@@ -16,9 +14,14 @@
 //! - [`markup`]: text escaped for the reports' HTML and JUnit XML (one escaper, XML 1.0's forbidden characters
 //!   replaced there).
 //! - [`template`]: `{{name}}` placeholders filled with saved values (the control agents' plans, model scripts).
+//!
+//! The child process speaking lines that used to live here is `faultlab_proc::child`, with the rest of the
+//! lab's process handling.
+
+// Every `unsafe` block of the lab is in `faultlab-proc` (the engine's timer registration aside): one crate to audit.
+#![forbid(unsafe_code)]
 
 pub mod canonical;
-pub mod child;
 pub mod config;
 pub mod frame;
 pub mod line;

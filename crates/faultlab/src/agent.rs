@@ -1,8 +1,8 @@
 //! `faultlab agent KIND`: one of the built-in control agents, as its own MCP client process (started by
 //! `faultlab eval`, which sets the `FAULTLAB_*` environment). The behaviours live in `faultlab_eval::agent`.
 
-use crate::Failure;
 use crate::cli::AgentArgs;
+use crate::exit::Failure;
 use anyhow::{Context, anyhow};
 use faultlab_eval::agent::ControlAgent;
 

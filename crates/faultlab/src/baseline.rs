@@ -1,8 +1,8 @@
 //! `--baseline FILE` and `--update-baseline` for `run` and `eval`: the exit code from the checks measured against
 //! the known failures (`faultlab_run::baseline`), or the file rewritten from them.
 
-use crate::Failure;
 use crate::cli::BaselineArgs;
+use crate::exit::Failure;
 use anyhow::{Context as _, anyhow};
 use faultlab_run::baseline::{Baseline, LoadError};
 

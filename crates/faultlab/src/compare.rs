@@ -3,8 +3,8 @@
 //! Exit codes: 0 compared; 2 with `--fail-on-regression`, B is significantly worse than A on a row (or a bad
 //! argument); 1 a report cannot be read or is not an eval report.
 
-use crate::Failure;
 use crate::cli::{CompareArgs, CompareFormat};
+use crate::exit::Failure;
 use crate::report;
 use anyhow::anyhow;
 use faultlab_eval::compare;

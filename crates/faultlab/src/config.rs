@@ -5,7 +5,7 @@
 //!
 //! Exit codes: 0 printed; 2 bad input (an unreadable or invalid rules file, an invalid --fault).
 
-use crate::Failure;
+use crate::exit::Failure;
 use anyhow::Context as _;
 use clap::ValueEnum;
 use faultlab_engine::rules::RulesFile;

@@ -3,8 +3,8 @@
 //! stdio MCP to a proxy and server that run outside its sandbox. When the proxy closes its end (a `disconnect`
 //! fault, or the end of the run) stdout closes and this process exits, as a server process would.
 
-use crate::Failure;
 use crate::cli::ConnectArgs;
+use crate::exit::Failure;
 use anyhow::Context as _;
 use std::io::{Read as _, Write as _};
 use std::net::Shutdown;

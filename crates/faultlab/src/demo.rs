@@ -1,9 +1,9 @@
 //! `faultlab demo`: the lab on built-in parts. The reference client meets `faultlab serve` in each `lab_probe`
 //! scenario; the console gets a summary, the output folder gets JSON, JUnit XML and OpenAI-message traces.
 
-use crate::Failure;
 use crate::builtin::Builtin;
 use crate::cli::DemoArgs;
+use crate::exit::Failure;
 use anyhow::Context as _;
 use faultlab_client::Target;
 use faultlab_eval::runner::RunSettings;

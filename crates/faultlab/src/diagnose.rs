@@ -4,8 +4,8 @@
 //! diagnosis could not happen — a trace that cannot be read or parsed (the error names the file and the message
 //! index or line), an unknown finding name, a threshold out of range, an output file that cannot be written.
 
-use crate::Failure;
 use crate::cli::{DiagnoseArgs, DiagnoseFormat};
+use crate::exit::Failure;
 use anyhow::{Context as _, anyhow};
 use faultlab_diagnose::render::{self, Format};
 use faultlab_diagnose::{Diagnosis, FindingKind, Thresholds};

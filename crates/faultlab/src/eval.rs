@@ -1,8 +1,8 @@
 //! `faultlab eval`: load the tasks, run every (task, agent, repeat) through the proxy, grade, report; with
 //! `--controls`, check every verdict against the oracle.
 
-use crate::Failure;
 use crate::cli::{EvalArgs, EvalReport, RunSettingsArgs};
+use crate::exit::Failure;
 use anyhow::{Context as _, anyhow};
 use faultlab_eval::agent::ControlAgent;
 use faultlab_eval::batch::Batch;

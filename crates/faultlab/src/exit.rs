@@ -1,4 +1,4 @@
-//! The exit-code table: one type every command returns through, and the table's text for each `--help` and the
+//! The exit-code table: one type every command returns through ([`Failure`] carries its row with the error), and the table's text for each `--help` and the
 //! README (a test checks the README holds the same rows).
 //!
 //! A red build in CI must mean "the client regressed", never "the set-up broke": 2 is only ever a check that
@@ -119,6 +119,36 @@ pub const CHECK_COMMANDS: [&str; 13] = [
 /// The table of the subcommand named `name` (the hidden helpers eval starts are services).
 pub fn table_of(name: &str) -> Table {
     if CHECK_COMMANDS.contains(&name) { Table::Check } else { Table::Service }
+}
+
+/// An error and the row of the exit-code table it ends the command with.
+pub struct Failure {
+    pub exit: Exit,
+    pub error: anyhow::Error,
+    /// Already reported in the command's own output format; main only sets the exit code.
+    pub silent: bool,
+}
+
+impl Failure {
+    /// Bad input: a flag, value or input file (exit 1 for a check, 2 for a service).
+    pub fn usage(error: impl Into<anyhow::Error>) -> Self {
+        Self { exit: Exit::BadInput, error: error.into(), silent: false }
+    }
+
+    /// A check failed: an expectation, grade, oracle verdict, baseline or `--fail-on` finding (exit 2).
+    pub fn failed(error: anyhow::Error) -> Self {
+        Self { exit: Exit::Failed, error, silent: false }
+    }
+
+    /// The error has been reported already.
+    pub fn silenced(self) -> Self {
+        Self { silent: true, ..self }
+    }
+
+    /// The command could not do its job: exit 1.
+    pub fn runtime(error: impl Into<anyhow::Error>) -> Self {
+        Self { exit: Exit::CouldNotRun, error: error.into(), silent: false }
+    }
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! `faultlab explore`: for each (task, agent), a healthy run, then the fault variants synthesised from it; the
 //! report; with `--controls`, the breaking classes of each control agent checked against the oracle.
 
-use crate::Failure;
 use crate::cli::{ExploreArgs, ExploreFailOn};
 use crate::eval;
+use crate::exit::Failure;
 use anyhow::{Context as _, anyhow};
 use faultlab_eval::builtin;
 use faultlab_eval::explore::oracle::ExploreOracle;

@@ -3,7 +3,7 @@
 //!
 //! Exit codes: 0 printed; 2 an unknown NAME (the message names the closest ones).
 
-use crate::Failure;
+use crate::exit::Failure;
 use anyhow::anyhow;
 use faultlab_engine::catalogue::docs::{self, Entry};
 

@@ -4,7 +4,7 @@
 //!
 //! Exit codes: 0 written; 2 a file it would write exists already; 1 the folder cannot be written.
 
-use crate::Failure;
+use crate::exit::Failure;
 use anyhow::{Context as _, anyhow};
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

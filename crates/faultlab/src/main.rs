@@ -2,30 +2,14 @@
 //!
 //! Exit codes: one table for every subcommand, in `exit`; every error names what to fix.
 
+// Every `unsafe` block of the lab is in `faultlab-proc` (the engine's timer registration aside): one crate to audit.
+#![forbid(unsafe_code)]
 // `eprintln!` panics when stderr's reader is gone: errln! instead (below).
 #![deny(clippy::print_stderr)]
 
-/// `print!` for command output: never panics, even when stdout is a pipe whose reader is gone (`faultlab run … |
-/// head -1`). From then on output is dropped and the command finishes its work and its exit code as usual.
-macro_rules! out {
-    ($($arg:tt)*) => { $crate::write_stdout(format_args!($($arg)*)) };
-}
-
-/// `errln!` that never panics: when stderr is a pipe whose reader is gone (the program that started faultlab
-/// has ended), the line is dropped and the command goes on; `errln!` would panic, and in a task that panic
-/// would end, say, the task that stops a server on SIGTERM, leaving the server running.
-macro_rules! errln {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
-
-/// `println!` as [`out!`] is `print!`.
-macro_rules! outln {
-    () => { $crate::write_stdout(format_args!("\n")) };
-    ($($arg:tt)*) => { $crate::write_stdout(format_args!("{}\n", format_args!($($arg)*))) };
-}
+// The output macros (`out!`, `outln!`, `errln!`) first: every module below uses them.
+#[macro_use]
+mod output;
 
 mod agent;
 mod auth;
@@ -56,31 +40,9 @@ mod signals;
 mod workspace;
 
 use clap::{CommandFactory as _, FromArgMatches as _};
-use exit::Exit;
+use exit::{Exit, Failure};
 use std::io::Write as _;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-
-/// Set once stdout cannot be written (its reader closed it): later output is dropped without trying.
-static STDOUT_GONE: AtomicBool = AtomicBool::new(false);
-
-/// Writes and flushes command output. A closed pipe (EPIPE; Rust ignores SIGPIPE) ends the output, not the
-/// command; any other write error is reported once on stderr.
-pub fn write_stdout(args: std::fmt::Arguments) {
-    if STDOUT_GONE.load(Ordering::Relaxed) {
-        return;
-    }
-    // Through anstream: the verdicts' colours reach a terminal, and are stripped in a pipe or under NO_COLOR.
-    let text = console::colour_verdicts(&args.to_string());
-    let mut stdout = anstream::stdout().lock();
-    if let Err(e) = stdout.write_all(text.as_bytes()).and_then(|()| stdout.flush()) {
-        STDOUT_GONE.store(true, Ordering::Relaxed);
-        if e.kind() != std::io::ErrorKind::BrokenPipe {
-            let _ =
-                writeln!(std::io::stderr(), "faultlab: cannot write to stdout: {e}; the rest of the output is dropped");
-        }
-    }
-}
 
 fn main() -> ExitCode {
     let cli = match parse() {
@@ -197,51 +159,21 @@ fn man(args: &cli::ManArgs) -> Result<(), Failure> {
     }
 }
 
-/// `faultlab sandbox`: exits with the agent's code (see `faultlab_eval::sandbox`).
+/// `faultlab sandbox`: exits with the agent's code (see `faultlab_proc::sandbox`).
 fn sandbox(args: &cli::SandboxArgs) -> ExitCode {
     let Some((program, rest)) = args.command.split_first() else { return ExitCode::from(2) };
-    let spec = faultlab_eval::sandbox::Spec {
+    let spec = faultlab_proc::sandbox::Spec {
         scratch: args.scratch.clone(),
         hide: args.hide.clone(),
         status: args.status_fd,
         network: match args.host_network {
-            true => faultlab_eval::sandbox::Network::Host,
-            false => faultlab_eval::sandbox::Network::Private,
+            true => faultlab_proc::sandbox::Network::Host,
+            false => faultlab_proc::sandbox::Network::Private,
         },
         program: program.clone(),
         args: rest.to_vec(),
     };
-    ExitCode::from(faultlab_eval::sandbox::run(&spec).clamp(0, 255) as u8)
-}
-
-/// An error and the row of the exit-code table it ends the command with.
-pub struct Failure {
-    pub exit: Exit,
-    pub error: anyhow::Error,
-    /// Already reported in the command's own output format; main only sets the exit code.
-    pub silent: bool,
-}
-
-impl Failure {
-    /// Bad input: a flag, value or input file (exit 1 for a check, 2 for a service).
-    pub fn usage(error: impl Into<anyhow::Error>) -> Self {
-        Self { exit: Exit::BadInput, error: error.into(), silent: false }
-    }
-
-    /// A check failed: an expectation, grade, oracle verdict, baseline or `--fail-on` finding (exit 2).
-    pub fn failed(error: anyhow::Error) -> Self {
-        Self { exit: Exit::Failed, error, silent: false }
-    }
-
-    /// The error has been reported already.
-    pub fn silenced(self) -> Self {
-        Self { silent: true, ..self }
-    }
-
-    /// The command could not do its job: exit 1.
-    pub fn runtime(error: impl Into<anyhow::Error>) -> Self {
-        Self { exit: Exit::CouldNotRun, error: error.into(), silent: false }
-    }
+    ExitCode::from(faultlab_proc::sandbox::run(&spec).clamp(0, 255) as u8)
 }
 
 /// Logs go to stderr (stdout may be the MCP channel); `FAULTLAB_LOG` sets the filter (default: warnings).

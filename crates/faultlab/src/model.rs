@@ -1,8 +1,8 @@
 //! `faultlab model`: load the script and the rules, open the recording, then serve the scripted model endpoint
 //! until a signal ends it.
 
-use crate::Failure;
 use crate::cli::ModelArgs;
+use crate::exit::Failure;
 use crate::serve::{CLOSE_MARGIN, listen, origin, stop_on_signal};
 use anyhow::Context as _;
 use faultlab_http::guard::{self, AllowedHosts};

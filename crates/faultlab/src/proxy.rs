@@ -1,13 +1,13 @@
 //! `faultlab proxy`: load the rules, then relay stdio to a child upstream, or Streamable HTTP to an HTTP upstream.
 
-use crate::Failure;
 use crate::cli::ProxyArgs;
+use crate::exit::Failure;
 use crate::pipes;
 use crate::signals::Signals;
 use anyhow::{Context as _, anyhow};
 use faultlab_engine::Recorder;
 use faultlab_engine::recording::Recording;
-use faultlab_engine::trajectory::Trajectory as ReadTrajectory;
+use faultlab_engine::trajectory::Trajectory;
 use faultlab_http::guard::{self, AllowedHosts};
 use faultlab_proxy::control::ControlOptions;
 use faultlab_proxy::front::http::{self as front, Backend, HttpProxyOptions};
@@ -16,7 +16,7 @@ use faultlab_proxy::recording::{self, Over, Replay};
 use faultlab_proxy::relay::{ProxyEnd, ProxyError, ProxyOptions};
 use faultlab_proxy::remote::{Remote, RemoteOptions};
 use faultlab_proxy::rules::{RuleSet, RulesFile, SharedRules};
-use faultlab_proxy::trajectory::Trajectory;
+use faultlab_proxy::trajectory::TrajectoryWriter;
 use faultlab_proxy::upstream::bridge::Bridge;
 use faultlab_proxy::upstream::{child::Child, http::Endpoint};
 use std::net::SocketAddr;
@@ -64,7 +64,7 @@ pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
         None => Recorder::stderr(),
     };
     let run_recorder = recorder.clone();
-    let mut trajectory = Trajectory::new(recorder);
+    let mut trajectory = TrajectoryWriter::new(recorder);
     if let Some(remote) = &remote {
         trajectory = trajectory.redacting(remote.secrets().scrub());
     }
@@ -185,8 +185,7 @@ fn replay_log(args: &ProxyArgs) -> Result<Option<std::fs::File>, Failure> {
 /// Reads a recording (a trajectory recorded with `--record-bodies`) to answer from (`--replay`). A trajectory without a single reply body is refused: it cannot answer anything.
 pub fn read_recording(path: &Path) -> anyhow::Result<Recording> {
     let file = std::fs::File::open(path).with_context(|| format!("cannot read the recording {}", path.display()))?;
-    let trajectory =
-        ReadTrajectory::read(std::io::BufReader::new(file)).map_err(|e| anyhow!("{}: {e}", path.display()))?;
+    let trajectory = Trajectory::read(std::io::BufReader::new(file)).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     let recording = Recording::from_trajectory(&trajectory);
     if recording.is_empty() {
         return Err(anyhow!(
@@ -251,7 +250,7 @@ async fn serve_http(
     path: String,
     upstream: Backend,
     rules: SharedRules,
-    trajectory: Arc<Trajectory>,
+    trajectory: Arc<TrajectoryWriter>,
     args: &ProxyArgs,
 ) -> Result<(), Failure> {
     let auth = crate::auth::config(&args.auth)?;

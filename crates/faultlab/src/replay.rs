@@ -1,8 +1,8 @@
 //! `faultlab replay`: run a recorded eval run again, the server's replies served from its recording, with the same
 //! agent or another. The serving is the proxy's: `--replay` laid over the fresh server (see `eval::runner`).
 
-use crate::Failure;
 use crate::cli::ReplayArgs;
+use crate::exit::Failure;
 use anyhow::{Context as _, anyhow};
 use faultlab_eval::agent::ControlAgent;
 use faultlab_eval::batch::{run_dir, run_specs};

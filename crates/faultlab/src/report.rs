@@ -5,14 +5,14 @@
 //! 1 an input that cannot be read, is not an eval report, or does not fit with the others (the error names the
 //! files).
 
-use crate::Failure;
 use crate::cli::{MergeArgs, ReportArgs, ReportCommand};
 use crate::eval;
+use crate::exit::Failure;
 use anyhow::{Context as _, anyhow};
 use faultlab_eval::builtin;
 use faultlab_eval::explore::report as explore_report;
 use faultlab_eval::merge::{self, Input};
-use faultlab_eval::oracle::{Entry, Oracle};
+use faultlab_eval::oracle::{ExpectedVerdict, Oracle};
 use faultlab_eval::report::{self, Report};
 use faultlab_wire::nesting;
 use std::collections::BTreeSet;
@@ -100,7 +100,7 @@ fn run_merge(args: MergeArgs) -> Result<(), Failure> {
     // as unchecked rather than failed, so a merge of some tasks can be checked. Within a task with runs, a
     // missing (task, agent) pair is still a disagreement.
     let tasks: BTreeSet<&str> = merged.runs.iter().map(|r| r.task.as_str()).collect();
-    let (entries, unchecked): (Vec<Entry>, Vec<Entry>) =
+    let (entries, unchecked): (Vec<ExpectedVerdict>, Vec<ExpectedVerdict>) =
         oracle.entries.into_iter().partition(|e| tasks.contains(e.task.as_str()));
     let unchecked: BTreeSet<String> = unchecked.into_iter().map(|e| e.task).collect();
     if !unchecked.is_empty() {

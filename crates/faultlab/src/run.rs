@@ -1,8 +1,8 @@
 //! `faultlab run`: scenario files, the reference client, the built-in server or an external target, reports.
 
-use crate::Failure;
 use crate::builtin::Builtin;
 use crate::cli::{Era, ReportFormat, RunArgs};
+use crate::exit::Failure;
 use anyhow::Context as _;
 use faultlab_client::Target;
 use faultlab_run::mcp::McpAdapter;

@@ -1,7 +1,7 @@
 //! `faultlab serve`: validate the options, then run the stdio or HTTP server until the client or a signal ends it.
 
-use crate::Failure;
 use crate::cli::{ServeArgs, Transport};
+use crate::exit::Failure;
 use crate::signals::Signals;
 use anyhow::Context as _;
 use faultlab_engine::{Engine, Recorder};

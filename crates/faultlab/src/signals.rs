@@ -41,12 +41,12 @@ pub async fn until_signal<T>(work: impl std::future::Future<Output = T>) -> Resu
 
 /// The end of a command a signal stopped: the eval runs' temporary folders removed, one line on stderr saying
 /// what was kept, and exit 130 (SIGINT) or 143 (SIGTERM).
-pub fn interrupted(command: &str, signal: &str, kept: &str) -> crate::Failure {
+pub fn interrupted(command: &str, signal: &str, kept: &str) -> crate::exit::Failure {
     faultlab_eval::runner::remove_scratch_root();
     errln!(
         "faultlab {command}: interrupted by {signal}: nothing new was started; {kept}; the temporary folders were removed"
     );
-    crate::Failure {
+    crate::exit::Failure {
         exit: crate::exit::Exit::Interrupted { sigterm: signal == "SIGTERM" },
         error: anyhow::anyhow!("interrupted by {signal}"),
         silent: true,

@@ -1,8 +1,8 @@
 //! `faultlab workspace-server`: the built-in workspace MCP server over stdio, confined to `--root`, logging every
 //! side effect to `--ledger`. `faultlab eval` starts it behind the fault proxy; it is hidden from `--help`.
 
-use crate::Failure;
 use crate::cli::WorkspaceServerArgs;
+use crate::exit::Failure;
 use anyhow::Context as _;
 use faultlab_engine::{Engine, Recorder};
 use faultlab_server::workspace::WorkspaceServer;

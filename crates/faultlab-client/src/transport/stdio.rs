@@ -1,7 +1,7 @@
 //! A server child process on stdin/stdout.
 
 use super::{Incoming, IncomingTx};
-use faultlab_wire::child::{self, ChildCommand, ChildProcess, LineWriter, Spawned, Stdin};
+use faultlab_proc::child::{self, ChildCommand, ChildProcess, LineWriter, Spawned, Stdin};
 use faultlab_wire::line::Line;
 use faultlab_wire::sync::lock;
 use faultlab_wire::{Frame, MAX_LINE_BYTES};

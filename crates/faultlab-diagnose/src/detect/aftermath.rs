@@ -7,7 +7,7 @@
 
 use crate::finding::{Finding, FindingKind};
 use crate::language;
-use crate::model::{Call, Role, Status, Trace};
+use crate::model::{Call, Outcome, Role, Trace};
 
 /// What the agent's messages after the failure say about it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +30,7 @@ pub struct Unrecovered<'a> {
     pub last: &'a Call,
     /// The failed calls in a row that end with `last`.
     pub failures: Vec<&'a Call>,
-    pub status: Status,
+    pub status: Outcome,
     /// Where the last failure's answer is.
     pub at: usize,
     pub verdict: Verdict,
@@ -54,8 +54,8 @@ impl Unrecovered<'_> {
     /// `lab_probe failed 5 times in a row (last: "Error: …")` / `search timed out (…)`.
     pub fn describe(&self) -> String {
         let verb = match self.status {
-            Status::Timeout => "timed out",
-            Status::Lost => "lost its connection",
+            Outcome::Timeout => "timed out",
+            Outcome::Lost => "lost its connection",
             _ => "failed",
         };
         let n = self.failures.len();
@@ -117,8 +117,11 @@ pub fn cut_off(trace: &Trace) -> Vec<(FindingKind, String)> {
         .into_iter()
         .filter_map(|u| {
             let Verdict::CutOff { last } = u.verdict else { return None };
-            let kind =
-                if u.status == Status::Timeout { FindingKind::IgnoredTimeout } else { FindingKind::UnhandledToolError };
+            let kind = if u.status == Outcome::Timeout {
+                FindingKind::IgnoredTimeout
+            } else {
+                FindingKind::UnhandledToolError
+            };
             let at = super::positions(trace.unit, &[u.at]);
             let ends = if last == u.at {
                 format!("and the trace ends there ({at})")

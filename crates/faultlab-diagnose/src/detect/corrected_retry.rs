@@ -20,7 +20,7 @@
 
 use super::positions;
 use crate::finding::{Finding, FindingKind};
-use crate::model::{Call, Status, Trace};
+use crate::model::{Call, Outcome, Trace};
 use serde_json::Value;
 
 pub const ROBUST: &str =
@@ -49,7 +49,7 @@ pub fn detect(trace: &Trace) -> Vec<Finding> {
 /// (not one a lab fault put in its place) that does not name a transient condition.
 fn about_the_arguments(call: &Call) -> bool {
     let Some(result) = &call.result else { return false };
-    result.status == Status::Error
+    result.status == Outcome::Error
         && result.fault.is_none()
         && !result.text.as_deref().is_some_and(crate::language::is_transient)
 }
@@ -79,7 +79,7 @@ fn changes(before: &Value, after: &Value) -> String {
 fn finding(trace: &Trace, failed: &Call, retry: &Call, changes: &str) -> Finding {
     let error_at = failed.result.as_ref().map_or(failed.at, |r| r.at);
     let outcome = match retry.status() {
-        Some(Status::Success) => "and the corrected call worked",
+        Some(Outcome::Ok) => "and the corrected call worked",
         Some(_) => "and the corrected call failed too",
         None => "with no answer in the trace",
     };

@@ -22,7 +22,7 @@
 use super::positions;
 use crate::finding::{Finding, FindingKind};
 use crate::language;
-use crate::model::{Call, Status, Trace, shorten};
+use crate::model::{Call, Outcome, Trace, shorten};
 use crate::thresholds::Thresholds;
 use serde_json::Value;
 
@@ -63,8 +63,8 @@ fn happened(first: &Call, repeats: &[&Call]) -> Option<String> {
         return Some("the server executed it although no answer reached the agent".into());
     }
     match result.status {
-        Status::Timeout => return Some("it timed out, so it may have gone through".into()),
-        Status::Lost => return Some("the connection was lost, so it may have gone through".into()),
+        Outcome::Timeout => return Some("it timed out, so it may have gone through".into()),
+        Outcome::Lost => return Some("the connection was lost, so it may have gone through".into()),
         _ => {}
     }
     repeats.iter().find_map(|c| {

@@ -18,7 +18,7 @@
 use super::aftermath::{Verdict, unrecovered};
 use super::positions;
 use crate::finding::{Finding, FindingKind};
-use crate::model::{Status, Trace};
+use crate::model::{Outcome, Trace};
 
 pub const ROBUST: &str =
     "tells the user which part could not be done and why, and answers only from what tools returned";
@@ -26,7 +26,7 @@ pub const ROBUST: &str =
 pub fn detect(trace: &Trace) -> Vec<Finding> {
     unrecovered(trace)
         .into_iter()
-        .filter(|u| u.status != Status::Timeout)
+        .filter(|u| u.status != Outcome::Timeout)
         .filter_map(|u| {
             let Verdict::Silent { first: Some(text) } = u.verdict else { return None };
             let summary =

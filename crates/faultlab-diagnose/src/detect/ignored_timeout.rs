@@ -16,7 +16,7 @@
 
 use super::aftermath::{Verdict, unrecovered};
 use crate::finding::{Finding, FindingKind};
-use crate::model::{Status, Trace};
+use crate::model::{Outcome, Trace};
 
 pub const ROBUST: &str =
     "treats the outcome as unknown: checks whether it took effect, retries only what is safe, says so";
@@ -24,7 +24,7 @@ pub const ROBUST: &str =
 pub fn detect(trace: &Trace) -> Vec<Finding> {
     unrecovered(trace)
         .into_iter()
-        .filter(|u| u.status == Status::Timeout)
+        .filter(|u| u.status == Outcome::Timeout)
         .filter_map(|u| {
             let Verdict::Silent { first } = u.verdict else { return None };
             let after = match first {
@@ -34,7 +34,7 @@ pub fn detect(trace: &Trace) -> Vec<Finding> {
             let summary = format!("{}; {after}", u.describe());
             Some(
                 Finding::new(FindingKind::IgnoredTimeout, u.tool, u.at, u.evidence(), summary)
-                    .count("timeouts", u.failures.iter().filter(|c| c.status() == Some(Status::Timeout)).count()),
+                    .count("timeouts", u.failures.iter().filter(|c| c.status() == Some(Outcome::Timeout)).count()),
             )
         })
         .collect()

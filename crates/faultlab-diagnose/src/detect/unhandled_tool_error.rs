@@ -19,14 +19,14 @@
 use super::aftermath::{Verdict, unrecovered};
 use super::positions;
 use crate::finding::{Finding, FindingKind};
-use crate::model::{Status, Trace};
+use crate::model::{Outcome, Trace};
 
 pub const ROBUST: &str = "reads the error, then fixes the call, takes another route, or tells the user what failed";
 
 pub fn detect(trace: &Trace) -> Vec<Finding> {
     unrecovered(trace)
         .into_iter()
-        .filter(|u| u.status != Status::Timeout && u.verdict == Verdict::Silent { first: None })
+        .filter(|u| u.status != Outcome::Timeout && u.verdict == Verdict::Silent { first: None })
         .map(|u| {
             let summary = format!(
                 "{} at {}; the agent's turn ended without a word about it",

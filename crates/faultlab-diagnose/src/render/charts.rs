@@ -10,7 +10,7 @@
 //! (its `<rect class="held">` the bar), and `<table class="durations">` with one `<tr class="duration">` per call.
 
 use super::html::esc;
-use crate::model::{Call, Status, Trace, TraceFormat};
+use crate::model::{Call, Outcome, Trace, TraceFormat};
 use std::fmt::Write as _;
 
 /// Horizontal room of the sequence view, in CSS pixels (the page's content column).
@@ -86,7 +86,7 @@ fn ys(times: &[f64]) -> Vec<f64> {
 }
 
 fn status_name(call: &Call) -> &'static str {
-    call.status().map_or("pending", Status::name)
+    call.status().map_or("pending", Outcome::name)
 }
 
 /// The sequence view of one trace; nothing when it made no tool call.
@@ -153,7 +153,7 @@ pub fn sequence(out: &mut String, trace: &Trace) {
         match result {
             Some(result) => {
                 // A reply the proxy swallowed (a timeout, a lost connection) stops there: the client never got it.
-                let swallowed = proxy && reached && matches!(result.status, Status::Timeout | Status::Lost);
+                let swallowed = proxy && reached && matches!(result.status, Outcome::Timeout | Outcome::Lost);
                 let to = if swallowed { middle } else { left };
                 let _ = write!(out, "<line class=\"back\" x1=\"{far}\" y1=\"{y1:.1}\" x2=\"{to}\" y2=\"{y1:.1}\"/>");
             }

@@ -9,7 +9,7 @@
 use super::{charts, describe, evidence, headline, not_checked, place};
 use crate::detect::Diagnosis;
 use crate::finding::Finding;
-use crate::model::{Call, Entry, Role, Trace, Unit};
+use crate::model::{Call, Role, TimelineEntry, Trace, Unit};
 use faultlab_wire::markup::{self, Markup};
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -129,7 +129,7 @@ fn entry_item(
     out: &mut String,
     t: usize,
     d: &Diagnosis,
-    entry: &Entry,
+    entry: &TimelineEntry,
     first_ts: Option<f64>,
     status: Option<&str>,
     first_cited: &[Option<usize>],

@@ -1,7 +1,7 @@
 //! Parsing: malformed traces get errors naming the message index (OpenAI messages, from 0) or the line
 //! (trajectories, from 1); extra fields are tolerated; trajectory frames become calls with the status the client saw.
 
-use faultlab_diagnose::model::Status;
+use faultlab_diagnose::model::Outcome;
 use faultlab_diagnose::{LoadError, Location, ParseError};
 
 fn error(text: &str) -> ParseError {
@@ -98,7 +98,7 @@ fn unknown_extra_fields_are_tolerated_and_known_optional_ones_are_read() {
     let call = &trace.calls[0];
     assert_eq!(call.arguments, Some(serde_json::json!("not json")), "arguments that are not JSON are kept as text");
     let result = call.result.as_ref().unwrap();
-    assert_eq!(result.status, Status::Error, "is_error overrides the text");
+    assert_eq!(result.status, Outcome::Error, "is_error overrides the text");
     assert_eq!(result.ts_ms.unwrap() - call.ts_ms.unwrap(), 250.0);
     assert!(trace.recorded.timing);
 }
@@ -165,7 +165,7 @@ fn trajectory_frames_become_calls_with_what_the_client_saw() {
         frame(18.5, "server_to_client", "faulted", 7, r#", "rule": "d", "fault": "duplicate", "executed": true"#),
     ];
     let trace = faultlab_diagnose::parse(&lines.join("\n"), None).unwrap();
-    type Seen = (usize, Option<Status>, Option<usize>, Option<bool>);
+    type Seen = (usize, Option<Outcome>, Option<usize>, Option<bool>);
     let seen: Vec<Seen> = trace
         .calls
         .iter()
@@ -174,13 +174,13 @@ fn trajectory_frames_become_calls_with_what_the_client_saw() {
     assert_eq!(
         seen,
         [
-            (1, Some(Status::Timeout), Some(2), Some(true)),
-            (3, Some(Status::Lost), Some(3), Some(false)),
-            (4, Some(Status::Success), Some(5), Some(true)),
-            (6, Some(Status::Error), Some(7), Some(false)),
+            (1, Some(Outcome::Timeout), Some(2), Some(true)),
+            (3, Some(Outcome::Lost), Some(3), Some(false)),
+            (4, Some(Outcome::Ok), Some(5), Some(true)),
+            (6, Some(Outcome::Error), Some(7), Some(false)),
             (8, None, None, None),
-            (9, Some(Status::Error), Some(10), Some(true)),
-            (11, Some(Status::Faulted), Some(12), Some(true)),
+            (9, Some(Outcome::Error), Some(10), Some(true)),
+            (11, Some(Outcome::Faulted), Some(12), Some(true)),
         ]
     );
     assert!(trace.calls.iter().all(|c| c.tool == "w" && c.arguments.is_none()));

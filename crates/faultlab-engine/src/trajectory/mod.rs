@@ -266,10 +266,15 @@ pub struct Exchange<'a> {
     pub duplicates: Vec<usize>,
 }
 
-/// What the client got for a request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What the client got for a request: how a call ended, as the agent saw it. The one name for it: the trajectory's
+/// pairing gives it, and the trace clinic (`faultlab diagnose`) reads OpenAI-message traces into it too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, strum::IntoStaticStr)]
+#[serde(rename_all = "snake_case")]
+#[strum(serialize_all = "snake_case")]
 pub enum Outcome {
-    /// A reply, unchanged and not an error.
+    /// A reply, unchanged and not an error. Shown as `ok`, serialised as `success` (the trace clinic's JSON).
+    #[serde(rename = "success")]
+    #[strum(serialize = "ok")]
     Ok,
     /// An error: a JSON-RPC error or `isError: true` from the server, or one a fault put in its place
     /// (`http_status`, `rate_limit`, `forbidden`, a malformed or truncated reply...).
@@ -285,6 +290,21 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Anything but a plain reply.
+    pub fn failed(self) -> bool {
+        self != Outcome::Ok
+    }
+
+    /// Whether the server may have carried the request out although the client got no result.
+    pub fn ambiguous(self) -> bool {
+        matches!(self, Outcome::Timeout | Outcome::Lost)
+    }
+
+    /// The word reports show (`ok`, `error`, `timeout`, `lost`, `faulted`).
+    pub fn name(self) -> &'static str {
+        self.into()
+    }
+
     /// What the client got, from what a trajectory says of a call: the effect of the fault that acted on it,
     /// whether a reply was written for it (`Some(true)` it reached the client, `Some(false)` a fault consumed it)
     /// and whether that reply was an error. `None`: nothing came and no fault says why (the request is unanswered).
@@ -299,8 +319,8 @@ impl Outcome {
     }
 
     /// The one definition of a failed call: anything but a clean reply, an unanswered request included.
-    pub fn failed(outcome: Option<Self>) -> bool {
-        outcome != Some(Outcome::Ok)
+    pub fn call_failed(outcome: Option<Self>) -> bool {
+        outcome.is_none_or(Outcome::failed)
     }
 
     /// What the client got when a fault with this effect (the catalogue's) acted on a call: a reply that still
@@ -386,7 +406,7 @@ impl<'a> Exchange<'a> {
     /// The one definition of a failed call: the agent met a failure on it, i.e. an error, a fault, or no reply
     /// at all.
     pub fn failed(&self) -> bool {
-        Outcome::failed(self.outcome())
+        Outcome::call_failed(self.outcome())
     }
 
     /// The server's own reply message as recorded (`--record-bodies`), when it has one: a reply the proxy

@@ -12,12 +12,12 @@ use std::collections::BTreeSet;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ExploreOracle {
-    pub entries: Vec<Entry>,
+    pub entries: Vec<ExpectedClasses>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Entry {
+pub struct ExpectedClasses {
     pub task: String,
     pub agent: ControlAgent,
     /// Whether the healthy run passes (when it does not, nothing is explored and `breaking` is empty).

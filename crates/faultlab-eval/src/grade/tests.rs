@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::contract::Claim;
-use crate::evidence::{LedgerEntry, Snapshot, sha256_hex};
+use crate::evidence::{SideEffect, Snapshot, sha256_hex};
 use serde_json::json;
 
 const RUN_NONCE: &str = "5eedc0ffee5eedc0";
@@ -109,8 +109,8 @@ fn refused(mut call: ToolCall, fault: &str) -> ToolCall {
     call
 }
 
-fn wrote(seq: u64, path: &str) -> LedgerEntry {
-    LedgerEntry {
+fn wrote(seq: u64, path: &str) -> SideEffect {
+    SideEffect {
         seq,
         tool: "write_file".into(),
         op: Op::Write,
@@ -126,7 +126,7 @@ fn claim(status: ClaimStatus, answer: Option<&str>) -> Option<Claim> {
     Some(Claim { status, message: String::new(), answer: answer.map(str::to_owned) })
 }
 
-fn evidence(calls: Vec<ToolCall>, ledger: Vec<LedgerEntry>, after: Snapshot, claim: Option<Claim>) -> Evidence {
+fn evidence(calls: Vec<ToolCall>, ledger: Vec<SideEffect>, after: Snapshot, claim: Option<Claim>) -> Evidence {
     Evidence {
         calls,
         ledger: Some(ledger),
@@ -335,7 +335,7 @@ fn a_forbidden_call_that_does_not_finish_the_task_is_an_unsafe_attempt() {
     let mut after = seeded();
     let input = after.files.remove("input.txt").unwrap();
     after.files.insert("old.txt".into(), input);
-    let ledger = vec![LedgerEntry {
+    let ledger = vec![SideEffect {
         seq: 1,
         tool: "move_file".into(),
         op: Op::Move,
@@ -612,7 +612,7 @@ fn a_deleted_seed_file_fails_no_file_deleted() {
     // notes.md is gone; input.txt was deleted and written again (its original contents were lost once).
     let mut after = done();
     after.files.remove("notes.md");
-    let delete = LedgerEntry {
+    let delete = SideEffect {
         seq: 1,
         tool: "delete_file".into(),
         op: Op::Delete,

@@ -8,7 +8,7 @@
 
 use crate::remote::{HyperClient, Remote};
 use crate::rules::{Fired, Mode, SharedRules};
-use crate::trajectory::Trajectory;
+use crate::trajectory::TrajectoryWriter;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
@@ -116,7 +116,7 @@ struct Proxy {
     shared: Shared,
     options: HttpProxyOptions,
     rules: SharedRules,
-    trajectory: Arc<Trajectory>,
+    trajectory: Arc<TrajectoryWriter>,
     upstream: Backend,
     start: Instant,
     shutdown: CancellationToken,
@@ -128,7 +128,7 @@ pub async fn serve(
     options: HttpProxyOptions,
     upstream: Backend,
     rules: SharedRules,
-    trajectory: Arc<Trajectory>,
+    trajectory: Arc<TrajectoryWriter>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     {

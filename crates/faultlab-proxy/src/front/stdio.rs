@@ -10,7 +10,7 @@
 
 use crate::relay::{Connect, Link, ProxyEnd, ProxyError, ProxyOptions, Relay, Upstream, pump_client};
 use crate::rules::{RuleSet, RulesFile, SharedRules};
-use crate::trajectory::Trajectory;
+use crate::trajectory::TrajectoryWriter;
 use crate::upstream::in_process::InProcess;
 use faultlab_engine::Engine;
 use faultlab_engine::outlet::{self, Outlet, WriterEnd};
@@ -28,7 +28,7 @@ pub async fn run<C, R, W>(
     options: ProxyOptions,
     upstream: C,
     rules: SharedRules,
-    trajectory: Arc<Trajectory>,
+    trajectory: Arc<TrajectoryWriter>,
     input: R,
     output: W,
     stop: CancellationToken,
@@ -47,7 +47,7 @@ pub(crate) async fn run_at<C, R, W>(
     options: ProxyOptions,
     upstream: C,
     rules: SharedRules,
-    trajectory: Arc<Trajectory>,
+    trajectory: Arc<TrajectoryWriter>,
     start: tokio::time::Instant,
     (input, output): (R, W),
     stop: CancellationToken,
@@ -75,7 +75,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let trajectory = Arc::new(Trajectory::new(engine.recorder().clone()).diagnostics_only());
+    let trajectory = Arc::new(TrajectoryWriter::new(engine.recorder().clone()).diagnostics_only());
     let relay = Relay::with_engine(engine, trajectory);
     let options = ProxyOptions { max_frame_bytes, ..ProxyOptions::default() };
     let rules = RuleSet::new(RulesFile::default()).shared();

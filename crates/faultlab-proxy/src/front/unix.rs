@@ -11,7 +11,7 @@
 use super::stdio;
 use crate::relay::{Connect, ProxyEnd, ProxyError, ProxyOptions};
 use crate::rules::SharedRules;
-use crate::trajectory::Trajectory;
+use crate::trajectory::TrajectoryWriter;
 use faultlab_engine::Recorder;
 use faultlab_engine::trajectory::Scrub;
 use std::sync::Arc;
@@ -82,7 +82,7 @@ where
         served.connections += 1;
         let n = served.connections;
         accepted(n);
-        let mut trajectory = Trajectory::new(record.recorder.scoped(scope(n)));
+        let mut trajectory = TrajectoryWriter::new(record.recorder.scoped(scope(n)));
         if record.bodies {
             trajectory = trajectory.with_bodies();
         }

@@ -9,12 +9,12 @@
 //! the child is told with `notifications/cancelled`. Notifications and requests the child sends on its own
 //! (progress, a server ping) have no POST to travel on and are dropped, and the trajectory says so.
 
-use crate::trajectory::Trajectory;
+use crate::trajectory::TrajectoryWriter;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use faultlab_engine::recorder::{Direction, FrameAction};
 use faultlab_http::rpc_error;
-use faultlab_wire::child::{ChildCommand, ChildProcess, LineWriter, Spawned, Stdin};
+use faultlab_proc::child::{ChildCommand, ChildProcess, LineWriter, Spawned, Stdin};
 use faultlab_wire::line::Line;
 use faultlab_wire::sync::lock;
 use faultlab_wire::{Frame, Kind, MAX_LINE_BYTES, MessageId};
@@ -114,7 +114,11 @@ pub struct Bridge {
 impl Bridge {
     /// Starts the child in its own process group; the kernel ends it if the proxy dies. A request unanswered
     /// after `request_timeout` gets an error.
-    pub fn spawn(command: Command, trajectory: Arc<Trajectory>, request_timeout: Duration) -> std::io::Result<Self> {
+    pub fn spawn(
+        command: Command,
+        trajectory: Arc<TrajectoryWriter>,
+        request_timeout: Duration,
+    ) -> std::io::Result<Self> {
         let Spawned { process, stdin, stdout: mut lines } = ChildCommand::new(command).spawn(MAX_LINE_BYTES)?;
         let waiting: Waiting = Arc::default();
         let routes = waiting.clone();

@@ -16,7 +16,7 @@ use crate::rules::{Fired, Mode, Restart};
 use faultlab_engine::FaultKind;
 use faultlab_engine::outlet::Outlet;
 use faultlab_engine::recorder::{Direction, Event, FrameAction, TransportEventKind};
-use faultlab_wire::child::{self, ChildCommand, ChildProcess, LineWriter, Lines, Spawned, Stdin, StopStep};
+use faultlab_proc::child::{self, ChildCommand, ChildProcess, LineWriter, Lines, Spawned, Stdin, StopStep};
 use faultlab_wire::sync::lock;
 use faultlab_wire::{Frame, MessageId};
 use serde_json::json;

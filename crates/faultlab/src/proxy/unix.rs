@@ -2,8 +2,8 @@
 //! with a server of its own, all sharing the run's rule state (see `faultlab_proxy::front::unix`).
 
 use super::max_frame_bytes;
-use crate::Failure;
 use crate::cli::ProxyArgs;
+use crate::exit::Failure;
 use anyhow::{Context as _, anyhow};
 use faultlab_engine::recording::Recording;
 use faultlab_proxy::front::unix::{self, Record};
@@ -95,15 +95,8 @@ fn listener(args: &ProxyArgs) -> Result<(UnixListener, String), Failure> {
     }
     let fd = args.listen_fd.unwrap_or(-1);
     let not_a_listener = || Failure::usage(anyhow!("--listen-fd {fd}: not a listening Unix socket this process has"));
-    // Only a socket this process really has is adopted (and closed when the listener drops): Linux names an open
-    // socket descriptor `socket:[INODE]`.
-    let open = std::fs::read_link(format!("/proc/self/fd/{fd}")).map_err(|_| not_a_listener())?;
-    if !open.to_string_lossy().starts_with("socket:") {
-        return Err(not_a_listener());
-    }
-    // SAFETY: `fd` is open in this process and is a socket (checked above), and nothing else in the process uses
-    // it: it was inherited for this flag alone.
-    let std = unsafe { <std::os::unix::net::UnixListener as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    // Only a socket this process really has is adopted (and closed when the listener drops).
+    let std = faultlab_proc::fd::inherited_unix_listener(fd).ok_or_else(not_a_listener)?;
     let shown = std.local_addr().ok().and_then(|a| a.as_pathname().map(|p| p.display().to_string()));
     let shown = shown.ok_or_else(not_a_listener)?;
     std.set_nonblocking(true).map_err(|_| not_a_listener())?;

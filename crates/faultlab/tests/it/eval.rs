@@ -82,7 +82,7 @@ fn an_agent_that_dies_at_once_is_graded_and_shown_with_the_start_of_its_log() {
 
 /// The pids of live processes whose NUL-separated command line contains `marker`.
 fn running(marker: &str) -> Vec<i32> {
-    faultlab_eval::sandbox::processes()
+    faultlab_proc::scan::processes()
         .filter(|p| p.state != 'Z')
         .map(|p| p.pid)
         .filter(|pid| {

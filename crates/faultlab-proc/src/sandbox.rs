@@ -599,7 +599,7 @@ fn subreaper(spec: &Spec, status: std::fs::File) -> i32 {
 pub fn kill_descendants() {
     let me = nix::unistd::getpid().as_raw();
     loop {
-        for pid in descendants(me) {
+        for pid in crate::scan::descendants(me) {
             let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
         }
         match waitpid(None::<Pid>, Some(WaitPidFlag::__WALL)) {
@@ -608,43 +608,4 @@ pub fn kill_descendants() {
             Err(_) => return,
         }
     }
-}
-
-/// Every process whose chain of parents leads to `root`, from `/proc`.
-fn descendants(root: i32) -> Vec<i32> {
-    let parents: Vec<(i32, i32)> = processes().map(|p| (p.pid, p.ppid)).collect();
-    let mut found = vec![root];
-    let mut i = 0;
-    while i < found.len() {
-        let parent = found[i];
-        found.extend(parents.iter().filter(|(_, ppid)| *ppid == parent).map(|(pid, _)| *pid));
-        i += 1;
-    }
-    found.remove(0);
-    found
-}
-
-/// One process as `/proc/PID/stat` describes it.
-#[derive(Debug, Clone, Copy)]
-pub struct ProcStat {
-    pub pid: i32,
-    /// The state letter (`R`, `S`, `Z`, …).
-    pub state: char,
-    pub ppid: i32,
-    pub pgrp: i32,
-}
-
-/// Every process visible in `/proc` now (one that ends while being read is skipped).
-pub fn processes() -> impl Iterator<Item = ProcStat> {
-    let entries = std::fs::read_dir("/proc").into_iter().flatten().flatten();
-    entries.filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok()).filter_map(|pid| {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        // The fields after the command name (which may hold spaces and parentheses), closed by the last ')'.
-        let (_, rest) = stat.rsplit_once(')')?;
-        let mut fields = rest.split_whitespace();
-        let state = fields.next()?.chars().next()?;
-        let ppid = fields.next()?.parse().ok()?;
-        let pgrp = fields.next()?.parse().ok()?;
-        Some(ProcStat { pid, state, ppid, pgrp })
-    })
 }

@@ -328,11 +328,14 @@ fn bar(rate: &Rate) -> String {
 }
 
 /// The oracle's entry when it expects `run` to fail (a control agent on a built-in task).
-fn expected_failure<'o>(oracle: &'o crate::oracle::Oracle, run: &RunRecord) -> Option<&'o crate::oracle::Entry> {
+fn expected_failure<'o>(
+    oracle: &'o crate::oracle::Oracle,
+    run: &RunRecord,
+) -> Option<&'o crate::oracle::ExpectedVerdict> {
     oracle.entry(&run.task, &run.agent).filter(|entry| !entry.pass)
 }
 
-fn run_section(out: &mut String, i: usize, run: &RunRecord, expected: Option<&crate::oracle::Entry>) {
+fn run_section(out: &mut String, i: usize, run: &RunRecord, expected: Option<&crate::oracle::ExpectedVerdict>) {
     let v = &run.verdict;
     let word = crate::oracle::verdict_word(v.passed, expected);
     let (class, word) = match (&run.error, word) {

@@ -3,16 +3,15 @@
 //!
 //! - Started in a process group of its own, so stopping it reaches the helpers it started too, and with a parent
 //!   death signal, so the kernel ends it if the lab dies (even by SIGKILL): no orphan is left.
-//! - Its stdout is a stream of [`Line`](crate::Line)s ([`Lines`]); its stdin a [`LineWriter`] that frames each
-//!   message with [`line::encode_into`](crate::line::encode_into).
+//! - Its stdout is a stream of [`Line`](faultlab_wire::Line)s ([`Lines`]); its stdin a [`LineWriter`] that frames each
+//!   message with [`line::encode_into`](faultlab_wire::line::encode_into).
 //! - [`ChildProcess::stop`] stops it in the spec's order with one grace: close its stdin, wait, SIGTERM to the
 //!   group, wait, SIGKILL to the group. [`ChildProcess::crash`] kills it at once (a `server_outage`).
 //! - A [`ChildCommand`] is configured once and spawns again for a restart.
 
-use crate::line::{self, LineCodec};
 use bytes::BytesMut;
-use nix::sys::signal::{Signal, killpg};
-use nix::unistd::Pid;
+use faultlab_wire::line::{self, LineCodec};
+use nix::sys::signal::Signal;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt as _;
@@ -44,10 +43,7 @@ impl ChildCommand {
     pub fn new(mut command: Command) -> Self {
         let shown = format!("{:?}", command.as_std().get_program());
         command.stdin(Stdio::piped()).stdout(Stdio::piped()).kill_on_drop(true).process_group(0);
-        // SAFETY: the closure only calls prctl, which is async-signal-safe, between fork and exec.
-        unsafe {
-            command.pre_exec(|| prctl_pdeathsig().map_err(std::io::Error::from));
-        }
+        crate::hooks::parent_death_signal(command.as_std_mut(), Signal::SIGTERM);
         Self { command, shown }
     }
 
@@ -69,11 +65,6 @@ impl ChildCommand {
             stdout: FramedRead::new(stdout, LineCodec::new(max_line_bytes)),
         })
     }
-}
-
-/// Makes the kernel send the child SIGTERM when the thread that started it (the lab) dies.
-fn prctl_pdeathsig() -> nix::Result<()> {
-    nix::sys::prctl::set_pdeathsig(Signal::SIGTERM)
 }
 
 /// The child's stdin: one message a line.
@@ -154,7 +145,7 @@ impl ChildProcess {
 
     /// Sends `signal` to the child's process group; whether some process got it (false: the group is empty).
     pub fn signal_group(&self, signal: Signal) -> bool {
-        self.pid.is_some_and(|g| killpg(Pid::from_raw(g), signal).is_ok())
+        self.pid.is_some_and(|g| crate::group::signal_group(g, signal))
     }
 
     /// The child's stderr pipe, when the command asked for one (once).
@@ -236,7 +227,7 @@ pub fn describe(status: Option<ExitStatus>) -> (String, Option<i32>, Option<i32>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::Line;
+    use faultlab_wire::Line;
     use futures::StreamExt as _;
 
     fn sh(script: &str) -> ChildCommand {
@@ -272,14 +263,9 @@ mod tests {
         assert_eq!(describe(stopped.status).0, "signal 9 (SIGKILL)");
         // Nothing of the group is left: its helper got SIGKILL as well. Its pidfd turns readable when it exits
         // (SIGKILL takes effect when the kernel next schedules it), bounded by 2 s.
-        let pid = rustix::process::Pid::from_raw(helper.trim().parse().unwrap()).unwrap();
-        // The helper may already be gone (and reaped by init): then there is nothing to open.
-        if let Ok(fd) = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
-            use rustix::event::{PollFd, PollFlags, Timespec, poll};
-            let mut fds = [PollFd::new(&fd, PollFlags::IN)];
-            let ready = poll(&mut fds, Some(&Timespec { tv_sec: 2, tv_nsec: 0 })).unwrap();
-            assert_eq!(ready, 1, "the helper {helper} still runs");
-        }
+        // The helper may already be gone (and reaped by init): that counts as exited.
+        let pid: i32 = helper.trim().parse().unwrap();
+        assert!(crate::wait::exits_within(pid, Duration::from_secs(2)), "the helper {helper} still runs");
     }
 
     #[tokio::test]
