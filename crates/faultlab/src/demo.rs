@@ -14,6 +14,8 @@ use faultlab_run::scenario::{ProtocolVersion, Scenario};
 use serde_json::json;
 use std::path::Path;
 
+mod index;
+
 /// The built-in scenario suite: the example scenarios, one per fault tool, compiled into the binary.
 const SUITE: &[(&str, &str)] = &[
     ("delay.yaml", include_str!("../../../examples/scenarios/delay.yaml")),
@@ -88,11 +90,6 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
         .block_on(crate::signals::until_signal(explore_slice(&args.out.join("explore"), &exe)))
         .map_err(stopped)?
         .map_err(Failure::runtime)?;
-    outln!(
-        "\nReports: {0}/demo.json, {0}/junit.xml, {0}/traces/, {0}/suite/, {0}/eval/report.html and \
-         {0}/explore/report.html",
-        args.out.display()
-    );
     // One line the whole demo comes to: each part against what it should show.
     let mut wrong = Vec::new();
     if passed < results.len() {
@@ -107,18 +104,25 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
     if !explored.is_empty() {
         wrong.push("the exploration differs from its oracle".to_owned());
     }
-    if wrong.is_empty() {
-        outln!(
-            "\nVerdict: as expected ({passed} of {} probe runs robust, {} of {} suite scenario runs passed, eval {}, \
+    let verdict = if wrong.is_empty() {
+        format!(
+            "Verdict: as expected ({passed} of {} probe runs robust, {} of {} suite scenario runs passed, eval {}, \
              the exploration's breaks as its oracle says).",
             results.len(),
             reports.len(),
             reports.len(),
             agreement.summary()
-        );
+        )
     } else {
-        outln!("\nVerdict: NOT as expected: {}.", wrong.join("; "));
-    }
+        format!("Verdict: NOT as expected: {}.", wrong.join("; "))
+    };
+    index::write(&args.out, &verdict).map_err(Failure::runtime)?;
+    outln!(
+        "\nReports: {0}/index.html links them all: {0}/demo.json, {0}/junit.xml, {0}/traces/, {0}/suite/, \
+         {0}/eval/report.html and {0}/explore/report.html",
+        args.out.display()
+    );
+    outln!("\n{verdict}");
     if disagreements > 0 {
         return Err(Failure::failed(anyhow::anyhow!("{disagreements} eval verdict(s) differ from the oracle")));
     }
