@@ -124,7 +124,14 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
     );
     outln!("\n{verdict}");
     if disagreements > 0 {
-        return Err(Failure::failed(anyhow::anyhow!("{disagreements} eval verdict(s) differ from the oracle")));
+        return Err(Failure::failed(anyhow::anyhow!(
+            "{} from the oracle",
+            if disagreements == 1 {
+                "1 eval verdict differs".to_owned()
+            } else {
+                format!("{disagreements} eval verdicts differ")
+            }
+        )));
     }
     if !explored.is_empty() {
         return Err(Failure::failed(anyhow::anyhow!(
@@ -135,7 +142,10 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
     if passed == results.len() && suite_failed == 0 {
         Ok(())
     } else if suite_failed > 0 {
-        Err(Failure::failed(anyhow::anyhow!("{suite_failed} suite scenario run(s) failed")))
+        Err(Failure::failed(anyhow::anyhow!(
+            "{} failed",
+            crate::console::count(suite_failed, "suite scenario run", "suite scenario runs")
+        )))
     } else {
         Err(Failure::failed(anyhow::anyhow!(
             "{} of {} runs did not behave as expected",
