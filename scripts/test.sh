@@ -10,7 +10,8 @@
 #   deps           the pinned Node and Python test dependencies and Chromium (scripts/test-deps.sh, started in the
 #                  background at the beginning so downloads overlap the build);
 #   ship-lint      what ships beside the binary: action.yml and the example workflow (actionlint), the Containerfile
-#                  (hadolint); after deps, in the same background job;
+#                  (hadolint), the Kubernetes manifests (kubernetes-validate --strict, an emptyDir at /tmp);
+#                  after deps, in the same background job;
 #   eval-oracle    every control agent on every built-in task through the real proxy, each verdict as
 #                  examples/eval/oracle.yaml expects, and replays matching live verdicts;
 #   conformance*   the official MCP conformance suite: server scenarios against `faultlab serve`, client scenarios
