@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Lints what ships beside the binary: the GitHub Action (action.yml) with the example workflow that uses it
-# (examples/eval/ci/github-matrix.yml), with actionlint, which checks the workflow's inputs against action.yml;
+# (examples/eval/ci/github-matrix.yml), with actionlint, which checks the workflow's inputs against action.yml,
+# and the Action's own script tested on made-up runners (scripts/lib/action_test.py: --agent 'python3 my_agent.py'
+# and quotes inside, YAML lists, exit codes, the archive's SHA-256, the cargo fall-back);
 # and the Containerfile, with hadolint.
 #
 #   scripts/ship-lint.sh
@@ -69,6 +71,8 @@ scratch="$(mktemp -d "${TMPDIR:-/tmp}/ship-lint.XXXXXX")"
 trap 'rm -rf "$scratch"' EXIT
 mkdir -p "$scratch/.github/workflows"
 cp action.yml "$scratch/"
+mkdir -p "$scratch/action"
+cp action/faultlab_action.py "$scratch/action/"
 cp examples/eval/ci/github-matrix.yml "$scratch/.github/workflows/"
 git -C "$scratch" init -q
 lint "actionlint: examples/eval/ci/github-matrix.yml with action.yml" \
@@ -81,6 +85,8 @@ fails() {
   lint "$name" bash -c '! "$@" >/dev/null 2>&1' _ "$@"
 }
 
+# The Action's script: arguments as a shell-quoted string or a YAML list, exit codes, archive install, fall-back.
+lint "the Action's script (scripts/lib/action_test.py)" python3 scripts/lib/action_test.py
 # Kubernetes: the schemas of the newest version the validator ships, strict (unknown fields fail).
 k8s_version=1.37.0
 manifests=(examples/eval/ci/k8s-*.yaml)
