@@ -73,10 +73,11 @@ mkdir -p "$scratch/.github/workflows"
 cp action.yml "$scratch/"
 mkdir -p "$scratch/action"
 cp action/faultlab_action.py "$scratch/action/"
-cp examples/eval/ci/github-matrix.yml "$scratch/.github/workflows/"
+cp examples/eval/ci/github-matrix.yml .github/workflows/release.yml "$scratch/.github/workflows/"
 git -C "$scratch" init -q
 lint "actionlint: examples/eval/ci/github-matrix.yml with action.yml" \
   env -C "$scratch" "$root/$venv/bin/actionlint" .github/workflows/github-matrix.yml
+lint "actionlint: .github/workflows/release.yml" env -C "$scratch" "$root/$venv/bin/actionlint" .github/workflows/release.yml
 lint "hadolint: Containerfile" "$venv/bin/hadolint" Containerfile
 # fails NAME CMD...: like lint, for a check run on a copy broken on purpose: it passes when the command fails.
 fails() {
@@ -87,6 +88,13 @@ fails() {
 
 # The Action's script: arguments as a shell-quoted string or a YAML list, exit codes, archive install, fall-back.
 lint "the Action's script (scripts/lib/action_test.py)" python3 scripts/lib/action_test.py
+# The release workflow against the recipe and the Action (targets, provenance, sums, Pages); and a copy without
+# the archives' attestation, which must fail.
+lint "the release workflow agrees with the recipe and the Action (scripts/lib/release_config_check.py)" \
+  "$venv/bin/python" scripts/lib/release_config_check.py
+grep -v 'subject-path: dist/\*.tar.gz' .github/workflows/release.yml >"$scratch/no-attestation.yml"
+fails "the release check refuses a workflow whose archives are not attested" \
+  "$venv/bin/python" scripts/lib/release_config_check.py "$scratch/no-attestation.yml"
 # Kubernetes: the schemas of the newest version the validator ships, strict (unknown fields fail).
 k8s_version=1.37.0
 manifests=(examples/eval/ci/k8s-*.yaml)
