@@ -95,6 +95,8 @@ lint "the release workflow agrees with the recipe and the Action (scripts/lib/re
 grep -v 'subject-path: dist/\*.tar.gz' .github/workflows/release.yml >"$scratch/no-attestation.yml"
 fails "the release check refuses a workflow whose archives are not attested" \
   "$venv/bin/python" scripts/lib/release_config_check.py "$scratch/no-attestation.yml"
+# The crates' metadata and file lists (no build; scripts/publish-crates.sh --dry-run is the long check, outside).
+lint "crates.io readiness (scripts/publish-crates.sh --check)" scripts/publish-crates.sh --check
 # Kubernetes: the schemas of the newest version the validator ships, strict (unknown fields fail).
 k8s_version=1.37.0
 manifests=(examples/eval/ci/k8s-*.yaml)
