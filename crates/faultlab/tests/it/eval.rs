@@ -61,7 +61,7 @@ fn an_agent_still_starting_at_the_deadline_is_not_killed() {
 fn an_agent_that_dies_at_once_is_graded_and_shown_with_the_start_of_its_log() {
     let help = faultlab().args(["eval", "--help"]).output().unwrap();
     let help = String::from_utf8(help.stdout).unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
-    let readme = std::fs::read_to_string(repo("README.md")).unwrap();
+    let readme = std::fs::read_to_string(repo("docs/reference.md")).unwrap();
     let row = readme.lines().find(|l| l.starts_with("| 2 |")).unwrap();
     for text in [help.as_str(), row] {
         assert!(text.contains("an eval agent that started and then died, even at once, is graded"), "{text}");
