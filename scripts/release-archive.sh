@@ -14,8 +14,10 @@
 # on this machine: the workflow builds each target natively). OUT/faultlab-VERSION-TARGET.tar.gz.sha256 is
 # `HASH  NAME.tar.gz`, what `sha256sum -c` and `shasum -a 256 -c` read.
 #
-# The build: `cargo build --release --locked -p faultlab --target TARGET` (CARGO_TARGET_DIR as set; default
-# target/). Exit 0 with the archive made, 1 on a failure (the step named), 2 on bad arguments.
+# The build: `cargo build --profile release --locked -p faultlab --target TARGET` (CARGO_TARGET_DIR as set;
+# default target/). FAULTLAB_ARCHIVE_PROFILE=dev packs a debug build instead (for trying the packing and the
+# install quickly on a machine where a release build from nothing takes too long; never for a release: the
+# workflow leaves it unset). Exit 0 with the archive made, 1 on a failure (the step named), 2 on bad arguments.
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -43,9 +45,24 @@ out="${2:-dist}"
 }
 name="$(name_of "$target")"
 
-echo "release-archive: cargo build --release --locked -p faultlab --target $target" >&2
-cargo build --release --locked -p faultlab --target "$target" >&2
-binary="${CARGO_TARGET_DIR:-target}/$target/release/faultlab"
+profile="${FAULTLAB_ARCHIVE_PROFILE:-release}"
+case "$profile" in
+  release) profile_dir=release ;;
+  dev) profile_dir=debug ;;
+  *)
+    echo "release-archive: FAULTLAB_ARCHIVE_PROFILE must be release or dev, not '$profile'" >&2
+    exit 2
+    ;;
+esac
+# A dev archive for the host is the workspace's own debug build (target/debug: no second build of everything).
+target_args=(--target "$target")
+binary="${CARGO_TARGET_DIR:-target}/$target/$profile_dir/faultlab"
+if [[ "$profile" == dev && "$target" == "$(rustc -vV | sed -n 's/^host: //p')" ]]; then
+  target_args=()
+  binary="${CARGO_TARGET_DIR:-target}/$profile_dir/faultlab"
+fi
+echo "release-archive: cargo build --profile $profile --locked -p faultlab ${target_args[*]}" >&2
+cargo build --profile "$profile" --locked -p faultlab "${target_args[@]}" >&2
 [[ -x "$binary" ]] || { echo "release-archive: the build made no $binary" >&2; exit 1; }
 
 mkdir -p "$out"

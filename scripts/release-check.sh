@@ -6,7 +6,7 @@
 # Not part of scripts/test.sh: a release build (minutes; incremental after the first). The test command checks
 # the recipe's configuration instead (scripts/lib/release_config_check.py, in scripts/ship-lint.sh).
 #
-#   scripts/release-check.sh
+#   scripts/release-check.sh                              (FAULTLAB_ARCHIVE_PROFILE=dev: a debug build, quicker)
 #
 # Nothing is left behind: the archive, the install and the demo's output are in one temporary folder, removed at
 # the end (the release build stays in target/, like any build). Exit 0 when the demo passed from the archive.
