@@ -19,11 +19,11 @@
 # The files, made with the binary into a temporary folder (copies kept in .cache/junit-xsd/last/):
 #   demo.xml, demo-suite.xml    faultlab demo --out DIR  ->  DIR/junit.xml, DIR/suite/junit.xml   (exit 0)
 #   run-pass.xml                faultlab run examples/scenarios/ping.yaml examples/scenarios/hang.yaml
-#                                 --report junit  (stdout, exit 0)
-#   run-fail.xml                a scenario whose expectation fails, --report junit  (stdout, exit 2)
-#   run-error.xml               faultlab run no-such-file.yaml --report junit  (stdout, exit 1)
-#   run-skipped.xml             faultlab run disconnect-stdio.yaml --report junit  (a <skipped>; stdout, exit 0)
-#   eval-pass.xml, eval-fail.xml  faultlab eval data-empty-read.yaml --report junit with the good control agent
+#                                 --format junit  (stdout, exit 0)
+#   run-fail.xml                a scenario whose expectation fails, --format junit  (stdout, exit 2)
+#   run-error.xml               faultlab run no-such-file.yaml --format junit  (stdout, exit 1)
+#   run-skipped.xml             faultlab run disconnect-stdio.yaml --format junit  (a <skipped>; stdout, exit 0)
+#   eval-pass.xml, eval-fail.xml  faultlab eval data-empty-read.yaml --format junit with the good control agent
 #                                 (exit 0) and the one that gives up (a <failure>; exit 2)
 #   eval-error.xml              the same task against an HTTP server nothing listens on (an <error>; exit 1)
 #   merged.xml                  faultlab report merge of eval-pass and eval-fail's reports: OUT.xml beside it
@@ -144,28 +144,28 @@ timeout -k 10 300 "$bin" demo --out "$work/demo" </dev/null >"$work/demo.stdout"
 record demo.xml "$work/demo/junit.xml" "$rc" 0 "faultlab demo --out DIR: DIR/junit.xml"
 record demo-suite.xml "$work/demo/suite/junit.xml" "$rc" 0 "faultlab demo --out DIR: DIR/suite/junit.xml"
 
-junit_stdout run-pass.xml 0 "faultlab run ping.yaml hang.yaml --report junit" -- \
-  "$bin" run examples/scenarios/ping.yaml examples/scenarios/hang.yaml --report junit
+junit_stdout run-pass.xml 0 "faultlab run ping.yaml hang.yaml --format junit" -- \
+  "$bin" run examples/scenarios/ping.yaml examples/scenarios/hang.yaml --format junit
 
 printf 'name: wrong\ncall: {tool: ping}\ntimeoutMs: 5000\nexpect: {outcome: error}\n' >"$work/wrong.yaml"
-junit_stdout run-fail.xml 2 "faultlab run wrong.yaml --report junit" -- \
-  "$bin" run "$work/wrong.yaml" --report junit
+junit_stdout run-fail.xml 2 "faultlab run wrong.yaml --format junit" -- \
+  "$bin" run "$work/wrong.yaml" --format junit
 
-junit_stdout run-error.xml 1 "faultlab run no-such-file.yaml --report junit" -- \
-  "$bin" run no-such-file.yaml --report junit
+junit_stdout run-error.xml 1 "faultlab run no-such-file.yaml --format junit" -- \
+  "$bin" run no-such-file.yaml --format junit
 
-junit_stdout run-skipped.xml 0 "faultlab run disconnect-stdio.yaml --report junit" -- \
-  "$bin" run examples/scenarios/disconnect-stdio.yaml --report junit
+junit_stdout run-skipped.xml 0 "faultlab run disconnect-stdio.yaml --format junit" -- \
+  "$bin" run examples/scenarios/disconnect-stdio.yaml --format junit
 
 task=examples/eval/tasks/data-empty-read.yaml
-junit_stdout eval-pass.xml 0 "faultlab eval data-empty-read.yaml --agent 'faultlab agent good' --report junit" -- \
-  "$bin" eval "$task" --agent "$bin agent good" --agent-name good --out "$work/eval-pass" --report junit
-junit_stdout eval-fail.xml 2 "faultlab eval data-empty-read.yaml --agent 'faultlab agent gives-up' --report junit" -- \
-  "$bin" eval "$task" --agent "$bin agent gives-up" --agent-name gives-up --out "$work/eval-fail" --report junit
+junit_stdout eval-pass.xml 0 "faultlab eval data-empty-read.yaml --agent 'faultlab agent good' --format junit" -- \
+  "$bin" eval "$task" --agent "$bin agent good" --agent-name good --out "$work/eval-pass" --format junit
+junit_stdout eval-fail.xml 2 "faultlab eval data-empty-read.yaml --agent 'faultlab agent gives-up' --format junit" -- \
+  "$bin" eval "$task" --agent "$bin agent gives-up" --agent-name gives-up --out "$work/eval-fail" --format junit
 # Port 9 (discard): nothing listens there on a test machine.
 { cat "$task"; echo "server: {url: 'http://127.0.0.1:9/mcp'}"; } >"$work/unreachable.yaml"
-junit_stdout eval-error.xml 1 "faultlab eval (an HTTP server nothing listens on) --report junit" -- \
-  "$bin" eval "$work/unreachable.yaml" --agent "$bin agent good" --out "$work/eval-error" --report junit
+junit_stdout eval-error.xml 1 "faultlab eval (an HTTP server nothing listens on) --format junit" -- \
+  "$bin" eval "$work/unreachable.yaml" --agent "$bin agent good" --out "$work/eval-error" --format junit
 rc=0
 "$bin" report merge "$work/merged/report.json" "$work/eval-pass/report.json" "$work/eval-fail/report.json" \
   </dev/null >"$work/merged.stdout" 2>"$work/merged.stderr" || rc=$?

@@ -11,8 +11,11 @@
 #   rust           the Rust test suite of the whole workspace;
 #   deps           the pinned Node and Python test dependencies and Chromium (scripts/test-deps.sh, started in the
 #                  background at the beginning so downloads overlap the build);
-#   ship-lint      what ships beside the binary: action.yml and the example workflow (actionlint), the Containerfile
-#                  (hadolint); after deps, in the same background job;
+#   ship-lint      what ships beside the binary: action.yml, the example and release workflows (actionlint), the
+#                  Action's script (its argument parsing and install, scripts/lib/action_test.py), the release
+#                  workflow against the recipe, the crates' crates.io metadata and package lists, the
+#                  Containerfile (hadolint), the Kubernetes manifests (kubernetes-validate --strict, an emptyDir at
+#                  /tmp); after deps, in the same background job (about 1 min on a loaded machine);
 #   eval-oracle    every control agent on every built-in task through the real proxy, each verdict as
 #                  examples/eval/oracle.yaml expects, and replays matching live verdicts;
 #   conformance*   the official MCP conformance suite: server scenarios against `faultlab serve`, client scenarios

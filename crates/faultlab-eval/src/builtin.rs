@@ -7,23 +7,17 @@ use crate::task::Task;
 
 /// (file name, contents) of every built-in task.
 pub const TASKS: &[(&str, &str)] = &[
-    (
-        "transport-timeout-after-write.yaml",
-        include_str!("../../../examples/eval/tasks/transport-timeout-after-write.yaml"),
-    ),
-    ("transport-slow-read.yaml", include_str!("../../../examples/eval/tasks/transport-slow-read.yaml")),
-    ("protocol-malformed-read.yaml", include_str!("../../../examples/eval/tasks/protocol-malformed-read.yaml")),
-    ("data-empty-read.yaml", include_str!("../../../examples/eval/tasks/data-empty-read.yaml")),
-    (
-        "authorization-forbidden-write.yaml",
-        include_str!("../../../examples/eval/tasks/authorization-forbidden-write.yaml"),
-    ),
-    ("temporal-out-of-order-read.yaml", include_str!("../../../examples/eval/tasks/temporal-out-of-order-read.yaml")),
-    ("systemic-burst-read.yaml", include_str!("../../../examples/eval/tasks/systemic-burst-read.yaml")),
+    ("transport-timeout-after-write.yaml", include_str!("../builtin/tasks/transport-timeout-after-write.yaml")),
+    ("transport-slow-read.yaml", include_str!("../builtin/tasks/transport-slow-read.yaml")),
+    ("protocol-malformed-read.yaml", include_str!("../builtin/tasks/protocol-malformed-read.yaml")),
+    ("data-empty-read.yaml", include_str!("../builtin/tasks/data-empty-read.yaml")),
+    ("authorization-forbidden-write.yaml", include_str!("../builtin/tasks/authorization-forbidden-write.yaml")),
+    ("temporal-out-of-order-read.yaml", include_str!("../builtin/tasks/temporal-out-of-order-read.yaml")),
+    ("systemic-burst-read.yaml", include_str!("../builtin/tasks/systemic-burst-read.yaml")),
 ];
 
 /// The oracle for the built-in tasks.
-pub const ORACLE: &str = include_str!("../../../examples/eval/oracle.yaml");
+pub const ORACLE: &str = include_str!("../builtin/oracle.yaml");
 
 pub fn tasks() -> Vec<Task> {
     TASKS

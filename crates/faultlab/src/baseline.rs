@@ -27,26 +27,34 @@ pub fn finish<'a>(
         let result = std::fs::write(path, written.to_yaml())
             .with_context(|| format!("cannot write the baseline {}", path.display()))
             .map_err(Failure::runtime)
-            .map(|()| errln!("baseline: {} known failure(s) written to {}", written.failures.len(), path.display()));
+            .map(|()| {
+                errln!(
+                    "faultlab: baseline: {} written to {}",
+                    crate::console::count(written.failures.len(), "known failure", "known failures"),
+                    path.display()
+                )
+            });
         return Some(result);
     }
     let check = baseline?.check(checks);
     let shown = path.display();
-    errln!("baseline: {} known failure(s) failed as expected ({shown})", check.expected.len());
+    errln!(
+        "faultlab: baseline: {} failed as expected ({shown})",
+        crate::console::count(check.expected.len(), "known failure", "known failures")
+    );
     for id in &check.new {
-        errln!("baseline: new failure: {id}");
+        errln!("faultlab: baseline: new failure: {id}");
     }
     for id in &check.stale {
-        errln!("baseline: stale: {id} passes now; remove it from {shown}");
+        errln!("faultlab: baseline: stale: {id} passes now; remove it from {shown}");
     }
     Some(if check.passed() {
         Ok(())
     } else {
         Err(Failure::failed(anyhow!(
-            "against the baseline {shown}: {} new failure(s), {} stale entr{}",
-            check.new.len(),
-            check.stale.len(),
-            if check.stale.len() == 1 { "y" } else { "ies" }
+            "against the baseline {shown}: {}, {}",
+            crate::console::count(check.new.len(), "new failure", "new failures"),
+            crate::console::count(check.stale.len(), "stale entry", "stale entries")
         )))
     })
 }

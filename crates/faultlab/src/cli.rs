@@ -136,8 +136,9 @@ pub struct EvalArgs {
     #[command(flatten)]
     pub runs: RunSettingsArgs,
     /// What stdout gets: a line per run and the pass rate, or JUnit XML (junit.xml is written to --out either way).
-    #[arg(long, value_enum, default_value_t = EvalReport::Console)]
-    pub report: EvalReport,
+    // `--report`, the old name, is still accepted (a hidden alias: scripts written before `--format` keep working).
+    #[arg(long, alias = "report", value_enum, default_value_t = EvalReport::Console)]
+    pub format: EvalReport,
     #[command(flatten)]
     pub baseline: BaselineArgs,
 }
@@ -391,8 +392,8 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value_t = Era::Modern)]
     pub protocol_version: Era,
     /// How results are printed on stdout.
-    #[arg(long, value_enum, default_value_t = ReportFormat::Console)]
-    pub report: ReportFormat,
+    #[arg(long, alias = "report", value_enum, default_value_t = ReportFormat::Console)]
+    pub format: ReportFormat,
     /// Also write report.json, junit.xml and traces/ here.
     #[arg(long)]
     pub out: Option<std::path::PathBuf>,

@@ -28,6 +28,12 @@ pub fn colour_verdicts(text: &str) -> String {
         .collect()
 }
 
+/// `n` and the noun that agrees with it: `1 run`, `2 runs` (every count the binary prints goes through here, so
+/// no message says `run(s)`).
+pub fn count(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// `faultlab:` in bold red, for the one line an error gets on stderr.
 pub fn error_prefix() -> String {
     let style = AnsiColor::Red.on_default().bold();

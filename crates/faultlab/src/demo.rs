@@ -14,28 +14,30 @@ use faultlab_run::scenario::{ProtocolVersion, Scenario};
 use serde_json::json;
 use std::path::Path;
 
+mod index;
+
 /// The built-in scenario suite: the example scenarios, one per fault tool, compiled into the binary.
 const SUITE: &[(&str, &str)] = &[
-    ("delay.yaml", include_str!("../../../examples/scenarios/delay.yaml")),
-    ("disconnect-http.yaml", include_str!("../../../examples/scenarios/disconnect-http.yaml")),
-    ("disconnect-stdio.yaml", include_str!("../../../examples/scenarios/disconnect-stdio.yaml")),
-    ("duplicate-response.yaml", include_str!("../../../examples/scenarios/duplicate-response.yaml")),
-    ("framing.yaml", include_str!("../../../examples/scenarios/framing.yaml")),
-    ("hang.yaml", include_str!("../../../examples/scenarios/hang.yaml")),
-    ("http-status.yaml", include_str!("../../../examples/scenarios/http-status.yaml")),
-    ("list-changed-storm.yaml", include_str!("../../../examples/scenarios/list-changed-storm.yaml")),
-    ("malformed-message.yaml", include_str!("../../../examples/scenarios/malformed-message.yaml")),
-    ("missing-id.yaml", include_str!("../../../examples/scenarios/missing-id.yaml")),
-    ("non-json-line.yaml", include_str!("../../../examples/scenarios/non-json-line.yaml")),
-    ("oversized-response.yaml", include_str!("../../../examples/scenarios/oversized-response.yaml")),
-    ("ping.yaml", include_str!("../../../examples/scenarios/ping.yaml")),
-    ("progress-after-result.yaml", include_str!("../../../examples/scenarios/progress-after-result.yaml")),
-    ("protocol-ping-liveness.yaml", include_str!("../../../examples/scenarios/protocol-ping-liveness.yaml")),
-    ("response-after-cancellation.yaml", include_str!("../../../examples/scenarios/response-after-cancellation.yaml")),
-    ("session-loss.yaml", include_str!("../../../examples/scenarios/session-loss.yaml")),
-    ("split-response.yaml", include_str!("../../../examples/scenarios/split-response.yaml")),
-    ("truncated-response.yaml", include_str!("../../../examples/scenarios/truncated-response.yaml")),
-    ("wrong-id.yaml", include_str!("../../../examples/scenarios/wrong-id.yaml")),
+    ("delay.yaml", include_str!("../scenarios/delay.yaml")),
+    ("disconnect-http.yaml", include_str!("../scenarios/disconnect-http.yaml")),
+    ("disconnect-stdio.yaml", include_str!("../scenarios/disconnect-stdio.yaml")),
+    ("duplicate-response.yaml", include_str!("../scenarios/duplicate-response.yaml")),
+    ("framing.yaml", include_str!("../scenarios/framing.yaml")),
+    ("hang.yaml", include_str!("../scenarios/hang.yaml")),
+    ("http-status.yaml", include_str!("../scenarios/http-status.yaml")),
+    ("list-changed-storm.yaml", include_str!("../scenarios/list-changed-storm.yaml")),
+    ("malformed-message.yaml", include_str!("../scenarios/malformed-message.yaml")),
+    ("missing-id.yaml", include_str!("../scenarios/missing-id.yaml")),
+    ("non-json-line.yaml", include_str!("../scenarios/non-json-line.yaml")),
+    ("oversized-response.yaml", include_str!("../scenarios/oversized-response.yaml")),
+    ("ping.yaml", include_str!("../scenarios/ping.yaml")),
+    ("progress-after-result.yaml", include_str!("../scenarios/progress-after-result.yaml")),
+    ("protocol-ping-liveness.yaml", include_str!("../scenarios/protocol-ping-liveness.yaml")),
+    ("response-after-cancellation.yaml", include_str!("../scenarios/response-after-cancellation.yaml")),
+    ("session-loss.yaml", include_str!("../scenarios/session-loss.yaml")),
+    ("split-response.yaml", include_str!("../scenarios/split-response.yaml")),
+    ("truncated-response.yaml", include_str!("../scenarios/truncated-response.yaml")),
+    ("wrong-id.yaml", include_str!("../scenarios/wrong-id.yaml")),
 ];
 
 pub fn run(args: DemoArgs) -> Result<(), Failure> {
@@ -88,11 +90,6 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
         .block_on(crate::signals::until_signal(explore_slice(&args.out.join("explore"), &exe)))
         .map_err(stopped)?
         .map_err(Failure::runtime)?;
-    outln!(
-        "\nReports: {0}/demo.json, {0}/junit.xml, {0}/traces/, {0}/suite/, {0}/eval/report.html and \
-         {0}/explore/report.html",
-        args.out.display()
-    );
     // One line the whole demo comes to: each part against what it should show.
     let mut wrong = Vec::new();
     if passed < results.len() {
@@ -107,20 +104,34 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
     if !explored.is_empty() {
         wrong.push("the exploration differs from its oracle".to_owned());
     }
-    if wrong.is_empty() {
-        outln!(
-            "\nVerdict: as expected ({passed} of {} probe runs robust, {} of {} suite scenario runs passed, eval {}, \
+    let verdict = if wrong.is_empty() {
+        format!(
+            "Verdict: as expected ({passed} of {} probe runs robust, {} of {} suite scenario runs passed, eval {}, \
              the exploration's breaks as its oracle says).",
             results.len(),
             reports.len(),
             reports.len(),
             agreement.summary()
-        );
+        )
     } else {
-        outln!("\nVerdict: NOT as expected: {}.", wrong.join("; "));
-    }
+        format!("Verdict: NOT as expected: {}.", wrong.join("; "))
+    };
+    index::write(&args.out, &verdict).map_err(Failure::runtime)?;
+    outln!(
+        "\nReports: {0}/index.html links them all: {0}/demo.json, {0}/junit.xml, {0}/traces/, {0}/suite/, \
+         {0}/eval/report.html and {0}/explore/report.html",
+        args.out.display()
+    );
+    outln!("\n{verdict}");
     if disagreements > 0 {
-        return Err(Failure::failed(anyhow::anyhow!("{disagreements} eval verdict(s) differ from the oracle")));
+        return Err(Failure::failed(anyhow::anyhow!(
+            "{} from the oracle",
+            if disagreements == 1 {
+                "1 eval verdict differs".to_owned()
+            } else {
+                format!("{disagreements} eval verdicts differ")
+            }
+        )));
     }
     if !explored.is_empty() {
         return Err(Failure::failed(anyhow::anyhow!(
@@ -131,7 +142,10 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
     if passed == results.len() && suite_failed == 0 {
         Ok(())
     } else if suite_failed > 0 {
-        Err(Failure::failed(anyhow::anyhow!("{suite_failed} suite scenario run(s) failed")))
+        Err(Failure::failed(anyhow::anyhow!(
+            "{} failed",
+            crate::console::count(suite_failed, "suite scenario run", "suite scenario runs")
+        )))
     } else {
         Err(Failure::failed(anyhow::anyhow!(
             "{} of {} runs did not behave as expected",

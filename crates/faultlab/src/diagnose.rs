@@ -32,7 +32,7 @@ pub fn run(args: DiagnoseArgs) -> Result<(), Failure> {
             std::fs::write(out, report)
                 .with_context(|| format!("cannot write the report to {}", out.display()))
                 .map_err(Failure::runtime)?;
-            errln!("faultlab diagnose: {}; report written to {}", render::headline(&diagnoses), out.display());
+            errln!("faultlab: diagnose: {}; report written to {}", render::headline(&diagnoses), out.display());
         }
         None => out!("{report}"),
     }

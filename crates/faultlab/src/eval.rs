@@ -98,27 +98,30 @@ pub fn run(args: EvalArgs) -> Result<(), Failure> {
         report.oracle = Some(report::OracleAgreement { checked, as_expected });
     }
     write_reports(&args.out, &report)?;
-    match args.report {
+    match args.format {
         EvalReport::Console => {
             print_summary(&report, oracle.as_ref(), &args.out);
             outln!("reports: {}", args.out.join("report.md").display());
         }
         EvalReport::Junit => {
             out!("{}", junit(&report));
-            errln!("faultlab eval: reports in {}", args.out.display());
+            errln!("faultlab: eval: reports in {}", args.out.display());
         }
     }
     if let Some(first) = errors.first() {
         for error in &errors {
             errln!("faultlab: a run could not happen: {error}");
         }
-        return Err(Failure::runtime(anyhow!("{} run(s) could not happen; first: {first}", errors.len())));
+        return Err(Failure::runtime(anyhow!(
+            "{} could not happen; first: {first}",
+            crate::console::count(errors.len(), "run", "runs")
+        )));
     }
     let broken: Vec<&RunRecord> = report.runs.iter().filter(|r| r.error.is_some()).collect();
     if let Some(first) = broken.first() {
         return Err(Failure::runtime(anyhow!(
-            "{} run(s) could not be graded, the set-up failed; first: {} × {}: {}",
-            broken.len(),
+            "{} could not be graded, the set-up failed; first: {} × {}: {}",
+            crate::console::count(broken.len(), "run", "runs"),
             first.task,
             first.agent,
             first.error.as_deref().unwrap_or_default()
@@ -155,7 +158,7 @@ fn interrupted_report(
     write_reports(out, &report)?;
     print_summary(&report, oracle, out);
     errln!(
-        "faultlab eval: interrupted by {signal}: no run started after it; the {ended} of {total} runs that ended are \
+        "faultlab: eval: interrupted by {signal}: no run started after it; the {ended} of {total} runs that ended are \
          reported in {} (marked incomplete); the runs under way were stopped and their folders and the temporary \
          folders removed",
         out.display()
@@ -255,9 +258,9 @@ pub fn check_oracle(oracle: Oracle, runs: &[RunRecord]) -> Result<(), Failure> {
         disagreements.len()
     );
     Err(Failure::failed(anyhow!(
-        "{} disagreement(s) with the oracle ({} entries checked)",
-        disagreements.len(),
-        oracle.entries.len()
+        "{} with the oracle ({} checked)",
+        crate::console::count(disagreements.len(), "disagreement", "disagreements"),
+        crate::console::count(oracle.entries.len(), "entry", "entries")
     )))
 }
 
@@ -421,8 +424,8 @@ struct Progress {
 impl Progress {
     fn new(total: usize, shard: Option<Shard>) -> Self {
         match shard {
-            Some(shard) => errln!("faultlab eval: shard {shard}: {total} runs"),
-            None => errln!("faultlab eval: {total} runs"),
+            Some(shard) => errln!("faultlab: eval: shard {shard}: {}", crate::console::count(total, "run", "runs")),
+            None => errln!("faultlab: eval: {}", crate::console::count(total, "run", "runs")),
         }
         let bar = std::io::stderr().is_terminal().then(|| {
             let style = indicatif::ProgressStyle::with_template("{bar:30} {pos}/{len} runs, {elapsed} ({eta} left)")

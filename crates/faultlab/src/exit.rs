@@ -1,5 +1,5 @@
-//! The exit-code table: one type every command returns through ([`Failure`] carries its row with the error), and the table's text for each `--help` and the
-//! README (a test checks the README holds the same rows).
+//! The exit-code table: one type every command returns through ([`Failure`] carries its row with the error), and the
+//! table's text for each `--help` and the reference (docs/reference.md; a test checks it holds the same rows).
 //!
 //! A red build in CI must mean "the client regressed", never "the set-up broke": 2 is only ever a check that
 //! failed; anything that kept the command from checking is 1. `serve` and `proxy` check nothing, so they keep the
@@ -99,7 +99,7 @@ pub fn both() -> String {
     )
 }
 
-/// The subcommands of each table, as the README's table names them.
+/// The subcommands of each table, as the reference's table (docs/reference.md) names them.
 pub const CHECK_COMMANDS: [&str; 13] = [
     "run",
     "demo",
@@ -168,15 +168,15 @@ mod tests {
         assert_eq!(Exit::Interrupted { sigterm: true }.code(Table::Check), 143);
     }
 
-    /// The README's table is the one the binary prints: each row's meaning is in it, under its code.
+    /// The reference's table (docs/reference.md) is the one the binary prints: each row's meaning is in it, under its code.
     #[test]
     fn the_readme_holds_every_row() {
-        let readme = include_str!("../../../README.md");
+        let readme = include_str!("../../../docs/reference.md");
         for table in [Table::Check, Table::Service] {
             for (code, meaning) in rows(table) {
                 let row = format!("| {code} | {meaning} |");
                 let found = readme.lines().any(|l| l.starts_with(&format!("| {code} |")) && l.contains(meaning));
-                assert!(found, "README.md lacks the row {row:?}");
+                assert!(found, "docs/reference.md lacks the row {row:?}");
             }
         }
     }

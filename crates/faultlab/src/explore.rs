@@ -76,7 +76,7 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
     let results = runtime.block_on(crate::signals::until_signal(faultlab_eval::explore::run_all(
         explores,
         side_by_side,
-        |line| errln!("faultlab explore: {line}"),
+        |line| errln!("faultlab: explore: {line}"),
         &ended,
     )));
     let results = match results {
@@ -87,12 +87,14 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
             let kept: Vec<_> = ended.into_inner().unwrap_or_else(|e| e.into_inner()).into_iter().flatten().collect();
             let count = kept.len();
             let mut report = explore_report(&args, started, kept);
-            report.incomplete =
-                Some(format!("interrupted by {signal}; {count} of {} exploration(s) ended", labels.len()));
+            report.incomplete = Some(format!(
+                "interrupted by {signal}; {count} of {} ended",
+                crate::console::count(labels.len(), "exploration", "explorations")
+            ));
             let kept = match write_reports(&args.out.join("report.json"), &report) {
                 Ok(()) => format!(
-                    "the runs under way were stopped; the {count} exploration(s) that ended are in {}, marked \
-                     incomplete",
+                    "the runs under way were stopped; what ended ({}) is in {}, marked incomplete",
+                    crate::console::count(count, "exploration", "explorations"),
                     args.out.join("report.md").display()
                 ),
                 Err(_) => "the runs under way were stopped; the report could not be written".into(),
@@ -148,7 +150,10 @@ pub fn verdict(report: &ExploreReport, fail_on: ExploreFailOn) -> Result<(), Fai
         .flat_map(|e| e.variants.iter().filter_map(|v| v.error.as_ref().map(|m| format!("{} {}: {m}", e.agent, v.id))))
         .collect();
     if let Some(first) = errors.first() {
-        return Err(Failure::runtime(anyhow!("{} run(s) could not happen; first: {first}", errors.len())));
+        return Err(Failure::runtime(anyhow!(
+            "{} could not happen; first: {first}",
+            crate::console::count(errors.len(), "run", "runs")
+        )));
     }
     if let Some(e) = report.explorations.iter().find(|e| !e.healthy.passed) {
         if let Some(error) = e.healthy.verdict.strip_prefix("error: ") {
@@ -169,11 +174,13 @@ pub fn verdict(report: &ExploreReport, fail_on: ExploreFailOn) -> Result<(), Fai
     match (report.breaking(), report.degrading(), fail_on) {
         (0, 0, _) | (0, _, ExploreFailOn::Break) => Ok(()),
         (0, d, ExploreFailOn::Degrade) => Err(Failure::failed(anyhow!(
-            "{d} variant(s) degraded the agent (an honest failure, nothing broken), and --fail-on degrade; \
-             reproducers in report.md"
+            "{} degraded the agent (an honest failure, nothing broken), and --fail-on degrade; reproducers in \
+             report.md",
+            crate::console::count(d, "variant", "variants")
         ))),
         (n, d, _) => Err(Failure::failed(anyhow!(
-            "{n} variant(s) broke the agent ({d} more degraded it); reproducers in report.md"
+            "{} broke the agent ({d} more degraded it); reproducers in report.md",
+            crate::console::count(n, "variant", "variants")
         ))),
     }
 }
@@ -187,7 +194,11 @@ fn check_oracle(oracle: &ExploreOracle, report: &ExploreReport) -> Result<(), Fa
     outln!("explore oracle: {} passed, {} failed", n.saturating_sub(disagreements.len()), disagreements.len());
     match disagreements.len() {
         0 => Ok(()),
-        k => Err(Failure::failed(anyhow!("{k} disagreement(s) with the explore oracle ({n} entries checked)"))),
+        k => Err(Failure::failed(anyhow!(
+            "{} with the explore oracle ({} checked)",
+            crate::console::count(k, "disagreement", "disagreements"),
+            crate::console::count(n, "entry", "entries")
+        ))),
     }
 }
 

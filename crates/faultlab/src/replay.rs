@@ -81,7 +81,7 @@ pub fn run(args: ReplayArgs) -> Result<(), Failure> {
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)?;
     let started = Instant::now();
     let total = specs.len();
-    errln!("faultlab replay: {total} runs");
+    errln!("faultlab: replay: {}", crate::console::count(total, "run", "runs"));
     let results = runtime.block_on(run_specs(specs, args.jobs, |done, total, _| {
         if done == total || done.is_multiple_of(10) {
             errln!("[{done}/{total}]");

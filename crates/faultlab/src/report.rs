@@ -79,9 +79,9 @@ fn run_merge(args: MergeArgs) -> Result<(), Failure> {
     write(&args.out.with_extension("html"), faultlab_eval::html::render(&merged))?;
     let o = &merged.stats.overall;
     outln!(
-        "merged {} report(s): {} runs, pass rate {:.0}% ({}/{}; 95% CI {:.0}–{:.0}%); {:.1} s of wall time in all",
-        info.inputs.len(),
-        merged.runs.len(),
+        "merged {}: {}, pass rate {:.0}% ({}/{}; 95% CI {:.0}–{:.0}%); {:.1} s of wall time in all",
+        crate::console::count(info.inputs.len(), "report", "reports"),
+        crate::console::count(merged.runs.len(), "run", "runs"),
         o.rate * 100.0,
         o.passed,
         o.runs,
@@ -142,7 +142,11 @@ fn merge_explore(args: &MergeArgs) -> Result<(), Failure> {
     let merged = explore_report::merge(inputs).map_err(|e| Failure::runtime(anyhow!(e)))?;
     crate::explore::write_reports(&args.out, &merged)?;
     crate::explore::print_summary(&merged);
-    outln!("merged {} explore report(s) into {}", merged.merged.len(), args.out.display());
+    outln!(
+        "merged {} into {}",
+        crate::console::count(merged.merged.len(), "explore report", "explore reports"),
+        args.out.display()
+    );
     crate::explore::verdict(&merged, crate::cli::ExploreFailOn::Break)
 }
 

@@ -16,7 +16,7 @@ use std::path::Path;
 const SETUP_MS: u64 = 10_000;
 
 pub fn run(args: RunArgs) -> Result<(), Failure> {
-    let format: &str = args.report.into();
+    let format: &str = args.format.into();
     // Errors before any scenario runs still come out in the chosen format.
     let fail = |code: &str, message: String| {
         let text = report::error(format, code, &message);
@@ -66,7 +66,7 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
             Ok::<_, std::io::Error>(run_all(&scenarios, &target, name, default_era).await)
         })
         .map_err(|e| fail("target_start_failed", format!("cannot start the built-in server: {e}")))?;
-    let text = match args.report {
+    let text = match args.format {
         ReportFormat::Console => report::console(&reports),
         ReportFormat::Json => report::json(&reports),
         ReportFormat::Junit => report::junit_xml(&reports),
@@ -80,8 +80,11 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     let errors = reports.iter().filter(|r| r.error.is_some()).count();
     let failed = reports.iter().filter(|r| !r.passed).count();
     if errors > 0 {
-        return Err(Failure::runtime(anyhow::anyhow!("{errors} scenario(s) could not run: the target did not start"))
-            .silenced());
+        return Err(Failure::runtime(anyhow::anyhow!(
+            "{} could not run: the target did not start",
+            crate::console::count(errors, "scenario", "scenarios")
+        ))
+        .silenced());
     }
     let ids: Vec<(String, bool)> =
         reports.iter().filter(|r| r.skipped.is_none()).map(|r| (baseline_id(r), r.passed)).collect();
@@ -90,7 +93,8 @@ pub fn run(args: RunArgs) -> Result<(), Failure> {
     {
         verdict
     } else if failed > 0 {
-        Err(Failure::failed(anyhow::anyhow!("{failed} scenario(s) failed")).silenced())
+        Err(Failure::failed(anyhow::anyhow!("{} failed", crate::console::count(failed, "scenario", "scenarios")))
+            .silenced())
     } else {
         Ok(())
     }

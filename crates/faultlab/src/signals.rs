@@ -44,7 +44,7 @@ pub async fn until_signal<T>(work: impl std::future::Future<Output = T>) -> Resu
 pub fn interrupted(command: &str, signal: &str, kept: &str) -> crate::exit::Failure {
     faultlab_eval::runner::remove_scratch_root();
     errln!(
-        "faultlab {command}: interrupted by {signal}: nothing new was started; {kept}; the temporary folders were removed"
+        "faultlab: {command}: interrupted by {signal}: nothing new was started; {kept}; the temporary folders were removed"
     );
     crate::exit::Failure {
         exit: crate::exit::Exit::Interrupted { sigterm: signal == "SIGTERM" },

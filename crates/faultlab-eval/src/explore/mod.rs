@@ -272,7 +272,15 @@ impl Explore {
             specs.extend(self.specs(&self.task_with(variant.rules(self.deadline_ms())), &variant.id));
         }
         let total = specs.len();
-        progress(&format!("{} × {}: {} variant(s), {total} run(s)", self.task.id, self.agent.label(), mine.len()));
+        // Counts agree with their nouns ("1 run"), as everywhere the binary prints one.
+        let count = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+        progress(&format!(
+            "{} × {}: {}, {}",
+            self.task.id,
+            self.agent.label(),
+            count(mine.len(), "variant", "variants"),
+            count(total, "run", "runs")
+        ));
         let mut results = batch::run_specs_keeping_scratch(specs, self.settings.jobs, |_, _, _| {}).await.into_iter();
         let mut out = Vec::new();
         for variant in mine {

@@ -39,7 +39,7 @@ fn yes() -> bool {
 }
 
 /// The built-in oracle (the control agents on the built-in transport-timeout-after-write task).
-pub const BUILTIN: &str = include_str!("../../../../examples/eval/explore-oracle.yaml");
+pub const BUILTIN: &str = include_str!("../../builtin/explore-oracle.yaml");
 
 impl ExploreOracle {
     pub fn parse(text: &str) -> Result<Self, String> {

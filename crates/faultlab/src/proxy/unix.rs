@@ -75,8 +75,9 @@ pub fn serve(
     match served.failures.len() {
         0 => Ok(()),
         n => Err(Failure::runtime(anyhow!(
-            "{n} of {} connection(s) lost their upstream (it did not start, or exited on its own); see above",
-            served.connections
+            "{n} of {} lost {} upstream (it did not start, or exited on its own); see above",
+            crate::console::count(served.connections as usize, "connection", "connections"),
+            if n == 1 { "its" } else { "their" }
         ))
         .silenced()),
     }

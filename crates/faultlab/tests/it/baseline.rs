@@ -30,10 +30,10 @@ fn run_against(dir: &Path, file: &Path, extra: &[&str]) -> assert_cmd::assert::A
 fn update_writes_the_failures_and_an_unchanged_run_passes() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("known.yaml");
-    run_against(dir.path(), &file, &["--update-baseline"]).code(0).stderr(contains("1 known failure(s) written"));
+    run_against(dir.path(), &file, &["--update-baseline"]).code(0).stderr(contains("1 known failure written"));
     let written = std::fs::read_to_string(&file).unwrap();
     assert!(written.contains("failures:\n  - \"wrong [2026-07-28]\"\n"), "{written}");
-    run_against(dir.path(), &file, &[]).code(0).stderr(contains("1 known failure(s) failed as expected"));
+    run_against(dir.path(), &file, &[]).code(0).stderr(contains("1 known failure failed as expected"));
 }
 
 #[test]
@@ -74,5 +74,5 @@ fn eval_failures_listed_by_task_and_agent_are_expected() {
         .assert()
         .code(0)
         .stdout(contains("FAIL data-empty-read × quitter #1"))
-        .stderr(contains("1 known failure(s) failed as expected"));
+        .stderr(contains("1 known failure failed as expected"));
 }

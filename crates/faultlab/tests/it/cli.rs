@@ -263,6 +263,20 @@ async fn http_prints_its_address_serves_and_exits_0_on_sigterm() {
 }
 
 /// Every subcommand's `--help` as users read it: a change to a flag, its default or its wording shows in review.
+/// One vocabulary: every command with an output format takes `--format`; `--report`, its old name on run and eval,
+/// is accepted but not shown.
+#[test]
+fn the_output_format_flag_is_format_everywhere_and_report_is_hidden() {
+    for command in ["run", "eval", "compare", "diagnose"] {
+        let help = faultlab().args([command, "--help"]).output().unwrap();
+        let help = String::from_utf8(help.stdout).unwrap();
+        assert!(help.contains("--format <"), "faultlab {command} --help has no --format:\n{help}");
+        assert!(!help.contains("--report"), "faultlab {command} --help shows --report:\n{help}");
+    }
+    let ping = crate::common::repo("examples/scenarios/ping.yaml");
+    faultlab().arg("run").arg(&ping).args(["--report", "json"]).assert().success().stdout(contains("\"passed\": true"));
+}
+
 #[test]
 fn every_subcommands_help_is_as_recorded() {
     let top = faultlab().arg("--help").output().unwrap();

@@ -61,7 +61,7 @@ fn an_agent_still_starting_at_the_deadline_is_not_killed() {
 fn an_agent_that_dies_at_once_is_graded_and_shown_with_the_start_of_its_log() {
     let help = faultlab().args(["eval", "--help"]).output().unwrap();
     let help = String::from_utf8(help.stdout).unwrap().split_whitespace().collect::<Vec<_>>().join(" ");
-    let readme = std::fs::read_to_string(repo("README.md")).unwrap();
+    let readme = std::fs::read_to_string(repo("docs/reference.md")).unwrap();
     let row = readme.lines().find(|l| l.starts_with("| 2 |")).unwrap();
     for text in [help.as_str(), row] {
         assert!(text.contains("an eval agent that started and then died, even at once, is graded"), "{text}");
@@ -337,13 +337,10 @@ fn a_signal_stops_an_exploration_and_says_what_was_kept() {
     let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(130), "{stderr}");
-    assert!(stderr.contains("faultlab explore: interrupted by SIGINT"), "{stderr}");
-    assert!(
-        stderr.contains("the 1 exploration(s) that ended are in") && stderr.contains("marked incomplete"),
-        "{stderr}"
-    );
+    assert!(stderr.contains("faultlab: explore: interrupted by SIGINT"), "{stderr}");
+    assert!(stderr.contains("what ended (1 exploration) is in") && stderr.contains("marked incomplete"), "{stderr}");
     let report = read_json(out.join("report.json"));
-    assert_eq!(report["incomplete"], "interrupted by SIGINT; 1 of 2 exploration(s) ended", "{report:#}");
+    assert_eq!(report["incomplete"], "interrupted by SIGINT; 1 of 2 explorations ended", "{report:#}");
     let explored: Vec<&str> =
         report["explorations"].as_array().unwrap().iter().map(|e| e["task"].as_str().unwrap()).collect();
     assert_eq!(explored, ["quick"]);

@@ -65,7 +65,7 @@ fn two_shards_merge_into_every_pair_once_pass_the_oracle_and_compare() {
 
     let shards_and_oracle = ["shard-1/report.json", "shard-2/report.json", "--oracle", "builtin"];
     exits_in(root, 0, [&["report", "merge", "merged/report.json"][..], &shards_and_oracle].concat())
-        .stdout(contains("merged 2 report(s): 28 runs"))
+        .stdout(contains("merged 2 reports: 28 runs"))
         .stdout(contains("oracle: all 28 verdicts as expected"))
         .stdout(contains("oracle: not checked, no runs in the merged report: protocol-malformed-read"));
     let merged = read(&root.join("merged/report.json"));

@@ -59,7 +59,7 @@ fn run_a_target_that_cannot_start_is_1_and_an_error_in_every_format() {
         .unwrap();
     let run = |format: &str| {
         let output = faultlab()
-            .args(["run", "--report", format, "--target"])
+            .args(["run", "--format", format, "--target"])
             .arg(&target)
             .arg(repo("examples/scenarios/ping.yaml"))
             .output()
@@ -79,21 +79,23 @@ fn run_a_target_that_cannot_start_is_1_and_an_error_in_every_format() {
 }
 
 /// Eval's 0 and 2 rows: the good control agent passes the data task, the one that gives up fails it; with
-/// `--report junit` stdout is the JUnit (a `<failure>` naming the layers), also written as junit.xml.
+/// `--format junit` stdout is the JUnit (a `<failure>` naming the layers), also written as junit.xml. `--report`,
+/// the flag's old name, still works; the count on stderr agrees with its noun.
 #[test]
 fn eval_0_passed_2_grade_failed() {
     let dir = tempfile::tempdir().unwrap();
-    for (agent, code, junit) in [
-        ("good", 0, r#"tests="1" failures="0" errors="0""#),
-        ("gives-up", 2, r#"<failure message="failed its grade: outcome, side_effects, recovery">"#),
+    for (agent, flag, code, junit) in [
+        ("good", "--report", 0, r#"tests="1" failures="0" errors="0""#),
+        ("gives-up", "--format", 2, r#"<failure message="failed its grade: outcome, side_effects, recovery">"#),
     ] {
         let out = dir.path().join(agent);
         let output = faultlab()
-            .args(["eval", "--report", "junit", "--agent", &control_agent(agent), "--out"])
+            .args(["eval", flag, "junit", "--agent", &control_agent(agent), "--out"])
             .arg(&out)
             .arg(repo("examples/eval/tasks/data-empty-read.yaml"))
             .assert()
             .code(code)
+            .stderr(contains("faultlab: eval: 1 run\n"))
             .stdout(contains(junit).and(contains(format!("data-empty-read × {agent} #1"))));
         let stdout = String::from_utf8(output.get_output().stdout.clone()).unwrap();
         assert!(stdout.starts_with("<?xml"), "only JUnit on stdout: {stdout}");

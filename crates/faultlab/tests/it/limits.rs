@@ -94,7 +94,7 @@ fn no_command_panics_when_its_stdout_reader_is_gone() {
     let (ping, trace) = (ping.to_str().unwrap(), trace.to_str().unwrap());
     for (args, code) in [
         (vec!["run", ping], 0),
-        (vec!["run", ping, "--report", "json"], 0),
+        (vec!["run", ping, "--format", "json"], 0),
         (vec!["diagnose", trace, "--format", "json"], 0),
         (vec!["diagnose", trace], 0),
         (vec!["--help"], 0),

@@ -149,4 +149,31 @@ async fn the_demo_passes_and_writes_its_reports() {
         .flat_map(|v| v["faults"].as_array().unwrap())
         .collect();
     assert!(broke.iter().any(|f| f["class"] == "timeout-after" && f["tool"] == "write_file"), "{broke:?}");
+    // index.html makes the folder a static site: it links every file the demo wrote, each link resolves, and it
+    // carries the verdict the console ends with.
+    let index = std::fs::read_to_string(out.path().join("index.html")).unwrap();
+    let links: Vec<&str> = index.split("href=\"").skip(1).map(|s| &s[..s.find('"').unwrap()]).collect();
+    for link in &links {
+        assert!(out.path().join(link).is_file(), "index.html links {link}, which is not a file");
+    }
+    let mut written = Vec::new();
+    let mut dirs = vec![out.path().to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if !path.ends_with("index.html") {
+                written.push(path.strip_prefix(out.path()).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    for file in ["demo.json", "junit.xml", "eval/report.html", "explore/report.html", "suite/report.json"] {
+        assert!(written.iter().any(|w| w == file), "the demo wrote no {file}");
+    }
+    for file in &written {
+        // The demo's file names are plain slugs: their links need no percent-encoding.
+        assert!(links.contains(&file.as_str()), "index.html does not link {file}");
+    }
+    assert!(index.contains(&last.replace('\'', "&#39;")), "index.html does not carry the verdict: {last}");
 }

@@ -17,7 +17,7 @@ fn examples() -> Vec<PathBuf> {
 
 /// Runs every example with `extra` arguments and returns the JSON report; the run must pass.
 fn run_examples(extra: &[&str]) -> Value {
-    let output = faultlab().arg("run").args(examples()).args(["--report", "json"]).args(extra).output().unwrap();
+    let output = faultlab().arg("run").args(examples()).args(["--format", "json"]).args(extra).output().unwrap();
     let report: Value = serde_json::from_slice(&output.stdout).unwrap();
     let failed: Vec<&Value> = report["scenarios"].as_array().unwrap().iter().filter(|s| s["passed"] != true).collect();
     assert!(failed.is_empty(), "failed scenarios: {failed:#?}");
@@ -74,11 +74,11 @@ fn bad_scenario_and_target_files_name_the_file_and_key_and_exit_1() {
     let bad = dir.path().join("bad.yaml");
     std::fs::write(&bad, "name: x\ncall: {tool: ping}\nexpect:\n  outcome: success\n  colour: red\n").unwrap();
     exits(1, ["run", bad.to_str().unwrap()]).stderr(contains("bad.yaml")).stderr(contains("colour"));
-    let out = faultlab().args(["run", bad.to_str().unwrap(), "--report", "json"]).output().unwrap();
+    let out = faultlab().args(["run", bad.to_str().unwrap(), "--format", "json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(1));
     let error: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(error["error"]["code"], "scenario_load_failed");
-    let out = faultlab().args(["run", bad.to_str().unwrap(), "--report", "junit"]).output().unwrap();
+    let out = faultlab().args(["run", bad.to_str().unwrap(), "--format", "junit"]).output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("<testsuite name=\"scenario_load_failed\""));
 
     let target = dir.path().join("target.json");
@@ -137,7 +137,7 @@ fn snapshot_files() -> Vec<PathBuf> {
 }
 
 fn report(format: &str) -> String {
-    let out = faultlab().arg("run").args(snapshot_files()).args(["--report", format]).output().unwrap();
+    let out = faultlab().arg("run").args(snapshot_files()).args(["--format", format]).output().unwrap();
     assert_eq!(out.status.code(), Some(0));
     String::from_utf8(out.stdout).unwrap()
 }
@@ -203,7 +203,7 @@ fn a_retry_policy_recovers_from_transient_tool_errors_and_every_attempt_is_trace
 fn a_skipped_scenario_says_why_in_every_format() {
     let stdio_only = examples().into_iter().find(|p| p.ends_with("disconnect-stdio.yaml")).unwrap();
     let report = |format: &str| {
-        let out = faultlab().arg("run").arg(&stdio_only).args(["--report", format]).output().unwrap();
+        let out = faultlab().arg("run").arg(&stdio_only).args(["--format", format]).output().unwrap();
         assert_eq!(out.status.code(), Some(0), "a skipped scenario passes: {out:?}");
         String::from_utf8(out.stdout).unwrap()
     };
@@ -229,7 +229,7 @@ fn a_target_that_dies_before_answering_is_an_error_with_its_stderr_in_every_form
             let out = faultlab()
                 .arg("run")
                 .arg(&ping)
-                .args(["--target", target.to_str().unwrap(), "--protocol-version", era, "--report", format])
+                .args(["--target", target.to_str().unwrap(), "--protocol-version", era, "--format", format])
                 .output()
                 .unwrap();
             assert_eq!(out.status.code(), Some(1), "{era} {format}: {}", String::from_utf8_lossy(&out.stdout));
