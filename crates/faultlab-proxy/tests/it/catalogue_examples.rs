@@ -194,7 +194,7 @@ async fn through_http(client: reqwest::Client, url: String, example: &'static st
             match serde_json::from_slice::<Value>(&body).ok() {
                 _ if body.is_empty() => Effect::Error,
                 Some(e) if e["id"] == 2 && e["error"].is_object() => Effect::Error,
-                _ => classify(&[&body], Ending::Done),
+                _ => classify(example, &[&body], Ending::Done),
             }
         }
         Ok(Ok((_, content_type, body))) => {
