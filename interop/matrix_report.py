@@ -54,6 +54,11 @@ EXPECTATIONS: dict[str, tuple[set[str], str | None, bool | None, str]] = {
     "oversized_response": ({"result"}, "<1s", True, "result; next call ok"),
     "split_response": ({"result"}, "<1s", True, "result (the parts reassembled); next call ok"),
     "progress_after_result": ({"result"}, "<1s", True, "result (the late progress ignored); next call ok"),
+    "request_after_result": ({"result"}, "<1s", True,
+                             "result; the server's request about the ended call answered (an error for an undeclared "
+                             "capability) or ignored, never a broken connection; next call ok"),
+    "elicitation_complete_unknown": ({"result"}, "<1s", True,
+                                     "result (the completion for an elicitation id never sent ignored); next call ok"),
     "list_changed_storm": ({"result"}, "<1s", True, "result; next call ok"),
     "http_status": (FAILURE, "<1s", None, "error at once naming the status, never a result or a timeout"),
     "html_page": (FAILURE, "<1s", True,
