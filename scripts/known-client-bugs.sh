@@ -26,7 +26,11 @@ case "${1:-}" in
   *) die "usage: scripts/known-client-bugs.sh [--record]" ;;
 esac
 
-bugs=(interop/known-bugs/*/)
+# Every folder but lib/ (what the reproductions share: starting `faultlab serve`, the exit codes).
+bugs=()
+for dir in interop/known-bugs/*/; do
+  [[ "$dir" == interop/known-bugs/lib/ ]] || bugs+=("$dir")
+done
 total=${#bugs[@]}
 passed=0
 trap 'summary_on_exit $? "$total" "$passed"' EXIT
@@ -67,9 +71,12 @@ for dir in "${bugs[@]}"; do
   if [[ -f "$dir/repro.py" ]]; then
     timeout -k 5 60 "$PY_INTEROP_PY" "$dir/repro.py" >"$work/$name.out" 2>"$work/$name.log" </dev/null || rc=$?
   elif [[ -f "$dir/repro.mjs" ]]; then
-    # Copied beside the pinned SDK's node_modules, so that its imports resolve to that SDK.
-    cp "$dir/repro.mjs" "$INTEROP_TS_DIR/known-bug-$name.mjs"
-    timeout -k 5 60 "$INTEROP_TS_NODE" "$INTEROP_TS_DIR/known-bug-$name.mjs" >"$work/$name.out" 2>"$work/$name.log" </dev/null || rc=$?
+    # Copied beside the pinned SDK's node_modules with the shared lib/ (../lib/ kept relative), so that its bare
+    # imports resolve to that SDK.
+    mkdir -p "$INTEROP_TS_DIR/known-bugs/$name" "$INTEROP_TS_DIR/known-bugs/lib"
+    cp interop/known-bugs/lib/*.mjs "$INTEROP_TS_DIR/known-bugs/lib/"
+    cp "$dir/repro.mjs" "$INTEROP_TS_DIR/known-bugs/$name/repro.mjs"
+    timeout -k 5 60 "$INTEROP_TS_NODE" "$INTEROP_TS_DIR/known-bugs/$name/repro.mjs" >"$work/$name.out" 2>"$work/$name.log" </dev/null || rc=$?
   else
     echo "$name: FAILED: no repro.py or repro.mjs"
     failed=$((failed + 1))

@@ -13,40 +13,19 @@ not run. Every wait is bounded (the call 3 s, the whole check 20 s); the server 
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
 import sys
-import threading
+from pathlib import Path
 
 import anyio
 import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
+from serve import COULD_NOT_RUN, FIXED, REPRODUCED, run  # noqa: E402  (the shared start-up, beside this folder)
+
 DEADLINE = 3.0  # seconds for the call
-URL_RE = re.compile(r"listening at (http://\S+)")
 
-
-def start_server(binary: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([binary, "serve", "--transport", "http", "--port", "0"], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
-    found: list[str] = []
-    ready = threading.Event()
-
-    def pump() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if not found and (m := URL_RE.search(line)):
-                found.append(m.group(1))
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=pump, daemon=True).start()
-    if not ready.wait(15) or not found:
-        proc.kill()
-        raise RuntimeError("faultlab serve printed no 'listening at' URL within 15 s")
-    return proc, found[0]
 
 
 async def observe(url: str) -> dict:
@@ -70,31 +49,16 @@ async def observe(url: str) -> dict:
     return seen
 
 
-def main() -> int:
-    binary = os.environ.get("FAULTLAB_BIN")
-    if not binary:
-        print("could not run: FAULTLAB_BIN is not set")
-        return 2
-    proc, url = start_server(binary)
-    try:
-        seen = anyio.run(observe, url)
-    except Exception as exc:
-        print(f"could not run: {type(exc).__name__}: {exc}")
-        return 2
-    finally:
-        proc.kill()
-        proc.wait(timeout=5)
+def judge(seen: dict) -> tuple[int, str]:
     wire = (502, "text/html; charset=utf-8") in seen["answers"]
     error = seen["error"]
     if not wire or error is None:
-        print(f"could not decide: answers {seen['answers']}, error {error!r}, result {seen['result']!r}")
-        return 2
+        return COULD_NOT_RUN, f"could not decide: answers {seen['answers']}, error {error!r}, result {seen['result']!r}"
     if "502" not in error and "text/html" not in error:
-        print(f"the server answered 502 text/html; the caller got {error!r}: neither the status nor the content type")
-        return 0
-    print(f"the caller's error names the answer: {error!r}")
-    return 3
+        return REPRODUCED, (f"the server answered 502 text/html; the caller got {error!r}: neither the status nor "
+                            "the content type")
+    return FIXED, f"the caller's error names the answer: {error!r}"
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(lambda url: anyio.run(observe, url), judge))

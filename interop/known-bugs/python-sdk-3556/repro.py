@@ -14,40 +14,19 @@ not run. Every wait is bounded (the whole check by 20 s); the server is killed o
 from __future__ import annotations
 
 import json
-import os
-import re
-import subprocess
 import sys
-import threading
+from pathlib import Path
 
 import anyio
 import httpx2
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
+from serve import COULD_NOT_RUN, FIXED, REPRODUCED, run  # noqa: E402  (the shared start-up, beside this folder)
+
 DEADLINE = 3.0  # seconds for one call; a correct client re-initialises well within it on loopback
-URL_RE = re.compile(r"listening at (http://\S+)")
 
-
-def start_server(binary: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([binary, "serve", "--transport", "http", "--port", "0"], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
-    found: list[str] = []
-    ready = threading.Event()
-
-    def pump() -> None:
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            if not found and (m := URL_RE.search(line)):
-                found.append(m.group(1))
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=pump, daemon=True).start()
-    if not ready.wait(15) or not found:
-        proc.kill()
-        raise RuntimeError("faultlab serve printed no 'listening at' URL within 15 s")
-    return proc, found[0]
 
 
 async def observe(url: str) -> dict:
@@ -82,34 +61,18 @@ async def observe(url: str) -> dict:
     return seen
 
 
-def main() -> int:
-    binary = os.environ.get("FAULTLAB_BIN")
-    if not binary:
-        print("could not run: FAULTLAB_BIN is not set")
-        return 2
-    proc, url = start_server(binary)
-    try:
-        seen = anyio.run(observe, url)
-    except Exception as exc:  # the check itself broke (a harness deadline counts as a hang: bug still there)
-        print(f"could not run: {type(exc).__name__}: {exc}")
-        return 2
-    finally:
-        proc.kill()
-        proc.wait(timeout=5)
+def judge(seen: dict) -> tuple[int, str]:
     posts = seen["posts"]
     inits = [p for p in posts if p["method"] == "initialize"]
     after_loss = posts[next((i for i, p in enumerate(posts) if p["status"] == 404), len(posts)):]
     stale = [p for p in after_loss if p["status"] == 404 and p["session"] == posts[-1]["session"]]
     if len(inits) == 1 and len(stale) >= 2 and not any(c == "ok" for c in seen["calls"]):
-        print(f"after the 404 no new initialize was sent; {len(stale)} POSTs carried the dead session "
-              f"id and got 404; calls: {seen['calls']}")
-        return 0
+        return REPRODUCED, (f"after the 404 no new initialize was sent; {len(stale)} POSTs carried the dead session "
+                            f"id and got 404; calls: {seen['calls']}")
     if len(inits) >= 2 and seen["calls"] and seen["calls"][-1] == "ok":
-        print(f"the client sent a new initialize after the 404 and the call succeeded; calls: {seen['calls']}")
-        return 3
-    print(f"could not decide: initializes {len(inits)}, POSTs {posts}, calls {seen['calls']}")
-    return 2
+        return FIXED, f"the client sent a new initialize after the 404 and the call succeeded; calls: {seen['calls']}"
+    return COULD_NOT_RUN, f"could not decide: initializes {len(inits)}, POSTs {posts}, calls {seen['calls']}"
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run(lambda url: anyio.run(observe, url), judge))

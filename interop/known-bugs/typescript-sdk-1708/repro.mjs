@@ -9,26 +9,11 @@
 // Exit 0: the bug is still there (no new `initialize` after the 404, the dead id sent again); exit 3: the client
 // started a new session and a call succeeded (fixed upstream); any other code: the check could not run. Every wait
 // is bounded (each call 3 s, the whole check 20 s); the server is killed on every path.
-import { spawn } from "node:child_process";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { COULD_NOT_RUN, FIXED, REPRODUCED, startServe } from "../lib/serve.mjs";
 
 const DEADLINE_MS = 3000;
-
-function startServer(bin) {
-  return new Promise((resolve, reject) => {
-    const child = spawn(bin, ["serve", "--transport", "http", "--port", "0"], { stdio: ["ignore", "ignore", "pipe"] });
-    let buf = "";
-    const timer = setTimeout(() => { child.kill("SIGKILL"); reject(new Error("no 'listening at' within 15 s")); }, 15000);
-    child.stderr.setEncoding("utf8");
-    child.stderr.on("data", (chunk) => {
-      buf += chunk;
-      const m = /listening at (http:\/\/\S+)\r?\n/.exec(buf);
-      if (m) { clearTimeout(timer); buf = ""; resolve({ child, url: m[1] }); }
-    });
-    child.on("exit", (code) => { clearTimeout(timer); reject(new Error(`faultlab serve exited ${code}`)); });
-  });
-}
 
 async function observe(url) {
   const posts = [];
@@ -63,33 +48,19 @@ async function observe(url) {
   return { posts, calls };
 }
 
-async function main() {
-  const bin = process.env.FAULTLAB_BIN;
-  if (!bin) { console.log("could not run: FAULTLAB_BIN is not set"); return 2; }
-  const { child, url } = await startServer(bin);
-  const bound = setTimeout(() => { console.log("could not run: the check passed its 20 s bound"); child.kill("SIGKILL"); process.exit(2); }, 20000);
-  try {
-    const { posts, calls } = await observe(url);
-    const inits = posts.filter((p) => p.method === "initialize");
-    const first404 = posts.findIndex((p) => p.status === 404);
-    const stale = first404 < 0 ? [] : posts.slice(first404).filter((p) => p.status === 404 && p.session === posts[first404].session);
-    if (inits.length === 1 && stale.length >= 2 && !calls.includes("ok")) {
-      console.log(`after the 404 no new initialize was sent; ${stale.length} POSTs carried the dead session id and got 404; calls: ${JSON.stringify(calls)}`);
-      return 0;
-    }
-    if (inits.length >= 2 && calls.at(-1) === "ok") {
-      console.log(`the client sent a new initialize after the 404 and the call succeeded; calls: ${JSON.stringify(calls)}`);
-      return 3;
-    }
-    console.log(`could not decide: initializes ${inits.length}, POSTs ${JSON.stringify(posts)}, calls ${JSON.stringify(calls)}`);
-    return 2;
-  } catch (err) {
-    console.log(`could not run: ${String(err?.message ?? err)}`);
-    return 2;
-  } finally {
-    clearTimeout(bound);
-    child.kill("SIGKILL");
+const { url, finish } = await startServe();
+try {
+  const { posts, calls } = await observe(url);
+  const inits = posts.filter((p) => p.method === "initialize");
+  const first404 = posts.findIndex((p) => p.status === 404);
+  const stale = first404 < 0 ? [] : posts.slice(first404).filter((p) => p.status === 404 && p.session === posts[first404].session);
+  if (inits.length === 1 && stale.length >= 2 && !calls.includes("ok")) {
+    finish(REPRODUCED, `after the 404 no new initialize was sent; ${stale.length} POSTs carried the dead session id and got 404; calls: ${JSON.stringify(calls)}`);
   }
+  if (inits.length >= 2 && calls.at(-1) === "ok") {
+    finish(FIXED, `the client sent a new initialize after the 404 and the call succeeded; calls: ${JSON.stringify(calls)}`);
+  }
+  finish(COULD_NOT_RUN, `could not decide: initializes ${inits.length}, POSTs ${JSON.stringify(posts)}, calls ${JSON.stringify(calls)}`);
+} catch (err) {
+  finish(COULD_NOT_RUN, `could not run: ${String(err?.message ?? err)}`);
 }
-
-process.exitCode = await main();

@@ -3,45 +3,17 @@
 // does the pinned SDK's OAuth client register and authorize with metadata that names another issuer?
 // Exit 0: it did (the bug is still there); 3: it refused the metadata (fixed); 1: the check could not run.
 // FAULTLAB_BIN is the faultlab to use; the SDK is the pinned one of scripts/lib/interop-ts.sh (.cache/node).
-import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
-import { pathToFileURL } from "node:url";
-import path from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { COULD_NOT_RUN, FIXED, REPRODUCED, startServe } from "../lib/serve.mjs";
 
 const DEADLINE_MS = 3000;
 const REDIRECT = "http://127.0.0.1:9/callback";
 
-function sdkDir() {
-  const here = path.dirname(new URL(import.meta.url).pathname);
-  const candidates = [process.env.INTEROP_TS_DIR, path.resolve(here, "../../../.cache/node"), process.cwd(), here];
-  for (const dir of candidates.filter(Boolean)) {
-    if (existsSync(path.join(dir, "node_modules/@modelcontextprotocol/sdk/package.json"))) return dir;
-  }
-  throw new Error("the pinned TypeScript SDK is not installed (scripts/lib/interop-ts.sh installs it into .cache/node)");
-}
-
 async function main() {
-  const bin = process.env.FAULTLAB_BIN;
-  if (!bin) throw new Error("FAULTLAB_BIN is not set");
-  const esm = path.join(sdkDir(), "node_modules/@modelcontextprotocol/sdk/dist/esm");
-  const { Client } = await import(pathToFileURL(path.join(esm, "client/index.js")));
-  const { StreamableHTTPClientTransport } = await import(pathToFileURL(path.join(esm, "client/streamableHttp.js")));
-
-  const server = spawn(bin, ["serve", "--transport", "http", "--port", "0", "--auth", "--auth-fault", "issuer_mismatch"],
-    { stdio: ["ignore", "ignore", "pipe"] });
   const events = [];
-  let buffer = "";
-  const url = new Promise((resolve, reject) => {
-    server.stderr.on("data", (chunk) => {
-      buffer += chunk.toString();
-      for (let i; (i = buffer.indexOf("\n")) >= 0; buffer = buffer.slice(i + 1)) {
-        const line = buffer.slice(0, i);
-        const listening = line.match(/^faultlab: listening at (\S+)/);
-        if (listening) resolve(listening[1]);
-        if (line.startsWith("{")) { try { const e = JSON.parse(line); if (e.auth) events.push(e.auth); } catch { /* not an event */ } }
-      }
-    });
-    server.on("exit", (code) => reject(new Error(`faultlab exited (${code}) before listening`)));
+  const { url, finish } = await startServe(["--auth", "--auth-fault", "issuer_mismatch"], {
+    onEvent: (e) => { if (e.auth) events.push(e.auth); },
   });
   let authorized = false;
   const provider = {
@@ -63,26 +35,21 @@ async function main() {
   const deadline = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error("deadline")), DEADLINE_MS); });
   let error;
   try {
-    const endpoint = await Promise.race([url, deadline]);
     const client = new Client({ name: "faultlab-repro", version: "1" });
-    await Promise.race([client.connect(new StreamableHTTPClientTransport(new URL(endpoint), { authProvider: provider })), deadline]);
+    await Promise.race([client.connect(new StreamableHTTPClientTransport(new URL(url), { authProvider: provider })), deadline]);
   } catch (e) {
     error = e;
   } finally {
     clearTimeout(timer);
-    server.kill("SIGKILL");
   }
   const used = authorized || events.includes("client_registered") || events.includes("authorization_started");
   if (used) {
-    console.log(`reproduced: the client used metadata naming another issuer (events: ${events.join(", ")})`);
-    return 0;
+    finish(REPRODUCED, `reproduced: the client used metadata naming another issuer (events: ${events.join(", ")})`);
   }
   if (error && /issuer/i.test(String(error.message)) && events.includes("metadata_served")) {
-    console.log(`fixed: the client refused the mismatched issuer (${error.constructor?.name}: ${error.message})`);
-    return 3;
+    finish(FIXED, `fixed: the client refused the mismatched issuer (${error.constructor?.name}: ${error.message})`);
   }
-  console.log(`could not decide: ${error ? error.message : "no error and no authorization"} (events: ${events.join(", ")})`);
-  return 1;
+  finish(COULD_NOT_RUN, `could not decide: ${error ? error.message : "no error and no authorization"} (events: ${events.join(", ")})`);
 }
 
-main().then((code) => process.exit(code), (e) => { console.log(`could not run: ${e.message}`); process.exit(1); });
+main().catch((e) => { console.log(`could not run: ${e.message}`); process.exit(COULD_NOT_RUN); });
