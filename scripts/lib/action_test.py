@@ -22,21 +22,15 @@ import tarfile
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tally import Tally  # noqa: E402  (beside this file)
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "action" / "faultlab_action.py"
 VERSION = "9.8.7"
 
-passed = failed = 0
-
-
-def check(name: str, ok: bool, detail: str = "") -> None:
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"PASS  {name}")
-    else:
-        failed += 1
-        print(f"FAIL  {name}" + (f"\n      {detail}" if detail else ""))
+TALLY = Tally()
+check = TALLY.check
 
 
 def stand_in(folder: Path, name: str, record: Path, exit_code: int = 0) -> None:
@@ -171,8 +165,7 @@ def main() -> int:
             f"key=faultlab-{VERSION}-x86_64-unknown-linux-musl\n" in output,
             output,
         )
-    print(f"action: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return TALLY.summary("action")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tally import Tally  # noqa: E402  (beside this file)
+
 ROOT = Path(__file__).resolve().parents[2]
 UNPUBLISHED = {"faultlab-bench"}
 FIELDS = ("description", "license", "repository", "homepage", "readme", "keywords", "categories")
@@ -22,17 +25,8 @@ BUILTIN = {
 }
 INCLUDE = re.compile(r'include_(?:str|bytes)!\(\s*"([^"]+)"')
 
-passed = failed = 0
-
-
-def check(name: str, ok: bool, detail: object = "") -> None:
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"PASS  {name}")
-    else:
-        failed += 1
-        print(f"FAIL  {name}" + (f": {detail}" if detail != "" else ""))
+TALLY = Tally()
+check = TALLY.check
 
 
 def cargo(*args: str) -> str:
@@ -75,8 +69,7 @@ def main() -> int:
             got = sorted(f[len(prefix):] for f in files if f.startswith(prefix) and "/" not in f[len(prefix):])
             check(f"{name}: every {examples.relative_to(ROOT)}/*{suffix} is packaged under {prefix}", got == want,
                   f"{got} != {want}")
-    print(f"crates: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return TALLY.summary("crates")
 
 
 if __name__ == "__main__":

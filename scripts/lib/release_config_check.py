@@ -18,6 +18,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tally import Tally  # noqa: E402  (beside this file)
+
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -28,17 +31,8 @@ WANTED = {
     "aarch64-apple-darwin",
 }
 
-passed = failed = 0
-
-
-def check(name: str, ok: bool, detail: object = "") -> None:
-    global passed, failed
-    if ok:
-        passed += 1
-        print(f"PASS  {name}")
-    else:
-        failed += 1
-        print(f"FAIL  {name}" + (f": {detail}" if detail != "" else ""))
+TALLY = Tally()
+check = TALLY.check
 
 
 def action_module():
@@ -120,8 +114,7 @@ def main() -> int:
     registry = jobs.get("mcp-registry", {})
     check("the MCP Registry entry is published with the workflow's OIDC identity (io.github namespace)",
           "mcp-publisher login github-oidc" in runs(registry) and registry.get("permissions", {}).get("id-token") == "write")
-    print(f"release-config: {passed} passed, {failed} failed")
-    return 1 if failed else 0
+    return TALLY.summary("release-config")
 
 
 if __name__ == "__main__":
