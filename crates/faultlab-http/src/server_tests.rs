@@ -14,23 +14,8 @@ async fn read_all(stream: &mut TcpStream) -> String {
 
 #[tokio::test]
 async fn at_the_cap_a_connection_being_answered_is_kept_and_an_idle_one_makes_room() {
-    // One route: it says it has started, then answers once released.
-    let (entered_tx, mut entered) = mpsc::unbounded_channel::<()>();
-    let (release, released) = watch::channel(false);
-    let app = axum::Router::new().fallback(move || {
-        let (entered_tx, mut released) = (entered_tx.clone(), released.clone());
-        async move {
-            let _ = entered_tx.send(());
-            let _ = released.wait_for(|r| *r).await;
-            "done"
-        }
-    });
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap();
     // A cap of 3 keeps one slot from being answered (the reserve): two may be answered at once.
-    let limits = Limits { max_connections: 3, ..Limits::default() };
-    let shutdown = CancellationToken::new();
-    tokio::spawn(serve(listener, app, limits, shutdown.clone()));
+    let (addr, mut entered, release) = holding_server(Limits { max_connections: 3, ..Limits::default() }).await;
 
     let mut busy = TcpStream::connect(addr).await.unwrap();
     busy.write_all(b"GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n").await.unwrap();
@@ -49,7 +34,6 @@ async fn at_the_cap_a_connection_being_answered_is_kept_and_an_idle_one_makes_ro
     let (first, second) = tokio::join!(read_all(&mut busy), read_all(&mut newcomer));
     assert!(first.starts_with("HTTP/1.1 200"), "{first}");
     assert!(second.starts_with("HTTP/1.1 200"), "{second}");
-    shutdown.cancel();
 }
 
 /// A server whose one route says it has started, then waits until `release` turns true.
