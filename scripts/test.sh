@@ -26,9 +26,10 @@
 #                  the TypeScript one meets each auth fault as docs/auth-compatibility.json records (about 35 s);
 #   known-client-bugs every public SDK bug in interop/known-bugs/ reproduced against its pinned SDK (a few seconds
 #                  each); a bug fixed upstream fails the stage, asking for its entry to move (scripts/known-client-bugs.sh);
-#   frameworks     a sample of the framework resilience matrix (one cell of every behaviour each agent framework
-#                  shows over each transport) must reproduce docs/frameworks.json (scripts/frameworks-matrix.sh
-#                  --check); the frameworks' venvs are installed in the background from the beginning, like deps;
+#   frameworks     a sample of the framework resilience matrix (one cell of every behaviour each agent framework,
+#                  Python or TypeScript, shows over each transport and on the model hop) must reproduce
+#                  docs/frameworks.json (scripts/frameworks-matrix.sh --check); the frameworks' venvs and npm
+#                  packages are installed in the background from the beginning, like deps;
 #   frameworks-eval a framework agent (OpenAI Agents SDK, scripted model) graded by `faultlab eval` on two
 #                  built-in tasks, verdicts as examples/eval/frameworks-oracle.yaml says (scripts/frameworks-eval.sh);
 #   *-filesystem   the proxy and eval in front of the real filesystem server;
@@ -51,8 +52,8 @@ JOBS="${FAULTLAB_TEST_JOBS:-3}"
 [[ -n "${CI:-}" ]] && export CARGO_INCREMENTAL=0
 export FAULTLAB_BIN="$ROOT/target/debug/faultlab"
 
-# frameworks comes first after interop-matrix: about 32 s of CPU (two thirds of it importing five agent frameworks)
-# and the 12 s bound of the cells that hang, longer than eval-oracle's 15 s.
+# frameworks comes first after interop-matrix: about 85 s of CPU (importing five Python agent frameworks once and
+# four TypeScript ones in a Node process per cell) and the 12 s bound of the cells that hang.
 SCRIPTS=(interop-matrix frameworks eval-oracle junit-validate diagnose-html bench-quick conformance-proxy docs-examples
     frameworks-eval proxy-filesystem eval-filesystem interop-python conformance conformance-client known-client-bugs interop-auth)
 # Runs alone: its three SDK clients already run at once, and its table records whether a client noticed a fault

@@ -3,7 +3,8 @@ that imports the framework once and runs the cells concurrently (each mostly wai
 scripts/frameworks-matrix.sh; interop/frameworks/report.py turns the records into docs/frameworks.{json,md}.
 
     python matrix.py --framework fw_pydantic_ai --bin FAULTLAB --cases interop/matrix-cases.json \
-        --work DIR [--bound 3] [--retry-bound 12] [--jobs 4] [--only TOOL] [--cells SAMPLE.json]
+        --work DIR [--bound 3] [--retry-bound 12] [--jobs 4] [--only TOOL|model] [--cells SAMPLE.json]
+    python matrix.py --framework DRIVER.mjs --node NODE ...   # a TypeScript framework (node_framework.py)
 
 A cell: a fresh `faultlab model` whose script asks for the fault's tool (on_error: continue), then `ping`, then
 answers; a fresh `faultlab serve` (stdio: the command the framework starts itself; http: a listener started
@@ -12,6 +13,11 @@ as hung and is abandoned (see progressing); a hung cell is run once more with --
 line per cell on stdout: how the run ended, what the model's recording shows the framework passed back (the
 fault's result, then ping's), and how many times the server armed the fault (a count above 1 is a retry by the
 framework).
+
+Model-hop cells (transport `model`, MODEL_FAULTS): the MCP server is `faultlab serve` over HTTP with no fault, the
+script asks for `ping` and answers, and `faultlab model --rules` faults the framework's first model request (the
+one with no tool results yet) once. Evidence: how the run ended (the script's answer is a recovery, another final
+text hides the fault), and how many times the framework sent that first request (above 1: it retried the model).
 
 --cells runs only the listed cells of this framework (the check mode's sample, from `report.py sample`: a JSON list
 of {"framework", "case", "transport", "expect_hung"}); a cell whose committed outcome is hung runs once, with
@@ -29,6 +35,8 @@ import signal
 import sys
 import time
 
+import node_framework
+
 PROMPT = "Call the tool you are asked for, then ping."
 ANSWER = "done"
 TRANSPORTS = ("stdio", "http")
@@ -38,6 +46,27 @@ TRANSPORTS = ("stdio", "http")
 # to its ping: the SDK matrix's 800 ms is sized for a bare client, and a framework's event loop busy with other
 # cells can take longer, which would make the cell depend on the machine's load.
 ARGUMENTS = {"protocol_ping_liveness": {"livenessTimeoutMs": 5000}}
+# The model hop's faults, each on the framework's first model request: the wire's (as the proxy has them) and the
+# model APIs' own (the catalogue's model-only faults, docs/model.md). Not here: `token_quota` (its 429 asks a
+# client to wait up to a minute, which only rate_limit's shorter Retry-After shows in a bounded run) and the
+# schedules (burst_failure, server_outage, cascading_failure: a 503 like http_status 503, repeated).
+MODEL_FAULTS = [
+    {"type": "rate_limit", "retry_after_sec": 1},
+    {"type": "http_status", "status": 500},
+    {"type": "http_status", "status": 401},
+    {"type": "malformed"},
+    {"type": "truncated"},
+    {"type": "disconnect"},
+    {"type": "timeout"},
+    {"type": "overloaded"},
+    {"type": "context_length_exceeded"},
+    {"type": "tool_call_cut"},
+    {"type": "tool_arguments_invalid"},
+    {"type": "unknown_tool_call"},
+    {"type": "duplicate_call_id"},
+    {"type": "refusal"},
+    {"type": "slow_drip", "token_ms": 300},
+]
 # The process groups of the listeners started and not yet stopped: a matrix ended by a signal (the script's
 # timeout) ends them too, since each runs in a session of its own and would outlive it.
 LISTENERS: set[int] = set()
@@ -50,11 +79,17 @@ FAILURE_MARKERS = ["error:", "an error occurred", "error executing", "iserror=tr
 
 
 def case_id(case: dict) -> str:
+    if "model_fault" in case:
+        fault = case["model_fault"]
+        args = " ".join(f"{k}={v}" for k, v in sorted(fault.items()) if k != "type")
+        return f"model: {fault['type']} {args}".strip()
     args = " ".join(f"{k}={v}" for k, v in sorted(case["args"].items()))
     return f"{case['tool']} {args}".strip()
 
 
 def case_transports(case: dict) -> list[str]:
+    if "model_fault" in case:
+        return ["model"]
     wanted = case.get("transports")
     if wanted is None:
         return list(TRANSPORTS)
@@ -205,19 +240,27 @@ async def cell(fw, args, case: dict, transport: str, index: int, bound: float) -
     script = os.path.join(args.work, f"{name}.script.json")
     record = os.path.join(args.work, f"{name}.model.jsonl")
     as_text = getattr(fw, "TOOL_RESULTS_AS_TEXT", False)
+    on_model = transport == "model"
     steps = [{"call": case["tool"], "arguments": case["args"], "on_error": "continue"}]
     if not as_text:
         steps.append({"call": "ping"})
     with open(script, "w", encoding="utf-8") as out:
         json.dump({"steps": steps, "answer": ANSWER, "failure_markers": FAILURE_MARKERS}, out)
+    model_argv = [args.bin, "model", "--script", script, "--record", record, "--port", "0"]
+    if on_model:
+        rules = os.path.join(args.work, f"{name}.rules.json")
+        with open(rules, "w", encoding="utf-8") as out:
+            # nth 1: the first model request, once; a retry of it gets the script's turn.
+            json.dump({"seed": 1, "rules": [{"name": "first-request", "match": {"nth": 1},
+                                             "fault": case["model_fault"]}]}, out)
+        model_argv += ["--rules", rules]
     model = serve = None
     serve_lines: list[str] = []
     out = {"framework": fw.NAME, "case": case_id(case), "tool": case["tool"], "transport": transport}
     try:
         model, model_url, _ = await start(
-            [args.bin, "model", "--script", script, "--record", record, "--port", "0"],
-            r"model listening at (http://\S+)", os.path.join(args.work, f"{name}.model.log"))
-        if transport == "http":
+            model_argv, r"model listening at (http://\S+)", os.path.join(args.work, f"{name}.model.log"))
+        if transport in ("http", "model"):
             serve, url, serve_lines = await start(
                 [args.bin, "serve", "--transport", "http", "--port", "0"],
                 r"listening at (http://\S+)", os.path.join(args.work, f"{name}.serve.log"))
@@ -251,6 +294,13 @@ async def cell(fw, args, case: dict, transport: str, index: int, bound: float) -
             requests = [json.loads(line) for line in rec if line.strip()]
     except OSError:
         pass
+    if on_model:
+        out["model_requests"] = len(requests)
+        # Each request whose body is the first one's again is a retry of the faulted request (by the body, not by
+        # the absence of tool results: smolagents passes its results as user text).
+        out["first_request_sent"] = sum(1 for r in requests if requests and r.get("request") == requests[0].get("request"))
+        out["faulted"] = sum(1 for r in requests if r.get("fault"))
+        return out
     if requests and not offered(requests[0], case["tool"]):
         # The server does not list this tool over the protocol version the framework speaks (session_loss and
         # response_after_cancellation need 2025-11-25 sessions): the fault never reached the framework.
@@ -273,13 +323,20 @@ async def cell(fw, args, case: dict, transport: str, index: int, bound: float) -
 
 
 async def main_async(args) -> None:
-    fw = importlib.import_module(args.framework)
+    if args.framework.endswith(".mjs"):
+        fw = node_framework.NodeFramework(args.framework, args.node, os.path.join(args.work, "node"))
+        version = fw.VERSION
+    else:
+        fw = importlib.import_module(args.framework)
+        version = importlib.metadata.version(fw.PACKAGE)
     with open(args.cases, encoding="utf-8") as f:
         cases = json.load(f)["cases"]
     for case in cases:
         case["args"] = {**case["args"], **ARGUMENTS.get(case["tool"], {})}
+    cases += [{"tool": "ping", "args": {}, "model_fault": fault} for fault in MODEL_FAULTS]
     cells = [(case, t) for case in cases for t in case_transports(case)
-             if not args.only or case["tool"] == args.only]
+             if not args.only or (case["tool"] == args.only and "model_fault" not in case)
+             or (args.only == "model" and "model_fault" in case)]
     expect_hung = {}
     if args.cells:
         with open(args.cells, encoding="utf-8") as f:
@@ -310,7 +367,7 @@ async def main_async(args) -> None:
     for i, record in zip(again, retried):
         records[i] = record
     meta = {"framework": fw.NAME, "package": fw.PACKAGE,
-            "version": importlib.metadata.version(fw.PACKAGE), "api": fw.API,
+            "version": version, "api": fw.API,
             "default_deadline": fw.DEFAULT_DEADLINE, "bound_s": args.bound, "retry_bound_s": args.retry_bound}
     print(json.dumps({"meta": meta}), flush=True)
     for record in records:
@@ -329,9 +386,11 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--only")
     parser.add_argument("--cells")
+    parser.add_argument("--node", default="node")
     args = parser.parse_args()
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     def end_listeners(signum, _frame):
+        node_framework.stop_all()
         for pid in list(LISTENERS):
             try:
                 os.killpg(pid, signal.SIGKILL)
@@ -344,7 +403,9 @@ def main() -> None:
     # Not asyncio.run: its shutdown would wait on the runs abandoned as hung, which may never end.
     loop = asyncio.new_event_loop()
     loop.run_until_complete(main_async(args))
-    # Abandoned runs (hung frameworks, their threads and children) end with the process.
+    # Abandoned runs (hung frameworks, their threads and children) end with the process; Node runs (a process
+    # group each) are ended here.
+    node_framework.stop_all()
     sys.stdout.flush()
     os._exit(0)
 
