@@ -740,7 +740,7 @@ fn oauth_error(body: &[u8]) -> String {
 /// The URL, refused unless it is plain http:// on a loopback host like every target of the reference client.
 fn checked_url(url: &str, what: &str) -> Result<url::Url, Stop> {
     let parsed = url::Url::parse(url).map_err(|_| format!("{what}: {url:?} is not a URL"))?;
-    if crate::transport::http::is_loopback_http(&parsed) {
+    if crate::transport::is_loopback_http(&parsed) {
         Ok(parsed)
     } else {
         Err(format!(

@@ -147,14 +147,14 @@ pub async fn run_all(
                         _authorized_server = Some(server);
                     }
                     Err(e) => {
-                        let mut report = not_run(scenario, &context);
+                        let mut report = ScenarioReport::not_run(scenario, &context);
                         report.error = Some(format!("the target could not start: the built-in server with auth: {e}"));
                         reports.push(report);
                         continue;
                     }
                 },
                 (_, TransportName::Http) if auth.fault.is_some() => {
-                    let mut report = not_run(scenario, &context);
+                    let mut report = ScenarioReport::not_run(scenario, &context);
                     report.skipped = Some("its auth fault is played by the built-in server only".into());
                     report.passed = true;
                     reports.push(report);
@@ -179,23 +179,6 @@ fn auth_config(auth: &faultlab_run::scenario::ScenarioAuth) -> faultlab_auth::Au
         token_ttl: auth.token_ttl_s.map_or(faultlab_auth::TOKEN_TTL, std::time::Duration::from_secs),
         fault: auth.fault.clone(),
         events: None,
-    }
-}
-
-/// The report of a scenario that did not run (the caller says why: skipped, or an error).
-fn not_run(scenario: &Scenario, context: &RunContext) -> ScenarioReport {
-    ScenarioReport {
-        name: scenario.name.clone(),
-        protocol_version: context.era,
-        target: context.target.clone(),
-        passed: false,
-        skipped: None,
-        failures: Vec::new(),
-        error: None,
-        steps: Vec::new(),
-        diagnostics: Vec::new(),
-        duration_ms: 0.0,
-        trace: Vec::new(),
     }
 }
 

@@ -1,6 +1,6 @@
 //! Streamable HTTP: every client message is a POST; answers come back as a JSON body or an SSE stream.
 
-use super::{Incoming, IncomingTx};
+use super::{Incoming, IncomingTx, is_loopback_http};
 use crate::auth::{AuthOptions, AuthRecord, AuthSession};
 use bytes::{Bytes, BytesMut};
 use faultlab_wire::sync::lock;
@@ -262,17 +262,6 @@ async fn read_answer_body(
             Err(e) => lost(format!("the response body broke off: {e}")),
         }
     }
-}
-
-/// Plain http:// on a loopback host (localhost, 127.x.y.z, [::1]): the only URLs the reference client goes to.
-pub fn is_loopback_http(url: &reqwest::Url) -> bool {
-    let loopback = match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    };
-    url.scheme() == "http" && loopback
 }
 
 /// An error and its causes, each once (reqwest's own text names only the URL): `error sending request for url
