@@ -2,6 +2,7 @@
 //! with deadlines and cancellation, and the tally of anomalies.
 
 use crate::answers::{Answers, Reaction};
+use crate::auth::{AuthOptions, AuthRecord};
 use crate::outcome::{ErrorKind, Observation, Outcome, classify_tool_reply};
 use crate::transport::http::HttpTargetError;
 use crate::transport::{HttpTransport, Incoming, StdioTransport, Target};
@@ -138,6 +139,18 @@ impl Connection {
         deadline: Duration,
         answers: Answers,
     ) -> Result<Self, ConnectError> {
+        Self::open_with(target, era, deadline, answers, None).await
+    }
+
+    /// As [`Connection::open_answering`], with the auth mode on when `auth` is given (HTTP targets only: a
+    /// stdio target has no authorization and ignores it).
+    pub async fn open_with(
+        target: &Target,
+        era: Era,
+        deadline: Duration,
+        answers: Answers,
+        auth: Option<AuthOptions>,
+    ) -> Result<Self, ConnectError> {
         let started = Instant::now();
         let (tx, rx) = mpsc::unbounded_channel();
         let wire = match target {
@@ -145,7 +158,13 @@ impl Connection {
                 StdioTransport::spawn(command, args, cwd.as_ref(), env, tx)
                     .map_err(|source| ConnectError::Spawn { command: command.clone(), source })?,
             ),
-            Target::Http { url, headers } => Wire::Http(HttpTransport::new(url, headers, tx)?),
+            Target::Http { url, headers } => {
+                let mut http = HttpTransport::new(url, headers, tx)?;
+                if let Some(options) = auth {
+                    http.set_auth(options);
+                }
+                Wire::Http(http)
+            }
         };
         let book = Arc::new(Mutex::new(Book::default()));
         let wire = Arc::new(wire);
@@ -371,6 +390,14 @@ impl Connection {
         match &*self.wire {
             Wire::Stdio(stdio) => stdio.died_unanswered().await,
             Wire::Http(http) => http.unreachable(),
+        }
+    }
+
+    /// What the auth mode did on this connection so far; `None` when it is off.
+    pub fn auth_record(&self) -> Option<AuthRecord> {
+        match &*self.wire {
+            Wire::Http(http) => http.auth_record(),
+            Wire::Stdio(_) => None,
         }
     }
 

@@ -5,6 +5,7 @@
 //! responses, responses to ids it never sent, id-less errors, unparsable frames, replies out of order.
 //!
 //! - [`transport`]: moving frames (stdio child, HTTP POSTs with JSON or SSE answers).
+//! - [`auth`]: the auth mode (OAuth 2.1 discovery, registration, code + PKCE, refresh, step-up), headless.
 //! - [`answers`]: the scripted answers to a server that asks back (elicitation, sampling, roots).
 //! - [`connection`]: the pending-request map, dispatch, the handshake, calls with deadlines and cancellation.
 //! - [`outcome`]: what one call came to (success, error, timeout, cancelled, transport loss), validated.
@@ -15,6 +16,7 @@
 #![forbid(unsafe_code)]
 
 pub mod answers;
+pub mod auth;
 pub mod connection;
 pub mod outcome;
 pub mod retry;
@@ -23,6 +25,7 @@ pub mod trace;
 pub mod transport;
 
 pub use answers::{Answer, Answers};
+pub use auth::{AuthEvent, AuthEventKind, AuthOptions, AuthRecord};
 pub use connection::{Anomalies, ConnectError, Connection, Era};
 pub use outcome::{ErrorKind, Observation, Outcome};
 pub use retry::{Backoff, RetryPolicy, RetryRun};

@@ -1,7 +1,7 @@
 //! Checking what a call came to against a step's expectations. Each failed expectation is one readable line.
 
 use crate::scenario::{ConnectionState, Expect};
-use faultlab_client::{Anomalies, Observation};
+use faultlab_client::{Anomalies, AuthEventKind, AuthRecord, Observation};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -37,6 +37,10 @@ pub struct StepObservation {
     pub notifications: BTreeMap<String, u32>,
     /// Whether the connection was still usable afterwards.
     pub connection_alive: bool,
+    /// What the client's auth mode did during the call (and, for the first call, while connecting); absent when
+    /// the auth mode is off. Never holds a token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthRecord>,
 }
 
 /// The anomaly counts that grew from `before` to `after`, by name.
@@ -140,6 +144,12 @@ pub fn check(expect: &Expect, seen: &StepObservation) -> Vec<String> {
             failures.push(format!("expected {n} attempts, made {made}"));
         }
     }
+    if let Some(auth) = &expect.auth {
+        match &seen.auth {
+            Some(record) => check_auth(auth, record, &mut failures),
+            None => failures.push("expected auth events, but the client ran without its auth mode".into()),
+        }
+    }
     if let Some(state) = expect.connection {
         let alive = state == ConnectionState::Alive;
         if alive != seen.connection_alive {
@@ -148,6 +158,37 @@ pub fn check(expect: &Expect, seen: &StepObservation) -> Vec<String> {
         }
     }
     failures
+}
+
+fn check_auth(expect: &crate::scenario::AuthExpect, record: &AuthRecord, failures: &mut Vec<String>) {
+    let counts = [
+        ("authorizations", expect.authorizations, AuthEventKind::Authorized),
+        ("refreshes", expect.refreshes, AuthEventKind::Refreshed),
+        ("refresh deferrals", expect.refresh_deferrals, AuthEventKind::RefreshDeferred),
+        ("refresh refusals", expect.refresh_refusals, AuthEventKind::RefreshRefused),
+        ("step-ups", expect.step_ups, AuthEventKind::StepUp),
+        ("re-authorizations", expect.reauthorizations, AuthEventKind::Reauthorized),
+        ("auth failures", expect.failures, AuthEventKind::Failed),
+    ];
+    for (name, want, kind) in counts {
+        if let Some(want) = want
+            && record.count(kind) != want
+        {
+            failures.push(format!("expected {want} {name}, observed {}", record.count(kind)));
+        }
+    }
+    if let Some(max) = expect.max_token_requests
+        && record.token_requests > max
+    {
+        failures.push(format!("expected at most {max} token requests, observed {}", record.token_requests));
+    }
+    if let Some(needle) = &expect.failure_contains {
+        let failed = record.events.iter().filter(|e| e.kind == AuthEventKind::Failed);
+        if !failed.clone().any(|e| e.detail.as_deref().is_some_and(|d| d.contains(needle.as_str()))) {
+            let details: Vec<&str> = failed.filter_map(|e| e.detail.as_deref()).collect();
+            failures.push(format!("expected an auth failure containing {needle:?}, observed {details:?}"));
+        }
+    }
 }
 
 fn check_result(expect: &crate::scenario::ResultExpect, result: &Value, text: &str, failures: &mut Vec<String>) {
@@ -173,5 +214,55 @@ fn check_result(expect: &crate::scenario::ResultExpect, result: &Value, text: &s
             Some(got) => failures.push(format!("expected result{pointer} to be {want}, received {got}")),
             None => failures.push(format!("expected result{pointer} to exist")),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::AuthExpect;
+    use faultlab_client::AuthEvent;
+
+    fn seen(kinds: &[AuthEventKind], token_requests: u32) -> StepObservation {
+        let observation =
+            serde_json::from_value(serde_json::json!({"outcome": "success", "durationMs": 1.0, "requestId": 1}));
+        let events = kinds
+            .iter()
+            .map(|&kind| AuthEvent { kind, scope: None, detail: Some(format!("{kind:?} happened")) })
+            .collect();
+        StepObservation {
+            observation: observation.unwrap(),
+            earlier_attempts: Vec::new(),
+            responses: 1,
+            anomalies: BTreeMap::new(),
+            notifications: BTreeMap::new(),
+            connection_alive: true,
+            auth: Some(AuthRecord { events, token_requests, ..Default::default() }),
+        }
+    }
+
+    #[test]
+    fn auth_expectations_count_events_and_bound_token_requests() {
+        let expect = |auth: AuthExpect| Expect { auth: Some(auth), ..Expect::default() };
+        let refreshed = seen(&[AuthEventKind::RefreshRefused, AuthEventKind::Reauthorized], 2);
+        let met = AuthExpect {
+            reauthorizations: Some(1),
+            refreshes: Some(0),
+            max_token_requests: Some(2),
+            ..AuthExpect::default()
+        };
+        assert!(check(&expect(met), &refreshed).is_empty());
+        let missed = AuthExpect { refreshes: Some(1), max_token_requests: Some(1), ..AuthExpect::default() };
+        assert_eq!(
+            check(&expect(missed), &refreshed),
+            ["expected 1 refreshes, observed 0", "expected at most 1 token requests, observed 2"]
+        );
+        let failed = seen(&[AuthEventKind::Failed], 0);
+        let contains = AuthExpect { failure_contains: Some("Failed happened".into()), ..AuthExpect::default() };
+        assert!(check(&expect(contains), &failed).is_empty());
+        let other = AuthExpect { failure_contains: Some("issuer".into()), ..AuthExpect::default() };
+        assert!(check(&expect(other), &failed)[0].contains("issuer"));
+        let off = StepObservation { auth: None, ..failed };
+        assert!(check(&expect(AuthExpect::default()), &off)[0].contains("without its auth mode"));
     }
 }

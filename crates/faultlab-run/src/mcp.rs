@@ -3,7 +3,7 @@
 use crate::adapter::{Adapter, Budget, OpFailure, OpRecord, Operation, Recording, Session, since};
 use crate::expect::{StepObservation, anomaly_delta};
 use crate::scenario::PlannedStep;
-use faultlab_client::{Answers, Connection, Era, Outcome, Target};
+use faultlab_client::{Answers, AuthOptions, AuthRecord, Connection, Era, Outcome, Target};
 use serde_json::Value;
 use std::future::Future;
 use std::time::Duration;
@@ -21,11 +21,18 @@ pub struct McpAdapter {
     era: Era,
     origin: Instant,
     answers: Answers,
+    auth: Option<AuthOptions>,
 }
 
 impl McpAdapter {
     pub fn new(target: Target, era: Era) -> Self {
-        Self { target, era, origin: Instant::now(), answers: Answers::default() }
+        Self { target, era, origin: Instant::now(), answers: Answers::default(), auth: None }
+    }
+
+    /// The client runs its auth mode with `options` (HTTP targets).
+    pub fn authorizing(mut self, options: AuthOptions) -> Self {
+        self.auth = Some(options);
+        self
     }
 
     /// The client declares and answers elicitation, sampling and roots as `answers` scripts.
@@ -39,6 +46,8 @@ pub struct McpSession {
     connection: Connection,
     origin: Instant,
     cleaned: OnceCell<OpRecord>,
+    /// The auth record as the previous call left it: a call reports what came after (the first, connecting too).
+    auth_seen: std::sync::Mutex<AuthRecord>,
 }
 
 /// Runs `work` under `budget`, timing it into a record.
@@ -83,10 +92,12 @@ impl Adapter for McpAdapter {
 
     async fn setup(&self, operation_id: String, budget: Budget) -> Recording<McpSession> {
         timed(self.origin, Operation::Setup, operation_id, budget, async {
-            let connection = Connection::open_answering(&self.target, self.era, budget.duration(), self.answers)
+            let connection = Connection::open_with(&self.target, self.era, budget.duration(), self.answers, self.auth)
                 .await
                 .map_err(|e| OpFailure { message: e.to_string(), code: Some("setup_failed".into()) })?;
-            Ok((Outcome::Success, McpSession { connection, origin: self.origin, cleaned: OnceCell::new() }))
+            let session =
+                McpSession { connection, origin: self.origin, cleaned: OnceCell::new(), auth_seen: Default::default() };
+            Ok((Outcome::Success, session))
         })
         .await
     }
@@ -120,6 +131,12 @@ impl McpSession {
             }
             self.connection.settle(&observation.request_id, SETTLE).await;
             let (anomalies, notifications) = anomaly_delta(&before, &self.connection.anomalies());
+            let auth = self.connection.auth_record().map(|now| {
+                let mut seen = faultlab_wire::sync::lock(&self.auth_seen);
+                let delta = now.since(&seen);
+                *seen = now;
+                delta
+            });
             let seen = StepObservation {
                 earlier_attempts: attempts,
                 responses: self.connection.responses_for(&observation.request_id),
@@ -127,6 +144,7 @@ impl McpSession {
                 anomalies,
                 notifications,
                 observation,
+                auth,
             };
             Ok((seen.observation.outcome, seen))
         })

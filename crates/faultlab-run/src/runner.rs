@@ -50,6 +50,26 @@ pub struct ScenarioReport {
     pub trace: Vec<Value>,
 }
 
+impl ScenarioReport {
+    /// The report of `scenario` before anything ran: not passed, no steps (the caller fills in what happened, or
+    /// why nothing did: skipped, an error).
+    pub fn not_run(scenario: &Scenario, context: &RunContext) -> Self {
+        Self {
+            name: scenario.name.clone(),
+            protocol_version: context.era,
+            target: context.target.clone(),
+            passed: false,
+            skipped: None,
+            failures: Vec::new(),
+            error: None,
+            steps: Vec::new(),
+            diagnostics: Vec::new(),
+            duration_ms: 0.0,
+            trace: Vec::new(),
+        }
+    }
+}
+
 struct Ids(u32);
 
 impl Ids {
@@ -71,21 +91,9 @@ pub struct RunContext {
 
 /// Runs `scenario` through `adapter` in `context`.
 pub async fn run<A: Adapter>(adapter: &A, scenario: &Scenario, context: &RunContext) -> ScenarioReport {
-    let (target, setup_ms) = (context.target.as_str(), context.setup_ms);
+    let setup_ms = context.setup_ms;
     let start = tokio::time::Instant::now();
-    let mut report = ScenarioReport {
-        name: scenario.name.clone(),
-        protocol_version: context.era,
-        target: target.to_owned(),
-        passed: false,
-        skipped: None,
-        failures: Vec::new(),
-        error: None,
-        steps: Vec::new(),
-        diagnostics: Vec::new(),
-        duration_ms: 0.0,
-        trace: Vec::new(),
-    };
+    let mut report = ScenarioReport::not_run(scenario, context);
     let plan = match scenario.plan() {
         Ok(plan) => plan,
         Err(e) => {

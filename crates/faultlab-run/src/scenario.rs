@@ -4,7 +4,8 @@
 //! calls, each with repeats and richer expectations. Files are YAML or JSON (by extension), strict: unknown keys
 //! are errors naming the file, the line and the key.
 
-use faultlab_client::{Answers, ErrorKind, Outcome, RetryPolicy};
+use faultlab_auth::AuthFault;
+use faultlab_client::{Answers, AuthOptions, ErrorKind, Outcome, RetryPolicy};
 use faultlab_wire::config;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -54,6 +55,76 @@ pub struct Scenario {
     /// `Method not found`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answers: Option<Answers>,
+    /// OAuth: the reference client runs its auth mode (discovery, registration, code + PKCE, refresh, step-up),
+    /// and against the built-in server `faultlab run` serves this scenario from a server of its own behind the
+    /// lab's authorization server (as `faultlab serve --transport http --auth --auth-fault …`). HTTP only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<ScenarioAuth>,
+}
+
+/// A scenario's `auth`: the authorization server's fault and the reference client's bounds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScenarioAuth {
+    /// The auth fault the built-in server plays (`{type: token_expired, after: 2}`; `faultlab faults` lists them
+    /// under "auth faults"); none: a healthy authorization server. Against an external target a scenario with a
+    /// fault is skipped (only the built-in server can play it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<AuthFault>,
+    /// Lifetime of the built-in server's access tokens, in seconds (1 to 86,400; default 3,600).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token_ttl_s: Option<u64>,
+    /// Step-ups the client makes per connection (0 to 10; default 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_step_ups: Option<u32>,
+    /// Re-authorizations after `invalid_grant` per connection (0 to 10; default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_reauthorizations: Option<u32>,
+    /// Refresh grants tried for one expired token while the authorization server fails transiently (1 to 10;
+    /// default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_attempts: Option<u32>,
+    /// How long one refresh grant may take before the client gives up on it and keeps its tokens, in ms (1 to
+    /// 120,000; default 10,000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_timeout_ms: Option<u64>,
+}
+
+impl ScenarioAuth {
+    /// The reference client's bounds.
+    pub fn client_options(&self) -> AuthOptions {
+        let default = AuthOptions::default();
+        AuthOptions {
+            max_step_ups: self.max_step_ups.unwrap_or(default.max_step_ups),
+            max_reauthorizations: self.max_reauthorizations.unwrap_or(default.max_reauthorizations),
+            refresh_attempts: self.refresh_attempts.unwrap_or(default.refresh_attempts),
+            refresh_deadline: self
+                .refresh_timeout_ms
+                .map_or(default.refresh_deadline, std::time::Duration::from_millis),
+            ..default
+        }
+    }
+
+    fn check(&self) -> Result<(), String> {
+        let range = |key: &str, value: Option<u64>, low: u64, high: u64| match value {
+            Some(v) if !(low..=high).contains(&v) => {
+                Err(format!("auth.{key} must be between {low} and {high}, not {v}"))
+            }
+            _ => Ok(()),
+        };
+        range("tokenTtlS", self.token_ttl_s, 1, 86_400)?;
+        range("maxStepUps", self.max_step_ups.map(u64::from), 0, 10)?;
+        range("maxReauthorizations", self.max_reauthorizations.map(u64::from), 0, 10)?;
+        range("refreshAttempts", self.refresh_attempts.map(u64::from), 1, 10)?;
+        range("refreshTimeoutMs", self.refresh_timeout_ms, 1, MAX_TIMEOUT_MS)?;
+        if let Some(fault) = &self.fault {
+            // The fault's limits, checked as `--auth-fault` checks them.
+            let json = serde_json::to_string(fault).map_err(|e| e.to_string())?;
+            AuthFault::parse(&json)
+                .map_err(|e| format!("auth.fault: {}", e.to_string().trim_start_matches("--auth-fault: ")))?;
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -141,6 +212,34 @@ pub struct Expect {
     pub connection: Option<ConnectionState>,
     /// How many attempts the retry policy made.
     pub attempts: Option<u32>,
+    /// What the client's auth mode did during the call (since the previous call; the first call includes
+    /// connecting). Needs the scenario's `auth`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthExpect>,
+}
+
+/// Expectations on the auth events of a call: counts are exact, `maxTokenRequests` is the loop bound.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct AuthExpect {
+    /// First authorizations of the connection (discovery, registration, code + PKCE).
+    pub authorizations: Option<u32>,
+    /// Refresh grants that gave a new access token.
+    pub refreshes: Option<u32>,
+    /// Refresh grants that failed transiently (429, 5xx, too slow) with the tokens kept.
+    pub refresh_deferrals: Option<u32>,
+    /// Refresh grants refused for good (`invalid_grant`), the tokens dropped.
+    pub refresh_refusals: Option<u32>,
+    /// Authorizations for more scope after `403 insufficient_scope`.
+    pub step_ups: Option<u32>,
+    /// Authorizations after the tokens were dropped.
+    pub reauthorizations: Option<u32>,
+    /// Auth rounds that ended without a usable token (the refusal passed on to the call).
+    pub failures: Option<u32>,
+    /// Requests to the token endpoint: at most this many.
+    pub max_token_requests: Option<u32>,
+    /// A case-sensitive substring of some failure's detail.
+    pub failure_contains: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -241,7 +340,13 @@ impl Scenario {
                 retry: None,
             });
         }
+        if let Some(auth) = &self.auth {
+            auth.check()?;
+        }
         for step in &planned {
+            if step.expect.auth.is_some() && self.auth.is_none() {
+                return Err(format!("{}: expect.auth needs the scenario's auth (the client's auth mode)", step.label));
+            }
             if step.timeout_ms == 0 || step.timeout_ms > MAX_TIMEOUT_MS {
                 return Err(format!("{}: timeoutMs must be between 1 and {MAX_TIMEOUT_MS}", step.label));
             }
@@ -293,6 +398,24 @@ mod tests {
         let err = Scenario::parse("name: x\ncall: {tool: ping}\nexpect:\n  outcome: success\n  colour: red\n", false)
             .unwrap_err();
         assert!(err.contains("colour") && err.contains("line 5"), "{err}");
+    }
+
+    #[test]
+    fn auth_is_checked_where_it_is_written() {
+        let ok = "name: x\nauth: {fault: {type: token_expired, after: 2}, refreshTimeoutMs: 500}\nsteps:\n\
+                  - call: {tool: ping}\n  expect: {auth: {refreshes: 1, maxTokenRequests: 1}}\n";
+        let scenario = Scenario::parse(ok, false).unwrap();
+        let options = scenario.auth.unwrap().client_options();
+        assert_eq!(options.refresh_deadline, std::time::Duration::from_millis(500));
+        let no_auth = "name: x\nsteps:\n- call: {tool: ping}\n  expect: {auth: {refreshes: 1}}\n";
+        assert!(Scenario::parse(no_auth, false).unwrap_err().contains("expect.auth needs the scenario's auth"));
+        let range = "name: x\nauth: {fault: {type: token_expired, after: 0}}\ncall: {tool: ping}\nexpect: {}\n";
+        let e = Scenario::parse(range, false).unwrap_err();
+        assert!(e.contains("auth.fault: token_expired.after") && !e.contains("--auth-fault"), "{e}");
+        let unknown = "name: x\nauth: {fault: {type: token_gone}}\ncall: {tool: ping}\nexpect: {}\n";
+        assert!(Scenario::parse(unknown, false).unwrap_err().contains("token_gone"));
+        let bound = "name: x\nauth: {maxStepUps: 11}\ncall: {tool: ping}\nexpect: {}\n";
+        assert!(Scenario::parse(bound, false).unwrap_err().contains("auth.maxStepUps"));
     }
 
     #[test]

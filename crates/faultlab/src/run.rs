@@ -134,11 +134,52 @@ pub async fn run_all(
             ProtocolVersion::Modern => faultlab_client::Era::Modern,
             ProtocolVersion::Legacy => faultlab_client::Era::Legacy,
         };
-        let adapter = McpAdapter::new(target.clone(), client_era).answering(scenario.answers.unwrap_or_default());
         let context = RunContext { target: name.to_owned(), transport, era, setup_ms: SETUP_MS };
+        // An auth scenario gets a built-in server of its own behind the authorization server playing its fault
+        // (fresh tokens and counters each time), kept until its report is made.
+        let mut target = target.clone();
+        let mut _authorized_server = None;
+        if let Some(auth) = &scenario.auth {
+            match (name, transport) {
+                ("builtin", _) => match Builtin::start_with(Some(auth_config(auth))).await {
+                    Ok(server) => {
+                        target = Target::Http { url: server.url.clone(), headers: Default::default() };
+                        _authorized_server = Some(server);
+                    }
+                    Err(e) => {
+                        let mut report = ScenarioReport::not_run(scenario, &context);
+                        report.error = Some(format!("the target could not start: the built-in server with auth: {e}"));
+                        reports.push(report);
+                        continue;
+                    }
+                },
+                (_, TransportName::Http) if auth.fault.is_some() => {
+                    let mut report = ScenarioReport::not_run(scenario, &context);
+                    report.skipped = Some("its auth fault is played by the built-in server only".into());
+                    report.passed = true;
+                    reports.push(report);
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        let mut adapter = McpAdapter::new(target, client_era).answering(scenario.answers.unwrap_or_default());
+        if let Some(auth) = &scenario.auth {
+            adapter = adapter.authorizing(auth.client_options());
+        }
         reports.push(runner::run(&adapter, scenario, &context).await);
     }
     reports
+}
+
+/// The built-in server's authorization for an auth scenario (its events are not the run's output: the report
+/// holds what the client saw).
+fn auth_config(auth: &faultlab_run::scenario::ScenarioAuth) -> faultlab_auth::AuthConfig {
+    faultlab_auth::AuthConfig {
+        token_ttl: auth.token_ttl_s.map_or(faultlab_auth::TOKEN_TTL, std::time::Duration::from_secs),
+        fault: auth.fault.clone(),
+        events: None,
+    }
 }
 
 /// report.json, junit.xml and one trace per scenario.

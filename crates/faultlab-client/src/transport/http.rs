@@ -1,6 +1,7 @@
 //! Streamable HTTP: every client message is a POST; answers come back as a JSON body or an SSE stream.
 
-use super::{Incoming, IncomingTx};
+use super::{Incoming, IncomingTx, is_loopback_http};
+use crate::auth::{AuthOptions, AuthRecord, AuthSession};
 use bytes::{Bytes, BytesMut};
 use faultlab_wire::sync::lock;
 use faultlab_wire::{Frame, MessageId, SseDecoder};
@@ -24,6 +25,8 @@ pub struct HttpTransport {
     readers: Mutex<HashMap<MessageId, AbortHandle>>,
     /// Whether the server was ever reached (see [`HttpTransport::unreachable`]).
     reach: Arc<Mutex<Reach>>,
+    /// The auth mode, when on: it sends every POST with its bearer token and answers the challenges.
+    auth: Option<Arc<AuthSession>>,
 }
 
 /// Whether the server has answered anything, and the first connection it refused before it had.
@@ -46,13 +49,7 @@ pub enum HttpTargetError {
 impl HttpTransport {
     pub fn new(url: &str, headers: &BTreeMap<String, String>, incoming: IncomingTx) -> Result<Self, HttpTargetError> {
         let parsed = reqwest::Url::parse(url).map_err(|_| HttpTargetError::NotLoopback(url.into()))?;
-        let loopback = match parsed.host() {
-            Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-            Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-            Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-            None => false,
-        };
-        if parsed.scheme() != "http" || !loopback {
+        if !is_loopback_http(&parsed) {
             return Err(HttpTargetError::NotLoopback(url.into()));
         }
         let mut map = HeaderMap::new();
@@ -78,7 +75,18 @@ impl HttpTransport {
             incoming,
             readers: Mutex::default(),
             reach: Arc::default(),
+            auth: None,
         }
+    }
+
+    /// Turns the auth mode on (see [`crate::auth`]): its own requests go through this transport's client.
+    pub fn set_auth(&mut self, options: AuthOptions) {
+        self.auth = Some(Arc::new(AuthSession::new(self.client.clone(), &self.url, options)));
+    }
+
+    /// What the auth mode did so far (`None` when it is off).
+    pub fn auth_record(&self) -> Option<AuthRecord> {
+        self.auth.as_ref().map(|a| a.record())
     }
 
     /// Nothing listens at the URL: every connection so far was refused and no response ever came, in words (`None`
@@ -137,7 +145,7 @@ impl HttpTransport {
         }
         let id = frame.method().and(frame.id().cloned());
         let (incoming, session, reach) = (self.incoming.clone(), self.session.clone(), self.reach.clone());
-        let task = tokio::spawn(read_answer(request, id.clone(), incoming, session, reach));
+        let task = tokio::spawn(read_answer(request, id.clone(), incoming, session, reach, self.auth.clone()));
         if let Some(id) = id {
             lock(&self.readers).insert(id, task.abort_handle());
         }
@@ -158,7 +166,7 @@ impl HttpTransport {
         if let Some(version) = lock(&self.protocol).clone() {
             request = request.header("mcp-protocol-version", version);
         }
-        let _ = request.send().await;
+        let _ = crate::auth::send(self.auth.as_deref(), request).await;
     }
 }
 
@@ -168,8 +176,9 @@ async fn read_answer(
     incoming: IncomingTx,
     session: Arc<Mutex<Option<String>>>,
     reach: Arc<Mutex<Reach>>,
+    auth: Option<Arc<AuthSession>>,
 ) {
-    read_answer_body(request, id.clone(), &incoming, session, &reach).await;
+    read_answer_body(request, id.clone(), &incoming, session, &reach, auth.as_deref()).await;
     // The answer is over, however it ended. If it did not answer the request (a wrong id, say), nothing else will:
     // over HTTP a request's answer only ever comes on its own response.
     if let Some(id) = id {
@@ -183,6 +192,7 @@ async fn read_answer_body(
     incoming: &IncomingTx,
     session: Arc<Mutex<Option<String>>>,
     reach: &Mutex<Reach>,
+    auth: Option<&AuthSession>,
 ) {
     // Only a request can be lost; a notification's failed POST has nothing waiting on it.
     let lost = |detail: String| {
@@ -190,7 +200,7 @@ async fn read_answer_body(
             let _ = incoming.send(Incoming::Lost { id: Some(id.clone()), detail });
         }
     };
-    let response = match request.send().await {
+    let response = match crate::auth::send(auth, request).await {
         Ok(response) => response,
         Err(e) => {
             // Without the URL: the caller knows it, and its query may carry a key.

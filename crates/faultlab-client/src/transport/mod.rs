@@ -51,3 +51,14 @@ pub enum Incoming {
 }
 
 pub type IncomingTx = mpsc::UnboundedSender<Incoming>;
+
+/// Plain http:// on a loopback host (localhost, 127.x.y.z, [::1]): the only URLs the reference client goes to.
+pub fn is_loopback_http(url: &reqwest::Url) -> bool {
+    let loopback = match url.host() {
+        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        None => false,
+    };
+    url.scheme() == "http" && loopback
+}
