@@ -54,7 +54,8 @@ export FAULTLAB_BIN="$ROOT/target/debug/faultlab"
 # frameworks comes first after interop-matrix: about 32 s of CPU (two thirds of it importing five agent frameworks)
 # and the 12 s bound of the cells that hang, longer than eval-oracle's 15 s.
 SCRIPTS=(interop-matrix frameworks eval-oracle junit-validate diagnose-html bench-quick conformance-proxy docs-examples
-    frameworks-eval proxy-filesystem eval-filesystem interop-python conformance conformance-client known-client-bugs interop-auth)
+    frameworks-eval proxy-filesystem proxy-streams eval-filesystem interop-python conformance conformance-client
+    known-client-bugs interop-auth)
 # Runs alone: its three SDK clients already run at once, and its table records whether a client noticed a fault
 # within 1 s, which a second stage's load could change.
 ALONE=" interop-matrix "

@@ -195,6 +195,8 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     }
     let frame = Frame::parse(bytes.clone());
     if let Some(answered) = answer_for_session(&proxy, &parts, session.as_deref(), Some(&frame)) {
+        // Answered for a session a lifecycle fault forgot (or a refused initialize): the upstream never sees it.
+        proxy.trajectory.client_frame(&frame, FrameAction::Consumed, None, None, 0);
         return answered;
     }
     let fired = lock(&proxy.rules).decide(&frame, proxy.start.elapsed());
