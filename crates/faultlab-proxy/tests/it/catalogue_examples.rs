@@ -247,8 +247,8 @@ async fn every_example_has_its_effect_on_both_proxy_fronts() {
             let http = tokio::spawn(through_http(client.clone(), url.clone(), example, expected));
             cells.push((example, expected, "http", http));
             if fault.on_stream() {
-                // No response stream on stdio: the reply passes and the fault is recorded as skipped
-                // (`stream_faults` checks it).
+                // No response stream on stdio: the reply passes and the fault is recorded as skipped (the
+                // engine's `stream_cut` tests check it); `stream_faults` checks the HTTP front byte for byte.
                 continue;
             }
             let stdio = tokio::spawn(through_stdio(url.clone(), example, expected));
