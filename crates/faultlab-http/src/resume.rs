@@ -287,10 +287,7 @@ impl Streams {
     /// (to this session or another, kept or forgotten): a resume [`Streams::resume`] must answer, never one to
     /// pass on (the proxy forwards any other `Last-Event-ID` to its upstream, whose ids they are).
     pub fn issued(&self, last_event_id: &[u8]) -> bool {
-        std::str::from_utf8(last_event_id)
-            .ok()
-            .and_then(EventId::parse)
-            .is_some_and(|id| id.stream < self.next.load(Ordering::SeqCst))
+        issued(&self.next, last_event_id)
     }
 
     /// Answers a `GET` carrying `Last-Event-ID`: the missed events of that stream only, or 404.
@@ -388,6 +385,15 @@ impl Streams {
             None => false,
         }
     }
+}
+
+/// Whether `last_event_id` is an id of the form [`EventId`] writes whose stream number `numbers` (a front's stream
+/// counter, as handed to [`Streams::new`]) has given out.
+pub fn issued(numbers: &AtomicU64, last_event_id: &[u8]) -> bool {
+    std::str::from_utf8(last_event_id)
+        .ok()
+        .and_then(EventId::parse)
+        .is_some_and(|id| id.stream < numbers.load(Ordering::SeqCst))
 }
 
 fn sse_response(body: Body) -> Response {

@@ -64,8 +64,7 @@ impl Resumable {
     /// Whether a `Last-Event-ID` is one of the proxy's ids (the proxy answers it, a 404 if its stream is gone),
     /// rather than the upstream's.
     pub fn issued(&self, last_event_id: &[u8]) -> bool {
-        // Any session's `Streams` reads the front's shared numbering; a fresh one stands in when there is none yet.
-        Streams::new(self.budget.clone(), self.numbers.clone()).issued(last_event_id)
+        faultlab_http::resume::issued(&self.numbers, last_event_id)
     }
 
     /// Bytes of events held for all sessions now.
