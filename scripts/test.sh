@@ -55,7 +55,8 @@ export FAULTLAB_BIN="$ROOT/target/debug/faultlab"
 # frameworks comes first after interop-matrix: about 85 s of CPU (importing five Python agent frameworks once and
 # four TypeScript ones in a Node process per cell) and the 12 s bound of the cells that hang.
 SCRIPTS=(interop-matrix frameworks eval-oracle junit-validate diagnose-html bench-quick conformance-proxy docs-examples
-    frameworks-eval proxy-filesystem eval-filesystem interop-python conformance conformance-client known-client-bugs interop-auth)
+    frameworks-eval proxy-filesystem proxy-streams eval-filesystem interop-python conformance conformance-client
+    known-client-bugs interop-auth)
 # Runs alone: its three SDK clients already run at once, and its table records whether a client noticed a fault
 # within 1 s, which a second stage's load could change.
 ALONE=" interop-matrix "

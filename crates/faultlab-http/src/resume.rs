@@ -26,6 +26,8 @@ use crate::body::{Budget, Held};
 use axum::body::Body;
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use faultlab_engine::FaultKind;
+use faultlab_engine::catalogue::ReplayVariant;
 use faultlab_wire::SseDecoder;
 use faultlab_wire::sync::lock;
 use futures::StreamExt as _;
@@ -111,6 +113,34 @@ pub struct Plan {
     /// id, so a correct client resumes without `Last-Event-ID`).
     pub empty_id_before_cut: bool,
     pub on_resume: Option<ResumeFault>,
+}
+
+impl Plan {
+    /// The plan of a catalogue stream fault ([`FaultKind::on_stream`]); `None` for any other fault. The one
+    /// reading of those faults' parameters: `faultlab serve`'s stream tools and the proxy's rules both go through
+    /// it.
+    pub fn of(fault: &FaultKind) -> Option<Self> {
+        let cut = |after: u64, retry_ms: Option<u64>| Self {
+            cut_after: Some(usize::try_from(after).unwrap_or(usize::MAX)),
+            retry_ms: retry_ms.or(Some(RETRY_MS)),
+            ..Self::default()
+        };
+        Some(match fault {
+            FaultKind::StreamCut(c) => Self { ids: c.ids, ..cut(c.after_events, c.retry_ms) },
+            FaultKind::StreamCutAgain(c) => Self { on_resume: Some(ResumeFault::CutAgain), ..cut(0, c.retry_ms) },
+            // Absent means no `retry:` line here, not the default.
+            FaultKind::StreamRetry(c) => Self { retry_ms: c.retry_ms, ..cut(0, None) },
+            FaultKind::EmptyEventId(c) => Self { empty_id_before_cut: true, ..cut(1, c.retry_ms) },
+            FaultKind::StreamReplay(c) => match c.variant {
+                ReplayVariant::Duplicate => Self { on_resume: Some(ResumeFault::Duplicate), ..cut(1, c.retry_ms) },
+                ReplayVariant::Foreign => Self { on_resume: Some(ResumeFault::Foreign), ..cut(0, c.retry_ms) },
+            },
+            FaultKind::ResumeRefused(c) => {
+                Self { on_resume: Some(ResumeFault::Status(c.status)), ..cut(0, c.retry_ms) }
+            }
+            _ => return None,
+        })
+    }
 }
 
 impl Default for Plan {
@@ -253,6 +283,13 @@ impl Streams {
         Response::from_parts(parts, reader.into_body())
     }
 
+    /// Whether `last_event_id` is written as this front writes its ids and names a stream number it has given out
+    /// (to this session or another, kept or forgotten): a resume [`Streams::resume`] must answer, never one to
+    /// pass on (the proxy forwards any other `Last-Event-ID` to its upstream, whose ids they are).
+    pub fn issued(&self, last_event_id: &[u8]) -> bool {
+        issued(&self.next, last_event_id)
+    }
+
     /// Answers a `GET` carrying `Last-Event-ID`: the missed events of that stream only, or 404.
     pub fn resume(&self, last_event_id: &[u8]) -> Response {
         self.resumes.fetch_add(1, Ordering::SeqCst);
@@ -348,6 +385,15 @@ impl Streams {
             None => false,
         }
     }
+}
+
+/// Whether `last_event_id` is an id of the form [`EventId`] writes whose stream number `numbers` (a front's stream
+/// counter, as handed to [`Streams::new`]) has given out.
+pub fn issued(numbers: &AtomicU64, last_event_id: &[u8]) -> bool {
+    std::str::from_utf8(last_event_id)
+        .ok()
+        .and_then(EventId::parse)
+        .is_some_and(|id| id.stream < numbers.load(Ordering::SeqCst))
 }
 
 fn sse_response(body: Body) -> Response {
@@ -606,6 +652,26 @@ mod tests {
         assert_eq!(&render(&Plan::default(), 2, 1, &message, true)[..], b"event: message\nid:\ndata: {}\n\n");
         let plan = Plan { ids: false, ..Plan::default() };
         assert_eq!(&render(&plan, 2, 1, &message, false)[..], b"event: message\ndata: {}\n\n");
+    }
+
+    #[test]
+    fn every_stream_fault_has_a_plan_and_no_other_fault_does() {
+        for (name, examples) in FaultKind::examples() {
+            for example in examples {
+                let fault: FaultKind = serde_json::from_str(example).unwrap();
+                assert_eq!(Plan::of(&fault).is_some(), fault.on_stream(), "{name}");
+            }
+        }
+        let read = |json: &str| Plan::of(&serde_json::from_str(json).unwrap()).unwrap();
+        let plan = read(r#"{"type": "stream_cut", "after_events": 2, "ids": false}"#);
+        assert_eq!((plan.ids, plan.cut_after, plan.retry_ms), (false, Some(2), Some(RETRY_MS)));
+        assert_eq!(read(r#"{"type": "stream_retry"}"#).retry_ms, None, "absent: no retry line");
+        assert_eq!(read(r#"{"type": "stream_retry", "retry_ms": 0}"#).retry_ms, Some(0));
+        let refused = read(r#"{"type": "resume_refused", "status": 405}"#);
+        assert_eq!(refused.on_resume, Some(ResumeFault::Status(405)));
+        let foreign = read(r#"{"type": "stream_replay", "variant": "foreign"}"#);
+        assert_eq!((foreign.on_resume, foreign.cut_after), (Some(ResumeFault::Foreign), Some(0)));
+        assert!(read(r#"{"type": "empty_event_id"}"#).empty_id_before_cut);
     }
 
     fn finished_log(streams: &Arc<Streams>, bytes: usize) -> Arc<Log> {

@@ -117,8 +117,15 @@ fn explain(entry: &Entry) -> String {
         text.push_str(&format!("  other example: {other}\n"));
     }
     text.push_str("\nWhere it exists\n");
+    // A stream fault needs a response stream: over stdio the reply passes and the fault is recorded as skipped.
+    let on_stream = serde_json::from_str::<faultlab_engine::FaultKind>(example).is_ok_and(|f| f.on_stream());
+    let fronts = if on_stream {
+        "the Streamable HTTP front (`--listen`; over stdio it is recorded as skipped)"
+    } else {
+        "both fronts (stdio and Streamable HTTP)"
+    };
     text.push_str(&format!(
-        "  faultlab proxy, both fronts (stdio and Streamable HTTP): --rules faults.yaml, or inline:\n    \
+        "  faultlab proxy, {fronts}: --rules faults.yaml, or inline:\n    \
          faultlab proxy --fault '{}' -- <your server>\n",
         inline_rule(example)
     ));

@@ -317,6 +317,15 @@ catalogue! {
         TokenQuota(token_quota),
         Refusal(refusal),
         SlowDrip(slow_drip),
+        StreamCut(stream_cut),
+        StreamCutAgain(stream_cut_again),
+        StreamRetry(stream_retry),
+        EmptyEventId(empty_event_id),
+        StreamReplay(stream_replay),
+        ResumeRefused(resume_refused),
+        StreamLost(stream_lost),
+        SessionLifecycle(session_lifecycle),
+        SessionExpiredInFlight(session_expired_in_flight),
     }
     presets {
         AuthExpired(auth_expired),
@@ -368,6 +377,8 @@ pub enum Offered {
     HttpOnly,
     /// stdio and 2025-11-25 HTTP sessions: it needs a cancellation the connection outlives.
     StdioAndSessions,
+    /// 2025-11-25 HTTP sessions only: it acts on the session or on its resumable response streams.
+    Sessions,
 }
 
 impl ServeTool {
@@ -383,12 +394,17 @@ impl ServeTool {
         Self { name, offered: Offered::StdioAndSessions }
     }
 
+    pub const fn sessions(name: &'static str) -> Self {
+        Self { name, offered: Offered::Sessions }
+    }
+
     /// Where it is offered, in words (empty when everywhere).
     pub fn restriction(&self) -> &'static str {
         match self.offered {
             Offered::Everywhere => "",
             Offered::HttpOnly => " (over Streamable HTTP only)",
             Offered::StdioAndSessions => " (over stdio and 2025-11-25 HTTP sessions only)",
+            Offered::Sessions => " (in 2025-11-25 HTTP sessions only)",
         }
     }
 }
@@ -465,11 +481,19 @@ pub use framing::FramingStyle;
 pub use malformed::MalformedVariant;
 pub use missing_field::DEFAULT_MISSING_POINTER;
 pub use request_after_result::AskMethod;
+pub use session_lifecycle::LifecycleVariant;
+pub use stream_replay::ReplayVariant;
 
 /// The faults that act on list replies (`tools/list`, `resources/list`, `resources/templates/list`,
 /// `prompts/list`) rather than on a tool's result: a rule matches them on the method, and the tests that run every
 /// example on a `tools/call` reply run these on a list instead.
 pub const LIST_FAULTS: &[&str] = &["broken_pagination", "page_error", "list_drift"];
+
+/// The faults that act on a Streamable HTTP response stream and its resumption rather than on the reply: an HTTP
+/// front turns each into a `faultlab_http::resume::Plan` for the request's stream; elsewhere (stdio) the reply
+/// passes unchanged and the fault is recorded as skipped.
+pub const STREAM_FAULTS: &[&str] =
+    &["stream_cut", "stream_cut_again", "stream_retry", "empty_event_id", "stream_replay", "resume_refused"];
 
 /// A parameter outside `min..=max`, as [`Fault::validate`] reports it.
 pub(crate) fn within<T: PartialOrd + std::fmt::Display>(name: &str, value: T, min: T, max: T) -> Result<(), String> {
@@ -594,6 +618,11 @@ impl FaultKind {
             Some(schedule) => schedule.preset(),
             None => self.into(),
         }
+    }
+
+    /// Whether the fault acts on the request's response stream ([`STREAM_FAULTS`]).
+    pub fn on_stream(&self) -> bool {
+        STREAM_FAULTS.contains(&self.name())
     }
 
     /// The schedule a schedule preset brings (`burst_failure` is a 503 on a burst).

@@ -6,6 +6,7 @@
 //! server's, so a reply is faulted on the response of the POST that carried its request. A client that goes away
 //! drops the upstream request too.
 
+use super::http_sessions::{Lifecycle, Resumable};
 use crate::remote::{HyperClient, Remote};
 use crate::rules::{Fired, Mode, SharedRules};
 use crate::trajectory::TrajectoryWriter;
@@ -13,13 +14,14 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use faultlab_engine::catalogue::Latency;
+use faultlab_engine::catalogue::{Latency, session_expired_in_flight};
 use faultlab_engine::engine::Shared;
 use faultlab_engine::recorder::FrameAction;
 use faultlab_engine::recorder::TransportEventKind;
 use faultlab_engine::{Engine, FaultKind};
 use faultlab_http::body::{self, Exchange};
 use faultlab_http::guard::AllowedHosts;
+use faultlab_http::resume::Plan;
 use faultlab_http::rpc_error;
 use faultlab_http::server::Limits;
 use faultlab_wire::Frame;
@@ -120,6 +122,10 @@ struct Proxy {
     upstream: Backend,
     start: Instant,
     shutdown: CancellationToken,
+    /// The stream faults' logs, by session ([`super::http_sessions`]).
+    resumable: Resumable,
+    /// What the session-lifecycle faults changed.
+    lifecycle: Lifecycle,
 }
 
 /// Serves until `shutdown` is cancelled.
@@ -143,6 +149,8 @@ pub async fn serve(
         upstream,
         start: Instant::now(),
         shutdown: shutdown.clone(),
+        resumable: Resumable::default(),
+        lifecycle: Lifecycle::default(),
     });
     let limits = proxy.options.limits;
     let wrap = proxy.options.wrap.clone();
@@ -174,7 +182,11 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
         Ok(bytes) => bytes,
         Err(refused) => return refused,
     };
+    let session = session_id(&parts.headers);
     if parts.method != http::Method::POST {
+        if let Some(answered) = answer_for_session(&proxy, &parts, session.as_deref(), None) {
+            return answered;
+        }
         // GET streams and DELETE pass untouched: rules act on requests, which only POST carries.
         return forward(&proxy, &parts, bytes, None).await;
     }
@@ -182,6 +194,11 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
         return refused;
     }
     let frame = Frame::parse(bytes.clone());
+    if let Some(answered) = answer_for_session(&proxy, &parts, session.as_deref(), Some(&frame)) {
+        // Answered for a session a lifecycle fault forgot (or a refused initialize): the upstream never sees it.
+        proxy.trajectory.client_frame(&frame, FrameAction::Consumed, None, None, 0);
+        return answered;
+    }
     let fired = lock(&proxy.rules).decide(&frame, proxy.start.elapsed());
     // One engine per exchange: over HTTP a reply always comes on the response of the POST that carried its
     // request, so faults armed here fire there and cannot meet another client's equal id.
@@ -198,31 +215,146 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     let Some(Fired { rule, mode, fault }) = fired else {
         proxy.trajectory.client_frame(&frame, FrameAction::Forwarded, None, None, 1);
         let response = forward(&proxy, &parts, bytes, Some(&frame)).await;
+        saw_session(&proxy, &response);
         return body::wrap(response, exchange).await;
     };
-    if let Some(id) = frame.id() {
+    // A stream fault acts on the response stream, not on the reply: nothing is armed, the stream is kept in a
+    // log that follows the fault's plan.
+    let plan = Plan::of(&fault);
+    if plan.is_none()
+        && let Some(id) = frame.id()
+    {
         let _ = engine.arm(id.clone(), fault.clone());
     }
-    match (mode, &fault) {
+    let response = match (mode, &fault) {
         (Mode::After, _) => {
             proxy.trajectory.client_frame(&frame, FrameAction::Forwarded, Some(&rule), Some(&fault), 1);
-            let response = forward(&proxy, &parts, bytes, Some(&frame)).await;
-            body::wrap(response, exchange).await
+            forward(&proxy, &parts, bytes, Some(&frame)).await
         }
         (Mode::Before, FaultKind::Latency(Latency { delay_ms })) => {
             proxy.trajectory.client_frame(&frame, FrameAction::Faulted, Some(&rule), Some(&fault), 1);
             engine.disarm(&frame.id().cloned().unwrap_or_else(|| 0.into()));
             // This request's own task waits; other requests are served meanwhile.
             faultlab_engine::clock::precise_sleep(Duration::from_millis(*delay_ms)).await;
-            let response = forward(&proxy, &parts, bytes, Some(&frame)).await;
-            body::wrap(response, exchange).await
+            forward(&proxy, &parts, bytes, Some(&frame)).await
         }
         // `instead`, and `before` with a disconnect: the upstream never sees the request.
         _ => {
             proxy.trajectory.client_frame(&frame, FrameAction::Consumed, Some(&rule), Some(&fault), 0);
-            body::wrap(stand_in(&frame, &rule), exchange).await
+            stand_in(&frame, &rule)
         }
+    };
+    saw_session(&proxy, &response);
+    let session = session.or_else(|| session_id(response.headers()));
+    match (&fault, session.as_deref()) {
+        (FaultKind::SessionLifecycle(lifecycle), Some(id)) => proxy.lifecycle.apply(lifecycle.variant, id),
+        (FaultKind::SessionExpiredInFlight(_), Some(id)) => proxy.lifecycle.expire(id),
+        _ => {}
     }
+    if matches!(fault, FaultKind::SessionExpiredInFlight(_)) {
+        // The request stays in flight after its session is gone (the engine then answers it 404); this request's
+        // own task waits, others are served meanwhile.
+        tokio::time::sleep(Duration::from_millis(session_expired_in_flight::IN_FLIGHT_MS)).await;
+    }
+    let response = body::wrap(response, exchange).await;
+    let Some(plan) = plan else { return response };
+    let response = if accepts_event_stream(&parts.headers) { as_event_stream(response).await } else { response };
+    proxy.resumable.streams(session.as_deref()).record(response, plan, &proxy.shutdown).await
+}
+
+/// The request's `Mcp-Session-Id`, when it has exactly one that is text.
+fn session_id(headers: &http::HeaderMap) -> Option<String> {
+    let mut values = headers.get_all(SESSION_HEADER).iter();
+    let first = values.next()?.to_str().ok()?.to_owned();
+    values.next().is_none().then_some(first)
+}
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const LAST_EVENT_ID: &str = "last-event-id";
+
+/// Remembers a session the upstream gave out (a `restart` forgets it with the others).
+fn saw_session(proxy: &Proxy, response: &Response) {
+    if let Some(id) = session_id(response.headers()) {
+        proxy.lifecycle.seen(&id);
+    }
+}
+
+/// What the proxy answers itself, before any rule: a session the lifecycle faults made unknown (400 or 404), its
+/// refused `GET` stream, a refused `initialize`, and a resume of one of the proxy's own streams.
+fn answer_for_session(
+    proxy: &Proxy,
+    parts: &http::request::Parts,
+    session: Option<&str>,
+    frame: Option<&Frame>,
+) -> Option<Response> {
+    let id = frame.and_then(Frame::id).map(|id| id.to_value());
+    if let Some(session) = session
+        && let Some(status) = proxy.lifecycle.gone(session)
+    {
+        return Some(match status {
+            400 => rpc_error(StatusCode::BAD_REQUEST, -32600, "Bad Request: No valid session ID provided", id),
+            _ => rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found", id),
+        });
+    }
+    if session.is_none() && frame.and_then(Frame::method) == Some("initialize") && proxy.lifecycle.refuses_initialize()
+    {
+        return Some(rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found", id));
+    }
+    if parts.method != http::Method::GET {
+        return None;
+    }
+    let mut last_event_ids = parts.headers.get_all(LAST_EVENT_ID).iter();
+    match (last_event_ids.next(), last_event_ids.next()) {
+        (Some(_), Some(_)) => {
+            let message = "Bad Request: more than one Last-Event-ID header";
+            Some(rpc_error(StatusCode::BAD_REQUEST, -32600, message, None))
+        }
+        (Some(last), None) if proxy.resumable.issued(last.as_bytes()) => {
+            Some(proxy.resumable.streams(session).resume(last.as_bytes()))
+        }
+        (None, _) if session.is_some_and(|s| proxy.lifecycle.refuses_get(s)) => {
+            Some(rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found", None))
+        }
+        _ => None,
+    }
+}
+
+/// Whether the client accepts an SSE answer to its POST.
+fn accepts_event_stream(headers: &http::HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.split(',').any(|media| media.trim().starts_with("text/event-stream")))
+}
+
+/// Largest JSON answer turned into an SSE event for a stream fault, in bytes (the resume log's event limit).
+const MAX_JSON_EVENT_BYTES: usize = faultlab_wire::sse::MAX_EVENT_BYTES;
+
+/// A `200 application/json` answer as the one-event SSE stream a server may send instead, so a stream fault has a
+/// stream to act on; any other answer unchanged. An answer too large to hold is broken off, as the log would.
+async fn as_event_stream(response: Response) -> Response {
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if response.status() != StatusCode::OK || !json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, MAX_JSON_EVENT_BYTES).await else { return aborted() };
+    let mut event = Vec::with_capacity(bytes.len() + 32);
+    event.extend_from_slice(b"event: message\n");
+    for line in bytes.split(|b| *b == b'\n') {
+        event.extend_from_slice(b"data: ");
+        event.extend_from_slice(line.strip_suffix(b"\r").unwrap_or(line));
+        event.push(b'\n');
+    }
+    event.push(b'\n');
+    parts.headers.insert(header::CONTENT_TYPE, http::HeaderValue::from_static("text/event-stream"));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(event))
 }
 
 /// A plain result for a request the proxy answers itself; the armed fault then turns it into what the rule says.

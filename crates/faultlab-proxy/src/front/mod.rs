@@ -4,5 +4,6 @@
 //! [`bridge`](crate::upstream::bridge)).
 
 pub mod http;
+pub mod http_sessions;
 pub mod stdio;
 pub mod unix;

@@ -13,6 +13,8 @@
 //! - `replay_upstream`: a recording as the upstream: matching, repeats, rules on top, the closest-call error.
 //! - `schema_faults`: `wrong_value` and `contradictory` keep a result valid against the declared output schema; the
 //!   structured-output faults break it as they say.
+//! - `stream_faults`: the stream faults and the session-lifecycle faults on the HTTP front over an in-process
+//!   upstream: event ids, `retry:`, cut points, replays, refused resumes, session statuses, byte for byte.
 //! - `unix_front`: connections to one Unix socket share the run's rule state; one trajectory, a scope each.
 
 mod bursts;
@@ -28,4 +30,5 @@ mod remote_tls;
 mod replay_upstream;
 mod rule_modes;
 mod schema_faults;
+mod stream_faults;
 mod unix_front;

@@ -23,10 +23,10 @@ use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// How many `initialize` requests `reinit_404` answers 404 (a client should give up after one failed retry).
-pub const REFUSED_INITIALIZES: usize = 3;
-/// How long `expire_in_flight` holds the request after its session expired (ms).
-pub const IN_FLIGHT_MS: u64 = 200;
+/// How many `initialize` requests `reinit_404` answers 404, and how long `expire_in_flight` holds the request
+/// after its session expired (ms): the catalogue's.
+pub use faultlab_engine::catalogue::session_expired_in_flight::IN_FLIGHT_MS;
+pub use faultlab_engine::catalogue::session_lifecycle::REFUSED_INITIALIZES;
 /// How many forgotten ids are remembered for `unknown_400`.
 pub const MAX_ANSWERED_400: usize = 1024;
 
@@ -55,6 +55,19 @@ pub enum Variant {
 impl Variant {
     pub fn as_str(self) -> &'static str {
         self.into()
+    }
+
+    /// The catalogue fault this variant is (`session_lifecycle`, or `session_expired_in_flight`).
+    pub fn fault(self) -> faultlab_engine::FaultKind {
+        use faultlab_engine::catalogue::{LifecycleVariant, SessionExpiredInFlight, SessionLifecycle};
+        let variant = match self {
+            Self::Unknown400 => LifecycleVariant::Unknown400,
+            Self::Get404 => LifecycleVariant::Get404,
+            Self::Restart => LifecycleVariant::Restart,
+            Self::Reinit404 => LifecycleVariant::Reinit404,
+            Self::ExpireInFlight => return SessionExpiredInFlight {}.into(),
+        };
+        SessionLifecycle { variant }.into()
     }
 }
 

@@ -5,7 +5,11 @@
 
 use super::sessions::Session;
 use axum::response::Response;
-use faultlab_http::resume::{Plan, ResumeFault};
+use faultlab_engine::FaultKind;
+use faultlab_engine::catalogue::{
+    EmptyEventId, ReplayVariant, ResumeRefused, StreamCut, StreamCutAgain, StreamReplay, StreamRetry,
+};
+use faultlab_http::resume::Plan;
 use faultlab_wire::Frame;
 use http::StatusCode;
 use serde_json::Value;
@@ -14,11 +18,8 @@ use tokio_util::sync::CancellationToken;
 
 const LAST_EVENT_ID: &str = "last-event-id";
 
-/// Longest `retry:` a stream fault tool may ask for, in milliseconds (24 h: "very large" without overflow in any
-/// client's timer).
-pub const MAX_RETRY_MS: u64 = 86_400_000;
-/// Most progress notifications a stream fault tool sends before the cut.
-pub const MAX_EVENTS_BEFORE_CUT: u64 = 16;
+/// The limits of the stream faults' parameters, the catalogue's (`stream_cut`).
+pub use faultlab_engine::catalogue::stream_cut::{MAX_EVENTS_BEFORE_CUT, MAX_RETRY_MS};
 
 /// The stream tools of `faultlab serve`, by name (each is offered in 2025-11-25 HTTP sessions only).
 pub const STREAM_TOOLS: &[&str] = &[
@@ -44,35 +45,39 @@ pub fn plan_for(frame: &Frame) -> Plan {
     plan_of_tool(name, &args).unwrap_or_default()
 }
 
-/// The plan a stream tool's call asks for; `None` for another tool or arguments out of range. Every stream tool
-/// takes `retryMs`, the priming event's `retry:` (default 3000; `stream_retry` also leaves it out when absent).
+/// The plan a stream tool's call asks for: the catalogue fault the tool arms ([`fault_of_tool`]), read by
+/// [`Plan::of`] as a proxy rule's is; `None` for another tool or arguments out of range.
 pub fn plan_of_tool(name: &str, args: &Value) -> Option<Plan> {
-    let retry = match args.get("retryMs") {
+    Plan::of(&fault_of_tool(name, args)?)
+}
+
+/// The catalogue stream fault a stream tool's call arms (its camelCase arguments read as the fault's parameters),
+/// validated; `None` for another tool or arguments the fault does not allow. Every stream tool takes `retryMs`,
+/// the priming event's `retry:` (default 3000; `stream_retry` leaves the line out when it is absent).
+pub fn fault_of_tool(name: &str, args: &Value) -> Option<FaultKind> {
+    let retry_ms = match args.get("retryMs") {
         None | Some(Value::Null) => None,
-        Some(v) => Some(v.as_u64().filter(|ms| *ms <= MAX_RETRY_MS)?),
+        Some(v) => Some(v.as_u64()?),
     };
-    let cut = |after: usize| Plan {
-        cut_after: Some(after),
-        retry_ms: retry.or(Some(faultlab_http::resume::RETRY_MS)),
-        ..Plan::default()
-    };
-    let events = args.get("afterEvents").map_or(Some(0), Value::as_u64).filter(|n| *n <= MAX_EVENTS_BEFORE_CUT)?;
-    Some(match name {
-        "stream_cut" => {
-            let ids = args.get("ids").map_or(Some(true), Value::as_bool)?;
-            Plan { ids, ..cut(events as usize) }
+    let fault: FaultKind = match name {
+        "stream_cut" => StreamCut {
+            after_events: args.get("afterEvents").map_or(Some(0), Value::as_u64)?,
+            ids: args.get("ids").map_or(Some(true), Value::as_bool)?,
+            retry_ms,
         }
-        "stream_cut_again" => Plan { on_resume: Some(ResumeFault::CutAgain), ..cut(0) },
-        "stream_retry" => Plan { retry_ms: retry, ..cut(0) },
-        "empty_event_id" => Plan { empty_id_before_cut: true, ..cut(1) },
-        "replay_duplicate" => Plan { on_resume: Some(ResumeFault::Duplicate), ..cut(1) },
-        "replay_foreign" => Plan { on_resume: Some(ResumeFault::Foreign), ..cut(0) },
+        .into(),
+        "stream_cut_again" => StreamCutAgain { retry_ms }.into(),
+        "stream_retry" => StreamRetry { retry_ms }.into(),
+        "empty_event_id" => EmptyEventId { retry_ms }.into(),
+        "replay_duplicate" => StreamReplay { variant: ReplayVariant::Duplicate, retry_ms }.into(),
+        "replay_foreign" => StreamReplay { variant: ReplayVariant::Foreign, retry_ms }.into(),
         "resume_refused" => {
-            let status = args.get("status").and_then(Value::as_u64).filter(|s| *s == 404 || *s == 405)?;
-            Plan { on_resume: Some(ResumeFault::Status(status as u16)), ..cut(0) }
+            let status = u16::try_from(args.get("status")?.as_u64()?).ok()?;
+            ResumeRefused { status, retry_ms }.into()
         }
         _ => return None,
-    })
+    };
+    fault.validate().ok().map(|()| fault)
 }
 
 /// Makes a session's POST response resumable (SSE responses only; JSON bodies pass unchanged).

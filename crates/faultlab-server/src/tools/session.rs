@@ -100,9 +100,8 @@ impl FaultServer {
         let text = format!("session lifecycle {} activated", args.variant.as_str());
         if args.variant == Variant::ExpireInFlight {
             // The request stays in flight after its session is gone; then its reply is the 404 a server answers
-            // for a session it no longer knows.
-            let not_found = FaultKind::HttpStatus(faultlab_engine::catalogue::HttpStatus::new(404));
-            if let Err(err) = scope.engine.arm_as(request_id(&ctx), not_found, "session_lifecycle") {
+            // for a session it no longer knows (`session_expired_in_flight`).
+            if let Err(err) = scope.engine.arm_as(request_id(&ctx), args.variant.fault(), "session_lifecycle") {
                 return Ok(tool_error(err.to_string()));
             }
             tokio::select! {

@@ -42,6 +42,26 @@ fn tool_for(fault: &Value) -> Option<(&'static str, Value)> {
         }
         "not_jsonrpc" => ("not_jsonrpc", json!({"status": parameter("status")})),
         "protocol_error" => ("protocol_error", json!({"code": parameter("code")})),
+        "stream_cut" => {
+            let ids = fault.get("ids").cloned().unwrap_or(json!(true));
+            (
+                "stream_cut",
+                json!({"afterEvents": parameter("after_events"), "ids": ids, "retryMs": parameter("retry_ms")}),
+            )
+        }
+        "stream_cut_again" => ("stream_cut_again", json!({"retryMs": parameter("retry_ms")})),
+        "stream_retry" => ("stream_retry", json!({"retryMs": parameter("retry_ms")})),
+        "empty_event_id" => ("empty_event_id", json!({"retryMs": parameter("retry_ms")})),
+        "stream_replay" if fault["variant"] == "foreign" => {
+            ("replay_foreign", json!({"retryMs": parameter("retry_ms")}))
+        }
+        "stream_replay" => ("replay_duplicate", json!({"retryMs": parameter("retry_ms")})),
+        "resume_refused" => {
+            ("resume_refused", json!({"status": parameter("status"), "retryMs": parameter("retry_ms")}))
+        }
+        "stream_lost" => ("stream_lost", json!({})),
+        "session_lifecycle" => ("session_lifecycle", json!({"variant": parameter("variant")})),
+        "session_expired_in_flight" => ("session_lifecycle", json!({"variant": "expire_in_flight"})),
         _ => return None,
     })
 }
@@ -81,15 +101,18 @@ async fn every_example_a_tool_arms_has_its_effect() {
             let fault: FaultKind = serde_json::from_str(example).unwrap();
             let armed_by = tool_for(&serde_json::to_value(&fault).unwrap());
             // `faultlab faults` names the tool from the catalogue: it must be the tool that arms the fault. (The
-            // late response needs a cancellation, so its tool has its own tests instead of a cell here.)
-            if fault.name() != "late_response" {
+            // late response needs a cancellation, so its tool has its own tests instead of a cell here; the
+            // catalogue names `replay_duplicate` for `stream_replay`, whose `foreign` variant `replay_foreign` arms.)
+            let replay_foreign = armed_by.as_ref().is_some_and(|(tool, _)| *tool == "replay_foreign");
+            if fault.name() != "late_response" && !replay_foreign {
                 let named = fault.serve_tool().map(|tool| tool.name);
                 assert_eq!(named, armed_by.as_ref().map(|(tool, _)| *tool), "{example}: SERVE_TOOL");
             }
             let Some((tool, arguments)) = armed_by else { continue };
             // This client speaks stdio, where an HTTP-only tool is not offered (its call would fail as an unknown
             // tool whatever the fault does): those run over HTTP in `http_modern`, `http_legacy` and `not_mcp`.
-            if fault.serve_tool().is_some_and(|t| t.offered == Offered::HttpOnly) {
+            // The session tools run in `resume` and `lifecycle`, where a 2025-11-25 session is.
+            if fault.serve_tool().is_some_and(|t| matches!(t.offered, Offered::HttpOnly | Offered::Sessions)) {
                 continue;
             }
             let expected = match fault.effect() {

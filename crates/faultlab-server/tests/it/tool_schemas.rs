@@ -41,6 +41,7 @@ async fn the_catalogues_serve_tools_are_offered_where_it_says() {
             Offered::Everywhere => (true, true),
             Offered::HttpOnly => (false, true),
             Offered::StdioAndSessions => (true, false),
+            Offered::Sessions => (false, false),
         };
         assert_eq!(offered(&stdio), over_stdio, "{name}: {} over stdio", tool.name);
         assert_eq!(offered(&http), over_http, "{name}: {} over 2026-07-28 HTTP", tool.name);

@@ -1,0 +1,302 @@
+//! The stream faults and the session-lifecycle faults on the proxy's HTTP front, over an in-process upstream that
+//! cannot resume (it answers a call with progress as an SSE stream without ids, any other call as JSON, and has no
+//! GET stream): the bytes and headers the client reads, event ids, `retry:`, where the stream is cut, what a
+//! `Last-Event-ID` resume replays, refused resumes, and the statuses of sessions the faults made unknown.
+
+use axum::body::Bytes;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use faultlab_engine::Recorder;
+use faultlab_proxy::rules::{RuleSet, RulesFile};
+use faultlab_proxy::trajectory::Trajectory;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use tokio_util::sync::CancellationToken;
+
+use crate::harness;
+
+/// The upstream's reply to call `id`, as it writes it.
+fn reply(id: u64) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"content":[{{"type":"text","text":"ok {id}"}}]}}}}"#)
+}
+
+fn progress(token: &Value) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{token},"progress":0}}}}"#
+    )
+}
+
+static SESSIONS: AtomicU64 = AtomicU64::new(0);
+
+async fn upstream(headers: HeaderMap, body: Bytes) -> Response {
+    let request: Value = serde_json::from_slice(&body).unwrap_or_default();
+    let Some(id) = request["id"].as_u64() else { return StatusCode::ACCEPTED.into_response() };
+    if request["method"] == "initialize" {
+        let session = format!("upstream-session-{}", SESSIONS.fetch_add(1, Ordering::SeqCst));
+        let init = format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{{"protocolVersion":"2025-11-25"}}}}"#);
+        return (
+            [
+                (header::CONTENT_TYPE, "application/json"),
+                (header::HeaderName::from_static("mcp-session-id"), session.as_str()),
+            ],
+            init,
+        )
+            .into_response();
+    }
+    let _ = headers;
+    match request["params"]["_meta"].get("progressToken") {
+        Some(token) => {
+            let body = format!("event: message\ndata: {}\n\nevent: message\ndata: {}\n\n", progress(token), reply(id));
+            ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response()
+        }
+        None => ([(header::CONTENT_TYPE, "application/json")], reply(id)).into_response(),
+    }
+}
+
+struct Lab {
+    url: String,
+    client: reqwest::Client,
+    stop: CancellationToken,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        self.stop.cancel();
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}
+
+/// The proxy's HTTP front with one rule: calls of the tool `faulted` get `fault`.
+async fn start_lab(fault: Value) -> Lab {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let router = axum::Router::new()
+        .route("/mcp", axum::routing::post(upstream).get(|| async { StatusCode::METHOD_NOT_ALLOWED }));
+    let server = tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    let file = json!({"seed": 1, "rules": [{"name": "r", "match": {"tool": "faulted"}, "fault": fault}]});
+    let rules = RuleSet::new(serde_json::from_value::<RulesFile>(file).unwrap()).shared();
+    let backend = faultlab_proxy::front::http::Backend::url(upstream_url.parse().unwrap()).unwrap();
+    let stop = CancellationToken::new();
+    let trajectory = Arc::new(Trajectory::new(Recorder::memory()));
+    let (url, proxy) = harness::http_front(backend, rules, trajectory, stop.clone()).await;
+    let proxy = tokio::spawn(async move {
+        let _ = proxy.await;
+    });
+    Lab { url, client: faultlab_client::tls::client_builder().build().unwrap(), stop, tasks: vec![server, proxy] }
+}
+
+struct Answer {
+    status: u16,
+    headers: HeaderMap,
+    body: String,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).map(|v| v.to_str().unwrap())
+    }
+}
+
+async fn answer(response: reqwest::Response) -> Answer {
+    let (status, headers) = (response.status().as_u16(), response.headers().clone());
+    Answer { status, headers, body: response.text().await.unwrap() }
+}
+
+impl Lab {
+    async fn post(&self, message: Value, session: Option<&str>) -> Answer {
+        let mut request = harness::post(&self.client, &self.url, message.to_string());
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        answer(request.send().await.unwrap()).await
+    }
+
+    /// Calls `tool` as request `id`, with a progress token (so the upstream streams a progress event first).
+    async fn call(&self, id: u64, tool: &str, session: Option<&str>) -> Answer {
+        let params = json!({"name": tool, "arguments": {}, "_meta": {"progressToken": id}});
+        self.post(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}), session).await
+    }
+
+    async fn get(&self, session: Option<&str>, last_event_id: Option<&str>) -> Answer {
+        let mut request = self.client.get(&self.url).header("accept", "text/event-stream");
+        if let Some(session) = session {
+            request = request.header("mcp-session-id", session);
+        }
+        if let Some(id) = last_event_id {
+            request = request.header("last-event-id", id);
+        }
+        answer(request.send().await.unwrap()).await
+    }
+
+    async fn initialize(&self) -> Answer {
+        self.post(json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}), None).await
+    }
+}
+
+fn event(id: Option<&str>, data: &str) -> String {
+    match id {
+        Some(id) => format!("event: message\n{id}\ndata: {data}\n\n"),
+        None => format!("event: message\ndata: {data}\n\n"),
+    }
+}
+
+#[tokio::test]
+async fn a_cut_stream_carries_ids_and_retry_and_its_resume_replays_the_reply_once() {
+    let lab = start_lab(json!({"type": "stream_cut", "after_events": 1})).await;
+    let cut = lab.call(1, "faulted", None).await;
+    assert_eq!((cut.status, cut.header("content-type")), (200, Some("text/event-stream")));
+    let primed = "id: 0-0\nretry: 3000\ndata: \n\n";
+    assert_eq!(cut.body, format!("{primed}{}", event(Some("id: 0-1"), &progress(&json!(1)))), "cut before the reply");
+    let resumed = lab.get(None, Some("0-1")).await;
+    assert_eq!((resumed.status, resumed.header("content-type")), (200, Some("text/event-stream")));
+    assert_eq!(resumed.body, event(Some("id: 0-2"), &reply(1)), "only the missed event: the reply");
+    let again = lab.get(None, Some("0-0")).await;
+    assert_eq!(
+        again.body,
+        format!("{}{}", event(Some("id: 0-1"), &progress(&json!(1))), event(Some("id: 0-2"), &reply(1)))
+    );
+    assert_eq!(lab.get(None, Some("0-7")).await.status, 404, "an index not sent is no resume");
+    assert_eq!(lab.get(None, Some("9-1")).await.status, 405, "a stream number never given out: the upstream's");
+    let upstream = lab.get(None, Some("upstream-event-3")).await;
+    assert_eq!(upstream.status, 405, "an id in another form is the upstream's: forwarded");
+    let untouched = lab.call(2, "other", None).await;
+    assert_eq!(untouched.body, format!("{}{}", event(None, &progress(&json!(2))), event(None, &reply(2))));
+}
+
+#[tokio::test]
+async fn a_json_answer_becomes_a_stream_to_cut_and_without_ids_nothing_can_resume() {
+    let lab = start_lab(json!({"type": "stream_cut", "ids": false})).await;
+    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "faulted"}});
+    let cut = lab.post(call, None).await;
+    assert_eq!((cut.status, cut.header("content-type"), cut.body.as_str()), (200, Some("text/event-stream"), ""));
+    let lab = start_lab(json!({"type": "stream_cut"})).await;
+    let call = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "faulted"}});
+    assert_eq!(lab.post(call, None).await.body, "id: 0-0\nretry: 3000\ndata: \n\n");
+    assert_eq!(lab.get(None, Some("0-0")).await.body, event(Some("id: 0-1"), &reply(5)), "the JSON reply, as an event");
+}
+
+#[tokio::test]
+async fn retry_is_absent_zero_or_very_large_as_the_fault_says() {
+    for (fault, priming) in [
+        (json!({"type": "stream_retry"}), "id: 0-0\ndata: \n\n"),
+        (json!({"type": "stream_retry", "retry_ms": 0}), "id: 0-0\nretry: 0\ndata: \n\n"),
+        (json!({"type": "stream_retry", "retry_ms": 86_400_000}), "id: 0-0\nretry: 86400000\ndata: \n\n"),
+    ] {
+        let lab = start_lab(fault.clone()).await;
+        assert_eq!(lab.call(1, "faulted", None).await.body, priming, "{fault}");
+    }
+}
+
+#[tokio::test]
+async fn an_empty_id_line_goes_on_the_last_event_before_the_cut() {
+    let lab = start_lab(json!({"type": "empty_event_id"})).await;
+    let cut = lab.call(1, "faulted", None).await;
+    assert_eq!(cut.body, format!("id: 0-0\nretry: 3000\ndata: \n\n{}", event(Some("id:"), &progress(&json!(1)))));
+}
+
+#[tokio::test]
+async fn replays_send_seen_events_again_or_another_streams_event_first() {
+    let lab = start_lab(json!({"type": "stream_replay", "variant": "duplicate"})).await;
+    lab.call(1, "faulted", None).await;
+    let replayed = lab.get(None, Some("0-1")).await;
+    let seen = event(Some("id: 0-1"), &progress(&json!(1)));
+    assert_eq!(
+        replayed.body,
+        format!("{seen}{}", event(Some("id: 0-2"), &reply(1))),
+        "the seen event again, then the reply"
+    );
+    assert_eq!(lab.get(None, Some("0-1")).await.body, event(Some("id: 0-2"), &reply(1)), "the next resume is right");
+
+    let lab = start_lab(json!({"type": "stream_replay", "variant": "foreign"})).await;
+    lab.call(1, "faulted", None).await;
+    lab.get(None, Some("0-0")).await;
+    lab.call(2, "faulted", None).await;
+    let replayed = lab.get(None, Some("1-0")).await;
+    let foreign = event(Some("id: 0-2"), &reply(1));
+    let own = format!("{}{}", event(Some("id: 1-1"), &progress(&json!(2))), event(Some("id: 1-2"), &reply(2)));
+    assert_eq!(replayed.body, format!("{foreign}{own}"), "stream 0's last message first, with its id");
+}
+
+#[tokio::test]
+async fn a_resume_cut_again_then_answered_and_refused_resumes_404_or_405() {
+    let lab = start_lab(json!({"type": "stream_cut_again"})).await;
+    assert_eq!(lab.call(1, "faulted", None).await.body, "id: 0-0\nretry: 3000\ndata: \n\n");
+    let again = lab.get(None, Some("0-0")).await;
+    assert_eq!((again.status, again.header("content-type"), again.body.as_str()), (200, Some("text/event-stream"), ""));
+    let second = lab.get(None, Some("0-0")).await;
+    assert!(second.body.ends_with(&event(Some("id: 0-2"), &reply(1))), "{}", second.body);
+
+    for status in [404, 405] {
+        let lab = start_lab(json!({"type": "resume_refused", "status": status})).await;
+        lab.call(1, "faulted", None).await;
+        for _ in 0..2 {
+            let refused = lab.get(None, Some("0-0")).await;
+            assert_eq!(refused.status, status, "every resume is refused");
+            if status == 405 {
+                assert_eq!(refused.header("allow"), Some("POST, DELETE"));
+            } else {
+                assert!(refused.body.contains("-32001"), "{}", refused.body);
+            }
+        }
+    }
+}
+
+fn session_of(answer: &Answer) -> String {
+    answer.header("mcp-session-id").expect("the upstream gave a session").to_owned()
+}
+
+#[tokio::test]
+async fn lifecycle_variants_answer_for_the_upstreams_sessions() {
+    let lab = start_lab(json!({"type": "session_lifecycle", "variant": "unknown_400"})).await;
+    let session = session_of(&lab.initialize().await);
+    let faulted = lab.call(1, "faulted", Some(&session)).await;
+    assert!(faulted.body.contains(&reply(1)), "the faulted call gets its result: {}", faulted.body);
+    let after = lab.call(2, "other", Some(&session)).await;
+    assert_eq!(after.status, 400);
+    assert_eq!(
+        after.body,
+        r#"{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"Bad Request: No valid session ID provided"}}"#
+    );
+
+    let lab = start_lab(json!({"type": "session_lifecycle", "variant": "get_404"})).await;
+    let session = session_of(&lab.initialize().await);
+    lab.call(1, "faulted", Some(&session)).await;
+    assert_eq!(lab.get(Some(&session), None).await.status, 404, "the GET stream is refused");
+    assert_eq!(lab.call(2, "other", Some(&session)).await.status, 200, "POSTs still served");
+
+    let lab = start_lab(json!({"type": "session_lifecycle", "variant": "restart"})).await;
+    let (one, two) = (session_of(&lab.initialize().await), session_of(&lab.initialize().await));
+    lab.call(1, "faulted", Some(&one)).await;
+    for session in [&one, &two] {
+        let after = lab.call(2, "other", Some(session)).await;
+        assert_eq!(after.status, 404, "every session is gone");
+        assert!(after.body.contains("-32001"), "{}", after.body);
+    }
+    assert_eq!(lab.initialize().await.status, 200, "a new session after the restart");
+
+    let lab = start_lab(json!({"type": "session_lifecycle", "variant": "reinit_404"})).await;
+    let session = session_of(&lab.initialize().await);
+    lab.call(1, "faulted", Some(&session)).await;
+    assert_eq!(lab.call(2, "other", Some(&session)).await.status, 404);
+    let statuses: Vec<u16> =
+        futures::future::join_all((0..4).map(|_| lab.initialize())).await.iter().map(|a| a.status).collect();
+    assert_eq!(statuses.iter().filter(|s| **s == 404).count(), 3, "three initializes refused: {statuses:?}");
+
+    let lab = start_lab(json!({"type": "session_expired_in_flight"})).await;
+    let session = session_of(&lab.initialize().await);
+    let started = tokio::time::Instant::now();
+    // Without progress the upstream answers JSON, whose status the proxy can still replace (after a first event
+    // the 404 could only be an error event).
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "faulted"}});
+    let expired = lab.post(call, Some(&session)).await;
+    assert!(started.elapsed() >= std::time::Duration::from_millis(200), "held in flight first");
+    assert_eq!(expired.status, 404);
+    assert_eq!(serde_json::from_str::<Value>(&expired.body).unwrap()["error"]["code"], -32001, "{}", expired.body);
+    assert_eq!(lab.call(2, "other", Some(&session)).await.status, 404, "and the session is gone");
+}
