@@ -37,6 +37,9 @@ pub struct StepObservation {
     pub notifications: BTreeMap<String, u32>,
     /// Whether the connection was still usable afterwards.
     pub connection_alive: bool,
+    /// What the tool list said about the call (with the scenario's `toolSurface`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surface: Option<faultlab_client::surface::SurfaceObservation>,
 }
 
 /// The anomaly counts that grew from `before` to `after`, by name.
@@ -139,6 +142,9 @@ pub fn check(expect: &Expect, seen: &StepObservation) -> Vec<String> {
         if made != n {
             failures.push(format!("expected {n} attempts, made {made}"));
         }
+    }
+    if let Some(surface) = &expect.surface {
+        surface.check(seen.surface.as_ref(), &mut failures);
     }
     if let Some(state) = expect.connection {
         let alive = state == ConnectionState::Alive;

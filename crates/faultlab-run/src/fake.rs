@@ -143,6 +143,7 @@ fn observation(record: &OpRecord, step: Option<FakeStep>) -> Option<StepObservat
         anomalies: Default::default(),
         notifications: Default::default(),
         connection_alive: step.outcome != Outcome::TransportLoss,
+        surface: None,
     })
 }
 

@@ -54,6 +54,10 @@ pub struct Scenario {
     /// `Method not found`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answers: Option<Answers>,
+    /// Keep the tool list as a client does: list before the first call (at most `pageLimit` pages), again after
+    /// `notifications/tools/list_changed`; steps may then check `expect.surface`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_surface: Option<crate::surface::SurfaceOptions>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -141,6 +145,8 @@ pub struct Expect {
     pub connection: Option<ConnectionState>,
     /// How many attempts the retry policy made.
     pub attempts: Option<u32>,
+    /// What the tool list said about the call (needs `toolSurface`).
+    pub surface: Option<crate::surface::SurfaceExpect>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -177,6 +183,8 @@ pub struct PlannedStep {
     /// The seed's observer call (reported as such).
     pub observer: bool,
     pub retry: Option<RetryPolicy>,
+    /// The scenario's `toolSurface`.
+    pub surface: Option<crate::surface::SurfaceOptions>,
 }
 
 impl Scenario {
@@ -209,6 +217,7 @@ impl Scenario {
                     expect,
                     observer: false,
                     retry: self.retry,
+                    surface: self.tool_surface,
                 });
             }
             (None, false) => {
@@ -224,6 +233,7 @@ impl Scenario {
                         expect: step.expect.clone(),
                         observer: false,
                         retry: step.retry,
+                        surface: self.tool_surface,
                     });
                 }
             }
@@ -239,9 +249,16 @@ impl Scenario {
                 expect: observe.expect.clone(),
                 observer: true,
                 retry: None,
+                surface: self.tool_surface,
             });
         }
+        if let Some(options) = &self.tool_surface {
+            options.validate()?;
+        }
         for step in &planned {
+            if step.expect.surface.is_some() && self.tool_surface.is_none() {
+                return Err(format!("{}: expect.surface needs toolSurface in the scenario", step.label));
+            }
             if step.timeout_ms == 0 || step.timeout_ms > MAX_TIMEOUT_MS {
                 return Err(format!("{}: timeoutMs must be between 1 and {MAX_TIMEOUT_MS}", step.label));
             }
