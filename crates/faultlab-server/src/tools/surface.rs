@@ -62,21 +62,17 @@ fn yes() -> bool {
     true
 }
 
+/// A `list_pagination` variant: the catalogue's `broken_pagination` ones, `page-error`, or `off`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(untagged)]
+pub enum Paging {
+    Broken(PaginationVariant),
+    Other(OtherPaging),
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
-pub enum Paging {
-    /// Every page is the first; the next cursor never advances.
-    Stuck,
-    /// Cursor A leads to B and B back to A.
-    Cycle,
-    /// The first page's next cursor is "", a real cursor (2026-07-28).
-    EmptyContinuation,
-    /// The last page's next cursor is "" (the end, in 2025-11-25); following it starts over.
-    EmptyEnd,
-    /// Each page after the first repeats the last tool of the page before.
-    RepeatedName,
-    /// Empty pages follow the real ones, up to a million.
-    Endless,
+pub enum OtherPaging {
     /// Page 2 is answered with a JSON-RPC error.
     PageError,
     /// Pages are right again (ends the pagination fault).
@@ -228,19 +224,10 @@ impl FaultServer {
             return Ok(tool_error(error));
         }
         let engine = self.scope(&ctx)?.engine;
-        let variant = match args.variant {
-            Paging::Stuck => Some(PaginationVariant::Stuck),
-            Paging::Cycle => Some(PaginationVariant::Cycle),
-            Paging::EmptyContinuation => Some(PaginationVariant::EmptyContinuation),
-            Paging::EmptyEnd => Some(PaginationVariant::EmptyEnd),
-            Paging::RepeatedName => Some(PaginationVariant::RepeatedName),
-            Paging::Endless => Some(PaginationVariant::Endless),
-            Paging::PageError | Paging::Off => None,
-        };
-        let fault = match (args.variant, variant) {
-            (_, Some(variant)) => Some(FaultKind::BrokenPagination(BrokenPagination { variant, page_size })),
-            (Paging::PageError, None) => Some(FaultKind::PageError(PageError { page: 2, page_size })),
-            _ => None,
+        let fault = match args.variant {
+            Paging::Broken(variant) => Some(FaultKind::BrokenPagination(BrokenPagination { variant, page_size })),
+            Paging::Other(OtherPaging::PageError) => Some(FaultKind::PageError(PageError { page: 2, page_size })),
+            Paging::Other(OtherPaging::Off) => None,
         };
         // One standing fault per list: pagination replaces a drift of the list and the other way round.
         engine.disarm_standing("tools/list");
