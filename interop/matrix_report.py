@@ -91,6 +91,22 @@ EXPECTATIONS: dict[str, tuple[set[str], str | None, bool | None, str]] = {
     "replay_duplicate": ({"result"}, "<1s", True, "result (the replayed progress ignored); next call ok"),
     "resume_refused": (FAILURE, None, None, "error (the resume was refused), never a wait for the deadline"),
     "stream_lost": (FAILURE, "<1s", None, "error or transport failure at once, never a result or a hang"),
+    # The tool surface (docs/tool-surface.md). The drift and pagination tools change later listings; the matrix
+    # clients call without listing, so these rows check the call and the next one, not the listing.
+    "tool_list_drift": ({"result"}, "<1s", True, "result (list_changed before it ignored or acted on); next call ok"),
+    "list_pagination": ({"result"}, "<1s", True, "result (list_changed before it ignored or acted on); next call ok"),
+    "structured_output:none": ({"result"}, "<1s", True, "result; next call ok"),
+    "structured_output:output_schema_violation": ({"error"}, "<1s", True,
+                                                  "error: structuredContent breaks the listed outputSchema (a client "
+                                                  "that validates rejects it); next call ok"),
+    "structured_output:error_structured_content": ({"tool_error"}, "<1s", True,
+                                                   "tool error, its structuredContent not validated (an error result "
+                                                   "is not held to the outputSchema); next call ok"),
+    "structured_output:missing_structured_content": ({"error"}, "<1s", True,
+                                                     "error: the tool declares an outputSchema and the result has no "
+                                                     "structuredContent; next call ok"),
+    "structured_output:content_structured_mismatch": ({"result"}, "<1s", True,
+                                                      "result (text and structure disagree, each valid); next call ok"),
 }
 
 
@@ -107,6 +123,8 @@ def expectation_for(tool: str, args: dict, transport: str, deadline_ms: int):
         key = f"framing:{args.get('style')}"
     elif tool == "stream_cut" and args.get("ids") is False:
         key = "stream_cut:noids"
+    elif tool == "structured_output":
+        key = f"structured_output:{args.get('fault')}"
     elif tool == "stream_retry":
         key = "stream_retry:absent" if args.get("retryMs") is None else "stream_retry:0"
     else:

@@ -256,6 +256,29 @@ impl Connection {
         }
     }
 
+    /// Sends a request and returns its `result`, or what came instead (an error, a status, nothing within
+    /// `deadline`, which cancels the request), in words. The tool surface lists tools with it.
+    pub async fn request_result(&self, method: &str, params: Value, deadline: Duration) -> Result<Value, String> {
+        let (reply, id) = self.request(method, params, deadline).await;
+        match reply {
+            None => {
+                self.cancel(&id, "deadline exceeded").await;
+                Err(format!("no reply within {} ms", deadline.as_millis()))
+            }
+            Some(Reply::Frame(frame)) => {
+                let message = frame.value().cloned().unwrap_or_default();
+                match (message.get("result"), message.get("error")) {
+                    (Some(result), None) => Ok(result.clone()),
+                    (_, Some(error)) => Err(format!("error {error}")),
+                    _ => Err("the reply has neither result nor error".into()),
+                }
+            }
+            Some(Reply::Http { status, .. }) => Err(format!("HTTP {status}")),
+            Some(Reply::Lost(detail)) => Err(detail),
+            Some(Reply::Cancelled) => Err("cancelled by the client".into()),
+        }
+    }
+
     /// Sends a request and waits for its reply; `None` when the deadline passed first. The request's pending
     /// entry is gone either way (a late reply then counts as late).
     async fn request(&self, method: &str, params: Value, deadline: Duration) -> (Option<Reply>, MessageId) {

@@ -9,6 +9,7 @@
 //! - [`answers`]: the scripted answers to a server that asks back (elicitation, sampling, roots).
 //! - [`connection`]: the pending-request map, dispatch, the handshake, calls with deadlines and cancellation.
 //! - [`outcome`]: what one call came to (success, error, timeout, cancelled, transport loss), validated.
+//! - [`surface`]: the tool list as the client keeps it (bounded paging, re-lists), calls held to it.
 //! - [`retry`]: the bounded retry policy (only explicit tool errors are retried).
 //! - [`trace`]: OpenAI-message-shaped traces of the calls.
 
@@ -20,6 +21,7 @@ pub mod auth;
 pub mod connection;
 pub mod outcome;
 pub mod retry;
+pub mod surface;
 pub mod tls;
 pub mod trace;
 pub mod transport;

@@ -59,6 +59,28 @@ struct State {
     requests: IdMap<Frame>,
     /// The name a fault armed with [`Engine::arm_as`] is recorded under, when it is not the fault's own.
     named: IdMap<&'static str>,
+    /// Faults armed on every later matching request (see [`Engine::arm_standing`]), at most
+    /// [`MAX_STANDING_FAULTS`].
+    standing: Vec<Standing>,
+}
+
+/// Most standing faults one connection scope holds.
+pub const MAX_STANDING_FAULTS: usize = 16;
+
+/// A fault armed on every later request of `method` (and, with `tool`, only calls of that tool) in one scope,
+/// until replaced or the scope ends: how a server tool changes what the client is shown from then on (a tool list
+/// that drifted, pages that never end) while the fault itself stays the catalogue's one definition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Standing {
+    pub method: String,
+    pub tool: Option<String>,
+    pub fault: FaultKind,
+}
+
+impl Standing {
+    fn matches(&self, method: &str, tool: Option<&str>) -> bool {
+        self.method == method && (self.tool.is_none() || self.tool.as_deref() == tool)
+    }
 }
 
 /// What an engine learns from the replies it sees, for the faults that build on earlier replies.
@@ -250,6 +272,41 @@ impl Engine {
         Ok(())
     }
 
+    /// Arms `standing.fault` on every later request `standing` matches, replacing a standing fault on the same
+    /// method and tool. Each request it arms on is recorded as armed, and fires (or is skipped) as any armed fault.
+    pub fn arm_standing(&self, standing: Standing) -> Result<(), ArmError> {
+        standing.fault.validate().map_err(ArmError::Invalid)?;
+        let mut state = self.state();
+        state
+            .standing
+            .retain(|s| (s.method.as_str(), s.tool.as_deref()) != (&standing.method, standing.tool.as_deref()));
+        if state.standing.len() >= MAX_STANDING_FAULTS {
+            return Err(ArmError::TooMany { limit: MAX_STANDING_FAULTS });
+        }
+        state.standing.push(standing);
+        Ok(())
+    }
+
+    /// Ends the standing faults on `method` (all tools); true if there were any.
+    pub fn disarm_standing(&self, method: &str) -> bool {
+        let mut state = self.state();
+        let before = state.standing.len();
+        state.standing.retain(|s| s.method != method);
+        state.standing.len() != before
+    }
+
+    /// The standing fault a request of `method` (calling `tool`) would get now, if any.
+    pub fn standing_for(&self, method: &str, tool: Option<&str>) -> Option<FaultKind> {
+        self.state().standing.iter().find(|s| s.matches(method, tool)).map(|s| s.fault.clone())
+    }
+
+    /// Learns the output schemas of a `tools/list` result the server itself produced, as from a `tools/list`
+    /// reply: a server tool that arms a schema fault on its own reply needs its schema known even when the client
+    /// never listed.
+    pub fn learn_tools(&self, result: &Value) {
+        self.memory().schemas.learn(&serde_json::json!({"result": result}));
+    }
+
     /// Removes a fault that has not fired (a tool that gave up, a connection that closed). True if one was armed.
     pub fn disarm(&self, id: &MessageId) -> bool {
         let mut state = self.state();
@@ -274,6 +331,15 @@ impl Engine {
         match frame.kind() {
             Kind::Request { id, .. } if state.requests.len() < MAX_TRACKED_REQUESTS => {
                 state.requests.insert(id.clone(), frame.clone());
+                let method = frame.method().unwrap_or_default();
+                let standing = state.standing.iter().find(|s| s.matches(method, frame.tool_name()));
+                let fault = standing.filter(|_| !state.armed.contains_key(id)).map(|s| s.fault.clone());
+                if let Some(fault) = fault {
+                    let name = fault.name();
+                    state.armed.insert(id.clone(), fault);
+                    drop(state);
+                    self.recorder.record(Event::FaultArmed { fault: name.into(), request_id: id.to_value() });
+                }
                 None
             }
             Kind::Notification { method } if method == "notifications/cancelled" => {
@@ -364,6 +430,7 @@ impl Engine {
         state.armed.clear();
         state.requests.clear();
         state.named.clear();
+        state.standing.clear();
         drop(state);
         *self.memory() = Memory::default();
         if let Some(held) = self.held().take() {
@@ -435,6 +502,46 @@ mod tests {
         let late = Frame::parse(late.clone());
         assert_eq!(late.id(), Some(&7.into()));
         assert!(engine.outbound(&frame(RESULT)).is_empty(), "the framework's reply is swallowed");
+    }
+
+    #[test]
+    fn a_standing_fault_arms_every_later_matching_request_until_replaced() {
+        let engine = Engine::new(Recorder::memory());
+        let unknown = FaultKind::UnknownTool(catalogue::UnknownTool {});
+        let standing = Standing { method: "tools/call".into(), tool: Some("gone".into()), fault: unknown.clone() };
+        engine.arm_standing(standing.clone()).unwrap();
+        assert_eq!(engine.standing_for("tools/call", Some("gone")), Some(unknown));
+        for id in [3, 4] {
+            call(&engine, id, "gone");
+            let error = crate::catalogue::tests::sent(&engine.outbound(&reply(id, "ran")))[0].value().unwrap().clone();
+            assert_eq!(error["error"]["code"], -32602, "request {id}");
+        }
+        call(&engine, 5, "kept");
+        assert_eq!(sent_texts(&engine.outbound(&reply(5, "ran"))), vec![(5.into(), "ran".into())]);
+        let duplicate = FaultKind::Duplicate(catalogue::Duplicate {});
+        engine.arm_standing(Standing { fault: duplicate, ..standing }).unwrap();
+        call(&engine, 6, "gone");
+        assert_eq!(engine.outbound(&reply(6, "ran")).len(), 2, "the later standing fault replaced the first");
+        assert!(engine.disarm_standing("tools/call"));
+        call(&engine, 7, "gone");
+        assert_eq!(engine.outbound(&reply(7, "ran")).len(), 1);
+        let armed = engine.recorder().records().iter().filter(|r| matches!(r.event, Event::FaultArmed { .. })).count();
+        assert_eq!(armed, 3, "each request it armed on is recorded");
+    }
+
+    #[test]
+    fn standing_faults_are_bounded() {
+        let engine = Engine::new(Recorder::discard());
+        let standing = |i: usize| Standing {
+            method: "tools/call".into(),
+            tool: Some(format!("t{i}")),
+            fault: FaultKind::UnknownTool(catalogue::UnknownTool {}),
+        };
+        for i in 0..MAX_STANDING_FAULTS {
+            engine.arm_standing(standing(i)).unwrap();
+        }
+        assert_eq!(engine.arm_standing(standing(99)), Err(ArmError::TooMany { limit: MAX_STANDING_FAULTS }));
+        engine.arm_standing(standing(0)).unwrap();
     }
 
     fn call(engine: &Engine, id: i64, tool: &str) {

@@ -34,5 +34,5 @@ pub mod rules;
 pub mod trajectory;
 
 pub use catalogue::{FaultKind, MalformedVariant, WireAction, WireFraming};
-pub use engine::{ArmError, AskSlot, Engine, MAX_PENDING_ASKS, MAX_PENDING_FAULTS};
+pub use engine::{ArmError, AskSlot, Engine, MAX_PENDING_ASKS, MAX_PENDING_FAULTS, Standing};
 pub use recorder::{Event, Recorder};

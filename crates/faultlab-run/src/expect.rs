@@ -41,6 +41,9 @@ pub struct StepObservation {
     /// the auth mode is off. Never holds a token.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<AuthRecord>,
+    /// What the tool list said about the call (with the scenario's `toolSurface`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub surface: Option<faultlab_client::surface::SurfaceObservation>,
 }
 
 /// The anomaly counts that grew from `before` to `after`, by name.
@@ -149,6 +152,9 @@ pub fn check(expect: &Expect, seen: &StepObservation) -> Vec<String> {
             Some(record) => check_auth(auth, record, &mut failures),
             None => failures.push("expected auth events, but the client ran without its auth mode".into()),
         }
+    }
+    if let Some(surface) = &expect.surface {
+        surface.check(seen.surface.as_ref(), &mut failures);
     }
     if let Some(state) = expect.connection {
         let alive = state == ConnectionState::Alive;

@@ -144,6 +144,7 @@ fn observation(record: &OpRecord, step: Option<FakeStep>) -> Option<StepObservat
         notifications: Default::default(),
         connection_alive: step.outcome != Outcome::TransportLoss,
         auth: None,
+        surface: None,
     })
 }
 

@@ -2,6 +2,7 @@
 //!
 //! - [`scenario`]: scenario files (strict YAML or JSON) and their plan of calls.
 //! - [`expect`]: checking a call against its expectations.
+//! - [`surface`]: `toolSurface` and `expect.surface`: the reference client's tool list and what it says of a call.
 //! - [`adapter`]: the target-client adapter contract; [`mcp`] is the reference client behind it, [`fake`] a
 //!   deterministic stand-in with a virtual clock.
 //! - [`runner`]: setup, steps, cancel, cleanup on every path.
@@ -23,4 +24,5 @@ pub mod probe;
 pub mod report;
 pub mod runner;
 pub mod scenario;
+pub mod surface;
 pub mod target;

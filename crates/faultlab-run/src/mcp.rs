@@ -3,6 +3,7 @@
 use crate::adapter::{Adapter, Budget, OpFailure, OpRecord, Operation, Recording, Session, since};
 use crate::expect::{StepObservation, anomaly_delta};
 use crate::scenario::PlannedStep;
+use faultlab_client::surface::Surface;
 use faultlab_client::{Answers, AuthOptions, AuthRecord, Connection, Era, Outcome, Target};
 use serde_json::Value;
 use std::future::Future;
@@ -48,6 +49,8 @@ pub struct McpSession {
     cleaned: OnceCell<OpRecord>,
     /// The auth record as the previous call left it: a call reports what came after (the first, connecting too).
     auth_seen: std::sync::Mutex<AuthRecord>,
+    /// The tool list, kept once a scenario's `toolSurface` asks for it (steps run one at a time).
+    surface: tokio::sync::Mutex<Option<Surface>>,
 }
 
 /// Runs `work` under `budget`, timing it into a record.
@@ -95,8 +98,13 @@ impl Adapter for McpAdapter {
             let connection = Connection::open_with(&self.target, self.era, budget.duration(), self.answers, self.auth)
                 .await
                 .map_err(|e| OpFailure { message: e.to_string(), code: Some("setup_failed".into()) })?;
-            let session =
-                McpSession { connection, origin: self.origin, cleaned: OnceCell::new(), auth_seen: Default::default() };
+            let session = McpSession {
+                connection,
+                origin: self.origin,
+                cleaned: OnceCell::new(),
+                auth_seen: Default::default(),
+                surface: Default::default(),
+            };
             Ok((Outcome::Success, session))
         })
         .await
@@ -116,11 +124,22 @@ impl McpSession {
         let budget =
             Budget::from_millis(budget.duration().as_millis() as u64 + SETTLE.as_millis() as u64).unwrap_or(budget);
         timed(self.origin, operation, operation_id, budget, async {
+            let mut surface = self.surface.lock().await;
+            if let Some(options) = step.surface
+                && surface.is_none()
+            {
+                *surface = Some(Surface::new(options.page_limit()));
+            }
+            // Listed before the call's anomalies are counted: the listing's own frames are not the call's.
+            let listings = match surface.as_mut() {
+                Some(kept) => kept.before_call(&self.connection, deadline).await,
+                None => Vec::new(),
+            };
             let before = self.connection.anomalies();
             let args = Value::Object(step.call.args.clone());
             let mut attempts = match &step.retry {
                 Some(policy) => policy.run(&self.connection, &step.call.tool, &args, deadline, 0).await.attempts,
-                None => vec![self.connection.call_tool(&step.call.tool, args, deadline).await],
+                None => vec![self.connection.call_tool(&step.call.tool, args.clone(), deadline).await],
             };
             let observation = attempts.pop().expect("a call makes at least one attempt");
             // A server that died in failure before answering anything never ran: no verdict on the client.
@@ -137,7 +156,9 @@ impl McpSession {
                 *seen = now;
                 delta
             });
+            let surface = surface.as_mut().map(|kept| kept.after_call(&step.call.tool, &args, &observation, listings));
             let seen = StepObservation {
+                surface,
                 earlier_attempts: attempts,
                 responses: self.connection.responses_for(&observation.request_id),
                 connection_alive: self.connection.is_alive(),

@@ -60,6 +60,10 @@ pub struct Scenario {
     /// lab's authorization server (as `faultlab serve --transport http --auth --auth-fault …`). HTTP only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<ScenarioAuth>,
+    /// Keep the tool list as a client does: list before the first call (at most `pageLimit` pages), again after
+    /// `notifications/tools/list_changed`; steps may then check `expect.surface`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_surface: Option<crate::surface::SurfaceOptions>,
 }
 
 /// A scenario's `auth`: the authorization server's fault and the reference client's bounds.
@@ -216,6 +220,8 @@ pub struct Expect {
     /// connecting). Needs the scenario's `auth`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<AuthExpect>,
+    /// What the tool list said about the call (needs `toolSurface`).
+    pub surface: Option<crate::surface::SurfaceExpect>,
 }
 
 /// Expectations on the auth events of a call: counts are exact, `maxTokenRequests` is the loop bound.
@@ -276,6 +282,8 @@ pub struct PlannedStep {
     /// The seed's observer call (reported as such).
     pub observer: bool,
     pub retry: Option<RetryPolicy>,
+    /// The scenario's `toolSurface`.
+    pub surface: Option<crate::surface::SurfaceOptions>,
 }
 
 impl Scenario {
@@ -308,6 +316,7 @@ impl Scenario {
                     expect,
                     observer: false,
                     retry: self.retry,
+                    surface: self.tool_surface,
                 });
             }
             (None, false) => {
@@ -323,6 +332,7 @@ impl Scenario {
                         expect: step.expect.clone(),
                         observer: false,
                         retry: step.retry,
+                        surface: self.tool_surface,
                     });
                 }
             }
@@ -338,14 +348,21 @@ impl Scenario {
                 expect: observe.expect.clone(),
                 observer: true,
                 retry: None,
+                surface: self.tool_surface,
             });
         }
         if let Some(auth) = &self.auth {
             auth.check()?;
         }
+        if let Some(options) = &self.tool_surface {
+            options.validate()?;
+        }
         for step in &planned {
             if step.expect.auth.is_some() && self.auth.is_none() {
                 return Err(format!("{}: expect.auth needs the scenario's auth (the client's auth mode)", step.label));
+            }
+            if step.expect.surface.is_some() && self.tool_surface.is_none() {
+                return Err(format!("{}: expect.surface needs toolSurface in the scenario", step.label));
             }
             if step.timeout_ms == 0 || step.timeout_ms > MAX_TIMEOUT_MS {
                 return Err(format!("{}: timeoutMs must be between 1 and {MAX_TIMEOUT_MS}", step.label));

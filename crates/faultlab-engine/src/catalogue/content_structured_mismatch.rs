@@ -28,7 +28,7 @@ fault! {
     /// One value of `structuredContent` is changed and `content` is not, so text and structure disagree (kept
     /// valid against the tool's output schema when it has one).
     pub struct ContentStructuredMismatch {}
-    facts: Data, WrongData, None, [r#"{"type": "content_structured_mismatch"}"#];
+    facts: Data, WrongData, Some(ServeTool::everywhere("structured_output")), [r#"{"type": "content_structured_mismatch"}"#];
     apply: |_, reply, earlier| apply(reply, earlier.output_schema.as_ref());
 }
 

@@ -28,7 +28,7 @@ fault! {
     /// The result becomes a tool error (`isError: true`) with an error object as `structuredContent`, one the
     /// tool's `outputSchema` (if it listed one) rejects.
     pub struct ErrorStructuredContent {}
-    facts: Data, Error, None, [r#"{"type": "error_structured_content"}"#];
+    facts: Data, Error, Some(ServeTool::everywhere("structured_output")), [r#"{"type": "error_structured_content"}"#];
     apply: |_, reply, earlier| apply(reply, earlier.output_schema.as_ref());
 }
 

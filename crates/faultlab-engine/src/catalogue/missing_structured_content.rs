@@ -26,7 +26,7 @@ fault! {
     /// `structuredContent` is removed from the result of a tool that listed an `outputSchema` (else the reply is
     /// sent unchanged).
     pub struct MissingStructuredContent {}
-    facts: Data, Invalid, None, [r#"{"type": "missing_structured_content"}"#];
+    facts: Data, Invalid, Some(ServeTool::everywhere("structured_output")), [r#"{"type": "missing_structured_content"}"#];
     apply: |_, reply, earlier| apply(reply, earlier.output_schema.as_ref());
 }
 

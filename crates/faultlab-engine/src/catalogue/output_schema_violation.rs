@@ -29,7 +29,7 @@ fault! {
     /// The result's `structuredContent` is replaced by a close value the tool's `outputSchema` rejects (only when
     /// the tool listed one; else the reply is sent unchanged).
     pub struct OutputSchemaViolation {}
-    facts: Data, Invalid, None, [
+    facts: Data, Invalid, Some(ServeTool::everywhere("structured_output")), [
         r#"{"type": "output_schema_violation"}"#,
     ];
     apply: |_, reply, earlier| apply(reply, earlier.output_schema.as_ref());

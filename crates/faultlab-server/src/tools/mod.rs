@@ -11,7 +11,10 @@ mod liveness;
 mod progress;
 mod session;
 mod stream;
+mod surface;
 mod wire;
+
+pub use surface::{PROBE, PROBE_RENAMED, structured_schema};
 
 use crate::scope::{Scope, TransportKind};
 use faultlab_engine::FaultKind;
@@ -28,6 +31,9 @@ const SESSIONS_ONLY: &[&str] = &["session_loss", "session_lifecycle"];
 /// The stream fault tools cut and replay a session's resumable stream.
 const STREAM_TOOLS: &[&str] = crate::http::stream::STREAM_TOOLS;
 const HTTP_ONLY: &[&str] = &["http_status", "html_page", "not_jsonrpc", "stream_lost"];
+/// The tool surface's drift and pagination tools change every later listing: they need a connection that
+/// outlives a call.
+const STANDING_TOOLS: &[&str] = surface::STANDING_TOOLS;
 
 /// The faulty MCP server. One instance per stdio connection, per legacy HTTP session, or per stateless request.
 #[derive(Clone)]
@@ -70,10 +76,11 @@ impl FaultServer {
             + Self::liveness_router()
             + Self::stream_router()
             + Self::askback_router()
-            + Self::progress_router();
+            + Self::progress_router()
+            + Self::surface_router();
         let absent: &[&[&str]] = match transport {
             TransportKind::Stdio => &[SESSIONS_ONLY, HTTP_ONLY, STREAM_TOOLS],
-            TransportKind::HttpStateless => &[STDIO_AND_SESSIONS, SESSIONS_ONLY, STREAM_TOOLS],
+            TransportKind::HttpStateless => &[STDIO_AND_SESSIONS, SESSIONS_ONLY, STREAM_TOOLS, STANDING_TOOLS],
             TransportKind::HttpSession => &[],
         };
         for name in absent.iter().flat_map(|names| names.iter()) {
@@ -117,6 +124,26 @@ impl ServerHandler for FaultServer {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
             .with_server_info(Implementation::new(crate::SERVER_NAME, env!("CARGO_PKG_VERSION")))
             .with_instructions("MCP Failure Lab: every tool fails on purpose, in a documented way.")
+    }
+
+    /// The router's tools, less those the server answers without listing them (a drifted list shows them).
+    async fn list_tools(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListToolsResult, ErrorData> {
+        let modern = context.protocol_version().is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        let mut tools = self.router.list_all();
+        tools.retain(|tool| !surface::UNLISTED.contains(&tool.name.as_ref()));
+        Ok(rmcp::model::ListToolsResult {
+            result_type: Some(rmcp::model::ResultType::COMPLETE),
+            tools,
+            meta: None,
+            next_cursor: None,
+            // As rmcp lists them: 2026-07-28 cache hints that say the list may change at any time.
+            ttl_ms: modern.then_some(0),
+            cache_scope: modern.then_some(rmcp::model::CacheScope::Public),
+        })
     }
 }
 

@@ -62,6 +62,10 @@ fn tool_for(fault: &Value) -> Option<(&'static str, Value)> {
         "stream_lost" => ("stream_lost", json!({})),
         "session_lifecycle" => ("session_lifecycle", json!({"variant": parameter("variant")})),
         "session_expired_in_flight" => ("session_lifecycle", json!({"variant": "expire_in_flight"})),
+        name @ ("output_schema_violation"
+        | "error_structured_content"
+        | "missing_structured_content"
+        | "content_structured_mismatch") => ("structured_output", json!({"fault": name})),
         _ => return None,
     })
 }
@@ -90,7 +94,10 @@ async fn through_tool(tool: &'static str, arguments: Value, expected: Effect) ->
     };
     client.server.abort();
     let read: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-    observe::seen(&read, &json!(2), ended, None, None)
+    // A client that validates holds a result to the schema the tool listed.
+    let schema =
+        (tool == "structured_output").then(|| Value::Object((*faultlab_server::tools::structured_schema()).clone()));
+    observe::seen(&read, &json!(2), ended, None, schema.as_ref())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -8,6 +8,7 @@
 //! - `front`: path, Host, Origin, body size and method checks before dispatch.
 //! - `load`: 1,000 concurrent legacy initializes against the session cap.
 //! - `resume`: resumable session streams (ids, priming, `Last-Event-ID` replay, 404s) and the stream faults.
+//! - `surface`: the tool surface tools: a tool list that drifts, calls to a tool that is gone, broken pages.
 //! - `catalogue`: every catalogue example a tool arms, with the effect its fault promises.
 //! - `frames`: property tests, no panic on random or truncated input lines.
 //! - `workspace`: the eval workspace server: paths beneath the root, no symlink followed, the ledger.
@@ -24,6 +25,7 @@ mod load;
 mod not_mcp;
 mod resume;
 mod stdio;
+mod surface;
 mod tool_schemas;
 mod util;
 mod workspace;

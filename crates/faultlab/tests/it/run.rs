@@ -33,9 +33,10 @@ fn ran(report: &Value) -> usize {
 fn every_example_passes_against_the_builtin_server_in_both_eras() {
     for era in ["2026-07-28", "2025-11-25"] {
         let report = run_examples(&["--protocol-version", era]);
-        // Over HTTP: the stdio disconnect, and the URL-mode elicitation whose completion HTTP does not carry on
-        // the call's stream.
-        assert_eq!(ran(&report), examples().len() - 2, "only the two stdio-only examples are skipped over HTTP");
+        // Over HTTP: the stdio disconnect, the URL-mode elicitation whose completion HTTP does not carry on the
+        // call's stream, and the 2026-07-28 tool list paged with "" (its drift needs a connection that outlives
+        // a call, which stateless HTTP has not).
+        assert_eq!(ran(&report), examples().len() - 3, "only the three stdio-only examples are skipped over HTTP");
     }
 }
 
@@ -64,7 +65,7 @@ async fn every_example_passes_against_the_binary_as_an_external_http_target() {
             let report = run_examples(&["--protocol-version", era, "--target", &target]);
             // The auth examples' faults are played by the built-in server only.
             let auth = examples().iter().filter(|p| p.to_str().unwrap().contains("/auth-")).count();
-            assert_eq!(ran(&report), examples().len() - 2 - auth);
+            assert_eq!(ran(&report), examples().len() - 3 - auth);
         }
     })
     .await
