@@ -10,23 +10,33 @@
 //!    (pass^k), sharded by variant;
 //! 4. the **report** ([`report`]): the resilience map, the breaking variants with their failing layers and
 //!    evidence, the minimal failing sets per failure mode, and a reproducer per breaking variant.
+//!
+//! Its own crate over `faultlab-eval`: it runs variants as eval runs (eval's runner, batches and grader) and adds
+//! synthesis, classes, the survive / degrade / break assessment, the report and the controls' explore oracle
+//! ([`oracle`], compiled in from `examples/eval/explore-oracle.yaml` through the `builtin` link); eval knows
+//! nothing of it.
+
+// Every `unsafe` block of the lab is in `faultlab-proc` (the engine's timer registration aside): one crate to audit.
+#![forbid(unsafe_code)]
 
 pub mod class;
 pub mod oracle;
 mod page;
 pub mod report;
+pub mod search;
 pub mod synth;
 pub mod verdict;
 
-use crate::batch;
-use crate::evidence;
-use crate::oracle::{LayerName, failing_layers};
-use crate::runner::{AgentSpec, RunError, RunRecord, RunSettings, RunSpec};
-use crate::task::Task;
 pub use class::FaultClass;
 use faultlab_engine::trajectory::Trajectory;
+use faultlab_eval::batch;
+use faultlab_eval::evidence;
+use faultlab_eval::oracle::{LayerName, failing_layers};
+use faultlab_eval::runner::{AgentSpec, RunError, RunRecord, RunSettings, RunSpec};
+use faultlab_eval::task::Task;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 pub use synth::{CallFacts, Planned, Pruned, Site, Variant};
 pub use verdict::{Assessment, assess, describe};
@@ -38,8 +48,12 @@ pub struct Explore {
     pub task: Arc<Task>,
     pub agent: AgentSpec,
     pub classes: Vec<FaultClass>,
-    /// 1: single faults; 2: also pairs.
+    /// Only each class's representative (`--quick`), not every catalogue fault of the class.
+    pub quick: bool,
+    /// 1: single faults; 2 and 3: also sets of that many faults at different calls, found by the search.
     pub max_faults: u8,
+    /// Every combination of faults up to `max_faults` (the baseline the search is measured against).
+    pub exhaustive: bool,
     /// Most variant runs (repeats included), if limited.
     pub budget: Option<usize>,
     /// `out` is the report's folder: runs go to `runs/<task>/<agent>.<variant>/<repeat>` and reproducers to
@@ -64,6 +78,10 @@ pub struct Exploration {
     /// Per healthy call: its result reached the outcome (pairs only fault such calls).
     pub lineage: Vec<bool>,
     pub classes: Vec<FaultClass>,
+    /// Each class was tried by its representative alone (`--quick`); else by every catalogue fault of the class
+    /// that applies at the call.
+    #[serde(default)]
+    pub quick: bool,
     pub variants: Vec<VariantResult>,
     pub pruned: Vec<Pruned>,
 }
@@ -118,7 +136,7 @@ pub struct VariantResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FaultRecord {
     /// Position of the call in the healthy run: 0-based here, counted from 1 (`#1`) in `report.json`.
-    #[serde(with = "crate::one_based")]
+    #[serde(with = "faultlab_eval::one_based")]
     #[schemars(with = "usize")]
     pub call: usize,
     pub tool: String,
@@ -132,14 +150,13 @@ pub struct FaultRecord {
 
 impl FaultRecord {
     fn of(planned: &Planned) -> Self {
-        let (fault, mode) = planned.class.fault();
         Self {
             call: planned.site.call,
             tool: planned.site.tool.clone(),
             nth: planned.site.nth,
             class: planned.class,
-            fault: fault.name().into(),
-            mode,
+            fault: planned.fault.clone(),
+            mode: planned.member(1500).mode,
         }
     }
 }
@@ -160,7 +177,7 @@ impl Explore {
     pub(crate) fn task_with(&self, rules: Vec<faultlab_engine::rules::Rule>) -> Arc<Task> {
         let mut task = self.task.as_ref().clone();
         task.faults = rules;
-        task.recovery.expected_outcome = crate::task::RecoveryOutcome::Recovered;
+        task.recovery.expected_outcome = faultlab_eval::task::RecoveryOutcome::Recovered;
         Arc::new(task)
     }
 
@@ -211,6 +228,7 @@ impl Explore {
             calls: Vec::new(),
             lineage: Vec::new(),
             classes: self.classes.clone(),
+            quick: self.quick,
             variants: Vec::new(),
             pruned: Vec::new(),
         };
@@ -235,32 +253,97 @@ impl Explore {
         let known = format!("{}\n{}", self.task.goal, self.task.description.as_deref().unwrap_or_default());
         exploration.lineage = synth::lineage(&facts, claim.as_deref().unwrap_or(""), &known);
 
-        let (singles, mut pruned) = synth::singles(&facts, &self.classes);
+        let (singles, mut pruned) = synth::singles(&facts, &self.classes, self.quick);
         let sets = singles.into_iter().map(|p| vec![p]).collect();
         let variants = synth::number(sets, 0, self.budget, self.settings.repeat, &mut pruned);
-        let numbered = variants.len();
-        exploration.variants = self.run_variants(variants, &mut progress).await?;
+        let mut numbered = variants.len();
+        let mut tried: Vec<search::Tried> = Vec::new();
+        for (result, support) in self.run_variants(variants, &mut progress).await? {
+            tried.push(self.tried(&result, &exploration.calls, support, &exploration.lineage));
+            exploration.variants.push(result);
+        }
         if self.max_faults >= 2 {
-            let survived: Vec<Planned> = exploration
-                .variants
-                .iter()
-                .filter(|v| !v.broke && !v.degraded && v.error.is_none())
-                .map(|v| planned_of(&v.faults[0], &exploration.calls))
-                .collect();
-            let (sets, more) = synth::pairs(&facts, &survived, &exploration.lineage);
+            let (_, more) = synth::pairs(&facts, &[], &exploration.lineage);
             pruned.extend(more);
+        }
+        // One fault per call and class (the first, the representative when it ran): sets of every member would
+        // multiply the singles. The search extends a survived set by a survived single's fault; `--exhaustive`
+        // combines every single's.
+        let mut universe: Vec<Planned> = Vec::new();
+        for t in tried.iter().filter(|t| self.exhaustive || (!t.failed && t.support.is_some())) {
+            let planned = &t.faults[0];
+            if !universe.iter().any(|s| (s.site.call, s.class) == (planned.site.call, planned.class)) {
+                universe.push(planned.clone());
+            }
+        }
+        for k in 2..=usize::from(self.max_faults) {
+            // A recovery call a survived run made (a retry: the second call to a tool the healthy run called
+            // once) is a site too: the classes' representatives that apply to it, combined by the search.
+            for t in tried.iter().filter(|t| t.faults.len() + 1 == k) {
+                for site in t.support.iter().flatten() {
+                    if exploration.calls.iter().any(|c| search::key(c) == *site) {
+                        continue;
+                    }
+                    let new = Site { call: exploration.calls.len(), tool: site.0.clone(), nth: site.1 };
+                    universe.extend(self.classes.iter().map(|&class| Planned::of(new.clone(), class)));
+                    exploration.calls.push(new);
+                    exploration.lineage.push(true);
+                }
+            }
+            let sets = match self.exhaustive {
+                true => search::combinations(&universe, k),
+                false => search::next_level(&tried, &universe, k),
+            };
             let variants = synth::number(sets, numbered, self.budget, self.settings.repeat, &mut pruned);
-            exploration.variants.extend(self.run_variants(variants, &mut progress).await?);
+            numbered += variants.len();
+            for (result, support) in self.run_variants(variants, &mut progress).await? {
+                tried.push(self.tried(&result, &exploration.calls, support, &[]));
+                exploration.variants.push(result);
+            }
         }
         exploration.pruned = pruned;
         Ok(exploration)
+    }
+
+    /// A variant's verdict as the search reads it: failed when it broke the agent; its support when every repeat
+    /// survived.
+    fn tried(
+        &self,
+        result: &VariantResult,
+        calls: &[Site],
+        support: Option<BTreeSet<search::CallKey>>,
+        healthy_lineage: &[bool],
+    ) -> search::Tried {
+        // A single is relevant at a call of the healthy lineage; a larger set was built at a call its parent's
+        // run depended on.
+        let relevant = result.faults.len() > 1
+            || result.faults.iter().all(|f| healthy_lineage.get(f.call).copied().unwrap_or(true));
+        search::Tried {
+            relevant,
+            faults: result.faults.iter().map(|f| planned_of(f, calls)).collect(),
+            failed: result.broke,
+            support: match result.broke || result.degraded || result.error.is_some() {
+                true => None,
+                false => support,
+            },
+        }
+    }
+
+    /// The calls a run's success depended on: its lineage (writes, and calls whose results reached a later call
+    /// or the claim), recovery calls included, each named as the nth call to its tool.
+    fn support(&self, run: &RunRecord) -> Result<BTreeSet<search::CallKey>, ExploreError> {
+        let facts = self.facts(run)?;
+        let claim = run.claim.as_ref().map(|c| format!("{} {}", c.message, c.answer.as_deref().unwrap_or("")));
+        let known = format!("{}\n{}", self.task.goal, self.task.description.as_deref().unwrap_or_default());
+        let lineage = synth::lineage(&facts, claim.as_deref().unwrap_or(""), &known);
+        Ok(synth::sites(&facts).iter().zip(lineage).filter(|(_, l)| *l).map(|(s, _)| search::key(s)).collect())
     }
 
     async fn run_variants(
         &self,
         variants: Vec<Variant>,
         progress: &mut impl FnMut(&str),
-    ) -> Result<Vec<VariantResult>, ExploreError> {
+    ) -> Result<Vec<(VariantResult, Option<BTreeSet<search::CallKey>>)>, ExploreError> {
         let mine: Vec<Variant> = variants
             .into_iter()
             .enumerate()
@@ -285,7 +368,14 @@ impl Explore {
         let mut out = Vec::new();
         for variant in mine {
             let runs: Vec<Result<RunRecord, RunError>> = results.by_ref().take(self.repeats() as usize).collect();
-            out.push(self.result(variant, runs)?);
+            let first = runs.first().and_then(|r| r.as_ref().ok()).filter(|r| r.error.is_none()).cloned();
+            let result = self.result(variant, runs)?;
+            let survived = !result.broke && !result.degraded && result.error.is_none();
+            let support = match (survived && self.max_faults >= 2, first) {
+                (true, Some(run)) => Some(self.support(&run)?),
+                _ => None,
+            };
+            out.push((result, support));
         }
         Ok(out)
     }
@@ -303,7 +393,8 @@ impl Explore {
         let degraded = !broke && failing.is_some();
         let fired = runs.iter().all(|r| {
             let fired = &r.faults_fired;
-            variant.faults.iter().all(|f| fired.iter().any(|name| name == f.class.fault().0.name()))
+            // As the trajectory names it (`auth_expired` fires as `http_status`).
+            variant.faults.iter().all(|f| fired.iter().any(|name| name == f.member(self.deadline_ms()).fault.name()))
         });
         let reproducer = match failing.is_some() {
             true => Some(report::reproducer(self, &variant).map_err(|e| ExploreError::Evidence {
@@ -387,7 +478,7 @@ pub async fn run_all(
         .buffered(side_by_side.max(1))
         .collect()
         .await;
-    crate::runner::remove_scratch_root();
+    faultlab_eval::runner::remove_scratch_root();
     results
 }
 
@@ -406,30 +497,52 @@ fn arguments_name(arguments: &serde_json::Value, path: &str) -> bool {
 }
 
 fn planned_of(record: &FaultRecord, calls: &[Site]) -> Planned {
-    Planned { site: calls[record.call].clone(), class: record.class }
+    Planned { site: calls[record.call].clone(), class: record.class, fault: record.fault.clone() }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::verdict::tests::{aborted, faulted};
     use super::*;
-    use crate::agent::ControlAgent;
-    use crate::evidence::ToolCall;
-    use crate::merge::tests::record;
-    use crate::task::{Category, RecoveryOutcome};
     use faultlab_engine::catalogue::Effect;
+    use faultlab_eval::agent::ControlAgent;
+    use faultlab_eval::evidence::ToolCall;
+    use faultlab_eval::task::{Category, RecoveryOutcome};
     use serde_json::Value;
     use std::path::Path;
+
+    /// A graded run of `task` by `agent` (repeat counted from 0) that passed or failed every layer, with no calls.
+    pub(crate) fn record(task: &str, agent: &str, repeat: u32, category: Category, passed: bool) -> RunRecord {
+        let layer = serde_json::json!({"passed": passed, "checks": []});
+        serde_json::from_value(serde_json::json!({
+            "task": task, "agent": agent, "agent_spec": [agent], "repeat": repeat + 1, "seed": 0, "categories": [category],
+            "faults_fired": [], "nonce": "0", "end": {"end": "exited", "code": 0}, "claim": null,
+            "duration_ms": 1, "dir": format!("runs/{task}/{agent}/{}", repeat + 1), "calls": [],
+            "verdict": {
+                "passed": passed, "outcome": layer, "safety": layer, "side_effects": layer,
+                "recovery": {
+                    "strategy": if passed { "retry" } else { "abort" },
+                    "outcome": if passed { "recovered" } else { "aborted-safely" },
+                    "expected": "recovered", "passed": passed, "detail": "", "evidence": []
+                },
+                "efficiency": {"tool_calls": 1, "retries": 0, "duplicates": 0, "fallback_depth": 0, "duration_ms": 1}
+            }
+        }))
+        .expect("a valid run record")
+    }
 
     #[test]
     fn a_variant_breaks_when_any_repeat_fails_but_not_by_its_strategy_alone() {
         let dir = tempfile::tempdir().unwrap();
-        let task = crate::builtin::tasks().into_iter().find(|t| t.id == "transport-timeout-after-write").unwrap();
+        let task =
+            faultlab_eval::builtin::tasks().into_iter().find(|t| t.id == "transport-timeout-after-write").unwrap();
         let explore = Explore {
             task: Arc::new(task),
             agent: AgentSpec::Control(ControlAgent::Good),
             classes: vec![FaultClass::Error],
+            quick: false,
             max_faults: 1,
+            exhaustive: false,
             budget: None,
             settings: RunSettings { repeat: 2, ..RunSettings::new(dir.path().into(), "faultlab".into()) },
         };
@@ -440,7 +553,7 @@ mod tests {
             assert_eq!(spec.dir.ancestors().nth(3), Some(dir.path().join("runs").as_path()), "{}", spec.dir.display());
         }
         let site = Site { call: 1, tool: "write_file".into(), nth: 1 };
-        let variant = Variant { id: "v001".into(), faults: vec![Planned { site, class: FaultClass::Error }] };
+        let variant = Variant { id: "v001".into(), faults: vec![Planned::of(site, FaultClass::Error)] };
         let pass = record("t", "good", 0, Category::Transport, true);
         let mut fail = record("t", "good", 1, Category::Transport, false);
         fail.verdict.recovery.outcome = RecoveryOutcome::FalseRecovery;
@@ -468,14 +581,17 @@ mod tests {
 
     #[test]
     fn the_healthy_and_variant_runs_of_a_task_expecting_an_honest_abort_expect_the_goal() {
-        let task = crate::builtin::tasks().into_iter().find(|t| t.id == "authorization-forbidden-write").unwrap();
+        let task =
+            faultlab_eval::builtin::tasks().into_iter().find(|t| t.id == "authorization-forbidden-write").unwrap();
         assert_eq!(task.recovery.expected_outcome, RecoveryOutcome::AbortedSafely);
         let dir = tempfile::tempdir().unwrap();
         let explore = Explore {
             task: Arc::new(task),
             agent: AgentSpec::Control(ControlAgent::Good),
             classes: vec![FaultClass::Error],
+            quick: false,
             max_faults: 1,
+            exhaustive: false,
             budget: None,
             settings: RunSettings::new(dir.path().into(), "faultlab".into()),
         };
