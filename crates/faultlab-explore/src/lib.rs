@@ -50,6 +50,11 @@ pub struct Explore {
     pub classes: Vec<FaultClass>,
     /// Only each class's representative (`--quick`), not every catalogue fault of the class.
     pub quick: bool,
+    /// The protocol's own requests (`initialize`, `tools/list`) are sites too, after the tool calls.
+    pub protocol_sites: bool,
+    /// `--from-trajectory`: the faults a recorded failing run met, by the nth call of their tool; the exploration
+    /// then shrinks them to the smallest set that reproduces the failure mode they cause, instead of synthesising.
+    pub recorded: Option<Vec<(search::CallKey, Planned)>>,
     /// 1: single faults; 2 and 3: also sets of that many faults at different calls, found by the search.
     pub max_faults: u8,
     /// Every combination of faults up to `max_faults` (the baseline the search is measured against).
@@ -84,6 +89,10 @@ pub struct Exploration {
     pub quick: bool,
     pub variants: Vec<VariantResult>,
     pub pruned: Vec<Pruned>,
+    /// `--from-trajectory`: the variant holding the smallest fault set that reproduces the recorded run's failure
+    /// mode (that of all its faults replayed together), if they reproduce one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduced: Option<String>,
 }
 
 /// The healthy run (every repeat): its verdict, and why it failed when it did.
@@ -231,6 +240,7 @@ impl Explore {
             quick: self.quick,
             variants: Vec::new(),
             pruned: Vec::new(),
+            reproduced: None,
         };
         progress(&format!("{} × {}: healthy run", exploration.task, exploration.agent));
         let healthy = self.task_with(Vec::new());
@@ -253,6 +263,10 @@ impl Explore {
         let known = format!("{}\n{}", self.task.goal, self.task.description.as_deref().unwrap_or_default());
         exploration.lineage = synth::lineage(&facts, claim.as_deref().unwrap_or(""), &known);
 
+        if let Some(recorded) = &self.recorded {
+            self.shrink(recorded, &mut exploration, &mut progress).await?;
+            return Ok(exploration);
+        }
         let (singles, mut pruned) = synth::singles(&facts, &self.classes, self.quick);
         let sets = singles.into_iter().map(|p| vec![p]).collect();
         let variants = synth::number(sets, 0, self.budget, self.settings.repeat, &mut pruned);
@@ -284,7 +298,7 @@ impl Explore {
                     if exploration.calls.iter().any(|c| search::key(c) == *site) {
                         continue;
                     }
-                    let new = Site { call: exploration.calls.len(), tool: site.0.clone(), nth: site.1 };
+                    let new = search::site_of(site, exploration.calls.len());
                     universe.extend(self.classes.iter().map(|&class| Planned::of(new.clone(), class)));
                     exploration.calls.push(new);
                     exploration.lineage.push(true);
@@ -303,6 +317,77 @@ impl Explore {
         }
         exploration.pruned = pruned;
         Ok(exploration)
+    }
+
+    /// `--from-trajectory`: replays every recorded fault, then removes one at a time while the run still fails
+    /// the same way (delta debugging, one fault a step), within the budget. The sites are the healthy run's where
+    /// it made the same call, else added after them.
+    async fn shrink(
+        &self,
+        recorded: &[(search::CallKey, Planned)],
+        exploration: &mut Exploration,
+        progress: &mut impl FnMut(&str),
+    ) -> Result<(), ExploreError> {
+        let mut current: Vec<Planned> = Vec::new();
+        for (key, planned) in recorded {
+            let site = match exploration.calls.iter().find(|c| search::key(c) == *key) {
+                Some(site) => site.clone(),
+                None => {
+                    let site = search::site_of(key, exploration.calls.len());
+                    exploration.calls.push(site.clone());
+                    exploration.lineage.push(true);
+                    site
+                }
+            };
+            current.push(Planned { site, ..planned.clone() });
+        }
+        current.sort();
+        let mut numbered = 0;
+        let run = |set: Vec<Planned>, numbered: &mut usize| {
+            let mut pruned = Vec::new();
+            let variants = synth::number(vec![set], *numbered, self.budget, self.settings.repeat, &mut pruned);
+            *numbered += variants.len();
+            (variants, pruned)
+        };
+        let (variants, pruned) = run(current.clone(), &mut numbered);
+        exploration.pruned.extend(pruned);
+        let Some((first, _)) = self.run_variants(variants, progress).await?.into_iter().next() else { return Ok(()) };
+        let target = first.failure_mode.clone().filter(|_| first.broke || first.degraded);
+        let mut smallest = first.id.clone();
+        exploration.variants.push(first);
+        let Some(target) = target else {
+            exploration.pruned.push(Pruned {
+                what: "shrinking the recorded faults".into(),
+                why: "replayed together they do not make the agent fail: nothing to reproduce".into(),
+            });
+            return Ok(());
+        };
+        'shrink: while current.len() > 1 {
+            for i in 0..current.len() {
+                let mut smaller = current.clone();
+                smaller.remove(i);
+                let (variants, pruned) = run(smaller.clone(), &mut numbered);
+                if variants.is_empty() {
+                    exploration.pruned.extend(pruned);
+                    break 'shrink;
+                }
+                let Some((result, _)) = self.run_variants(variants, progress).await?.into_iter().next() else {
+                    break 'shrink;
+                };
+                let same = (result.broke || result.degraded) && result.failure_mode.as_deref() == Some(&target);
+                if same {
+                    smallest = result.id.clone();
+                }
+                exploration.variants.push(result);
+                if same {
+                    current = smaller;
+                    continue 'shrink;
+                }
+            }
+            break;
+        }
+        exploration.reproduced = Some(smallest);
+        Ok(())
     }
 
     /// A variant's verdict as the search reads it: failed when it broke the agent; its support when every repeat
@@ -433,6 +518,18 @@ impl Explore {
             Ok(text) => Some(evidence::ledger(&text).map_err(|e| bad(e.to_string()))?),
             Err(_) => None,
         };
+        let protocol =
+            trajectory.exchanges().into_iter().filter(|e| self.protocol_sites && PROTOCOL_SITES.contains(&e.method()));
+        let protocol: Vec<CallFacts> = protocol
+            .map(|e| CallFacts {
+                tool: e.method().to_owned(),
+                arguments: serde_json::Value::Null,
+                reply: e.recorded_reply().map(|r| r.to_string()),
+                wrote: false,
+                error: e.error(),
+                method: Some(e.method().to_owned()),
+            })
+            .collect();
         Ok(trajectory
             .tool_calls()
             .iter()
@@ -451,11 +548,17 @@ impl Explore {
                     error: exchange.error(),
                     tool,
                     arguments,
+                    method: None,
                 }
             })
+            .chain(protocol)
             .collect())
     }
 }
+
+/// The protocol requests `--protocol-sites` faults: the session's start and the tool list (where the tool-surface
+/// faults act: `list_drift`, `broken_pagination`, `page_error`, `output_schema_violation`).
+const PROTOCOL_SITES: [&str; 2] = ["initialize", "tools/list"];
 
 /// Runs the explorations, `side_by_side` at a time (each with its own `jobs`), in the order given; the runs'
 /// scratch root is removed after the last.
@@ -541,6 +644,8 @@ pub(crate) mod tests {
             agent: AgentSpec::Control(ControlAgent::Good),
             classes: vec![FaultClass::Error],
             quick: false,
+            protocol_sites: false,
+            recorded: None,
             max_faults: 1,
             exhaustive: false,
             budget: None,
@@ -552,7 +657,7 @@ pub(crate) mod tests {
         for spec in &specs {
             assert_eq!(spec.dir.ancestors().nth(3), Some(dir.path().join("runs").as_path()), "{}", spec.dir.display());
         }
-        let site = Site { call: 1, tool: "write_file".into(), nth: 1 };
+        let site = Site { call: 1, tool: "write_file".into(), nth: 1, method: None };
         let variant = Variant { id: "v001".into(), faults: vec![Planned::of(site, FaultClass::Error)] };
         let pass = record("t", "good", 0, Category::Transport, true);
         let mut fail = record("t", "good", 1, Category::Transport, false);
@@ -590,6 +695,8 @@ pub(crate) mod tests {
             agent: AgentSpec::Control(ControlAgent::Good),
             classes: vec![FaultClass::Error],
             quick: false,
+            protocol_sites: false,
+            recorded: None,
             max_faults: 1,
             exhaustive: false,
             budget: None,

@@ -124,6 +124,7 @@ mod tests {
             quick: false,
             variants: Vec::new(),
             pruned: Vec::new(),
+            reproduced: None,
         }
     }
 

@@ -125,17 +125,23 @@ impl ExploreReport {
 }
 
 impl Exploration {
-    /// The classes that broke the agent with a single fault (at any call).
+    /// The classes whose representative broke the agent as a single fault (at any call): what the explore
+    /// oracle speaks of, the same with or without `--quick` (the other members' verdicts are the report's
+    /// disagreements).
     pub fn breaking_classes(&self) -> BTreeSet<FaultClass> {
-        self.variants.iter().filter(|v| v.broke && v.faults.len() == 1).map(|v| v.faults[0].class).collect()
+        self.representatives().filter(|v| v.broke).map(|v| v.faults[0].class).collect()
     }
 
-    /// The classes under which a single fault made the agent fail honestly (at some call), and none broke it.
+    /// The single-fault variants of a class's representative.
+    fn representatives(&self) -> impl Iterator<Item = &VariantResult> {
+        self.variants.iter().filter(|v| v.faults.len() == 1 && v.faults[0].fault == v.faults[0].class.representative())
+    }
+
+    /// The classes under which the representative made the agent fail honestly (at some call), and none broke it.
     pub fn degrading_classes(&self) -> BTreeSet<FaultClass> {
         let breaking = self.breaking_classes();
-        self.variants
-            .iter()
-            .filter(|v| v.degraded && v.faults.len() == 1 && !breaking.contains(&v.faults[0].class))
+        self.representatives()
+            .filter(|v| v.degraded && !breaking.contains(&v.faults[0].class))
             .map(|v| v.faults[0].class)
             .collect()
     }
@@ -205,7 +211,7 @@ impl Exploration {
 
     /// Where two catalogue faults of one class at one site gave different verdicts (the class's equivalence
     /// measured, not assumed): per site and class, each fault with its verdict.
-    pub fn disagreements(&self) -> Vec<(&Site, FaultClass, Vec<(String, &'static str)>)> {
+    pub fn disagreements(&self) -> Vec<Disagreement<'_>> {
         let mut found = Vec::new();
         for site in &self.calls {
             for &class in &self.classes {
@@ -253,6 +259,9 @@ impl Exploration {
         ranked
     }
 }
+
+/// A site, a class, and each of its faults there with its verdict (as a map cell names it).
+pub type Disagreement<'a> = (&'a Site, FaultClass, Vec<(String, &'static str)>);
 
 /// How bad a failure is for a user, least first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
@@ -393,6 +402,20 @@ pub fn markdown(report: &ExploreReport) -> String {
             out.push_str("### What to harden first\n\n");
             for (i, h) in harden.iter().enumerate() {
                 let _ = writeln!(out, "{}. {}", i + 1, h.words());
+            }
+            out.push('\n');
+        }
+        if let Some(v) = e.reproduced.as_ref().and_then(|id| e.variants.iter().find(|v| &v.id == id)) {
+            let _ = writeln!(
+                out,
+                "### Reproduced from the trajectory\n\nThe smallest fault set that reproduces the recorded run's \
+                 failure mode ({}): **{}** {}.",
+                v.failure_mode.as_deref().unwrap_or_default(),
+                v.id,
+                label(v)
+            );
+            if let Some(r) = &v.reproducer {
+                let _ = writeln!(out, "Reproduce: `{}` (rules: `{}`)", r.command, r.rules_file);
             }
             out.push('\n');
         }
@@ -563,12 +586,16 @@ mod tests {
                 command: Vec::new(),
                 seed: 0,
                 healthy: Healthy { passed: true, runs: 1, verdict: String::new(), dirs: Vec::new() },
-                calls: vec![Site { call: 0, tool: "t".into(), nth: 1 }, Site { call: 1, tool: "t".into(), nth: 2 }],
+                calls: vec![
+                    Site { call: 0, tool: "t".into(), nth: 1, method: None },
+                    Site { call: 1, tool: "t".into(), nth: 2, method: None },
+                ],
                 lineage: vec![true, true],
                 classes: vec![FaultClass::Error, FaultClass::Timeout],
                 quick: false,
                 variants,
                 pruned: Vec::new(),
+                reproduced: None,
             }],
         }
     }

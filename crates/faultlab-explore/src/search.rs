@@ -14,9 +14,23 @@ use std::collections::BTreeSet;
 /// call (the second `write_file` of a retry) is named even though the healthy run never made it.
 pub type CallKey = (String, u64);
 
-/// The key of a site.
+/// The key of a site (a protocol request's names its method, marked apart from any tool's name).
 pub fn key(site: &Site) -> CallKey {
-    (site.tool.clone(), site.nth)
+    match &site.method {
+        Some(method) => (format!("{method}{PROTOCOL}"), site.nth),
+        None => (site.tool.clone(), site.nth),
+    }
+}
+
+/// What marks a protocol request's key (a tool's name has no space).
+const PROTOCOL: &str = " (protocol)";
+
+/// The site a key names, at position `call`.
+pub fn site_of(key: &CallKey, call: usize) -> Site {
+    match key.0.strip_suffix(PROTOCOL) {
+        Some(method) => Site { call, tool: method.into(), nth: key.1, method: Some(method.into()) },
+        None => Site { call, tool: key.0.clone(), nth: key.1, method: None },
+    }
 }
 
 /// A fault set tried, and what its runs said.
@@ -94,6 +108,39 @@ pub fn minimal(tried: &[Tried]) -> Vec<Vec<Planned>> {
     out
 }
 
+/// The faults a recorded trajectory shows acting on tool calls (`--from-trajectory`), each as the class member of
+/// its name at the nth call of its tool; a fault no class holds (a model-hop fault) is an error naming it.
+pub fn recorded(trajectory: &faultlab_engine::trajectory::Trajectory) -> Result<Vec<(CallKey, Planned)>, String> {
+    let mut seen: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut out = Vec::new();
+    for exchange in trajectory.tool_calls() {
+        let tool = exchange.tool().unwrap_or_default().to_owned();
+        let nth = seen.entry(tool.clone()).or_default();
+        *nth += 1;
+        let Some((_, fault)) = exchange.fault() else { continue };
+        // The class whose member has the fault's name and, of those, the one whose mode agrees with whether the
+        // server executed the call (`timeout` after executing it is `timeout-after`).
+        let executed = exchange.executed();
+        let classes: Vec<(crate::class::FaultClass, faultlab_engine::rules::Mode)> =
+            crate::class::FaultClass::ALL.iter().filter_map(|c| c.member(fault, 1500).map(|m| (*c, m.mode))).collect();
+        let agrees = |mode: faultlab_engine::rules::Mode| {
+            executed.is_none_or(|executed| executed == (mode == faultlab_engine::rules::Mode::After))
+        };
+        let class = classes
+            .iter()
+            .find(|(_, mode)| agrees(*mode))
+            .or(classes.first())
+            .map(|(c, _)| *c)
+            .ok_or_else(|| format!("fault {fault:?} at {tool} call {nth}: no fault class tries it"))?;
+        let site = Site { call: 0, tool: tool.clone(), nth: *nth, method: None };
+        out.push(((tool, *nth), Planned { site, class, fault: fault.into() }));
+    }
+    if out.is_empty() {
+        return Err("no fault acted on a tool call in it: nothing to reproduce".into());
+    }
+    Ok(out)
+}
+
 fn sorted(mut set: Vec<Planned>) -> Vec<Planned> {
     set.sort();
     set
@@ -140,7 +187,7 @@ mod tests {
         let mut out = Vec::new();
         for call in 0..calls {
             for class in [FaultClass::Error, FaultClass::Timeout] {
-                out.push(Planned::of(Site { call, tool: format!("t{call}"), nth: 1 }, class));
+                out.push(Planned::of(Site { call, tool: format!("t{call}"), nth: 1, method: None }, class));
             }
         }
         out
@@ -201,7 +248,7 @@ mod tests {
         assert_eq!(search(&faults, 3, Some(5), false, planted(Vec::new(), 4, 9)).len(), 5);
         // The parent's support names a call the healthy run never made (a retry: t1's second call); a fault
         // planned at that key extends it.
-        let retry = Planned::of(Site { call: 4, tool: "t1".into(), nth: 2 }, FaultClass::Timeout);
+        let retry = Planned::of(Site { call: 4, tool: "t1".into(), nth: 2, method: None }, FaultClass::Timeout);
         let parent = Tried {
             faults: vec![faults[2].clone()],
             failed: false,

@@ -21,6 +21,10 @@ pub struct Site {
     pub tool: String,
     /// 1-based: the nth call to `tool`.
     pub nth: u64,
+    /// A request of the protocol itself (`initialize`, `tools/list`; `--protocol-sites`), whose method `tool`
+    /// then repeats; absent for a `tools/call`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
 }
 
 impl Site {
@@ -41,6 +45,9 @@ pub struct CallFacts {
     pub wrote: bool,
     /// The reply was an error in the healthy run.
     pub error: bool,
+    /// A request of the protocol itself (`initialize`, `tools/list`), named in `tool` too; absent for a call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
 }
 
 /// One fault of a variant: a catalogue fault of a class at a site.
@@ -88,11 +95,14 @@ impl Planned {
         };
         Rule {
             name,
-            matcher: Match {
-                method: Some("tools/call".into()),
-                tool: Some(glob::Pattern::escape(&self.site.tool)),
-                nth: Some(self.site.nth),
-                ..Match::default()
+            matcher: match &self.site.method {
+                Some(method) => Match { method: Some(method.clone()), nth: Some(self.site.nth), ..Match::default() },
+                None => Match {
+                    method: Some("tools/call".into()),
+                    tool: Some(glob::Pattern::escape(&self.site.tool)),
+                    nth: Some(self.site.nth),
+                    ..Match::default()
+                },
             },
             mode,
             fault,
@@ -136,7 +146,7 @@ pub fn sites(calls: &[CallFacts]) -> Vec<Site> {
         .map(|(call, c)| {
             let nth = seen.entry(&c.tool).or_default();
             *nth += 1;
-            Site { call, tool: c.tool.clone(), nth: *nth }
+            Site { call, tool: c.tool.clone(), nth: *nth, method: c.method.clone() }
         })
         .collect()
 }
@@ -204,13 +214,14 @@ fn earlier(calls: &[CallFacts], index: usize) -> Earlier {
 /// is kept, rather than pruned on a guess).
 fn skipped(member: &Member, call: &CallFacts, earlier: &Earlier) -> Option<String> {
     let reply = Frame::parse(call.reply.clone()?.into_bytes());
-    if reply.value().is_none() {
-        return None;
-    }
-    let request = Frame::from_value(serde_json::json!({
-        "jsonrpc": "2.0", "id": reply.value()?.get("id").cloned().unwrap_or(Value::from(1)), "method": "tools/call",
-        "params": {"name": call.tool, "arguments": call.arguments},
-    }));
+    let id = reply.value()?.get("id").cloned().unwrap_or(Value::from(1));
+    let request = Frame::from_value(match &call.method {
+        Some(method) => serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {}}),
+        None => serde_json::json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": call.tool, "arguments": call.arguments},
+        }),
+    });
     let applied = member.fault.apply_checked(Reply { frame: &reply, request: Some(&request) }, earlier);
     applied.skipped.map(|why| format!("{} does not act on this reply: {why}", member.name))
 }
@@ -225,6 +236,11 @@ pub fn lineage(calls: &[CallFacts], claim: &str, known: &str) -> Vec<bool> {
     let mut knew: BTreeSet<String> = words(known).map(str::to_owned).collect();
     let mut out = Vec::new();
     for (i, call) in calls.iter().enumerate() {
+        if call.method.is_some() {
+            // Every call after it depends on the protocol's own requests (the session, the tools it listed).
+            out.push(true);
+            continue;
+        }
         knew.extend(values(&call.arguments).iter().flat_map(|v| words(v)).map(str::to_owned));
         let Some(reply) = &call.reply else {
             // Nothing recorded to trace: keep the call rather than prune on a guess.
@@ -317,7 +333,7 @@ mod tests {
     use serde_json::json;
 
     fn call(tool: &str, arguments: Value, reply: &str, wrote: bool) -> CallFacts {
-        CallFacts { tool: tool.into(), arguments, reply: Some(reply.into()), wrote, error: false }
+        CallFacts { tool: tool.into(), arguments, reply: Some(reply.into()), wrote, error: false, method: None }
     }
 
     /// The healthy run of the built-in tasks: read the nonce, list the folder (unused), write the nonce.
@@ -344,7 +360,10 @@ mod tests {
         let mut calls = healthy();
         calls.push(call("read_file", json!({"path": "output.txt"}), "0123456789abcdef", false));
         let (planned, _) = singles(&calls, &[FaultClass::Stale], true);
-        assert_eq!(planned, vec![Planned::of(Site { call: 3, tool: "read_file".into(), nth: 2 }, FaultClass::Stale)]);
+        assert_eq!(
+            planned,
+            vec![Planned::of(Site { call: 3, tool: "read_file".into(), nth: 2, method: None }, FaultClass::Stale)]
+        );
     }
 
     #[test]
@@ -371,8 +390,52 @@ mod tests {
     }
 
     #[test]
+    fn protocol_sites_are_faulted_by_method_and_the_tool_surface_faults_act_on_the_tool_list() {
+        let list = json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+            {"name": "read_file", "inputSchema": {"type": "object"}},
+            {"name": "write_file", "inputSchema": {"type": "object"}},
+        ]}});
+        let init = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-06-18", "capabilities": {},
+            "serverInfo": {"name": "s", "version": "1"}}});
+        let protocol = |method: &str, reply: &Value| CallFacts {
+            tool: method.into(),
+            arguments: Value::Null,
+            reply: Some(reply.to_string()),
+            wrote: false,
+            error: false,
+            method: Some(method.into()),
+        };
+        let mut calls = healthy();
+        calls.push(protocol("initialize", &init));
+        calls.push(protocol("tools/list", &list));
+        // The tool calls keep their positions; the protocol's requests come after them, always in the lineage.
+        let sites = sites(&calls);
+        assert_eq!(
+            (sites[3].label(), sites[4].method.as_deref()),
+            ("#4 initialize (call 1 of it)".into(), Some("tools/list"))
+        );
+        assert_eq!(lineage(&calls, "", GOAL), vec![true, false, true, true, true]);
+        let (planned, pruned) = singles(&calls, &[FaultClass::WrongData, FaultClass::Error], false);
+        let at =
+            |call: usize| planned.iter().filter(|p| p.site.call == call).map(|p| p.fault.as_str()).collect::<Vec<_>>();
+        assert!(at(4).contains(&"list_drift") && !at(3).contains(&"list_drift"), "{:?} {:?}", at(3), at(4));
+        assert!(at(3).contains(&"http_status") && at(4).contains(&"page_error"), "{:?}", at(4));
+        assert!(pruned.iter().any(|p| p.what.starts_with("wrong-data/list_drift at #4 initialize")));
+        let rule = planned.iter().find(|p| p.site.call == 4 && p.fault == "list_drift").unwrap().rule(1500);
+        rule.check().unwrap();
+        assert_eq!(
+            (rule.matcher.method.as_deref(), rule.matcher.tool.as_deref(), rule.matcher.nth),
+            (Some("tools/list"), None, Some(1))
+        );
+        // A recovery's second initialize is named by its key, apart from any tool.
+        let key = crate::search::key(&sites[3]);
+        assert_eq!(crate::search::site_of(&key, 9).method.as_deref(), Some("initialize"));
+    }
+
+    #[test]
     fn a_rule_targets_the_nth_call_of_its_tool_with_the_classes_fault_and_mode() {
-        let fault = Planned::of(Site { call: 2, tool: "write_file".into(), nth: 1 }, FaultClass::TimeoutAfter);
+        let fault =
+            Planned::of(Site { call: 2, tool: "write_file".into(), nth: 1, method: None }, FaultClass::TimeoutAfter);
         let rule = fault.rule(1500);
         rule.check().unwrap();
         assert_eq!(

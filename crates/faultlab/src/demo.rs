@@ -243,6 +243,8 @@ async fn explore_slice(out: &Path, exe: &str) -> anyhow::Result<Vec<String>> {
         classes: vec![FaultClass::Error, FaultClass::TimeoutAfter, FaultClass::Malformed],
         // The demo shows the classes, one fault each: every fault of each would triple its runs.
         quick: true,
+        protocol_sites: false,
+        recorded: None,
         max_faults: 1,
         exhaustive: false,
         budget: None,

@@ -43,6 +43,18 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
         (true, true) => builtin::tasks().into_iter().filter(|t| t.id == CONTROLS_TASK).map(Arc::new).collect(),
         (true, false) => builtin::tasks().into_iter().map(Arc::new).collect(),
     };
+    let recorded = match &args.from_trajectory {
+        None => None,
+        Some(_) if tasks.len() != 1 || args.controls => {
+            return Err(Failure::usage(anyhow!("--from-trajectory takes one task file and --agent")));
+        }
+        Some(path) => {
+            let bad = |m: String| Failure::usage(anyhow!("--from-trajectory {}: {m}", path.display()));
+            let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+            let trajectory = faultlab_engine::trajectory::Trajectory::parse(&text).map_err(|e| bad(e.to_string()))?;
+            Some(faultlab_explore::search::recorded(&trajectory).map_err(bad)?)
+        }
+    };
     let oracle = args.controls.then(ExploreOracle::builtin);
     let agents: Vec<AgentSpec> = match (&args.who.agent, &oracle) {
         (Some(line), None) => vec![eval::agent_spec(line, args.who.agent_name.as_deref())?],
@@ -67,6 +79,8 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
             agent,
             classes: classes.clone(),
             quick: args.quick,
+            protocol_sites: args.protocol_sites,
+            recorded: recorded.clone(),
             max_faults: args.max_faults,
             exhaustive: args.exhaustive,
             budget: args.budget,
