@@ -3,13 +3,19 @@
 //! After the service-level fault injection of Filibuster and the lineage-driven fault injection of LDFI:
 //! 1. a **healthy run** (the task without its faults), through the proxy, graded as `eval` grades; a healthy run
 //!    that fails ends the exploration, there is nothing to explore;
-//! 2. **synthesis** ([`synth`]): each healthy tool call ("the nth call to tool T") × each [`FaultClass`] that
-//!    applies to it, one class per effect a client sees; singles first, then pairs of survived singles at two
-//!    calls of the lineage; a budget; everything left out is listed with the reason;
-//! 3. **runs**: each variant is an eval run whose rules are the variant's faults, `jobs` at a time, `repeat` times
-//!    (pass^k), sharded by variant;
-//! 4. the **report** ([`report`]): the resilience map, the breaking variants with their failing layers and
-//!    evidence, the minimal failing sets per failure mode, and a reproducer per breaking variant.
+//! 2. **synthesis** ([`synth`]): each healthy tool call ("the nth call to tool T"; with `--protocol-sites` also
+//!    each `initialize` and `tools/list`) × each [`FaultClass`] that applies to it × every catalogue fault of the
+//!    class whose own `apply` acts on the healthy reply there ([`class::FaultClass::members`]; `--quick`: the
+//!    class's representative alone); everything left out is listed with the reason;
+//! 3. **beyond single faults** ([`search`]): sets of up to three faults, each a survived smaller set extended at
+//!    a call its own run depended on (recovery calls included), never past a failing set; `--exhaustive` as the
+//!    baseline; a budget;
+//! 4. **runs**: each variant is an eval run whose rules are the variant's faults, `jobs` at a time, `repeat` times
+//!    (pass^k), sharded by variant; judged survives, degrades or breaks ([`verdict`]);
+//! 5. the **report** ([`report`]): what to harden first (sites ranked by harm, then by minimal failing sets), the
+//!    resilience map, the faults of one class that disagreed, the minimal failing sets per failure mode, and a
+//!    reproducer per breaking variant; with `--from-trajectory`, a recorded failure's faults shrunk to the
+//!    smallest set that reproduces its failure mode instead of 2 and 3.
 //!
 //! Its own crate over `faultlab-eval`: it runs variants as eval runs (eval's runner, batches and grader) and adds
 //! synthesis, classes, the survive / degrade / break assessment, the report and the controls' explore oracle
@@ -292,7 +298,8 @@ impl Explore {
         }
         for k in 2..=usize::from(self.max_faults) {
             // A recovery call a survived run made (a retry: the second call to a tool the healthy run called
-            // once) is a site too: the classes' representatives that apply to it, combined by the search.
+            // once) is a site too: each class's representative there, combined by the search (never alone: it
+            // exists only under the fault that caused the recovery).
             for t in tried.iter().filter(|t| t.faults.len() + 1 == k) {
                 for site in t.support.iter().flatten() {
                     if exploration.calls.iter().any(|c| search::key(c) == *site) {
@@ -616,30 +623,12 @@ pub(crate) mod tests {
 
     /// A graded run of `task` by `agent` (repeat counted from 0) that passed or failed every layer, with no calls.
     pub(crate) fn record(task: &str, agent: &str, repeat: u32, category: Category, passed: bool) -> RunRecord {
-        let layer = serde_json::json!({"passed": passed, "checks": []});
-        serde_json::from_value(serde_json::json!({
-            "task": task, "agent": agent, "agent_spec": [agent], "repeat": repeat + 1, "seed": 0, "categories": [category],
-            "faults_fired": [], "nonce": "0", "end": {"end": "exited", "code": 0}, "claim": null,
-            "duration_ms": 1, "dir": format!("runs/{task}/{agent}/{}", repeat + 1), "calls": [],
-            "verdict": {
-                "passed": passed, "outcome": layer, "safety": layer, "side_effects": layer,
-                "recovery": {
-                    "strategy": if passed { "retry" } else { "abort" },
-                    "outcome": if passed { "recovered" } else { "aborted-safely" },
-                    "expected": "recovered", "passed": passed, "detail": "", "evidence": []
-                },
-                "efficiency": {"tool_calls": 1, "retries": 0, "duplicates": 0, "fallback_depth": 0, "duration_ms": 1}
-            }
-        }))
-        .expect("a valid run record")
+        RunRecord::sample(task, agent, repeat, category, passed)
     }
 
-    #[test]
-    fn a_variant_breaks_when_any_repeat_fails_but_not_by_its_strategy_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let task =
-            faultlab_eval::builtin::tasks().into_iter().find(|t| t.id == "transport-timeout-after-write").unwrap();
-        let explore = Explore {
+    /// The good control agent explored under the error class alone.
+    fn good(task: faultlab_eval::task::Task, settings: RunSettings) -> Explore {
+        Explore {
             task: Arc::new(task),
             agent: AgentSpec::Control(ControlAgent::Good),
             classes: vec![FaultClass::Error],
@@ -649,8 +638,16 @@ pub(crate) mod tests {
             max_faults: 1,
             exhaustive: false,
             budget: None,
-            settings: RunSettings { repeat: 2, ..RunSettings::new(dir.path().into(), "faultlab".into()) },
-        };
+            settings,
+        }
+    }
+
+    #[test]
+    fn a_variant_breaks_when_any_repeat_fails_but_not_by_its_strategy_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let task =
+            faultlab_eval::builtin::tasks().into_iter().find(|t| t.id == "transport-timeout-after-write").unwrap();
+        let explore = good(task, RunSettings { repeat: 2, ..RunSettings::new(dir.path().into(), "faultlab".into()) });
         // Every run's folder lies where the runner hides the whole runs folder (three levels up) from the agents.
         let specs = explore.specs(&explore.task, "v001");
         assert_eq!(specs.len(), 2);
@@ -690,18 +687,7 @@ pub(crate) mod tests {
             faultlab_eval::builtin::tasks().into_iter().find(|t| t.id == "authorization-forbidden-write").unwrap();
         assert_eq!(task.recovery.expected_outcome, RecoveryOutcome::AbortedSafely);
         let dir = tempfile::tempdir().unwrap();
-        let explore = Explore {
-            task: Arc::new(task),
-            agent: AgentSpec::Control(ControlAgent::Good),
-            classes: vec![FaultClass::Error],
-            quick: false,
-            protocol_sites: false,
-            recorded: None,
-            max_faults: 1,
-            exhaustive: false,
-            budget: None,
-            settings: RunSettings::new(dir.path().into(), "faultlab".into()),
-        };
+        let explore = good(task, RunSettings::new(dir.path().into(), "faultlab".into()));
         let healthy = explore.task_with(Vec::new());
         assert!(healthy.faults.is_empty());
         assert_eq!(healthy.recovery.expected_outcome, RecoveryOutcome::Recovered);
