@@ -278,7 +278,9 @@ impl Explore {
         let variants = synth::number(sets, 0, self.budget, self.settings.repeat, &mut pruned);
         let mut numbered = variants.len();
         let mut tried: Vec<search::Tried> = Vec::new();
+        let healthy: BTreeSet<search::CallKey> = exploration.calls.iter().map(search::key).collect();
         for (result, support) in self.run_variants(variants, &mut progress).await? {
+            let support = support.map(|s| recovering(s, &healthy));
             tried.push(self.tried(&result, &exploration.calls, support, &exploration.lineage));
             exploration.variants.push(result);
         }
@@ -318,6 +320,7 @@ impl Explore {
             let variants = synth::number(sets, numbered, self.budget, self.settings.repeat, &mut pruned);
             numbered += variants.len();
             for (result, support) in self.run_variants(variants, &mut progress).await? {
+                let support = support.map(|s| recovering(s, &healthy));
                 tried.push(self.tried(&result, &exploration.calls, support, &[]));
                 exploration.variants.push(result);
             }
@@ -421,21 +424,21 @@ impl Explore {
         }
     }
 
-    /// The calls a run's success depended on: its lineage (writes, and calls whose results reached a later call
-    /// or the claim), recovery calls included, each named as the nth call to its tool.
-    fn support(&self, run: &RunRecord) -> Result<BTreeSet<search::CallKey>, ExploreError> {
+    /// A run's calls, each named as the nth call to its tool, with whether it is in the run's lineage (writes,
+    /// and calls whose results reached a later call or the claim).
+    fn support(&self, run: &RunRecord) -> Result<Vec<(search::CallKey, bool)>, ExploreError> {
         let facts = self.facts(run)?;
         let claim = run.claim.as_ref().map(|c| format!("{} {}", c.message, c.answer.as_deref().unwrap_or("")));
         let known = format!("{}\n{}", self.task.goal, self.task.description.as_deref().unwrap_or_default());
         let lineage = synth::lineage(&facts, claim.as_deref().unwrap_or(""), &known);
-        Ok(synth::sites(&facts).iter().zip(lineage).filter(|(_, l)| *l).map(|(s, _)| search::key(s)).collect())
+        Ok(synth::sites(&facts).iter().zip(lineage).map(|(s, l)| (search::key(s), l)).collect())
     }
 
     async fn run_variants(
         &self,
         variants: Vec<Variant>,
         progress: &mut impl FnMut(&str),
-    ) -> Result<Vec<(VariantResult, Option<BTreeSet<search::CallKey>>)>, ExploreError> {
+    ) -> Result<Vec<(VariantResult, Option<Vec<(search::CallKey, bool)>>)>, ExploreError> {
         let mine: Vec<Variant> = variants
             .into_iter()
             .enumerate()
@@ -563,6 +566,12 @@ impl Explore {
     }
 }
 
+/// What a survived run's success depended on: its lineage, and every recovery call (one the healthy run did not
+/// make): a check read after a lost reply carries no new value, yet its answer decided whether to write again.
+fn recovering(calls: Vec<(search::CallKey, bool)>, healthy: &BTreeSet<search::CallKey>) -> BTreeSet<search::CallKey> {
+    calls.into_iter().filter(|(key, in_lineage)| *in_lineage || !healthy.contains(key)).map(|(key, _)| key).collect()
+}
+
 /// The protocol requests `--protocol-sites` faults: the session's start and the tool list (where the tool-surface
 /// faults act: `list_drift`, `broken_pagination`, `page_error`, `output_schema_violation`).
 const PROTOCOL_SITES: [&str; 2] = ["initialize", "tools/list"];
@@ -679,6 +688,21 @@ pub(crate) mod tests {
         strategy_only.verdict.recovery.passed = false;
         let r = explore.result(variant, vec![Ok(pass), Ok(strategy_only)]).unwrap();
         assert_eq!((r.broke, r.degraded, r.passed, r.reproducer), (false, false, 2, None));
+    }
+
+    #[test]
+    fn a_recovery_call_is_support_even_when_its_answer_carries_nothing_new() {
+        let key = |tool: &str, nth: u64| (tool.to_owned(), nth);
+        let healthy: BTreeSet<search::CallKey> = [key("read_file", 1), key("list_dir", 1)].into();
+        // The write timed out after executing; the agent read the file to check (nothing new in it) and stopped.
+        let run = vec![
+            (key("read_file", 1), true),
+            (key("list_dir", 1), false),
+            (key("write_file", 1), true),
+            (key("read_file", 2), false),
+        ];
+        let support = recovering(run, &healthy);
+        assert_eq!(support, [key("read_file", 1), key("write_file", 1), key("read_file", 2)].into());
     }
 
     #[test]
