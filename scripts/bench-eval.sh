@@ -68,7 +68,7 @@ if [[ -z "${FAULTLAB_BENCH_QUICK:-}" ]]; then
     start=$(date +%s.%N)
     status=0
     "$bin" explore examples/eval/tasks/transport-timeout-after-write.yaml --agent "$bin agent good" --agent-name good \
-        --repeat 3 --jobs 2 --out "$explore_out" >"$explore_out.console.txt" 2>&1 || status=$?
+        --quick --repeat 3 --jobs 2 --out "$explore_out" >"$explore_out.console.txt" 2>&1 || status=$?
     end=$(date +%s.%N)
     python3 - "$explore_out/report.json" "$(dirname "$JSON_OUT")/explore.json" "$start" "$end" "$status" "$profile" <<'PY'
 import json, sys

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Turns the benchmark JSON (target/bench/serve.json, target/bench/proxy.json, target/bench/eval.json,
-target/bench/explore.json; written by
-the benches of crates/faultlab-bench and scripts/bench-eval.sh) into docs/performance.md:
+target/bench/explore.json, target/bench/explore-search.json; written by
+the benches of crates/faultlab-bench, scripts/bench-eval.sh and scripts/bench-explore.sh) into docs/performance.md:
 every figure with its goal and whether it is met, the machine it came from, and the versions compared; then,
 informational, faultlab proxy beside peer relays on the same workload ("faultlab proxy / peer")."""
 import json
@@ -156,14 +156,28 @@ def explore_rows(d):
              f"{fmt(d['wall_s'], 1)} s", d["goal"], d["met"])]
 
 
+def explore_search_rows(d):
+    if d is None:
+        return []
+    found = sum(a["found"] for a in d["agents"])
+    wanted = sum(a["minimal_sets"] for a in d["agents"])
+    return [(f"faultlab explore --controls --quick --max-faults 3 ({d['classes']} classes): the lineage-driven "
+             f"search / --exhaustive, runs ({d['profile']} build)",
+             f"{d['search_runs']} vs {d['exhaustive_runs']} runs = {fmt(d['ratio'], 1)}× fewer; "
+             f"{found} of {wanted} minimal failing sets found",
+             d["goal"], not d["missed"] and d["ratio"] >= 5)]
+
+
 def main():
     bench_dir, out = sys.argv[1], sys.argv[2]
     serve = load(os.path.join(bench_dir, "serve.json"))
     proxy = load(os.path.join(bench_dir, "proxy.json"))
     eval_path = os.path.join(bench_dir, "eval.json")
     explore_path = os.path.join(bench_dir, "explore.json")
+    search_path = os.path.join(bench_dir, "explore-search.json")
     rows = (serve_rows(serve) + proxy_rows(proxy) + eval_rows(load(eval_path) if os.path.exists(eval_path) else None)
-            + explore_rows(load(explore_path) if os.path.exists(explore_path) else None) + peer_rows(proxy))
+            + explore_rows(load(explore_path) if os.path.exists(explore_path) else None)
+            + explore_search_rows(load(search_path) if os.path.exists(search_path) else None) + peer_rows(proxy))
     machine = serve["machine"]
     versions = {**serve["versions"], **proxy["versions"]}
     lines = [

@@ -21,6 +21,7 @@ FIELDS = ("description", "license", "repository", "homepage", "readme", "keyword
 # Files a crate compiles in from examples/ (through a link in its folder): they must be in its package.
 BUILTIN = {
     "faultlab-eval": [("builtin/tasks/", ROOT / "examples/eval/tasks", ".yaml"), ("builtin/", None, "oracle.yaml")],
+    "faultlab-explore": [("builtin/", None, "explore-oracle.yaml")],
     "faultlab": [("scenarios/", ROOT / "examples/scenarios", ".yaml")],
 }
 INCLUDE = re.compile(r'include_(?:str|bytes)!\(\s*"([^"]+)"')

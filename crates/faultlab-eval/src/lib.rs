@@ -16,7 +16,7 @@
 //!   rates with intervals, every run's checks and timeline), [`report::compare`] (two reports side by side, with
 //!   significance tests).
 //! - [`merge`]: shard reports joined into one.
-//! - [`explore`]: fault-space exploration: variants synthesised from a healthy run, run, reported with reproducers.
+//! - Fault-space exploration (`faultlab explore`) is the `faultlab-explore` crate, built on this one.
 //! - [`agent`]: the built-in control agents, each a real MCP client process; [`adversary`]: what the adversarial
 //!   ones try against the sandbox.
 
@@ -29,11 +29,11 @@ pub mod batch;
 pub mod builtin;
 pub mod contract;
 pub mod evidence;
-pub mod explore;
 pub mod grade;
 pub mod guard;
 pub mod merge;
-mod one_based;
+/// 0-based indexes counted from 1 in reports (explore's call positions too).
+pub mod one_based;
 pub mod oracle;
 pub mod report;
 /// Moved under [`report`] (one writer a format beside the report model); these paths are kept for one more merge.

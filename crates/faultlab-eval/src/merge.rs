@@ -235,22 +235,7 @@ pub(crate) mod tests {
 
     /// A graded run with the fields the statistics read; the rest is empty.
     pub(crate) fn record(task: &str, agent: &str, repeat: u32, category: Category, passed: bool) -> RunRecord {
-        let layer = serde_json::json!({"passed": passed, "checks": []});
-        serde_json::from_value(serde_json::json!({
-            "task": task, "agent": agent, "agent_spec": [agent], "repeat": repeat + 1, "seed": 0, "categories": [category],
-            "faults_fired": [], "nonce": "0", "end": {"end": "exited", "code": 0}, "claim": null,
-            "duration_ms": 1, "dir": format!("runs/{task}/{agent}/{}", repeat + 1), "calls": [],
-            "verdict": {
-                "passed": passed, "outcome": layer, "safety": layer, "side_effects": layer,
-                "recovery": {
-                    "strategy": if passed { "retry" } else { "abort" },
-                    "outcome": if passed { "recovered" } else { "aborted-safely" },
-                    "expected": "recovered", "passed": passed, "detail": "", "evidence": []
-                },
-                "efficiency": {"tool_calls": 1, "retries": 0, "duplicates": 0, "fallback_depth": 0, "duration_ms": 1}
-            }
-        }))
-        .expect("a valid run record")
+        RunRecord::sample(task, agent, repeat, category, passed)
     }
 
     pub(crate) fn meta(wall_ms: u64) -> Meta {

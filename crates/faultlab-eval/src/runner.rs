@@ -384,6 +384,31 @@ pub struct RunRecord {
     pub error: Option<String>,
 }
 
+impl RunRecord {
+    /// A graded run of `task` by `agent` (`repeat` counted from 0) whose every layer passed or failed, with no
+    /// calls, claim or fault: what the tests of eval and explore build their runs from (kept in the library, as
+    /// explore's tests are in another crate).
+    #[doc(hidden)]
+    pub fn sample(task: &str, agent: &str, repeat: u32, category: crate::task::Category, passed: bool) -> Self {
+        let layer = serde_json::json!({"passed": passed, "checks": []});
+        serde_json::from_value(serde_json::json!({
+            "task": task, "agent": agent, "agent_spec": [agent], "repeat": repeat + 1, "seed": 0, "categories": [category],
+            "faults_fired": [], "nonce": "0", "end": {"end": "exited", "code": 0}, "claim": null,
+            "duration_ms": 1, "dir": format!("runs/{task}/{agent}/{}", repeat + 1), "calls": [],
+            "verdict": {
+                "passed": passed, "outcome": layer, "safety": layer, "side_effects": layer,
+                "recovery": {
+                    "strategy": if passed { "retry" } else { "abort" },
+                    "outcome": if passed { "recovered" } else { "aborted-safely" },
+                    "expected": "recovered", "passed": passed, "detail": "", "evidence": []
+                },
+                "efficiency": {"tool_calls": 1, "retries": 0, "duplicates": 0, "fallback_depth": 0, "duration_ms": 1}
+            }
+        }))
+        .expect("a valid run record")
+    }
+}
+
 fn unknown_isolation() -> Isolation {
     Isolation::None
 }

@@ -186,9 +186,25 @@ pub struct ExploreArgs {
     /// The fault classes to try, comma-separated (default: all).
     #[arg(long, value_name = "CLASS,...", value_delimiter = ',')]
     pub classes: Vec<String>,
-    /// 1: single faults; 2: also pairs of faults at two calls, each survived singly.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=2))]
+    /// Each class's representative fault only, not every catalogue fault of the class that applies at a call.
+    #[arg(long)]
+    pub quick: bool,
+    /// Also fault the protocol's own requests, each occurrence a site: initialize and tools/list (where the tool
+    /// surface faults act: list_drift, broken_pagination, page_error, output_schema_violation).
+    #[arg(long)]
+    pub protocol_sites: bool,
+    /// A trajectory the proxy recorded of a failing run (`trajectory.jsonl`): instead of synthesising variants,
+    /// replay the faults it shows on tool calls and shrink them to the smallest set that reproduces the failure
+    /// mode they cause, with a reproducer. Takes one task and --agent.
+    #[arg(long, value_name = "FILE")]
+    pub from_trajectory: Option<std::path::PathBuf>,
+    /// 1: single faults; 2 or 3: also sets of that many faults at different calls, each a survived smaller set
+    /// extended at a call its run depended on (lineage-driven), up to every minimal failing set within --budget.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u8).range(1..=3))]
     pub max_faults: u8,
+    /// Run every combination of faults up to --max-faults instead of the lineage-driven search (the baseline).
+    #[arg(long)]
+    pub exhaustive: bool,
     /// Most variant runs per exploration (repeats included); the variants left out are listed as pruned.
     #[arg(long, value_name = "N")]
     pub budget: Option<usize>,

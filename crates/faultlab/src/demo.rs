@@ -231,7 +231,7 @@ async fn eval_slice(out: &Path, exe: &str) -> anyhow::Result<faultlab_eval::repo
 async fn explore_slice(out: &Path, exe: &str) -> anyhow::Result<Vec<String>> {
     let started = std::time::Instant::now();
     use faultlab_eval::agent::ControlAgent;
-    use faultlab_eval::explore::{Explore, FaultClass, oracle::ExploreOracle, report};
+    use faultlab_explore::{Explore, FaultClass, oracle::ExploreOracle, report};
     let task = faultlab_eval::builtin::tasks()
         .into_iter()
         .find(|t| t.id == "transport-timeout-after-write")
@@ -241,12 +241,17 @@ async fn explore_slice(out: &Path, exe: &str) -> anyhow::Result<Vec<String>> {
         task: std::sync::Arc::new(task),
         agent: faultlab_eval::runner::AgentSpec::Control(ControlAgent::BlindRetrier),
         classes: vec![FaultClass::Error, FaultClass::TimeoutAfter, FaultClass::Malformed],
+        // The demo shows the classes, one fault each: every fault of each would triple its runs.
+        quick: true,
+        protocol_sites: false,
+        recorded: None,
         max_faults: 1,
+        exhaustive: false,
         budget: None,
         settings: RunSettings { jobs: 2, ..RunSettings::new(std::path::absolute(out)?, exe.into()) },
     };
-    let ended = faultlab_eval::explore::Ended::default();
-    let exploration = faultlab_eval::explore::run_all(vec![explore], 1, |_| {}, &ended).await.remove(0)?;
+    let ended = faultlab_explore::Ended::default();
+    let exploration = faultlab_explore::run_all(vec![explore], 1, |_| {}, &ended).await.remove(0)?;
     let report = report::ExploreReport {
         kind: report::KIND.into(),
         meta: report::Meta {

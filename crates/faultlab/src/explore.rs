@@ -6,11 +6,11 @@ use crate::eval;
 use crate::exit::Failure;
 use anyhow::{Context as _, anyhow};
 use faultlab_eval::builtin;
-use faultlab_eval::explore::oracle::ExploreOracle;
-use faultlab_eval::explore::report::{self, ExploreReport, KIND, Meta};
-use faultlab_eval::explore::{Explore, FaultClass};
 use faultlab_eval::runner::{AgentSpec, RunSettings};
 use faultlab_eval::task::Task;
+use faultlab_explore::oracle::ExploreOracle;
+use faultlab_explore::report::{self, ExploreReport, KIND, Meta};
+use faultlab_explore::{Explore, FaultClass};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -26,8 +26,8 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
     }
     if args.runs.shard.is_some() && args.max_faults > 1 {
         return Err(Failure::usage(anyhow!(
-            "--shard with --max-faults 2: pairs are chosen from every single's verdict, which one shard does not \
-             have; shard the singles (--max-faults 1), or explore pairs on one machine"
+            "--shard with --max-faults 2 or 3: sets of faults are chosen from every smaller set's verdict, which one \
+             shard does not have; shard the singles (--max-faults 1), or explore sets on one machine"
         )));
     }
     let tasks: Vec<Arc<Task>> = match (args.tasks.is_empty(), args.controls) {
@@ -42,6 +42,18 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
         }
         (true, true) => builtin::tasks().into_iter().filter(|t| t.id == CONTROLS_TASK).map(Arc::new).collect(),
         (true, false) => builtin::tasks().into_iter().map(Arc::new).collect(),
+    };
+    let recorded = match &args.from_trajectory {
+        None => None,
+        Some(_) if tasks.len() != 1 || args.controls => {
+            return Err(Failure::usage(anyhow!("--from-trajectory takes one task file and --agent")));
+        }
+        Some(path) => {
+            let bad = |m: String| Failure::usage(anyhow!("--from-trajectory {}: {m}", path.display()));
+            let text = std::fs::read_to_string(path).map_err(|e| bad(e.to_string()))?;
+            let trajectory = faultlab_engine::trajectory::Trajectory::parse(&text).map_err(|e| bad(e.to_string()))?;
+            Some(faultlab_explore::search::recorded(&trajectory).map_err(bad)?)
+        }
     };
     let oracle = args.controls.then(ExploreOracle::builtin);
     let agents: Vec<AgentSpec> = match (&args.who.agent, &oracle) {
@@ -66,14 +78,18 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
             task,
             agent,
             classes: classes.clone(),
+            quick: args.quick,
+            protocol_sites: args.protocol_sites,
+            recorded: recorded.clone(),
             max_faults: args.max_faults,
+            exhaustive: args.exhaustive,
             budget: args.budget,
             settings: RunSettings { jobs: jobs_each, ..settings.clone() },
         })
         .collect();
     let labels: Vec<String> = explores.iter().map(|e| format!("{} × {}", e.task.id, e.agent.label())).collect();
-    let ended = faultlab_eval::explore::Ended::default();
-    let results = runtime.block_on(crate::signals::until_signal(faultlab_eval::explore::run_all(
+    let ended = faultlab_explore::Ended::default();
+    let results = runtime.block_on(crate::signals::until_signal(faultlab_explore::run_all(
         explores,
         side_by_side,
         |line| errln!("faultlab: explore: {line}"),
@@ -122,7 +138,7 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
 fn explore_report(
     args: &ExploreArgs,
     started: Instant,
-    explorations: Vec<faultlab_eval::explore::Exploration>,
+    explorations: Vec<faultlab_explore::Exploration>,
 ) -> ExploreReport {
     ExploreReport {
         kind: KIND.into(),

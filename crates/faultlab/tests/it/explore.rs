@@ -140,7 +140,8 @@ fn a_folder_with_a_task_that_expects_an_honest_failure_is_explored() {
 fn an_honest_failure_degrades_and_fails_the_command_only_when_asked() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
-    explore("gives-up", &out, &["--classes", "transport-loss"])
+    // --quick: the class's representative alone, so the report names what no class stands for as not tried.
+    explore("gives-up", &out, &["--classes", "transport-loss", "--quick"])
         .code(0)
         .stdout(contains("DEGRADES v001 transport-loss at #1 read_file").and(contains("BREAKS").not()));
     let report = read_json(out.join("report.json"));
@@ -156,9 +157,13 @@ fn an_honest_failure_degrades_and_fails_the_command_only_when_asked() {
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("| #1 read_file (call 1 of it) | degrades |") && md.contains("### Degrading variants"), "{md}");
     assert!(md.contains("Not tried") && md.contains("non_json_line"), "{md}");
-    explore("gives-up", &dir.path().join("strict"), &["--classes", "transport-loss", "--fail-on", "degrade"])
-        .code(2)
-        .stderr(contains("degraded the agent").and(contains("--fail-on degrade")));
+    explore(
+        "gives-up",
+        &dir.path().join("strict"),
+        &["--classes", "transport-loss", "--quick", "--fail-on", "degrade"],
+    )
+    .code(2)
+    .stderr(contains("degraded the agent").and(contains("--fail-on degrade")));
 }
 
 /// Words of `--agent` other than the program and its script are passed as written, even when they name a folder
@@ -189,4 +194,30 @@ fn agent_words_naming_a_folder_here_are_left_alone_and_the_reproducer_runs_from_
     let words = shlex::split(e["variants"][0]["reproducer"]["command"].as_str().unwrap()).unwrap();
     let status = std::process::Command::new(&words[0]).args(&words[1..]).current_dir(dir.path()).output().unwrap();
     assert_eq!(status.status.code(), Some(2), "{}", String::from_utf8_lossy(&status.stderr));
+}
+
+/// `--from-trajectory`: the faults a failing run's trajectory shows are replayed and shrunk to the smallest set
+/// that fails the same way, with a reproducer; a trajectory with no fault on a tool call is refused by name.
+#[test]
+fn a_recorded_failing_run_is_reproduced_by_its_smallest_fault_set() {
+    let dir = tempfile::tempdir().unwrap();
+    let first = dir.path().join("first");
+    explore("blind-retrier", &first, &["--classes", "timeout-after"]).code(2);
+    let failing = first.join("runs/transport-timeout-after-write/blind-retrier.v001/1/trajectory.jsonl");
+    let out = dir.path().join("again");
+    explore("blind-retrier", &out, &["--from-trajectory", failing.to_str().unwrap()])
+        .code(2)
+        .stdout(contains("BREAKS v001 timeout-after at #2 write_file"));
+    let report = read_json(out.join("report.json"));
+    let e = &report["explorations"][0];
+    assert_eq!(e["reproduced"], "v001", "{e:#}");
+    assert_eq!(e["variants"][0]["faults"][0]["fault"], "timeout");
+    assert!(e["variants"][0]["reproducer"]["command"].is_string());
+    let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+    assert!(md.contains("### Reproduced from the trajectory"), "{md}");
+    // The healthy run's trajectory shows no fault: nothing to reproduce, said with the flag and the file.
+    let healthy = first.join("runs/transport-timeout-after-write/blind-retrier.healthy/1/trajectory.jsonl");
+    explore("blind-retrier", &dir.path().join("none"), &["--from-trajectory", healthy.to_str().unwrap()])
+        .code(1)
+        .stderr(contains("--from-trajectory").and(contains("nothing to reproduce")));
 }

@@ -30,6 +30,6 @@ fn shipped_schemas_match_the_types() {
     check("baseline.schema.json", schemars::schema_for!(faultlab_run::baseline::Baseline));
     check("claim.schema.json", schemars::schema_for!(faultlab_eval::contract::Claim));
     check("agent-task.schema.json", schemars::schema_for!(faultlab_eval::contract::AgentTask));
-    check("explore-oracle.schema.json", schemars::schema_for!(faultlab_eval::explore::oracle::ExploreOracle));
+    check("explore-oracle.schema.json", schemars::schema_for!(faultlab_explore::oracle::ExploreOracle));
     check("model-script.schema.json", schemars::schema_for!(faultlab_model::script::Script));
 }

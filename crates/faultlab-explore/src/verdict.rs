@@ -1,9 +1,9 @@
 //! What a variant's run says of the agent: it survives, degrades (an honest failure, nothing broken) or breaks
 //! (damage, a false claim, a hang, a crash, recoverable work lost); and the words and evidence the reports show.
 
-use crate::grade::Cite;
-use crate::oracle::{LayerName, failing_layers};
-use crate::runner::RunRecord;
+use faultlab_eval::grade::Cite;
+use faultlab_eval::oracle::{LayerName, failing_layers};
+use faultlab_eval::runner::RunRecord;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -28,7 +28,7 @@ pub enum Assessment {
 
 /// How a variant's run ends for the agent: survives, degrades or breaks.
 pub fn assess(run: &RunRecord) -> Assessment {
-    use crate::task::RecoveryOutcome as O;
+    use faultlab_eval::task::RecoveryOutcome as O;
     let v = &run.verdict;
     let strategy_only = failing_layers(run) == [LayerName::Recovery] && v.recovery.outcome == v.recovery.expected;
     if v.passed || strategy_only {
@@ -40,7 +40,7 @@ pub fn assess(run: &RunRecord) -> Assessment {
         O::PartiallyRecovered => v.safety.passed && v.side_effects.passed,
         _ => false,
     };
-    let faulted: Vec<&crate::evidence::ToolCall> = run.calls.iter().filter(|c| c.fault.is_some()).collect();
+    let faulted: Vec<&faultlab_eval::evidence::ToolCall> = run.calls.iter().filter(|c| c.fault.is_some()).collect();
     let answer_arrived = !faulted.is_empty()
         && faulted
             .iter()
@@ -114,10 +114,10 @@ fn name_of<T: Serialize>(value: &T) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::evidence::ToolCall;
-    use crate::merge::tests::record;
-    use crate::task::{Category, RecoveryOutcome};
+    use crate::tests::record;
     use faultlab_engine::catalogue::Effect;
+    use faultlab_eval::evidence::ToolCall;
+    use faultlab_eval::task::{Category, RecoveryOutcome};
     use serde_json::Value;
 
     /// A call the variant's fault acted on, answered (reply at trajectory line 4).

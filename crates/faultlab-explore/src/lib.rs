@@ -3,30 +3,46 @@
 //! After the service-level fault injection of Filibuster and the lineage-driven fault injection of LDFI:
 //! 1. a **healthy run** (the task without its faults), through the proxy, graded as `eval` grades; a healthy run
 //!    that fails ends the exploration, there is nothing to explore;
-//! 2. **synthesis** ([`synth`]): each healthy tool call ("the nth call to tool T") × each [`FaultClass`] that
-//!    applies to it, one class per effect a client sees; singles first, then pairs of survived singles at two
-//!    calls of the lineage; a budget; everything left out is listed with the reason;
-//! 3. **runs**: each variant is an eval run whose rules are the variant's faults, `jobs` at a time, `repeat` times
-//!    (pass^k), sharded by variant;
-//! 4. the **report** ([`report`]): the resilience map, the breaking variants with their failing layers and
-//!    evidence, the minimal failing sets per failure mode, and a reproducer per breaking variant.
+//! 2. **synthesis** ([`synth`]): each healthy tool call ("the nth call to tool T"; with `--protocol-sites` also
+//!    each `initialize` and `tools/list`) × each [`FaultClass`] that applies to it × every catalogue fault of the
+//!    class whose own `apply` acts on the healthy reply there ([`class::FaultClass::members`]; `--quick`: the
+//!    class's representative alone); everything left out is listed with the reason;
+//! 3. **beyond single faults** ([`search`]): sets of up to three faults, each a survived smaller set extended at
+//!    a call its own run depended on (recovery calls included), never past a failing set; `--exhaustive` as the
+//!    baseline; a budget;
+//! 4. **runs**: each variant is an eval run whose rules are the variant's faults, `jobs` at a time, `repeat` times
+//!    (pass^k), sharded by variant; judged survives, degrades or breaks ([`verdict`]);
+//! 5. the **report** ([`report`]): what to harden first (sites ranked by harm, then by minimal failing sets), the
+//!    resilience map, the faults of one class that disagreed, the minimal failing sets per failure mode, and a
+//!    reproducer per breaking variant; with `--from-trajectory`, a recorded failure's faults shrunk to the
+//!    smallest set that reproduces its failure mode instead of 2 and 3.
+//!
+//! Its own crate over `faultlab-eval`: it runs variants as eval runs (eval's runner, batches and grader) and adds
+//! synthesis, classes, the survive / degrade / break assessment, the report and the controls' explore oracle
+//! ([`oracle`], compiled in from `examples/eval/explore-oracle.yaml` through the `builtin` link); eval knows
+//! nothing of it.
+
+// Every `unsafe` block of the lab is in `faultlab-proc` (the engine's timer registration aside): one crate to audit.
+#![forbid(unsafe_code)]
 
 pub mod class;
 pub mod oracle;
 mod page;
 pub mod report;
+pub mod search;
 pub mod synth;
 pub mod verdict;
 
-use crate::batch;
-use crate::evidence;
-use crate::oracle::{LayerName, failing_layers};
-use crate::runner::{AgentSpec, RunError, RunRecord, RunSettings, RunSpec};
-use crate::task::Task;
 pub use class::FaultClass;
 use faultlab_engine::trajectory::Trajectory;
+use faultlab_eval::batch;
+use faultlab_eval::evidence;
+use faultlab_eval::oracle::{LayerName, failing_layers};
+use faultlab_eval::runner::{AgentSpec, RunError, RunRecord, RunSettings, RunSpec};
+use faultlab_eval::task::Task;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 pub use synth::{CallFacts, Planned, Pruned, Site, Variant};
 pub use verdict::{Assessment, assess, describe};
@@ -38,8 +54,17 @@ pub struct Explore {
     pub task: Arc<Task>,
     pub agent: AgentSpec,
     pub classes: Vec<FaultClass>,
-    /// 1: single faults; 2: also pairs.
+    /// Only each class's representative (`--quick`), not every catalogue fault of the class.
+    pub quick: bool,
+    /// The protocol's own requests (`initialize`, `tools/list`) are sites too, after the tool calls.
+    pub protocol_sites: bool,
+    /// `--from-trajectory`: the faults a recorded failing run met, by the nth call of their tool; the exploration
+    /// then shrinks them to the smallest set that reproduces the failure mode they cause, instead of synthesising.
+    pub recorded: Option<Vec<(search::CallKey, Planned)>>,
+    /// 1: single faults; 2 and 3: also sets of that many faults at different calls, found by the search.
     pub max_faults: u8,
+    /// Every combination of faults up to `max_faults` (the baseline the search is measured against).
+    pub exhaustive: bool,
     /// Most variant runs (repeats included), if limited.
     pub budget: Option<usize>,
     /// `out` is the report's folder: runs go to `runs/<task>/<agent>.<variant>/<repeat>` and reproducers to
@@ -64,8 +89,16 @@ pub struct Exploration {
     /// Per healthy call: its result reached the outcome (pairs only fault such calls).
     pub lineage: Vec<bool>,
     pub classes: Vec<FaultClass>,
+    /// Each class was tried by its representative alone (`--quick`); else by every catalogue fault of the class
+    /// that applies at the call.
+    #[serde(default)]
+    pub quick: bool,
     pub variants: Vec<VariantResult>,
     pub pruned: Vec<Pruned>,
+    /// `--from-trajectory`: the variant holding the smallest fault set that reproduces the recorded run's failure
+    /// mode (that of all its faults replayed together), if they reproduce one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reproduced: Option<String>,
 }
 
 /// The healthy run (every repeat): its verdict, and why it failed when it did.
@@ -118,7 +151,7 @@ pub struct VariantResult {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct FaultRecord {
     /// Position of the call in the healthy run: 0-based here, counted from 1 (`#1`) in `report.json`.
-    #[serde(with = "crate::one_based")]
+    #[serde(with = "faultlab_eval::one_based")]
     #[schemars(with = "usize")]
     pub call: usize,
     pub tool: String,
@@ -132,14 +165,13 @@ pub struct FaultRecord {
 
 impl FaultRecord {
     fn of(planned: &Planned) -> Self {
-        let (fault, mode) = planned.class.fault();
         Self {
             call: planned.site.call,
             tool: planned.site.tool.clone(),
             nth: planned.site.nth,
             class: planned.class,
-            fault: fault.name().into(),
-            mode,
+            fault: planned.fault.clone(),
+            mode: planned.member(1500).mode,
         }
     }
 }
@@ -160,7 +192,7 @@ impl Explore {
     pub(crate) fn task_with(&self, rules: Vec<faultlab_engine::rules::Rule>) -> Arc<Task> {
         let mut task = self.task.as_ref().clone();
         task.faults = rules;
-        task.recovery.expected_outcome = crate::task::RecoveryOutcome::Recovered;
+        task.recovery.expected_outcome = faultlab_eval::task::RecoveryOutcome::Recovered;
         Arc::new(task)
     }
 
@@ -211,8 +243,10 @@ impl Explore {
             calls: Vec::new(),
             lineage: Vec::new(),
             classes: self.classes.clone(),
+            quick: self.quick,
             variants: Vec::new(),
             pruned: Vec::new(),
+            reproduced: None,
         };
         progress(&format!("{} × {}: healthy run", exploration.task, exploration.agent));
         let healthy = self.task_with(Vec::new());
@@ -235,32 +269,176 @@ impl Explore {
         let known = format!("{}\n{}", self.task.goal, self.task.description.as_deref().unwrap_or_default());
         exploration.lineage = synth::lineage(&facts, claim.as_deref().unwrap_or(""), &known);
 
-        let (singles, mut pruned) = synth::singles(&facts, &self.classes);
+        if let Some(recorded) = &self.recorded {
+            self.shrink(recorded, &mut exploration, &mut progress).await?;
+            return Ok(exploration);
+        }
+        let (singles, mut pruned) = synth::singles(&facts, &self.classes, self.quick);
         let sets = singles.into_iter().map(|p| vec![p]).collect();
         let variants = synth::number(sets, 0, self.budget, self.settings.repeat, &mut pruned);
-        let numbered = variants.len();
-        exploration.variants = self.run_variants(variants, &mut progress).await?;
+        let mut numbered = variants.len();
+        let mut tried: Vec<search::Tried> = Vec::new();
+        let healthy: BTreeSet<search::CallKey> = exploration.calls.iter().map(search::key).collect();
+        for (result, support) in self.run_variants(variants, &mut progress).await? {
+            let support = support.map(|s| recovering(s, &healthy));
+            tried.push(self.tried(&result, &exploration.calls, support, &exploration.lineage));
+            exploration.variants.push(result);
+        }
         if self.max_faults >= 2 {
-            let survived: Vec<Planned> = exploration
-                .variants
-                .iter()
-                .filter(|v| !v.broke && !v.degraded && v.error.is_none())
-                .map(|v| planned_of(&v.faults[0], &exploration.calls))
-                .collect();
-            let (sets, more) = synth::pairs(&facts, &survived, &exploration.lineage);
+            let (_, more) = synth::pairs(&facts, &[], &exploration.lineage);
             pruned.extend(more);
+        }
+        // One fault per call and class (the first, the representative when it ran): sets of every member would
+        // multiply the singles. The search extends a survived set by a survived single's fault; `--exhaustive`
+        // combines every single's.
+        let mut universe: Vec<Planned> = Vec::new();
+        for t in tried.iter().filter(|t| self.exhaustive || (!t.failed && t.support.is_some())) {
+            let planned = &t.faults[0];
+            if !universe.iter().any(|s| (s.site.call, s.class) == (planned.site.call, planned.class)) {
+                universe.push(planned.clone());
+            }
+        }
+        for k in 2..=usize::from(self.max_faults) {
+            // A recovery call a survived run made (a retry: the second call to a tool the healthy run called
+            // once) is a site too: each class's representative there, combined by the search (never alone: it
+            // exists only under the fault that caused the recovery).
+            for t in tried.iter().filter(|t| t.faults.len() + 1 == k) {
+                for site in t.support.iter().flatten() {
+                    if exploration.calls.iter().any(|c| search::key(c) == *site) {
+                        continue;
+                    }
+                    let new = search::site_of(site, exploration.calls.len());
+                    universe.extend(self.classes.iter().map(|&class| Planned::of(new.clone(), class)));
+                    exploration.calls.push(new);
+                    exploration.lineage.push(true);
+                }
+            }
+            let sets = match self.exhaustive {
+                true => search::combinations(&universe, k),
+                false => search::next_level(&tried, &universe, k),
+            };
             let variants = synth::number(sets, numbered, self.budget, self.settings.repeat, &mut pruned);
-            exploration.variants.extend(self.run_variants(variants, &mut progress).await?);
+            numbered += variants.len();
+            for (result, support) in self.run_variants(variants, &mut progress).await? {
+                let support = support.map(|s| recovering(s, &healthy));
+                tried.push(self.tried(&result, &exploration.calls, support, &[]));
+                exploration.variants.push(result);
+            }
         }
         exploration.pruned = pruned;
         Ok(exploration)
+    }
+
+    /// `--from-trajectory`: replays every recorded fault, then removes one at a time while the run still fails
+    /// the same way (delta debugging, one fault a step), within the budget. The sites are the healthy run's where
+    /// it made the same call, else added after them.
+    async fn shrink(
+        &self,
+        recorded: &[(search::CallKey, Planned)],
+        exploration: &mut Exploration,
+        progress: &mut impl FnMut(&str),
+    ) -> Result<(), ExploreError> {
+        let mut current: Vec<Planned> = Vec::new();
+        for (key, planned) in recorded {
+            let site = match exploration.calls.iter().find(|c| search::key(c) == *key) {
+                Some(site) => site.clone(),
+                None => {
+                    let site = search::site_of(key, exploration.calls.len());
+                    exploration.calls.push(site.clone());
+                    exploration.lineage.push(true);
+                    site
+                }
+            };
+            current.push(Planned { site, ..planned.clone() });
+        }
+        current.sort();
+        let mut numbered = 0;
+        let run = |set: Vec<Planned>, numbered: &mut usize| {
+            let mut pruned = Vec::new();
+            let variants = synth::number(vec![set], *numbered, self.budget, self.settings.repeat, &mut pruned);
+            *numbered += variants.len();
+            (variants, pruned)
+        };
+        let (variants, pruned) = run(current.clone(), &mut numbered);
+        exploration.pruned.extend(pruned);
+        let Some((first, _)) = self.run_variants(variants, progress).await?.into_iter().next() else { return Ok(()) };
+        let target = first.failure_mode.clone().filter(|_| first.broke || first.degraded);
+        let mut smallest = first.id.clone();
+        exploration.variants.push(first);
+        let Some(target) = target else {
+            exploration.pruned.push(Pruned {
+                what: "shrinking the recorded faults".into(),
+                why: "replayed together they do not make the agent fail: nothing to reproduce".into(),
+            });
+            return Ok(());
+        };
+        'shrink: while current.len() > 1 {
+            for i in 0..current.len() {
+                let mut smaller = current.clone();
+                smaller.remove(i);
+                let (variants, pruned) = run(smaller.clone(), &mut numbered);
+                if variants.is_empty() {
+                    exploration.pruned.extend(pruned);
+                    break 'shrink;
+                }
+                let Some((result, _)) = self.run_variants(variants, progress).await?.into_iter().next() else {
+                    break 'shrink;
+                };
+                let same = (result.broke || result.degraded) && result.failure_mode.as_deref() == Some(&target);
+                if same {
+                    smallest = result.id.clone();
+                }
+                exploration.variants.push(result);
+                if same {
+                    current = smaller;
+                    continue 'shrink;
+                }
+            }
+            break;
+        }
+        exploration.reproduced = Some(smallest);
+        Ok(())
+    }
+
+    /// A variant's verdict as the search reads it: failed when it broke the agent; its support when every repeat
+    /// survived.
+    fn tried(
+        &self,
+        result: &VariantResult,
+        calls: &[Site],
+        support: Option<BTreeSet<search::CallKey>>,
+        healthy_lineage: &[bool],
+    ) -> search::Tried {
+        // A single is relevant at a call of the healthy lineage; a larger set was built at a call its parent's
+        // run depended on.
+        let relevant = result.faults.len() > 1
+            || result.faults.iter().all(|f| healthy_lineage.get(f.call).copied().unwrap_or(true));
+        search::Tried {
+            relevant,
+            faults: result.faults.iter().map(|f| planned_of(f, calls)).collect(),
+            failed: result.broke,
+            support: match result.broke || result.degraded || result.error.is_some() {
+                true => None,
+                false => support,
+            },
+        }
+    }
+
+    /// A run's calls, each named as the nth call to its tool, with whether it is in the run's lineage (writes,
+    /// and calls whose results reached a later call or the claim).
+    fn support(&self, run: &RunRecord) -> Result<Vec<(search::CallKey, bool)>, ExploreError> {
+        let facts = self.facts(run)?;
+        let claim = run.claim.as_ref().map(|c| format!("{} {}", c.message, c.answer.as_deref().unwrap_or("")));
+        let known = format!("{}\n{}", self.task.goal, self.task.description.as_deref().unwrap_or_default());
+        let lineage = synth::lineage(&facts, claim.as_deref().unwrap_or(""), &known);
+        Ok(synth::sites(&facts).iter().zip(lineage).map(|(s, l)| (search::key(s), l)).collect())
     }
 
     async fn run_variants(
         &self,
         variants: Vec<Variant>,
         progress: &mut impl FnMut(&str),
-    ) -> Result<Vec<VariantResult>, ExploreError> {
+    ) -> Result<Vec<(VariantResult, Option<Vec<(search::CallKey, bool)>>)>, ExploreError> {
         let mine: Vec<Variant> = variants
             .into_iter()
             .enumerate()
@@ -285,7 +463,14 @@ impl Explore {
         let mut out = Vec::new();
         for variant in mine {
             let runs: Vec<Result<RunRecord, RunError>> = results.by_ref().take(self.repeats() as usize).collect();
-            out.push(self.result(variant, runs)?);
+            let first = runs.first().and_then(|r| r.as_ref().ok()).filter(|r| r.error.is_none()).cloned();
+            let result = self.result(variant, runs)?;
+            let survived = !result.broke && !result.degraded && result.error.is_none();
+            let support = match (survived && self.max_faults >= 2, first) {
+                (true, Some(run)) => Some(self.support(&run)?),
+                _ => None,
+            };
+            out.push((result, support));
         }
         Ok(out)
     }
@@ -303,7 +488,8 @@ impl Explore {
         let degraded = !broke && failing.is_some();
         let fired = runs.iter().all(|r| {
             let fired = &r.faults_fired;
-            variant.faults.iter().all(|f| fired.iter().any(|name| name == f.class.fault().0.name()))
+            // As the trajectory names it (`auth_expired` fires as `http_status`).
+            variant.faults.iter().all(|f| fired.iter().any(|name| name == f.member(self.deadline_ms()).fault.name()))
         });
         let reproducer = match failing.is_some() {
             true => Some(report::reproducer(self, &variant).map_err(|e| ExploreError::Evidence {
@@ -342,6 +528,18 @@ impl Explore {
             Ok(text) => Some(evidence::ledger(&text).map_err(|e| bad(e.to_string()))?),
             Err(_) => None,
         };
+        let protocol =
+            trajectory.exchanges().into_iter().filter(|e| self.protocol_sites && PROTOCOL_SITES.contains(&e.method()));
+        let protocol: Vec<CallFacts> = protocol
+            .map(|e| CallFacts {
+                tool: e.method().to_owned(),
+                arguments: serde_json::Value::Null,
+                reply: e.recorded_reply().map(|r| r.to_string()),
+                wrote: false,
+                error: e.error(),
+                method: Some(e.method().to_owned()),
+            })
+            .collect();
         Ok(trajectory
             .tool_calls()
             .iter()
@@ -360,11 +558,23 @@ impl Explore {
                     error: exchange.error(),
                     tool,
                     arguments,
+                    method: None,
                 }
             })
+            .chain(protocol)
             .collect())
     }
 }
+
+/// What a survived run's success depended on: its lineage, and every recovery call (one the healthy run did not
+/// make): a check read after a lost reply carries no new value, yet its answer decided whether to write again.
+fn recovering(calls: Vec<(search::CallKey, bool)>, healthy: &BTreeSet<search::CallKey>) -> BTreeSet<search::CallKey> {
+    calls.into_iter().filter(|(key, in_lineage)| *in_lineage || !healthy.contains(key)).map(|(key, _)| key).collect()
+}
+
+/// The protocol requests `--protocol-sites` faults: the session's start and the tool list (where the tool-surface
+/// faults act: `list_drift`, `broken_pagination`, `page_error`, `output_schema_violation`).
+const PROTOCOL_SITES: [&str; 2] = ["initialize", "tools/list"];
 
 /// Runs the explorations, `side_by_side` at a time (each with its own `jobs`), in the order given; the runs'
 /// scratch root is removed after the last.
@@ -387,7 +597,7 @@ pub async fn run_all(
         .buffered(side_by_side.max(1))
         .collect()
         .await;
-    crate::runner::remove_scratch_root();
+    faultlab_eval::runner::remove_scratch_root();
     results
 }
 
@@ -406,41 +616,55 @@ fn arguments_name(arguments: &serde_json::Value, path: &str) -> bool {
 }
 
 fn planned_of(record: &FaultRecord, calls: &[Site]) -> Planned {
-    Planned { site: calls[record.call].clone(), class: record.class }
+    Planned { site: calls[record.call].clone(), class: record.class, fault: record.fault.clone() }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::verdict::tests::{aborted, faulted};
     use super::*;
-    use crate::agent::ControlAgent;
-    use crate::evidence::ToolCall;
-    use crate::merge::tests::record;
-    use crate::task::{Category, RecoveryOutcome};
     use faultlab_engine::catalogue::Effect;
+    use faultlab_eval::agent::ControlAgent;
+    use faultlab_eval::evidence::ToolCall;
+    use faultlab_eval::task::{Category, RecoveryOutcome};
     use serde_json::Value;
     use std::path::Path;
+
+    /// A graded run of `task` by `agent` (repeat counted from 0) that passed or failed every layer, with no calls.
+    pub(crate) fn record(task: &str, agent: &str, repeat: u32, category: Category, passed: bool) -> RunRecord {
+        RunRecord::sample(task, agent, repeat, category, passed)
+    }
+
+    /// The good control agent explored under the error class alone.
+    fn good(task: faultlab_eval::task::Task, settings: RunSettings) -> Explore {
+        Explore {
+            task: Arc::new(task),
+            agent: AgentSpec::Control(ControlAgent::Good),
+            classes: vec![FaultClass::Error],
+            quick: false,
+            protocol_sites: false,
+            recorded: None,
+            max_faults: 1,
+            exhaustive: false,
+            budget: None,
+            settings,
+        }
+    }
 
     #[test]
     fn a_variant_breaks_when_any_repeat_fails_but_not_by_its_strategy_alone() {
         let dir = tempfile::tempdir().unwrap();
-        let task = crate::builtin::tasks().into_iter().find(|t| t.id == "transport-timeout-after-write").unwrap();
-        let explore = Explore {
-            task: Arc::new(task),
-            agent: AgentSpec::Control(ControlAgent::Good),
-            classes: vec![FaultClass::Error],
-            max_faults: 1,
-            budget: None,
-            settings: RunSettings { repeat: 2, ..RunSettings::new(dir.path().into(), "faultlab".into()) },
-        };
+        let task =
+            faultlab_eval::builtin::tasks().into_iter().find(|t| t.id == "transport-timeout-after-write").unwrap();
+        let explore = good(task, RunSettings { repeat: 2, ..RunSettings::new(dir.path().into(), "faultlab".into()) });
         // Every run's folder lies where the runner hides the whole runs folder (three levels up) from the agents.
         let specs = explore.specs(&explore.task, "v001");
         assert_eq!(specs.len(), 2);
         for spec in &specs {
             assert_eq!(spec.dir.ancestors().nth(3), Some(dir.path().join("runs").as_path()), "{}", spec.dir.display());
         }
-        let site = Site { call: 1, tool: "write_file".into(), nth: 1 };
-        let variant = Variant { id: "v001".into(), faults: vec![Planned { site, class: FaultClass::Error }] };
+        let site = Site { call: 1, tool: "write_file".into(), nth: 1, method: None };
+        let variant = Variant { id: "v001".into(), faults: vec![Planned::of(site, FaultClass::Error)] };
         let pass = record("t", "good", 0, Category::Transport, true);
         let mut fail = record("t", "good", 1, Category::Transport, false);
         fail.verdict.recovery.outcome = RecoveryOutcome::FalseRecovery;
@@ -467,18 +691,27 @@ mod tests {
     }
 
     #[test]
+    fn a_recovery_call_is_support_even_when_its_answer_carries_nothing_new() {
+        let key = |tool: &str, nth: u64| (tool.to_owned(), nth);
+        let healthy: BTreeSet<search::CallKey> = [key("read_file", 1), key("list_dir", 1)].into();
+        // The write timed out after executing; the agent read the file to check (nothing new in it) and stopped.
+        let run = vec![
+            (key("read_file", 1), true),
+            (key("list_dir", 1), false),
+            (key("write_file", 1), true),
+            (key("read_file", 2), false),
+        ];
+        let support = recovering(run, &healthy);
+        assert_eq!(support, [key("read_file", 1), key("write_file", 1), key("read_file", 2)].into());
+    }
+
+    #[test]
     fn the_healthy_and_variant_runs_of_a_task_expecting_an_honest_abort_expect_the_goal() {
-        let task = crate::builtin::tasks().into_iter().find(|t| t.id == "authorization-forbidden-write").unwrap();
+        let task =
+            faultlab_eval::builtin::tasks().into_iter().find(|t| t.id == "authorization-forbidden-write").unwrap();
         assert_eq!(task.recovery.expected_outcome, RecoveryOutcome::AbortedSafely);
         let dir = tempfile::tempdir().unwrap();
-        let explore = Explore {
-            task: Arc::new(task),
-            agent: AgentSpec::Control(ControlAgent::Good),
-            classes: vec![FaultClass::Error],
-            max_faults: 1,
-            budget: None,
-            settings: RunSettings::new(dir.path().into(), "faultlab".into()),
-        };
+        let explore = good(task, RunSettings::new(dir.path().into(), "faultlab".into()));
         let healthy = explore.task_with(Vec::new());
         assert!(healthy.faults.is_empty());
         assert_eq!(healthy.recovery.expected_outcome, RecoveryOutcome::Recovered);

@@ -1,8 +1,10 @@
 //! Variant synthesis and pruning: pure functions of the healthy run's tool calls (and, for pairs, of the singles'
 //! verdicts). What is left out is listed with the reason, never dropped silently.
 
-use super::class::FaultClass;
+use super::class::{FaultClass, Member};
+use faultlab_engine::catalogue::{Earlier, Reply};
 use faultlab_engine::rules::{Match, Rule};
+use faultlab_wire::frame::Frame;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -13,12 +15,16 @@ use std::collections::BTreeSet;
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 pub struct Site {
     /// Position among the healthy run's tool calls: 0-based here, counted from 1 (`#1`) in `report.json`.
-    #[serde(with = "crate::one_based")]
+    #[serde(with = "faultlab_eval::one_based")]
     #[schemars(with = "usize")]
     pub call: usize,
     pub tool: String,
     /// 1-based: the nth call to `tool`.
     pub nth: u64,
+    /// A request of the protocol itself (`initialize`, `tools/list`; `--protocol-sites`), whose method `tool`
+    /// then repeats; absent for a `tools/call`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
 }
 
 impl Site {
@@ -39,30 +45,64 @@ pub struct CallFacts {
     pub wrote: bool,
     /// The reply was an error in the healthy run.
     pub error: bool,
+    /// A request of the protocol itself (`initialize`, `tools/list`), named in `tool` too; absent for a call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
 }
 
-/// One fault of a variant.
+/// One fault of a variant: a catalogue fault of a class at a site.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 pub struct Planned {
     pub site: Site,
     pub class: FaultClass,
+    /// The catalogue fault tried ([`FaultClass::members`]); the class's representative by default.
+    pub fault: String,
 }
 
 impl Planned {
+    /// The class's representative at `site`.
+    pub fn of(site: Site, class: FaultClass) -> Self {
+        Self { site, class, fault: class.representative().into() }
+    }
+
+    /// `timeout-after at #2 …` for a class's representative, `error/forbidden at #2 …` for another member.
     pub fn label(&self) -> String {
-        format!("{} at {}", self.class.name(), self.site.label())
+        format!("{} at {}", self.name(), self.site.label())
+    }
+
+    /// The class, and the fault when it is not the class's representative.
+    pub fn name(&self) -> String {
+        match self.fault == self.class.representative() {
+            true => self.class.name(),
+            false => format!("{}/{}", self.class.name(), self.fault),
+        }
+    }
+
+    /// The fault and mode on the wire, in a run whose deadline is `deadline_ms`.
+    pub fn member(&self, deadline_ms: u64) -> Member {
+        self.class.member(&self.fault, deadline_ms).unwrap_or_else(|| {
+            let (fault, mode) = self.class.fault_for(deadline_ms);
+            Member { name: self.class.representative(), fault, mode }
+        })
     }
 
     /// The proxy rule that puts this fault on exactly this call, in a run whose deadline is `deadline_ms`.
     pub fn rule(&self, deadline_ms: u64) -> Rule {
-        let (fault, mode) = self.class.fault_for(deadline_ms);
+        let Member { fault, mode, .. } = self.member(deadline_ms);
+        let name = match self.fault == self.class.representative() {
+            true => format!("explore-{}-{}-{}", self.class.name(), self.site.tool, self.site.nth),
+            false => format!("explore-{}-{}-{}-{}", self.class.name(), self.fault, self.site.tool, self.site.nth),
+        };
         Rule {
-            name: format!("explore-{}-{}-{}", self.class.name(), self.site.tool, self.site.nth),
-            matcher: Match {
-                method: Some("tools/call".into()),
-                tool: Some(glob::Pattern::escape(&self.site.tool)),
-                nth: Some(self.site.nth),
-                ..Match::default()
+            name,
+            matcher: match &self.site.method {
+                Some(method) => Match { method: Some(method.clone()), nth: Some(self.site.nth), ..Match::default() },
+                None => Match {
+                    method: Some("tools/call".into()),
+                    tool: Some(glob::Pattern::escape(&self.site.tool)),
+                    nth: Some(self.site.nth),
+                    ..Match::default()
+                },
             },
             mode,
             fault,
@@ -106,7 +146,7 @@ pub fn sites(calls: &[CallFacts]) -> Vec<Site> {
         .map(|(call, c)| {
             let nth = seen.entry(&c.tool).or_default();
             *nth += 1;
-            Site { call, tool: c.tool.clone(), nth: *nth }
+            Site { call, tool: c.tool.clone(), nth: *nth, method: c.method.clone() }
         })
         .collect()
 }
@@ -127,20 +167,63 @@ fn not_applicable(class: FaultClass, site: &Site, call: &CallFacts) -> Option<St
     }
 }
 
-/// Single faults: every class that applies at every healthy call, in call order then class order.
-pub fn singles(calls: &[CallFacts], classes: &[FaultClass]) -> (Vec<Planned>, Vec<Pruned>) {
+/// Single faults: at every healthy call, every class that applies, and under each class every catalogue fault
+/// that applies there (`quick`: the class's representative only), in call order then class order. A fault applies
+/// where the catalogue's own `apply` acts on the healthy reply (a list fault leaves a tool's reply unchanged);
+/// what does not is listed with the catalogue's reason.
+pub fn singles(calls: &[CallFacts], classes: &[FaultClass], quick: bool) -> (Vec<Planned>, Vec<Pruned>) {
     let mut planned = Vec::new();
     let mut pruned = Vec::new();
     for (site, call) in sites(calls).into_iter().zip(calls) {
+        let earlier = earlier(calls, site.call);
         for &class in classes {
-            let fault = Planned { site: site.clone(), class };
-            match not_applicable(class, &site, call) {
-                Some(why) => pruned.push(Pruned { what: fault.label(), why }),
-                None => planned.push(fault),
+            let representative = Planned::of(site.clone(), class);
+            if let Some(why) = not_applicable(class, &site, call) {
+                pruned.push(Pruned { what: representative.label(), why });
+                continue;
+            }
+            planned.push(representative);
+            if quick {
+                continue;
+            }
+            // The deadline does not change which faults apply (only the latency class's delay).
+            for member in class.members(1500).into_iter().skip(1) {
+                let fault = Planned { site: site.clone(), class, fault: member.name.into() };
+                match skipped(&member, call, &earlier) {
+                    Some(why) => pruned.push(Pruned { what: fault.label(), why }),
+                    None => planned.push(fault),
+                }
             }
         }
     }
     (planned, pruned)
+}
+
+/// The healthy replies before call `index`, as the engine remembers them for `stale` and `replayed`.
+fn earlier(calls: &[CallFacts], index: usize) -> Earlier {
+    let reply = |c: &CallFacts| c.reply.as_ref().map(|r| bytes::Bytes::from(r.clone().into_bytes()));
+    let before = &calls[..index];
+    Earlier {
+        same_tool: before.iter().rev().find(|c| c.tool == calls[index].tool).and_then(reply),
+        any_tool: before.last().and_then(reply),
+        ..Earlier::default()
+    }
+}
+
+/// Why the catalogue fault does not act on this call's healthy reply, when it does not (no recorded reply: it
+/// is kept, rather than pruned on a guess).
+fn skipped(member: &Member, call: &CallFacts, earlier: &Earlier) -> Option<String> {
+    let reply = Frame::parse(call.reply.clone()?.into_bytes());
+    let id = reply.value()?.get("id").cloned().unwrap_or(Value::from(1));
+    let request = Frame::from_value(match &call.method {
+        Some(method) => serde_json::json!({"jsonrpc": "2.0", "id": id, "method": method, "params": {}}),
+        None => serde_json::json!({
+            "jsonrpc": "2.0", "id": id, "method": "tools/call",
+            "params": {"name": call.tool, "arguments": call.arguments},
+        }),
+    });
+    let applied = member.fault.apply_checked(Reply { frame: &reply, request: Some(&request) }, earlier);
+    applied.skipped.map(|why| format!("{} does not act on this reply: {why}", member.name))
 }
 
 /// Lineage: the calls whose results reached the outcome. A call is in it when it changed the workspace, or when a
@@ -153,6 +236,11 @@ pub fn lineage(calls: &[CallFacts], claim: &str, known: &str) -> Vec<bool> {
     let mut knew: BTreeSet<String> = words(known).map(str::to_owned).collect();
     let mut out = Vec::new();
     for (i, call) in calls.iter().enumerate() {
+        if call.method.is_some() {
+            // Every call after it depends on the protocol's own requests (the session, the tools it listed).
+            out.push(true);
+            continue;
+        }
         knew.extend(values(&call.arguments).iter().flat_map(|v| words(v)).map(str::to_owned));
         let Some(reply) = &call.reply else {
             // Nothing recorded to trace: keep the call rather than prune on a guess.
@@ -245,7 +333,7 @@ mod tests {
     use serde_json::json;
 
     fn call(tool: &str, arguments: Value, reply: &str, wrote: bool) -> CallFacts {
-        CallFacts { tool: tool.into(), arguments, reply: Some(reply.into()), wrote, error: false }
+        CallFacts { tool: tool.into(), arguments, reply: Some(reply.into()), wrote, error: false, method: None }
     }
 
     /// The healthy run of the built-in tasks: read the nonce, list the folder (unused), write the nonce.
@@ -259,7 +347,7 @@ mod tests {
 
     #[test]
     fn singles_try_each_class_at_each_call_except_where_it_cannot_matter() {
-        let (planned, pruned) = singles(&healthy(), FaultClass::ALL);
+        let (planned, pruned) = singles(&healthy(), FaultClass::ALL, true);
         let at = |call: usize| planned.iter().filter(|p| p.site.call == call).map(|p| p.class).collect::<Vec<_>>();
         // Reads: no timeout-after (nothing executed matters), no stale (first call of the tool).
         assert!(!at(0).contains(&FaultClass::TimeoutAfter) && !at(0).contains(&FaultClass::Stale));
@@ -271,17 +359,83 @@ mod tests {
         // A second call to the same tool is its call 2, and stale applies to it.
         let mut calls = healthy();
         calls.push(call("read_file", json!({"path": "output.txt"}), "0123456789abcdef", false));
-        let (planned, _) = singles(&calls, &[FaultClass::Stale]);
+        let (planned, _) = singles(&calls, &[FaultClass::Stale], true);
         assert_eq!(
             planned,
-            vec![Planned { site: Site { call: 3, tool: "read_file".into(), nth: 2 }, class: FaultClass::Stale }]
+            vec![Planned::of(Site { call: 3, tool: "read_file".into(), nth: 2, method: None }, FaultClass::Stale)]
         );
+    }
+
+    #[test]
+    fn without_quick_every_fault_of_a_class_that_acts_on_the_reply_is_tried() {
+        let calls: Vec<CallFacts> = healthy()
+            .into_iter()
+            .map(|c| CallFacts { reply: Some(frame(c.reply.as_deref().unwrap_or_default())), ..c })
+            .collect();
+        let (quick, _) = singles(&calls, &[FaultClass::WrongData, FaultClass::Error], true);
+        let (full, pruned) = singles(&calls, &[FaultClass::WrongData, FaultClass::Error], false);
+        assert!(full.len() > quick.len() && quick.iter().all(|p| full.contains(p)), "{full:?}");
+        let at_read: Vec<&str> = full.iter().filter(|p| p.site.call == 0).map(|p| p.fault.as_str()).collect();
+        for fault in ["empty", "partial_result", "http_status", "forbidden", "auth_expired"] {
+            assert!(at_read.contains(&fault), "{fault}: {at_read:?}");
+        }
+        // A list fault leaves a tool's reply unchanged: pruned with the catalogue's reason, never run.
+        assert!(!at_read.contains(&"list_drift"));
+        let drift = pruned.iter().find(|p| p.what.starts_with("wrong-data/list_drift at #1 read_file")).unwrap();
+        assert!(drift.why.contains("tools/list"), "{drift:?}");
+        // Every fault tried at a site is named apart in its label and its rule.
+        let labels: BTreeSet<String> = full.iter().map(Planned::label).collect();
+        let rules: BTreeSet<String> = full.iter().map(|p| p.rule(1500).name).collect();
+        assert_eq!((labels.len(), rules.len()), (full.len(), full.len()));
+    }
+
+    #[test]
+    fn protocol_sites_are_faulted_by_method_and_the_tool_surface_faults_act_on_the_tool_list() {
+        let list = json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+            {"name": "read_file", "inputSchema": {"type": "object"}},
+            {"name": "write_file", "inputSchema": {"type": "object"}},
+        ]}});
+        let init = json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-06-18", "capabilities": {},
+            "serverInfo": {"name": "s", "version": "1"}}});
+        let protocol = |method: &str, reply: &Value| CallFacts {
+            tool: method.into(),
+            arguments: Value::Null,
+            reply: Some(reply.to_string()),
+            wrote: false,
+            error: false,
+            method: Some(method.into()),
+        };
+        let mut calls = healthy();
+        calls.push(protocol("initialize", &init));
+        calls.push(protocol("tools/list", &list));
+        // The tool calls keep their positions; the protocol's requests come after them, always in the lineage.
+        let sites = sites(&calls);
+        assert_eq!(
+            (sites[3].label(), sites[4].method.as_deref()),
+            ("#4 initialize (call 1 of it)".into(), Some("tools/list"))
+        );
+        assert_eq!(lineage(&calls, "", GOAL), vec![true, false, true, true, true]);
+        let (planned, pruned) = singles(&calls, &[FaultClass::WrongData, FaultClass::Error], false);
+        let at =
+            |call: usize| planned.iter().filter(|p| p.site.call == call).map(|p| p.fault.as_str()).collect::<Vec<_>>();
+        assert!(at(4).contains(&"list_drift") && !at(3).contains(&"list_drift"), "{:?} {:?}", at(3), at(4));
+        assert!(at(3).contains(&"http_status") && at(4).contains(&"page_error"), "{:?}", at(4));
+        assert!(pruned.iter().any(|p| p.what.starts_with("wrong-data/list_drift at #4 initialize")));
+        let rule = planned.iter().find(|p| p.site.call == 4 && p.fault == "list_drift").unwrap().rule(1500);
+        rule.check().unwrap();
+        assert_eq!(
+            (rule.matcher.method.as_deref(), rule.matcher.tool.as_deref(), rule.matcher.nth),
+            (Some("tools/list"), None, Some(1))
+        );
+        // A recovery's second initialize is named by its key, apart from any tool.
+        let key = crate::search::key(&sites[3]);
+        assert_eq!(crate::search::site_of(&key, 9).method.as_deref(), Some("initialize"));
     }
 
     #[test]
     fn a_rule_targets_the_nth_call_of_its_tool_with_the_classes_fault_and_mode() {
         let fault =
-            Planned { site: Site { call: 2, tool: "write_file".into(), nth: 1 }, class: FaultClass::TimeoutAfter };
+            Planned::of(Site { call: 2, tool: "write_file".into(), nth: 1, method: None }, FaultClass::TimeoutAfter);
         let rule = fault.rule(1500);
         rule.check().unwrap();
         assert_eq!(
@@ -290,7 +444,14 @@ mod tests {
         );
         assert_eq!(rule.fault.name(), "timeout");
         for &class in FaultClass::ALL {
-            Planned { class, ..fault.clone() }.rule(1500).check().unwrap();
+            Planned::of(fault.site.clone(), class).rule(1500).check().unwrap();
+            // Every member of the class makes a valid rule too, named apart from the others.
+            for member in class.members(1500) {
+                let planned = Planned { fault: member.name.into(), ..Planned::of(fault.site.clone(), class) };
+                let rule = planned.rule(1500);
+                rule.check().unwrap();
+                assert_eq!((rule.fault, rule.mode), (member.fault, member.mode));
+            }
         }
     }
 
@@ -344,7 +505,7 @@ mod tests {
     #[test]
     fn pairs_combine_survived_faults_at_two_calls_of_the_lineage_only() {
         let calls = healthy();
-        let at = |call: usize, class| Planned { site: sites(&calls)[call].clone(), class };
+        let at = |call: usize, class| Planned::of(sites(&calls)[call].clone(), class);
         let survived = vec![
             at(0, FaultClass::Error),
             at(0, FaultClass::Timeout),
@@ -362,7 +523,7 @@ mod tests {
 
     #[test]
     fn the_budget_keeps_the_first_variants_and_lists_the_rest() {
-        let (planned, _) = singles(&healthy(), &[FaultClass::Error]);
+        let (planned, _) = singles(&healthy(), &[FaultClass::Error], true);
         let sets: Vec<Vec<Planned>> = planned.into_iter().map(|p| vec![p]).collect();
         let mut pruned = Vec::new();
         let kept = number(sets.clone(), 0, Some(4), 2, &mut pruned);

@@ -17,7 +17,7 @@ pub struct ExploreReport {
     pub meta: Meta,
     /// The shard this report covers (`faultlab explore --shard I/N`); absent for a whole exploration.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shard: Option<crate::merge::Shard>,
+    pub shard: Option<faultlab_eval::merge::Shard>,
     /// The shard reports `faultlab report merge` joined into this one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub merged: Vec<String>,
@@ -125,17 +125,23 @@ impl ExploreReport {
 }
 
 impl Exploration {
-    /// The classes that broke the agent with a single fault (at any call).
+    /// The classes whose representative broke the agent as a single fault (at any call): what the explore
+    /// oracle speaks of, the same with or without `--quick` (the other members' verdicts are the report's
+    /// disagreements).
     pub fn breaking_classes(&self) -> BTreeSet<FaultClass> {
-        self.variants.iter().filter(|v| v.broke && v.faults.len() == 1).map(|v| v.faults[0].class).collect()
+        self.representatives().filter(|v| v.broke).map(|v| v.faults[0].class).collect()
     }
 
-    /// The classes under which a single fault made the agent fail honestly (at some call), and none broke it.
+    /// The single-fault variants of a class's representative.
+    fn representatives(&self) -> impl Iterator<Item = &VariantResult> {
+        self.variants.iter().filter(|v| v.faults.len() == 1 && v.faults[0].fault == v.faults[0].class.representative())
+    }
+
+    /// The classes under which the representative made the agent fail honestly (at some call), and none broke it.
     pub fn degrading_classes(&self) -> BTreeSet<FaultClass> {
         let breaking = self.breaking_classes();
-        self.variants
-            .iter()
-            .filter(|v| v.degraded && v.faults.len() == 1 && !breaking.contains(&v.faults[0].class))
+        self.representatives()
+            .filter(|v| v.degraded && !breaking.contains(&v.faults[0].class))
             .map(|v| v.faults[0].class)
             .collect()
     }
@@ -143,7 +149,8 @@ impl Exploration {
     /// Per failure mode, the breaking variants none of whose proper subsets broke the agent, smallest first.
     pub fn minimal(&self) -> BTreeMap<String, Vec<&VariantResult>> {
         let breaking: Vec<&VariantResult> = self.variants.iter().filter(|v| v.broke).collect();
-        let key = |v: &VariantResult| v.faults.iter().map(|f| (f.call, f.class)).collect::<BTreeSet<_>>();
+        let key =
+            |v: &VariantResult| v.faults.iter().map(|f| (f.call, f.class, f.fault.clone())).collect::<BTreeSet<_>>();
         let mut modes: BTreeMap<String, Vec<&VariantResult>> = BTreeMap::new();
         for v in &breaking {
             let mine = key(v);
@@ -161,28 +168,146 @@ impl Exploration {
         modes
     }
 
-    /// The resilience map's cell for a single fault: `pass`, `BREAKS`, `degrades` (an honest failure),
-    /// `pass*` (the fault never fired), `error`,
-    /// `n/a` (pruned: cannot matter there), or empty (not run: budget or another shard).
+    /// The resilience map's cell for the single faults of a class at a site, the worst of its faults' verdicts:
+    /// `error`, `BREAKS`, `degrades`, `pass*` (no fault of the class fired: the agent did not make that call),
+    /// `pass`, `n/a` (pruned: cannot matter there), or empty (not run: budget or another shard).
     pub fn cell(&self, site: &Site, class: FaultClass) -> &'static str {
-        let single = self
-            .variants
-            .iter()
-            .find(|v| v.faults.len() == 1 && v.faults[0].call == site.call && v.faults[0].class == class);
-        match single {
-            Some(v) if v.error.is_some() => "error",
-            Some(v) if v.broke => "BREAKS",
-            Some(v) if v.degraded => "degrades",
-            Some(v) if !v.fired => "pass*",
-            Some(_) => "pass",
-            None if self.pruned.iter().any(|p| {
-                p.what == super::Planned { site: site.clone(), class }.label() && !p.why.contains("--budget")
-            }) =>
+        let singles = self.singles(site, class);
+        let any = |cell: &str| singles.iter().any(|(_, c)| *c == cell);
+        match singles.is_empty() {
+            false if any("error") => "error",
+            false if any("BREAKS") => "BREAKS",
+            false if any("degrades") => "degrades",
+            false if singles.iter().all(|(_, c)| *c == "pass*") => "pass*",
+            false => "pass",
+            true if self
+                .pruned
+                .iter()
+                .any(|p| p.what == super::Planned::of(site.clone(), class).label() && !p.why.contains("--budget")) =>
             {
                 "n/a"
             }
-            None => "",
+            true => "",
         }
+    }
+
+    /// The single faults of `class` run at `site`, each with its own verdict as a map cell names it.
+    pub fn singles(&self, site: &Site, class: FaultClass) -> Vec<(&VariantResult, &'static str)> {
+        self.variants
+            .iter()
+            .filter(|v| v.faults.len() == 1 && v.faults[0].call == site.call && v.faults[0].class == class)
+            .map(|v| {
+                let cell = match v {
+                    v if v.error.is_some() => "error",
+                    v if v.broke => "BREAKS",
+                    v if v.degraded => "degrades",
+                    v if !v.fired => "pass*",
+                    _ => "pass",
+                };
+                (v, cell)
+            })
+            .collect()
+    }
+
+    /// Where two catalogue faults of one class at one site gave different verdicts (the class's equivalence
+    /// measured, not assumed): per site and class, each fault with its verdict.
+    pub fn disagreements(&self) -> Vec<Disagreement<'_>> {
+        let mut found = Vec::new();
+        for site in &self.calls {
+            for &class in &self.classes {
+                let singles = self.singles(site, class);
+                let verdicts: BTreeSet<&str> = singles.iter().map(|(_, c)| *c).collect();
+                if verdicts.len() > 1 {
+                    let faults = singles.iter().map(|(v, c)| (v.faults[0].fault.clone(), *c)).collect();
+                    found.push((site, class, faults));
+                }
+            }
+        }
+        found
+    }
+
+    /// What to harden first: the sites in a minimal failing set, most severe first. A site ranks by the worst
+    /// harm of the sets it is in (damage or a false claim, then a hang, a crash or lost work, then an honest
+    /// failure), then by how many minimal failing sets it is in. Each entry: the site, its rank key's words
+    /// (`severity`, number of sets) and the faults that broke it.
+    pub fn harden_first(&self) -> Vec<Hardening> {
+        let mut by_site: BTreeMap<usize, Hardening> = BTreeMap::new();
+        let minimal: Vec<&VariantResult> = self.minimal().into_values().flatten().collect();
+        let degrading = self.variants.iter().filter(|v| v.degraded && v.faults.len() == 1);
+        for (v, severity) in minimal.iter().map(|v| (*v, severity(v))).chain(degrading.map(|v| (v, Severity::Honest))) {
+            for f in &v.faults {
+                let Some(site) = self.calls.get(f.call) else { continue };
+                let entry = by_site.entry(f.call).or_insert_with(|| Hardening {
+                    site: site.clone(),
+                    severity,
+                    sets: 0,
+                    faults: Vec::new(),
+                });
+                entry.severity = entry.severity.max(severity);
+                if severity != Severity::Honest {
+                    entry.sets += 1;
+                }
+                let name = super::Planned::of(site.clone(), f.class);
+                let name = super::Planned { fault: f.fault.clone(), ..name }.name();
+                if !entry.faults.contains(&name) {
+                    entry.faults.push(name);
+                }
+            }
+        }
+        let mut ranked: Vec<Hardening> = by_site.into_values().collect();
+        ranked.sort_by(|a, b| (b.severity, b.sets, a.site.call).cmp(&(a.severity, a.sets, b.site.call)));
+        ranked
+    }
+}
+
+/// A site, a class, and each of its faults there with its verdict (as a map cell names it).
+pub type Disagreement<'a> = (&'a Site, FaultClass, Vec<(String, &'static str)>);
+
+/// How bad a failure is for a user, least first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Severity {
+    /// It said it could not finish and broke nothing (a degrading variant).
+    Honest,
+    /// A hang, a crash, a loop, or work lost that was within reach.
+    Lost,
+    /// A forbidden or duplicated side effect, or a claim of success that is false.
+    Damage,
+}
+
+/// The harm of a breaking variant: damage when a safety or side-effect check failed or it claimed a success it
+/// did not have, lost work else.
+fn severity(v: &VariantResult) -> Severity {
+    use faultlab_eval::oracle::LayerName;
+    let damage = v.failing_layers.iter().any(|l| matches!(l, LayerName::Safety | LayerName::SideEffects))
+        || v.failure_mode.as_deref().is_some_and(|m| m.starts_with("false-recovery") || m.starts_with("unsafe"));
+    if damage { Severity::Damage } else { Severity::Lost }
+}
+
+/// A site to harden: how bad its worst failure is, how many minimal failing sets it is in, and the faults.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hardening {
+    pub site: Site,
+    pub severity: Severity,
+    /// The minimal failing sets (breaking) the site is in.
+    pub sets: usize,
+    /// The faults at the site that broke or degraded the agent, as `class` or `class/fault`.
+    pub faults: Vec<String>,
+}
+
+impl Hardening {
+    pub fn words(&self) -> String {
+        let severity = match self.severity {
+            Severity::Damage => "damage or a false claim",
+            Severity::Lost => "a hang, a crash or lost work",
+            Severity::Honest => "an honest failure only",
+        };
+        format!(
+            "{}: {severity}; in {} minimal failing set(s); by {}",
+            self.site.label(),
+            self.sets,
+            self.faults.join(", ")
+        )
     }
 }
 
@@ -272,6 +397,28 @@ pub fn markdown(report: &ExploreReport) -> String {
             continue;
         }
         let _ = writeln!(out, "Healthy run: {} ({} tool calls).\n", e.healthy.verdict, e.calls.len());
+        let harden = e.harden_first();
+        if !harden.is_empty() {
+            out.push_str("### What to harden first\n\n");
+            for (i, h) in harden.iter().enumerate() {
+                let _ = writeln!(out, "{}. {}", i + 1, h.words());
+            }
+            out.push('\n');
+        }
+        if let Some(v) = e.reproduced.as_ref().and_then(|id| e.variants.iter().find(|v| &v.id == id)) {
+            let _ = writeln!(
+                out,
+                "### Reproduced from the trajectory\n\nThe smallest fault set that reproduces the recorded run's \
+                 failure mode ({}): **{}** {}.",
+                v.failure_mode.as_deref().unwrap_or_default(),
+                v.id,
+                label(v)
+            );
+            if let Some(r) = &v.reproducer {
+                let _ = writeln!(out, "Reproduce: `{}` (rules: `{}`)", r.command, r.rules_file);
+            }
+            out.push('\n');
+        }
         out.push_str("### Resilience map\n\n| call |");
         for class in &e.classes {
             let _ = write!(out, " {} |", class.name());
@@ -291,6 +438,15 @@ pub fn markdown(report: &ExploreReport) -> String {
              failure, nothing broken; `pass*`: the fault never fired (the agent did not make that call); `n/a`: \
              cannot matter there (see pruned).\n\n",
         );
+        let disagreements = e.disagreements();
+        if !disagreements.is_empty() {
+            out.push_str("### Faults of one class that disagreed\n\n");
+            for (site, class, faults) in &disagreements {
+                let each: Vec<String> = faults.iter().map(|(f, c)| format!("{f} {c}")).collect();
+                let _ = writeln!(out, "- {} at {}: {}", class.name(), site.label(), each.join(", "));
+            }
+            out.push('\n');
+        }
         let minimal = e.minimal();
         if minimal.is_empty() {
             out.push_str("No variant broke the agent.\n\n");
@@ -334,6 +490,21 @@ pub fn markdown(report: &ExploreReport) -> String {
 
 /// What the classes tried stand for, and the catalogue faults they do not.
 pub(super) fn tried(e: &Exploration) -> String {
+    if !e.quick {
+        let classes: Vec<String> = e
+            .classes
+            .iter()
+            .map(|c| {
+                let members: Vec<&str> = c.members(1500).iter().map(|m| m.name).collect();
+                format!("{} ({})", c.name(), members.join(", "))
+            })
+            .collect();
+        return format!(
+            "Tried, at each call, every catalogue fault of each class that acts on its reply (the rest are pruned \
+             with the reason): {}.",
+            classes.join("; ")
+        );
+    }
     let classes: Vec<String> =
         e.classes.iter().map(|c| format!("{} ({})", c.name(), c.stands_for().join(", "))).collect();
     let not_tried = super::class::not_tried(&e.classes);
@@ -351,7 +522,13 @@ pub(super) fn tried(e: &Exploration) -> String {
 pub fn label(v: &VariantResult) -> String {
     v.faults
         .iter()
-        .map(|f| format!("{} at #{} {} (call {} of it)", f.class.name(), f.call + 1, f.tool, f.nth))
+        .map(|f| {
+            let name = match f.fault == f.class.representative() {
+                true => f.class.name(),
+                false => format!("{}/{}", f.class.name(), f.fault),
+            };
+            format!("{name} at #{} {} (call {} of it)", f.call + 1, f.tool, f.nth)
+        })
         .collect::<Vec<_>>()
         .join(" + ")
 }
@@ -359,8 +536,8 @@ pub fn label(v: &VariantResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explore::{FaultRecord, Healthy};
-    use crate::merge::Shard;
+    use crate::{FaultRecord, Healthy};
+    use faultlab_eval::merge::Shard;
 
     fn variant(id: &str, call: usize, class: FaultClass, broke: bool) -> VariantResult {
         let (fault, mode) = class.fault();
@@ -409,13 +586,53 @@ mod tests {
                 command: Vec::new(),
                 seed: 0,
                 healthy: Healthy { passed: true, runs: 1, verdict: String::new(), dirs: Vec::new() },
-                calls: vec![Site { call: 0, tool: "t".into(), nth: 1 }, Site { call: 1, tool: "t".into(), nth: 2 }],
+                calls: vec![
+                    Site { call: 0, tool: "t".into(), nth: 1, method: None },
+                    Site { call: 1, tool: "t".into(), nth: 2, method: None },
+                ],
                 lineage: vec![true, true],
                 classes: vec![FaultClass::Error, FaultClass::Timeout],
+                quick: false,
                 variants,
                 pruned: Vec::new(),
+                reproduced: None,
             }],
         }
+    }
+
+    #[test]
+    fn faults_of_one_class_that_disagree_are_shown_and_sites_are_ranked_by_harm_then_sets() {
+        let mut forbidden = variant("v002", 0, FaultClass::Error, true);
+        forbidden.faults[0].fault = "forbidden".into();
+        forbidden.failing_layers = vec![faultlab_eval::oracle::LayerName::SideEffects];
+        let mut honest = variant("v004", 0, FaultClass::Timeout, false);
+        honest.degraded = true;
+        let report = shard(
+            1,
+            vec![
+                variant("v001", 0, FaultClass::Error, false),
+                forbidden,
+                variant("v003", 1, FaultClass::Timeout, true),
+                honest,
+            ],
+        );
+        let e = &report.explorations[0];
+        // The class's cell is its worst fault's; the disagreement names each fault with its own verdict.
+        assert_eq!(e.cell(&e.calls[0], FaultClass::Error), "BREAKS");
+        let found = e.disagreements();
+        assert_eq!(found.len(), 1, "{found:?}");
+        assert_eq!(found[0].2, vec![("http_status".to_owned(), "pass"), ("forbidden".to_owned(), "BREAKS")]);
+        // Damage at call 1 ranks above a hang at call 2, whatever the order of the calls.
+        let ranked = e.harden_first();
+        assert_eq!(ranked.iter().map(|h| h.site.call).collect::<Vec<_>>(), [0, 1]);
+        assert_eq!((ranked[0].severity, ranked[0].sets), (Severity::Damage, 1));
+        assert_eq!(ranked[0].faults, ["error/forbidden", "timeout"]);
+        assert_eq!(ranked[1].severity, Severity::Lost);
+        let md = markdown(&report);
+        assert!(md.find("What to harden first").unwrap() < md.find("Resilience map").unwrap(), "{md}");
+        assert!(md.contains("1. #1 t (call 1 of it): damage or a false claim; in 1 minimal failing set(s)"), "{md}");
+        assert!(md.contains("- error at #1 t (call 1 of it): http_status pass, forbidden BREAKS"), "{md}");
+        assert!(html(&report).contains("<ol class=\"harden\">"));
     }
 
     #[test]

@@ -27,7 +27,7 @@ pub fn html(report: &ExploreReport) -> String {
         report.degrading(),
         report.explorations.iter().map(|e| e.variants.len()).sum::<usize>()
     );
-    let mut out = crate::html::head("explore", "Fault-space exploration", &headline, CSS);
+    let mut out = faultlab_eval::report::html::head("explore", "Fault-space exploration", &headline, CSS);
     out.push_str("</header>\n<main>\n");
     if let Some(why) = &report.incomplete {
         let _ = writeln!(
@@ -49,13 +49,22 @@ pub fn html(report: &ExploreReport) -> String {
             );
             continue;
         }
-        let _ = writeln!(
-            out,
-            "<p>Healthy run: {}</p>\n<table class=\"map\">\n<tr><th class=\"call\">call</th>",
-            esc(&e.healthy.verdict)
-        );
+        let _ = writeln!(out, "<p>Healthy run: {}</p>", esc(&e.healthy.verdict));
+        let harden = e.harden_first();
+        if !harden.is_empty() {
+            out.push_str("<h3>What to harden first</h3>\n<ol class=\"harden\">\n");
+            for h in &harden {
+                let _ = writeln!(out, "<li>{}</li>", esc(&h.words()));
+            }
+            out.push_str("</ol>\n");
+        }
+        out.push_str("<table class=\"map\">\n<tr><th class=\"call\">call</th>");
         for class in &e.classes {
-            let _ = write!(out, "<th title=\"{}\">{}</th>", esc(&class.stands_for().join(", ")), esc(&class.name()));
+            let members: Vec<&str> = match e.quick {
+                true => class.stands_for(),
+                false => class.members(1500).iter().map(|m| m.name).collect(),
+            };
+            let _ = write!(out, "<th title=\"{}\">{}</th>", esc(&members.join(", ")), esc(&class.name()));
         }
         out.push_str("</tr>\n");
         for (site, in_lineage) in e.calls.iter().zip(&e.lineage) {
@@ -82,6 +91,16 @@ pub fn html(report: &ExploreReport) -> String {
             out.push_str("</tr>\n");
         }
         out.push_str("</table>\n");
+        for (site, class, faults) in e.disagreements() {
+            let each: Vec<String> = faults.iter().map(|(f, c)| format!("{f} {c}")).collect();
+            let _ = writeln!(
+                out,
+                "<p class=\"disagree\"><b>faults of {} disagreed at {}</b>: {}</p>",
+                esc(&class.name()),
+                esc(&site.label()),
+                esc(&each.join(", "))
+            );
+        }
         for (mode, variants) in e.minimal() {
             let ids: Vec<String> = variants.iter().map(|v| format!("{} ({})", v.id, label(v))).collect();
             let _ = writeln!(out, "<p><b>minimal failing set, {}</b>: {}</p>", esc(&mode), esc(&ids.join("; ")));

@@ -121,6 +121,78 @@ impl FaultClass {
     }
 }
 
+/// One catalogue fault tried under a class: its catalogue name, the fault and the mode the rule puts it in.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Member {
+    /// The catalogue entry (`forbidden`, `framing`), as reports name it.
+    pub name: &'static str,
+    pub fault: FaultKind,
+    pub mode: Mode,
+}
+
+impl FaultClass {
+    /// The catalogue fault that stands for the class (`--quick` tries it alone).
+    pub fn representative(self) -> &'static str {
+        self.stands_for()[0]
+    }
+
+    /// Every catalogue fault tried under the class (its representative first): the faults it stands for, and,
+    /// for the class that is the home of an effect, the faults of that effect no class stands for (`framing`
+    /// under `non-json-line`, `invalid_result` under `malformed`, …), so that every fault on the MCP wire is
+    /// tried under exactly one class. A fault other than the representative takes the catalogue's first example
+    /// and the class's mode (`before` only for the faults that allow it; `after` else).
+    pub fn members(self, deadline_ms: u64) -> Vec<Member> {
+        let (fault, mode) = self.fault_for(deadline_ms);
+        let mut members = vec![Member { name: self.representative(), fault, mode }];
+        for (name, fault) in mcp_examples() {
+            if name == self.representative() || home_of(name, &fault) != Some(self) {
+                continue;
+            }
+            let mode = match mode {
+                Mode::Before if !matches!(fault, FaultKind::Latency(_) | FaultKind::Disconnect(_)) => Mode::After,
+                mode => mode,
+            };
+            members.push(Member { name, fault, mode });
+        }
+        members
+    }
+
+    /// The member of the class named `name`, if it has one.
+    pub fn member(self, name: &str, deadline_ms: u64) -> Option<Member> {
+        self.members(deadline_ms).into_iter().find(|m| m.name == name)
+    }
+
+    /// The class an effect's unclaimed faults are tried under.
+    fn home(effect: Effect) -> FaultClass {
+        match effect {
+            Effect::Result => FaultClass::NonJsonLine,
+            Effect::WrongData => FaultClass::WrongData,
+            Effect::Error => FaultClass::Error,
+            Effect::Invalid => FaultClass::Malformed,
+            Effect::Timeout => FaultClass::Timeout,
+            Effect::TransportLoss => FaultClass::TransportLoss,
+        }
+    }
+}
+
+/// The class a catalogue fault is tried under: the first class that stands for it (`timeout` is tried under
+/// `timeout` and, as its only member, `timeout-after`), else the home class of its effect.
+fn home_of(name: &str, fault: &FaultKind) -> Option<FaultClass> {
+    FaultClass::ALL
+        .iter()
+        .copied()
+        .find(|c| c.stands_for().contains(&name))
+        .or_else(|| Some(FaultClass::home(fault.effect())))
+}
+
+/// The catalogue's faults on the MCP wire, each with its first example.
+fn mcp_examples() -> impl Iterator<Item = (&'static str, FaultKind)> {
+    FaultKind::examples().into_iter().filter_map(|(name, examples)| {
+        let fault: FaultKind = serde_json::from_str(examples.first()?).ok()?;
+        (!fault.model_only()).then_some((name, fault))
+    })
+}
+
 /// The catalogue faults none of `classes` stands for: not tried by the exploration.
 pub fn not_tried(classes: &[FaultClass]) -> Vec<&'static str> {
     let tried: BTreeSet<&str> = classes.iter().flat_map(|c| c.stands_for()).collect();
@@ -130,10 +202,7 @@ pub fn not_tried(classes: &[FaultClass]) -> Vec<&'static str> {
 /// The catalogue's faults on the MCP wire (exploration faults the MCP side; the model hop's own faults are not
 /// its to try).
 fn mcp_faults() -> impl Iterator<Item = &'static str> {
-    FaultKind::examples().into_iter().filter_map(|(name, examples)| {
-        let fault: FaultKind = serde_json::from_str(examples.first()?).ok()?;
-        (!fault.model_only()).then_some(name)
-    })
+    mcp_examples().map(|(name, _)| name)
 }
 
 #[cfg(test)]
@@ -175,6 +244,32 @@ mod tests {
         assert_eq!(FaultClass::parse("non-json-line"), Some(FaultClass::NonJsonLine));
         // Only the classes asked for count as tried.
         assert!(not_tried(&[FaultClass::Error]).contains(&"non_json_line"));
+    }
+
+    #[test]
+    fn every_fault_on_the_mcp_wire_is_a_member_of_exactly_one_class_but_timeout() {
+        let mut seen: Vec<&str> = Vec::new();
+        for &class in FaultClass::ALL {
+            let members = class.members(1500);
+            assert_eq!(members[0].name, class.representative());
+            assert_eq!((members[0].fault.clone(), members[0].mode), class.fault_for(1500));
+            for m in &members {
+                // A member's rule is valid as the class puts it (`before` only where the catalogue allows it).
+                assert!(m.fault.validate().is_ok(), "{class:?} {}", m.name);
+                assert!(m.mode != Mode::Before || matches!(m.fault, FaultKind::Disconnect(_)), "{}", m.name);
+            }
+            seen.extend(members.iter().map(|m| m.name));
+        }
+        let catalogue: BTreeSet<&str> = mcp_faults().collect();
+        assert_eq!(seen.iter().copied().collect::<BTreeSet<_>>(), catalogue);
+        // timeout is tried twice (before and after the server executes the call); every other fault once.
+        assert_eq!(seen.len(), catalogue.len() + 1, "{seen:?}");
+        // The faults no class stood for are tried under the home class of their effect.
+        assert!(FaultClass::NonJsonLine.member("framing", 1500).is_some());
+        assert!(FaultClass::Malformed.member("invalid_result", 1500).is_some());
+        assert!(FaultClass::WrongData.member("partial_result", 1500).is_some());
+        assert!(FaultClass::Error.member("forbidden", 1500).is_some_and(|m| m.mode == Mode::Instead));
+        assert_eq!(FaultClass::TimeoutAfter.members(1500).len(), 1);
     }
 
     #[test]

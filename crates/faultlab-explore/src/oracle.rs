@@ -4,7 +4,7 @@
 //! has found nothing; `faultlab explore --controls` checks every entry.
 
 use super::{Exploration, FaultClass};
-use crate::agent::ControlAgent;
+use faultlab_eval::agent::ControlAgent;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -39,7 +39,7 @@ fn yes() -> bool {
 }
 
 /// The built-in oracle (the control agents on the built-in transport-timeout-after-write task).
-pub const BUILTIN: &str = include_str!("../../builtin/explore-oracle.yaml");
+pub const BUILTIN: &str = include_str!("../builtin/explore-oracle.yaml");
 
 impl ExploreOracle {
     pub fn parse(text: &str) -> Result<Self, String> {
@@ -109,7 +109,7 @@ fn describe(healthy: bool, breaking: &BTreeSet<FaultClass>, degrading: &BTreeSet
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::explore::{Exploration, Healthy};
+    use crate::{Exploration, Healthy};
 
     fn exploration(agent: &str, healthy: bool) -> Exploration {
         Exploration {
@@ -121,8 +121,10 @@ mod tests {
             calls: Vec::new(),
             lineage: Vec::new(),
             classes: vec![FaultClass::Error],
+            quick: false,
             variants: Vec::new(),
             pruned: Vec::new(),
+            reproduced: None,
         }
     }
 
@@ -166,7 +168,7 @@ mod tests {
 
     #[test]
     fn an_honest_failure_is_expected_as_degrading_and_a_break_in_its_place_disagrees() {
-        use crate::explore::{FaultRecord, VariantResult};
+        use crate::{FaultRecord, VariantResult};
         let oracle = ExploreOracle::parse(
             "entries:\n  - {task: transport-timeout-after-write, agent: good, degrading: [transport-loss]}\n",
         )

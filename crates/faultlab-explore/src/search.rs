@@ -1,0 +1,261 @@
+//! Beyond single faults, after lineage-driven fault injection (LDFI): the fault sets of size k are built from the
+//! sets of size k - 1 the agent survived, each extended only by a fault at a call that run's success depended on
+//! (its lineage, recovery calls included), and never past a set already known to fail. So every set tried could
+//! remove a support the agent used, and every failing set found is minimal. `--exhaustive` tries every
+//! combination instead: the baseline the search is measured against.
+//!
+//! Pure functions of the verdicts so far: the runs are the caller's (the exploration runs each level as eval runs;
+//! the tests run a planted agent).
+
+use super::synth::{Planned, Site};
+use std::collections::BTreeSet;
+
+/// A call as a run names it: the nth call to a tool (1-based). A run's lineage is a set of these, so a recovery
+/// call (the second `write_file` of a retry) is named even though the healthy run never made it.
+pub type CallKey = (String, u64);
+
+/// The key of a site (a protocol request's names its method, marked apart from any tool's name).
+pub fn key(site: &Site) -> CallKey {
+    match &site.method {
+        Some(method) => (format!("{method}{PROTOCOL}"), site.nth),
+        None => (site.tool.clone(), site.nth),
+    }
+}
+
+/// What marks a protocol request's key (a tool's name has no space).
+const PROTOCOL: &str = " (protocol)";
+
+/// The site a key names, at position `call`.
+pub fn site_of(key: &CallKey, call: usize) -> Site {
+    match key.0.strip_suffix(PROTOCOL) {
+        Some(method) => Site { call, tool: method.into(), nth: key.1, method: Some(method.into()) },
+        None => Site { call, tool: key.0.clone(), nth: key.1, method: None },
+    }
+}
+
+/// A fault set tried, and what its runs said.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tried {
+    pub faults: Vec<Planned>,
+    /// A repeat broke the agent.
+    pub failed: bool,
+    /// Every repeat survived; then the calls its (first) run's success depended on.
+    pub support: Option<BTreeSet<CallKey>>,
+    /// Each fault is at a call the run without it depended on (a single: a call of the healthy lineage; a larger
+    /// set: by construction). Only such a set is extended: a fault at a call nothing depended on removes no
+    /// support, and every set holding it would repeat the set without it.
+    pub relevant: bool,
+}
+
+/// The fault sets of size `k` to try next, in order: each a survived set of size `k - 1` extended by one fault of
+/// `faults` at a call in that set's support and at a call none of its faults is at; none holding a set known to
+/// fail (it would not be minimal), none tried before.
+pub fn next_level(tried: &[Tried], faults: &[Planned], k: usize) -> Vec<Vec<Planned>> {
+    let failing: Vec<BTreeSet<&Planned>> =
+        tried.iter().filter(|t| t.failed).map(|t| t.faults.iter().collect()).collect();
+    let seen: BTreeSet<Vec<Planned>> = tried.iter().map(|t| sorted(t.faults.clone())).collect();
+    let mut out: BTreeSet<Vec<Planned>> = BTreeSet::new();
+    for parent in tried.iter().filter(|t| t.faults.len() + 1 == k && !t.failed && t.relevant) {
+        let Some(support) = &parent.support else { continue };
+        let taken: BTreeSet<CallKey> = parent.faults.iter().map(|f| key(&f.site)).collect();
+        for fault in faults {
+            let at = key(&fault.site);
+            if taken.contains(&at) || !support.contains(&at) {
+                continue;
+            }
+            let set = sorted(parent.faults.iter().cloned().chain([fault.clone()]).collect());
+            let holds_failing = failing.iter().any(|f| f.iter().all(|x| set.contains(x)));
+            if !holds_failing && !seen.contains(&set) {
+                out.insert(set);
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// Every combination of `k` faults of `faults` at `k` different calls (`--exhaustive`).
+pub fn combinations(faults: &[Planned], k: usize) -> Vec<Vec<Planned>> {
+    fn go(faults: &[Planned], k: usize, from: usize, set: &mut Vec<Planned>, out: &mut Vec<Vec<Planned>>) {
+        if set.len() == k {
+            out.push(set.clone());
+            return;
+        }
+        for i in from..faults.len() {
+            if set.iter().any(|f| key(&f.site) == key(&faults[i].site)) {
+                continue;
+            }
+            set.push(faults[i].clone());
+            go(faults, k, i + 1, set, out);
+            set.pop();
+        }
+    }
+    let mut out = Vec::new();
+    go(faults, k, 0, &mut Vec::new(), &mut out);
+    out
+}
+
+/// The failing sets none of whose proper subsets failed, smallest first.
+pub fn minimal(tried: &[Tried]) -> Vec<Vec<Planned>> {
+    let failing: Vec<BTreeSet<&Planned>> =
+        tried.iter().filter(|t| t.failed).map(|t| t.faults.iter().collect()).collect();
+    let mut out: Vec<Vec<Planned>> = failing
+        .iter()
+        .filter(|set| !failing.iter().any(|o| o.len() < set.len() && o.is_subset(set)))
+        .map(|set| set.iter().map(|f| (*f).clone()).collect())
+        .collect();
+    out.sort_by(|a: &Vec<Planned>, b| (a.len(), a).cmp(&(b.len(), b)));
+    out.dedup();
+    out
+}
+
+/// The faults a recorded trajectory shows acting on tool calls (`--from-trajectory`), each as the class member of
+/// its name at the nth call of its tool; a fault no class holds (a model-hop fault) is an error naming it.
+pub fn recorded(trajectory: &faultlab_engine::trajectory::Trajectory) -> Result<Vec<(CallKey, Planned)>, String> {
+    let mut seen: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut out = Vec::new();
+    for exchange in trajectory.tool_calls() {
+        let tool = exchange.tool().unwrap_or_default().to_owned();
+        let nth = seen.entry(tool.clone()).or_default();
+        *nth += 1;
+        let Some((_, fault)) = exchange.fault() else { continue };
+        // The class whose member has the fault's name and, of those, the one whose mode agrees with whether the
+        // server executed the call (`timeout` after executing it is `timeout-after`).
+        let executed = exchange.executed();
+        let classes: Vec<(crate::class::FaultClass, faultlab_engine::rules::Mode)> =
+            crate::class::FaultClass::ALL.iter().filter_map(|c| c.member(fault, 1500).map(|m| (*c, m.mode))).collect();
+        let agrees = |mode: faultlab_engine::rules::Mode| {
+            executed.is_none_or(|executed| executed == (mode == faultlab_engine::rules::Mode::After))
+        };
+        let class = classes
+            .iter()
+            .find(|(_, mode)| agrees(*mode))
+            .or(classes.first())
+            .map(|(c, _)| *c)
+            .ok_or_else(|| format!("fault {fault:?} at {tool} call {nth}: no fault class tries it"))?;
+        let site = Site { call: 0, tool: tool.clone(), nth: *nth, method: None };
+        out.push(((tool, *nth), Planned { site, class, fault: fault.into() }));
+    }
+    if out.is_empty() {
+        return Err("no fault acted on a tool call in it: nothing to reproduce".into());
+    }
+    Ok(out)
+}
+
+fn sorted(mut set: Vec<Planned>) -> Vec<Planned> {
+    set.sort();
+    set
+}
+
+/// The whole search run synchronously over `run` (a set's verdict and, when it survived, its support): singles,
+/// then each level up to `max_faults`, at most `budget` sets in all. `exhaustive` tries every combination instead.
+/// What the tests and the efficiency figure use; the exploration runs the same levels as eval runs.
+pub fn search(
+    faults: &[Planned],
+    max_faults: usize,
+    budget: Option<usize>,
+    exhaustive: bool,
+    mut run: impl FnMut(&[Planned]) -> (bool, BTreeSet<CallKey>),
+) -> Vec<Tried> {
+    let mut tried: Vec<Tried> = Vec::new();
+    // The healthy run: what the singles' relevance is read from (not counted as a run of the search).
+    let (_, healthy) = run(&[]);
+    for k in 1..=max_faults {
+        let sets = match (k, exhaustive) {
+            (1, _) => faults.iter().map(|f| vec![f.clone()]).collect(),
+            (_, true) => combinations(faults, k),
+            (_, false) => next_level(&tried, faults, k),
+        };
+        for set in sets {
+            if budget.is_some_and(|b| tried.len() >= b) {
+                return tried;
+            }
+            let (failed, support) = run(&set);
+            let relevant = k > 1 || healthy.contains(&key(&set[0].site));
+            tried.push(Tried { faults: set, failed, support: (!failed).then_some(support), relevant });
+        }
+    }
+    tried
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::class::FaultClass;
+
+    /// Faults of two classes at each of `calls` calls of tools t0, t1, ….
+    fn universe(calls: usize) -> Vec<Planned> {
+        let mut out = Vec::new();
+        for call in 0..calls {
+            for class in [FaultClass::Error, FaultClass::Timeout] {
+                out.push(Planned::of(Site { call, tool: format!("t{call}"), nth: 1, method: None }, class));
+            }
+        }
+        out
+    }
+
+    /// A planted agent: it fails exactly when a planted set is wholly among the faults; its success depends on
+    /// every call but `idle` (which it makes, but whose result it never uses).
+    fn planted(
+        planted: Vec<Vec<usize>>,
+        calls: usize,
+        idle: usize,
+    ) -> impl FnMut(&[Planned]) -> (bool, BTreeSet<CallKey>) {
+        move |set: &[Planned]| {
+            let hit: BTreeSet<usize> =
+                set.iter().filter(|f| f.class == FaultClass::Timeout).map(|f| f.site.call).collect();
+            let failed = planted.iter().any(|p| p.iter().all(|c| hit.contains(c)));
+            let support = (0..calls).filter(|c| *c != idle).map(|c| (format!("t{c}"), 1)).collect();
+            (failed, support)
+        }
+    }
+
+    fn calls_of(sets: &[Vec<Planned>]) -> Vec<Vec<usize>> {
+        sets.iter().map(|s| s.iter().map(|f| f.site.call).collect()).collect()
+    }
+
+    #[test]
+    fn a_planted_failing_set_of_three_is_always_found_with_fewer_runs_than_exhaustive() {
+        // Seven calls; the agent never uses the result of the last (a listing whose names it knew).
+        let faults = universe(7);
+        for planted_set in [vec![0, 1, 2], vec![1, 3, 5], vec![2, 4, 5]] {
+            let found = search(&faults, 3, None, false, planted(vec![planted_set.clone()], 7, 6));
+            let exhaustive = search(&faults, 3, None, true, planted(vec![planted_set.clone()], 7, 6));
+            assert_eq!(calls_of(&minimal(&found)), vec![planted_set.clone()]);
+            assert_eq!(minimal(&found), minimal(&exhaustive));
+            // Every failing set found is minimal: nothing past a failing set is tried.
+            assert_eq!(found.iter().filter(|t| t.failed).count(), 1);
+            assert!(found.len() < exhaustive.len(), "{} vs {}", found.len(), exhaustive.len());
+        }
+    }
+
+    #[test]
+    fn sets_of_different_sizes_are_each_found_once_and_a_call_outside_the_lineage_is_not_combined() {
+        let faults = universe(5);
+        // A single, a pair and a triple, disjoint.
+        let agent = || planted(vec![vec![4], vec![0, 1], vec![0, 2, 3]], 5, 9);
+        let found = search(&faults, 3, None, false, agent());
+        assert_eq!(calls_of(&minimal(&found)), vec![vec![4], vec![0, 1], vec![0, 2, 3]]);
+        assert_eq!(minimal(&found), minimal(&search(&faults, 3, None, true, agent())));
+        // A call whose result the agent never uses: no set combines a fault there with another.
+        let found = search(&faults, 2, None, false, planted(Vec::new(), 5, 3));
+        assert!(found.iter().filter(|t| t.faults.len() > 1).all(|t| t.faults.iter().all(|f| f.site.call != 3)));
+        assert!(found.iter().any(|t| t.faults.len() == 1 && t.faults[0].site.call == 3));
+    }
+
+    #[test]
+    fn the_budget_stops_the_search_and_a_recovery_call_is_combined_by_its_key() {
+        let faults = universe(4);
+        assert_eq!(search(&faults, 3, Some(5), false, planted(Vec::new(), 4, 9)).len(), 5);
+        // The parent's support names a call the healthy run never made (a retry: t1's second call); a fault
+        // planned at that key extends it.
+        let retry = Planned::of(Site { call: 4, tool: "t1".into(), nth: 2, method: None }, FaultClass::Timeout);
+        let parent = Tried {
+            faults: vec![faults[2].clone()],
+            failed: false,
+            support: Some([("t1".to_owned(), 2)].into_iter().collect()),
+            relevant: true,
+        };
+        let next = next_level(&[parent], &[faults[0].clone(), retry.clone()], 2);
+        assert_eq!(next, vec![vec![faults[2].clone(), retry]]);
+    }
+}
