@@ -244,6 +244,7 @@ mod tests {
             notifications: BTreeMap::new(),
             connection_alive: true,
             auth: Some(AuthRecord { events, token_requests, ..Default::default() }),
+            surface: None,
         }
     }
 
