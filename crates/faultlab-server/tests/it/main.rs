@@ -10,6 +10,7 @@
 //! - `resume`: resumable session streams (ids, priming, `Last-Event-ID` replay, 404s) and the stream faults.
 //! - `catalogue`: every catalogue example a tool arms, with the effect its fault promises.
 //! - `frames`: property tests, no panic on random or truncated input lines.
+//! - `tasks`: `task_work`, task-augmented calls and the task faults on the bytes.
 //! - `workspace`: the eval workspace server: paths beneath the root, no symlink followed, the ledger.
 
 mod askback;
@@ -24,6 +25,7 @@ mod load;
 mod not_mcp;
 mod resume;
 mod stdio;
+mod tasks;
 mod tool_schemas;
 mod util;
 mod workspace;
