@@ -12,6 +12,7 @@ mod progress;
 mod session;
 mod stream;
 mod surface;
+mod tasks;
 mod wire;
 
 pub use surface::{PROBE, PROBE_RENAMED, structured_schema};
@@ -20,7 +21,10 @@ use crate::scope::{Scope, TransportKind};
 use faultlab_engine::FaultKind;
 use faultlab_wire::MessageId;
 use rmcp::handler::server::tool::ToolRouter;
-use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
+use rmcp::model::{
+    CallToolResult, CancelTaskParams, ContentBlock, CustomRequest, CustomResult, GetTaskParams, GetTaskResult,
+    Implementation, ServerCapabilities, ServerConfig, UpdateTaskParams,
+};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, tool_handler};
 use std::sync::{Arc, OnceLock};
@@ -44,17 +48,27 @@ pub struct FaultServer {
     /// The scope for transports that have one connection-wide scope (stdio). HTTP requests bring theirs in the
     /// request extensions instead.
     scope: Option<Scope>,
+    /// The connection's tasks (a stdio connection's, a session's; stateless requests share the process's).
+    tasks: Arc<tasks::TaskBook>,
 }
 
 impl FaultServer {
     /// A server for one stdio connection.
     pub fn stdio(scope: Scope) -> Self {
-        Self { router: Self::shared_router(TransportKind::Stdio), scope: Some(scope) }
+        Self {
+            router: Self::shared_router(TransportKind::Stdio),
+            scope: Some(scope),
+            tasks: Arc::new(tasks::TaskBook::new(tasks::MAX_TASKS)),
+        }
     }
 
     /// A server for HTTP requests of `transport` kind; each request's scope comes from its extensions.
     pub fn http(transport: TransportKind) -> Self {
-        Self { router: Self::shared_router(transport), scope: None }
+        let tasks = match transport {
+            TransportKind::HttpStateless => tasks::TaskBook::stateless(),
+            _ => Arc::new(tasks::TaskBook::new(tasks::MAX_TASKS)),
+        };
+        Self { router: Self::shared_router(transport), scope: None, tasks }
     }
 
     fn shared_router(transport: TransportKind) -> Arc<ToolRouter<Self>> {
@@ -77,7 +91,8 @@ impl FaultServer {
             + Self::stream_router()
             + Self::askback_router()
             + Self::progress_router()
-            + Self::surface_router();
+            + Self::surface_router()
+            + Self::tasks_router();
         let absent: &[&[&str]] = match transport {
             TransportKind::Stdio => &[SESSIONS_ONLY, HTTP_ONLY, STREAM_TOOLS],
             TransportKind::HttpStateless => &[STDIO_AND_SESSIONS, SESSIONS_ONLY, STREAM_TOOLS, STANDING_TOOLS],
@@ -121,9 +136,36 @@ pub(crate) fn arm_own_response(
 #[tool_handler(router = self.router)]
 impl ServerHandler for FaultServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_tool_list_changed().build())
-            .with_server_info(Implementation::new(crate::SERVER_NAME, env!("CARGO_PKG_VERSION")))
-            .with_instructions("MCP Failure Lab: every tool fails on purpose, in a documented way.")
+        ServerConfig::new(
+            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_tasks().build(),
+        )
+        .with_server_info(Implementation::new(crate::SERVER_NAME, env!("CARGO_PKG_VERSION")))
+        .with_instructions("MCP Failure Lab: every tool fails on purpose, in a documented way.")
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.get_task_(request).await
+    }
+
+    async fn update_task(&self, request: UpdateTaskParams, _: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.update_task_(request).await
+    }
+
+    async fn cancel_task(&self, request: CancelTaskParams, _: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        self.cancel_task_(request).await
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let CustomRequest { method, params, .. } = request;
+        self.custom_(&method, params, ctx).await
     }
 
     /// The router's tools, less those the server answers without listing them (a drifted list shows them).

@@ -11,6 +11,7 @@
 //! - `surface`: the tool surface tools: a tool list that drifts, calls to a tool that is gone, broken pages.
 //! - `catalogue`: every catalogue example a tool arms, with the effect its fault promises.
 //! - `frames`: property tests, no panic on random or truncated input lines.
+//! - `tasks`: `task_work`, task-augmented calls and the task faults on the bytes.
 //! - `workspace`: the eval workspace server: paths beneath the root, no symlink followed, the ledger.
 
 mod askback;
@@ -26,6 +27,7 @@ mod not_mcp;
 mod resume;
 mod stdio;
 mod surface;
+mod tasks;
 mod tool_schemas;
 mod util;
 mod workspace;
