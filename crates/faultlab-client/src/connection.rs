@@ -220,7 +220,7 @@ impl Connection {
         self.call_tool_with(name, arguments, deadline, Progress::Off).await
     }
 
-    /// As [`Connection::call_tool`], treating progress as `progress` says. A call answered `-32022` with
+    /// As [`Connection::call_tool`], treating progress as `progress` says. An HTTP call answered `-32022` with
     /// `data.supported` is sent once more with a listed version the client knows; a 2025-11-25 HTTP call answered
     /// 404 for its session makes the client open a new session (at most three `initialize` attempts), and the call
     /// reports the 404 (a call is never re-sent blindly: it may not be safe to repeat).
@@ -251,6 +251,11 @@ impl Connection {
     /// A version to send the call again with: it was answered `-32022` and `data.supported` lists a version the
     /// client knows other than the one it used.
     fn retry_version(&self, obs: &Observation) -> Option<&'static str> {
+        // Over HTTP only: there the version is the transport's header, which a retry can change; a stdio
+        // connection keeps the version its era set.
+        if !matches!(&*self.wire, Wire::Http(_)) {
+            return None;
+        }
         let error = obs.error.as_ref()?;
         let error = if error.get("code").is_some() { error } else { error.get("body")?.get("error")? };
         if error.get("code").and_then(Value::as_i64) != Some(-32022) {
@@ -721,5 +726,37 @@ async fn wait_resetting(
             }
             () = tokio::time::sleep_until(until.min(hard)) => return None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Progress every 500 ms against a 1 s timeout keeps the call waiting until the 3 s hard maximum; without
+    /// progress the 1 s timeout ends it.
+    #[tokio::test(start_paused = true)]
+    async fn progress_restarts_the_timeout_up_to_the_hard_maximum() {
+        let (_reply, rx) = oneshot::channel::<Reply>();
+        let (tick, ticks) = watch::channel(());
+        let ticker = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                if tick.send(()).is_err() {
+                    return;
+                }
+            }
+        });
+        let start = Instant::now();
+        let waited = wait_resetting(rx, Some(ticks), Duration::from_secs(1), Duration::from_secs(3)).await;
+        assert!(waited.is_none());
+        assert_eq!(start.elapsed(), Duration::from_secs(3));
+        ticker.abort();
+
+        let (_reply, rx) = oneshot::channel::<Reply>();
+        let (_tick, ticks) = watch::channel(());
+        let start = Instant::now();
+        assert!(wait_resetting(rx, Some(ticks), Duration::from_secs(1), Duration::from_secs(3)).await.is_none());
+        assert_eq!(start.elapsed(), Duration::from_secs(1));
     }
 }
