@@ -4,6 +4,7 @@
 use crate::answers::{Answers, Reaction};
 use crate::auth::{AuthOptions, AuthRecord};
 use crate::outcome::{ErrorKind, Observation, Outcome, classify_tool_reply};
+use crate::recovery::{MAX_REINITIALIZE_ATTEMPTS, Recovery};
 use crate::transport::http::HttpTargetError;
 use crate::transport::{HttpTransport, Incoming, StdioTransport, Target};
 use bytes::Bytes;
@@ -15,7 +16,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio::time::Instant;
 
 /// The protocol era a connection speaks.
@@ -30,12 +31,27 @@ pub enum Era {
 }
 
 impl Era {
+    /// The era that speaks `version`, if the client knows it.
+    pub fn of_version(version: &str) -> Option<Self> {
+        [Self::Legacy, Self::Modern].into_iter().find(|era| era.version() == version)
+    }
+
     pub fn version(self) -> &'static str {
         match self {
             Self::Legacy => "2025-11-25",
             Self::Modern => "2026-07-28",
         }
     }
+}
+
+/// How a call treats progress: not asked for (the default), asked for (`_meta.progressToken`), or asked for with
+/// each notification for the call restarting its deadline, up to a hard maximum counted from the send.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Progress {
+    #[default]
+    Off,
+    Token,
+    ResetUntil(Duration),
 }
 
 /// Anomalies seen on a connection: everything an SDK client would hide.
@@ -94,6 +110,10 @@ struct Book {
     responses: HashMap<MessageId, u32>,
     /// HTTP requests whose answer is complete.
     ended: HashSet<MessageId>,
+    /// What the client did to recover each request (resumes, re-initialisations, a protocol retry).
+    recovery: HashMap<MessageId, Recovery>,
+    /// Progress tokens of calls whose timeout progress restarts: each notification for one ticks its watch.
+    progress: HashMap<String, watch::Sender<()>>,
     anomalies: Anomalies,
     closed: bool,
 }
@@ -178,12 +198,7 @@ impl Connection {
             }
             return Ok(connection);
         }
-        let params = json!({
-            "protocolVersion": era.version(),
-            "capabilities": answers.capabilities(),
-            "clientInfo": {"name": "faultlab-reference-client", "version": env!("CARGO_PKG_VERSION")}
-        });
-        let (reply, _) = connection.request("initialize", params, deadline).await;
+        let (reply, _) = connection.request("initialize", connection.initialize_params(), deadline).await;
         let failure = match reply {
             Some(Reply::Frame(frame)) if frame.value().is_some_and(|v| v.get("result").is_some()) => None,
             Some(Reply::Frame(frame)) => Some(String::from_utf8_lossy(frame.bytes()).into_owned()),
@@ -221,16 +236,136 @@ impl Connection {
 
     /// Calls a tool, waiting at most `deadline`; on timeout the request is cancelled as the transport requires.
     pub async fn call_tool(&self, name: &str, arguments: Value, deadline: Duration) -> Observation {
+        self.call_tool_with(name, arguments, deadline, Progress::Off).await
+    }
+
+    /// As [`Connection::call_tool`], treating progress as `progress` says. An HTTP call answered `-32022` with
+    /// `data.supported` is sent once more with a listed version the client knows; a 2025-11-25 HTTP call answered
+    /// 404 for its session makes the client open a new session (at most three `initialize` attempts), and the call
+    /// reports the 404 (a call is never re-sent blindly: it may not be safe to repeat).
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        deadline: Duration,
+        progress: Progress,
+    ) -> Observation {
+        let params = json!({"name": name, "arguments": arguments});
+        let mut obs = self.call_once(params.clone(), deadline, progress, None).await;
+        if let Some(version) = self.retry_version(&obs) {
+            let mut retried = self.call_once(params, deadline, progress, Some(version)).await;
+            retried.recovery.protocol_retry = Some(version.to_owned());
+            if let Some(id) = MessageId::from_value(&retried.request_id) {
+                lock(&self.book).recovery.entry(id).or_default().protocol_retry = Some(version.to_owned());
+            }
+            obs = retried;
+        }
+        if obs.http_status == Some(404) && self.era == Era::Legacy {
+            self.reinitialize(&obs.request_id, deadline).await;
+            obs.recovery = self.recovery_for(&obs.request_id);
+        }
+        obs
+    }
+
+    /// A version to send the call again with: it was answered `-32022` and `data.supported` lists a version the
+    /// client knows other than the one it used.
+    fn retry_version(&self, obs: &Observation) -> Option<&'static str> {
+        // Over HTTP only: there the version is the transport's header, which a retry can change; a stdio
+        // connection keeps the version its era set.
+        if !matches!(&*self.wire, Wire::Http(_)) {
+            return None;
+        }
+        let error = obs.error.as_ref()?;
+        let error = if error.get("code").is_some() { error } else { error.get("body")?.get("error")? };
+        if error.get("code").and_then(Value::as_i64) != Some(-32022) {
+            return None;
+        }
+        let supported = error.pointer("/data/supported")?.as_array()?;
+        supported
+            .iter()
+            .filter_map(Value::as_str)
+            .filter_map(Era::of_version)
+            .find(|era| *era != self.era)
+            .map(Era::version)
+    }
+
+    /// The server lost the session (404): forget its id and open a new one, at most
+    /// [`MAX_REINITIALIZE_ATTEMPTS`] times, recording each attempt under request `cause`.
+    async fn reinitialize(&self, cause: &Value, deadline: Duration) {
+        let Wire::Http(http) = &*self.wire else { return };
+        if http.session().is_none() {
+            return;
+        }
+        let Some(cause) = MessageId::from_value(cause) else { return };
+        for _ in 0..MAX_REINITIALIZE_ATTEMPTS {
+            http.clear_session();
+            let (reply, _) = self.request("initialize", self.initialize_params(), deadline).await;
+            let accepted =
+                matches!(&reply, Some(Reply::Frame(f)) if f.value().is_some_and(|v| v.get("result").is_some()));
+            {
+                let mut book = lock(&self.book);
+                let recovery = book.recovery.entry(cause.clone()).or_default();
+                if accepted {
+                    recovery.reinitializations += 1;
+                } else {
+                    recovery.failed_reinitializations += 1;
+                }
+            }
+            if accepted {
+                let initialized = Frame::from_value(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+                let _ = tokio::time::timeout(deadline, http.post(&initialized)).await;
+                return;
+            }
+        }
+    }
+
+    fn initialize_params(&self) -> Value {
+        json!({
+            "protocolVersion": self.era.version(),
+            "capabilities": self.answers.capabilities(),
+            "clientInfo": {"name": "faultlab-reference-client", "version": env!("CARGO_PKG_VERSION")}
+        })
+    }
+
+    /// What the client did to recover request `id` so far (resumes, duplicate events, a lost response, ...).
+    pub fn recovery_for(&self, id: &Value) -> Recovery {
+        let Some(id) = MessageId::from_value(id) else { return Recovery::default() };
+        let mut recovery = lock(&self.book).recovery.get(&id).cloned().unwrap_or_default();
+        if let Wire::Http(http) = &*self.wire {
+            let stream = http.stream_recovery(&id);
+            recovery.reconnects = stream.reconnects;
+            recovery.duplicate_events = stream.duplicate_events;
+        }
+        recovery
+    }
+
+    /// One `tools/call`, with `version` instead of the connection's when given.
+    async fn call_once(
+        &self,
+        params: Value,
+        deadline: Duration,
+        progress: Progress,
+        version: Option<&str>,
+    ) -> Observation {
         let start = Instant::now();
         let sent = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).ok();
-        let (reply, id) = self.request("tools/call", json!({"name": name, "arguments": arguments}), deadline).await;
+        let (reply, id) = self.request_with("tools/call", params, deadline, progress, version).await;
         let elapsed = start.elapsed().as_secs_f64() * 1000.0;
         let mut obs = Observation::new(Outcome::Timeout, id.to_value(), elapsed);
         obs.started_ms = sent.map(|d| d.as_secs_f64() * 1000.0);
+        obs.recovery = self.recovery_for(&obs.request_id);
         match reply {
             None => {
                 self.cancel(&id, "deadline exceeded").await;
-                obs.error = Some(Value::from(format!("no reply within {} ms", deadline.as_millis())));
+                obs.error = Some(Value::from(match progress {
+                    Progress::ResetUntil(max) if elapsed + 1.0 >= max.as_secs_f64() * 1000.0 => {
+                        format!("no reply within the hard maximum of {} ms (progress kept coming)", max.as_millis())
+                    }
+                    Progress::ResetUntil(_) => {
+                        format!("no reply or progress within {} ms", deadline.as_millis())
+                    }
+                    _ => format!("no reply within {} ms", deadline.as_millis()),
+                }));
                 obs
             }
             Some(Reply::Frame(frame)) => classify_tool_reply(&frame, obs),
@@ -282,26 +417,56 @@ impl Connection {
     /// Sends a request and waits for its reply; `None` when the deadline passed first. The request's pending
     /// entry is gone either way (a late reply then counts as late).
     async fn request(&self, method: &str, params: Value, deadline: Duration) -> (Option<Reply>, MessageId) {
+        self.request_with(method, params, deadline, Progress::Off, None).await
+    }
+
+    /// As [`Connection::request`], asking for progress as `progress` says (its token is the request id) and
+    /// naming `version` instead of the connection's protocol version when given.
+    async fn request_with(
+        &self,
+        method: &str,
+        params: Value,
+        deadline: Duration,
+        progress: Progress,
+        version: Option<&str>,
+    ) -> (Option<Reply>, MessageId) {
         let id = MessageId::from(self.next_id.fetch_add(1, Ordering::SeqCst));
         let (tx, rx) = oneshot::channel();
         let seq = self.next_seq.fetch_add(1, Ordering::SeqCst) as u64;
+        let token = id.to_value();
+        let mut ticks = None;
         {
             let mut book = lock(&self.book);
             if book.closed {
                 return (Some(Reply::Lost("the connection is closed".into())), id);
             }
             book.pending.insert(id.clone(), Pending { tx, seq });
+            if let Progress::ResetUntil(_) = progress {
+                let (tick, ticked) = watch::channel(());
+                book.progress.insert(token.to_string(), tick);
+                ticks = Some(ticked);
+            }
         }
-        let message =
-            json!({"jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": self.with_meta(params)});
+        let mut params = self.with_meta(params, version);
+        if progress != Progress::Off {
+            if !params.is_object() {
+                params = json!({});
+            }
+            params["_meta"]["progressToken"] = token.clone();
+        }
+        let message = json!({"jsonrpc": "2.0", "id": id.to_value(), "method": method, "params": params});
         self.send(&Frame::from_value(message)).await;
-        let reply = tokio::time::timeout(deadline, rx).await;
+        let reply = match progress {
+            Progress::ResetUntil(max) => wait_resetting(rx, ticks, deadline, max).await,
+            _ => tokio::time::timeout(deadline, rx).await.ok(),
+        };
+        let mut book = lock(&self.book);
+        book.progress.remove(&token.to_string());
         match reply {
-            Ok(Ok(reply)) => (Some(reply), id),
+            Some(Ok(reply)) => (Some(reply), id),
             // The sender was dropped: the dispatcher has stopped, so the connection is gone.
-            Ok(Err(_)) => (Some(Reply::Lost("the connection closed".into())), id),
-            Err(_) => {
-                let mut book = lock(&self.book);
+            Some(Err(_)) => (Some(Reply::Lost("the connection closed".into())), id),
+            None => {
                 book.pending.remove(&id);
                 book.abandoned.insert(id.clone());
                 (None, id)
@@ -345,17 +510,23 @@ impl Connection {
         self.wire.send(frame, &self.book).await;
     }
 
-    /// 2026-07-28 requests carry the protocol version and capabilities in `params._meta`.
-    fn with_meta(&self, params: Value) -> Value {
-        if self.era != Era::Modern {
+    /// 2026-07-28 requests carry the protocol version and capabilities in `params._meta`. With `version` (a retry
+    /// after `-32022`) the request names that version in `_meta`, which the HTTP transport also puts in its header.
+    fn with_meta(&self, params: Value, version: Option<&str>) -> Value {
+        let era = version.and_then(Era::of_version).unwrap_or(self.era);
+        if era != Era::Modern && version.is_none() {
             return params;
         }
         let mut params = if params.is_object() { params } else { json!({}) };
-        params["_meta"] = json!({
-            "io.modelcontextprotocol/protocolVersion": Era::Modern.version(),
-            "io.modelcontextprotocol/clientCapabilities": self.answers.capabilities(),
-            "io.modelcontextprotocol/clientInfo": {"name": "faultlab-reference-client", "version": env!("CARGO_PKG_VERSION")}
-        });
+        params["_meta"] = if era == Era::Modern {
+            json!({
+                "io.modelcontextprotocol/protocolVersion": Era::Modern.version(),
+                "io.modelcontextprotocol/clientCapabilities": self.answers.capabilities(),
+                "io.modelcontextprotocol/clientInfo": {"name": "faultlab-reference-client", "version": env!("CARGO_PKG_VERSION")}
+            })
+        } else {
+            json!({"io.modelcontextprotocol/protocolVersion": era.version()})
+        };
         params
     }
 
@@ -481,16 +652,19 @@ async fn dispatch(
                 }
             }
             Incoming::Lost { id: Some(id), detail } => {
-                let waiting = lock(&book).pending.remove(&id);
-                if let Some(pending) = waiting {
+                let mut book = lock(&book);
+                if let Some(pending) = book.pending.remove(&id) {
+                    book.recovery.entry(id).or_default().lost_responses = 1;
                     let _ = pending.tx.send(Reply::Lost(detail));
                 }
             }
+
             Incoming::Lost { id: None, detail } => fail_all(&book, &detail),
             Incoming::Ended { id } => {
                 let mut book = lock(&book);
                 book.ended.insert(id.clone());
                 if let Some(pending) = book.pending.remove(&id) {
+                    book.recovery.entry(id).or_default().lost_responses = 1;
                     let _ = pending.tx.send(Reply::Lost("the response ended without answering the request".into()));
                 }
             }
@@ -546,6 +720,12 @@ fn route(frame: &Frame, book: &Mutex<Book>, answers: &Answers) -> Option<Frame> 
         }
         Kind::Notification { method } => {
             *book.anomalies.notifications.entry(method.clone()).or_default() += 1;
+            if method == "notifications/progress"
+                && let Some(token) = frame.value().and_then(|v| v.pointer("/params/progressToken"))
+                && let Some(tick) = book.progress.get(&token.to_string())
+            {
+                let _ = tick.send(());
+            }
             None
         }
         Kind::Other => {
@@ -565,5 +745,68 @@ fn fail_all(book: &Mutex<Book>, detail: &str) {
     book.closed = true;
     for (_, pending) in book.pending.drain() {
         let _ = pending.tx.send(Reply::Lost(detail.to_owned()));
+    }
+}
+
+/// Waits for a reply: `deadline` after the send or after the last progress notification for the call, whichever
+/// is later, but never past `max` after the send. `None` when that time passed first.
+async fn wait_resetting(
+    mut rx: oneshot::Receiver<Reply>,
+    mut ticks: Option<watch::Receiver<()>>,
+    deadline: Duration,
+    max: Duration,
+) -> Option<Result<Reply, oneshot::error::RecvError>> {
+    let hard = Instant::now() + max;
+    let mut until = Instant::now() + deadline;
+    loop {
+        let tick = async {
+            match ticks.as_mut() {
+                Some(t) => t.changed().await.is_ok(),
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            reply = &mut rx => return Some(reply),
+            ticked = tick => {
+                if ticked {
+                    until = Instant::now() + deadline;
+                } else {
+                    ticks = None;
+                }
+            }
+            () = tokio::time::sleep_until(until.min(hard)) => return None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Progress every 500 ms against a 1 s timeout keeps the call waiting until the 3 s hard maximum; without
+    /// progress the 1 s timeout ends it.
+    #[tokio::test(start_paused = true)]
+    async fn progress_restarts_the_timeout_up_to_the_hard_maximum() {
+        let (_reply, rx) = oneshot::channel::<Reply>();
+        let (tick, ticks) = watch::channel(());
+        let ticker = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                if tick.send(()).is_err() {
+                    return;
+                }
+            }
+        });
+        let start = Instant::now();
+        let waited = wait_resetting(rx, Some(ticks), Duration::from_secs(1), Duration::from_secs(3)).await;
+        assert!(waited.is_none());
+        assert_eq!(start.elapsed(), Duration::from_secs(3));
+        ticker.abort();
+
+        let (_reply, rx) = oneshot::channel::<Reply>();
+        let (_tick, ticks) = watch::channel(());
+        let start = Instant::now();
+        assert!(wait_resetting(rx, Some(ticks), Duration::from_secs(1), Duration::from_secs(3)).await.is_none());
+        assert_eq!(start.elapsed(), Duration::from_secs(1));
     }
 }

@@ -9,6 +9,7 @@
 //! - [`answers`]: the scripted answers to a server that asks back (elicitation, sampling, roots).
 //! - [`connection`]: the pending-request map, dispatch, the handshake, calls with deadlines and cancellation.
 //! - [`outcome`]: what one call came to (success, error, timeout, cancelled, transport loss), validated.
+//! - [`recovery`]: what the client did to recover a call (resumed streams, new sessions, protocol retries).
 //! - [`surface`]: the tool list as the client keeps it (bounded paging, re-lists), calls held to it.
 //! - [`retry`]: the bounded retry policy (only explicit tool errors are retried).
 //! - [`trace`]: OpenAI-message-shaped traces of the calls.
@@ -20,6 +21,7 @@ pub mod answers;
 pub mod auth;
 pub mod connection;
 pub mod outcome;
+pub mod recovery;
 pub mod retry;
 pub mod surface;
 pub mod tls;
@@ -28,7 +30,8 @@ pub mod transport;
 
 pub use answers::{Answer, Answers};
 pub use auth::{AuthEvent, AuthEventKind, AuthOptions, AuthRecord};
-pub use connection::{Anomalies, ConnectError, Connection, Era};
+pub use connection::{Anomalies, ConnectError, Connection, Era, Progress};
 pub use outcome::{ErrorKind, Observation, Outcome};
+pub use recovery::{Reconnect, Recovery};
 pub use retry::{Backoff, RetryPolicy, RetryRun};
 pub use transport::Target;

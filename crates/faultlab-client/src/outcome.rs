@@ -1,5 +1,6 @@
 //! What one call came to, after checking the reply is valid JSON-RPC and a valid MCP result.
 
+use crate::recovery::Recovery;
 use faultlab_wire::Frame;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -53,6 +54,9 @@ pub struct Observation {
     /// HTTP status when the call was answered with one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub http_status: Option<u16>,
+    /// What the client did to recover the call (resumed streams, a new session, a protocol retry).
+    #[serde(default, skip_serializing_if = "Recovery::is_empty")]
+    pub recovery: Recovery,
 }
 
 impl Observation {
@@ -66,6 +70,7 @@ impl Observation {
             result: None,
             error: None,
             http_status: None,
+            recovery: Recovery::default(),
         }
     }
 

@@ -156,6 +156,9 @@ pub fn check(expect: &Expect, seen: &StepObservation) -> Vec<String> {
     if let Some(surface) = &expect.surface {
         surface.check(seen.surface.as_ref(), &mut failures);
     }
+    if let Some(recovery) = &expect.recovery {
+        check_recovery(recovery, &obs.recovery, &mut failures);
+    }
     if let Some(state) = expect.connection {
         let alive = state == ConnectionState::Alive;
         if alive != seen.connection_alive {
@@ -220,6 +223,42 @@ fn check_result(expect: &crate::scenario::ResultExpect, result: &Value, text: &s
             Some(got) => failures.push(format!("expected result{pointer} to be {want}, received {got}")),
             None => failures.push(format!("expected result{pointer} to exist")),
         }
+    }
+}
+
+fn check_recovery(
+    expect: &crate::scenario::RecoveryExpect,
+    seen: &faultlab_client::Recovery,
+    failures: &mut Vec<String>,
+) {
+    let counts = [
+        ("reconnects", expect.reconnects, seen.reconnects.len() as u32),
+        ("duplicate events", expect.duplicate_events, seen.duplicate_events),
+        ("lost responses", expect.lost_responses, seen.lost_responses),
+        ("re-initialisations", expect.reinitializations, seen.reinitializations),
+        ("failed re-initialisations", expect.failed_reinitializations, seen.failed_reinitializations),
+    ];
+    for (what, want, got) in counts {
+        if let Some(want) = want
+            && want != got
+        {
+            failures.push(format!("expected {want} {what}, observed {got}"));
+        }
+    }
+    if let Some(pattern) = &expect.last_event_ids_match {
+        let re = regex::Regex::new(pattern).ok();
+        for sent in &seen.reconnects {
+            if !re.as_ref().is_some_and(|re| re.is_match(&sent.last_event_id)) {
+                failures
+                    .push(format!("expected every Last-Event-ID to match /{pattern}/, sent {:?}", sent.last_event_id));
+            }
+        }
+    }
+    if let Some(version) = &expect.protocol_retry
+        && seen.protocol_retry.as_ref() != Some(version)
+    {
+        let got = seen.protocol_retry.clone().unwrap_or_else(|| "none".into());
+        failures.push(format!("expected a retry with protocol version {version}, received {got}"));
     }
 }
 

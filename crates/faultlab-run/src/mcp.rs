@@ -120,9 +120,9 @@ impl McpSession {
         budget: Budget,
     ) -> Recording<StepObservation> {
         let deadline = Duration::from_millis(step.timeout_ms).min(budget.duration());
-        // The call's own deadline ends it; the budget only bounds the settling afterwards.
+        // The call's own deadline ends it; the budget only bounds the cancel and the settling afterwards.
         let budget =
-            Budget::from_millis(budget.duration().as_millis() as u64 + SETTLE.as_millis() as u64).unwrap_or(budget);
+            Budget::from_millis(budget.duration().as_millis() as u64 + 2 * SETTLE.as_millis() as u64).unwrap_or(budget);
         timed(self.origin, operation, operation_id, budget, async {
             let mut surface = self.surface.lock().await;
             if let Some(options) = step.surface
@@ -139,7 +139,10 @@ impl McpSession {
             let args = Value::Object(step.call.args.clone());
             let mut attempts = match &step.retry {
                 Some(policy) => policy.run(&self.connection, &step.call.tool, &args, deadline, 0).await.attempts,
-                None => vec![self.connection.call_tool(&step.call.tool, args.clone(), deadline).await],
+                None => {
+                    let progress = crate::scenario::ProgressSetting::mode(step.progress.as_ref());
+                    vec![self.connection.call_tool_with(&step.call.tool, args.clone(), deadline, progress).await]
+                }
             };
             let observation = attempts.pop().expect("a call makes at least one attempt");
             // A server that died in failure before answering anything never ran: no verdict on the client.
@@ -149,6 +152,11 @@ impl McpSession {
                 return Err(OpFailure { message: why, code: Some(TARGET_DIED.into()) });
             }
             self.connection.settle(&observation.request_id, SETTLE).await;
+            // Events replayed after the reply (a duplicate) are filed by now.
+            let mut observation = observation;
+            let protocol_retry = observation.recovery.protocol_retry.take();
+            observation.recovery = self.connection.recovery_for(&observation.request_id);
+            observation.recovery.protocol_retry = protocol_retry.or(observation.recovery.protocol_retry.take());
             let (anomalies, notifications) = anomaly_delta(&before, &self.connection.anomalies());
             let auth = self.connection.auth_record().map(|now| {
                 let mut seen = faultlab_wire::sync::lock(&self.auth_seen);

@@ -127,7 +127,9 @@ pub async fn run<A: Adapter>(adapter: &A, scenario: &Scenario, context: &RunCont
     'steps: for step in &plan {
         for repeat in 1..=step.repeat {
             // Validated by plan(): timeouts are positive.
-            let budget = Budget::from_millis(step.timeout_ms).unwrap_or(setup_budget);
+            // A call whose timeout progress restarts may run to its hard maximum.
+            let longest = step.progress.and_then(|p| p.max_ms).unwrap_or(0).max(step.timeout_ms);
+            let budget = Budget::from_millis(longest).unwrap_or(setup_budget);
             let recording = if step.observer {
                 session.observe(ids.next(Operation::Observe), step, budget).await
             } else {

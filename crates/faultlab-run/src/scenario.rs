@@ -188,7 +188,37 @@ pub struct Step {
     /// Retry the call under the reference client's policy (only explicit tool errors are retried).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry: Option<RetryPolicy>,
+    /// Ask for progress (`_meta.progressToken`); with `resetTimeout`, each progress notification restarts the
+    /// call's `timeoutMs`, up to `maxMs` in all.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<ProgressSetting>,
     pub expect: Expect,
+}
+
+/// How the reference client treats progress for a step's call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ProgressSetting {
+    /// Each progress notification for the call restarts its timeout (`timeoutMs` from the last one).
+    #[serde(default)]
+    pub reset_timeout: bool,
+    /// The hard maximum of a call whose timeout progress restarts, in ms from its send (required with
+    /// `resetTimeout`; at least `timeoutMs`, at most 120000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ms: Option<u64>,
+}
+
+impl ProgressSetting {
+    /// The client's mode for this setting.
+    pub fn mode(setting: Option<&Self>) -> faultlab_client::Progress {
+        match setting {
+            None => faultlab_client::Progress::Off,
+            Some(Self { reset_timeout: true, max_ms: Some(ms) }) => {
+                faultlab_client::Progress::ResetUntil(std::time::Duration::from_millis(*ms))
+            }
+            Some(_) => faultlab_client::Progress::Token,
+        }
+    }
 }
 
 /// What must hold after a call. Every field is optional; all given ones must hold.
@@ -222,6 +252,28 @@ pub struct Expect {
     pub auth: Option<AuthExpect>,
     /// What the tool list said about the call (needs `toolSurface`).
     pub surface: Option<crate::surface::SurfaceExpect>,
+    /// What the client did to recover the call (stream resumes, new sessions, a protocol retry): exactly.
+    pub recovery: Option<RecoveryExpect>,
+}
+
+/// Expectations on a call's recovery (see the reference client's `recovery` in the report). Every count is exact.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct RecoveryExpect {
+    /// Resuming `GET`s of the call's response stream.
+    pub reconnects: Option<u32>,
+    /// A regular expression every `Last-Event-ID` the client sent must match.
+    pub last_event_ids_match: Option<String>,
+    /// Replayed events whose id the stream had already delivered.
+    pub duplicate_events: Option<u32>,
+    /// 1 when the call's response never arrived.
+    pub lost_responses: Option<u32>,
+    /// New sessions opened after a 404 for the session.
+    pub reinitializations: Option<u32>,
+    /// `initialize` attempts after a 404 that the server refused.
+    pub failed_reinitializations: Option<u32>,
+    /// The protocol version the call was retried with after `-32022`.
+    pub protocol_retry: Option<String>,
 }
 
 /// Expectations on the auth events of a call: counts are exact, `maxTokenRequests` is the loop bound.
@@ -284,6 +336,7 @@ pub struct PlannedStep {
     pub retry: Option<RetryPolicy>,
     /// The scenario's `toolSurface`.
     pub surface: Option<crate::surface::SurfaceOptions>,
+    pub progress: Option<ProgressSetting>,
 }
 
 impl Scenario {
@@ -317,6 +370,7 @@ impl Scenario {
                     observer: false,
                     retry: self.retry,
                     surface: self.tool_surface,
+                    progress: None,
                 });
             }
             (None, false) => {
@@ -333,6 +387,7 @@ impl Scenario {
                         observer: false,
                         retry: step.retry,
                         surface: self.tool_surface,
+                        progress: step.progress,
                     });
                 }
             }
@@ -349,6 +404,7 @@ impl Scenario {
                 observer: true,
                 retry: None,
                 surface: self.tool_surface,
+                progress: None,
             });
         }
         if let Some(auth) = &self.auth {
@@ -367,6 +423,21 @@ impl Scenario {
             if step.timeout_ms == 0 || step.timeout_ms > MAX_TIMEOUT_MS {
                 return Err(format!("{}: timeoutMs must be between 1 and {MAX_TIMEOUT_MS}", step.label));
             }
+            if let Some(progress) = &step.progress {
+                match (progress.reset_timeout, progress.max_ms) {
+                    (true, Some(max)) if max < step.timeout_ms || max > MAX_TIMEOUT_MS => {
+                        return Err(format!(
+                            "{}: progress.maxMs must be between timeoutMs and {MAX_TIMEOUT_MS}",
+                            step.label
+                        ));
+                    }
+                    (true, None) => return Err(format!("{}: progress.resetTimeout needs progress.maxMs", step.label)),
+                    (false, Some(_)) => {
+                        return Err(format!("{}: progress.maxMs applies only with resetTimeout: true", step.label));
+                    }
+                    _ => {}
+                }
+            }
             if let Some(retry) = &step.retry {
                 retry.validate().map_err(|e| format!("{}: retry: {e}", step.label))?;
             }
@@ -376,6 +447,10 @@ impl Scenario {
             if let Some(pattern) = step.expect.result.as_ref().and_then(|r| r.text_matches.as_deref()) {
                 regex::Regex::new(pattern)
                     .map_err(|e| format!("{}: textMatches is not a valid regex: {e}", step.label))?;
+            }
+            if let Some(pattern) = step.expect.recovery.as_ref().and_then(|r| r.last_event_ids_match.as_deref()) {
+                regex::Regex::new(pattern)
+                    .map_err(|e| format!("{}: lastEventIdsMatch is not a valid regex: {e}", step.label))?;
             }
             for name in step.expect.anomalies.keys() {
                 if !crate::expect::ANOMALY_NAMES.contains(&name.as_str()) {

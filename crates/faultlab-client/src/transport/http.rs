@@ -2,12 +2,13 @@
 
 use super::{Incoming, IncomingTx, is_loopback_http};
 use crate::auth::{AuthOptions, AuthRecord, AuthSession};
+use crate::recovery::{DEFAULT_RETRY_MS, MAX_RECONNECTS, MAX_RETRY_WAIT_MS, Reconnect, Recovery};
 use bytes::{Bytes, BytesMut};
 use faultlab_wire::sync::lock;
-use faultlab_wire::{Frame, MessageId, SseDecoder};
+use faultlab_wire::{Frame, Kind, MessageId, SseDecoder};
 use futures::StreamExt;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use tokio::task::AbortHandle;
 use tokio_util::codec::Decoder;
@@ -27,6 +28,11 @@ pub struct HttpTransport {
     reach: Arc<Mutex<Reach>>,
     /// The auth mode, when on: it sends every POST with its bearer token and answers the challenges.
     auth: Option<Arc<AuthSession>>,
+    /// Whether a response stream closed before its reply is resumed (the reference client's; a proxy's upstream
+    /// passes the stream on as it came).
+    resumes: bool,
+    /// Resumes and duplicate events of each request's response stream.
+    streams: Arc<Mutex<HashMap<MessageId, Recovery>>>,
 }
 
 /// Whether the server has answered anything, and the first connection it refused before it had.
@@ -60,7 +66,7 @@ impl HttpTransport {
         }
         // Redirects are errors: a test target that redirects is not the target that was named.
         let client = crate::tls::client_builder().redirect(reqwest::redirect::Policy::none()).build()?;
-        Ok(Self::with_client(url, map, client, incoming))
+        Ok(Self { resumes: true, ..Self::with_client(url, map, client, incoming) })
     }
 
     /// A transport on a client the caller built and a URL it checked (the proxy's upstream may be https:// on
@@ -76,6 +82,8 @@ impl HttpTransport {
             readers: Mutex::default(),
             reach: Arc::default(),
             auth: None,
+            resumes: false,
+            streams: Arc::default(),
         }
     }
 
@@ -87,6 +95,11 @@ impl HttpTransport {
     /// What the auth mode did so far (`None` when it is off).
     pub fn auth_record(&self) -> Option<AuthRecord> {
         self.auth.as_ref().map(|a| a.record())
+    }
+
+    /// What the client did on request `id`'s response stream: its resumes and the duplicate events it dropped.
+    pub fn stream_recovery(&self, id: &MessageId) -> Recovery {
+        lock(&self.streams).get(id).cloned().unwrap_or_default()
     }
 
     /// Nothing listens at the URL: every connection so far was refused and no response ever came, in words (`None`
@@ -107,6 +120,11 @@ impl HttpTransport {
 
     pub fn session(&self) -> Option<String> {
         lock(&self.session).clone()
+    }
+
+    /// Forgets the session id (the server lost the session): the next `initialize` is sent without one.
+    pub fn clear_session(&self) {
+        *lock(&self.session) = None;
     }
 
     /// POSTs one message. Whatever answers it (frames, an error status, a broken stream) arrives on the incoming
@@ -130,8 +148,8 @@ impl HttpTransport {
             .and_then(|v| v.pointer("/params/_meta/io.modelcontextprotocol~1protocolVersion"))
             .and_then(|v| v.as_str())
             .map(str::to_owned);
-        if let Some(version) = own.or(protocol) {
-            let version = &version;
+        let version = own.or(protocol);
+        if let Some(version) = &version {
             request = request.header("mcp-protocol-version", version);
             // 2026-07-28 mirrors the method and the tool name in headers.
             if version.as_str() >= "2026-07-28"
@@ -144,8 +162,16 @@ impl HttpTransport {
             }
         }
         let id = frame.method().and(frame.id().cloned());
+        let resume = Resume {
+            client: self.client.clone(),
+            url: self.url.clone(),
+            headers: self.headers.clone(),
+            protocol: version,
+            enabled: self.resumes,
+            streams: self.streams.clone(),
+        };
         let (incoming, session, reach) = (self.incoming.clone(), self.session.clone(), self.reach.clone());
-        let task = tokio::spawn(read_answer(request, id.clone(), incoming, session, reach, self.auth.clone()));
+        let task = tokio::spawn(read_answer(request, resume, id.clone(), incoming, session, reach, self.auth.clone()));
         if let Some(id) = id {
             lock(&self.readers).insert(id, task.abort_handle());
         }
@@ -170,15 +196,54 @@ impl HttpTransport {
     }
 }
 
+/// What a resuming `GET` needs: the transport's client, URL and headers, and the version the POST carried.
+struct Resume {
+    client: reqwest::Client,
+    url: String,
+    headers: HeaderMap,
+    protocol: Option<String>,
+    enabled: bool,
+    streams: Arc<Mutex<HashMap<MessageId, Recovery>>>,
+}
+
+impl Resume {
+    fn note(&self, id: &MessageId, note: impl FnOnce(&mut Recovery)) {
+        note(lock(&self.streams).entry(id.clone()).or_default());
+    }
+}
+
+/// A response stream as the client follows it across resumes.
+#[derive(Default)]
+struct StreamState {
+    /// The last non-empty event id (an empty `id:` clears it, as WHATWG SSE says): the resume token.
+    last_event_id: Option<String>,
+    /// The last `retry:`, in ms.
+    retry_ms: Option<u64>,
+    /// Every event id delivered so far, to drop a replay of seen events.
+    seen: HashSet<String>,
+    /// A response (or an unreadable message in its place) arrived: the stream has given its reply, right or
+    /// wrong, and is not resumed.
+    replied: bool,
+}
+
+/// How a response body ended.
+enum BodyEnd {
+    /// The body ended cleanly.
+    Closed,
+    /// The body broke off (a reset, an abort).
+    Broke(String),
+}
+
 async fn read_answer(
     request: reqwest::RequestBuilder,
+    resume: Resume,
     id: Option<MessageId>,
     incoming: IncomingTx,
     session: Arc<Mutex<Option<String>>>,
     reach: Arc<Mutex<Reach>>,
     auth: Option<Arc<AuthSession>>,
 ) {
-    read_answer_body(request, id.clone(), &incoming, session, &reach, auth.as_deref()).await;
+    read_answer_body(request, &resume, id.clone(), &incoming, session, &reach, auth.as_deref()).await;
     // The answer is over, however it ended. If it did not answer the request (a wrong id, say), nothing else will:
     // over HTTP a request's answer only ever comes on its own response.
     if let Some(id) = id {
@@ -188,6 +253,7 @@ async fn read_answer(
 
 async fn read_answer_body(
     request: reqwest::RequestBuilder,
+    resume: &Resume,
     id: Option<MessageId>,
     incoming: &IncomingTx,
     session: Arc<Mutex<Option<String>>>,
@@ -227,39 +293,129 @@ async fn read_answer_body(
         }
         return;
     }
-    if content_type.starts_with("text/event-stream") {
-        let mut stream = response.bytes_stream();
-        let mut decoder = SseDecoder::default();
-        let mut buf = BytesMut::new();
-        loop {
-            let chunk = stream.next().await;
-            let at_end = !matches!(chunk, Some(Ok(_)));
-            match chunk {
-                Some(Ok(bytes)) => buf.extend_from_slice(&bytes),
-                Some(Err(e)) => {
-                    lost(format!("the response stream broke off: {e}"));
-                    return;
-                }
-                None => {}
-            }
-            loop {
-                let event = if at_end { decoder.decode_eof(&mut buf) } else { decoder.decode(&mut buf) };
-                let Ok(Some(event)) = event else { break };
-                if let Some(data) = event.data.filter(|d| !d.is_empty()) {
-                    let _ = incoming.send(Incoming::Frame(Frame::parse(Bytes::from(data))));
-                }
-            }
-            if at_end {
-                break;
-            }
-        }
-    } else {
+    if !content_type.starts_with("text/event-stream") {
         match response.bytes().await {
             Ok(body) if body.is_empty() => {}
             Ok(body) => {
                 let _ = incoming.send(Incoming::Frame(Frame::parse(body)));
             }
             Err(e) => lost(format!("the response body broke off: {e}")),
+        }
+        return;
+    }
+    let mut state = StreamState::default();
+    let mut end = read_events(response, id.as_ref(), resume, &mut state, incoming).await;
+    // Only a request's stream is resumed: a notification's carries nothing the client waits for.
+    let Some(id) = id.clone() else { return };
+    if !resume.enabled {
+        if let BodyEnd::Broke(e) = end {
+            lost(format!("the response stream broke off: {e}"));
+        }
+        return;
+    }
+    let mut reconnects = 0;
+    loop {
+        if state.replied {
+            return;
+        }
+        let why = match &end {
+            BodyEnd::Closed => "the response stream ended before the reply".to_owned(),
+            BodyEnd::Broke(e) => format!("the response stream broke off before the reply: {e}"),
+        };
+        let Some(last_event_id) = state.last_event_id.clone() else {
+            lost(format!("{why}, and it carried no event id to resume from"));
+            return;
+        };
+        if reconnects == MAX_RECONNECTS {
+            lost(format!("{why}; {MAX_RECONNECTS} resumes did not bring it"));
+            return;
+        }
+        reconnects += 1;
+        let waited_ms = state.retry_ms.unwrap_or(DEFAULT_RETRY_MS).min(MAX_RETRY_WAIT_MS);
+        tokio::time::sleep(std::time::Duration::from_millis(waited_ms)).await;
+        let mut get = resume
+            .client
+            .get(&resume.url)
+            .headers(resume.headers.clone())
+            .header("accept", "text/event-stream")
+            .header("last-event-id", &last_event_id);
+        if let Some(session) = lock(&session).clone() {
+            get = get.header("mcp-session-id", session);
+        }
+        if let Some(version) = &resume.protocol {
+            get = get.header("mcp-protocol-version", version);
+        }
+        let answer = get.send().await;
+        let status = answer.as_ref().ok().map(|r| r.status().as_u16());
+        resume.note(&id, |r| r.reconnects.push(Reconnect { last_event_id, waited_ms, status }));
+        let response = match answer {
+            Ok(response) if response.status().is_success() => response,
+            Ok(response) => {
+                lost(format!("{why}, and resuming it was answered HTTP {}", response.status().as_u16()));
+                return;
+            }
+            Err(e) => {
+                lost(format!("{why}, and resuming it failed: {}", describe(&e.without_url())));
+                return;
+            }
+        };
+        end = read_events(response, Some(&id), resume, &mut state, incoming).await;
+    }
+}
+
+/// Reads one SSE body to its end, passing each event's data on as a frame and following its ids and `retry:`.
+async fn read_events(
+    response: reqwest::Response,
+    id: Option<&MessageId>,
+    resume: &Resume,
+    state: &mut StreamState,
+    incoming: &IncomingTx,
+) -> BodyEnd {
+    let mut stream = response.bytes_stream();
+    let mut decoder = SseDecoder::default();
+    let mut buf = BytesMut::new();
+    loop {
+        let chunk = stream.next().await;
+        let at_end = !matches!(chunk, Some(Ok(_)));
+        let mut broke = None;
+        match chunk {
+            Some(Ok(bytes)) => buf.extend_from_slice(&bytes),
+            Some(Err(e)) => broke = Some(e.without_url().to_string()),
+            None => {}
+        }
+        loop {
+            let event = if at_end { decoder.decode_eof(&mut buf) } else { decoder.decode(&mut buf) };
+            let Ok(Some(event)) = event else { break };
+            if let Some(retry) = event.retry {
+                state.retry_ms = Some(retry);
+            }
+            match event.id {
+                // An explicit empty `id:` resets the last event id: there is nothing to resume from any more.
+                Some(event_id) if event_id.is_empty() => state.last_event_id = None,
+                Some(event_id) => {
+                    if !state.seen.insert(event_id.clone()) {
+                        if let Some(id) = id {
+                            resume.note(id, |r| r.duplicate_events += 1);
+                        }
+                        continue;
+                    }
+                    state.last_event_id = Some(event_id);
+                }
+                None => {}
+            }
+            if let Some(data) = event.data.filter(|d| !d.is_empty()) {
+                let frame = Frame::parse(Bytes::from(data));
+                if !matches!(frame.kind(), Kind::Request { .. } | Kind::Notification { .. }) {
+                    state.replied = true;
+                }
+                let _ = incoming.send(Incoming::Frame(frame));
+            }
+        }
+        if let Some(e) = broke {
+            return BodyEnd::Broke(e);
+        }
+        if at_end {
+            return BodyEnd::Closed;
         }
     }
 }

@@ -49,7 +49,7 @@ fn every_example_passes_against_the_binary_as_an_external_stdio_target() {
     for era in ["2026-07-28", "2025-11-25"] {
         let report = run_examples(&["--protocol-version", era, "--target", target.to_str().unwrap()]);
         let auth = examples().iter().filter(|p| p.to_str().unwrap().contains("/auth-")).count();
-        assert_eq!(ran(&report), examples().len() - 5 - auth, "the HTTP-only examples (and the auth ones) are skipped");
+        assert_eq!(ran(&report), examples().len() - 18 - auth, "the HTTP-only examples (and the auth ones) are skipped");
     }
 }
 
@@ -294,4 +294,31 @@ fn a_disconnect_on_the_first_call_stays_a_verdict_on_the_client() {
     let console = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(2), "{console}");
     assert!(console.starts_with("FAIL  ping answers") && console.contains("transport_loss"), "{console}");
+}
+
+/// The built-in stream and session scenarios, run against the built-in server: what the reference client did to
+/// recover each call is in the report, as a user reads it.
+#[test]
+fn the_reference_client_resumes_deduplicates_and_reinitialises_and_the_report_says_so() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/scenarios");
+    let files = ["stream-cut-resume.yaml", "stream-replay-duplicate.yaml", "session-restart.yaml"].map(|f| dir.join(f));
+    let output = faultlab().arg("run").args(files).args(["--format", "json"]).output().unwrap();
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(output.status.code(), Some(0), "{report:#}");
+    let recovery = |scenario: usize, step: usize| {
+        report["scenarios"][scenario]["steps"][step]["seen"]["observation"]["recovery"].clone()
+    };
+    // Cut after the priming event: one GET with that event's id, after the stream's 100 ms retry:.
+    let cut = recovery(0, 0);
+    assert_eq!(cut["reconnects"].as_array().map(Vec::len), Some(1), "{cut}");
+    assert_eq!(cut["reconnects"][0]["status"], 200);
+    assert_eq!(cut["reconnects"][0]["waitedMs"], 100);
+    assert!(cut["reconnects"][0]["lastEventId"].as_str().unwrap().ends_with("-0"), "{cut}");
+    // The replayed progress event is dropped, not delivered twice.
+    let dup = recovery(1, 0);
+    assert_eq!(dup["duplicateEvents"], 1, "{dup}");
+    assert_eq!(report["scenarios"][1]["steps"][0]["seen"]["responses"], 1);
+    // The restart's 404 makes the client open one new session; the next call works on it.
+    assert_eq!(recovery(2, 1)["reinitializations"], 1);
+    assert_eq!(report["scenarios"][2]["steps"][2]["seen"]["observation"]["outcome"], "success");
 }
