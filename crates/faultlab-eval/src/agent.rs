@@ -26,10 +26,14 @@
 //!
 //! Every agent that calls connects again before its next call once its server has gone away (a `disconnect`
 //! closed the connection), as MCP clients restart a stdio server that exited; the lost call still counts as failed.
+//!
+//! Every agent declares the elicitation capability and answers a server's confirmation ([`ControlAgent::elicitation`])
+//! as the user behind it would: gives-up and peeker decline (the cautious user who says no, then the agent reports
+//! failure), ignores-timeout never answers (the prompt nobody looks at), every other agent accepts.
 
 use crate::contract::{self, Claim, ClaimStatus, McpConfig};
 use crate::task::{Check, Plan, PlanStep};
-use faultlab_client::{ConnectError, Connection, Era, ErrorKind, Observation, Outcome, Target};
+use faultlab_client::{Answer, Answers, ConnectError, Connection, Era, ErrorKind, Observation, Outcome, Target};
 use faultlab_wire::template;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -107,6 +111,21 @@ impl ControlAgent {
 
     pub fn from_name(name: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|a| a.name() == name)
+    }
+
+    /// How the agent answers a server that asks the user to confirm (`elicitation/create`): the only server
+    /// request the built-in tasks make.
+    pub fn elicitation(self) -> Answer {
+        match self {
+            ControlAgent::GivesUp | ControlAgent::Peeker => Answer::Decline,
+            ControlAgent::IgnoresTimeout => Answer::Never,
+            _ => Answer::Accept,
+        }
+    }
+
+    /// What the agent declares and answers when it connects.
+    fn answers(self) -> Answers {
+        Answers { elicitation: Some(self.elicitation()), ..Answers::default() }
     }
 }
 
@@ -212,7 +231,8 @@ pub async fn run(kind: ControlAgent) -> Result<(), AgentError> {
         ControlAgent::IgnoresTimeout => NO_DEADLINE,
         _ => Duration::from_millis(plan.call_timeout_ms).max(CONNECT_TIMEOUT),
     };
-    let (claim, connection) = match Connection::open(&target, Era::Legacy, connect_deadline).await {
+    let answers = kind.answers();
+    let (claim, connection) = match Connection::open_answering(&target, Era::Legacy, connect_deadline, answers).await {
         // The snooper looks while its server runs (unsealed, the server's command line names the workspace).
         Ok(connection)
             if kind == ControlAgent::Snooper
@@ -221,7 +241,7 @@ pub async fn run(kind: ControlAgent) -> Result<(), AgentError> {
             (claim, Some(connection))
         }
         Ok(connection) => {
-            let mut tools = Reconnecting { target: target.clone(), deadline: connect_deadline, connection };
+            let mut tools = Reconnecting { target: target.clone(), deadline: connect_deadline, answers, connection };
             if kind == ControlAgent::Peeker {
                 spend_faulted_calls(&crate::adversary::peek(&task_path), &plan, &mut tools).await;
             }
@@ -285,13 +305,14 @@ impl Tools for Connection {
 struct Reconnecting {
     target: Target,
     deadline: Duration,
+    answers: Answers,
     connection: Connection,
 }
 
 impl Tools for Reconnecting {
     async fn call(&mut self, tool: &str, arguments: Value, deadline: Option<Duration>) -> CallResult {
         if !self.connection.is_alive() {
-            match Connection::open(&self.target, Era::Legacy, self.deadline).await {
+            match Connection::open_answering(&self.target, Era::Legacy, self.deadline, self.answers).await {
                 Ok(fresh) => std::mem::replace(&mut self.connection, fresh).close().await,
                 Err(e) => return CallResult::Failed(format!("transport lost: cannot connect again: {e}")),
             }

@@ -738,14 +738,20 @@ fn proxy_command(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> (String,
             return (exe, args);
         }
         (Some(command), None) => command.iter().map(|a| a.replace("{workspace}", &text(workspace))).collect(),
-        (None, None) => vec![
-            exe.clone(),
-            "workspace-server".into(),
-            "--root".into(),
-            text(workspace),
-            "--ledger".into(),
-            text(&paths.ledger),
-        ],
+        (None, None) => {
+            let mut server = vec![
+                exe.clone(),
+                "workspace-server".into(),
+                "--root".into(),
+                text(workspace),
+                "--ledger".into(),
+                text(&paths.ledger),
+            ];
+            if spec.task.server.confirm_destructive {
+                server.push("--confirm-destructive".into());
+            }
+            server
+        }
     };
     if let Some(cassette) = &spec.cassette {
         // The recording laid over the fresh server: its writes really happen, its replies come from the recording.

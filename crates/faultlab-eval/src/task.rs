@@ -108,6 +108,11 @@ pub struct Server {
     /// set-up, named, not a verdict on the agent.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub env_from: Vec<String>,
+    /// The built-in workspace server asks the user (`elicitation/create`, form mode, a boolean `confirm`) before
+    /// every destructive write (overwriting an existing file, deleting one) and does it only when confirmed; a
+    /// decline, no answer, or a client without the elicitation capability leaves the file as it was.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub confirm_destructive: bool,
 }
 
 impl Server {
@@ -399,6 +404,11 @@ impl Task {
             (Some(_), Some(_)) => return Err("server: give command or url, not both".into()),
             _ => {}
         }
+        if self.server.confirm_destructive && !self.server.is_builtin() {
+            return Err("server.confirm_destructive: only the built-in workspace server asks for confirmation (give \
+                        neither command nor url)"
+                .into());
+        }
         if let Some(path) = &self.invariants.path_within
             && path != "."
         {
@@ -488,7 +498,7 @@ mod tests {
     fn every_task_file_in_the_examples_loads_unchanged() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/eval");
         let mut loaded = 0;
-        for dir in ["tasks", "external"] {
+        for dir in ["tasks", "askback", "external"] {
             for entry in std::fs::read_dir(root.join(dir)).unwrap() {
                 let path = entry.unwrap().path();
                 if path.extension().is_some_and(|e| e == "yaml") && path.file_stem() != Some("oracle".as_ref()) {
@@ -497,7 +507,7 @@ mod tests {
                 }
             }
         }
-        assert!(loaded >= 8, "{loaded} task files");
+        assert!(loaded >= 9, "{loaded} task files");
     }
 
     const MINIMAL: &str = "id: t\nname: T\ngoal: do it\nallowed_tools: [read_file]\nrecovery: {primary: read_file}\n";
@@ -532,6 +542,15 @@ mod tests {
         let err =
             Task::parse(&format!("{MINIMAL}faults: [{{name: m, fault: {{type: refusal}}}}]\n"), false).unwrap_err();
         assert!(err.contains("rule \"m\"") && err.contains("faultlab model"), "{err}");
+    }
+
+    #[test]
+    fn only_the_built_in_server_asks_for_confirmation() {
+        let task = Task::parse(&format!("{MINIMAL}server: {{confirm_destructive: true}}\n"), false).unwrap();
+        assert!(task.server.confirm_destructive && task.server.is_builtin());
+        let err =
+            Task::parse(&format!("{MINIMAL}server: {{command: [x], confirm_destructive: true}}\n"), false).unwrap_err();
+        assert!(err.contains("server.confirm_destructive"), "{err}");
     }
 
     #[test]

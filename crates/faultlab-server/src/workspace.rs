@@ -7,7 +7,13 @@
 //! a write cannot lead out; a file with more than one hard link is never changed, deleted or moved.
 //! Failures are tool results with `isError: true`, so the model can read them; JSON-RPC errors are left to
 //! protocol problems.
+//!
+//! With confirmation on ([`WorkspaceServer::confirming`]), a destructive write (`write_file` over an existing file,
+//! `delete_file`) first asks the user through the client (`elicitation/create`, form mode, one boolean
+//! `confirm`) and happens only on an `accept` with `confirm: true`; a decline, a cancel, no answer, or a client
+//! that did not declare elicitation leaves the file as it was, and the ledger records the refusal (`ok: false`).
 
+use crate::tools::askback::{self, Ask};
 use cap_fs_ext::{DirExt as _, FollowSymlinks, OpenOptionsExt as _, OpenOptionsFollowExt as _, OsMetadataExt as _};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
@@ -16,7 +22,8 @@ use faultlab_wire::sync::lock;
 use rmcp::handler::server::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerConfig};
-use rmcp::{ServerHandler, schemars, tool, tool_handler, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{RoleServer, ServerHandler, schemars, tool, tool_handler, tool_router};
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 use std::ffi::{OsStr, OsString};
@@ -25,11 +32,19 @@ use std::io::{self, Read as _, Seek as _, SeekFrom, Write as _};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 /// The name the workspace server reports in `serverInfo`.
 pub const SERVER_NAME: &str = "faultlab-workspace";
 /// Largest file `read_file` returns (1 MiB): more would not help a model, and the reply must stay one sane line.
 pub const MAX_READ_BYTES: u64 = 1024 * 1024;
+/// How long a confirmation waits for the user's answer (60 s): longer than a task's deadline is sized, so an
+/// agent that never answers is stopped by its own deadline, not let off by the server; still bounded, so a call
+/// cannot be held open by a silent client for ever.
+pub const CONFIRM_TIMEOUT: Duration = Duration::from_secs(60);
+/// Confirmations pending at once on the one connection; a call past it is refused without asking.
+pub const MAX_PENDING_CONFIRMATIONS: usize = 16;
 
 /// Why the server cannot start. The reason is part of the message, not a `source`, so `{:#}` does not repeat it.
 #[derive(Debug, thiserror::Error)]
@@ -128,6 +143,19 @@ pub struct WorkspaceServer {
     root: Dir,
     ledger: Mutex<Ledger>,
     router: ToolRouter<Self>,
+    /// Ask the user before a destructive write.
+    confirm: bool,
+    /// Confirmations awaiting an answer now.
+    pending: AtomicUsize,
+}
+
+/// Holds one of the [`MAX_PENDING_CONFIRMATIONS`] places until the confirmation ends, however it ends.
+struct Pending<'a>(&'a AtomicUsize);
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
 }
 
 impl WorkspaceServer {
@@ -153,7 +181,65 @@ impl WorkspaceServer {
             }
         };
         let ledger = Mutex::new(Ledger { file, seq, broken: None });
-        Ok(Self { root: dir, ledger, router: Self::tool_router() })
+        Ok(Self { root: dir, ledger, router: Self::tool_router(), confirm: false, pending: AtomicUsize::new(0) })
+    }
+
+    /// Asks the user (`elicitation/create`, form mode) before every destructive write: overwriting an existing
+    /// file with `write_file`, and `delete_file`.
+    pub fn confirming(mut self) -> Self {
+        self.confirm = true;
+        self
+    }
+
+    /// Whether `raw` names an existing entry of the workspace (not following a symlink); a path that cannot be
+    /// resolved is left to the tool, which refuses it with its own reason.
+    fn exists(&self, raw: &str) -> bool {
+        let Ok(t) = self.resolve(raw) else { return false };
+        match self.open_parent("check", raw, &t, false) {
+            Ok((dir, Some(name))) => dir.symlink_metadata(&name).is_ok(),
+            _ => false,
+        }
+    }
+
+    /// With confirmation on and `raw` existing, asks the user whether to `verb` it; `Err` says why it must not
+    /// happen (the user declined or cancelled, did not answer in time, or cannot be asked).
+    async fn confirmed(&self, ctx: &RequestContext<RoleServer>, verb: &str, raw: &str) -> Result<(), String> {
+        if !self.confirm || !self.exists(raw) {
+            return Ok(());
+        }
+        let refused = |why: &str| format!("refused to {verb} {raw}: {why}; nothing was changed");
+        if !askback::declared(ctx, Ask::ElicitationForm) {
+            return Err(refused(
+                "it needs the user's confirmation, and the client did not declare the elicitation capability (form mode)",
+            ));
+        }
+        if self.pending.fetch_add(1, Ordering::SeqCst) >= MAX_PENDING_CONFIRMATIONS {
+            self.pending.fetch_sub(1, Ordering::SeqCst);
+            return Err(refused(&format!("{MAX_PENDING_CONFIRMATIONS} confirmations are already pending")));
+        }
+        let _place = Pending(&self.pending);
+        let params = serde_json::json!({
+            "mode": "form",
+            "message": format!("Confirm: {verb} {raw} in the workspace? This cannot be undone."),
+            "requestedSchema": {
+                "type": "object",
+                "properties": {"confirm": {"type": "boolean", "description": format!("{verb} {raw}")}},
+                "required": ["confirm"]
+            }
+        });
+        let answer = tokio::select! {
+            answer = askback::ask(ctx, "elicitation/create", params, CONFIRM_TIMEOUT) => answer,
+            () = ctx.ct.cancelled() => return Err(refused("the call was cancelled while the user was asked")),
+        };
+        let confirmed = answer.answer.as_ref().and_then(|a| a.pointer("/content/confirm")).and_then(|c| c.as_bool());
+        match (answer.outcome, confirmed) {
+            ("accept", Some(true)) => Ok(()),
+            ("accept", _) => Err(refused("the user accepted the form without confirming (confirm is not true)")),
+            ("decline", _) => Err(refused("the user declined")),
+            ("cancel", _) => Err(refused("the user cancelled")),
+            ("timeout", _) => Err(refused(&format!("the user did not answer within {} s", CONFIRM_TIMEOUT.as_secs()))),
+            (other, _) => Err(refused(&format!("the confirmation failed ({other})"))),
+        }
     }
 
     /// Checks a path the agent gave, lexically: `..` is applied and must not climb above the root; an absolute
@@ -362,8 +448,16 @@ impl WorkspaceServer {
         description = "Write text to a workspace file, replacing it if it exists; missing parent folders are created.",
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = true)
     )]
-    fn write_file(&self, Parameters(args): Parameters<WriteArgs>) -> CallToolResult {
-        self.mutate(Op::Write, &args.path, None, |t, _| self.write(Op::Write, &args.path, t, &args.content))
+    async fn write_file(
+        &self,
+        Parameters(args): Parameters<WriteArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let confirmed = self.confirmed(&ctx, "overwrite", &args.path).await;
+        self.mutate(Op::Write, &args.path, None, |t, _| {
+            confirmed?;
+            self.write(Op::Write, &args.path, t, &args.content)
+        })
     }
 
     #[tool(
@@ -406,9 +500,15 @@ impl WorkspaceServer {
         description = "Delete a workspace file (not a folder).",
         annotations(read_only_hint = false, destructive_hint = true, idempotent_hint = false)
     )]
-    fn delete_file(&self, Parameters(args): Parameters<PathArgs>) -> CallToolResult {
+    async fn delete_file(
+        &self,
+        Parameters(args): Parameters<PathArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> CallToolResult {
         let raw = &args.path;
+        let confirmed = self.confirmed(&ctx, "delete", raw).await;
         self.mutate(Op::Delete, raw, None, |t, _| {
+            confirmed?;
             let folder = || format!("cannot delete {raw}: it is a folder, and delete_file removes files only");
             let (dir, name) = self.open_parent("delete", raw, t, false)?;
             let name = name.ok_or_else(folder)?;

@@ -374,6 +374,10 @@ pub struct WorkspaceServerArgs {
     /// Append one JSON line per side effect (write, append, delete, move, make_dir) to this file.
     #[arg(long)]
     pub ledger: Option<std::path::PathBuf>,
+    /// Ask the user (elicitation/create, form mode) before every destructive write: overwriting an existing file,
+    /// deleting one. Declined, unanswered or unaskable, the write does not happen.
+    #[arg(long)]
+    pub confirm_destructive: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, strum::IntoStaticStr)]

@@ -11,7 +11,10 @@ use std::sync::Arc;
 
 pub fn run(args: WorkspaceServerArgs) -> Result<(), Failure> {
     // Checked before any MCP traffic, so a bad root or ledger fails at once with a message instead of a silent server.
-    let server = WorkspaceServer::open(&args.root, args.ledger.as_deref()).map_err(Failure::runtime)?;
+    let mut server = WorkspaceServer::open(&args.root, args.ledger.as_deref()).map_err(Failure::runtime)?;
+    if args.confirm_destructive {
+        server = server.confirming();
+    }
     let runtime = crate::pipes::runtime().map_err(Failure::runtime)?;
     // The lab's stdio front with an engine that never has a fault armed: lines pass unchanged, and an
     // over-long line is reported on stderr rather than silently dropped.

@@ -233,7 +233,7 @@ fn misfit(ask: Ask, fault: AskFault) -> Option<String> {
 
 /// Whether the client declared the capability `ask` needs in its `initialize`. An `elicitation` capability with
 /// neither `form` nor `url` means form only (2025-06-18 clients).
-fn declared(ctx: &RequestContext<RoleServer>, ask: Ask) -> bool {
+pub(crate) fn declared(ctx: &RequestContext<RoleServer>, ask: Ask) -> bool {
     let Some(info) = ctx.peer.peer_info() else { return false };
     let Ok(capabilities) = serde_json::to_value(&info.capabilities) else { return false };
     let (key, mode) = ask.capability();
@@ -285,13 +285,13 @@ fn params(ask: Ask, fault: AskFault, elicitation_id: &str) -> Value {
     }
 }
 
-struct Answer {
-    outcome: &'static str,
-    answer: Option<Value>,
+pub(crate) struct Answer {
+    pub(crate) outcome: &'static str,
+    pub(crate) answer: Option<Value>,
 }
 
 /// Sends one request through rmcp's peer and waits at most `timeout` for the answer, which it classifies.
-async fn ask(ctx: &RequestContext<RoleServer>, method: &str, params: Value, timeout: Duration) -> Answer {
+pub(crate) async fn ask(ctx: &RequestContext<RoleServer>, method: &str, params: Value, timeout: Duration) -> Answer {
     let request = ServerRequest::CustomRequest(CustomRequest::new(method, Some(params)));
     let sent = ctx.peer.send_cancellable_request(request, PeerRequestOptions::with_timeout(timeout)).await;
     let result = match sent {

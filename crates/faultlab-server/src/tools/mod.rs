@@ -4,7 +4,7 @@
 //! can still carry a reply after a cancel (stdio, legacy HTTP sessions); `session_loss` needs a session;
 //! `http_status` needs HTTP. Everything else exists everywhere.
 
-mod askback;
+pub(crate) mod askback;
 mod basic;
 mod cancellation;
 mod liveness;

@@ -35,13 +35,23 @@ impl Lab {
 
     /// A fresh server process's worth: a server on the lab's root and ledger, initialized.
     async fn connect(dir: tempfile::TempDir) -> Self {
-        let server = WorkspaceServer::open(&dir.path().join("root"), Some(&dir.path().join("ledger.jsonl"))).unwrap();
+        Self::connect_with(dir, false, json!({})).await
+    }
+
+    /// As [`Lab::connect`], the server asking before destructive writes when `confirm`, the client declaring
+    /// `capabilities`.
+    async fn connect_with(dir: tempfile::TempDir, confirm: bool, capabilities: Value) -> Self {
+        let mut server =
+            WorkspaceServer::open(&dir.path().join("root"), Some(&dir.path().join("ledger.jsonl"))).unwrap();
+        if confirm {
+            server = server.confirming();
+        }
         let (client_io, server_io) = tokio::io::duplex(1 << 20);
         let engine = Arc::new(Engine::new(Recorder::discard()));
         crate::util::serve_stdio(server, engine, server_io);
         let (reader, writer) = tokio::io::split(client_io);
         let mut lab = Self { dir, writer, reader: BufReader::new(reader), next_id: 1 };
-        let params = json!({"protocolVersion": "2025-11-25", "capabilities": {},
+        let params = json!({"protocolVersion": "2025-11-25", "capabilities": capabilities,
             "clientInfo": {"name": "workspace-test", "version": "1"}});
         let init = lab.request("initialize", params).await;
         assert_eq!(init["result"]["serverInfo"]["name"], "faultlab-workspace", "{init}");
@@ -85,6 +95,31 @@ impl Lab {
         let result = &reply["result"];
         assert!(result.is_object(), "a tool result, not a JSON-RPC error: {reply}");
         (result["isError"] == true, result["content"][0]["text"].as_str().unwrap_or_default().to_owned())
+    }
+
+    /// Calls a tool and answers every `elicitation/create` it sends with `answer` (a result): (isError, the
+    /// result's text, the elicitation requests' params).
+    async fn call_answering(&mut self, tool: &str, args: Value, answer: &Value) -> (bool, String, Vec<Value>) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let call =
+            json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": args}});
+        self.send(&call).await;
+        let mut asked = Vec::new();
+        loop {
+            let mut line = String::new();
+            let n = tokio::time::timeout(PATIENCE, self.reader.read_line(&mut line)).await.expect("a reply in time");
+            assert!(n.unwrap() > 0, "the server closed the connection");
+            let frame: Value = serde_json::from_str(&line).unwrap();
+            if frame["method"] == "elicitation/create" {
+                asked.push(frame["params"].clone());
+                self.send(&json!({"jsonrpc": "2.0", "id": frame["id"], "result": answer})).await;
+            } else if frame["id"] == id {
+                let result = &frame["result"];
+                let text = result["content"][0]["text"].as_str().unwrap_or_default().to_owned();
+                return (result["isError"] == true, text, asked);
+            }
+        }
     }
 
     async fn ok(&mut self, tool: &str, args: Value) -> String {
@@ -475,4 +510,64 @@ fn invented_path() -> impl Strategy<Value = String> {
     let part = prop::sample::select(vec!["..", ".", "out", "inner", "a", "", "~", "\\..", "nul\0", "é", "secret.txt"]);
     (any::<bool>(), prop::collection::vec(part, 0..6))
         .prop_map(|(absolute, parts)| format!("{}{}", if absolute { "/" } else { "" }, parts.join("/")))
+}
+
+#[tokio::test]
+async fn a_destructive_write_happens_only_once_the_user_confirms_it() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("root")).unwrap();
+    std::fs::write(dir.path().join("root/report.txt"), "old\n").unwrap();
+    let capabilities = json!({"elicitation": {"form": {}}});
+    let mut lab = Lab::connect_with(dir, true, capabilities).await;
+    let report = lab.root().join("report.txt");
+    let write = json!({"path": "report.txt", "content": "new"});
+
+    // Declined, accepted without confirm, cancelled: asked each time, the file untouched, each refusal in the ledger.
+    for (answer, why) in [
+        (json!({"action": "decline"}), "the user declined"),
+        (json!({"action": "accept", "content": {"confirm": false}}), "without confirming"),
+        (json!({"action": "cancel"}), "the user cancelled"),
+    ] {
+        let (error, text, asked) = lab.call_answering("write_file", write.clone(), &answer).await;
+        assert!(error && text.contains(why) && text.contains("nothing was changed"), "{text}");
+        assert_eq!(asked.len(), 1, "{asked:?}");
+        assert_eq!(asked[0]["mode"], "form");
+        assert_eq!(asked[0]["requestedSchema"]["properties"]["confirm"]["type"], "boolean");
+        assert_eq!(std::fs::read_to_string(&report).unwrap(), "old\n");
+    }
+    let ledger = lab.ledger();
+    assert_eq!(ledger.len(), 3, "{ledger:?}");
+    assert!(ledger.iter().all(|e| e["ok"] == false && e["path"] == "report.txt"), "{ledger:?}");
+
+    // A new file is no overwrite: written without asking.
+    let (error, _, asked) =
+        lab.call_answering("write_file", json!({"path": "new.txt", "content": "x"}), &json!({})).await;
+    assert!(!error && asked.is_empty(), "{asked:?}");
+
+    // Confirmed: written, once.
+    let yes = json!({"action": "accept", "content": {"confirm": true}});
+    let (error, text, asked) = lab.call_answering("write_file", write, &yes).await;
+    assert!(!error && asked.len() == 1, "{text}");
+    assert_eq!(std::fs::read_to_string(&report).unwrap(), "new");
+
+    // delete_file asks too.
+    let (error, text, asked) =
+        lab.call_answering("delete_file", json!({"path": "report.txt"}), &json!({"action": "decline"})).await;
+    assert!(error && asked.len() == 1 && report.exists(), "{text}");
+    let (error, _, _) = lab.call_answering("delete_file", json!({"path": "report.txt"}), &yes).await;
+    assert!(!error && !report.exists());
+}
+
+#[tokio::test]
+async fn a_client_without_elicitation_cannot_overwrite_when_confirmation_is_on() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("root")).unwrap();
+    std::fs::write(dir.path().join("root/report.txt"), "old\n").unwrap();
+    let mut lab = Lab::connect_with(dir, true, json!({})).await;
+    let (error, text, asked) =
+        lab.call_answering("write_file", json!({"path": "report.txt", "content": "new"}), &json!({})).await;
+    assert!(error && asked.is_empty(), "{asked:?}");
+    assert!(text.contains("did not declare the elicitation capability"), "{text}");
+    assert_eq!(std::fs::read_to_string(lab.root().join("report.txt")).unwrap(), "old\n");
+    assert_eq!(lab.ledger()[0]["ok"], false);
 }

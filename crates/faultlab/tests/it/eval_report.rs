@@ -67,7 +67,9 @@ fn two_shards_merge_into_every_pair_once_pass_the_oracle_and_compare() {
     exits_in(root, 0, [&["report", "merge", "merged/report.json"][..], &shards_and_oracle].concat())
         .stdout(contains("merged 2 reports: 28 runs"))
         .stdout(contains("oracle: all 28 verdicts as expected"))
-        .stdout(contains("oracle: not checked, no runs in the merged report: protocol-malformed-read"));
+        .stdout(contains(
+            "oracle: not checked, no runs in the merged report: elicitation-confirm-overwrite, protocol-malformed-read",
+        ));
     let merged = read(&root.join("merged/report.json"));
     let html = std::fs::read_to_string(root.join("merged/report.html")).unwrap();
     let failed = merged.runs.iter().filter(|r| !r.verdict.passed).count();
