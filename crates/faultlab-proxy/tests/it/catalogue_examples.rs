@@ -201,9 +201,10 @@ async fn through_http(client: reqwest::Client, url: String, example: &'static st
             let is_sse = content_type.is_some_and(|t| t.as_bytes().starts_with(b"text/event-stream"));
             let frames = if is_sse { sse_data(&body) } else { vec![body.to_vec()] };
             let read: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-            // An event stream that ends without this call's reply was lost (the stream faults cut it there); a
-            // JSON body is the whole answer.
-            classify(example, &read, if is_sse { Ending::Lost } else { Ending::Done })
+            // A stream fault's event stream that ends without this call's reply was lost (cut there); any other
+            // answer is whole as it came (a withheld reply, `late_response`, is a call left waiting).
+            let on_stream = serde_json::from_str::<FaultKind>(example).is_ok_and(|f| f.on_stream());
+            classify(example, &read, if is_sse && on_stream { Ending::Lost } else { Ending::Done })
         }
     };
     stop.cancel();
