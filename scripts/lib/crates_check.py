@@ -20,7 +20,11 @@ UNPUBLISHED = {"faultlab-bench"}
 FIELDS = ("description", "license", "repository", "homepage", "readme", "keywords", "categories")
 # Files a crate compiles in from examples/ (through a link in its folder): they must be in its package.
 BUILTIN = {
-    "faultlab-eval": [("builtin/tasks/", ROOT / "examples/eval/tasks", ".yaml"), ("builtin/", None, "oracle.yaml")],
+    "faultlab-eval": [
+        ("builtin/tasks/", ROOT / "examples/eval/tasks", ".yaml"),
+        ("builtin/askback/", ROOT / "examples/eval/askback", ".yaml"),
+        ("builtin/", None, "oracle.yaml"),
+    ],
     "faultlab-explore": [("builtin/", None, "explore-oracle.yaml")],
     "faultlab": [("scenarios/", ROOT / "examples/scenarios", ".yaml")],
 }

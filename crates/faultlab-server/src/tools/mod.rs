@@ -15,7 +15,7 @@ mod surface;
 mod tasks;
 mod wire;
 
-pub use surface::{PROBE, PROBE_RENAMED, structured_schema};
+pub use surface::{PAGING_NAMES, PROBE, PROBE_RENAMED, Paging, structured_schema};
 
 use crate::scope::{Scope, TransportKind};
 use faultlab_engine::FaultKind;

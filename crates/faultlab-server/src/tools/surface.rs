@@ -79,11 +79,23 @@ pub enum OtherPaging {
     Off,
 }
 
+/// Every `list_pagination` variant's name, as `Paging` reads it.
+pub const PAGING_NAMES: [&str; 8] =
+    ["stuck", "cycle", "empty-continuation", "empty-end", "repeated-name", "endless", "page-error", "off"];
+
+/// `variant` as one string enum with a `type`, not the `anyOf` of two enums schemars derives: agent frameworks that
+/// convert a tool's schema read `type` on every `anyOf` branch (smolagents 1.x raises `KeyError: 'type'` on a `$ref`
+/// there and cannot list the server at all).
+fn paging_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "enum": PAGING_NAMES})
+}
+
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PaginationArgs {
     /// How later tools/list replies are paged: stuck, cycle, empty-continuation, empty-end, repeated-name,
     /// endless, page-error, or off.
+    #[schemars(schema_with = "paging_schema")]
     pub variant: Paging,
     /// Tools per page, 1 to 1000 (default 5).
     #[serde(default)]

@@ -80,3 +80,47 @@ async fn no_input_schema_types_an_argument_as_null() {
     assert_eq!(status["inputSchema"]["properties"]["retryAfterSec"]["type"], "integer");
     assert_eq!(status["inputSchema"]["required"], json!(["status"]));
 }
+
+/// Every `anyOf` branch in `schema` without a `type` of its own, as JSON pointers.
+fn untyped_any_of(schema: &Value, at: String, found: &mut Vec<String>) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(branches) = map.get("anyOf").and_then(Value::as_array) {
+                for (i, branch) in branches.iter().enumerate() {
+                    if branch.get("type").is_none() {
+                        found.push(format!("{at}/anyOf/{i}"));
+                    }
+                }
+            }
+            for (key, value) in map {
+                untyped_any_of(value, format!("{at}/{key}"), found);
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                untyped_any_of(item, format!("{at}/{i}"), found);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Agent frameworks that turn a tool's input schema into their own read `type` on every `anyOf` branch
+/// (smolagents 1.x raises `KeyError: 'type'` on a `$ref` there and then cannot use the server at all), so no lab
+/// tool puts one there; the `list_pagination` variant is one string enum whose names all parse.
+#[tokio::test]
+async fn every_any_of_branch_in_an_input_schema_has_a_type() {
+    let tools = every_tool().await;
+    let mut found = Vec::new();
+    for tool in &tools {
+        untyped_any_of(&tool["inputSchema"], format!("{}:", tool["name"].as_str().unwrap()), &mut found);
+    }
+    assert!(found.is_empty(), "anyOf branches without a type: {found:?}");
+    let paging = tools.iter().find(|t| t["name"] == "list_pagination").expect("list_pagination is offered");
+    let names = paging["inputSchema"]["properties"]["variant"]["enum"].as_array().unwrap();
+    assert_eq!(names.len(), faultlab_server::tools::PAGING_NAMES.len());
+    for name in names {
+        let parsed = serde_json::from_value::<faultlab_server::tools::Paging>(name.clone());
+        assert!(parsed.is_ok(), "{name} does not parse as a list_pagination variant");
+    }
+}

@@ -49,7 +49,11 @@ fn every_example_passes_against_the_binary_as_an_external_stdio_target() {
     for era in ["2026-07-28", "2025-11-25"] {
         let report = run_examples(&["--protocol-version", era, "--target", target.to_str().unwrap()]);
         let auth = examples().iter().filter(|p| p.to_str().unwrap().contains("/auth-")).count();
-        assert_eq!(ran(&report), examples().len() - 18 - auth, "the HTTP-only examples (and the auth ones) are skipped");
+        assert_eq!(
+            ran(&report),
+            examples().len() - 18 - auth,
+            "the HTTP-only examples (and the auth ones) are skipped"
+        );
     }
 }
 
