@@ -6,7 +6,14 @@
 #      with `Last-Event-ID: 0-0` replays the reply (`id: 0-1`) from the proxy's log;
 #   2. stream_replay foreign: the second call is cut after its priming event; its resume first sends the first
 #      stream's last message (`id: 0-1`, the reply to call 1), then its own reply (`id: 1-1`);
-#   3. session_lifecycle unknown_400: the third call gets its result; the session's next request gets 400 -32600.
+#   3. resume_refused 405: the resume of the cut stream is answered 405;
+#   4. stream_retry retry_ms 0: the priming event says `retry: 0`, the stream ends before the reply, a resume has it;
+#   5. stream_cut ids false: the stream ends before the reply with no event id, so nothing can be resumed;
+#   6. stream_cut_again: the first resume is answered 200 and closed before any event, the second has the reply;
+#   7. session_lifecycle get_404: the call gets its result; a GET stream for the session then gets 404 -32001;
+#   8. session_lifecycle unknown_400: the call gets its result; the session's next request gets 400 -32600.
+# Not here (echo sends one message, so they have nothing to act on): stream_replay duplicate and empty_event_id,
+# which the proxy's wire tests (crates/faultlab-proxy/tests/it/stream_faults.rs) check byte for byte.
 # server-everything and Node are installed, pinned, under git-ignored .cache/ by scripts/lib/everything-tools.sh.
 # Everything started is stopped on exit.
 #
@@ -23,7 +30,7 @@ source "$ROOT/scripts/lib/everything-tools.sh"
 source "$ROOT/scripts/lib/process-wait.sh"
 STARTUP_TIMEOUT="${STARTUP_TIMEOUT:-30}"
 export NO_PROXY="127.0.0.1,localhost,::1" no_proxy="127.0.0.1,localhost,::1"
-CHECKS=7
+CHECKS=14
 
 EVERYTHING_PID=""
 PROXY_PID=""
@@ -59,7 +66,12 @@ seed: 1
 rules:
   - {name: cut, match: {tool: echo, nth: 1}, fault: {type: stream_cut}}
   - {name: foreign, match: {tool: echo, nth: 2}, fault: {type: stream_replay, variant: foreign}}
-  - {name: lifecycle, match: {tool: echo, nth: 3}, fault: {type: session_lifecycle, variant: unknown_400}}
+  - {name: refused, match: {tool: echo, nth: 3}, fault: {type: resume_refused, status: 405}}
+  - {name: retry0, match: {tool: echo, nth: 4}, fault: {type: stream_retry, retry_ms: 0}}
+  - {name: noids, match: {tool: echo, nth: 5}, fault: {type: stream_cut, ids: false}}
+  - {name: again, match: {tool: echo, nth: 6}, fault: {type: stream_cut_again}}
+  - {name: get404, match: {tool: echo, nth: 7}, fault: {type: session_lifecycle, variant: get_404}}
+  - {name: lifecycle, match: {tool: echo, nth: 8}, fault: {type: session_lifecycle, variant: unknown_400}}
 YAML
 "$FAULTLAB_BIN" proxy --listen 127.0.0.1:0 --upstream "http://127.0.0.1:$port/mcp" --rules "$DIR/rules.yaml" \
     </dev/null >"$DIR/proxy.out" 2>"$DIR/proxy.err" &
@@ -118,10 +130,46 @@ first="$(awk -v RS='' 'NR == 1' <<<"$foreign")"
 has_event "$first" 0-1 "Echo: one" && has_event "$foreign" 1-1 "Echo: two" && rc=0 || rc=1
 check "stream_replay foreign: the other stream's reply first, then its own" "$rc" "$foreign"
 
-result="$(post "$(call 3 three)" "$SESSION")"
-[[ "$result" == *"Echo: three"* ]] && rc=0 || rc=1
+status_line() { sed -n '1s/^HTTP\/[0-9.]* \([0-9]*\).*/\1/p' "$DIR/h"; }
+
+refused_cut="$(post "$(call 3 three)" "$SESSION")"
+refused="$(resume "$SESSION" 2-0)"
+status="$(status_line)"
+[[ "$refused_cut" == $'id: 2-0\n'* && "$refused_cut" != *"Echo: three"* && "$status" == 405 ]] && rc=0 || rc=1
+check "resume_refused 405: cut, and its resume answered 405" "$rc" "$refused_cut / $status $refused"
+
+retry0="$(post "$(call 4 four)" "$SESSION")"
+[[ "$retry0" == $'id: 3-0\nretry: 0\ndata: '* && "$retry0" != *"Echo: four"* ]] && rc=0 || rc=1
+check "stream_retry 0: primed with retry: 0, ended before the reply" "$rc" "$retry0"
+retry0_resumed="$(resume "$SESSION" 3-0)"
+has_event "$retry0_resumed" 3-1 "Echo: four" && rc=0 || rc=1
+check "stream_retry 0: the resume has the reply" "$rc" "$retry0_resumed"
+
+noids="$(post "$(call 5 five)" "$SESSION")"
+status="$(status_line)"
+[[ "$status" == 200 && "$noids" != *"id:"* && "$noids" != *"Echo: five"* ]] && rc=0 || rc=1
+check "stream_cut ids false: ended before the reply with no event id" "$rc" "$status $noids"
+
+again_cut="$(post "$(call 6 six)" "$SESSION")"
+again_first="$(resume "$SESSION" 5-0)"
+status="$(status_line)"
+[[ "$again_cut" == $'id: 5-0\n'* && "$status" == 200 && "$again_first" != *"data:"* ]] && rc=0 || rc=1
+check "stream_cut_again: the first resume closes before any event" "$rc" "$again_cut / $status $again_first"
+again_second="$(resume "$SESSION" 5-0)"
+has_event "$again_second" 5-1 "Echo: six" && rc=0 || rc=1
+check "stream_cut_again: the second resume has the reply" "$rc" "$again_second"
+
+get404_call="$(post "$(call 7 seven)" "$SESSION")"
+get404="$(curl -sS --max-time 10 -D "$DIR/h" -H 'accept: text/event-stream' -H "mcp-session-id: $SESSION" \
+    -H "mcp-protocol-version: $VERSION" "$URL" || true)"
+status="$(status_line)"
+[[ "$get404_call" == *"Echo: seven"* && "$status" == 404 && "$(jq -r .error.code <<<"$get404")" == -32001 ]] && rc=0 || rc=1
+check "session_lifecycle get_404: the call answered, the session's GET stream 404 -32001" "$rc" "$get404_call / $status $get404"
+
+result="$(post "$(call 8 eight)" "$SESSION")"
+[[ "$result" == *"Echo: eight"* ]] && rc=0 || rc=1
 check "session_lifecycle unknown_400: the call gets its result" "$rc" "$result"
-after="$(post '{"jsonrpc":"2.0","id":4,"method":"tools/list"}' "$SESSION")"
+after="$(post '{"jsonrpc":"2.0","id":9,"method":"tools/list"}' "$SESSION")"
 status="$(sed -n '1s/^HTTP\/[0-9.]* \([0-9]*\).*/\1/p' "$DIR/h")"
 [[ "$status" == 400 && "$(jq -r .error.code <<<"$after")" == -32600 ]] && rc=0 || rc=1
 check "session_lifecycle unknown_400: the session's next request gets 400 -32600" "$rc" "$status $after"
