@@ -51,7 +51,7 @@ fn every_example_passes_against_the_binary_as_an_external_stdio_target() {
         let auth = examples().iter().filter(|p| p.to_str().unwrap().contains("/auth-")).count();
         assert_eq!(
             ran(&report),
-            examples().len() - 18 - auth,
+            examples().len() - 19 - auth,
             "the HTTP-only examples (and the auth ones) are skipped"
         );
     }
