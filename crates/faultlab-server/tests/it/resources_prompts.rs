@@ -1,7 +1,7 @@
 //! The server's resources and prompts, and `list_pagination {list: resources | prompts}` paging their lists with
 //! broken cursors on the bytes, while the other lists stay whole.
 
-use super::util::{StdioClient, text_of};
+use super::util::{HttpServer, StdioClient, exchange, messages, text_of};
 use serde_json::{Value, json};
 
 /// Sends `method` with `params` as request `id`; returns the reply's raw line and its parsed value.
@@ -116,4 +116,23 @@ async fn an_unknown_list_is_refused_by_name() {
     assert_eq!(reply["result"]["isError"], true, "a tool error the model can read: {reply}");
     let text = reply["result"]["content"][0]["text"].as_str().unwrap_or_default();
     assert!(text.contains("templates") && text.contains("resources") && text.contains("prompts"), "{reply}");
+}
+
+#[tokio::test]
+async fn over_a_legacy_session_resources_pages_stay_stuck_between_requests() {
+    let server = HttpServer::start().await;
+    let sid = server.open_session().await;
+    let arm = super::util::call(2, "list_pagination", json!({"variant": "stuck", "list": "resources"}), None);
+    let (status, content_type, body) = exchange(server.post(&arm, Some(&sid))).await;
+    assert_eq!(status, 200);
+    assert!(text_of(messages(&content_type, &body.unwrap()).last().unwrap()).contains("pagination-armed"));
+    for (id, cursor) in [(3, json!({})), (4, json!({"cursor": "faultlab-page-1"}))] {
+        let listing = json!({"jsonrpc": "2.0", "id": id, "method": "resources/list", "params": cursor});
+        let (_, content_type, body) = exchange(server.post(&listing, Some(&sid))).await;
+        let reply = messages(&content_type, &body.unwrap())[0].value().unwrap().clone();
+        let names: Vec<_> =
+            reply["result"]["resources"].as_array().unwrap().iter().map(|r| r["name"].clone()).collect();
+        assert_eq!(names, ["note-01", "note-02", "note-03", "note-04", "note-05"], "{reply}");
+        assert_eq!(reply["result"]["nextCursor"], "faultlab-page-1", "{reply}");
+    }
 }
