@@ -3,11 +3,15 @@
 //! Which tools a client sees depends on where it connects: `response_after_cancellation` needs a channel that
 //! can still carry a reply after a cancel (stdio, legacy HTTP sessions); `session_loss` needs a session;
 //! `http_status` needs HTTP. Everything else exists everywhere.
+//!
+//! The server also offers a few plain resources and prompts (see `offered`), so that `list_pagination` can break
+//! the pages of `resources/list` and `prompts/list` as it does those of `tools/list`.
 
 pub(crate) mod askback;
 mod basic;
 mod cancellation;
 mod liveness;
+mod offered;
 mod progress;
 mod session;
 mod stream;
@@ -137,7 +141,13 @@ pub(crate) fn arm_own_response(
 impl ServerHandler for FaultServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
-            ServerCapabilities::builder().enable_tools().enable_tool_list_changed().enable_tasks().build(),
+            ServerCapabilities::builder()
+                .enable_prompts()
+                .enable_resources()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .enable_tasks()
+                .build(),
         )
         .with_server_info(Implementation::new(crate::SERVER_NAME, env!("CARGO_PKG_VERSION")))
         .with_instructions("MCP Failure Lab: every tool fails on purpose, in a documented way.")
@@ -174,7 +184,7 @@ impl ServerHandler for FaultServer {
         _request: Option<rmcp::model::PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListToolsResult, ErrorData> {
-        let modern = context.protocol_version().is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        let modern = is_modern(&context);
         let mut tools = self.router.list_all();
         tools.retain(|tool| !surface::UNLISTED.contains(&tool.name.as_ref()));
         Ok(rmcp::model::ListToolsResult {
@@ -187,6 +197,61 @@ impl ServerHandler for FaultServer {
             cache_scope: modern.then_some(rmcp::model::CacheScope::Public),
         })
     }
+
+    /// The lab's resources, in one whole list (the standing pagination fault pages it on the wire).
+    async fn list_resources(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
+        let modern = is_modern(&context);
+        Ok(rmcp::model::ListResourcesResult {
+            result_type: Some(rmcp::model::ResultType::COMPLETE),
+            resources: offered::resources(),
+            meta: None,
+            next_cursor: None,
+            ttl_ms: modern.then_some(0),
+            cache_scope: modern.then_some(rmcp::model::CacheScope::Public),
+        })
+    }
+
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
+        offered::read(&request).map(Into::into)
+    }
+
+    /// The lab's prompts, in one whole list (the standing pagination fault pages it on the wire).
+    async fn list_prompts(
+        &self,
+        _request: Option<rmcp::model::PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
+        let modern = is_modern(&context);
+        Ok(rmcp::model::ListPromptsResult {
+            result_type: Some(rmcp::model::ResultType::COMPLETE),
+            prompts: offered::prompts(),
+            meta: None,
+            next_cursor: None,
+            ttl_ms: modern.then_some(0),
+            cache_scope: modern.then_some(rmcp::model::CacheScope::Public),
+        })
+    }
+
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        offered::get(&request).map(Into::into)
+    }
+}
+
+/// Whether the connection speaks 2026-07-28 or later (its list results carry cache hints).
+fn is_modern(context: &RequestContext<RoleServer>) -> bool {
+    context.protocol_version().is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
 }
 
 /// The request's id as the wire layer keys it.

@@ -90,14 +90,52 @@ fn paging_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "string", "enum": PAGING_NAMES})
 }
 
+/// Which of the server's lists `list_pagination` pages.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PagedList {
+    #[default]
+    Tools,
+    Resources,
+    Prompts,
+}
+
+impl PagedList {
+    /// The list method the standing fault acts on.
+    fn method(self) -> &'static str {
+        match self {
+            PagedList::Tools => "tools/list",
+            PagedList::Resources => "resources/list",
+            PagedList::Prompts => "prompts/list",
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            PagedList::Tools => "tools",
+            PagedList::Resources => "resources",
+            PagedList::Prompts => "prompts",
+        }
+    }
+}
+
+/// `list` as one typed string enum (see [`paging_schema`] for why every branch needs a `type`).
+fn paged_list_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "string", "enum": ["tools", "resources", "prompts"], "default": "tools"})
+}
+
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PaginationArgs {
-    /// How later tools/list replies are paged: stuck, cycle, empty-continuation, empty-end, repeated-name,
+    /// How later replies of the list are paged: stuck, cycle, empty-continuation, empty-end, repeated-name,
     /// endless, page-error, or off.
     #[schemars(schema_with = "paging_schema")]
     pub variant: Paging,
-    /// Tools per page, 1 to 1000 (default 5).
+    /// Which list is paged: tools (default), resources, or prompts.
+    #[serde(default)]
+    #[schemars(schema_with = "paged_list_schema")]
+    pub list: PagedList,
+    /// Items per page, 1 to 1000 (default 5).
     #[serde(default)]
     #[schemars(with = "u32")]
     pub page_size: Option<u32>,
@@ -222,10 +260,11 @@ impl FaultServer {
         Ok(notify_and_answer(&engine, &ctx, notify, text))
     }
 
-    #[tool(description = "Page later tools/list replies with broken cursors: variant stuck, cycle, \
-                          empty-continuation, empty-end, repeated-name, endless, page-error, or off; pageSize \
-                          tools per page (1 to 1000, default 5). Sends notifications/tools/list_changed before \
-                          this result, so a client lists again. Lasts for the connection.")]
+    #[tool(description = "Page later tools/list (or, with list, resources/list or prompts/list) replies with \
+                          broken cursors: variant stuck, cycle, empty-continuation, empty-end, repeated-name, \
+                          endless, page-error, or off; pageSize items per page (1 to 1000, default 5). For tools \
+                          it sends notifications/tools/list_changed before this result, so a client lists again. \
+                          Lasts for the connection.")]
     async fn list_pagination(
         &self,
         Parameters(args): Parameters<PaginationArgs>,
@@ -241,16 +280,20 @@ impl FaultServer {
             Paging::Other(OtherPaging::PageError) => Some(FaultKind::PageError(PageError { page: 2, page_size })),
             Paging::Other(OtherPaging::Off) => None,
         };
+        let method = args.list.method();
         // One standing fault per list: pagination replaces a drift of the list and the other way round.
-        engine.disarm_standing("tools/list");
+        engine.disarm_standing(method);
         if let Some(fault) = fault
-            && let Err(err) = engine.arm_standing(Standing { method: "tools/list".into(), tool: None, fault })
+            && let Err(err) = engine.arm_standing(Standing { method: method.into(), tool: None, fault })
         {
             return Ok(tool_error(err.to_string()));
         }
-        let text = json!({"status": "pagination-armed", "list": "tools", "pageSize": page_size,
-                          "variant": serde_json::to_value(args.variant).unwrap_or_default()});
-        Ok(notify_and_answer(&engine, &ctx, true, text))
+        // The catalogue's list_changed_storm sends notifications/tools/list_changed only, and the server does
+        // not declare listChanged for resources or prompts: those lists change without a notification.
+        let notify = args.list == PagedList::Tools;
+        let text = json!({"status": "pagination-armed", "list": args.list.name(), "pageSize": page_size,
+                          "variant": serde_json::to_value(args.variant).unwrap_or_default(), "notify": notify});
+        Ok(notify_and_answer(&engine, &ctx, notify, text))
     }
 
     #[tool(description = "The tool the list drift changes: echoes text. After input-schema drift it requires \

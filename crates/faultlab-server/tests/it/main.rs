@@ -8,6 +8,7 @@
 //! - `front`: path, Host, Origin, body size and method checks before dispatch.
 //! - `load`: 1,000 concurrent legacy initializes against the session cap.
 //! - `resume`: resumable session streams (ids, priming, `Last-Event-ID` replay, 404s) and the stream faults.
+//! - `resources_prompts`: the server's resources and prompts, and their lists paged with broken cursors.
 //! - `surface`: the tool surface tools: a tool list that drifts, calls to a tool that is gone, broken pages.
 //! - `catalogue`: every catalogue example a tool arms, with the effect its fault promises.
 //! - `frames`: property tests, no panic on random or truncated input lines.
@@ -24,6 +25,7 @@ mod isolation;
 mod lifecycle;
 mod load;
 mod not_mcp;
+mod resources_prompts;
 mod resume;
 mod stdio;
 mod surface;
