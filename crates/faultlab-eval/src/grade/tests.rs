@@ -2,7 +2,8 @@
 
 use super::*;
 use crate::contract::Claim;
-use crate::evidence::{SideEffect, Snapshot, sha256_hex};
+use crate::evidence::{AgentEnd, Op, SideEffect, Snapshot, sha256_hex};
+use crate::task::IntegrityAssertion;
 use serde_json::json;
 
 const RUN_NONCE: &str = "5eedc0ffee5eedc0";
