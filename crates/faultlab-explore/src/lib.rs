@@ -161,6 +161,10 @@ pub struct FaultRecord {
     /// The catalogue fault on the wire.
     pub fault: String,
     pub mode: faultlab_engine::rules::Mode,
+    /// When it strikes (`after-first-write`: at the first tool call after the first write, whichever tool);
+    /// absent for the nth call to `tool`.
+    #[serde(default, skip_serializing_if = "synth::Timing::is_nth")]
+    pub timing: synth::Timing,
 }
 
 impl FaultRecord {
@@ -172,6 +176,7 @@ impl FaultRecord {
             class: planned.class,
             fault: planned.fault.clone(),
             mode: planned.member(1500).mode,
+            timing: planned.timing,
         }
     }
 }
@@ -273,7 +278,10 @@ impl Explore {
             self.shrink(recorded, &mut exploration, &mut progress).await?;
             return Ok(exploration);
         }
-        let (singles, mut pruned) = synth::singles(&facts, &self.classes, self.quick);
+        let (mut singles, mut pruned) = synth::singles(&facts, &self.classes, self.quick);
+        let (timed, why) = synth::after_first_write(&facts, &singles);
+        singles.extend(timed);
+        pruned.extend(why);
         let sets = singles.into_iter().map(|p| vec![p]).collect();
         let variants = synth::number(sets, 0, self.budget, self.settings.repeat, &mut pruned);
         let mut numbered = variants.len();
@@ -616,7 +624,12 @@ fn arguments_name(arguments: &serde_json::Value, path: &str) -> bool {
 }
 
 fn planned_of(record: &FaultRecord, calls: &[Site]) -> Planned {
-    Planned { site: calls[record.call].clone(), class: record.class, fault: record.fault.clone() }
+    Planned {
+        site: calls[record.call].clone(),
+        class: record.class,
+        fault: record.fault.clone(),
+        timing: record.timing,
+    }
 }
 
 #[cfg(test)]

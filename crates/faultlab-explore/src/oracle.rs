@@ -183,6 +183,7 @@ mod tests {
                 class: FaultClass::TransportLoss,
                 fault: fault.name().into(),
                 mode,
+                timing: Default::default(),
             }],
             runs: 1,
             passed: 0,

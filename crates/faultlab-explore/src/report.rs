@@ -195,7 +195,13 @@ impl Exploration {
     pub fn singles(&self, site: &Site, class: FaultClass) -> Vec<(&VariantResult, &'static str)> {
         self.variants
             .iter()
-            .filter(|v| v.faults.len() == 1 && v.faults[0].call == site.call && v.faults[0].class == class)
+            // The map is of the nth-call naming; a fault timed "after the first write" is listed by its label.
+            .filter(|v| {
+                v.faults.len() == 1
+                    && v.faults[0].call == site.call
+                    && v.faults[0].class == class
+                    && v.faults[0].timing.is_nth()
+            })
             .map(|v| {
                 let cell = match v {
                     v if v.error.is_some() => "error",
@@ -248,7 +254,10 @@ impl Exploration {
                     entry.sets += 1;
                 }
                 let name = super::Planned::of(site.clone(), f.class);
-                let name = super::Planned { fault: f.fault.clone(), ..name }.name();
+                let mut name = super::Planned { fault: f.fault.clone(), ..name }.name();
+                if !f.timing.is_nth() {
+                    name.push_str(" after the first write");
+                }
                 if !entry.faults.contains(&name) {
                     entry.faults.push(name);
                 }
@@ -527,7 +536,11 @@ pub fn label(v: &VariantResult) -> String {
                 true => f.class.name(),
                 false => format!("{}/{}", f.class.name(), f.fault),
             };
-            format!("{name} at #{} {} (call {} of it)", f.call + 1, f.tool, f.nth)
+            let when = match f.timing.is_nth() {
+                true => "",
+                false => " after the first write,",
+            };
+            format!("{name}{when} at #{} {} (call {} of it)", f.call + 1, f.tool, f.nth)
         })
         .collect::<Vec<_>>()
         .join(" + ")
@@ -550,6 +563,7 @@ mod tests {
                 class,
                 fault: fault.name().into(),
                 mode,
+                timing: Default::default(),
             }],
             runs: 1,
             passed: u32::from(!broke),
@@ -633,6 +647,20 @@ mod tests {
         assert!(md.contains("1. #1 t (call 1 of it): damage or a false claim; in 1 minimal failing set(s)"), "{md}");
         assert!(md.contains("- error at #1 t (call 1 of it): http_status pass, forbidden BREAKS"), "{md}");
         assert!(html(&report).contains("<ol class=\"harden\">"));
+    }
+
+    #[test]
+    fn a_fault_timed_after_the_first_write_is_named_so_and_kept_out_of_the_map_of_nth_calls() {
+        let mut timed = variant("v002", 1, FaultClass::Error, true);
+        timed.faults[0].timing = crate::synth::Timing::AfterFirstWrite;
+        let report = shard(1, vec![variant("v001", 1, FaultClass::Error, false), timed]);
+        let e = &report.explorations[0];
+        // The nth-call fault passed there; the timed one broke, and says when it struck.
+        assert_eq!(e.cell(&e.calls[1], FaultClass::Error), "pass");
+        assert!(e.disagreements().is_empty());
+        assert_eq!(e.harden_first()[0].faults, ["error after the first write"]);
+        let md = markdown(&report);
+        assert!(md.contains("**v002** error after the first write, at #2 t (call 2 of it)"), "{md}");
     }
 
     #[test]

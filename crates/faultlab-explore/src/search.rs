@@ -133,7 +133,7 @@ pub fn recorded(trajectory: &faultlab_engine::trajectory::Trajectory) -> Result<
             .map(|(c, _)| *c)
             .ok_or_else(|| format!("fault {fault:?} at {tool} call {nth}: no fault class tries it"))?;
         let site = Site { call: 0, tool: tool.clone(), nth: *nth, method: None };
-        out.push(((tool, *nth), Planned { site, class, fault: fault.into() }));
+        out.push(((tool, *nth), Planned { site, class, fault: fault.into(), timing: Default::default() }));
     }
     if out.is_empty() {
         return Err("no fault acted on a tool call in it: nothing to reproduce".into());

@@ -50,6 +50,26 @@ pub struct CallFacts {
     pub method: Option<String>,
 }
 
+/// When a fault strikes: the timing dimension of a variant.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Timing {
+    /// At the nth call to the site's tool (the site's own naming).
+    #[default]
+    Nth,
+    /// At the first tool call that follows the first write of the healthy run, whichever tool the agent calls
+    /// there: the proxy counts every `tools/call` and faults the one at the site's position. Under other faults
+    /// that make the agent call more or fewer times before it, this is a different call than the nth call to
+    /// the site's tool, which is the point of the dimension (state already changed when the fault strikes).
+    AfterFirstWrite,
+}
+
+impl Timing {
+    pub fn is_nth(&self) -> bool {
+        *self == Timing::Nth
+    }
+}
+
 /// One fault of a variant: a catalogue fault of a class at a site.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 pub struct Planned {
@@ -57,17 +77,24 @@ pub struct Planned {
     pub class: FaultClass,
     /// The catalogue fault tried ([`FaultClass::members`]); the class's representative by default.
     pub fault: String,
+    /// When it strikes; absent for the nth call to the site's tool.
+    #[serde(default, skip_serializing_if = "Timing::is_nth")]
+    pub timing: Timing,
 }
 
 impl Planned {
     /// The class's representative at `site`.
     pub fn of(site: Site, class: FaultClass) -> Self {
-        Self { site, class, fault: class.representative().into() }
+        Self { site, class, fault: class.representative().into(), timing: Timing::Nth }
     }
 
-    /// `timeout-after at #2 …` for a class's representative, `error/forbidden at #2 …` for another member.
+    /// `timeout-after at #2 …` for a class's representative, `error/forbidden at #2 …` for another member,
+    /// `error after the first write, at #3 …` for the timing dimension.
     pub fn label(&self) -> String {
-        format!("{} at {}", self.name(), self.site.label())
+        match self.timing {
+            Timing::Nth => format!("{} at {}", self.name(), self.site.label()),
+            Timing::AfterFirstWrite => format!("{} after the first write, at {}", self.name(), self.site.label()),
+        }
     }
 
     /// The class, and the fault when it is not the class's representative.
@@ -89,15 +116,26 @@ impl Planned {
     /// The proxy rule that puts this fault on exactly this call, in a run whose deadline is `deadline_ms`.
     pub fn rule(&self, deadline_ms: u64) -> Rule {
         let Member { fault, mode, .. } = self.member(deadline_ms);
-        let name = match self.fault == self.class.representative() {
+        let mut name = match self.fault == self.class.representative() {
             true => format!("explore-{}-{}-{}", self.class.name(), self.site.tool, self.site.nth),
             false => format!("explore-{}-{}-{}-{}", self.class.name(), self.fault, self.site.tool, self.site.nth),
         };
+        if self.timing == Timing::AfterFirstWrite {
+            name.push_str("-after-first-write");
+        }
         Rule {
             name,
-            matcher: match &self.site.method {
-                Some(method) => Match { method: Some(method.clone()), nth: Some(self.site.nth), ..Match::default() },
-                None => Match {
+            matcher: match (&self.site.method, self.timing) {
+                (Some(method), _) => {
+                    Match { method: Some(method.clone()), nth: Some(self.site.nth), ..Match::default() }
+                }
+                // Any tool: the site's position among the tool calls (tool calls come first among the sites).
+                (None, Timing::AfterFirstWrite) => Match {
+                    method: Some("tools/call".into()),
+                    nth: Some(self.site.call as u64 + 1),
+                    ..Match::default()
+                },
+                (None, Timing::Nth) => Match {
                     method: Some("tools/call".into()),
                     tool: Some(glob::Pattern::escape(&self.site.tool)),
                     nth: Some(self.site.nth),
@@ -188,7 +226,7 @@ pub fn singles(calls: &[CallFacts], classes: &[FaultClass], quick: bool) -> (Vec
             }
             // The deadline does not change which faults apply (only the latency class's delay).
             for member in class.members(1500).into_iter().skip(1) {
-                let fault = Planned { site: site.clone(), class, fault: member.name.into() };
+                let fault = Planned { site: site.clone(), class, fault: member.name.into(), timing: Timing::Nth };
                 match skipped(&member, call, &earlier) {
                     Some(why) => pruned.push(Pruned { what: fault.label(), why }),
                     None => planned.push(fault),
@@ -197,6 +235,28 @@ pub fn singles(calls: &[CallFacts], classes: &[FaultClass], quick: bool) -> (Vec
         }
     }
     (planned, pruned)
+}
+
+/// The timing dimension "after the first write": each single planned at the first tool call that follows the
+/// first write of the healthy run (a call the ledger recorded as a change, or, without a ledger, an executed
+/// call), again with that timing. Nothing when the healthy run wrote nothing or made no tool call after its
+/// first write; that is listed.
+pub fn after_first_write(calls: &[CallFacts], singles: &[Planned]) -> (Vec<Planned>, Vec<Pruned>) {
+    let tools = || calls.iter().enumerate().filter(|(_, c)| c.method.is_none());
+    let Some((write, _)) = tools().find(|(_, c)| c.wrote) else {
+        let why = "the healthy run wrote nothing".to_owned();
+        return (Vec::new(), vec![Pruned { what: "faults after the first write".into(), why }]);
+    };
+    let Some((next, _)) = tools().find(|(i, _)| *i > write) else {
+        let why = format!("the healthy run made no tool call after its first write (#{})", write + 1);
+        return (Vec::new(), vec![Pruned { what: "faults after the first write".into(), why }]);
+    };
+    let planned = singles
+        .iter()
+        .filter(|p| p.site.call == next && p.timing == Timing::Nth)
+        .map(|p| Planned { timing: Timing::AfterFirstWrite, ..p.clone() })
+        .collect();
+    (planned, Vec::new())
 }
 
 /// The healthy replies before call `index`, as the engine remembers them for `stale` and `replayed`.
@@ -453,6 +513,51 @@ mod tests {
                 assert_eq!((rule.fault, rule.mode), (member.fault, member.mode));
             }
         }
+    }
+
+    #[test]
+    fn after_the_first_write_the_next_tool_call_is_faulted_by_its_position_whichever_tool() {
+        // Read, write, then a check read: the check read is the first call after the first write.
+        let mut calls = healthy();
+        calls.push(call("read_file", json!({"path": "output.txt"}), "0123456789abcdef", false));
+        let (single, _) = singles(&calls, &[FaultClass::Error, FaultClass::Stale], true);
+        let (timed, pruned) = after_first_write(&calls, &single);
+        assert!(pruned.is_empty(), "{pruned:?}");
+        assert_eq!(
+            timed.iter().map(|p| (p.site.call, p.class)).collect::<Vec<_>>(),
+            [(3, FaultClass::Error), (3, FaultClass::Stale)]
+        );
+        assert!(timed.iter().all(|p| p.timing == Timing::AfterFirstWrite));
+        let error = &timed[0];
+        assert_eq!(error.label(), "error after the first write, at #4 read_file (call 2 of it)");
+        // The rule counts every tool call (4th), not the 2nd read_file: a retry of the write before it moves it.
+        let rule = error.rule(1500);
+        rule.check().unwrap();
+        assert_eq!(
+            (rule.matcher.method.as_deref(), rule.matcher.tool.as_deref(), rule.matcher.nth),
+            (Some("tools/call"), None, Some(4))
+        );
+        let nth = Planned::of(error.site.clone(), FaultClass::Error);
+        assert_ne!(rule.name, nth.rule(1500).name);
+        assert!(rule.name.ends_with("-after-first-write"), "{}", rule.name);
+        // Timed and untimed are different faults of a set, and the timing survives report.json.
+        assert_ne!(*error, nth);
+        let json = serde_json::to_value(error).unwrap();
+        assert_eq!(json["timing"], "after-first-write");
+        assert_eq!(serde_json::from_value::<Planned>(json).unwrap(), *error);
+        assert!(serde_json::to_value(&nth).unwrap().get("timing").is_none());
+        // A protocol request after the write is not a tool call: the write was the last one, and that is listed.
+        let mut protocol = healthy();
+        protocol.push(CallFacts { method: Some("tools/list".into()), ..call("tools/list", Value::Null, "{}", false) });
+        let (single, _) = singles(&protocol, &[FaultClass::Error], true);
+        let (timed, pruned) = after_first_write(&protocol, &single);
+        assert!(timed.is_empty());
+        assert!(pruned[0].why.contains("no tool call after its first write (#3)"), "{pruned:?}");
+        // Nothing written: nothing to time after, listed too.
+        let reads: Vec<CallFacts> = healthy().into_iter().take(2).collect();
+        let (single, _) = singles(&reads, &[FaultClass::Error], true);
+        let (timed, pruned) = after_first_write(&reads, &single);
+        assert!(timed.is_empty() && pruned[0].why.contains("wrote nothing"), "{pruned:?}");
     }
 
     /// A reply as the trajectory records it: the JSON-RPC frame.
