@@ -89,6 +89,7 @@ EXPECTATIONS: dict[str, tuple[set[str], str | None, bool | None, str]] = {
                        "error (the empty id: cleared the last event id: nothing to resume), never a result "
                        "fetched with the stale Last-Event-ID"),
     "replay_duplicate": ({"result"}, "<1s", True, "result (the replayed progress ignored); next call ok"),
+    "replay_foreign": ({"result"}, "<1s", True, "result (the other stream's event not taken for its own); next call ok"),
     "resume_refused": (FAILURE, None, None, "error (the resume was refused), never a wait for the deadline"),
     "stream_lost": (FAILURE, "<1s", None, "error or transport failure at once, never a result or a hang"),
     # The tool surface (docs/tool-surface.md). The drift and pagination tools change later listings; the matrix
