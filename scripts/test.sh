@@ -177,7 +177,9 @@ stage 2 build cargo test --workspace --all-targets --locked --no-run || build_rc
 kill "$progress_pid" 2>/dev/null
 wait "$progress_pid" 2>/dev/null
 if [[ "$build_rc" == 0 ]]; then
-    stage 3 rust cargo test --workspace --locked --no-fail-fast
+    # Four test threads on two cores: the slow tests wait on children and timeouts, not on CPU (faultlab's
+    # integration tests took 106 s with two threads, 41 s with four; RUST_TEST_THREADS set by the caller wins).
+    RUST_TEST_THREADS="${RUST_TEST_THREADS:-4}" stage 3 rust cargo test --workspace --locked --no-fail-fast
 fi
 wait "$deps_pid"
 wait "$frameworks_install_pid" || echo "test.sh: installing the frameworks' venvs failed (log: .cache/test-logs/frameworks-install.log); the frameworks stage tries again"
