@@ -562,7 +562,7 @@ impl Reader {
             let changed = self.log.changed.notified();
             tokio::pin!(changed);
             changed.as_mut().enable();
-            {
+            let broken = {
                 let state = lock(&self.log.state);
                 // The POST's own stream starts when the server's first message does (the body middleware holds
                 // the headers until then): a stream the server breaks before any message breaks before its
@@ -593,14 +593,28 @@ impl Reader {
                 }
                 match state.end.filter(|_| !unprimed) {
                     Some(End::Clean) => return None,
-                    Some(End::Aborted) => return Some(Err(aborted())),
-                    None => {}
+                    Some(End::Aborted) if self.next == 0 => return Some(Err(aborted())),
+                    Some(End::Aborted) => true,
+                    None => false,
                 }
+            };
+            if !broken {
+                changed.await;
+                continue;
             }
-            changed.await;
+            // A break after events this reader wrote: hyper drops what it has not flushed when a body fails, so
+            // without a pause the events just written (the ids a client resumes from) could be lost with the
+            // connection, depending on the machine's load. The break comes FLUSH_BEFORE_ABORT later, as a stream
+            // that breaks mid-way does.
+            tokio::time::sleep(FLUSH_BEFORE_ABORT).await;
+            return Some(Err(aborted()));
         }
     }
 }
+
+/// How long a reader waits, after the events it wrote, before it breaks its stream (ms): time for them to be
+/// flushed to the socket.
+const FLUSH_BEFORE_ABORT: std::time::Duration = std::time::Duration::from_millis(50);
 
 fn aborted() -> std::io::Error {
     std::io::Error::new(std::io::ErrorKind::ConnectionAborted, "the server's stream was aborted")
