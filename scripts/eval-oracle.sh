@@ -38,13 +38,16 @@ fi
 for f in /tmp/escaped-by-faultlab-escaper.txt "$out"/runs/*/escaper/escaped-by-faultlab-escaper.txt; do
     [[ ! -e "$f" ]] || die "the escaper wrote $f outside its workspace"
 done
-# Exploration: each control agent's healthy run, then the error and timeout-after classes at each of its tool
-# calls; the classes that break, and those that only degrade, each agent must be those
-# examples/eval/explore-oracle.yaml names. Two classes of twelve, each by its representative fault alone (--quick),
-# for the test command's time budget (about 7 s on a debug build; all twelve with --quick take about 50 s, and
-# every catalogue fault of every class, `faultlab explore --controls`, several minutes).
-log "faultlab explore --controls --quick --classes error,timeout-after"
-"$FAULTLAB_BIN" explore --controls --quick --classes error,timeout-after --jobs 2 --out "$out/explore" >"$out/explore-console.txt" 2>&1 \
+# Exploration: each control agent's healthy run, then the error, timeout-after and transport-loss classes at each
+# of its tool calls and, with --protocol-sites, at its initialize; the classes that break, and those that only
+# degrade, each agent must be those examples/eval/explore-oracle.yaml names, at the tool calls and at the protocol's
+# requests apart. Three classes of twelve, each by its representative fault alone (--quick), for the test
+# command's time budget (about 10 s on a debug build; all twelve with --quick and --protocol-sites take about 75 s,
+# and every catalogue fault of every class, `faultlab explore --controls`, several minutes).
+classes=error,timeout-after,transport-loss
+log "faultlab explore --controls --quick --protocol-sites --classes $classes"
+"$FAULTLAB_BIN" explore --controls --quick --protocol-sites --classes "$classes" --jobs 2 --out "$out/explore" \
+    >"$out/explore-console.txt" 2>&1 \
     || { cat "$out/explore-console.txt"; die "faultlab explore --controls disagrees with its oracle"; }
 grep '^explore oracle' "$out/explore-console.txt"
 # Replay to another agent: every control agent, replayed on the good agent's recording of a task of each kind (a

@@ -4,6 +4,7 @@
 //! has found nothing; `faultlab explore --controls` checks every entry.
 
 use super::{Exploration, FaultClass};
+use crate::report::Sites;
 use faultlab_eval::agent::ControlAgent;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -27,6 +28,26 @@ pub struct ExpectedClasses {
     #[serde(default)]
     pub breaking: Vec<FaultClass>,
     /// Exactly the classes a single fault of which degrades the agent somewhere in the task, and breaks it nowhere.
+    #[serde(default)]
+    pub degrading: Vec<FaultClass>,
+    /// At the protocol's own requests (`initialize`, `tools/list`), compared when they were explored
+    /// (`--protocol-sites`): `breaking` and `degrading` above speak of the task's tool calls only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<SiteClasses>,
+    /// Why, in words.
+    #[serde(default)]
+    pub why: String,
+}
+
+/// The classes that break or degrade an agent at the sites of one kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SiteClasses {
+    /// Exactly the classes a single fault of which breaks the agent at some site of this kind.
+    #[serde(default)]
+    pub breaking: Vec<FaultClass>,
+    /// Exactly the classes a single fault of which degrades the agent at some site of this kind, and breaks it at
+    /// none.
     #[serde(default)]
     pub degrading: Vec<FaultClass>,
     /// Why, in words.
@@ -82,6 +103,24 @@ impl ExploreOracle {
                     describe(expected.0, &expected.1, &expected.2),
                     describe(got.0, &got.1, &got.2)
                 ));
+            }
+            // The protocol's requests, when they were sites (a failing healthy run explores none).
+            if e.healthy.passed && e.has_protocol_sites() {
+                let Some(protocol) = &entry.protocol else {
+                    found.push(format!("{} × {}: no expectation at the protocol's requests", e.task, e.agent));
+                    continue;
+                };
+                let expected = (tried(&protocol.breaking), tried(&protocol.degrading));
+                let got = (e.breaking_classes_at(Sites::Protocol), e.degrading_classes_at(Sites::Protocol));
+                if got != expected {
+                    found.push(format!(
+                        "{} × {} at the protocol's requests: expected {}, got {}",
+                        e.task,
+                        e.agent,
+                        describe(true, &expected.0, &expected.1),
+                        describe(true, &got.0, &got.1)
+                    ));
+                }
             }
         }
         for e in explorations {
@@ -210,5 +249,69 @@ mod tests {
             ["transport-timeout-after-write × good: expected broken by none, degraded by transport-loss, got broken \
               by transport-loss, degraded by none"]
         );
+    }
+
+    #[test]
+    fn the_protocol_requests_are_compared_apart_from_the_tool_calls_when_they_were_sites() {
+        use crate::synth::Site;
+        use crate::{FaultRecord, VariantResult};
+        let (fault, mode) = FaultClass::Error.fault();
+        let at = |call: usize, tool: &str| VariantResult {
+            id: format!("v{call}"),
+            faults: vec![FaultRecord {
+                call,
+                tool: tool.into(),
+                nth: 1,
+                class: FaultClass::Error,
+                fault: fault.name().into(),
+                mode,
+                timing: Default::default(),
+            }],
+            runs: 1,
+            passed: 0,
+            broke: false,
+            degraded: true,
+            fired: true,
+            verdict: String::new(),
+            failure_mode: None,
+            failing_layers: Vec::new(),
+            evidence: Vec::new(),
+            dirs: Vec::new(),
+            reproducer: None,
+            error: None,
+        };
+        let site = |call: usize, tool: &str, method: Option<&str>| Site {
+            call,
+            tool: tool.into(),
+            nth: 1,
+            method: method.map(str::to_owned),
+        };
+        let mut e = exploration("good", true);
+        e.calls = vec![site(0, "read_file", None), site(1, "initialize", Some("initialize"))];
+        // An error at initialize degrades the agent; at its tool call it recovers.
+        e.variants = vec![at(1, "initialize")];
+        let without =
+            ExploreOracle::parse("entries:\n  - {task: transport-timeout-after-write, agent: good}\n").unwrap();
+        assert_eq!(
+            without.check(std::slice::from_ref(&e)),
+            ["transport-timeout-after-write × good: no expectation at the protocol's requests"],
+            "a degrade at initialize is not a degrade at a tool call, and an oracle silent on it is named"
+        );
+        let with = ExploreOracle::parse(
+            "entries:\n  - {task: transport-timeout-after-write, agent: good, protocol: {degrading: [error]}}\n",
+        )
+        .unwrap();
+        assert!(with.check(std::slice::from_ref(&e)).is_empty());
+        e.variants[0].broke = true;
+        e.variants[0].degraded = false;
+        assert_eq!(
+            with.check(std::slice::from_ref(&e)),
+            ["transport-timeout-after-write × good at the protocol's requests: expected broken by none, degraded by \
+              error, got broken by error, degraded by none"]
+        );
+        // Without --protocol-sites the expectation is not compared.
+        e.calls.truncate(1);
+        e.variants.clear();
+        assert!(with.check(&[e]).is_empty());
     }
 }

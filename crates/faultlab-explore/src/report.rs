@@ -124,26 +124,56 @@ impl ExploreReport {
     }
 }
 
+/// The two kinds of site a fault can be put at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sites {
+    /// The task's `tools/call` requests.
+    ToolCalls,
+    /// The protocol's own requests (`initialize`, `tools/list`; `--protocol-sites`).
+    Protocol,
+}
+
 impl Exploration {
-    /// The classes whose representative broke the agent as a single fault (at any call): what the explore
-    /// oracle speaks of, the same with or without `--quick` (the other members' verdicts are the report's
+    /// The classes whose representative broke the agent as a single fault at one of the task's tool calls: what the
+    /// explore oracle speaks of, the same with or without `--quick` (the other members' verdicts are the report's
     /// disagreements).
     pub fn breaking_classes(&self) -> BTreeSet<FaultClass> {
-        self.representatives().filter(|v| v.broke).map(|v| v.faults[0].class).collect()
+        self.breaking_classes_at(Sites::ToolCalls)
     }
 
-    /// The single-fault variants of a class's representative.
-    fn representatives(&self) -> impl Iterator<Item = &VariantResult> {
-        self.variants.iter().filter(|v| v.faults.len() == 1 && v.faults[0].fault == v.faults[0].class.representative())
-    }
-
-    /// The classes under which the representative made the agent fail honestly (at some call), and none broke it.
+    /// The classes under which the representative made the agent fail honestly at one of the tool calls, and none
+    /// broke it there.
     pub fn degrading_classes(&self) -> BTreeSet<FaultClass> {
-        let breaking = self.breaking_classes();
-        self.representatives()
+        self.degrading_classes_at(Sites::ToolCalls)
+    }
+
+    /// [`Self::breaking_classes`] at the sites of one kind.
+    pub fn breaking_classes_at(&self, sites: Sites) -> BTreeSet<FaultClass> {
+        self.representatives_at(sites).filter(|v| v.broke).map(|v| v.faults[0].class).collect()
+    }
+
+    /// [`Self::degrading_classes`] at the sites of one kind.
+    pub fn degrading_classes_at(&self, sites: Sites) -> BTreeSet<FaultClass> {
+        let breaking = self.breaking_classes_at(sites);
+        self.representatives_at(sites)
             .filter(|v| v.degraded && !breaking.contains(&v.faults[0].class))
             .map(|v| v.faults[0].class)
             .collect()
+    }
+
+    /// Whether any site of the healthy run is a protocol request (`--protocol-sites`).
+    pub fn has_protocol_sites(&self) -> bool {
+        self.calls.iter().any(|site| site.method.is_some())
+    }
+
+    /// The single-fault variants of a class's representative at the sites of one kind.
+    fn representatives_at(&self, sites: Sites) -> impl Iterator<Item = &VariantResult> {
+        self.variants.iter().filter(move |v| {
+            v.faults.len() == 1
+                && v.faults[0].fault == v.faults[0].class.representative()
+                && self.calls.get(v.faults[0].call).is_some_and(|site| site.method.is_some())
+                    == (sites == Sites::Protocol)
+        })
     }
 
     /// Per failure mode, the breaking variants none of whose proper subsets broke the agent, smallest first.
