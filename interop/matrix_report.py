@@ -60,6 +60,22 @@ EXPECTATIONS: dict[str, tuple[set[str], str | None, bool | None, str]] = {
     "elicitation_complete_unknown": ({"result"}, "<1s", True,
                                      "result (the completion for an elicitation id never sent ignored); next call ok"),
     "list_changed_storm": ({"result"}, "<1s", True, "result; next call ok"),
+    # Servers that ask back (docs/ask-back.md): the ask_client cells' clients declare form elicitation and roots, not
+    # sampling, accept every form and list one root.
+    "ask_client:elicitation_form:none": ({"result"}, "<1s", True, "result: the form answered during the call; next call ok"),
+    "ask_client:elicitation_form:repeated": ({"result"}, "<1s", True,
+                                             "result: both copies of the request answered; next call ok"),
+    "ask_client:elicitation_form:odd_schema": ({"result", "tool_error"}, "<1s", True,
+                                               "result or tool error (a requestedSchema beyond flat primitives "
+                                               "filled or refused), never a crash or a hang; next call ok"),
+    "ask_client:elicitation_form:never_finish": ({"timeout"}, "deadline", True,
+                                                 "timeout at the deadline: the call's clock kept counting while "
+                                                 "the client was asked; next call ok"),
+    "ask_client:roots:none": ({"result"}, "<1s", True, "result: the roots listed during the call; next call ok"),
+    "ask_client:sampling:undeclared": ({"tool_error"}, "<1s", True,
+                                       "tool error at once: the sampling request the client never declared is "
+                                       "refused (-32601), not left unanswered until the server gives up; next "
+                                       "call ok"),
     "http_status": (FAILURE, "<1s", None, "error at once naming the status, never a result or a timeout"),
     "html_page": (FAILURE, "<1s", True,
                   "error at once naming the status (an HTML page is not MCP), never a result or a timeout; next call ok"),
@@ -124,6 +140,8 @@ def expectation_for(tool: str, args: dict, transport: str, deadline_ms: int):
         key = f"framing:{args.get('style')}"
     elif tool == "stream_cut" and args.get("ids") is False:
         key = "stream_cut:noids"
+    elif tool == "ask_client":
+        key = f"ask_client:{args.get('ask')}:{args.get('fault', 'none')}"
     elif tool == "structured_output":
         key = f"structured_output:{args.get('fault')}"
     elif tool == "stream_retry":

@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 import anyio
+from mcp import types
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -77,11 +78,26 @@ def text_of(result: Any) -> str:
     return "".join(p for p in parts if p)[:300]
 
 
+async def accept_form(_context, _params) -> types.ElicitResult:
+    return types.ElicitResult(action="accept", content={"confirm": True})
+
+
+async def one_root(_context) -> types.ListRootsResult:
+    return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/faultlab-matrix")])
+
+
+def answering(tool: str) -> dict[str, Any]:
+    """The ask_client cells' client declares form elicitation and roots (its callbacks), not sampling (so an
+    undeclared sampling request shows how the SDK refuses what it did not declare), accepts every form with
+    confirm: true and lists one root; every other cell's client declares nothing, as before ask_client had rows."""
+    return {"elicitation_callback": accept_form, "list_roots_callback": one_root} if tool == "ask_client" else {}
+
+
 async def run_cell(rec: dict[str, Any], transport: str, open_transport, deadline: float) -> None:
     """Fills rec in place; phases tell the caller what was in flight if the transport context itself raised."""
     rec["phase"] = "connect"
     async with open_transport() as (read, write):
-        async with ClientSession(read, write, read_timeout_seconds=deadline) as session:
+        async with ClientSession(read, write, read_timeout_seconds=deadline, **answering(rec["tool"])) as session:
             if transport == "http-2026-07-28":
                 await session.discover()
             else:

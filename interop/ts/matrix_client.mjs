@@ -15,7 +15,7 @@ import { readFileSync } from "node:fs";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ErrorCode, McpError } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, ErrorCode, ListRootsRequestSchema, McpError } from "@modelcontextprotocol/sdk/types.js";
 
 // The SDK's package.json is not in its exports map: read it from the node_modules this file runs beside.
 const SDK_VERSION = JSON.parse(readFileSync(new URL("./node_modules/@modelcontextprotocol/sdk/package.json",
@@ -86,7 +86,16 @@ function httpServer(bin, log) {
 async function runCell(rec, transportName, bin, deadlineMs) {
   let server = null;
   let transport;
-  const client = new Client({ name: "faultlab-interop-matrix", version: "1" });
+  // The ask_client cells' client declares form elicitation and roots, not sampling (so an undeclared sampling
+  // request shows how the SDK refuses what it did not declare), accepts every form with confirm: true and lists one
+  // root; every other cell's client declares nothing, as before ask_client had rows.
+  const asks = rec.tool === "ask_client";
+  const client = new Client({ name: "faultlab-interop-matrix", version: "1" },
+    asks ? { capabilities: { elicitation: { form: {} }, roots: {} } } : undefined);
+  if (asks) {
+    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { confirm: true } }));
+    client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: "file:///tmp/faultlab-matrix" }] }));
+  }
   client.onerror = () => {}; // transport-level errors are observed through the calls
   if (transportName === "stdio") {
     transport = new StdioClientTransport({ command: bin, args: ["serve"], stderr: "ignore" });

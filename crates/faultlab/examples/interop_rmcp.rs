@@ -9,11 +9,16 @@
 //!   cargo run -p faultlab --example interop_rmcp -- --bin FAULTLAB --cases interop/matrix-cases.json \
 //!       [--transport T]... [--sdk-version V]
 
-use rmcp::model::{CallToolRequest, CallToolRequestParams, ClientConfig, ClientRequest, ProtocolVersion, ServerResult};
-use rmcp::service::{PeerRequestOptions, RunningService, ServiceError};
+// Roots are deprecated by SEP-2577 (2026-07-28), but a 2025-11-25 server may still ask for them.
+#[allow(deprecated)]
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ErrorData, ListRootsResult, ProtocolVersion, Root, ServerResult,
+};
+use rmcp::service::{PeerRequestOptions, RequestContext, RunningService, ServiceError};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
-use rmcp::{ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt};
+use rmcp::{ClientHandler, ClientLifecycleMode, ClientServiceExt, RoleClient, ServiceExt};
 use serde_json::{Map, Value, json};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -22,7 +27,50 @@ use tokio::io::AsyncBufReadExt;
 const TRANSPORTS: [&str; 3] = ["stdio", "http-2026-07-28", "http-2025-11-25"];
 const GRACE: Duration = Duration::from_millis(2500);
 
-type Client = RunningService<RoleClient, ClientConfig>;
+type Client = RunningService<RoleClient, Answering>;
+
+/// The client of a cell. For the ask_client cells (`asks`) it declares form elicitation and roots, not sampling (so
+/// an undeclared sampling request shows how the SDK refuses what it did not declare), accepts every form with
+/// `confirm: true` and lists one root; for every other cell it is rmcp's default client (nothing declared, every
+/// elicitation declined, no roots), as the matrix recorded it before ask_client had rows.
+struct Answering {
+    config: ClientConfig,
+    asks: bool,
+}
+
+impl Answering {
+    fn new(config: ClientConfig, asks: bool) -> Self {
+        let mut config = config;
+        if asks {
+            config.capabilities =
+                serde_json::from_value::<ClientCapabilities>(json!({"elicitation": {"form": {}}, "roots": {}}))
+                    .expect("a valid capabilities object");
+        }
+        Self { config, asks }
+    }
+}
+
+impl ClientHandler for Answering {
+    fn get_info(&self) -> ClientConfig {
+        self.config.clone()
+    }
+
+    async fn create_elicitation(
+        &self,
+        _request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let action = if self.asks { ElicitationAction::Accept } else { ElicitationAction::Decline };
+        let result = ElicitResult::new(action);
+        Ok(if self.asks { result.with_content(json!({"confirm": true})) } else { result })
+    }
+
+    #[allow(deprecated)]
+    async fn list_roots(&self, _context: RequestContext<RoleClient>) -> Result<ListRootsResult, ErrorData> {
+        let roots = if self.asks { vec![Root::new("file:///tmp/faultlab-matrix")] } else { Vec::new() };
+        Ok(ListRootsResult::new(roots))
+    }
+}
 
 struct Args {
     bin: String,
@@ -144,8 +192,10 @@ async fn connect(
     bin: &str,
     transport: &str,
     deadline: Duration,
+    asks: bool,
 ) -> Result<(Client, Option<tokio::process::Child>), String> {
     let bound = deadline + GRACE;
+    let legacy = || Answering::new(legacy(), asks);
     match transport {
         "stdio" => {
             let mut command = tokio::process::Command::new(bin);
@@ -167,9 +217,12 @@ async fn connect(
             let config = StreamableHttpClientTransportConfig::with_uri(url);
             let t = StreamableHttpClientTransport::with_client(http_client()?, config);
             let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
-            let client = tokio::time::timeout(bound, ClientConfig::default().serve_with_lifecycle(t, lifecycle))
-                .await
-                .map_err(|_| "connect timed out")?;
+            let client = tokio::time::timeout(
+                bound,
+                Answering::new(ClientConfig::default(), asks).serve_with_lifecycle(t, lifecycle),
+            )
+            .await
+            .map_err(|_| "connect timed out")?;
             Ok((client.map_err(|e| e.to_string())?, Some(child)))
         }
     }
@@ -183,7 +236,7 @@ async fn run_cell(
     deadline: Duration,
     rec: &mut Map<String, Value>,
 ) {
-    let (client, server) = match connect(bin, transport, deadline).await {
+    let (client, server) = match connect(bin, transport, deadline, tool == "ask_client").await {
         Ok(pair) => pair,
         Err(e) => {
             rec.insert("outcome".into(), json!("error"));
