@@ -18,6 +18,7 @@
 # And on `echo` again:
 #   9. session_lifecycle get_404: the call gets its result; a GET stream for the session then gets 404 -32001;
 #  10. session_lifecycle unknown_400: the call gets its result; the session's next request gets 400 -32600.
+# The proxy's trajectory (stderr) is checked too: a cut reply's `delivery` names the resume that carried it.
 # server-everything and Node are installed, pinned, under git-ignored .cache/ by scripts/lib/everything-tools.sh.
 # Everything started is stopped on exit.
 #
@@ -34,7 +35,7 @@ source "$ROOT/scripts/lib/everything-tools.sh"
 source "$ROOT/scripts/lib/process-wait.sh"
 STARTUP_TIMEOUT="${STARTUP_TIMEOUT:-30}"
 export NO_PROXY="127.0.0.1,localhost,::1" no_proxy="127.0.0.1,localhost,::1"
-CHECKS=20
+CHECKS=21
 
 EVERYTHING_PID=""
 PROXY_PID=""
@@ -213,6 +214,17 @@ check "empty_event_id: the progress notification carries an empty id: line, then
 empty_resumed="$(resume "$SESSION" 7-0)"
 has_event "$empty_resumed" 7-4 "$DONE_TEXT" && rc=0 || rc=1
 check "empty_event_id: the result is kept for a resume (7-4)" "$rc" "$empty_resumed"
+
+# The proxy's trajectory (its stderr) says which resume carried each cut stream's reply: call 1 on the first
+# resume from 0-0, call 6 on the second (the first was cut again), the long call 10 on the resume from 6-1.
+delivery() {
+    grep '^{' "$DIR/proxy.err" | jq -c --argjson id "$1" \
+        'select(.event == "frame" and .direction == "server_to_client" and .id == $id) | .delivery' | head -n 1
+}
+deliveries="$(delivery 1) $(delivery 6) $(delivery 10)"
+want='{"on":"resume","resume":1,"lastEventId":"0-0"} {"on":"resume","resume":2,"lastEventId":"5-0"} {"on":"resume","resume":1,"lastEventId":"6-1"}'
+[[ "$deliveries" == "$want" ]] && rc=0 || rc=1
+check "trajectory: each cut reply's delivery names the resume that carried it" "$rc" "$deliveries"
 
 get404_call="$(post "$(call 7 seven)" "$SESSION")"
 get404="$(curl -sS --max-time 10 -D "$DIR/h" -H 'accept: text/event-stream' -H "mcp-session-id: $SESSION" \
