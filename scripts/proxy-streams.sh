@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The proxy's stream and session faults on a real server's stream: `faultlab proxy` over HTTP in front of the Node
-# reference server @modelcontextprotocol/server-everything (streamableHttp mode), with three rules on its `echo`
-# tool, checked with curl on the wire:
+# reference server @modelcontextprotocol/server-everything (streamableHttp mode), checked with curl on the wire.
+# Rules on its `echo` tool (one message, the reply; a table of rows below):
 #   1. stream_cut: the first call's response is primed (`id: 0-0`, `retry: 3000`) and ends before the reply; a GET
 #      with `Last-Event-ID: 0-0` replays the reply (`id: 0-1`) from the proxy's log;
 #   2. stream_replay foreign: the second call is cut after its priming event; its resume first sends the first
@@ -9,11 +9,16 @@
 #   3. resume_refused 405: the resume of the cut stream is answered 405;
 #   4. stream_retry retry_ms 0: the priming event says `retry: 0`, the stream ends before the reply, a resume has it;
 #   5. stream_cut ids false: the stream ends before the reply with no event id, so nothing can be resumed;
-#   6. stream_cut_again: the first resume is answered 200 and closed before any event, the second has the reply;
-#   7. session_lifecycle get_404: the call gets its result; a GET stream for the session then gets 404 -32001;
-#   8. session_lifecycle unknown_400: the call gets its result; the session's next request gets 400 -32600.
-# Not here (echo sends one message, so they have nothing to act on): stream_replay duplicate and empty_event_id,
-# which the proxy's wire tests (crates/faultlab-proxy/tests/it/stream_faults.rs) check byte for byte.
+#   6. stream_cut_again: the first resume is answered 200 and closed before any event, the second has the reply.
+# Rules on `trigger-long-running-operation` with a progressToken (progress notifications, then the result, on the
+# call's own stream):
+#   7. stream_replay duplicate: cut after the first notification; the resume sends that event again (same id, same
+#      data) before the others and the result;
+#   8. empty_event_id: the first notification carries an explicit empty `id:` line, then the stream is cut.
+# And on `echo` again:
+#   9. session_lifecycle get_404: the call gets its result; a GET stream for the session then gets 404 -32001;
+#  10. session_lifecycle unknown_400: the call gets its result; the session's next request gets 400 -32600.
+# The proxy's trajectory (stderr) is checked too: a cut reply's `delivery` names the resume that carried it.
 # server-everything and Node are installed, pinned, under git-ignored .cache/ by scripts/lib/everything-tools.sh.
 # Everything started is stopped on exit.
 #
@@ -30,7 +35,7 @@ source "$ROOT/scripts/lib/everything-tools.sh"
 source "$ROOT/scripts/lib/process-wait.sh"
 STARTUP_TIMEOUT="${STARTUP_TIMEOUT:-30}"
 export NO_PROXY="127.0.0.1,localhost,::1" no_proxy="127.0.0.1,localhost,::1"
-CHECKS=14
+CHECKS=21
 
 EVERYTHING_PID=""
 PROXY_PID=""
@@ -72,6 +77,8 @@ rules:
   - {name: again, match: {tool: echo, nth: 6}, fault: {type: stream_cut_again}}
   - {name: get404, match: {tool: echo, nth: 7}, fault: {type: session_lifecycle, variant: get_404}}
   - {name: lifecycle, match: {tool: echo, nth: 8}, fault: {type: session_lifecycle, variant: unknown_400}}
+  - {name: duplicate, match: {tool: trigger-long-running-operation, nth: 1}, fault: {type: stream_replay, variant: duplicate}}
+  - {name: emptyid, match: {tool: trigger-long-running-operation, nth: 2}, fault: {type: empty_event_id}}
 YAML
 "$FAULTLAB_BIN" proxy --listen 127.0.0.1:0 --upstream "http://127.0.0.1:$port/mcp" --rules "$DIR/rules.yaml" \
     </dev/null >"$DIR/proxy.out" 2>"$DIR/proxy.err" &
@@ -115,49 +122,109 @@ SESSION="$(sed -n 's/^mcp-session-id: *\([^[:space:]]*\).*/\1/ip' "$DIR/h")"
 [[ -n "$SESSION" ]] || die "server-everything gave no session id"
 post '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$SESSION" >/dev/null
 
-cut="$(post "$(call 1 one)" "$SESSION")"
-[[ "$cut" == $'id: 0-0\nretry: 3000\ndata: '* && "$cut" != *"Echo: one"* ]] && rc=0 || rc=1
-check "stream_cut: primed, ended before the reply" "$rc" "$cut"
-replayed="$(resume "$SESSION" 0-0)"
-has_event "$replayed" 0-1 "Echo: one" && rc=0 || rc=1
-check "stream_cut: Last-Event-ID 0-0 replays the reply as 0-1" "$rc" "$replayed"
-
-foreign_cut="$(post "$(call 2 two)" "$SESSION")"
-[[ "$foreign_cut" == $'id: 1-0\nretry: 3000\ndata: '* && "$foreign_cut" != *"Echo: two"* ]] && rc=0 || rc=1
-check "stream_replay foreign: cut after priming" "$rc" "$foreign_cut"
-foreign="$(resume "$SESSION" 1-0)"
-first="$(awk -v RS='' 'NR == 1' <<<"$foreign")"
-has_event "$first" 0-1 "Echo: one" && has_event "$foreign" 1-1 "Echo: two" && rc=0 || rc=1
-check "stream_replay foreign: the other stream's reply first, then its own" "$rc" "$foreign"
-
+# The echo calls' stream faults, one row per step, in the order the rules fire (each numbers its stream, 0 up):
+#   fault | echo call (id and message; - for none) | how its stream begins (printf %b; - for: no id line at
+#   all) | resume Last-Event-ID (-
+#   for none) | what the resume answers: `event ID TEXT` (an event with that id and text), `first ID TEXT, event
+#   ID TEXT` (that event first, the other after), `status N` (no stream), `empty` (200, closed before any event)
+# A row with a call adds the check that its stream begins as shown and ends before the reply `Echo: <message>`; a
+# row with a resume adds the check of what it answers.
+ECHO_STEPS=(
+    "stream_cut|1 one|id: 0-0\nretry: 3000\ndata: |0-0|event 0-1 Echo: one"
+    "stream_replay foreign|2 two|id: 1-0\nretry: 3000\ndata: |1-0|first 0-1 Echo: one, event 1-1 Echo: two"
+    "resume_refused 405|3 three|id: 2-0\n|2-0|status 405"
+    "stream_retry 0|4 four|id: 3-0\nretry: 0\ndata: |3-0|event 3-1 Echo: four"
+    "stream_cut ids false|5 five|-|-|-"
+    "stream_cut_again|6 six|id: 5-0\n|5-0|empty"
+    "stream_cut_again (second resume)|-|-|5-0|event 5-1 Echo: six"
+)
 status_line() { sed -n '1s/^HTTP\/[0-9.]* \([0-9]*\).*/\1/p' "$DIR/h"; }
+# expect_resume ANSWER STATUS EXPECTATION: whether a resume's answer is as the row's last column says.
+expect_resume() {
+    local answer="$1" status="$2" id text
+    case "$3" in
+        event\ *)
+            read -r _ id text <<<"$3"
+            has_event "$answer" "$id" "$text"
+            ;;
+        first\ *)
+            local first second
+            first="${3#first }" && second="${first#*, event }" && first="${first%%, event *}"
+            read -r id text <<<"$first"
+            has_event "$(awk -v RS='' 'NR == 1' <<<"$answer")" "$id" "$text" || return 1
+            read -r id text <<<"$second"
+            has_event "$answer" "$id" "$text"
+            ;;
+        status\ *) [[ "$status" == "${3#status }" ]] ;;
+        empty) [[ "$status" == 200 && "$answer" != *"data:"* ]] ;;
+        *) return 1 ;;
+    esac
+}
+for row in "${ECHO_STEPS[@]}"; do
+    IFS='|' read -r fault call begins from expect <<<"$row"
+    if [[ "$call" != - ]]; then
+        read -r call_id message <<<"$call"
+        body="$(post "$(call "$call_id" "$message")" "$SESSION")"
+        status="$(status_line)"
+        [[ "$begins" == - ]] && head="" || head="$(printf '%b' "$begins")"
+        [[ "$status" == 200 && "$body" == "$head"* && "$body" != *"Echo: $message"* ]] && rc=0 || rc=1
+        [[ "$begins" != - || "$body" != *"id:"* ]] || rc=1
+        shown="begins ${begins//\\n/ }..."
+        [[ "$begins" != - ]] || shown="no event id"
+        check "$fault: $shown, ends before the reply" "$rc" "$status $body"
+    fi
+    if [[ "$from" != - ]]; then
+        answer="$(resume "$SESSION" "$from")"
+        status="$(status_line)"
+        expect_resume "$answer" "$status" "$expect" && rc=0 || rc=1
+        check "$fault: Last-Event-ID $from answered: $expect" "$rc" "$status $answer"
+    fi
+done
 
-refused_cut="$(post "$(call 3 three)" "$SESSION")"
-refused="$(resume "$SESSION" 2-0)"
-status="$(status_line)"
-[[ "$refused_cut" == $'id: 2-0\n'* && "$refused_cut" != *"Echo: three"* && "$status" == 405 ]] && rc=0 || rc=1
-check "resume_refused 405: cut, and its resume answered 405" "$rc" "$refused_cut / $status $refused"
+# The stream faults that need several messages on the call's stream: server-everything's
+# trigger-long-running-operation sends a notifications/progress per step when the call has a progressToken, then
+# its result (3 steps in 0.3 s here).
+long_call() {
+    printf '{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":"trigger-long-running-operation","arguments":{"duration":0.3,"steps":3},"_meta":{"progressToken":"p%s"}}}' "$1" "$1"
+}
+DONE_TEXT="Long running operation completed"
+# event_block BODY ID: the event with id ID in BODY, as written (its lines, without the blank line after it).
+event_block() { awk -v RS='' -v id="id: $2" 'index($0 "\n", id "\n") { print; exit }' <<<"$1"; }
 
-retry0="$(post "$(call 4 four)" "$SESSION")"
-[[ "$retry0" == $'id: 3-0\nretry: 0\ndata: '* && "$retry0" != *"Echo: four"* ]] && rc=0 || rc=1
-check "stream_retry 0: primed with retry: 0, ended before the reply" "$rc" "$retry0"
-retry0_resumed="$(resume "$SESSION" 3-0)"
-has_event "$retry0_resumed" 3-1 "Echo: four" && rc=0 || rc=1
-check "stream_retry 0: the resume has the reply" "$rc" "$retry0_resumed"
+# stream_replay duplicate: cut after the priming event and the first progress notification (6-1); the resume
+# from 6-1 sends 6-1 again, the same event byte for byte, before 6-2, 6-3 and the result.
+dup_cut="$(post "$(long_call 10)" "$SESSION")"
+dup_first="$(event_block "$dup_cut" 6-1)"
+[[ "$dup_cut" == $'id: 6-0\nretry: 3000\ndata: '* && "$dup_first" == *'"notifications/progress"'* &&
+    "$dup_first" == *'"progress":1'* && "$dup_cut" != *"$DONE_TEXT"* ]] && rc=0 || rc=1
+check "stream_replay duplicate: cut after its first progress notification (6-1)" "$rc" "$dup_cut"
+dup_resumed="$(resume "$SESSION" 6-1)"
+[[ -n "$dup_first" && "$(event_block "$dup_resumed" 6-1)" == "$dup_first" ]] &&
+    has_event "$dup_resumed" 6-2 '"progress":2' && has_event "$dup_resumed" 6-4 "$DONE_TEXT" && rc=0 || rc=1
+check "stream_replay duplicate: the resume from 6-1 sends 6-1 again (same data), then 6-2 .. the result 6-4" \
+    "$rc" "$dup_resumed"
 
-noids="$(post "$(call 5 five)" "$SESSION")"
-status="$(status_line)"
-[[ "$status" == 200 && "$noids" != *"id:"* && "$noids" != *"Echo: five"* ]] && rc=0 || rc=1
-check "stream_cut ids false: ended before the reply with no event id" "$rc" "$status $noids"
+# empty_event_id: the first progress notification is sent with an explicit empty `id:` line, then the stream is
+# cut; the result is still in the proxy's log for a resume from the priming event.
+empty_cut="$(post "$(long_call 11)" "$SESSION")"
+empty_event="$(awk -v RS='' 'NR == 2' <<<"$empty_cut")"
+[[ "$empty_cut" == $'id: 7-0\nretry: 3000\ndata: '* && $'\n'"$empty_event"$'\n' == *$'\nid:\n'* &&
+    "$empty_event" == *'"progress":1'* && "$empty_cut" != *"$DONE_TEXT"* ]] && rc=0 || rc=1
+check "empty_event_id: the progress notification carries an empty id: line, then the cut" "$rc" "$empty_cut"
+empty_resumed="$(resume "$SESSION" 7-0)"
+has_event "$empty_resumed" 7-4 "$DONE_TEXT" && rc=0 || rc=1
+check "empty_event_id: the result is kept for a resume (7-4)" "$rc" "$empty_resumed"
 
-again_cut="$(post "$(call 6 six)" "$SESSION")"
-again_first="$(resume "$SESSION" 5-0)"
-status="$(status_line)"
-[[ "$again_cut" == $'id: 5-0\n'* && "$status" == 200 && "$again_first" != *"data:"* ]] && rc=0 || rc=1
-check "stream_cut_again: the first resume closes before any event" "$rc" "$again_cut / $status $again_first"
-again_second="$(resume "$SESSION" 5-0)"
-has_event "$again_second" 5-1 "Echo: six" && rc=0 || rc=1
-check "stream_cut_again: the second resume has the reply" "$rc" "$again_second"
+# The proxy's trajectory (its stderr) says which resume carried each cut stream's reply: call 1 on the first
+# resume from 0-0, call 6 on the second (the first was cut again), the long call 10 on the resume from 6-1.
+delivery() {
+    grep '^{' "$DIR/proxy.err" | jq -c --argjson id "$1" \
+        'select(.event == "frame" and .direction == "server_to_client" and .id == $id) | .delivery' | head -n 1
+}
+deliveries="$(delivery 1) $(delivery 6) $(delivery 10)"
+want='{"on":"resume","resume":1,"lastEventId":"0-0"} {"on":"resume","resume":2,"lastEventId":"5-0"} {"on":"resume","resume":1,"lastEventId":"6-1"}'
+[[ "$deliveries" == "$want" ]] && rc=0 || rc=1
+check "trajectory: each cut reply's delivery names the resume that carried it" "$rc" "$deliveries"
 
 get404_call="$(post "$(call 7 seven)" "$SESSION")"
 get404="$(curl -sS --max-time 10 -D "$DIR/h" -H 'accept: text/event-stream' -H "mcp-session-id: $SESSION" \

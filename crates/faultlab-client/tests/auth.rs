@@ -1,5 +1,6 @@
 //! The auth mode against the lab's authorization server and protected resource on a real loopback listener: the
-//! headless flow, refresh, re-authorization, step-up and its bound, and no secret in anything the client records.
+//! headless flow, refresh, re-authorization, step-up and its bound, no secret in anything the client records, and
+//! every request of a session (POST, the `GET` resuming a cut stream, the closing `DELETE`) sent with the token.
 
 use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -23,12 +24,17 @@ enum Endpoint {
     Healthy,
     /// Refuses every request with `403 insufficient_scope`, asking for one more scope each time.
     EscalatingScope,
+    /// A 2025-11-25 server with sessions whose `tools/call` answer is a primed SSE stream (`id: s-0`, `retry: 0`)
+    /// cut before the reply; a `GET` with `Last-Event-ID: s-0` has the reply (`id: s-1`). `DELETE` is answered 200.
+    CutStream,
 }
 
 struct Lab {
     url: String,
     /// Every `Authorization` header value that reached the listener: the secrets to look for in the outputs.
     seen_tokens: Arc<Mutex<Vec<String>>>,
+    /// Every MCP endpoint request: its method, whether it carried a bearer token, and the status it was answered.
+    requests: Arc<Mutex<Vec<(String, bool, u16)>>>,
 }
 
 async fn lab(fault: Option<&str>, endpoint: Endpoint) -> Lab {
@@ -37,25 +43,39 @@ async fn lab(fault: Option<&str>, endpoint: Endpoint) -> Lab {
     let config = AuthConfig { fault: fault.map(|f| AuthFault::parse(f).unwrap()), ..AuthConfig::default() };
     let auth = Auth::new(config, &origin, "/mcp", AllowedHosts::for_bind(IpAddr::V4(Ipv4Addr::LOCALHOST))).unwrap();
     let refusals = Arc::new(AtomicU32::new(0));
+    let call = Arc::new(Mutex::new(None));
     let inner = axum::Router::new().fallback(move |request: Request| {
-        let refusals = refusals.clone();
-        async move { mcp(request, endpoint, &refusals).await }
+        let (refusals, call) = (refusals.clone(), call.clone());
+        async move { mcp(request, endpoint, &refusals, &call).await }
     });
     let app = auth.wrap(inner);
     let seen_tokens = Arc::new(Mutex::new(Vec::new()));
-    let seen = seen_tokens.clone();
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let (seen, logged) = (seen_tokens.clone(), requests.clone());
     let outer = axum::Router::new().fallback(move |request: Request| {
-        if let Some(value) = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok()) {
+        let token = request.headers().get(header::AUTHORIZATION).and_then(|v| v.to_str().ok());
+        if let Some(value) = token {
             seen.lock().unwrap().push(value.trim_start_matches("Bearer ").to_owned());
         }
-        let app = app.clone();
-        async move { app.oneshot(request).await.unwrap() }
+        let to_endpoint = request.uri().path() == "/mcp";
+        let (method, bearer) = (request.method().to_string(), token.is_some_and(|t| t.starts_with("Bearer ")));
+        let (app, logged) = (app.clone(), logged.clone());
+        async move {
+            let response = app.oneshot(request).await.unwrap();
+            if to_endpoint {
+                logged.lock().unwrap().push((method, bearer, response.status().as_u16()));
+            }
+            response
+        }
     });
     tokio::spawn(async move { axum::serve(listener, outer).await });
-    Lab { url: format!("{origin}/mcp"), seen_tokens }
+    Lab { url: format!("{origin}/mcp"), seen_tokens, requests }
 }
 
-async fn mcp(request: Request, endpoint: Endpoint, refusals: &AtomicU32) -> Response {
+async fn mcp(request: Request, endpoint: Endpoint, refusals: &AtomicU32, call: &Mutex<Option<Value>>) -> Response {
+    if let Endpoint::CutStream = endpoint {
+        return cut_stream(request, call).await;
+    }
     if let Endpoint::EscalatingScope = endpoint {
         let scope = ["mcp:read mcp:write", "mcp:read mcp:write mcp:admin"]
             [(refusals.fetch_add(1, Ordering::SeqCst) as usize).min(1)];
@@ -72,6 +92,40 @@ async fn mcp(request: Request, endpoint: Endpoint, refusals: &AtomicU32) -> Resp
             ([(header::CONTENT_TYPE, "application/json")], answer.to_string()).into_response()
         }
         None => StatusCode::ACCEPTED.into_response(),
+    }
+}
+
+/// [`Endpoint::CutStream`]; `call` holds the id of the `tools/call` whose stream was cut.
+async fn cut_stream(request: Request, call: &Mutex<Option<Value>>) -> Response {
+    let sse = |body: String| ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response();
+    match request.method().as_str() {
+        "GET" if request.headers().get("last-event-id").is_some_and(|v| v == "s-0") => {
+            let id = call.lock().unwrap().clone();
+            let reply = json!({"jsonrpc": "2.0", "id": id, "result": {"content": [{"type": "text", "text": "ok"}]}});
+            return sse(format!("id: s-1\ndata: {reply}\n\n"));
+        }
+        "GET" => return StatusCode::METHOD_NOT_ALLOWED.into_response(),
+        "DELETE" => return StatusCode::OK.into_response(),
+        _ => {}
+    }
+    let body = axum::body::to_bytes(request.into_body(), 1 << 20).await.unwrap();
+    let message: Value = serde_json::from_slice(&body).unwrap();
+    let Some(id) = message.get("id") else { return StatusCode::ACCEPTED.into_response() };
+    match message["method"].as_str() {
+        Some("initialize") => {
+            let result = json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                "serverInfo": {"name": "cut-stream", "version": "1"}});
+            let answer = json!({"jsonrpc": "2.0", "id": id, "result": result});
+            (
+                [(header::CONTENT_TYPE, "application/json"), (header::HeaderName::from_static("mcp-session-id"), "s")],
+                answer.to_string(),
+            )
+                .into_response()
+        }
+        _ => {
+            *call.lock().unwrap() = Some(id.clone());
+            sse("id: s-0\nretry: 0\ndata: \n\n".to_owned())
+        }
     }
 }
 
@@ -214,4 +268,51 @@ async fn a_token_that_is_never_valid_ends_in_a_bounded_number_of_token_requests(
         assert_eq!((*outcome, *status), (Outcome::Error, Some(401)), "{record:?}");
         assert!(record.token_requests <= faultlab_client::auth::MAX_ROUNDS_PER_REQUEST, "{record:?}");
     }
+}
+
+/// The `(method, carried a bearer token, status)` of the requests to the MCP endpoint with this method.
+fn requests(lab: &Lab, method: &str) -> Vec<(bool, u16)> {
+    lab.requests.lock().unwrap().iter().filter(|(m, _, _)| m == method).map(|(_, t, s)| (*t, *s)).collect()
+}
+
+async fn legacy(lab: &Lab) -> Connection {
+    let target = Target::Http { url: lab.url.clone(), headers: Default::default() };
+    Connection::open_with(&target, Era::Legacy, DEADLINE, Answers::default(), Some(AuthOptions::default()))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_resumed_stream_and_the_session_end_carry_the_token() {
+    let lab = lab(None, Endpoint::CutStream).await;
+    let connection = legacy(&lab).await;
+    let obs = connection.call_tool("ping", json!({}), DEADLINE).await;
+    connection.close().await;
+    assert_eq!(obs.outcome, Outcome::Success, "{obs:?}");
+    let resumed: Vec<_> = obs.recovery.reconnects.iter().map(|r| (r.last_event_id.as_str(), r.status)).collect();
+    assert_eq!(resumed, [("s-0", Some(200))]);
+    // Only the first POST went out before there was a token.
+    assert_eq!(requests(&lab, "POST").first(), Some(&(false, 401)));
+    assert!(requests(&lab, "POST")[1..].iter().all(|r| *r == (true, 200) || *r == (true, 202)), "{:?}", lab.requests);
+    assert_eq!(requests(&lab, "GET"), [(true, 200)], "the resume carries the token");
+    assert_eq!(requests(&lab, "DELETE"), [(true, 200)], "the session's end carries the token");
+    assert_no_secret(&lab, &connection);
+}
+
+#[tokio::test]
+async fn a_401_on_a_resume_is_refreshed_like_a_post() {
+    // The token authorizes initialize, its notification and the call; the resume meets it expired.
+    let lab = lab(Some(r#"{"type": "token_expired", "after": 3}"#), Endpoint::CutStream).await;
+    let connection = legacy(&lab).await;
+    let before = connection.auth_record().unwrap();
+    let obs = connection.call_tool("ping", json!({}), DEADLINE).await;
+    let during = connection.auth_record().unwrap().since(&before);
+    assert_eq!(obs.outcome, Outcome::Success, "{obs:?}");
+    assert_eq!(requests(&lab, "GET"), [(true, 401), (true, 200)], "refused with the dead token, then sent again");
+    assert_eq!(kinds(&during), [AuthEventKind::Refreshed], "{during:?}");
+    assert_eq!((during.token_requests, during.authorization_requests), (1, 0));
+    // One resume as the stream's record has it: the refresh is the auth mode's, not another reconnect.
+    let statuses: Vec<_> = obs.recovery.reconnects.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, [Some(200)]);
+    assert_no_secret(&lab, &connection);
 }

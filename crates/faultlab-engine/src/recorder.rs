@@ -102,6 +102,55 @@ pub struct FrameEvent {
     /// upstream sent it, before any fault, so a run can be replayed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Value>,
+    /// For a reply to a request whose response stream a stream fault acted on (the proxy kept it in a resume
+    /// log): how the reply reached the client. The event is written when that is known (when a client read the
+    /// reply, or when the log was dropped without it). Absent for every other frame.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<Delivery>,
+}
+
+/// How a reply on a faulted response stream reached the client (see [`FrameEvent::delivery`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Delivery {
+    pub on: DeliveredOn,
+    /// For `resume`: which request resuming the stream carried it, from 1 (resumes refused or cut before any
+    /// event count too, so `2` after a `stream_cut_again` says the first resume brought nothing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resume: Option<u32>,
+    /// For `resume`: the `Last-Event-ID` that resume named.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_event_id: Option<String>,
+}
+
+/// Where a reply on a faulted response stream went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveredOn {
+    /// On the POST's own response: the answer was not a stream the fault could cut (an error status, or JSON
+    /// for a client that does not accept SSE), or the stream was not cut before it.
+    Response,
+    /// On a `GET` that resumed the cut stream with `Last-Event-ID`.
+    Resume,
+    /// Never: no resume read it before the proxy dropped the stream's log (the run ended, or the log was
+    /// forgotten past its bounds or abandoned).
+    Undelivered,
+}
+
+impl Delivery {
+    /// On the POST's own response.
+    pub fn response() -> Self {
+        Self { on: DeliveredOn::Response, resume: None, last_event_id: None }
+    }
+
+    /// On resume `number` (from 1), which named `last_event_id`.
+    pub fn resume(number: u32, last_event_id: &str) -> Self {
+        Self { on: DeliveredOn::Resume, resume: Some(number), last_event_id: Some(last_event_id.to_owned()) }
+    }
+
+    pub fn undelivered() -> Self {
+        Self { on: DeliveredOn::Undelivered, resume: None, last_event_id: None }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -28,13 +28,14 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use faultlab_engine::FaultKind;
 use faultlab_engine::catalogue::ReplayVariant;
+use faultlab_engine::recorder::Delivery;
 use faultlab_wire::SseDecoder;
 use faultlab_wire::sync::lock;
 use futures::StreamExt as _;
 use http::{HeaderValue, StatusCode, header};
 use std::collections::VecDeque;
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
@@ -172,6 +173,9 @@ struct LogState {
     oversize: bool,
 }
 
+/// Told each time a reader writes a log's reply to a client, with where (see [`Streams::record_watched`]).
+pub type OnReply = Arc<dyn Fn(Delivery) + Send + Sync>;
+
 /// One stream's events.
 pub struct Log {
     stream: u64,
@@ -181,6 +185,10 @@ pub struct Log {
     resume_fault: Mutex<Option<ResumeFault>>,
     readers: AtomicUsize,
     readers_changed: Notify,
+    /// Requests that resumed this stream so far (refused and cut ones included); the next one's number is one
+    /// more.
+    resumes: AtomicU32,
+    on_reply: Option<OnReply>,
 }
 
 impl Log {
@@ -243,6 +251,18 @@ impl Streams {
     /// Makes an SSE `response` resumable: its events are pumped into a new log and the client reads that log.
     /// Any other response is returned unchanged.
     pub async fn record(self: &Arc<Self>, response: Response, plan: Plan, shutdown: &CancellationToken) -> Response {
+        self.record_watched(response, plan, shutdown, None).await
+    }
+
+    /// As [`Streams::record`]; `on_reply` is told each time a reader writes the stream's reply to a client: on the
+    /// POST's own response or on which resume. Not told for a response that is not SSE (returned unchanged).
+    pub async fn record_watched(
+        self: &Arc<Self>,
+        response: Response,
+        plan: Plan,
+        shutdown: &CancellationToken,
+        on_reply: Option<OnReply>,
+    ) -> Response {
         let is_sse = response
             .headers()
             .get(header::CONTENT_TYPE)
@@ -266,6 +286,8 @@ impl Streams {
             resume_fault: Mutex::new(plan.on_resume),
             readers: AtomicUsize::new(0),
             readers_changed: Notify::new(),
+            resumes: AtomicU32::new(0),
+            on_reply,
         });
         lock(&self.logs).push_back(log.clone());
         let (mut parts, body) = response.into_parts();
@@ -279,7 +301,7 @@ impl Streams {
         }
         // The client reads the log; its length is not known, and intermediaries must not buffer it.
         parts.headers.remove(header::CONTENT_LENGTH);
-        let reader = Reader::new(log, 1, Mode::First);
+        let reader = Reader::new(log, 1, Mode::First, Delivery::response());
         Response::from_parts(parts, reader.into_body())
     }
 
@@ -315,6 +337,8 @@ impl Streams {
                 return not_found();
             }
         }
+        let number = log.resumes.fetch_add(1, Ordering::SeqCst).saturating_add(1);
+        let via = Delivery::resume(number, &id.to_string());
         let fault = {
             let mut armed = lock(&log.resume_fault);
             match *armed {
@@ -352,7 +376,7 @@ impl Streams {
             Mode::Resume { from_first: true, .. } => 1,
             _ => index + 1,
         };
-        sse_response(Reader::new(log, from, mode).into_body())
+        sse_response(Reader::new(log, from, mode, via).into_body())
     }
 
     /// Keeps the session's finished logs within its bounds, oldest forgotten first.
@@ -534,14 +558,16 @@ struct Reader {
     mode: Mode,
     /// Messages (not the priming event) this reader has written.
     sent: usize,
+    /// Which connection this reader writes to, as the log's `on_reply` is told.
+    via: Delivery,
 }
 
 impl Reader {
-    fn new(log: Arc<Log>, next: usize, mode: Mode) -> Self {
+    fn new(log: Arc<Log>, next: usize, mode: Mode, via: Delivery) -> Self {
         log.readers.fetch_add(1, Ordering::SeqCst);
         log.readers_changed.notify_waiters();
         let next = if matches!(mode, Mode::First) && log.plan.ids { 0 } else { next };
-        Self { log, next, mode, sent: 0 }
+        Self { log, next, mode, sent: 0, via }
     }
 
     fn into_body(self) -> Body {
@@ -585,6 +611,12 @@ impl Reader {
                         && self.log.plan.cut_after.is_some_and(|limit| self.sent + 1 == limit)
                         && self.next > 0;
                     let bytes = render(&self.log.plan, self.log.stream, self.next, stored, empty_id);
+                    let reply = stored.reply;
+                    // Told outside the log's lock: the watcher may write a trajectory line.
+                    drop(state);
+                    if reply && let Some(on_reply) = &self.log.on_reply {
+                        on_reply(self.via.clone());
+                    }
                     if self.next > 0 {
                         self.sent += 1;
                     }
@@ -704,6 +736,8 @@ mod tests {
             resume_fault: Mutex::new(None),
             readers: AtomicUsize::new(0),
             readers_changed: Notify::new(),
+            resumes: AtomicU32::new(0),
+            on_reply: None,
         });
         lock(&streams.logs).push_back(log.clone());
         let fits = append(streams, &log, Stored { event: None, data: "x".repeat(bytes), reply: true });

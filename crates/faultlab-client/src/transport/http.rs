@@ -26,7 +26,8 @@ pub struct HttpTransport {
     readers: Mutex<HashMap<MessageId, AbortHandle>>,
     /// Whether the server was ever reached (see [`HttpTransport::unreachable`]).
     reach: Arc<Mutex<Reach>>,
-    /// The auth mode, when on: it sends every POST with its bearer token and answers the challenges.
+    /// The auth mode, when on: it sends every request (POSTs, the `GET`s resuming a stream, the closing `DELETE`)
+    /// with its bearer token and answers the challenges.
     auth: Option<Arc<AuthSession>>,
     /// Whether a response stream closed before its reply is resumed (the reference client's; a proxy's upstream
     /// passes the stream on as it came).
@@ -345,7 +346,9 @@ async fn read_answer_body(
         if let Some(version) = &resume.protocol {
             get = get.header("mcp-protocol-version", version);
         }
-        let answer = get.send().await;
+        // Through the auth mode as the POST went: the resume carries the token, and a 401 on it gets the same
+        // refresh (or re-authorization) and one more try.
+        let answer = crate::auth::send(auth, get).await;
         let status = answer.as_ref().ok().map(|r| r.status().as_u16());
         resume.note(&id, |r| r.reconnects.push(Reconnect { last_event_id, waited_ms, status }));
         let response = match answer {

@@ -255,6 +255,7 @@ impl Writer {
             arguments,
             error: frame.is_reply().then(|| reply_is_error(frame)),
             body,
+            delivery: None,
         })
     }
 

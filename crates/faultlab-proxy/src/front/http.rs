@@ -6,7 +6,7 @@
 //! server's, so a reply is faulted on the response of the POST that carried its request. A client that goes away
 //! drops the upstream request too.
 
-use super::http_sessions::{Lifecycle, Resumable};
+use super::http_sessions::{HeldReplies, Lifecycle, Resumable};
 use crate::remote::{HyperClient, Remote};
 use crate::rules::{Fired, Mode, SharedRules};
 use crate::trajectory::TrajectoryWriter;
@@ -16,12 +16,12 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use faultlab_engine::catalogue::{Latency, session_expired_in_flight};
 use faultlab_engine::engine::Shared;
-use faultlab_engine::recorder::FrameAction;
 use faultlab_engine::recorder::TransportEventKind;
+use faultlab_engine::recorder::{Delivery, FrameAction};
 use faultlab_engine::{Engine, FaultKind};
 use faultlab_http::body::{self, Exchange};
 use faultlab_http::guard::AllowedHosts;
-use faultlab_http::resume::Plan;
+use faultlab_http::resume::{OnReply, Plan};
 use faultlab_http::rpc_error;
 use faultlab_http::server::Limits;
 use faultlab_wire::Frame;
@@ -126,6 +126,8 @@ struct Proxy {
     resumable: Resumable,
     /// What the session-lifecycle faults changed.
     lifecycle: Lifecycle,
+    /// The trajectory events of replies on faulted streams, until a client reads them.
+    held: HeldReplies,
 }
 
 /// Serves until `shutdown` is cancelled.
@@ -151,10 +153,11 @@ pub async fn serve(
         shutdown: shutdown.clone(),
         resumable: Resumable::default(),
         lifecycle: Lifecycle::default(),
+        held: HeldReplies::default(),
     });
     let limits = proxy.options.limits;
     let wrap = proxy.options.wrap.clone();
-    let app = axum::Router::new().fallback(handle).with_state(proxy);
+    let app = axum::Router::new().fallback(handle).with_state(proxy.clone());
     let app = match wrap {
         Some(wrap) => wrap.apply(app),
         None => app,
@@ -163,6 +166,8 @@ pub async fn serve(
     let flusher = tokio_util::task::AbortOnDropHandle::new(tokio::spawn(trajectory.flusher()));
     let served = faultlab_http::server::serve(listener, app, limits, shutdown).await;
     flusher.abort();
+    // Replies no client read from a cut stream's log are written (as undelivered) before the ledger.
+    proxy.held.settle_all();
     trajectory.finish();
     served
 }
@@ -205,11 +210,20 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     let engine = Arc::new(Engine::sharing(proxy.trajectory.recorder().clone(), proxy.shared.clone()));
     engine.inbound(&frame);
     let executed = fired.as_ref().is_none_or(|f| f.mode == Mode::After);
+    // A stream fault keeps the answer in a log the client reads later, if at all: the reply's event waits until
+    // the proxy knows which connection carried it.
+    let plan = fired.as_ref().and_then(|f| Plan::of(&f.fault));
+    let held = plan.as_ref().map(|_| proxy.held.hold(proxy.trajectory.clone()));
     let exchange = {
         let (trajectory, rule) = (proxy.trajectory.clone(), fired.as_ref().map(|f| f.rule.clone()));
+        let held = held.clone();
         Exchange::new(&frame, engine.clone(), &proxy.shutdown).observe(Arc::new(move |reply, fault, actions| {
             let rule = rule.as_deref().filter(|_| fault.is_some());
-            trajectory.record(trajectory.server_frame_event(reply, rule, fault, actions, executed));
+            let event = trajectory.server_frame_event(reply, rule, fault, actions, executed);
+            match &held {
+                Some(held) if reply.is_reply() => held.event(event),
+                _ => trajectory.record(event),
+            }
         }))
     };
     let Some(Fired { rule, mode, fault }) = fired else {
@@ -220,7 +234,6 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     };
     // A stream fault acts on the response stream, not on the reply: nothing is armed, the stream is kept in a
     // log that follows the fault's plan.
-    let plan = Plan::of(&fault);
     if plan.is_none()
         && let Some(id) = frame.id()
     {
@@ -257,9 +270,20 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
         tokio::time::sleep(Duration::from_millis(session_expired_in_flight::IN_FLIGHT_MS)).await;
     }
     let response = body::wrap(response, exchange).await;
-    let Some(plan) = plan else { return response };
+    let (Some(plan), Some(held)) = (plan, held) else { return response };
     let response = if accepts_event_stream(&parts.headers) { as_event_stream(response).await } else { response };
-    proxy.resumable.streams(session.as_deref()).record(response, plan, &proxy.shutdown).await
+    if !is_event_stream(response.headers()) {
+        // Not a stream to cut (an error status, JSON for a client that takes no SSE): the reply, if any, is on
+        // the POST's own response.
+        held.delivered(Delivery::response());
+        return response;
+    }
+    let on_reply: OnReply = Arc::new(move |delivery| held.delivered(delivery));
+    proxy.resumable.streams(session.as_deref()).record_watched(response, plan, &proxy.shutdown, Some(on_reply)).await
+}
+
+fn is_event_stream(headers: &http::HeaderMap) -> bool {
+    headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"))
 }
 
 /// The request's `Mcp-Session-Id`, when it has exactly one that is text.

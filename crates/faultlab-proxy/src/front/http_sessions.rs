@@ -15,15 +15,23 @@
 //! "unknown" itself (400 or 404), refuses the `GET` stream, or the next `initialize` requests, without asking the
 //! upstream (whose own session stays until it ends it: the proxy does not end it). Each list is a ring of
 //! [`MAX_REMEMBERED`] ids; a `restart` forgets every session id the proxy has seen answered, at most as many.
+//!
+//! **Where a reply went.** The reply on a stream a stream fault acted on has its trajectory event held
+//! ([`HeldReply`]) until a client reads it from the log, and is then written with `delivery`: the POST's own
+//! response, or the resume that carried it (its number and `Last-Event-ID`); never read, it is written as
+//! `undelivered` when its log is forgotten or the front ends.
 
+use crate::trajectory::TrajectoryWriter;
+use faultlab_engine::Event;
 use faultlab_engine::catalogue::LifecycleVariant;
 use faultlab_engine::catalogue::session_lifecycle::REFUSED_INITIALIZES;
+use faultlab_engine::recorder::Delivery;
 use faultlab_http::body::Budget;
 use faultlab_http::resume::{MAX_TOTAL_BYTES, Streams};
 use faultlab_wire::sync::lock;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 /// Sessions whose streams the proxy keeps logs of (`faultlab serve`'s session cap).
 pub const MAX_SESSIONS: usize = 128;
@@ -140,6 +148,90 @@ impl Lifecycle {
     /// `session_expired_in_flight` fired on a request of session `id` (its reply becomes a 404 in the engine).
     pub fn expire(&self, id: &str) {
         remember(&self.gone, (id.to_owned(), 404));
+    }
+}
+
+/// The trajectory event of the reply on a response stream a stream fault acted on, held until the proxy knows how
+/// it reached the client ([`Delivery`]: on the POST's own response, on which resume, or never), then written once
+/// with that. Dropped unwritten (its log forgotten, the run ended): written as undelivered.
+pub struct HeldReply {
+    trajectory: Arc<TrajectoryWriter>,
+    state: Mutex<HeldState>,
+}
+
+#[derive(Default)]
+struct HeldState {
+    event: Option<Event>,
+    /// The first delivery (a later resume that carries the reply again changes nothing).
+    delivery: Option<Delivery>,
+    written: bool,
+}
+
+impl HeldReply {
+    /// The reply's event, as the fault-applying body built it.
+    pub fn event(&self, event: Event) {
+        let mut state = lock(&self.state);
+        state.event = Some(event);
+        self.write_if_ready(state);
+    }
+
+    /// A client was written the reply.
+    pub fn delivered(&self, delivery: Delivery) {
+        let mut state = lock(&self.state);
+        state.delivery.get_or_insert(delivery);
+        self.write_if_ready(state);
+    }
+
+    /// No client will read the reply any more: written as undelivered, unless it was written already.
+    pub fn settle(&self) {
+        self.delivered(Delivery::undelivered());
+    }
+
+    fn write_if_ready(&self, mut state: std::sync::MutexGuard<'_, HeldState>) {
+        if state.written || state.delivery.is_none() {
+            return;
+        }
+        let Some(mut event) = state.event.take() else { return };
+        if let Event::Frame(frame) = &mut event {
+            frame.delivery = state.delivery.clone();
+        }
+        state.written = true;
+        drop(state);
+        self.trajectory.record(event);
+    }
+}
+
+impl Drop for HeldReply {
+    fn drop(&mut self) {
+        self.settle();
+    }
+}
+
+/// Every [`HeldReply`] still alive, so those no client read are written when the front ends (before its ledger),
+/// not lost with the logs that hold them.
+#[derive(Default)]
+pub struct HeldReplies {
+    held: Mutex<Vec<Weak<HeldReply>>>,
+}
+
+impl HeldReplies {
+    /// A new held reply, written to `trajectory`.
+    pub fn hold(&self, trajectory: Arc<TrajectoryWriter>) -> Arc<HeldReply> {
+        let reply = Arc::new(HeldReply { trajectory, state: Mutex::default() });
+        let mut held = lock(&self.held);
+        // Those already dropped go (they wrote themselves): the list stays as long as the replies alive, which the
+        // logs' bounds bound.
+        held.retain(|weak| weak.strong_count() > 0);
+        held.push(Arc::downgrade(&reply));
+        reply
+    }
+
+    /// Writes every reply still held as undelivered.
+    pub fn settle_all(&self) {
+        let alive: Vec<Arc<HeldReply>> = lock(&self.held).drain(..).filter_map(|weak| weak.upgrade()).collect();
+        for reply in alive {
+            reply.settle();
+        }
     }
 }
 

@@ -1,12 +1,14 @@
 //! The stream faults and the session-lifecycle faults on the proxy's HTTP front, over an in-process upstream that
 //! cannot resume (it answers a call with progress as an SSE stream without ids, any other call as JSON, and has no
 //! GET stream): the bytes and headers the client reads, event ids, `retry:`, where the stream is cut, what a
-//! `Last-Event-ID` resume replays, refused resumes, and the statuses of sessions the faults made unknown.
+//! `Last-Event-ID` resume replays, refused resumes, the statuses of sessions the faults made unknown, and the
+//! trajectory's `delivery` of a faulted stream's reply (on which resume, on the POST's response, or never).
 
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use faultlab_engine::Recorder;
+use faultlab_engine::recorder::{DeliveredOn, Delivery, Direction, FrameEvent};
+use faultlab_engine::{Event, Recorder};
 use faultlab_proxy::rules::{RuleSet, RulesFile};
 use faultlab_proxy::trajectory::Trajectory;
 use serde_json::{Value, json};
@@ -59,6 +61,7 @@ struct Lab {
     client: reqwest::Client,
     stop: CancellationToken,
     tasks: Vec<tokio::task::JoinHandle<()>>,
+    recorder: Recorder,
 }
 
 impl Drop for Lab {
@@ -83,12 +86,14 @@ async fn start_lab(fault: Value) -> Lab {
     let rules = RuleSet::new(serde_json::from_value::<RulesFile>(file).unwrap()).shared();
     let backend = faultlab_proxy::front::http::Backend::url(upstream_url.parse().unwrap()).unwrap();
     let stop = CancellationToken::new();
-    let trajectory = Arc::new(Trajectory::new(Recorder::memory()));
+    let recorder = Recorder::memory();
+    let trajectory = Arc::new(Trajectory::new(recorder.clone()));
     let (url, proxy) = harness::http_front(backend, rules, trajectory, stop.clone()).await;
     let proxy = tokio::spawn(async move {
         let _ = proxy.await;
     });
-    Lab { url, client: faultlab_client::tls::client_builder().build().unwrap(), stop, tasks: vec![server, proxy] }
+    let client = faultlab_client::tls::client_builder().build().unwrap();
+    Lab { url, client, stop, tasks: vec![proxy, server], recorder }
 }
 
 struct Answer {
@@ -132,6 +137,21 @@ impl Lab {
             request = request.header("last-event-id", id);
         }
         answer(request.send().await.unwrap()).await
+    }
+
+    /// Ends the proxy (and waits for it) and returns the `delivery` of each reply event in its trajectory, by
+    /// request id.
+    async fn deliveries(mut self) -> Vec<(u64, Option<Delivery>)> {
+        self.stop.cancel();
+        let proxy = self.tasks.remove(0);
+        proxy.await.unwrap();
+        let replies = self.recorder.records().into_iter().filter_map(|record| match record.event {
+            Event::Frame(FrameEvent { direction: Direction::ServerToClient, id: Some(id), delivery, .. }) => {
+                Some((id.as_u64()?, delivery))
+            }
+            _ => None,
+        });
+        replies.collect()
     }
 
     async fn initialize(&self) -> Answer {
@@ -299,4 +319,49 @@ async fn lifecycle_variants_answer_for_the_upstreams_sessions() {
     assert_eq!(expired.status, 404);
     assert_eq!(serde_json::from_str::<Value>(&expired.body).unwrap()["error"]["code"], -32001, "{}", expired.body);
     assert_eq!(lab.call(2, "other", Some(&session)).await.status, 404, "and the session is gone");
+}
+
+#[tokio::test]
+async fn the_trajectory_says_which_resume_carried_a_cut_streams_reply_or_that_none_did() {
+    // Cut again once: the first resume brings nothing, the second the reply; the third call's stream is never
+    // resumed; the second call is not faulted.
+    let lab = start_lab(json!({"type": "stream_cut_again"})).await;
+    lab.call(1, "faulted", None).await;
+    assert_eq!(lab.get(None, Some("0-0")).await.body, "", "the first resume is cut before any event");
+    assert!(lab.get(None, Some("0-0")).await.body.contains(&reply(1)));
+    lab.call(2, "other", None).await;
+    lab.call(3, "faulted", None).await;
+    let deliveries = lab.deliveries().await;
+    assert_eq!(
+        deliveries,
+        [
+            (1, Some(Delivery::resume(2, "0-0"))),
+            (2, None),
+            (3, Some(Delivery { on: DeliveredOn::Undelivered, resume: None, last_event_id: None })),
+        ],
+        "the reply of call 2 came on its own response with no fault to say anything about"
+    );
+
+    // A resume from the first message: the reply on resume 1, named by its Last-Event-ID; a client that takes
+    // JSON only gets the reply on the POST's response, which the stream fault could not cut.
+    let lab = start_lab(json!({"type": "stream_cut", "after_events": 1})).await;
+    lab.call(1, "faulted", None).await;
+    assert!(lab.get(None, Some("0-1")).await.body.contains(&reply(1)));
+    assert!(lab.get(None, Some("0-0")).await.body.contains(&reply(1)), "a second resume carries it again");
+    let call = json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "faulted"}});
+    let json_only = lab
+        .client
+        .post(&lab.url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json")
+        .body(call.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json_only.text().await.unwrap(), reply(4));
+    assert_eq!(
+        lab.deliveries().await,
+        [(1, Some(Delivery::resume(1, "0-1"))), (4, Some(Delivery::response()))],
+        "the first delivery counts"
+    );
 }
