@@ -159,6 +159,12 @@ pub fn check(expect: &Expect, seen: &StepObservation) -> Vec<String> {
     if let Some(recovery) = &expect.recovery {
         check_recovery(recovery, &obs.recovery, &mut failures);
     }
+    if let Some(task) = &expect.task {
+        match &obs.task {
+            Some(record) => check_task(task, record, &mut failures),
+            None => failures.push("expected a task, but the call was not answered with a task handle".into()),
+        }
+    }
     if let Some(state) = expect.connection {
         let alive = state == ConnectionState::Alive;
         if alive != seen.connection_alive {
@@ -167,6 +173,47 @@ pub fn check(expect: &Expect, seen: &StepObservation) -> Vec<String> {
         }
     }
     failures
+}
+
+fn check_task(expect: &crate::scenario::TaskExpect, record: &faultlab_client::TaskRecord, failures: &mut Vec<String>) {
+    let seen = format!("(statuses {}, {} polls)", record.statuses.join(" → "), record.polls);
+    if let Some(status) = &expect.status
+        && *status != record.status
+    {
+        failures.push(format!("expected the task {status}, the client kept {} {seen}", record.status));
+    }
+    if let Some(min) = expect.min_polls
+        && record.polls < min
+    {
+        failures.push(format!("expected at least {min} tasks/get polls, made {}", record.polls));
+    }
+    if let Some(max) = expect.max_polls
+        && record.polls > max
+    {
+        failures.push(format!("expected at most {max} tasks/get polls, made {} {seen}", record.polls));
+    }
+    if let Some(n) = expect.reverts
+        && record.reverts != n
+    {
+        failures.push(format!("expected {n} task status reverts, observed {} {seen}", record.reverts));
+    }
+    if let Some(cancelled) = expect.cancelled
+        && cancelled != record.cancelled
+    {
+        failures.push(format!("expected tasks/cancel {}sent {seen}", if cancelled { "" } else { "not " }));
+    }
+    if let Some(answered) = expect.result_answered
+        && answered != record.result_answered
+    {
+        let note = record.result_note.as_deref().unwrap_or("it answered");
+        failures.push(format!("expected tasks/result {}answered ({note})", if answered { "" } else { "not " }));
+    }
+    if let Some(why) = &expect.gave_up
+        && record.gave_up.as_ref() != Some(why)
+    {
+        let got = record.gave_up.as_deref().unwrap_or("it did not give up");
+        failures.push(format!("expected the client to give up at the task's {why}, observed {got} {seen}"));
+    }
 }
 
 fn check_auth(expect: &crate::scenario::AuthExpect, record: &AuthRecord, failures: &mut Vec<String>) {
