@@ -358,4 +358,45 @@ mod tests {
         let off = StepObservation { auth: None, ..failed };
         assert!(check(&expect(AuthExpect::default()), &off)[0].contains("without its auth mode"));
     }
+
+    #[test]
+    fn task_expectations_name_what_the_client_saw_of_the_task() {
+        let expect = crate::scenario::TaskExpect {
+            status: Some("completed".into()),
+            max_polls: Some(6),
+            reverts: Some(1),
+            cancelled: Some(false),
+            gave_up: Some("ttl".into()),
+            ..Default::default()
+        };
+        let expect = Expect { task: Some(expect), ..Expect::default() };
+        let hot_loop = faultlab_client::TaskRecord {
+            status: "working".into(),
+            statuses: vec!["working".into()],
+            polls: 400,
+            gave_up: Some("deadline".into()),
+            cancelled: true,
+            ..Default::default()
+        };
+        let mut step = seen(&[], 0);
+        step.observation.task = Some(hot_loop.clone());
+        let failures = check(&expect, &step);
+        assert_eq!(failures.len(), 5, "{failures:?}");
+        for needle in ["the client kept working", "at most 6", "1 task status reverts", "tasks/cancel not sent", "ttl"]
+        {
+            assert!(failures.iter().any(|f| f.contains(needle)), "{needle}: {failures:?}");
+        }
+        let kept = faultlab_client::TaskRecord {
+            status: "completed".into(),
+            polls: 3,
+            reverts: 1,
+            gave_up: Some("ttl".into()),
+            cancelled: false,
+            ..hot_loop
+        };
+        step.observation.task = Some(kept);
+        assert!(check(&expect, &step).is_empty());
+        step.observation.task = None;
+        assert!(check(&expect, &step)[0].contains("not answered with a task handle"));
+    }
 }
