@@ -33,6 +33,11 @@ pub struct Answers {
     pub sampling: Option<Answer>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub roots: Option<Answer>,
+    /// Declare the tasks extension (`io.modelcontextprotocol/tasks`): set by the runner for a scenario with task
+    /// steps, not written in `answers`.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub tasks: bool,
 }
 
 /// What the client does with one server request.
@@ -56,6 +61,9 @@ impl Answers {
         }
         if self.roots.is_some() {
             caps.insert("roots".into(), json!({"listChanged": false}));
+        }
+        if self.tasks {
+            caps.insert("extensions".into(), json!({crate::tasks::TASKS_EXTENSION: {}}));
         }
         Value::Object(caps)
     }

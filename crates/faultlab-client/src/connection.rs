@@ -5,6 +5,7 @@ use crate::answers::{Answers, Reaction};
 use crate::auth::{AuthOptions, AuthRecord};
 use crate::outcome::{ErrorKind, Observation, Outcome, classify_tool_reply};
 use crate::recovery::{MAX_REINITIALIZE_ATTEMPTS, Recovery};
+use crate::tasks::TaskOptions;
 use crate::transport::http::HttpTargetError;
 use crate::transport::{HttpTransport, Incoming, StdioTransport, Target};
 use bytes::Bytes;
@@ -84,7 +85,7 @@ pub struct Anomalies {
     pub notifications: BTreeMap<String, u32>,
 }
 
-enum Reply {
+pub(crate) enum Reply {
     Frame(Frame),
     Http {
         status: u16,
@@ -239,10 +240,8 @@ impl Connection {
         self.call_tool_with(name, arguments, deadline, Progress::Off).await
     }
 
-    /// As [`Connection::call_tool`], treating progress as `progress` says. An HTTP call answered `-32022` with
-    /// `data.supported` is sent once more with a listed version the client knows; a 2025-11-25 HTTP call answered
-    /// 404 for its session makes the client open a new session (at most three `initialize` attempts), and the call
-    /// reports the 404 (a call is never re-sent blindly: it may not be safe to repeat).
+    /// As [`Connection::call_tool`], treating progress as `progress` says; a task handle is followed with the
+    /// default [`TaskOptions`].
     pub async fn call_tool_with(
         &self,
         name: &str,
@@ -250,7 +249,28 @@ impl Connection {
         deadline: Duration,
         progress: Progress,
     ) -> Observation {
-        let params = json!({"name": name, "arguments": arguments});
+        self.call_tool_as(name, arguments, deadline, progress, TaskOptions::default()).await
+    }
+
+    /// As [`Connection::call_tool`], treating progress as `progress` says. An HTTP call answered `-32022` with
+    /// `data.supported` is sent once more with a listed version the client knows; a 2025-11-25 HTTP call answered
+    /// 404 for its session makes the client open a new session (at most three `initialize` attempts), and the call
+    /// reports the 404 (a call is never re-sent blindly: it may not be safe to repeat). A call answered with a task
+    /// handle (`resultType: "task"`, when the client declared the tasks extension) is followed to its end within
+    /// the same deadline ([`crate::tasks`]).
+    pub async fn call_tool_as(
+        &self,
+        name: &str,
+        arguments: Value,
+        deadline: Duration,
+        progress: Progress,
+        task: TaskOptions,
+    ) -> Observation {
+        let until = Instant::now() + deadline;
+        let mut params = json!({"name": name, "arguments": arguments});
+        if let Some(ttl) = task.ttl {
+            params["task"] = json!({"ttl": ttl.as_millis() as u64});
+        }
         let mut obs = self.call_once(params.clone(), deadline, progress, None).await;
         if let Some(version) = self.retry_version(&obs) {
             let mut retried = self.call_once(params, deadline, progress, Some(version)).await;
@@ -263,6 +283,11 @@ impl Connection {
         if obs.http_status == Some(404) && self.era == Era::Legacy {
             self.reinitialize(&obs.request_id, deadline).await;
             obs.recovery = self.recovery_for(&obs.request_id);
+        }
+        if obs.result.as_ref().and_then(|r| r.get("resultType")).is_some_and(|t| t == "task") {
+            let started = until - deadline;
+            obs = self.follow_task(obs, until, task).await;
+            obs.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         }
         obs
     }
@@ -416,7 +441,7 @@ impl Connection {
 
     /// Sends a request and waits for its reply; `None` when the deadline passed first. The request's pending
     /// entry is gone either way (a late reply then counts as late).
-    async fn request(&self, method: &str, params: Value, deadline: Duration) -> (Option<Reply>, MessageId) {
+    pub(crate) async fn request(&self, method: &str, params: Value, deadline: Duration) -> (Option<Reply>, MessageId) {
         self.request_with(method, params, deadline, Progress::Off, None).await
     }
 

@@ -11,6 +11,7 @@
 //! - [`outcome`]: what one call came to (success, error, timeout, cancelled, transport loss), validated.
 //! - [`recovery`]: what the client did to recover a call (resumed streams, new sessions, protocol retries).
 //! - [`surface`]: the tool list as the client keeps it (bounded paging, re-lists), calls held to it.
+//! - [`tasks`]: task-augmented calls followed to their end (polling within a floor and a cap, cancel on timeout).
 //! - [`retry`]: the bounded retry policy (only explicit tool errors are retried).
 //! - [`trace`]: OpenAI-message-shaped traces of the calls.
 
@@ -24,6 +25,7 @@ pub mod outcome;
 pub mod recovery;
 pub mod retry;
 pub mod surface;
+pub mod tasks;
 pub mod tls;
 pub mod trace;
 pub mod transport;
@@ -34,4 +36,5 @@ pub use connection::{Anomalies, ConnectError, Connection, Era, Progress};
 pub use outcome::{ErrorKind, Observation, Outcome};
 pub use recovery::{Reconnect, Recovery};
 pub use retry::{Backoff, RetryPolicy, RetryRun};
+pub use tasks::{TaskOptions, TaskRecord};
 pub use transport::Target;

@@ -57,6 +57,9 @@ pub struct Observation {
     /// What the client did to recover the call (resumed streams, a new session, a protocol retry).
     #[serde(default, skip_serializing_if = "Recovery::is_empty")]
     pub recovery: Recovery,
+    /// What the client saw of the task, when the call was answered with a task handle.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<crate::tasks::TaskRecord>,
 }
 
 impl Observation {
@@ -71,6 +74,7 @@ impl Observation {
             error: None,
             http_status: None,
             recovery: Recovery::default(),
+            task: None,
         }
     }
 

@@ -389,6 +389,13 @@ impl Task {
                     rule.fault.name()
                 ));
             }
+            if let Some(why) = rule.fault.serve_only() {
+                return Err(format!(
+                    "faults: rule {:?}: fault {} cannot be applied by a proxy: {why}",
+                    rule.name,
+                    rule.fault.name()
+                ));
+            }
         }
         if self.recovery.max_attempts == 0 {
             return Err("recovery.max_attempts: must be at least 1".into());

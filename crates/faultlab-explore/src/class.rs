@@ -185,11 +185,12 @@ fn home_of(name: &str, fault: &FaultKind) -> Option<FaultClass> {
         .or_else(|| Some(FaultClass::home(fault.effect())))
 }
 
-/// The catalogue's faults on the MCP wire, each with its first example.
+/// The catalogue's faults a proxy puts on the MCP wire, each with its first example (not the model hop's, nor
+/// those only `faultlab serve` commits, which the proxy refuses).
 fn mcp_examples() -> impl Iterator<Item = (&'static str, FaultKind)> {
     FaultKind::examples().into_iter().filter_map(|(name, examples)| {
         let fault: FaultKind = serde_json::from_str(examples.first()?).ok()?;
-        (!fault.model_only()).then_some((name, fault))
+        (!fault.model_only() && fault.serve_only().is_none()).then_some((name, fault))
     })
 }
 

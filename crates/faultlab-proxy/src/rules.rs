@@ -33,6 +33,18 @@ fn model_only(rule: &Rule) -> Option<String> {
     })
 }
 
+/// A fault only `faultlab serve` commits (`task_lifecycle`: a task's own behaviour): a proxy cannot put it on
+/// another server's replies, so every front refuses it, naming the rule and the reason, rather than do nothing.
+fn serve_only(rule: &Rule) -> Option<String> {
+    rule.fault.serve_only().map(|why| {
+        format!(
+            "rule {:?}: fault {} cannot be applied by a proxy: {why}; call that tool of `faultlab serve` instead",
+            rule.name,
+            rule.fault.name()
+        )
+    })
+}
+
 /// An outage with `restart` (`server_outage`) that has just started: the front stops its upstream now and starts a fresh one
 /// at `until`.
 #[derive(Debug, Clone, PartialEq)]
@@ -152,6 +164,9 @@ impl RuleSet {
         if !restarts && let Some(message) = file.rules.iter().find_map(no_restart) {
             return Err(RulesError::Unsupported(message));
         }
+        if let Some(message) = file.rules.iter().find_map(serve_only) {
+            return Err(RulesError::Unsupported(message));
+        }
         Ok(Self { restarts, model_hop: true, ..Self::new(file) })
     }
 
@@ -175,6 +190,9 @@ impl RuleSet {
         if !self.model_hop
             && let Some(message) = model_only(&rule)
         {
+            return Err(ControlError::Invalid(message));
+        }
+        if let Some(message) = serve_only(&rule) {
             return Err(ControlError::Invalid(message));
         }
         if self.rules.iter().any(|c| c.rule.name == rule.name) {
@@ -418,6 +436,23 @@ mod tests {
         assert!(message.contains("\"live\""), "{message}");
         let mut model = RuleSet::for_model(RulesFile::default(), false).unwrap();
         assert_eq!(model.add(live), Ok(()));
+    }
+
+    #[test]
+    fn every_front_refuses_a_task_fault_only_faultlab_serve_commits_and_says_why() {
+        let yaml = "rules:\n  - name: stuck\n    fault: {type: task_lifecycle, variant: stuck_working}\n";
+        let file: RulesFile = yaml_serde::from_str(yaml).unwrap();
+        for refused in [RuleSet::for_front(file.clone(), true).err(), RuleSet::for_model(file, false).err()] {
+            let err = refused.expect("refused").to_string();
+            assert!(err.contains("\"stuck\"") && err.contains("task_lifecycle") && err.contains("task_work"), "{err}");
+        }
+        let mut proxy = RuleSet::for_front(RulesFile::default(), true).unwrap();
+        let live: Rule = yaml_serde::from_str("{name: live, fault: {type: task_lifecycle, variant: failed}}").unwrap();
+        let Err(ControlError::Invalid(message)) = proxy.add(live) else { panic!("added") };
+        assert!(message.contains("\"live\"") && message.contains("cannot be applied by a proxy"), "{message}");
+        // The synchronous refusal is an error on the wire, which a proxy can send.
+        let required: Rule = yaml_serde::from_str("{name: required, fault: {type: task_required}}").unwrap();
+        assert_eq!(proxy.add(required), Ok(()));
     }
 
     #[test]

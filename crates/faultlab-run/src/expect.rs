@@ -159,6 +159,12 @@ pub fn check(expect: &Expect, seen: &StepObservation) -> Vec<String> {
     if let Some(recovery) = &expect.recovery {
         check_recovery(recovery, &obs.recovery, &mut failures);
     }
+    if let Some(task) = &expect.task {
+        match &obs.task {
+            Some(record) => check_task(task, record, &mut failures),
+            None => failures.push("expected a task, but the call was not answered with a task handle".into()),
+        }
+    }
     if let Some(state) = expect.connection {
         let alive = state == ConnectionState::Alive;
         if alive != seen.connection_alive {
@@ -167,6 +173,47 @@ pub fn check(expect: &Expect, seen: &StepObservation) -> Vec<String> {
         }
     }
     failures
+}
+
+fn check_task(expect: &crate::scenario::TaskExpect, record: &faultlab_client::TaskRecord, failures: &mut Vec<String>) {
+    let seen = format!("(statuses {}, {} polls)", record.statuses.join(" → "), record.polls);
+    if let Some(status) = &expect.status
+        && *status != record.status
+    {
+        failures.push(format!("expected the task {status}, the client kept {} {seen}", record.status));
+    }
+    if let Some(min) = expect.min_polls
+        && record.polls < min
+    {
+        failures.push(format!("expected at least {min} tasks/get polls, made {}", record.polls));
+    }
+    if let Some(max) = expect.max_polls
+        && record.polls > max
+    {
+        failures.push(format!("expected at most {max} tasks/get polls, made {} {seen}", record.polls));
+    }
+    if let Some(n) = expect.reverts
+        && record.reverts != n
+    {
+        failures.push(format!("expected {n} task status reverts, observed {} {seen}", record.reverts));
+    }
+    if let Some(cancelled) = expect.cancelled
+        && cancelled != record.cancelled
+    {
+        failures.push(format!("expected tasks/cancel {}sent {seen}", if cancelled { "" } else { "not " }));
+    }
+    if let Some(answered) = expect.result_answered
+        && answered != record.result_answered
+    {
+        let note = record.result_note.as_deref().unwrap_or("it answered");
+        failures.push(format!("expected tasks/result {}answered ({note})", if answered { "" } else { "not " }));
+    }
+    if let Some(why) = &expect.gave_up
+        && record.gave_up.as_ref() != Some(why)
+    {
+        let got = record.gave_up.as_deref().unwrap_or("it did not give up");
+        failures.push(format!("expected the client to give up at the task's {why}, observed {got} {seen}"));
+    }
 }
 
 fn check_auth(expect: &crate::scenario::AuthExpect, record: &AuthRecord, failures: &mut Vec<String>) {
@@ -310,5 +357,46 @@ mod tests {
         assert!(check(&expect(other), &failed)[0].contains("issuer"));
         let off = StepObservation { auth: None, ..failed };
         assert!(check(&expect(AuthExpect::default()), &off)[0].contains("without its auth mode"));
+    }
+
+    #[test]
+    fn task_expectations_name_what_the_client_saw_of_the_task() {
+        let expect = crate::scenario::TaskExpect {
+            status: Some("completed".into()),
+            max_polls: Some(6),
+            reverts: Some(1),
+            cancelled: Some(false),
+            gave_up: Some("ttl".into()),
+            ..Default::default()
+        };
+        let expect = Expect { task: Some(expect), ..Expect::default() };
+        let hot_loop = faultlab_client::TaskRecord {
+            status: "working".into(),
+            statuses: vec!["working".into()],
+            polls: 400,
+            gave_up: Some("deadline".into()),
+            cancelled: true,
+            ..Default::default()
+        };
+        let mut step = seen(&[], 0);
+        step.observation.task = Some(hot_loop.clone());
+        let failures = check(&expect, &step);
+        assert_eq!(failures.len(), 5, "{failures:?}");
+        for needle in ["the client kept working", "at most 6", "1 task status reverts", "tasks/cancel not sent", "ttl"]
+        {
+            assert!(failures.iter().any(|f| f.contains(needle)), "{needle}: {failures:?}");
+        }
+        let kept = faultlab_client::TaskRecord {
+            status: "completed".into(),
+            polls: 3,
+            reverts: 1,
+            gave_up: Some("ttl".into()),
+            cancelled: false,
+            ..hot_loop
+        };
+        step.observation.task = Some(kept);
+        assert!(check(&expect, &step).is_empty());
+        step.observation.task = None;
+        assert!(check(&expect, &step)[0].contains("not answered with a task handle"));
     }
 }

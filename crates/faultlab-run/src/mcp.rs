@@ -141,7 +141,8 @@ impl McpSession {
                 Some(policy) => policy.run(&self.connection, &step.call.tool, &args, deadline, 0).await.attempts,
                 None => {
                     let progress = crate::scenario::ProgressSetting::mode(step.progress.as_ref());
-                    vec![self.connection.call_tool_with(&step.call.tool, args.clone(), deadline, progress).await]
+                    let task = step.task.map(|t| t.options()).unwrap_or_default();
+                    vec![self.connection.call_tool_as(&step.call.tool, args.clone(), deadline, progress, task).await]
                 }
             };
             let observation = attempts.pop().expect("a call makes at least one attempt");

@@ -192,7 +192,51 @@ pub struct Step {
     /// call's `timeoutMs`, up to `maxMs` in all.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<ProgressSetting>,
+    /// Make a task-augmented call: the client declares the tasks extension (`io.modelcontextprotocol/tasks`) and
+    /// follows a task handle to its end within `timeoutMs` (docs/tasks.md); `expect.task` checks what it saw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task: Option<TaskSetting>,
     pub expect: Expect,
+}
+
+/// A step's task-augmented call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskSetting {
+    /// The ttl the client asks for, in ms (1 to 600000), sent as `params.task.ttl`; the client also gives up on
+    /// the task at this age (or at the server's `ttlMs`, or at `timeoutMs`, whichever is first).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ttl_ms: Option<u64>,
+}
+
+/// Longest `task.ttlMs` a step asks for (10 min, the built-in server's own ceiling), in ms.
+pub const MAX_TASK_TTL_MS: u64 = 600_000;
+
+impl TaskSetting {
+    /// The client's options for this setting.
+    pub fn options(&self) -> faultlab_client::TaskOptions {
+        faultlab_client::TaskOptions { ttl: self.ttl_ms.map(std::time::Duration::from_millis) }
+    }
+}
+
+/// Expectations on what the client saw of a task (needs the step's `task`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct TaskExpect {
+    /// The status the client kept: `working` (it gave up), `completed`, `failed` or `cancelled`.
+    pub status: Option<String>,
+    /// `tasks/get` requests: at least this many.
+    pub min_polls: Option<u32>,
+    /// `tasks/get` requests: at most this many (a client that honours a floor stays under it at pollIntervalMs 0).
+    pub max_polls: Option<u32>,
+    /// Times a `working` came after a terminal status: exactly.
+    pub reverts: Option<u32>,
+    /// Whether the client sent `tasks/cancel` (it does when it gives up).
+    pub cancelled: Option<bool>,
+    /// Whether `tasks/result` answered before the deadline.
+    pub result_answered: Option<bool>,
+    /// Why the client gave up before a terminal status: `deadline` or `ttl`.
+    pub gave_up: Option<String>,
 }
 
 /// How the reference client treats progress for a step's call.
@@ -254,6 +298,8 @@ pub struct Expect {
     pub surface: Option<crate::surface::SurfaceExpect>,
     /// What the client did to recover the call (stream resumes, new sessions, a protocol retry): exactly.
     pub recovery: Option<RecoveryExpect>,
+    /// What the client saw of the call's task (needs the step's `task`).
+    pub task: Option<TaskExpect>,
 }
 
 /// Expectations on a call's recovery (see the reference client's `recovery` in the report). Every count is exact.
@@ -337,9 +383,15 @@ pub struct PlannedStep {
     /// The scenario's `toolSurface`.
     pub surface: Option<crate::surface::SurfaceOptions>,
     pub progress: Option<ProgressSetting>,
+    pub task: Option<TaskSetting>,
 }
 
 impl Scenario {
+    /// Whether a step makes task-augmented calls (the client then declares the tasks extension).
+    pub fn uses_tasks(&self) -> bool {
+        self.steps.iter().any(|step| step.task.is_some())
+    }
+
     /// Reads and checks a scenario file (`.json` is JSON; anything else is YAML).
     pub fn load(path: &Path) -> Result<Self, LoadError> {
         config::load(path, "scenario file", Self::parse)
@@ -371,6 +423,7 @@ impl Scenario {
                     retry: self.retry,
                     surface: self.tool_surface,
                     progress: None,
+                    task: None,
                 });
             }
             (None, false) => {
@@ -388,6 +441,7 @@ impl Scenario {
                         retry: step.retry,
                         surface: self.tool_surface,
                         progress: step.progress,
+                        task: step.task,
                     });
                 }
             }
@@ -405,6 +459,7 @@ impl Scenario {
                 retry: None,
                 surface: self.tool_surface,
                 progress: None,
+                task: None,
             });
         }
         if let Some(auth) = &self.auth {
@@ -416,6 +471,17 @@ impl Scenario {
         for step in &planned {
             if step.expect.auth.is_some() && self.auth.is_none() {
                 return Err(format!("{}: expect.auth needs the scenario's auth (the client's auth mode)", step.label));
+            }
+            if step.expect.task.is_some() && step.task.is_none() {
+                return Err(format!("{}: expect.task needs the step's task", step.label));
+            }
+            if let Some(ttl) = step.task.and_then(|t| t.ttl_ms)
+                && !(1..=MAX_TASK_TTL_MS).contains(&ttl)
+            {
+                return Err(format!("{}: task.ttlMs must be between 1 and {MAX_TASK_TTL_MS}", step.label));
+            }
+            if step.task.is_some() && step.retry.is_some() {
+                return Err(format!("{}: task and retry cannot be combined (a task is not re-sent)", step.label));
             }
             if step.expect.surface.is_some() && self.tool_surface.is_none() {
                 return Err(format!("{}: expect.surface needs toolSurface in the scenario", step.label));
@@ -508,6 +574,22 @@ mod tests {
         assert!(Scenario::parse(unknown, false).unwrap_err().contains("token_gone"));
         let bound = "name: x\nauth: {maxStepUps: 11}\ncall: {tool: ping}\nexpect: {}\n";
         assert!(Scenario::parse(bound, false).unwrap_err().contains("auth.maxStepUps"));
+    }
+
+    #[test]
+    fn task_steps_are_checked_and_declare_the_extension() {
+        let ok = "name: x\nsteps:\n- call: {tool: task_work}\n  task: {ttlMs: 500}\n  expect: {task: {status: completed, maxPolls: 5}}\n";
+        let scenario = Scenario::parse(ok, false).unwrap();
+        assert!(scenario.uses_tasks());
+        let plan = scenario.plan().unwrap();
+        assert_eq!(plan[0].task.unwrap().options().ttl, Some(std::time::Duration::from_millis(500)));
+        let bare = "name: x\nsteps:\n- call: {tool: task_work}\n  expect: {task: {status: completed}}\n";
+        assert!(Scenario::parse(bare, false).unwrap_err().contains("expect.task needs the step's task"));
+        let ttl = "name: x\nsteps:\n- call: {tool: task_work}\n  task: {ttlMs: 0}\n  expect: {}\n";
+        assert!(Scenario::parse(ttl, false).unwrap_err().contains("task.ttlMs"));
+        let unknown = "name: x\nsteps:\n- call: {tool: task_work}\n  task: {pollMs: 5}\n  expect: {}\n";
+        assert!(Scenario::parse(unknown, false).unwrap_err().contains("pollMs"));
+        assert!(!Scenario::parse("name: x\ncall: {tool: ping}\nexpect: {}\n", false).unwrap().uses_tasks());
     }
 
     #[test]

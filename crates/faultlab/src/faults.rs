@@ -124,12 +124,18 @@ fn explain(entry: &Entry) -> String {
     } else {
         "both fronts (stdio and Streamable HTTP)"
     };
-    text.push_str(&format!(
-        "  faultlab proxy, {fronts}: --rules faults.yaml, or inline:\n    \
-         faultlab proxy --fault '{}' -- <your server>\n",
-        inline_rule(example)
-    ));
-    text.push_str("  faultlab eval: a task's `faults:` (the same rule format)\n");
+    let serve_only = serde_json::from_str::<faultlab_engine::FaultKind>(example).ok().and_then(|f| f.serve_only());
+    if let Some(why) = serve_only {
+        // A task's own behaviour: the proxy and eval's rules refuse it, saying so.
+        text.push_str(&format!("  faultlab proxy and faultlab eval: refused ({why})\n"));
+    } else {
+        text.push_str(&format!(
+            "  faultlab proxy, {fronts}: --rules faults.yaml, or inline:\n    \
+             faultlab proxy --fault '{}' -- <your server>\n",
+            inline_rule(example)
+        ));
+        text.push_str("  faultlab eval: a task's `faults:` (the same rule format)\n");
+    }
     match entry.serve_tool {
         Some(tool) => {
             let over = tool.restriction();

@@ -109,6 +109,14 @@ macro_rules! catalogue {
                 }
             }
 
+            /// Why only `faultlab serve` commits the fault (a task's own behaviour, which a proxy cannot put on
+            /// another server's replies), when it is such a fault: the proxy's fronts refuse it with this reason.
+            pub fn serve_only(&self) -> Option<&'static str> {
+                match self {
+                    $( Self::$arm(_) => <$arm as Fault>::SERVE_ONLY, )*
+                }
+            }
+
             /// Checks the fault's parameters; the message names the parameter and its allowed range.
             pub fn validate(&self) -> Result<(), String> {
                 match self {
@@ -164,6 +172,7 @@ macro_rules! fault {
         $(#[$meta:meta])*
         pub struct $name:ident $fields:tt
         facts: $category:ident, $effect:ident, $tool:expr, [$($example:literal),+ $(,)?];
+        $(serve_only: $serve_only:expr;)?
         $(category: |$cself:pat_param| $cbody:expr;)?
         $(validate: |$vself:pat_param| $vbody:expr;)?
         apply: |$aself:pat_param, $reply:pat_param, $earlier:pat_param| $abody:expr;
@@ -182,6 +191,7 @@ macro_rules! fault {
                 use $crate::catalogue::ServeTool;
                 $tool
             };
+            $(const SERVE_ONLY: Option<&'static str> = Some($serve_only);)?
             $(fn category(&self) -> $crate::catalogue::Category {
                 let $cself = self;
                 $cbody
@@ -326,6 +336,8 @@ catalogue! {
         StreamLost(stream_lost),
         SessionLifecycle(session_lifecycle),
         SessionExpiredInFlight(session_expired_in_flight),
+        TaskLifecycle(task_lifecycle),
+        TaskRequired(task_required),
     }
     presets {
         AuthExpired(auth_expired),
@@ -350,6 +362,8 @@ pub trait Fault {
     const SERVE_TOOL: Option<ServeTool>;
     /// A fault of the model hop only ([`FaultKind::model_only`]), declared with `model_fault!`.
     const MODEL_ONLY: bool = false;
+    /// Why only `faultlab serve` commits it ([`FaultKind::serve_only`]); `None` for a fault a proxy can apply.
+    const SERVE_ONLY: Option<&'static str> = None;
     /// The category, when it depends on the parameters.
     fn category(&self) -> Category {
         Self::CATEGORY
@@ -483,6 +497,7 @@ pub use missing_field::DEFAULT_MISSING_POINTER;
 pub use request_after_result::AskMethod;
 pub use session_lifecycle::LifecycleVariant;
 pub use stream_replay::ReplayVariant;
+pub use task_lifecycle::{TaskEnding, TaskVariant};
 
 /// The faults that act on list replies (`tools/list`, `resources/list`, `resources/templates/list`,
 /// `prompts/list`) rather than on a tool's result: a rule matches them on the method, and the tests that run every

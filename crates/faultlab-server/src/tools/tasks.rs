@@ -15,6 +15,7 @@
 //! UUIDs.
 
 use super::{FaultServer, check_range, text_result};
+use faultlab_engine::catalogue::{TaskEnding, TaskLifecycle, TaskVariant};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
     CallToolResponse, CancelTaskParams, ClientCapabilities, CreateTaskResult, CustomResult, DetailedTask, ErrorCode,
@@ -23,7 +24,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskExit, TaskManager, TaskOptions, current_timestamp};
 use rmcp::{ErrorData, RoleServer, schemars, tool, tool_router};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -40,37 +41,12 @@ const DEFAULT_WORK_MS: u64 = 200;
 pub const MIN_TTL_MS: u64 = 100;
 pub const MAX_TTL_MS: u64 = 600_000;
 const DEFAULT_TTL_MS: u64 = 60_000;
-/// The `pollIntervalMs` an honest task suggests, in ms.
-pub const POLL_INTERVAL_MS: u64 = 100;
-/// The `pollIntervalMs` of `poll_interval_huge`: one day, in ms.
-pub const HUGE_POLL_INTERVAL_MS: u64 = 86_400_000;
+use faultlab_engine::catalogue::task_lifecycle::POLL_INTERVAL_MS;
 /// How often a blocked `tasks/result` looks at its task again, in ms.
 const RESULT_RECHECK_MS: u64 = 20;
 /// How much longer than its advertised `ttlMs` a `stuck_working` task is really kept (so a book whose client
 /// never cancels still frees the place).
 const STUCK_RETENTION_FACTOR: u64 = 4;
-
-/// The fault the task commits (`none`: an honest task).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum TaskFault {
-    #[default]
-    None,
-    /// The work never ends and `tasks/get` says `working` past `ttlMs` (the server ignores its own ttl).
-    StuckWorking,
-    /// `pollIntervalMs` is 0 in the handle and in every `tasks/get`.
-    PollIntervalZero,
-    /// `pollIntervalMs` is one day (86400000) in the handle and in every `tasks/get`.
-    PollIntervalHuge,
-    /// After the first `tasks/get` that reports the terminal status, the next ones say `working` again.
-    StatusReverts,
-    /// `tasks/result` for this task never answers (it is held open until the client cancels it or leaves).
-    ResultNever,
-    /// The task ends `failed`, with a JSON-RPC error (-32603).
-    Failed,
-    /// The task ends `cancelled`, although no one cancelled it.
-    Cancelled,
-}
 
 #[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -83,11 +59,13 @@ pub struct TaskArgs {
     #[serde(default)]
     #[schemars(with = "u64")]
     pub ttl_ms: Option<u64>,
-    /// The fault: none, stuck_working, poll_interval_zero, poll_interval_huge, status_reverts, result_never,
-    /// failed or cancelled.
+    /// The catalogue's `task_lifecycle` variant the task commits (none when absent): stuck_working,
+    /// poll_interval_zero, poll_interval_huge, status_reverts, result_never, failed or cancelled.
     #[serde(default)]
-    pub fault: TaskFault,
-    /// The tool requires a task: a client that did not declare the tasks extension gets error -32021.
+    #[schemars(with = "TaskVariant")]
+    pub fault: Option<TaskVariant>,
+    /// The tool requires a task: a client that did not declare the tasks extension gets error -32021 (the
+    /// catalogue's `task_required`).
     #[serde(default)]
     pub require_task: bool,
 }
@@ -95,7 +73,7 @@ pub struct TaskArgs {
 /// What the book knows of one task beyond rmcp's manager.
 #[derive(Debug, Clone, Copy)]
 struct Entry {
-    fault: TaskFault,
+    fault: Option<TaskLifecycle>,
     /// The `ttlMs` the client was told (a `stuck_working` task is kept longer).
     ttl_ms: u64,
     /// A `tasks/get` has already reported its terminal status.
@@ -157,7 +135,7 @@ impl TaskBook {
         if terminal {
             let mut entries = self.entries();
             if let Some(e) = entries.get_mut(task_id) {
-                if e.fault == TaskFault::StatusReverts && e.reported_terminal {
+                if e.fault.is_some_and(|f| f.reverts()) && e.reported_terminal {
                     // A terminal status is final; this one goes back to `working`.
                     let mut task = shown.task;
                     task.last_updated_at = current_timestamp();
@@ -183,26 +161,18 @@ fn shown(mut detailed: DetailedTask, entry: Entry) -> DetailedTask {
     detailed
 }
 
-fn poll_interval(fault: TaskFault) -> u64 {
-    match fault {
-        TaskFault::PollIntervalZero => 0,
-        TaskFault::PollIntervalHuge => HUGE_POLL_INTERVAL_MS,
-        _ => POLL_INTERVAL_MS,
-    }
-}
-
 fn declared_tasks(ctx: &RequestContext<RoleServer>) -> bool {
     ctx.client_capabilities().is_some_and(|caps| caps.supports_tasks())
 }
 
 /// The work itself: `work_ms` of real time, then the result the fault calls for; a `tasks/cancel` stops it.
 async fn work(
-    args: TaskArgs,
+    ending: TaskEnding,
     work_ms: u64,
     context: rmcp::task_manager::TaskContext,
 ) -> Result<rmcp::model::CallToolResult, TaskExit> {
     let finished = async {
-        if args.fault == TaskFault::StuckWorking {
+        if ending == TaskEnding::Never {
             std::future::pending::<()>().await;
         }
         tokio::time::sleep(Duration::from_millis(work_ms)).await;
@@ -211,12 +181,12 @@ async fn work(
         () = finished => {}
         () = context.cancelled() => return Err(TaskExit::Cancelled),
     }
-    match args.fault {
-        TaskFault::Failed => {
+    match ending {
+        TaskEnding::Failed => {
             Err(TaskExit::Error(ErrorData::internal_error("faultlab: the task failed on purpose", None)))
         }
-        TaskFault::Cancelled => Err(TaskExit::Cancelled),
-        _ => Ok(text_result(format!("task work done after {work_ms} ms"))),
+        TaskEnding::Cancelled => Err(TaskExit::Cancelled),
+        TaskEnding::Completed | TaskEnding::Never => Ok(text_result(format!("task work done after {work_ms} ms"))),
     }
 }
 
@@ -226,8 +196,8 @@ impl FaultServer {
                           (io.modelcontextprotocol/tasks): the reply is a task handle, then tasks/get, tasks/result, \
                           tasks/list, tasks/update and tasks/cancel answer. fault none, stuck_working, \
                           poll_interval_zero, poll_interval_huge, status_reverts, result_never, failed or \
-                          cancelled. Without the extension the call answers synchronously, or with requireTask \
-                          the error -32021.")]
+                          cancelled (the catalogue's task_lifecycle variants). Without the extension the call \
+                          answers synchronously, or with requireTask the error -32021 (task_required).")]
     async fn task_work(
         &self,
         Parameters(args): Parameters<TaskArgs>,
@@ -243,6 +213,7 @@ impl FaultServer {
         }
         if !declared_tasks(&ctx) {
             if args.require_task {
+                // The catalogue's `task_required`: the error it puts on the wire, as rmcp shapes it.
                 return Err(ErrorData::missing_required_client_capability(
                     ClientCapabilities::builder().enable_tasks().build(),
                 ));
@@ -261,11 +232,15 @@ impl FaultServer {
         if book.live() >= book.cap {
             return Ok(super::tool_error(format!("{} tasks are already held on this connection", book.cap)).into());
         }
+        // The task's behaviour is the catalogue entry's (`task_lifecycle`), read in one place.
+        let fault = args.fault.map(|variant| TaskLifecycle { variant });
+        let ending = fault.map_or(TaskEnding::Completed, |f| f.ending());
+        let poll_ms = fault.map_or(POLL_INTERVAL_MS, |f| f.poll_interval_ms());
         // A stuck task ignores its advertised ttl; it is still dropped some time after, so its place frees.
-        let kept_ms = if args.fault == TaskFault::StuckWorking { ttl_ms * STUCK_RETENTION_FACTOR } else { ttl_ms };
-        let options = TaskOptions::new().with_ttl_ms(kept_ms).with_poll_interval_ms(poll_interval(args.fault));
-        let mut task = book.manager.spawn(options, move |context| Box::pin(work(args, work_ms, context)));
-        book.entries().insert(task.task_id.clone(), Entry { fault: args.fault, ttl_ms, reported_terminal: false });
+        let kept_ms = if ending == TaskEnding::Never { ttl_ms * STUCK_RETENTION_FACTOR } else { ttl_ms };
+        let options = TaskOptions::new().with_ttl_ms(kept_ms).with_poll_interval_ms(poll_ms);
+        let mut task = book.manager.spawn(options, move |context| Box::pin(work(ending, work_ms, context)));
+        book.entries().insert(task.task_id.clone(), Entry { fault, ttl_ms, reported_terminal: false });
         task.ttl_ms = Some(ttl_ms);
         Ok(CreateTaskResult::new(task).into())
     }
@@ -313,8 +288,8 @@ impl FaultServer {
     /// `tasks/result`: waits for the task to be terminal, then answers with the call's result (`completed`), its
     /// error (`failed`), or an error saying it was cancelled.
     async fn task_result(&self, task_id: &str, ctx: RequestContext<RoleServer>) -> Result<CustomResult, ErrorData> {
-        let fault = self.tasks.entry(task_id).map(|e| e.fault);
-        if fault == Some(TaskFault::ResultNever) {
+        let fault = self.tasks.entry(task_id).and_then(|e| e.fault);
+        if fault.is_some_and(|f| f.holds_result()) {
             // Held open: no answer, until the client cancels the request or the connection ends.
             ctx.ct.cancelled().await;
             return Err(ErrorData::internal_error("tasks/result was cancelled; it was never going to answer", None));

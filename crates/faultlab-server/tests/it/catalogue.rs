@@ -62,6 +62,10 @@ fn tool_for(fault: &Value) -> Option<(&'static str, Value)> {
         "stream_lost" => ("stream_lost", json!({})),
         "session_lifecycle" => ("session_lifecycle", json!({"variant": parameter("variant")})),
         "session_expired_in_flight" => ("session_lifecycle", json!({"variant": "expire_in_flight"})),
+        // This client does not declare the tasks extension: the call answers synchronously (a result), or, when
+        // a task is required, with -32021. `tasks` checks each variant's task on the wire with the extension.
+        "task_lifecycle" => ("task_work", json!({"workMs": 0, "fault": parameter("variant")})),
+        "task_required" => ("task_work", json!({"workMs": 0, "requireTask": true})),
         name @ ("output_schema_violation"
         | "error_structured_content"
         | "missing_structured_content"

@@ -68,12 +68,19 @@ fn each_fault_is_explained_with_a_rule_that_loads() {
         let file = RulesFile::load(&path).unwrap_or_else(|e| panic!("{name}: {e}\n{rule}"));
         let expected: faultlab_engine::FaultKind = serde_json::from_str(entry.examples[0]).unwrap();
         assert_eq!(file.rules[0].fault, expected, "{name}");
-        let spec = text.split("--fault '").nth(1).and_then(|s| s.split("' --").next()).unwrap();
-        RulesFile::parse_spec(spec, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
-        // The eval line names the task key a rule goes under, and a task has that key.
-        let eval = text.lines().find(|l| l.starts_with("  faultlab eval:")).unwrap();
-        let key = eval.split("a task's `").nth(1).and_then(|s| s.split(":`").next()).unwrap();
-        assert!(task_keys.contains(&key.to_owned()), "{name}: a task has no key {key:?} ({task_keys:?}): {eval}");
+        if let Some(why) = expected.serve_only() {
+            // Only `faultlab serve` commits it: the proxy and eval refuse it, and the text says why.
+            let refused = text.lines().find(|l| l.starts_with("  faultlab proxy and faultlab eval: refused"));
+            assert!(refused.is_some_and(|l| l.contains(why)), "{name}: {text}");
+            assert!(!text.contains("--fault '"), "{name}: no inline proxy rule for a fault the proxy refuses");
+        } else {
+            let spec = text.split("--fault '").nth(1).and_then(|s| s.split("' --").next()).unwrap();
+            RulesFile::parse_spec(spec, 0).unwrap_or_else(|e| panic!("{name}: {e}"));
+            // The eval line names the task key a rule goes under, and a task has that key.
+            let eval = text.lines().find(|l| l.starts_with("  faultlab eval:")).unwrap();
+            let key = eval.split("a task's `").nth(1).and_then(|s| s.split(":`").next()).unwrap();
+            assert!(task_keys.contains(&key.to_owned()), "{name}: a task has no key {key:?} ({task_keys:?}): {eval}");
+        }
         let serve = text.lines().find(|l| l.starts_with("  faultlab serve:")).unwrap();
         let named = entry.serve_tool.is_some_and(|tool| serve.contains(&format!("`{}`", tool.name)));
         assert_eq!(named, entry.serve_tool.is_some(), "{serve}");
