@@ -250,6 +250,20 @@ impl Frame {
         at(self.value()?, &["params", "name"])?.as_str()
     }
 
+    /// What a 2026-07-28 request mirrors in its `Mcp-Name` header: `params.name` of `tools/call` and `prompts/get`,
+    /// `params.uri` of `resources/read`, `resources/subscribe` and `resources/unsubscribe`, `params.taskId` of
+    /// `tasks/get`, `tasks/update` and `tasks/cancel` (the tasks extension: it lets an intermediary route a poll to
+    /// the instance holding the task).
+    pub fn mcp_name(&self) -> Option<&str> {
+        let key = match self.method()? {
+            "tools/call" | "prompts/get" => "name",
+            "resources/read" | "resources/subscribe" | "resources/unsubscribe" => "uri",
+            "tasks/get" | "tasks/update" | "tasks/cancel" => "taskId",
+            _ => return None,
+        };
+        at(self.value()?, &["params", key])?.as_str()
+    }
+
     /// `params._meta.progressToken` of a request, if the sender asked for progress.
     pub fn progress_token(&self) -> Option<&Value> {
         at(self.value()?, &["params", "_meta", "progressToken"])
@@ -323,6 +337,22 @@ mod tests {
         assert_eq!(id(r#"{"id":null,"error":{"#), None);
         assert_eq!(id("[1,2"), None);
         assert_eq!(id(""), None);
+    }
+
+    #[test]
+    fn the_mcp_name_header_mirrors_what_each_request_acts_on() {
+        let name = |body: &str| Frame::parse(body.as_bytes().to_vec()).mcp_name().map(str::to_owned);
+        let request = |method: &str, params: &str| {
+            name(&format!(r#"{{"jsonrpc":"2.0","id":1,"method":"{method}","params":{params}}}"#))
+        };
+        assert_eq!(request("tools/call", r#"{"name":"echo"}"#).as_deref(), Some("echo"));
+        assert_eq!(request("prompts/get", r#"{"name":"greet"}"#).as_deref(), Some("greet"));
+        assert_eq!(request("resources/read", r#"{"uri":"file:///a"}"#).as_deref(), Some("file:///a"));
+        assert_eq!(request("tasks/get", r#"{"taskId":"t-1"}"#).as_deref(), Some("t-1"));
+        assert_eq!(request("tasks/cancel", r#"{"taskId":"t-1"}"#).as_deref(), Some("t-1"));
+        assert_eq!(request("tasks/result", r#"{"taskId":"t-1"}"#), None, "not one the header carries");
+        assert_eq!(request("tools/list", "{}"), None);
+        assert_eq!(name(r#"{"jsonrpc":"2.0","id":1,"result":{"name":"x"}}"#), None, "a reply has none");
     }
 
     #[test]

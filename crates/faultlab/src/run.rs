@@ -116,11 +116,6 @@ fn baseline_id(report: &ScenarioReport) -> String {
     format!("{} [{}]", report.name, era.unwrap_or_default())
 }
 
-/// Why a scenario with task steps is skipped over 2026-07-28 HTTP: rmcp's servers require `Mcp-Name` (the task
-/// id) on `tasks/*` requests there, and the reference client's HTTP transport mirrors only a tool's name yet.
-pub const MODERN_HTTP_TASKS: &str = "its task-augmented calls need the Mcp-Name header on tasks/* requests, which the \
-                                     reference client's 2026-07-28 HTTP transport does not send yet";
-
 /// Runs every scenario against `target`, each on its own connection, in the scenario's era or `default_era`.
 pub async fn run_all(
     scenarios: &[Scenario],
@@ -167,13 +162,6 @@ pub async fn run_all(
                 }
                 _ => {}
             }
-        }
-        if scenario.uses_tasks() && era == ProtocolVersion::Modern && transport == TransportName::Http {
-            let mut report = ScenarioReport::not_run(scenario, &context);
-            report.skipped = Some(MODERN_HTTP_TASKS.into());
-            report.passed = true;
-            reports.push(report);
-            continue;
         }
         // A scenario with task steps has the client declare the tasks extension (in `initialize`, or in each
         // 2026-07-28 request's capabilities).

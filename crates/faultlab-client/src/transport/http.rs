@@ -152,12 +152,12 @@ impl HttpTransport {
         let version = own.or(protocol);
         if let Some(version) = &version {
             request = request.header("mcp-protocol-version", version);
-            // 2026-07-28 mirrors the method and the tool name in headers.
+            // 2026-07-28 mirrors the method, and the name, uri or task id it acts on, in headers.
             if version.as_str() >= "2026-07-28"
                 && let Some(method) = frame.method()
             {
                 request = request.header("mcp-method", method);
-                if let Some(name) = frame.tool_name() {
+                if let Some(name) = frame.mcp_name() {
                     request = request.header("mcp-name", name);
                 }
             }

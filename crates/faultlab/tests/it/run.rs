@@ -56,15 +56,9 @@ fn ran(report: &Value) -> usize {
     report["scenarios"].as_array().unwrap().iter().filter(|s| s.get("skipped").is_none()).count()
 }
 
-/// The examples with task-augmented steps: skipped over 2026-07-28 HTTP, where the reference client's transport
-/// does not yet send `Mcp-Name` on `tasks/*` (`run::MODERN_HTTP_TASKS`).
+/// The examples with task-augmented steps (`task:` in a step).
 fn task_examples() -> usize {
     examples().iter().filter(|p| std::fs::read_to_string(p).unwrap().contains("\n    task: ")).count()
-}
-
-/// What one era skips over HTTP on top of the rest: the task examples in 2026-07-28.
-fn http_task_skips(era: &str) -> usize {
-    if era == "2026-07-28" { task_examples() } else { 0 }
 }
 
 fn auth_examples() -> usize {
@@ -77,11 +71,11 @@ fn every_example_passes_against_the_builtin_server_in_both_eras() {
     for (report, era) in run_examples_in_both_eras(|_| vec![]).into_iter().zip(ERAS) {
         // Over HTTP: the stdio disconnect, the URL-mode elicitation whose completion HTTP does not carry on the
         // call's stream, and the 2026-07-28 tool list paged with "" (its drift needs a connection that outlives
-        // a call, which stateless HTTP has not); in 2026-07-28 the task examples too.
+        // a call, which stateless HTTP has not). The task examples run in both eras.
         assert_eq!(
             ran(&report),
-            examples().len() - 3 - http_task_skips(era),
-            "{era}: only the stdio-only examples (and 2026-07-28's task ones) are skipped over HTTP"
+            examples().len() - 3,
+            "{era}: only the three stdio-only examples are skipped over HTTP"
         );
     }
 }
@@ -126,7 +120,7 @@ async fn every_example_passes_against_the_binary_as_an_external_http_target() {
     .unwrap();
     for (report, era) in reports.into_iter().zip(ERAS) {
         // The auth examples' faults are played by the built-in server only.
-        assert_eq!(ran(&report), examples().len() - 3 - auth_examples() - http_task_skips(era), "{era}");
+        assert_eq!(ran(&report), examples().len() - 3 - auth_examples(), "{era}");
     }
     drop(servers);
 }
