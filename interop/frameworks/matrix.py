@@ -109,6 +109,8 @@ def normalise(text: str) -> str:
     text = re.sub(r"https?://[^\s'\"]+", "<url>", text)
     text = re.sub(r"/tmp/[^\s'\"]+", "<path>", text)
     text = re.sub(r"0x[0-9a-fA-F]+", "<hex>", text)
+    # pydantic-ai names each MCP client with a random id in its errors ("[Client-c08f] Reached auto-pagination …").
+    text = re.sub(r"\[Client-[0-9a-f]+\]", "[Client-<id>]", text)
     text = re.sub(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "<uuid>", text)
     text = re.sub(r"\d{5,}", "<n>", text)
     return text[:140]
