@@ -37,7 +37,7 @@ fault! {
         #[serde(default)]
         pub tool: Option<String>,
     }
-    facts: Protocol, WrongData, None, [
+    facts: Protocol, WrongData, Some(ServeTool::standing("tool_list_drift")), [
         r#"{"type": "list_drift", "change": "removed"}"#,
         r#"{"type": "list_drift", "change": "renamed"}"#,
         r#"{"type": "list_drift", "change": "input-schema", "tool": "probe"}"#,
