@@ -503,6 +503,7 @@ pub const MAX_RETRY_AFTER_SEC: u32 = 86_400;
 pub use broken_pagination::PaginationVariant;
 pub use elicitation_complete_unknown::UNKNOWN_ELICITATION_ID;
 pub use framing::FramingStyle;
+pub use list_drift::ListName;
 pub use malformed::MalformedVariant;
 pub use missing_field::DEFAULT_MISSING_POINTER;
 pub use request_after_result::AskMethod;
