@@ -24,52 +24,11 @@ pub const MAX_PAGE_LIMIT: u32 = 1000;
 pub const LIST_CHANGED: &str = "notifications/tools/list_changed";
 
 /// A list the client keeps: the tools always, the resources and prompts when asked.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ListName {
-    #[default]
-    Tools,
-    Resources,
-    Prompts,
-}
+pub use faultlab_wire::ListName;
 
-impl ListName {
-    pub fn is_tools(&self) -> bool {
-        *self == ListName::Tools
-    }
-
-    /// The result member holding the list.
-    pub fn key(self) -> &'static str {
-        match self {
-            ListName::Tools => "tools",
-            ListName::Resources => "resources",
-            ListName::Prompts => "prompts",
-        }
-    }
-
-    fn method(self) -> &'static str {
-        match self {
-            ListName::Tools => "tools/list",
-            ListName::Resources => "resources/list",
-            ListName::Prompts => "prompts/list",
-        }
-    }
-
-    fn notification(self) -> &'static str {
-        match self {
-            ListName::Tools => LIST_CHANGED,
-            ListName::Resources => "notifications/resources/list_changed",
-            ListName::Prompts => "notifications/prompts/list_changed",
-        }
-    }
-
-    /// What names an item: a resource's URI, a tool's or prompt's name.
-    fn id(self) -> &'static str {
-        match self {
-            ListName::Resources => "uri",
-            _ => "name",
-        }
-    }
+/// `list` as the enum it is (the type lives in the wire crate, which builds no schemas).
+fn list_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::Schema::try_from(ListName::schema_json()).unwrap_or_default()
 }
 
 /// Why the client listed tools.
@@ -105,6 +64,7 @@ pub enum ListEnd {
 pub struct Listing {
     /// The list: tools (not written), resources or prompts.
     #[serde(default, skip_serializing_if = "ListName::is_tools")]
+    #[schemars(schema_with = "list_schema")]
     pub list: ListName,
     pub reason: ListReason,
     pub pages: u32,
@@ -158,6 +118,7 @@ pub struct SurfaceObservation {
     pub content_disagrees: bool,
     /// The resources (URIs) and prompts (names) the client holds after the listings, for each list it keeps.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(with = "BTreeMap<String, Vec<String>>")]
     pub held: BTreeMap<ListName, Vec<String>>,
 }
 

@@ -12,7 +12,7 @@
 //! **How it is graded.** The call succeeds; the number of `tools/list` requests the client sends in response stays
 //! small.
 
-use super::list_drift::ListName;
+use super::list_drift::{ListName, list_schema};
 use super::{MAX_STORM_COUNT, WireAction, within};
 use bytes::Bytes;
 
@@ -22,6 +22,7 @@ fault! {
         pub count: u32,
         /// The list announced: `tools` (default), `resources` or `prompts`.
         #[serde(default, skip_serializing_if = "ListName::is_tools")]
+        #[schemars(schema_with = "list_schema")]
         pub list: ListName,
     }
     facts: Systemic, Result, Some(ServeTool::everywhere("list_changed_storm")), [

@@ -42,6 +42,7 @@ fault! {
         pub tool: Option<String>,
         /// The list that drifts: `tools` (default), `resources` or `prompts`.
         #[serde(default, skip_serializing_if = "ListName::is_tools")]
+        #[schemars(schema_with = "list_schema")]
         pub list: ListName,
     }
     facts: Protocol, WrongData, Some(ServeTool::standing("tool_list_drift")), [
@@ -73,47 +74,11 @@ pub enum Drift {
     Arguments,
 }
 
-/// One of the lists a server offers that can change under a client (and be announced by its `list_changed`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ListName {
-    #[default]
-    Tools,
-    Resources,
-    Prompts,
-}
+pub use faultlab_wire::ListName;
 
-impl ListName {
-    pub fn is_tools(&self) -> bool {
-        *self == ListName::Tools
-    }
-
-    /// The result member that holds the list, and the list's name in words.
-    pub fn key(self) -> &'static str {
-        match self {
-            ListName::Tools => "tools",
-            ListName::Resources => "resources",
-            ListName::Prompts => "prompts",
-        }
-    }
-
-    /// The method that lists it.
-    pub fn method(self) -> &'static str {
-        match self {
-            ListName::Tools => "tools/list",
-            ListName::Resources => "resources/list",
-            ListName::Prompts => "prompts/list",
-        }
-    }
-
-    /// The notification that announces a change of it.
-    pub fn notification(self) -> &'static str {
-        match self {
-            ListName::Tools => "notifications/tools/list_changed",
-            ListName::Resources => "notifications/resources/list_changed",
-            ListName::Prompts => "notifications/prompts/list_changed",
-        }
-    }
+/// `list` as the enum it is (the type lives in the wire crate, which builds no schemas).
+pub(super) fn list_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::Schema::try_from(ListName::schema_json()).unwrap_or_default()
 }
 
 /// The property `input-schema` drift makes required, and the argument `arguments` drift adds to a prompt.
