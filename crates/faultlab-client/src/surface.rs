@@ -4,7 +4,8 @@
 //! `outputSchema`.
 //!
 //! Listing stops, keeping what it has, at the page limit, at a cursor it has already followed, and at an error;
-//! the [`Listing`] says which. `""` is a cursor like any other in 2026-07-28 sessions and the end of the list in
+//! the [`Listing`] says which. When asked, the client keeps the resources and prompts lists the same way (paged,
+//! bounded, listed again after `notifications/resources/list_changed` or `prompts/list_changed`). `""` is a cursor like any other in 2026-07-28 sessions and the end of the list in
 //! 2025-11-25 ones (each era's reading of the spec).
 
 use crate::connection::{Connection, Era};
@@ -19,8 +20,16 @@ use std::time::Duration;
 pub const DEFAULT_PAGE_LIMIT: u32 = 20;
 /// Largest page limit a scenario may set.
 pub const MAX_PAGE_LIMIT: u32 = 1000;
-/// The notification that makes the client list again.
+/// The notification that makes the client list the tools again.
 pub const LIST_CHANGED: &str = "notifications/tools/list_changed";
+
+/// A list the client keeps: the tools always, the resources and prompts when asked.
+pub use faultlab_wire::ListName;
+
+/// `list` as the enum it is (the type lives in the wire crate, which builds no schemas).
+fn list_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::Schema::try_from(ListName::schema_json()).unwrap_or_default()
+}
 
 /// Why the client listed tools.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -53,9 +62,13 @@ pub enum ListEnd {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Listing {
+    /// The list: tools (not written), resources or prompts.
+    #[serde(default, skip_serializing_if = "ListName::is_tools")]
+    #[schemars(schema_with = "list_schema")]
+    pub list: ListName,
     pub reason: ListReason,
     pub pages: u32,
-    /// Distinct tools the listing kept.
+    /// Distinct items the listing kept: tools, or for `list` resources (by URI) or prompts.
     pub tools: u32,
     pub end: ListEnd,
     /// Names listed more than once (kept once).
@@ -103,18 +116,54 @@ pub struct SurfaceObservation {
     pub validation_detail: Option<String>,
     /// A text block that is JSON and differs from `structuredContent` (MCP: the text SHOULD be its serialization).
     pub content_disagrees: bool,
+    /// The resources (URIs) and prompts (names) the client holds after the listings, for each list it keeps.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(with = "BTreeMap<String, Vec<String>>")]
+    pub held: BTreeMap<ListName, Vec<String>>,
 }
 
 impl SurfaceObservation {
-    /// Listings made because of a change (all but the first).
+    /// Tools listings made because of a change (all but the first).
     pub fn relists(&self) -> u32 {
-        self.listings.iter().filter(|l| l.reason != ListReason::Initial).count() as u32
+        self.relists_of(ListName::Tools)
     }
 
-    /// Pages the listings fetched.
+    /// Pages the tools listings fetched.
     pub fn pages(&self) -> u32 {
-        self.listings.iter().map(|l| l.pages).sum()
+        self.pages_of(ListName::Tools)
     }
+
+    /// The latest tools listing.
+    pub fn last(&self) -> Option<&Listing> {
+        self.last_of(ListName::Tools)
+    }
+
+    /// Listings of `list` made because of a change.
+    pub fn relists_of(&self, list: ListName) -> u32 {
+        self.of(list).filter(|l| l.reason != ListReason::Initial).count() as u32
+    }
+
+    /// Pages the listings of `list` fetched.
+    pub fn pages_of(&self, list: ListName) -> u32 {
+        self.of(list).map(|l| l.pages).sum()
+    }
+
+    pub fn last_of(&self, list: ListName) -> Option<&Listing> {
+        self.of(list).last()
+    }
+
+    fn of(&self, list: ListName) -> impl Iterator<Item = &Listing> {
+        self.listings.iter().filter(move |l| l.list == list)
+    }
+}
+
+/// A resources or prompts list the client keeps beside the tools.
+#[derive(Debug)]
+struct Kept {
+    list: ListName,
+    items: BTreeMap<String, Value>,
+    changes_seen: u32,
+    due: Option<ListReason>,
 }
 
 /// The tool list the client holds, and what it needs to know to list again.
@@ -129,6 +178,8 @@ pub struct Surface {
     changes_seen: u32,
     /// Why to list before the next call, if it must.
     due: Option<ListReason>,
+    /// The resources and prompts lists kept beside the tools (none unless asked).
+    kept: Vec<Kept>,
 }
 
 impl Surface {
@@ -139,32 +190,71 @@ impl Surface {
             ever: BTreeSet::new(),
             changes_seen: 0,
             due: Some(ListReason::Initial),
+            kept: Vec::new(),
         }
+    }
+
+    /// Also keeps `list` (resources or prompts): listed before the first call and again after its `list_changed`.
+    pub fn keeping(mut self, list: ListName) -> Self {
+        if !list.is_tools() && !self.kept.iter().any(|k| k.list == list) {
+            self.kept.push(Kept { list, items: BTreeMap::new(), changes_seen: 0, due: Some(ListReason::Initial) });
+        }
+        self
     }
 
     /// Lists again if it must (first use, a change announced or noticed), each page within `deadline`.
     pub async fn before_call(&mut self, connection: &Connection, deadline: Duration) -> Vec<Listing> {
-        let changes = connection.anomalies().notifications.get(LIST_CHANGED).copied().unwrap_or(0);
+        let notifications = connection.anomalies().notifications;
+        let count = |list: ListName| notifications.get(list.notification()).copied().unwrap_or(0);
+        let mut listings = Vec::new();
+        let changes = count(ListName::Tools);
         let reason = self.due.take().or((changes > self.changes_seen).then_some(ListReason::ListChanged));
-        let Some(reason) = reason else { return Vec::new() };
-        // Counted before listing: a notification that arrives during the listing may be about a later change.
-        self.changes_seen = changes;
-        vec![self.list(connection, reason, deadline).await]
+        if let Some(reason) = reason {
+            // Counted before listing: a notification that arrives during the listing may be about a later change.
+            self.changes_seen = changes;
+            let (listing, tools) = Self::list(connection, ListName::Tools, reason, self.page_limit, deadline).await;
+            self.ever.extend(tools.keys().cloned());
+            // What an incomplete listing fetched is kept: better some tools than none.
+            if listing.pages > 0 {
+                self.tools = tools;
+            }
+            listings.push(listing);
+        }
+        for kept in &mut self.kept {
+            let changes = count(kept.list);
+            let reason = kept.due.take().or((changes > kept.changes_seen).then_some(ListReason::ListChanged));
+            let Some(reason) = reason else { continue };
+            kept.changes_seen = changes;
+            let (listing, items) = Self::list(connection, kept.list, reason, self.page_limit, deadline).await;
+            if listing.pages > 0 {
+                kept.items = items;
+            }
+            listings.push(listing);
+        }
+        listings
     }
 
-    async fn list(&mut self, connection: &Connection, reason: ListReason, deadline: Duration) -> Listing {
+    /// One listing of `list`, page by page, at most `page_limit` pages, each within `deadline`; what it kept, by
+    /// name (a resource by URI).
+    async fn list(
+        connection: &Connection,
+        list: ListName,
+        reason: ListReason,
+        page_limit: u32,
+        deadline: Duration,
+    ) -> (Listing, BTreeMap<String, Value>) {
         let mut listing =
-            Listing { reason, pages: 0, tools: 0, end: ListEnd::Complete, duplicate_names: vec![], detail: None };
+            Listing { list, reason, pages: 0, tools: 0, end: ListEnd::Complete, duplicate_names: vec![], detail: None };
         let (mut tools, mut followed) = (BTreeMap::new(), HashSet::new());
         let mut cursor: Option<String> = None;
         loop {
-            if listing.pages >= self.page_limit {
+            if listing.pages >= page_limit {
                 listing.end = ListEnd::PageLimit;
-                listing.detail = Some(format!("stopped at the page limit ({} pages)", self.page_limit));
+                listing.detail = Some(format!("stopped at the page limit ({page_limit} pages)"));
                 break;
             }
             let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
-            let page = match connection.request_result("tools/list", params, deadline).await {
+            let page = match connection.request_result(list.method(), params, deadline).await {
                 Ok(page) => page,
                 Err(why) => {
                     listing.end = ListEnd::Error;
@@ -173,9 +263,9 @@ impl Surface {
                 }
             };
             listing.pages += 1;
-            for tool in page.get("tools").and_then(Value::as_array).into_iter().flatten() {
-                let Some(name) = tool.get("name").and_then(Value::as_str) else { continue };
-                if tools.insert(name.to_owned(), tool.clone()).is_some()
+            for item in page.get(list.key()).and_then(Value::as_array).into_iter().flatten() {
+                let Some(name) = item.get(list.id()).and_then(Value::as_str) else { continue };
+                if tools.insert(name.to_owned(), item.clone()).is_some()
                     && !listing.duplicate_names.iter().any(|n| n == name)
                 {
                     listing.duplicate_names.push(name.to_owned());
@@ -195,12 +285,7 @@ impl Surface {
             cursor = Some(next);
         }
         listing.tools = tools.len() as u32;
-        self.ever.extend(tools.keys().cloned());
-        // What an incomplete listing fetched is kept: better some tools than none.
-        if listing.pages > 0 {
-            self.tools = tools;
-        }
-        listing
+        (listing, tools)
     }
 
     /// Holds `arguments` to the tool's listed `inputSchema`.
@@ -227,6 +312,7 @@ impl Surface {
             validation: None,
             validation_detail: None,
             content_disagrees: false,
+            held: self.kept.iter().map(|k| (k.list, k.items.keys().cloned().collect())).collect(),
         };
         let code = observation.error.as_ref().and_then(|e| e.get("code")).and_then(Value::as_i64);
         if observation.outcome == Outcome::Error && code == Some(-32602) && listed {

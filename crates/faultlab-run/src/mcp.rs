@@ -128,7 +128,7 @@ impl McpSession {
             if let Some(options) = step.surface
                 && surface.is_none()
             {
-                *surface = Some(Surface::new(options.page_limit()));
+                *surface = Some(options.lists().into_iter().fold(Surface::new(options.page_limit()), Surface::keeping));
             }
             // Listed before the call's anomalies are counted: the listing's own frames are not the call's.
             let listings = match surface.as_mut() {

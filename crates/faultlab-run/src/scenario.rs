@@ -486,6 +486,15 @@ impl Scenario {
             if step.expect.surface.is_some() && self.tool_surface.is_none() {
                 return Err(format!("{}: expect.surface needs toolSurface in the scenario", step.label));
             }
+            if let (Some(expect), Some(options)) = (&step.expect.surface, &self.tool_surface) {
+                let kept = options.lists();
+                let wanted = [("resources", expect.resources.is_some()), ("prompts", expect.prompts.is_some())];
+                if let Some((list, _)) =
+                    wanted.iter().find(|(list, want)| *want && !kept.iter().any(|k| k.key() == *list))
+                {
+                    return Err(format!("{}: expect.surface.{list} needs toolSurface.{list}: true", step.label));
+                }
+            }
             if step.timeout_ms == 0 || step.timeout_ms > MAX_TIMEOUT_MS {
                 return Err(format!("{}: timeoutMs must be between 1 and {MAX_TIMEOUT_MS}", step.label));
             }

@@ -7,6 +7,7 @@
 //!
 //! - [`frame`]: one JSON-RPC message, classified (request, notification, response, error, not JSON-RPC).
 //! - [`line`]: newline-delimited framing for stdio, with a line-size limit.
+//! - [`list`]: the lists a server offers that can change (tools, resources, prompts): methods, notifications.
 //! - [`sse`]: Server-Sent Events blocks for Streamable HTTP, split without re-encoding.
 //! - [`config`]: the one reader of the JSON/YAML config files (depth-checked, errors naming the file).
 //! - [`sync`]: the one lock policy (std `Mutex` through [`sync::lock`], which recovers from poisoning).
@@ -25,6 +26,7 @@ pub mod canonical;
 pub mod config;
 pub mod frame;
 pub mod line;
+pub mod list;
 pub mod markup;
 pub mod nesting;
 pub mod sse;
@@ -34,6 +36,7 @@ pub mod template;
 pub use canonical::{canonical, json_kind};
 pub use frame::{Frame, Kind, MessageId};
 pub use line::{Line, LineCodec, MAX_LINE_BYTES};
+pub use list::ListName;
 pub use sse::{SseDecoder, SseError, SseEvent};
 
 /// Test support shared by the codecs' unit tests.

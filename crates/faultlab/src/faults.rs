@@ -139,7 +139,8 @@ fn explain(entry: &Entry) -> String {
     match entry.serve_tool {
         Some(tool) => {
             let over = tool.restriction();
-            text.push_str(&format!("  faultlab serve: the `{}` tool arms it on its own reply{over}\n", tool.name))
+            let arms = tool.arms_what();
+            text.push_str(&format!("  faultlab serve: the `{}` tool arms it {arms}{over}\n", tool.name))
         }
         None => {
             text.push_str("  faultlab serve: no tool arms it (put the proxy in front of `faultlab serve` instead)\n")

@@ -53,7 +53,7 @@ fault! {
         #[serde(default = "default_page_size")]
         pub page_size: u32,
     }
-    facts: Protocol, WrongData, None, [
+    facts: Protocol, WrongData, Some(ServeTool::standing("list_pagination")), [
         r#"{"type": "broken_pagination", "variant": "stuck"}"#,
         r#"{"type": "broken_pagination", "variant": "cycle"}"#,
         r#"{"type": "broken_pagination", "variant": "empty-continuation"}"#,

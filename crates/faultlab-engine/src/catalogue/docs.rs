@@ -31,7 +31,7 @@ pub struct Entry {
     pub sections: Vec<Section>,
     /// As users write them (JSON); every one is checked on the wire by the catalogue's tests.
     pub examples: &'static [&'static str],
-    /// The `faultlab serve` tool that arms it on its own reply, if one does.
+    /// The `faultlab serve` tool that arms it (on its own reply or on later ones), if one does.
     pub serve_tool: Option<ServeTool>,
 }
 

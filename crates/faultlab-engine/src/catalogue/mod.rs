@@ -133,8 +133,8 @@ macro_rules! catalogue {
                 }
             }
 
-            /// The `faultlab serve` tool that arms the fault on its own reply, if one does (a tool arms one reply:
-            /// a fault on a schedule needs a rule).
+            /// The `faultlab serve` tool that arms the fault, if one does (a tool arms its own reply or a standing
+            /// fault on the connection's later replies: a fault on a schedule needs a rule).
             pub fn serve_tool(&self) -> Option<ServeTool> {
                 if self.schedule().is_some() {
                     return None;
@@ -357,7 +357,8 @@ pub trait Fault {
     const CATEGORY: Category;
     /// What the client sees for the faulted request.
     const EFFECT: Effect;
-    /// The `faultlab serve` tool that arms this fault on its own reply (`None`: only rules arm it). `faultlab
+    /// The `faultlab serve` tool that arms this fault, on its own reply or on later ones ([`Arms`]; `None`: only
+    /// rules arm it). `faultlab
     /// faults NAME` lists it among the places the fault exists; the server's tests check it.
     const SERVE_TOOL: Option<ServeTool>;
     /// A fault of the model hop only ([`FaultKind::model_only`]), declared with `model_fault!`.
@@ -381,6 +382,17 @@ pub trait Fault {
 pub struct ServeTool {
     pub name: &'static str,
     pub offered: Offered,
+    pub arms: Arms,
+}
+
+/// Which replies a `faultlab serve` tool faults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arms {
+    /// Its own reply (or the connection it arrives on).
+    OwnReply,
+    /// A standing fault ([`crate::Standing`]) on the connection's later replies: the lists a client fetches next,
+    /// calls to a tool that is gone. It needs a connection that outlives the call (stdio, 2025-11-25 sessions).
+    LaterReplies,
 }
 
 /// Where `faultlab serve` offers a tool (what the tool does needs that transport).
@@ -397,19 +409,32 @@ pub enum Offered {
 
 impl ServeTool {
     pub const fn everywhere(name: &'static str) -> Self {
-        Self { name, offered: Offered::Everywhere }
+        Self { name, offered: Offered::Everywhere, arms: Arms::OwnReply }
     }
 
     pub const fn http_only(name: &'static str) -> Self {
-        Self { name, offered: Offered::HttpOnly }
+        Self { name, offered: Offered::HttpOnly, arms: Arms::OwnReply }
     }
 
     pub const fn stdio_and_sessions(name: &'static str) -> Self {
-        Self { name, offered: Offered::StdioAndSessions }
+        Self { name, offered: Offered::StdioAndSessions, arms: Arms::OwnReply }
     }
 
     pub const fn sessions(name: &'static str) -> Self {
-        Self { name, offered: Offered::Sessions }
+        Self { name, offered: Offered::Sessions, arms: Arms::OwnReply }
+    }
+
+    /// A tool that arms a standing fault on the connection's later replies ([`Arms::LaterReplies`]).
+    pub const fn standing(name: &'static str) -> Self {
+        Self { name, offered: Offered::StdioAndSessions, arms: Arms::LaterReplies }
+    }
+
+    /// Which replies it faults, in words.
+    pub fn arms_what(&self) -> &'static str {
+        match self.arms {
+            Arms::OwnReply => "on its own reply",
+            Arms::LaterReplies => "as a standing fault on the connection's later replies",
+        }
     }
 
     /// Where it is offered, in words (empty when everywhere).
@@ -492,6 +517,7 @@ pub const MAX_RETRY_AFTER_SEC: u32 = 86_400;
 pub use broken_pagination::PaginationVariant;
 pub use elicitation_complete_unknown::UNKNOWN_ELICITATION_ID;
 pub use framing::FramingStyle;
+pub use list_drift::ListName;
 pub use malformed::MalformedVariant;
 pub use missing_field::DEFAULT_MISSING_POINTER;
 pub use request_after_result::AskMethod;

@@ -56,10 +56,31 @@ fn on_lists(example: &str) -> bool {
     faultlab_engine::catalogue::LIST_FAULTS.contains(&fault.name())
 }
 
+/// The list a list fault acts on: `tools/list`, or the list a `list_drift` names.
+fn list_method(example: &str) -> &'static str {
+    match serde_json::from_str(example).unwrap() {
+        FaultKind::ListDrift(drift) => drift.list.method(),
+        _ => "tools/list",
+    }
+}
+
+/// The upstream's whole list for `method`, in one reply (it does not paginate).
+fn whole_list(method: &str) -> Option<Value> {
+    match method {
+        "tools/list" => Some(tool_list()),
+        "resources/list" => Some(json!({"resources": [
+            {"uri": "file:///a", "name": "a"}, {"uri": "file:///b", "name": "b"}
+        ]})),
+        "prompts/list" => Some(json!({"prompts": [{"name": "p"}, {"name": "q", "arguments": []}]})),
+        _ => None,
+    }
+}
+
 /// The faulted request, id 2: the second `probe` call, or for a list fault the request for page 2.
 fn second(example: &str) -> String {
     if on_lists(example) {
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {"cursor": "faultlab-page-1"}}).to_string()
+        let method = list_method(example);
+        json!({"jsonrpc": "2.0", "id": 2, "method": method, "params": {"cursor": "faultlab-page-1"}}).to_string()
     } else {
         call(2)
     }
@@ -75,7 +96,9 @@ async fn upstream(body: Bytes) -> Response {
     let Some(id) = request.get("id") else { return StatusCode::ACCEPTED.into_response() };
     let reply = match request["method"].as_str() {
         Some("tools/call") => json!({"jsonrpc": "2.0", "id": id, "result": result_for(id)}),
-        Some("tools/list") => json!({"jsonrpc": "2.0", "id": id, "result": tool_list()}),
+        Some(method) if whole_list(method).is_some() => {
+            json!({"jsonrpc": "2.0", "id": id, "result": whole_list(method)})
+        }
         _ => json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "not here"}}),
     };
     ([(header::CONTENT_TYPE, "application/json")], reply.to_string()).into_response()
@@ -89,9 +112,13 @@ fn call(id: i64) -> String {
 /// The rule: the second `probe` call gets the example's fault.
 fn rules(example: &str) -> RuleSet {
     let fault: Value = serde_json::from_str(example).unwrap();
-    // A list fault: every `tools/list` after the first (which teaches the proxy the output schema and passes).
+    // A list fault: every `tools/list` after the first (which teaches the proxy the output schema and passes), or
+    // every listing of the resources or prompts a drift names (the first of those is request 2).
     let matching = if on_lists(example) {
-        json!({"method": "tools/list", "after": 1})
+        match list_method(example) {
+            "tools/list" => json!({"method": "tools/list", "after": 1}),
+            method => json!({"method": method}),
+        }
     } else {
         json!({"tool": "probe", "nth": 2})
     };
@@ -102,7 +129,7 @@ fn rules(example: &str) -> RuleSet {
 /// What the client saw for request 2.
 fn classify(example: &str, frames: &[&[u8]], ended: Ending) -> Effect {
     if on_lists(example) {
-        return observe::seen(frames, &json!(2), ended, Some(&tool_list()), None);
+        return observe::seen(frames, &json!(2), ended, whole_list(list_method(example)).as_ref(), None);
     }
     observe::seen(frames, &json!(2), ended, Some(&result_for(&json!(2))), Some(&output_schema()))
 }

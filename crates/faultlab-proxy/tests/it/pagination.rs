@@ -141,37 +141,39 @@ async fn prompts_and_resources_page_too_and_page_2_can_fail() {
     assert_eq!(later, Listing { names: names("rs"), pages: 3, end: End::Error(-32603) });
 }
 
-/// Drift as a scenario of three rules: the listings after the first lose the last tool (`c`), the first call
-/// announces it with one `notifications/tools/list_changed`, and calls to `c` are answered as to a tool the
-/// server does not have, without reaching it.
-#[tokio::test]
-async fn drift_removes_a_tool_announces_it_and_refuses_calls_to_it() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let router = axum::Router::new().route("/mcp", axum::routing::post(upstream));
-    let server = tokio::spawn(async move { axum::serve(listener, router).await });
-    let file = json!({"seed": 1, "rules": [
-        {"name": "drift", "match": {"method": "tools/list", "after": 1}, "fault": {"type": "list_drift", "change": "removed"}},
-        {"name": "announce", "match": {"tool": "a", "nth": 1}, "fault": {"type": "list_changed_storm", "count": 1}},
-        {"name": "gone", "match": {"tool": "c"}, "mode": "instead", "fault": {"type": "unknown_tool"}}
-    ]});
-    let rules = RuleSet::new(serde_json::from_value::<RulesFile>(file).unwrap()).shared();
-    let (client, proxy_side) = tokio::io::duplex(1 << 20);
-    let (input, output) = tokio::io::split(proxy_side);
-    let endpoint = Endpoint(faultlab_proxy::remote::Remote::new(&url).unwrap());
-    let stop = CancellationToken::new();
-    let trajectory = Arc::new(Trajectory::new(Recorder::memory()));
-    let proxy =
-        tokio::spawn(stdio::run(ProxyOptions::default(), endpoint, rules, trajectory, input, output, stop.clone()));
-    let (from_proxy, mut to_proxy) = tokio::io::split(client);
-    let mut lines = BufReader::new(from_proxy).lines();
-    // Every line read until the reply to `id`.
-    let mut exchange = async |id: i64, method: &str, params: Value| -> Vec<Value> {
+/// A client's session through the proxy's stdio front, with `file`'s rules, in front of [`upstream`].
+struct Session {
+    to_proxy: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    lines: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+    proxy: tokio::task::JoinHandle<Result<faultlab_proxy::relay::ProxyEnd, faultlab_proxy::relay::ProxyError>>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
+impl Session {
+    async fn start(file: Value) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let router = axum::Router::new().route("/mcp", axum::routing::post(upstream));
+        let server = tokio::spawn(async move { axum::serve(listener, router).await });
+        let rules = RuleSet::new(serde_json::from_value::<RulesFile>(file).unwrap()).shared();
+        let (client, proxy_side) = tokio::io::duplex(1 << 20);
+        let (input, output) = tokio::io::split(proxy_side);
+        let endpoint = Endpoint(faultlab_proxy::remote::Remote::new(&url).unwrap());
+        let trajectory = Arc::new(Trajectory::new(Recorder::memory()));
+        let options = ProxyOptions::default();
+        let proxy =
+            tokio::spawn(stdio::run(options, endpoint, rules, trajectory, input, output, CancellationToken::new()));
+        let (from_proxy, to_proxy) = tokio::io::split(client);
+        Self { to_proxy, lines: BufReader::new(from_proxy).lines(), proxy, server }
+    }
+
+    /// Every line read until the reply to `id`.
+    async fn exchange(&mut self, id: i64, method: &str, params: Value) -> Vec<Value> {
         let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        to_proxy.write_all(format!("{request}\n").as_bytes()).await.unwrap();
+        self.to_proxy.write_all(format!("{request}\n").as_bytes()).await.unwrap();
         let mut read = Vec::new();
         loop {
-            let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await;
+            let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line()).await;
             let message: Value = serde_json::from_str(&line.expect("a reply in time").unwrap().unwrap()).unwrap();
             let done = message["id"] == id;
             read.push(message);
@@ -179,22 +181,74 @@ async fn drift_removes_a_tool_announces_it_and_refuses_calls_to_it() {
                 return read;
             }
         }
-    };
-    let listed = |frames: &[Value]| -> Vec<String> {
-        let tools = frames.last().unwrap()["result"]["tools"].as_array().unwrap().clone();
-        tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
-    };
+    }
 
-    assert_eq!(listed(&exchange(1, "tools/list", json!({})).await), names("abc"), "the first listing is the server's");
-    let call = exchange(2, "tools/call", json!({"name": "a", "arguments": {}})).await;
+    /// The `key` list of the last frame's result, by name.
+    fn listed(frames: &[Value], key: &str) -> Vec<String> {
+        let items = frames.last().unwrap()["result"][key].as_array().unwrap().clone();
+        items.iter().map(|t| t["name"].as_str().unwrap().to_owned()).collect()
+    }
+
+    /// Closes the client's side; the proxy must finish in time.
+    async fn close(mut self) {
+        self.to_proxy.shutdown().await.unwrap();
+        let finished = tokio::time::timeout(Duration::from_secs(20), self.proxy).await;
+        finished.expect("the proxy finished in time").unwrap().unwrap();
+        self.server.abort();
+    }
+}
+
+/// Drift as a scenario of three rules: the listings after the first lose the last tool (`c`), the first call
+/// announces it with one `notifications/tools/list_changed`, and calls to `c` are answered as to a tool the
+/// server does not have, without reaching it.
+#[tokio::test]
+async fn drift_removes_a_tool_announces_it_and_refuses_calls_to_it() {
+    let mut session = Session::start(json!({"seed": 1, "rules": [
+        {"name": "drift", "match": {"method": "tools/list", "after": 1}, "fault": {"type": "list_drift", "change": "removed"}},
+        {"name": "announce", "match": {"tool": "a", "nth": 1}, "fault": {"type": "list_changed_storm", "count": 1}},
+        {"name": "gone", "match": {"tool": "c"}, "mode": "instead", "fault": {"type": "unknown_tool"}}
+    ]}))
+    .await;
+    let first = session.exchange(1, "tools/list", json!({})).await;
+    assert_eq!(Session::listed(&first, "tools"), names("abc"), "the first listing is the server's");
+    let call = session.exchange(2, "tools/call", json!({"name": "a", "arguments": {}})).await;
     assert_eq!(call.len(), 2, "{call:?}");
     assert_eq!(call[0]["method"], "notifications/tools/list_changed", "announced before the reply");
     assert_eq!(call[1]["result"]["content"][0]["text"], "ran \"a\"");
-    assert_eq!(listed(&exchange(3, "tools/list", json!({})).await), names("ab"), "c is gone");
-    let refused = exchange(4, "tools/call", json!({"name": "c", "arguments": {}})).await;
+    assert_eq!(Session::listed(&session.exchange(3, "tools/list", json!({})).await, "tools"), names("ab"), "c is gone");
+    let refused = session.exchange(4, "tools/call", json!({"name": "c", "arguments": {}})).await;
     assert_eq!(refused, [json!({"jsonrpc": "2.0", "id": 4, "error": {"code": -32602, "message": "Unknown tool: c"}})]);
+    session.close().await;
+}
 
-    to_proxy.shutdown().await.unwrap();
-    tokio::time::timeout(Duration::from_secs(20), proxy).await.expect("the proxy finished in time").unwrap().unwrap();
-    server.abort();
+/// The same drift on an upstream's real prompts and resources lists: the second prompts listing gives `q` a new
+/// required argument and the second resources listing renames `t`, each announced by its own list's
+/// `list_changed` before the reply of the call that announces it.
+#[tokio::test]
+async fn prompts_and_resources_drift_announced_by_their_own_notification() {
+    let mut session = Session::start(json!({"seed": 1, "rules": [
+        {"name": "prompts", "match": {"method": "prompts/list", "after": 1},
+         "fault": {"type": "list_drift", "change": "arguments", "list": "prompts"}},
+        {"name": "resources", "match": {"method": "resources/list", "after": 1},
+         "fault": {"type": "list_drift", "change": "renamed", "list": "resources", "tool": "file:///t"}},
+        {"name": "announce-prompts", "match": {"tool": "a", "nth": 1},
+         "fault": {"type": "list_changed_storm", "count": 1, "list": "prompts"}},
+        {"name": "announce-resources", "match": {"tool": "a", "nth": 2},
+         "fault": {"type": "list_changed_storm", "count": 1, "list": "resources"}}
+    ]}))
+    .await;
+    let first = session.exchange(1, "prompts/list", json!({})).await;
+    assert!(first[0]["result"]["prompts"][1].get("arguments").is_none(), "the first listing is the server's");
+    let call = session.exchange(2, "tools/call", json!({"name": "a", "arguments": {}})).await;
+    assert_eq!(call[0]["method"], "notifications/prompts/list_changed", "{call:?}");
+    let second = session.exchange(3, "prompts/list", json!({})).await;
+    assert_eq!(second[0]["result"]["prompts"][1]["arguments"][0]["name"], "confirm", "{second:?}");
+    assert_eq!(second[0]["result"]["prompts"][1]["arguments"][0]["required"], true);
+    assert_eq!(Session::listed(&session.exchange(4, "resources/list", json!({})).await, "resources"), names("rst"));
+    let call = session.exchange(5, "tools/call", json!({"name": "a", "arguments": {}})).await;
+    assert_eq!(call[0]["method"], "notifications/resources/list_changed", "{call:?}");
+    let renamed = session.exchange(6, "resources/list", json!({})).await;
+    assert_eq!(Session::listed(&renamed, "resources"), ["r", "s", "t_v2"]);
+    assert_eq!(renamed[0]["result"]["resources"][2]["uri"], "file:///t_v2");
+    session.close().await;
 }

@@ -23,6 +23,8 @@ pub use surface::{PAGING_NAMES, PROBE, PROBE_RENAMED, Paging, structured_schema}
 
 use crate::scope::{Scope, TransportKind};
 use faultlab_engine::FaultKind;
+use faultlab_engine::catalogue::ListName;
+use faultlab_engine::catalogue::list_drift::DRIFT_PROPERTY;
 use faultlab_wire::MessageId;
 use rmcp::handler::server::tool::ToolRouter;
 use rmcp::model::{
@@ -143,7 +145,9 @@ impl ServerHandler for FaultServer {
         ServerConfig::new(
             ServerCapabilities::builder()
                 .enable_prompts()
+                .enable_prompts_list_changed()
                 .enable_resources()
+                .enable_resources_list_changed()
                 .enable_tools()
                 .enable_tool_list_changed()
                 .enable_tasks()
@@ -215,12 +219,24 @@ impl ServerHandler for FaultServer {
         })
     }
 
+    /// A resource, unless `tool_list_drift {list: resources}` took it from the list.
     async fn read_resource(
         &self,
-        request: rmcp::model::ReadResourceRequestParams,
-        _: RequestContext<RoleServer>,
+        mut request: rmcp::model::ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ReadResourceResponse, ErrorData> {
-        offered::read(&request).map(Into::into)
+        let engine = self.scope(&context)?.engine;
+        surface::refuse_drifted(&engine, ListName::Resources, &request.uri, true)?;
+        let asked = request.uri.clone();
+        request.uri = surface::undrifted(&engine, ListName::Resources, &request.uri);
+        let mut result = offered::read(&request)?;
+        // A renamed resource answers under the URI it was read by.
+        for contents in &mut result.contents {
+            if let rmcp::model::ResourceContents::TextResourceContents { uri, .. } = contents {
+                uri.clone_from(&asked);
+            }
+        }
+        Ok(result.into())
     }
 
     /// The lab's prompts, in one whole list (the standing pagination fault pages it on the wire).
@@ -240,11 +256,16 @@ impl ServerHandler for FaultServer {
         })
     }
 
+    /// A prompt, unless `tool_list_drift {list: prompts}` took it from the list or made an argument required.
     async fn get_prompt(
         &self,
-        request: rmcp::model::GetPromptRequestParams,
-        _: RequestContext<RoleServer>,
+        mut request: rmcp::model::GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::GetPromptResponse, ErrorData> {
+        let engine = self.scope(&context)?.engine;
+        let confirm = request.arguments.as_ref().is_some_and(|a| a.contains_key(DRIFT_PROPERTY));
+        surface::refuse_drifted(&engine, ListName::Prompts, &request.name, confirm)?;
+        request.name = surface::undrifted(&engine, ListName::Prompts, &request.name);
         offered::get(&request).map(Into::into)
     }
 }

@@ -12,12 +12,12 @@ use rmcp::model::{
 pub const ITEMS: usize = 12;
 
 /// The URI of resource `n` (1-based).
-fn uri(n: usize) -> String {
+pub fn uri(n: usize) -> String {
     format!("faultlab://lab/note-{n:02}")
 }
 
 /// The name of prompt `n` (1-based).
-fn prompt_name(n: usize) -> String {
+pub fn prompt_name(n: usize) -> String {
     format!("lab_prompt_{n:02}")
 }
 

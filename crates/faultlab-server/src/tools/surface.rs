@@ -10,10 +10,10 @@
 //! The drift acts on [`PROBE`], a tool that exists only to be changed; its renamed twin [`PROBE_RENAMED`] answers
 //! only once the list renamed it, and is never listed by the server itself.
 
-use super::{FaultServer, request_id, text_result, tool_error};
+use super::{FaultServer, offered, request_id, text_result, tool_error};
 use faultlab_engine::catalogue::list_drift::{DRIFT_PROPERTY, Drift};
 use faultlab_engine::catalogue::{
-    BrokenPagination, ContentStructuredMismatch, ErrorStructuredContent, ListChangedStorm, ListDrift,
+    BrokenPagination, ContentStructuredMismatch, ErrorStructuredContent, ListChangedStorm, ListDrift, ListName,
     MissingStructuredContent, OutputSchemaViolation, PageError, PaginationVariant, UnknownTool,
 };
 use faultlab_engine::{Engine, FaultKind, Standing};
@@ -39,21 +39,29 @@ pub const MAX_PAGE_SIZE: u32 = faultlab_engine::catalogue::broken_pagination::MA
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Change {
-    /// `surface_probe` is gone from later lists; calling it gets -32602.
+    /// The item is gone from later lists; calling, reading or getting it gets an error.
     Removed,
-    /// Later lists call it `surface_probe_v2`; the old name gets -32602, the new one answers.
+    /// Later lists add `_v2` to its name (a resource's URI too); the old name gets an error, the new one answers.
     Renamed,
-    /// Its `inputSchema` gains the required string `confirm`; a call without it gets -32602.
+    /// Tools: its `inputSchema` gains the required string `confirm`; a call without it gets -32602.
     InputSchema,
+    /// Prompts: its `arguments` gain the required `confirm`; a get without it gets -32602.
+    Arguments,
     /// Nothing changes (with `notify`: a list_changed notification for a list that is the same).
     Unchanged,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct DriftArgs {
-    /// How later tools/list replies change `surface_probe`: removed, renamed, input-schema, or unchanged.
+    /// How later listings change their item (surface_probe, note-12, lab_prompt_12): removed, renamed,
+    /// input-schema (tools), arguments (prompts), or unchanged.
     pub change: Change,
-    /// Send notifications/tools/list_changed before this result (default true). false: the list changes silently.
+    /// Which list drifts: tools (default), resources, or prompts.
+    #[serde(default)]
+    #[schemars(schema_with = "paged_list_schema")]
+    pub list: ListName,
+    /// Send the list's list_changed notification before this result (default true). false: the list changes
+    /// silently.
     #[serde(default = "yes")]
     pub notify: bool,
 }
@@ -90,35 +98,6 @@ fn paging_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "string", "enum": PAGING_NAMES})
 }
 
-/// Which of the server's lists `list_pagination` pages.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum PagedList {
-    #[default]
-    Tools,
-    Resources,
-    Prompts,
-}
-
-impl PagedList {
-    /// The list method the standing fault acts on.
-    fn method(self) -> &'static str {
-        match self {
-            PagedList::Tools => "tools/list",
-            PagedList::Resources => "resources/list",
-            PagedList::Prompts => "prompts/list",
-        }
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            PagedList::Tools => "tools",
-            PagedList::Resources => "resources",
-            PagedList::Prompts => "prompts",
-        }
-    }
-}
-
 /// `list` as one typed string enum (see [`paging_schema`] for why every branch needs a `type`).
 fn paged_list_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "string", "enum": ["tools", "resources", "prompts"], "default": "tools"})
@@ -134,7 +113,7 @@ pub struct PaginationArgs {
     /// Which list is paged: tools (default), resources, or prompts.
     #[serde(default)]
     #[schemars(schema_with = "paged_list_schema")]
-    pub list: PagedList,
+    pub list: ListName,
     /// Items per page, 1 to 1000 (default 5).
     #[serde(default)]
     #[schemars(with = "u32")]
@@ -194,38 +173,93 @@ pub fn structured_schema() -> Arc<JsonObject> {
     }
 }
 
-/// The standing faults `change` needs: the drifted list, and -32602 for calls to a name that is gone.
-fn drift_faults(change: Change) -> Vec<Standing> {
-    let listing = |change| Standing {
-        method: "tools/list".into(),
-        tool: None,
-        fault: FaultKind::ListDrift(ListDrift { change, tool: Some(PROBE.into()) }),
-    };
-    let gone = Standing {
-        method: "tools/call".into(),
-        tool: Some(PROBE.into()),
-        fault: FaultKind::UnknownTool(UnknownTool {}),
-    };
-    match change {
-        Change::Removed => vec![listing(Drift::Removed), gone],
-        Change::Renamed => vec![listing(Drift::Renamed), gone],
-        Change::InputSchema => vec![listing(Drift::InputSchema)],
-        Change::Unchanged => vec![],
+/// The item a drift of `list` changes: the probe tool, the last resource (by URI), the last prompt.
+pub fn drift_target(list: ListName) -> String {
+    match list {
+        ListName::Tools => PROBE.into(),
+        ListName::Resources => offered::uri(offered::ITEMS),
+        ListName::Prompts => offered::prompt_name(offered::ITEMS),
     }
 }
 
-/// The drift the engine applies to later listings now, if any.
-fn current_drift(engine: &Engine) -> Option<Drift> {
-    match engine.standing_for("tools/list", None) {
+/// The standing faults `change` of `list` needs: the drifted list, and for tools -32602 for calls to a name that is
+/// gone (reads of a resource and gets of a prompt that are gone are refused by the server itself, see
+/// [`refuse_drifted`]). An error when the change does not fit the list.
+fn drift_faults(change: Change, list: ListName) -> Result<Vec<Standing>, String> {
+    let drift = match change {
+        Change::Removed => Drift::Removed,
+        Change::Renamed => Drift::Renamed,
+        Change::InputSchema => Drift::InputSchema,
+        Change::Arguments => Drift::Arguments,
+        Change::Unchanged => return Ok(vec![]),
+    };
+    let fault = FaultKind::ListDrift(ListDrift { change: drift, tool: Some(drift_target(list)), list });
+    fault.validate()?;
+    let mut faults = vec![Standing { method: list.method().into(), tool: None, fault }];
+    if list == ListName::Tools && matches!(drift, Drift::Removed | Drift::Renamed) {
+        let gone = FaultKind::UnknownTool(UnknownTool {});
+        faults.push(Standing { method: "tools/call".into(), tool: Some(PROBE.into()), fault: gone });
+    }
+    Ok(faults)
+}
+
+/// The drift the engine applies to later listings of `list` now, if any.
+fn current_drift(engine: &Engine, list: ListName) -> Option<Drift> {
+    match engine.standing_for(list.method(), None) {
         Some(FaultKind::ListDrift(drift)) => Some(drift.change),
         _ => None,
     }
 }
 
-/// Arms `list_changed_storm` (one notification) on this call's own reply, and answers `text`.
-fn notify_and_answer(engine: &Engine, ctx: &RequestContext<RoleServer>, notify: bool, text: Value) -> CallToolResult {
-    if notify {
-        let storm = FaultKind::ListChangedStorm(ListChangedStorm { count: 1 });
+/// Whether the server refuses a read of resource `name` (its URI) or a get of prompt `name` while the list drifted:
+/// the item that is gone (or its old name) is an error, as is its `_v2` twin before a rename, and a get without
+/// the argument an `arguments` drift made required. A renamed item is answered under its new name ([`undrifted`]).
+pub(super) fn refuse_drifted(engine: &Engine, list: ListName, name: &str, has_confirm: bool) -> Result<(), ErrorData> {
+    let target = drift_target(list);
+    let missing = |message: String| match list {
+        ListName::Resources => ErrorData::resource_not_found(message, None),
+        _ => ErrorData::invalid_params(message, None),
+    };
+    match current_drift(engine, list) {
+        Some(Drift::Removed | Drift::Renamed) if name == target => {
+            Err(missing(format!("no {} {name:?} (the {} list changed)", item_word(list), list.key())))
+        }
+        Some(Drift::Renamed) => Ok(()),
+        _ if name == format!("{target}_v2") => Err(missing(format!("no {} {name:?}", item_word(list)))),
+        Some(Drift::Arguments) if name == target && !has_confirm => Err(ErrorData::invalid_params(
+            format!("{name}: missing required argument {DRIFT_PROPERTY} (the prompt's arguments changed)"),
+            None,
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The name the server's own list gives an item a renamed list calls `name` (its `_v2` twin), else `name`.
+pub(super) fn undrifted(engine: &Engine, list: ListName, name: &str) -> String {
+    let target = drift_target(list);
+    if current_drift(engine, list) == Some(Drift::Renamed) && name == format!("{target}_v2") {
+        return target;
+    }
+    name.to_owned()
+}
+
+fn item_word(list: ListName) -> &'static str {
+    match list {
+        ListName::Tools => "tool",
+        ListName::Resources => "resource",
+        ListName::Prompts => "prompt",
+    }
+}
+
+/// Arms `list_changed_storm` (one notification of `list`) on this call's own reply, and answers `text`.
+fn notify_and_answer(
+    engine: &Engine,
+    ctx: &RequestContext<RoleServer>,
+    notify: Option<ListName>,
+    text: Value,
+) -> CallToolResult {
+    if let Some(list) = notify {
+        let storm = FaultKind::ListChangedStorm(ListChangedStorm { count: 1, list });
         if let Err(err) = engine.arm(request_id(ctx), storm) {
             return tool_error(err.to_string());
         }
@@ -235,36 +269,45 @@ fn notify_and_answer(engine: &Engine, ctx: &RequestContext<RoleServer>, notify: 
 
 #[tool_router(router = surface_router, vis = "pub(super)")]
 impl FaultServer {
-    #[tool(description = "Change what later tools/list replies show of surface_probe: change removed (calls to it \
-                          then get -32602), renamed (to surface_probe_v2), input-schema (a new required argument \
-                          confirm) or unchanged. notify (default true) sends notifications/tools/list_changed \
-                          before this result. Lasts for the connection; a later call replaces it.")]
+    #[tool(description = "Change what later listings show of one item: with list tools (default) surface_probe, \
+                          resources note-12, prompts lab_prompt_12. change removed (using it then gets an error), \
+                          renamed (adds _v2), input-schema (tools: a new required argument confirm), arguments \
+                          (prompts: a new required argument confirm) or unchanged. notify (default true) sends the \
+                          list's list_changed notification before this result. Lasts for the connection; a later \
+                          call replaces it.")]
     async fn tool_list_drift(
         &self,
         Parameters(args): Parameters<DriftArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
+        let list = args.list;
+        let faults = match drift_faults(args.change, list) {
+            Ok(faults) => faults,
+            Err(error) => return Ok(tool_error(error)),
+        };
         let engine = self.scope(&ctx)?.engine;
-        engine.disarm_standing("tools/call");
-        if current_drift(&engine).is_some() {
-            engine.disarm_standing("tools/list");
+        if list == ListName::Tools {
+            engine.disarm_standing("tools/call");
         }
-        for standing in drift_faults(args.change) {
+        if current_drift(&engine, list).is_some() {
+            engine.disarm_standing(list.method());
+        }
+        for standing in faults {
             if let Err(err) = engine.arm_standing(standing) {
                 return Ok(tool_error(err.to_string()));
             }
         }
         let notify = args.notify;
-        let text =
-            json!({"status": "drift-armed", "tool": PROBE, "change": change_name(args.change), "notify": notify});
-        Ok(notify_and_answer(&engine, &ctx, notify, text))
+        let text = json!({"status": "drift-armed", "list": list.key(), "item": drift_target(list),
+                          "change": change_name(args.change), "notify": notify});
+        Ok(notify_and_answer(&engine, &ctx, notify.then_some(list), text))
     }
 
     #[tool(description = "Page later tools/list (or, with list, resources/list or prompts/list) replies with \
                           broken cursors: variant stuck, cycle, empty-continuation, empty-end, repeated-name, \
-                          endless, page-error, or off; pageSize items per page (1 to 1000, default 5). For tools \
-                          it sends notifications/tools/list_changed before this result, so a client lists again. \
-                          Lasts for the connection.")]
+                          endless, page-error, or off; pageSize items per page (1 to 1000, default 5). It sends \
+                          the list's list_changed notification before this result, so a client lists again. Lasts \
+                          for the connection.")]
     async fn list_pagination(
         &self,
         Parameters(args): Parameters<PaginationArgs>,
@@ -288,12 +331,9 @@ impl FaultServer {
         {
             return Ok(tool_error(err.to_string()));
         }
-        // The catalogue's list_changed_storm sends notifications/tools/list_changed only, and the server does
-        // not declare listChanged for resources or prompts: those lists change without a notification.
-        let notify = args.list == PagedList::Tools;
-        let text = json!({"status": "pagination-armed", "list": args.list.name(), "pageSize": page_size,
-                          "variant": serde_json::to_value(args.variant).unwrap_or_default(), "notify": notify});
-        Ok(notify_and_answer(&engine, &ctx, notify, text))
+        let text = json!({"status": "pagination-armed", "list": args.list.key(), "pageSize": page_size,
+                          "variant": serde_json::to_value(args.variant).unwrap_or_default(), "notify": true});
+        Ok(notify_and_answer(&engine, &ctx, Some(args.list), text))
     }
 
     #[tool(description = "The tool the list drift changes: echoes text. After input-schema drift it requires \
@@ -314,7 +354,7 @@ impl FaultServer {
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
         let engine = self.scope(&ctx)?.engine;
-        if current_drift(&engine) != Some(Drift::Renamed) {
+        if current_drift(&engine, ListName::Tools) != Some(Drift::Renamed) {
             // What a server says for a tool it does not have, as for any unlisted name.
             return Err(ErrorData::invalid_params(format!("Unknown tool: {PROBE_RENAMED}"), None));
         }
@@ -362,13 +402,14 @@ fn change_name(change: Change) -> &'static str {
         Change::Removed => "removed",
         Change::Renamed => "renamed",
         Change::InputSchema => "input-schema",
+        Change::Arguments => "arguments",
         Change::Unchanged => "unchanged",
     }
 }
 
 /// The probe's answer, or -32602 when the list now requires `confirm` and the call did not send it.
 fn probe(engine: &Engine, name: &str, args: ProbeArgs) -> Result<CallToolResult, ErrorData> {
-    if current_drift(engine) == Some(Drift::InputSchema) && args.confirm.is_none() {
+    if current_drift(engine, ListName::Tools) == Some(Drift::InputSchema) && args.confirm.is_none() {
         let message = format!("{name}: missing required argument {DRIFT_PROPERTY} (the tool's inputSchema changed)");
         return Err(ErrorData::invalid_params(message, None));
     }
@@ -381,7 +422,10 @@ mod tests {
 
     #[test]
     fn each_change_arms_the_catalogue_faults_it_needs() {
-        let faults = |change| drift_faults(change).into_iter().map(|s| (s.method, s.fault.name())).collect::<Vec<_>>();
+        let faults = |change| {
+            let faults = drift_faults(change, ListName::Tools).unwrap();
+            faults.into_iter().map(|s| (s.method, s.fault.name())).collect::<Vec<_>>()
+        };
         assert_eq!(
             faults(Change::Removed),
             [("tools/list".into(), "list_drift"), ("tools/call".into(), "unknown_tool")]
@@ -389,6 +433,11 @@ mod tests {
         assert_eq!(faults(Change::Renamed)[1].1, "unknown_tool");
         assert_eq!(faults(Change::InputSchema), [("tools/list".into(), "list_drift")]);
         assert!(faults(Change::Unchanged).is_empty());
+        // A resource or prompt that is gone is refused by the server's own handlers, not by unknown_tool.
+        let prompts = drift_faults(Change::Removed, ListName::Prompts).unwrap();
+        assert_eq!(prompts.iter().map(|s| s.method.as_str()).collect::<Vec<_>>(), ["prompts/list"]);
+        assert!(drift_faults(Change::Arguments, ListName::Tools).unwrap_err().contains("needs list prompts"));
+        assert!(drift_faults(Change::InputSchema, ListName::Resources).unwrap_err().contains("needs list tools"));
     }
 
     #[test]

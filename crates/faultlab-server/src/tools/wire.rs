@@ -201,7 +201,8 @@ impl FaultServer {
         if let Err(error) = check_range("count", args.count, 1, u64::from(MAX_STORM_COUNT)) {
             return Ok(tool_error(error));
         }
-        let fault = FaultKind::ListChangedStorm(ListChangedStorm { count: args.count as u32 });
+        let fault =
+            FaultKind::ListChangedStorm(ListChangedStorm { count: args.count as u32, list: Default::default() });
         self.arm_own_response(&ctx, fault, "list_changed storm activated".into())
     }
 

@@ -6,7 +6,7 @@
 use super::util::{StdioClient, call, modern_meta};
 use faultlab_engine::FaultKind;
 use faultlab_engine::catalogue::observe::{self, Ending};
-use faultlab_engine::catalogue::{Effect, Offered};
+use faultlab_engine::catalogue::{Arms, Effect, Offered};
 use serde_json::{Value, json};
 use std::time::Duration;
 use tokio::time::{Instant, timeout_at};
@@ -66,6 +66,9 @@ fn tool_for(fault: &Value) -> Option<(&'static str, Value)> {
         // a task is required, with -32021. `tasks` checks each variant's task on the wire with the extension.
         "task_lifecycle" => ("task_work", json!({"workMs": 0, "fault": parameter("variant")})),
         "task_required" => ("task_work", json!({"workMs": 0, "requireTask": true})),
+        // Standing faults on later replies: `surface` runs them (the listing after the call is what changes).
+        "list_drift" | "unknown_tool" => ("tool_list_drift", json!({"change": "removed"})),
+        "broken_pagination" | "page_error" => ("list_pagination", json!({"variant": "stuck"})),
         name @ ("output_schema_violation"
         | "error_structured_content"
         | "missing_structured_content"
@@ -124,6 +127,10 @@ async fn every_example_a_tool_arms_has_its_effect() {
             // tool whatever the fault does): those run over HTTP in `http_modern`, `http_legacy` and `not_mcp`.
             // The session tools run in `resume` and `lifecycle`, where a 2025-11-25 session is.
             if fault.serve_tool().is_some_and(|t| matches!(t.offered, Offered::HttpOnly | Offered::Sessions)) {
+                continue;
+            }
+            // A standing fault changes the connection's later replies, not this call's: `surface` checks those.
+            if fault.serve_tool().is_some_and(|t| t.arms == Arms::LaterReplies) {
                 continue;
             }
             let expected = match fault.effect() {

@@ -1,5 +1,6 @@
-//! The server's resources and prompts, and `list_pagination {list: resources | prompts}` paging their lists with
-//! broken cursors on the bytes, while the other lists stay whole.
+//! The server's resources and prompts, `list_pagination {list: resources | prompts}` paging their lists with
+//! broken cursors on the bytes while the other lists stay whole, and `tool_list_drift {list: resources | prompts}`
+//! removing, renaming or changing the arguments of one item, announced by the list's own `list_changed` or not.
 
 use super::util::{HttpServer, StdioClient, exchange, messages, text_of};
 use serde_json::{Value, json};
@@ -14,12 +15,29 @@ async fn request(client: &mut StdioClient, id: i64, method: &str, params: Value)
     (text, value)
 }
 
-/// `list_pagination` with `args`; returns its result text, after checking no notification came first.
+/// Calls `tool` with `args`; returns its result text and the notification methods that came before it.
+async fn arm(client: &mut StdioClient, id: i64, tool: &str, args: Value) -> (String, Vec<String>) {
+    client.call(id, tool, args).await;
+    let mut notes = Vec::new();
+    loop {
+        let frame = client.recv().await;
+        let value = frame.value().unwrap();
+        match value["method"].as_str() {
+            Some(method) => notes.push(method.to_owned()),
+            None => {
+                assert_eq!(value["id"], id, "{value}");
+                return (text_of(&frame), notes);
+            }
+        }
+    }
+}
+
+/// `list_pagination` with `args`; returns its result text, after checking the list's notification came first.
 async fn paginate(client: &mut StdioClient, id: i64, args: Value) -> String {
-    client.call(id, "list_pagination", args).await;
-    let frame = client.recv().await;
-    assert_eq!(frame.value().unwrap()["id"], id, "resources and prompts change without a notification");
-    text_of(&frame)
+    let list = args["list"].as_str().unwrap_or("tools").to_owned();
+    let (text, notes) = arm(client, id, "list_pagination", args).await;
+    assert_eq!(notes, [format!("notifications/{list}/list_changed")], "{text}");
+    text
 }
 
 /// The whole list's result: what the pages are cut from.
@@ -65,6 +83,9 @@ async fn the_handshake_declares_resources_and_prompts() {
     let reply = client.recv().await.value().unwrap().clone();
     let caps = &reply["result"]["capabilities"];
     assert!(caps["resources"].is_object() && caps["prompts"].is_object(), "{reply}");
+    // The lists change under a client (drift, pagination) and the server says so.
+    assert_eq!(caps["resources"]["listChanged"], true, "{reply}");
+    assert_eq!(caps["prompts"]["listChanged"], true, "{reply}");
 }
 
 #[tokio::test]
@@ -135,4 +156,92 @@ async fn over_a_legacy_session_resources_pages_stay_stuck_between_requests() {
         assert_eq!(names, ["note-01", "note-02", "note-03", "note-04", "note-05"], "{reply}");
         assert_eq!(reply["result"]["nextCursor"], "faultlab-page-1", "{reply}");
     }
+}
+
+fn names(list: &Value, key: &str, member: &str) -> Vec<String> {
+    list[key].as_array().unwrap().iter().map(|item| item[member].as_str().unwrap().to_owned()).collect()
+}
+
+#[tokio::test]
+async fn a_removed_resource_leaves_the_list_and_its_reads_fail_announced_or_not() {
+    let mut client = StdioClient::start(Some("2025-11-25")).await;
+    let before = whole(&mut client, 2, "resources/list").await;
+    let gone = "faultlab://lab/note-12";
+    assert!(names(&before, "resources", "uri").contains(&gone.to_owned()));
+    let (text, notes) = arm(&mut client, 3, "tool_list_drift", json!({"change": "removed", "list": "resources"})).await;
+    assert_eq!(notes, ["notifications/resources/list_changed"], "{text}");
+    assert!(text.contains(gone), "the result names the item: {text}");
+    let after = whole(&mut client, 4, "resources/list").await;
+    assert_eq!(names(&after, "resources", "uri"), names(&before, "resources", "uri")[..11], "only note-12 is gone");
+    let (_, read) = request(&mut client, 5, "resources/read", json!({"uri": gone})).await;
+    assert_eq!(read["error"]["code"], -32002, "resource not found: {read}");
+    let (_, read) = request(&mut client, 6, "resources/read", json!({"uri": "faultlab://lab/note-01"})).await;
+    assert!(read.get("result").is_some(), "the others still read: {read}");
+    let probe = whole(&mut client, 7, "tools/list").await;
+    assert!(names(&probe, "tools", "name").contains(&"surface_probe".to_owned()), "the tools list does not drift");
+    // Renamed silently: no notification, the new URI reads, the old one does not.
+    let (_, notes) =
+        arm(&mut client, 9, "tool_list_drift", json!({"change": "renamed", "list": "resources", "notify": false}))
+            .await;
+    assert!(notes.is_empty(), "{notes:?}");
+    let renamed = whole(&mut client, 10, "resources/list").await;
+    assert_eq!(names(&renamed, "resources", "uri")[11], "faultlab://lab/note-12_v2");
+    assert_eq!(names(&renamed, "resources", "name")[11], "note-12_v2");
+    let (_, read) = request(&mut client, 11, "resources/read", json!({"uri": "faultlab://lab/note-12_v2"})).await;
+    assert_eq!(read["result"]["contents"][0]["uri"], "faultlab://lab/note-12_v2", "{read}");
+    assert!(read["result"]["contents"][0]["text"].as_str().unwrap().contains("12 of 12"), "{read}");
+    let (_, read) = request(&mut client, 12, "resources/read", json!({"uri": gone})).await;
+    assert_eq!(read["error"]["code"], -32002, "{read}");
+    // The notification for a list that is as it was, and the old name reads again.
+    let (_, notes) = arm(&mut client, 13, "tool_list_drift", json!({"change": "unchanged", "list": "resources"})).await;
+    assert_eq!(notes, ["notifications/resources/list_changed"]);
+    assert_eq!(whole(&mut client, 14, "resources/list").await, before);
+    let (_, read) = request(&mut client, 15, "resources/read", json!({"uri": "faultlab://lab/note-12_v2"})).await;
+    assert_eq!(read["error"]["code"], -32002, "the twin is gone with the drift: {read}");
+}
+
+#[tokio::test]
+async fn a_prompt_drifts_by_name_or_arguments_and_gets_follow_the_list() {
+    let mut client = StdioClient::start(Some("2025-11-25")).await;
+    let before = whole(&mut client, 2, "prompts/list").await;
+    let (text, notes) = arm(&mut client, 3, "tool_list_drift", json!({"change": "arguments", "list": "prompts"})).await;
+    assert_eq!(notes, ["notifications/prompts/list_changed"], "{text}");
+    let after = whole(&mut client, 4, "prompts/list").await;
+    let arguments = after["prompts"][11]["arguments"].as_array().unwrap().clone();
+    assert_eq!(arguments.len(), 2, "{after}");
+    assert_eq!((arguments[1]["name"].clone(), arguments[1]["required"].clone()), (json!("confirm"), json!(true)));
+    assert_eq!(after["prompts"][0], before["prompts"][0], "only lab_prompt_12 changes");
+    let (_, got) = request(&mut client, 5, "prompts/get", json!({"name": "lab_prompt_12"})).await;
+    assert_eq!(got["error"]["code"], -32602, "the old arguments no longer do: {got}");
+    assert!(got["error"]["message"].as_str().unwrap().contains("confirm"), "{got}");
+    let with = json!({"name": "lab_prompt_12", "arguments": {"confirm": "yes"}});
+    assert!(request(&mut client, 6, "prompts/get", with).await.1.get("result").is_some());
+    let (_, notes) = arm(&mut client, 7, "tool_list_drift", json!({"change": "removed", "list": "prompts"})).await;
+    assert_eq!(notes.len(), 1);
+    let after = whole(&mut client, 8, "prompts/list").await;
+    assert_eq!(after["prompts"].as_array().unwrap().len(), 11, "{after}");
+    let (_, got) = request(&mut client, 9, "prompts/get", json!({"name": "lab_prompt_12"})).await;
+    assert_eq!(got["error"]["code"], -32602, "{got}");
+    arm(&mut client, 10, "tool_list_drift", json!({"change": "renamed", "list": "prompts"})).await;
+    let (_, got) = request(&mut client, 11, "prompts/get", json!({"name": "lab_prompt_12_v2"})).await;
+    assert!(got["result"]["messages"][0]["content"]["text"].as_str().unwrap().contains("Lab prompt 12"), "{got}");
+}
+
+#[tokio::test]
+async fn a_change_that_does_not_fit_the_list_is_a_tool_error() {
+    let mut client = StdioClient::start(Some("2025-11-25")).await;
+    for (args, says) in [
+        (json!({"change": "arguments"}), "needs list prompts"),
+        (json!({"change": "input-schema", "list": "resources"}), "needs list tools"),
+    ] {
+        client.call(2, "tool_list_drift", args.clone()).await;
+        let reply = client.recv().await.value().unwrap().clone();
+        assert_eq!(reply["result"]["isError"], true, "{args}: {reply}");
+        assert!(text_of_value(&reply).contains(says), "{args}: {reply}");
+    }
+    assert_eq!(whole(&mut client, 3, "prompts/list").await["prompts"].as_array().unwrap().len(), 12, "nothing armed");
+}
+
+fn text_of_value(reply: &Value) -> String {
+    reply.pointer("/result/content/0/text").and_then(Value::as_str).unwrap_or_default().to_owned()
 }

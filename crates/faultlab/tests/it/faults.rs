@@ -120,3 +120,22 @@ fn the_auth_faults_are_listed_and_each_explained_with_its_sections() {
         assert!(text.contains("--auth-fault"), "{text}");
     }
 }
+
+/// The surface faults are armed by serve's surface tools as standing faults on the connection's later replies:
+/// `faultlab faults` must send a user to those tools, not tell them no tool arms the fault.
+#[test]
+fn the_surface_faults_name_the_serve_tool_that_arms_them_on_later_replies() {
+    for (fault, tool) in [
+        ("list_drift", "tool_list_drift"),
+        ("unknown_tool", "tool_list_drift"),
+        ("broken_pagination", "list_pagination"),
+        ("page_error", "list_pagination"),
+    ] {
+        let text = stdout(&["faults", fault]);
+        let serve = text.lines().find(|l| l.starts_with("  faultlab serve:")).unwrap();
+        assert!(!serve.contains("no tool arms it"), "{fault}: {serve}");
+        assert!(serve.contains(&format!("`{tool}`")), "{fault}: {serve}");
+        assert!(serve.contains("later"), "{fault}: a standing fault acts on later replies, not its own: {serve}");
+        assert!(serve.contains("stdio and 2025-11-25 HTTP sessions only"), "{fault}: {serve}");
+    }
+}
