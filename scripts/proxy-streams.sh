@@ -18,6 +18,10 @@
 # And on `echo` again:
 #   9. session_lifecycle get_404: the call gets its result; a GET stream for the session then gets 404 -32001;
 #  10. session_lifecycle unknown_400: the call gets its result; the session's next request gets 400 -32600.
+# Then, each on a new session: stream_lost on the long-running tool (progress, the stream breaks before the result,
+# its resume 404); resume_refused 404; session_expired_in_flight (the call 404 -32001, the session gone);
+# session_lifecycle restart (this session and another forgotten) and reinit_404 (3 initializes refused, then one
+# served).
 # The proxy's trajectory (stderr) is checked too: a cut reply's `delivery` names the resume that carried it.
 # server-everything and Node are installed, pinned, under git-ignored .cache/ by scripts/lib/everything-tools.sh.
 # Everything started is stopped on exit.
@@ -79,6 +83,11 @@ rules:
   - {name: lifecycle, match: {tool: echo, nth: 8}, fault: {type: session_lifecycle, variant: unknown_400}}
   - {name: duplicate, match: {tool: trigger-long-running-operation, nth: 1}, fault: {type: stream_replay, variant: duplicate}}
   - {name: emptyid, match: {tool: trigger-long-running-operation, nth: 2}, fault: {type: empty_event_id}}
+  - {name: lost, match: {tool: trigger-long-running-operation, nth: 3}, fault: {type: stream_lost}}
+  - {name: refused404, match: {tool: echo, nth: 9}, fault: {type: resume_refused, status: 404}}
+  - {name: inflight, match: {tool: echo, nth: 10}, fault: {type: session_expired_in_flight}}
+  - {name: restart, match: {tool: echo, nth: 11}, fault: {type: session_lifecycle, variant: restart}}
+  - {name: reinit, match: {tool: echo, nth: 12}, fault: {type: session_lifecycle, variant: reinit_404}}
 YAML
 "$FAULTLAB_BIN" proxy --listen 127.0.0.1:0 --upstream "http://127.0.0.1:$port/mcp" --rules "$DIR/rules.yaml" \
     </dev/null >"$DIR/proxy.out" 2>"$DIR/proxy.err" &
@@ -243,6 +252,67 @@ check "session_lifecycle unknown_400: the session's next request gets 400 -32600
 fresh="$(post "$init")"
 [[ "$fresh" == *'"protocolVersion"'* ]] && rc=0 || rc=1
 check "a new session after it" "$rc" "$fresh"
+
+# The faults that end a stream or a session for good, each in a session of its own (unknown_400 forgot the last).
+# new_session: initialises one and sets SESSION; empty when the initialize was refused (its status in $DIR/h).
+new_session() {
+    post "$init" >/dev/null
+    SESSION="$(sed -n 's/^mcp-session-id: *\([^[:space:]]*\).*/\1/ip' "$DIR/h")"
+    [[ -z "$SESSION" ]] || post '{"jsonrpc":"2.0","method":"notifications/initialized"}' "$SESSION" >/dev/null
+}
+# first_id BODY: the id of the first event of an SSE body.
+first_id() { sed -n 's/^id: \(.*\)$/\1/p' <<<"$1" | head -n 1; }
+new_session
+
+# stream_lost: the progress notifications go out, then the stream breaks where the result would be (no clean end),
+# and nothing can be resumed: the resume from its last event is 404.
+lost_body="$(curl -sS --max-time 10 -D "$DIR/h" -H 'content-type: application/json' \
+    -H 'accept: application/json, text/event-stream' -H "mcp-session-id: $SESSION" -H "mcp-protocol-version: $VERSION" \
+    --data "$(long_call 20)" "$URL" 2>"$DIR/lost.curl")" && lost_rc=0 || lost_rc=$?
+lost_last="$(sed -n 's/^id: \(.*\)$/\1/p' <<<"$lost_body" | tail -n 1)"
+[[ "$lost_rc" != 0 && "$lost_body" == *'"notifications/progress"'* && "$lost_body" != *"$DONE_TEXT"* ]] && rc=0 || rc=1
+check "stream_lost: progress, then the stream breaks before the result (curl exit $lost_rc)" "$rc" "$lost_body"
+lost_resumed="$(resume "$SESSION" "$lost_last")"
+[[ -n "$lost_last" && "$(status_line)" == 404 ]] && rc=0 || rc=1
+check "stream_lost: its resume from $lost_last is 404 (nothing to resume)" "$rc" "$(status_line) $lost_resumed"
+
+# resume_refused 404: the cut stream's resume is answered 404, every time.
+refused="$(post "$(call 13 nine)" "$SESSION")"
+refused_id="$(first_id "$refused")"
+answer="$(resume "$SESSION" "$refused_id")"
+[[ -n "$refused_id" && "$refused" != *"Echo: nine"* && "$(status_line)" == 404 ]] && rc=0 || rc=1
+check "resume_refused 404: the cut stream's resume from $refused_id is 404" "$rc" "$(status_line) $answer"
+
+# session_expired_in_flight: the call itself is answered 404 with a JSON-RPC error for its id; the session is gone.
+inflight="$(post "$(call 14 ten)" "$SESSION")"
+[[ "$(status_line)" == 404 && "$(jq -r '.id, .error.code' <<<"$inflight" | paste -sd' ')" == "14 -32001" ]] && rc=0 || rc=1
+check "session_expired_in_flight: the call answered 404, error -32001 for id 14" "$rc" "$(status_line) $inflight"
+post '{"jsonrpc":"2.0","id":15,"method":"tools/list"}' "$SESSION" >/dev/null
+[[ "$(status_line)" == 404 ]] && rc=0 || rc=1
+check "session_expired_in_flight: the session's next request is 404" "$rc" "$(status_line)"
+
+# session_lifecycle restart: the call's result, then every session is forgotten (this one and one opened before).
+new_session
+other="$SESSION"
+new_session
+restart="$(post "$(call 16 eleven)" "$SESSION")"
+post '{"jsonrpc":"2.0","id":17,"method":"tools/list"}' "$SESSION" >/dev/null
+mine="$(status_line)"
+post '{"jsonrpc":"2.0","id":18,"method":"tools/list"}' "$other" >/dev/null
+[[ "$restart" == *"Echo: eleven"* && "$mine" == 404 && "$(status_line)" == 404 ]] && rc=0 || rc=1
+check "session_lifecycle restart: the result, then both sessions' requests 404" "$rc" "$restart / $mine $(status_line)"
+
+# session_lifecycle reinit_404: the result, then the session and the next 3 initialize requests are 404.
+new_session
+reinit="$(post "$(call 19 twelve)" "$SESSION")"
+statuses=""
+for _ in 1 2 3 4; do
+    post "$init" >/dev/null
+    statuses+="$(status_line) "
+done
+[[ "$reinit" == *"Echo: twelve"* && "$statuses" == "404 404 404 200 " ]] && rc=0 || rc=1
+check "session_lifecycle reinit_404: the result, then initialize 404 three times, then a session" "$rc" \
+    "$reinit / $statuses"
 
 print_summary "$passed" "$failed"
 [[ "$failed" == 0 ]]

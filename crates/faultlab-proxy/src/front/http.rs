@@ -270,6 +270,16 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
         tokio::time::sleep(Duration::from_millis(session_expired_in_flight::IN_FLIGHT_MS)).await;
     }
     let response = body::wrap(response, exchange).await;
+    if matches!(fault, FaultKind::StreamLost(_)) {
+        // The stream breaks where the reply would be (armed above). It is kept under the proxy's own event ids, so
+        // a client's resume comes here and is answered 404 (a broken stream has nothing to resume), not passed to
+        // an upstream that can resume, which would replay the reply the fault lost.
+        return proxy
+            .resumable
+            .streams(session.as_deref())
+            .record_watched(response, Plan::default(), &proxy.shutdown, None)
+            .await;
+    }
     let (Some(plan), Some(held)) = (plan, held) else { return response };
     let response = if accepts_event_stream(&parts.headers) { as_event_stream(response).await } else { response };
     if !is_event_stream(response.headers()) {
