@@ -167,6 +167,35 @@ mod tests {
         }
     }
 
+    /// A single-fault variant of `class`'s representative at call `call` that degraded the agent.
+    fn degrading(class: FaultClass, call: usize, tool: &str) -> crate::VariantResult {
+        let (fault, mode) = class.fault();
+        crate::VariantResult {
+            id: format!("v{call}"),
+            faults: vec![crate::FaultRecord {
+                call,
+                tool: tool.into(),
+                nth: 1,
+                class,
+                fault: fault.name().into(),
+                mode,
+                timing: Default::default(),
+            }],
+            runs: 1,
+            passed: 0,
+            broke: false,
+            degraded: true,
+            fired: true,
+            verdict: String::new(),
+            failure_mode: None,
+            failing_layers: Vec::new(),
+            evidence: Vec::new(),
+            dirs: Vec::new(),
+            reproducer: None,
+            error: None,
+        }
+    }
+
     #[test]
     fn the_built_in_oracle_covers_every_plain_control_agent_once() {
         let oracle = ExploreOracle::builtin();
@@ -207,36 +236,11 @@ mod tests {
 
     #[test]
     fn an_honest_failure_is_expected_as_degrading_and_a_break_in_its_place_disagrees() {
-        use crate::{FaultRecord, VariantResult};
         let oracle = ExploreOracle::parse(
             "entries:\n  - {task: transport-timeout-after-write, agent: good, degrading: [transport-loss]}\n",
         )
         .unwrap();
-        let (fault, mode) = FaultClass::TransportLoss.fault();
-        let variant = VariantResult {
-            id: "v001".into(),
-            faults: vec![FaultRecord {
-                call: 0,
-                tool: "read_file".into(),
-                nth: 1,
-                class: FaultClass::TransportLoss,
-                fault: fault.name().into(),
-                mode,
-                timing: Default::default(),
-            }],
-            runs: 1,
-            passed: 0,
-            broke: false,
-            degraded: true,
-            fired: true,
-            verdict: String::new(),
-            failure_mode: None,
-            failing_layers: Vec::new(),
-            evidence: Vec::new(),
-            dirs: Vec::new(),
-            reproducer: None,
-            error: None,
-        };
+        let variant = degrading(FaultClass::TransportLoss, 0, "read_file");
         let mut e = exploration("good", true);
         e.classes = vec![FaultClass::TransportLoss];
         e.variants = vec![variant];
@@ -254,32 +258,6 @@ mod tests {
     #[test]
     fn the_protocol_requests_are_compared_apart_from_the_tool_calls_when_they_were_sites() {
         use crate::synth::Site;
-        use crate::{FaultRecord, VariantResult};
-        let (fault, mode) = FaultClass::Error.fault();
-        let at = |call: usize, tool: &str| VariantResult {
-            id: format!("v{call}"),
-            faults: vec![FaultRecord {
-                call,
-                tool: tool.into(),
-                nth: 1,
-                class: FaultClass::Error,
-                fault: fault.name().into(),
-                mode,
-                timing: Default::default(),
-            }],
-            runs: 1,
-            passed: 0,
-            broke: false,
-            degraded: true,
-            fired: true,
-            verdict: String::new(),
-            failure_mode: None,
-            failing_layers: Vec::new(),
-            evidence: Vec::new(),
-            dirs: Vec::new(),
-            reproducer: None,
-            error: None,
-        };
         let site = |call: usize, tool: &str, method: Option<&str>| Site {
             call,
             tool: tool.into(),
@@ -289,7 +267,7 @@ mod tests {
         let mut e = exploration("good", true);
         e.calls = vec![site(0, "read_file", None), site(1, "initialize", Some("initialize"))];
         // An error at initialize degrades the agent; at its tool call it recovers.
-        e.variants = vec![at(1, "initialize")];
+        e.variants = vec![degrading(FaultClass::Error, 1, "initialize")];
         let without =
             ExploreOracle::parse("entries:\n  - {task: transport-timeout-after-write, agent: good}\n").unwrap();
         assert_eq!(
