@@ -15,7 +15,9 @@
 # --check runs, for each framework and transport, one cell of every distinct behaviour in the committed
 # docs/frameworks.json (`report.py sample`: run end × what the model was given × ping after, and a repeated call),
 # preferring cells whose outcome does not depend on timing; a cell committed as hung runs once with the 12 s bound
-# that decides hangs. About 110 cells, 2 minutes on the loaded 2-core machine; docs/frameworks.md lists them.
+# that decides hangs. About 110 cells, 2 minutes on the loaded 2-core machine; docs/frameworks.md lists them. It
+# also fails for each case of interop/matrix-cases.json (or model-hop fault) no framework has a committed cell of
+# (interop/frameworks/coverage.py): a case added there needs a --record here.
 #
 # Environment: FAULTLAB_BIN (default ${CARGO_TARGET_DIR:-target}/debug/faultlab, built first), PYTHON (for the
 # venvs, scripts/lib/frameworks-venv.sh), FRAMEWORKS_MATRIX_ONLY (names of driver files, e.g. "fw_mastra
@@ -127,6 +129,22 @@ if [[ "$mode" == check ]]; then
     --cells "$work/sample.json")" || rc=1
   [[ "$rc" == 0 ]] || log "sampled cells differ from docs/frameworks.json (committed -> observed; logs and \
 records: $work/<framework>/); $rerecord"
+  # A case of the cases file no framework has a cell of fails the check too (one failure per case): the sample
+  # is drawn from committed cells, so it would never run it.
+  coverage_rc=0
+  python3 interop/frameworks/coverage.py interop/matrix-cases.json docs/frameworks.json >"$work/coverage.txt" 2>&1 ||
+    coverage_rc=$?
+  uncovered="$(grep -c '^missing ' "$work/coverage.txt" || true)"
+  # A coverage check that could not run counts as one failure, not as none.
+  [[ "$coverage_rc" == 0 || "$uncovered" != 0 ]] || uncovered=1
+  if [[ "$coverage_rc" != 0 ]]; then
+    cat "$work/coverage.txt" >&2
+    log "$uncovered case(s) of interop/matrix-cases.json have no cells in docs/frameworks.json; $rerecord"
+    rc=1
+    if [[ "$summary" =~ ^(.*)\ ([0-9]+)\ failed$ ]]; then
+      summary="${BASH_REMATCH[1]} $((BASH_REMATCH[2] + uncovered)) failed"
+    fi
+  fi
   echo "$summary"
   exit "$rc"
 fi
