@@ -93,6 +93,11 @@ pub fn rules_file(name: &str, example: &str) -> String {
     format!("seed: 1\nrules:\n  - name: {name}\n    match: {{ tool: \"*\" }}\n    fault: {example}\n")
 }
 
+/// The rules file (YAML) that arms `example` on the first model request (`faultlab model --rules`).
+fn model_rules_file(name: &str, example: &str) -> String {
+    format!("seed: 1\nrules:\n  - name: {name}\n    match: {{ nth: 1 }}\n    fault: {example}\n")
+}
+
 /// Everything the catalogue knows about one fault.
 fn explain(entry: &Entry) -> String {
     let mut text = format!("{} — {}\n", entry.name, entry.summary);
@@ -109,10 +114,11 @@ fn explain(entry: &Entry) -> String {
         text.push_str(&format!("\n{}\n{}", section.title, reflow(&section.text)));
     }
     let example = entry.examples[0];
-    text.push_str(&format!(
-        "\nExample rule (a rules file, e.g. faults.yaml)\n{}",
-        indent(&rules_file(entry.name, example))
-    ));
+    let fault = serde_json::from_str::<faultlab_engine::FaultKind>(example).ok();
+    // A fault of the model hop only is put on model requests (the first, here): the model endpoint has no tools.
+    let model_only = fault.as_ref().is_some_and(faultlab_engine::FaultKind::model_only);
+    let rules = if model_only { model_rules_file(entry.name, example) } else { rules_file(entry.name, example) };
+    text.push_str(&format!("\nExample rule (a rules file, e.g. faults.yaml)\n{}", indent(&rules)));
     for other in &entry.examples[1..] {
         text.push_str(&format!("  other example: {other}\n"));
     }
@@ -124,8 +130,12 @@ fn explain(entry: &Entry) -> String {
     } else {
         "both fronts (stdio and Streamable HTTP)"
     };
-    let serve_only = serde_json::from_str::<faultlab_engine::FaultKind>(example).ok().and_then(|f| f.serve_only());
-    if let Some(why) = serve_only {
+    let serve_only = fault.as_ref().and_then(faultlab_engine::FaultKind::serve_only);
+    if model_only {
+        text.push_str(
+            "  faultlab proxy and faultlab eval: refused (a fault of the model hop: it has no meaning on the MCP wire)\n",
+        );
+    } else if let Some(why) = serve_only {
         // A task's own behaviour: the proxy and eval's rules refuse it, saying so.
         text.push_str(&format!("  faultlab proxy and faultlab eval: refused ({why})\n"));
     } else {
@@ -136,12 +146,19 @@ fn explain(entry: &Entry) -> String {
         ));
         text.push_str("  faultlab eval: a task's `faults:` (the same rule format)\n");
     }
+    if fault.as_ref().is_some_and(|f| faultlab_model::hop::HopFault::of(f).is_some()) {
+        text.push_str(
+            "  faultlab model: --rules faults.yaml, on the model hop (match by method, nth, after, every, probability; \
+             docs/model.md)\n",
+        );
+    }
     match entry.serve_tool {
         Some(tool) => {
             let over = tool.restriction();
             let arms = tool.arms_what();
             text.push_str(&format!("  faultlab serve: the `{}` tool arms it {arms}{over}\n", tool.name))
         }
+        None if model_only => text.push_str("  faultlab serve: no (it serves MCP, not a model API)\n"),
         None => {
             text.push_str("  faultlab serve: no tool arms it (put the proxy in front of `faultlab serve` instead)\n")
         }

@@ -68,7 +68,17 @@ fn each_fault_is_explained_with_a_rule_that_loads() {
         let file = RulesFile::load(&path).unwrap_or_else(|e| panic!("{name}: {e}\n{rule}"));
         let expected: faultlab_engine::FaultKind = serde_json::from_str(entry.examples[0]).unwrap();
         assert_eq!(file.rules[0].fault, expected, "{name}");
-        if let Some(why) = expected.serve_only() {
+        // The model hop: a model-only fault is refused on the MCP wire and its rule matches model requests (a
+        // rule on a tool the model endpoint refuses); every fault the hop carries names `faultlab model`.
+        let model = text.lines().find(|l| l.starts_with("  faultlab model:"));
+        assert_eq!(model.is_some(), faultlab_model::hop::HopFault::of(&expected).is_some(), "{name}: {text}");
+        if expected.model_only() {
+            let refused = text.lines().find(|l| l.starts_with("  faultlab proxy and faultlab eval: refused"));
+            assert!(refused.is_some_and(|l| l.contains("model hop")), "{name}: {text}");
+            assert!(!text.contains("--fault '"), "{name}: no inline proxy rule for a fault the proxy refuses");
+            assert!(file.rules[0].matcher.tool.is_none(), "{name}: the model hop has no tool to match: {rule}");
+            faultlab_model::hop::check(&file).unwrap_or_else(|e| panic!("{name}: faultlab model refuses {rule}: {e}"));
+        } else if let Some(why) = expected.serve_only() {
             // Only `faultlab serve` commits it: the proxy and eval refuse it, and the text says why.
             let refused = text.lines().find(|l| l.starts_with("  faultlab proxy and faultlab eval: refused"));
             assert!(refused.is_some_and(|l| l.contains(why)), "{name}: {text}");
