@@ -99,7 +99,7 @@ fn paging_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
 }
 
 /// `list` as one typed string enum (see [`paging_schema`] for why every branch needs a `type`).
-fn paged_list_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+pub(super) fn paged_list_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
     schemars::json_schema!({"type": "string", "enum": ["tools", "resources", "prompts"], "default": "tools"})
 }
 

@@ -42,8 +42,12 @@ pub struct SplitArgs {
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub struct StormArgs {
-    /// How many notifications/tools/list_changed precede the response (1 to 10000).
+    /// How many list_changed notifications precede the response (1 to 10000).
     pub count: u64,
+    /// Which list they announce: tools (default), resources, or prompts.
+    #[serde(default)]
+    #[schemars(schema_with = "super::surface::paged_list_schema")]
+    pub list: faultlab_engine::catalogue::ListName,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -192,7 +196,8 @@ impl FaultServer {
         )
     }
 
-    #[tool(description = "Send `count` notifications/tools/list_changed before this response (1 to 10000).")]
+    #[tool(description = "Send `count` notifications/tools/list_changed (with list, the resources or prompts one) \
+                          before this response (1 to 10000).")]
     async fn list_changed_storm(
         &self,
         Parameters(args): Parameters<StormArgs>,
@@ -201,8 +206,7 @@ impl FaultServer {
         if let Err(error) = check_range("count", args.count, 1, u64::from(MAX_STORM_COUNT)) {
             return Ok(tool_error(error));
         }
-        let fault =
-            FaultKind::ListChangedStorm(ListChangedStorm { count: args.count as u32, list: Default::default() });
+        let fault = FaultKind::ListChangedStorm(ListChangedStorm { count: args.count as u32, list: args.list });
         self.arm_own_response(&ctx, fault, "list_changed storm activated".into())
     }
 

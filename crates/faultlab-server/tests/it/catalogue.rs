@@ -33,7 +33,10 @@ fn tool_for(fault: &Value) -> Option<(&'static str, Value)> {
         "progress_after_result" => ("progress_after_result", json!({})),
         "request_after_result" => ("request_after_result", json!({"method": parameter("method")})),
         "elicitation_complete_unknown" => ("elicitation_complete_unknown", json!({})),
-        "list_changed_storm" => ("list_changed_storm", json!({"count": parameter("count")})),
+        "list_changed_storm" => (
+            "list_changed_storm",
+            json!({"count": parameter("count"), "list": fault.get("list").cloned().unwrap_or(json!("tools"))}),
+        ),
         "http_status" => {
             ("http_status", json!({"status": parameter("status"), "retryAfterSec": parameter("retry_after_sec")}))
         }

@@ -168,6 +168,14 @@ async fn list_changed_storm_precedes_the_reply() {
         assert_eq!(c.recv().await.method(), Some("notifications/tools/list_changed"));
     }
     assert_eq!(c.recv().await.id(), Some(&MessageId::from(2)));
+    // With `list`, the storm announces that list instead.
+    for (id, list) in [(3, "resources"), (4, "prompts")] {
+        c.call(id, "list_changed_storm", json!({"count": 2, "list": list})).await;
+        for _ in 0..2 {
+            assert_eq!(c.recv().await.method(), Some(format!("notifications/{list}/list_changed").as_str()));
+        }
+        assert_eq!(c.recv().await.id(), Some(&MessageId::from(id)));
+    }
 }
 
 #[tokio::test]
