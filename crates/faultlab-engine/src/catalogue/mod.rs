@@ -165,17 +165,23 @@ macro_rules! catalogue {
 }
 
 /// Declares one fault in its file: the parameters struct (with the derives and strictness every fault has) and
-/// its [`Fault`] impl, from one line of facts (category, effect, `faultlab serve` tool, examples) and closures for
-/// what differs (`validate` and `category` optional; `apply` returns [`Applied`] or the actions).
+/// its [`Fault`] impl, from named keys, in this order: `category:` ([`Category`] arm), `effect:` ([`Effect`] arm),
+/// `serve_tool:` (the `faultlab serve` tool that arms it, or `None`), `examples:` (JSON strings, at least one), then
+/// the optional `serve_only:` (why only `faultlab serve` commits it), `category_of:` (a closure, when the category
+/// depends on the parameters) and `validate:`, and `apply:` (returns [`Applied`] or the actions). Named keys, so a
+/// reader never counts commas to tell the effect from the category.
 macro_rules! fault {
     (
         $(#[$meta:meta])*
         pub struct $name:ident $fields:tt
-        facts: $category:ident, $effect:ident, $tool:expr, [$($example:literal),+ $(,)?];
-        $(serve_only: $serve_only:expr;)?
-        $(category: |$cself:pat_param| $cbody:expr;)?
-        $(validate: |$vself:pat_param| $vbody:expr;)?
-        apply: |$aself:pat_param, $reply:pat_param, $earlier:pat_param| $abody:expr;
+        category: $category:ident,
+        effect: $effect:ident,
+        serve_tool: $tool:expr,
+        examples: [$($example:literal),+ $(,)?],
+        $(serve_only: $serve_only:expr,)?
+        $(category_of: |$cself:pat_param| $cbody:expr,)?
+        $(validate: |$vself:pat_param| $vbody:expr,)?
+        apply: |$aself:pat_param, $reply:pat_param, $earlier:pat_param| $abody:expr $(,)?
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -213,14 +219,17 @@ macro_rules! fault {
 }
 
 /// Declares a fault of the model hop only (see [`FaultKind::model_only`]): its parameters struct and its [`Fault`]
-/// impl, as [`fault!`] does. `faultlab model` performs it in each API's shapes (`faultlab_model::hop`); on the MCP
-/// wire, where the proxy refuses it, its `apply` leaves the reply unchanged and says why.
+/// impl, as [`fault!`] does, from the same keys but `serve_tool:` (it has none) and `apply:`. `faultlab model`
+/// performs it in each API's shapes (`faultlab_model::hop`); on the MCP wire, where the proxy refuses it, its
+/// `apply` leaves the reply unchanged and says why.
 macro_rules! model_fault {
     (
         $(#[$meta:meta])*
         pub struct $name:ident $fields:tt
-        facts: $category:ident, $effect:ident, [$($example:literal),+ $(,)?];
-        $(validate: |$vself:pat_param| $vbody:expr;)?
+        category: $category:ident,
+        effect: $effect:ident,
+        examples: [$($example:literal),+ $(,)?],
+        $(validate: |$vself:pat_param| $vbody:expr $(,)?)?
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -254,8 +263,8 @@ macro_rules! preset {
     (
         $(#[$meta:meta])*
         pub struct $name:ident $fields:tt
-        examples: [$($example:literal),+ $(,)?];
-        read_as: |$preset:pat_param| $into:expr;
+        examples: [$($example:literal),+ $(,)?],
+        read_as: |$preset:pat_param| $into:expr $(,)?
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
