@@ -273,6 +273,69 @@ mod tests {
         assert_eq!(FaultClass::TimeoutAfter.members(1500).len(), 1);
     }
 
+    /// docs/explore.md's class table and its `--quick` list of faults not tried, against the classes: a class
+    /// added, or a fault one stands for, fails here until the docs say so, with the cells to write.
+    #[test]
+    fn the_class_table_in_docs_explore_md_matches_the_classes() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/explore.md");
+        let doc = std::fs::read_to_string(&path).unwrap();
+        let header = "| class | fault on the wire | mode | effect | also stands for |";
+        let table = doc.split_once(header).expect("docs/explore.md has the class table").1;
+        // The rows after the header's separator line, up to the first line that is no row.
+        let rows: Vec<Vec<&str>> = table
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| l.trim_matches('|').split('|').map(str::trim).collect())
+            .collect();
+        assert!(rows.iter().all(|r| r.len() == 5), "five cells a row: {rows:?}");
+        let backticked = |cell: &str| cell.split('`').nth(1).unwrap_or_default().to_owned();
+        let mut wrong = Vec::new();
+        for &class in FaultClass::ALL {
+            let (fault, mode) = class.fault();
+            let mode = serde_json::to_value(mode).unwrap().as_str().unwrap().to_owned();
+            let effect: &str = class.effect().into();
+            let also = class.stands_for()[1..].join(", ");
+            let Some(row) = rows.iter().find(|r| backticked(r[0]) == class.name()) else {
+                wrong.push(format!(
+                    "no row for class `{}`: add | `{}` | `{}` | {mode} | {effect} | {also} |",
+                    class.name(),
+                    class.name(),
+                    fault.name()
+                ));
+                continue;
+            };
+            let cells = [
+                ("fault on the wire", backticked(row[1]), fault.name().to_owned()),
+                ("mode", row[2].split_whitespace().next().unwrap_or_default().to_owned(), mode),
+                ("effect", row[3].to_owned(), effect.to_owned()),
+                ("also stands for", row[4].to_owned(), also),
+            ];
+            for (column, written, code) in cells {
+                if written != code {
+                    wrong.push(format!(
+                        "class `{}`, column \"{column}\": the docs say `{written}`, the code `{code}`",
+                        class.name()
+                    ));
+                }
+            }
+        }
+        assert!(wrong.is_empty(), "docs/explore.md's class table:\n{}", wrong.join("\n"));
+        assert_eq!(rows.len(), FaultClass::ALL.len(), "one row per class: {rows:?}");
+
+        let quick = doc.split_once("With `--quick`, not tried by any class: ").expect("the --quick list").1;
+        let listed: BTreeSet<String> =
+            quick.split_once(" (").unwrap().0.split(',').map(|name| name.trim().trim_matches('`').to_owned()).collect();
+        // In catalogue order, as the docs write them.
+        let untried = not_tried(FaultClass::ALL);
+        assert_eq!(
+            listed,
+            untried.iter().map(|&n| n.to_owned()).collect(),
+            "docs/explore.md's --quick list: write {}",
+            untried.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", ")
+        );
+    }
+
     #[test]
     fn latency_is_half_the_runs_deadline_and_oversized_is_past_the_common_line_limit() {
         let (fault, _) = FaultClass::Latency.fault_for(1500);

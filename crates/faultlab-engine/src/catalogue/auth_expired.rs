@@ -17,6 +17,6 @@ use super::{FaultKind, HttpStatus};
 preset! {
     /// The client's credentials are no longer accepted: `http_status` 401.
     pub struct AuthExpired {}
-    examples: [r#"{"type": "auth_expired"}"#];
-    read_as: |_| FaultKind::HttpStatus(HttpStatus::new(401));
+    examples: [r#"{"type": "auth_expired"}"#],
+    read_as: |_| FaultKind::HttpStatus(HttpStatus::new(401)),
 }

@@ -53,16 +53,19 @@ fault! {
         #[serde(default = "default_page_size")]
         pub page_size: u32,
     }
-    facts: Protocol, WrongData, Some(ServeTool::standing("list_pagination")), [
+    category: Protocol,
+    effect: WrongData,
+    serve_tool: Some(ServeTool::standing("list_pagination")),
+    examples: [
         r#"{"type": "broken_pagination", "variant": "stuck"}"#,
         r#"{"type": "broken_pagination", "variant": "cycle"}"#,
         r#"{"type": "broken_pagination", "variant": "empty-continuation"}"#,
         r#"{"type": "broken_pagination", "variant": "empty-end"}"#,
         r#"{"type": "broken_pagination", "variant": "repeated-name", "page_size": 2}"#,
         r#"{"type": "broken_pagination", "variant": "endless"}"#,
-    ];
-    validate: |fault| within("page_size", fault.page_size, 1, MAX_PAGE_SIZE);
-    apply: |fault, reply, _| apply(reply, fault.variant, fault.page_size as usize);
+    ],
+    validate: |fault| within("page_size", fault.page_size, 1, MAX_PAGE_SIZE),
+    apply: |fault, reply, _| apply(reply, fault.variant, fault.page_size as usize),
 }
 
 /// Largest `page_size`.

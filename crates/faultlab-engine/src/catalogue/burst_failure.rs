@@ -22,6 +22,6 @@ preset! {
     pub struct BurstFailure {
         pub count: u32,
     }
-    examples: [r#"{"type": "burst_failure", "count": 3}"#];
-    read_as: |preset| FaultKind::HttpStatus(HttpStatus::scheduled(Schedule::Burst(preset)));
+    examples: [r#"{"type": "burst_failure", "count": 3}"#],
+    read_as: |preset| FaultKind::HttpStatus(HttpStatus::scheduled(Schedule::Burst(preset))),
 }

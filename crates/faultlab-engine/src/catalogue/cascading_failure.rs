@@ -22,6 +22,6 @@ preset! {
     pub struct CascadingFailure {
         pub spread: u32,
     }
-    examples: [r#"{"type": "cascading_failure", "spread": 4}"#];
-    read_as: |preset| FaultKind::HttpStatus(HttpStatus::scheduled(Schedule::Cascade(preset)));
+    examples: [r#"{"type": "cascading_failure", "spread": 4}"#],
+    read_as: |preset| FaultKind::HttpStatus(HttpStatus::scheduled(Schedule::Cascade(preset))),
 }

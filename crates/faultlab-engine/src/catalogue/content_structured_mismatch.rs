@@ -28,8 +28,11 @@ fault! {
     /// One value of `structuredContent` is changed and `content` is not, so text and structure disagree (kept
     /// valid against the tool's output schema when it has one).
     pub struct ContentStructuredMismatch {}
-    facts: Data, WrongData, Some(ServeTool::everywhere("structured_output")), [r#"{"type": "content_structured_mismatch"}"#];
-    apply: |_, reply, earlier| apply(reply, earlier.output_schema.as_ref());
+    category: Data,
+    effect: WrongData,
+    serve_tool: Some(ServeTool::everywhere("structured_output")),
+    examples: [r#"{"type": "content_structured_mismatch"}"#],
+    apply: |_, reply, earlier| apply(reply, earlier.output_schema.as_ref()),
 }
 
 fn apply(reply: Reply<'_>, schema: Option<&OutputSchema>) -> Applied {

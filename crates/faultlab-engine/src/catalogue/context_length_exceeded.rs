@@ -19,7 +19,9 @@
 model_fault! {
     /// `400` context length exceeded, in the provider's own error body.
     pub struct ContextLengthExceeded {}
-    facts: Data, Error, [r#"{"type": "context_length_exceeded"}"#];
+    category: Data,
+    effect: Error,
+    examples: [r#"{"type": "context_length_exceeded"}"#],
 }
 
 /// The context window the error bodies name, in tokens.

@@ -42,8 +42,11 @@ fault! {
     /// The result plus one more text block that states something else (a changed value, chosen to stay valid
     /// against the tool's output schema when it has one).
     pub struct Contradictory {}
-    facts: Data, WrongData, None, [r#"{"type": "contradictory"}"#];
-    apply: |_, reply, earlier| apply(reply, earlier.output_schema.as_ref());
+    category: Data,
+    effect: WrongData,
+    serve_tool: None,
+    examples: [r#"{"type": "contradictory"}"#],
+    apply: |_, reply, earlier| apply(reply, earlier.output_schema.as_ref()),
 }
 
 /// Most candidate changes validated against an output schema: each validation walks the whole result, so a large

@@ -16,6 +16,9 @@ use super::WireAction;
 fault! {
     /// Close the connection (stdio) or abort the response stream (HTTP) instead of replying.
     pub struct Disconnect {}
-    facts: Transport, TransportLoss, Some(ServeTool::everywhere("disconnect")), [r#"{"type": "disconnect"}"#];
-    apply: |_, _, _| vec![WireAction::Close];
+    category: Transport,
+    effect: TransportLoss,
+    serve_tool: Some(ServeTool::everywhere("disconnect")),
+    examples: [r#"{"type": "disconnect"}"#],
+    apply: |_, _, _| vec![WireAction::Close],
 }

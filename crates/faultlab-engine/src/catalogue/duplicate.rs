@@ -15,6 +15,9 @@ use super::WireAction;
 fault! {
     /// The same reply, twice.
     pub struct Duplicate {}
-    facts: Temporal, Result, Some(ServeTool::everywhere("duplicate_response")), [r#"{"type": "duplicate"}"#];
-    apply: |_, reply, _| vec![WireAction::Send(reply.frame.bytes().clone()); 2];
+    category: Temporal,
+    effect: Result,
+    serve_tool: Some(ServeTool::everywhere("duplicate_response")),
+    examples: [r#"{"type": "duplicate"}"#],
+    apply: |_, reply, _| vec![WireAction::Send(reply.frame.bytes().clone()); 2],
 }

@@ -18,5 +18,7 @@
 model_fault! {
     /// Two tool calls with the same id in one answer.
     pub struct DuplicateCallId {}
-    facts: Protocol, Invalid, [r#"{"type": "duplicate_call_id"}"#];
+    category: Protocol,
+    effect: Invalid,
+    examples: [r#"{"type": "duplicate_call_id"}"#],
 }

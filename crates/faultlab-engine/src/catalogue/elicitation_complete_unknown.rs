@@ -22,9 +22,12 @@ pub const UNKNOWN_ELICITATION_ID: &str = "faultlab-unknown-elicitation";
 fault! {
     /// A URL-mode elicitation completion for an unknown elicitation id, before the reply.
     pub struct ElicitationCompleteUnknown {}
-    facts: Protocol, Result, Some(ServeTool::everywhere("elicitation_complete_unknown")), [
+    category: Protocol,
+    effect: Result,
+    serve_tool: Some(ServeTool::everywhere("elicitation_complete_unknown")),
+    examples: [
         r#"{"type": "elicitation_complete_unknown"}"#,
-    ];
+    ],
     apply: |_, reply, _| {
         let note = json!({
             "jsonrpc": "2.0",
@@ -32,7 +35,7 @@ fault! {
             "params": {"elicitationId": UNKNOWN_ELICITATION_ID}
         });
         vec![WireAction::Send(Bytes::from(note.to_string())), WireAction::Send(reply.frame.bytes().clone())]
-    };
+    },
 }
 
 #[cfg(test)]

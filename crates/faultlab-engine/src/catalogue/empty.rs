@@ -20,14 +20,17 @@ use serde_json::json;
 fault! {
     /// A valid tool result with nothing in it: `content` is `[]`, `structuredContent` (if any) is `{}`.
     pub struct Empty {}
-    facts: Data, WrongData, None, [r#"{"type": "empty"}"#];
+    category: Data,
+    effect: WrongData,
+    serve_tool: None,
+    examples: [r#"{"type": "empty"}"#],
     apply: |_, reply, _| rewrite_result(reply, |result| {
         result.insert("content".into(), json!([]));
         if let Some(structured) = result.get_mut("structuredContent") {
             *structured = json!({});
         }
         true
-    });
+    }),
 }
 
 #[cfg(test)]

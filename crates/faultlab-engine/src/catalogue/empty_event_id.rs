@@ -21,7 +21,10 @@ fault! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub retry_ms: Option<u64>,
     }
-    facts: Transport, TransportLoss, Some(ServeTool::sessions("empty_event_id")), [r#"{"type": "empty_event_id"}"#];
-    validate: |fault| check_retry(fault.retry_ms);
-    apply: |_, reply, _| on_stream_only(reply);
+    category: Transport,
+    effect: TransportLoss,
+    serve_tool: Some(ServeTool::sessions("empty_event_id")),
+    examples: [r#"{"type": "empty_event_id"}"#],
+    validate: |fault| check_retry(fault.retry_ms),
+    apply: |_, reply, _| on_stream_only(reply),
 }

@@ -28,8 +28,11 @@ fault! {
     /// The result becomes a tool error (`isError: true`) with an error object as `structuredContent`, one the
     /// tool's `outputSchema` (if it listed one) rejects.
     pub struct ErrorStructuredContent {}
-    facts: Data, Error, Some(ServeTool::everywhere("structured_output")), [r#"{"type": "error_structured_content"}"#];
-    apply: |_, reply, earlier| apply(reply, earlier.output_schema.as_ref());
+    category: Data,
+    effect: Error,
+    serve_tool: Some(ServeTool::everywhere("structured_output")),
+    examples: [r#"{"type": "error_structured_content"}"#],
+    apply: |_, reply, earlier| apply(reply, earlier.output_schema.as_ref()),
 }
 
 /// The text of the error result.

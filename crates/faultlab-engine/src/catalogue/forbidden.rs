@@ -16,6 +16,6 @@ use super::{FaultKind, HttpStatus};
 preset! {
     /// The caller is known but not allowed to do this: `http_status` 403.
     pub struct Forbidden {}
-    examples: [r#"{"type": "forbidden"}"#];
-    read_as: |_| FaultKind::HttpStatus(HttpStatus::new(403));
+    examples: [r#"{"type": "forbidden"}"#],
+    read_as: |_| FaultKind::HttpStatus(HttpStatus::new(403)),
 }

@@ -28,11 +28,14 @@ fault! {
     pub struct Framing {
         pub style: FramingStyle,
     }
-    facts: Protocol, Result, Some(ServeTool::everywhere("framing")), [
+    category: Protocol,
+    effect: Result,
+    serve_tool: Some(ServeTool::everywhere("framing")),
+    examples: [
         r#"{"type": "framing", "style": "crlf"}"#,
         r#"{"type": "framing", "style": "bom"}"#,
-    ];
-    apply: |fault, reply, _| apply(reply, fault.style);
+    ],
+    apply: |fault, reply, _| apply(reply, fault.style),
 }
 
 fn apply(reply: Reply<'_>, style: FramingStyle) -> Vec<WireAction> {

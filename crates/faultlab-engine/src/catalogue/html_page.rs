@@ -26,10 +26,13 @@ fault! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub retry_after_sec: Option<u32>,
     }
-    facts: Transport, Invalid, Some(ServeTool::http_only("html_page")), [
+    category: Transport,
+    effect: Invalid,
+    serve_tool: Some(ServeTool::http_only("html_page")),
+    examples: [
         r#"{"type": "html_page", "status": 502}"#,
         r#"{"type": "html_page", "status": 200}"#,
-    ];
+    ],
     validate: |fault| {
         if !STATUSES.contains(&fault.status) {
             return Err(format!("status must be one of {STATUSES:?}"));
@@ -38,8 +41,8 @@ fault! {
             Some(secs) => within("retry_after_sec", secs, 0, MAX_RETRY_AFTER_SEC),
             None => Ok(()),
         }
-    };
-    apply: |fault, _reply, _| apply(_reply, fault.status, fault.retry_after_sec);
+    },
+    apply: |fault, _reply, _| apply(_reply, fault.status, fault.retry_after_sec),
 }
 
 /// The statuses the page can come with: a gateway's errors, and 200 for a page served in the reply's place.

@@ -30,18 +30,21 @@ fault! {
         #[schemars(skip)]
         pub schedule: Option<Schedule>,
     }
-    facts: Transport, Error, Some(ServeTool::http_only("http_status")), [
+    category: Transport,
+    effect: Error,
+    serve_tool: Some(ServeTool::http_only("http_status")),
+    examples: [
         r#"{"type": "http_status", "status": 429, "retry_after_sec": 2}"#,
         r#"{"type": "http_status", "status": 500}"#,
         r#"{"type": "http_status", "status": 401}"#,
-    ];
+    ],
     // 401 and 403 are about who may do what; a 503 on a schedule is the service failing.
-    category: |fault| {
+    category_of: |fault| {
         match fault.schedule {
             Some(_) => Category::Systemic,
             None => category(fault.status),
         }
-    };
+    },
     validate: |fault| {
         if let Some(schedule) = &fault.schedule {
             return schedule.validate();
@@ -53,11 +56,11 @@ fault! {
             Some(secs) => within("retry_after_sec", secs, 0, MAX_RETRY_AFTER_SEC),
             None => Ok(()),
         }
-    };
+    },
     apply: |fault, reply, _| match &fault.schedule {
         Some(schedule) => unavailable(reply, schedule.preset()),
         None => apply(reply, fault.status, fault.retry_after_sec),
-    };
+    },
 }
 
 impl HttpStatus {

@@ -16,13 +16,16 @@ use serde_json::json;
 fault! {
     /// The result's text content blocks carry a number instead of a string.
     pub struct InvalidResult {}
-    facts: Data, Invalid, None, [r#"{"type": "invalid_result"}"#];
+    category: Data,
+    effect: Invalid,
+    serve_tool: None,
+    examples: [r#"{"type": "invalid_result"}"#],
     apply: |_, reply, _| rewrite_content(reply, |content| {
         for block in content.iter_mut().filter(|b| b["type"] == "text") {
             block["text"] = json!(42);
         }
         true
-    });
+    }),
 }
 
 #[cfg(test)]

@@ -22,7 +22,10 @@ use serde_json::Value;
 fault! {
     /// The tool result's `content` is an object (keyed "0", "1", ...) where the schema requires an array.
     pub struct InvalidSchema {}
-    facts: Protocol, Invalid, None, [r#"{"type": "invalid_schema"}"#];
+    category: Protocol,
+    effect: Invalid,
+    serve_tool: None,
+    examples: [r#"{"type": "invalid_schema"}"#],
     apply: |_, reply, _| rewrite_result(reply, |result| {
         let Some(Value::Array(blocks)) = result.get_mut("content") else {
             return false;
@@ -31,7 +34,7 @@ fault! {
         // Inserting over an existing key keeps its position, so only the type of `content` changes.
         result.insert("content".into(), Value::Object(keyed));
         true
-    });
+    }),
 }
 
 #[cfg(test)]

@@ -22,11 +22,14 @@ use serde_json::json;
 fault! {
     /// Swallow the framework's reply; when the client cancels, answer anyway, late.
     pub struct LateResponse {}
-    facts: Temporal, Timeout, Some(ServeTool::stdio_and_sessions("response_after_cancellation")), [
+    category: Temporal,
+    effect: Timeout,
+    serve_tool: Some(ServeTool::stdio_and_sessions("response_after_cancellation")),
+    examples: [
         r#"{"type": "late_response"}"#,
-    ];
+    ],
     // The framework's reply is consumed: nothing is written for it.
-    apply: |_, _, _| Vec::<WireAction>::new();
+    apply: |_, _, _| Vec::<WireAction>::new(),
 }
 
 /// The text of the late result.

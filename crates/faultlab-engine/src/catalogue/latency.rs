@@ -24,12 +24,15 @@ fault! {
     pub struct Latency {
         pub delay_ms: u64,
     }
-    facts: Transport, Result, Some(ServeTool::everywhere("delay")), [
+    category: Transport,
+    effect: Result,
+    serve_tool: Some(ServeTool::everywhere("delay")),
+    examples: [
         r#"{"type": "latency", "delay_ms": 50}"#,
         r#"{"type": "delayed", "delay_ms": 20}"#,
-    ];
-    validate: |fault| within("delay_ms", fault.delay_ms, 0, MAX_LATENCY_MS);
-    apply: |fault, reply, _| apply(reply, fault.delay_ms);
+    ],
+    validate: |fault| within("delay_ms", fault.delay_ms, 0, MAX_LATENCY_MS),
+    apply: |fault, reply, _| apply(reply, fault.delay_ms),
 }
 
 /// Lets the JSON Schema accept `delayed` as well, as serde does (schemars ignores serde aliases).

@@ -25,17 +25,20 @@ fault! {
         #[schemars(schema_with = "list_schema")]
         pub list: ListName,
     }
-    facts: Systemic, Result, Some(ServeTool::everywhere("list_changed_storm")), [
+    category: Systemic,
+    effect: Result,
+    serve_tool: Some(ServeTool::everywhere("list_changed_storm")),
+    examples: [
         r#"{"type": "list_changed_storm", "count": 20}"#,
         r#"{"type": "list_changed_storm", "count": 1, "list": "prompts"}"#,
-    ];
-    validate: |fault| within("count", fault.count, 1, MAX_STORM_COUNT);
+    ],
+    validate: |fault| within("count", fault.count, 1, MAX_STORM_COUNT),
     apply: |fault, reply, _| {
         let note = serde_json::json!({"jsonrpc": "2.0", "method": fault.list.notification()});
         let note = WireAction::Send(Bytes::from(note.to_string()));
         let mut actions = vec![note; fault.count as usize];
         actions.push(WireAction::Send(reply.frame.bytes().clone()));
         actions
-    };
+    },
 }
 

@@ -45,20 +45,23 @@ fault! {
         #[schemars(schema_with = "list_schema")]
         pub list: ListName,
     }
-    facts: Protocol, WrongData, Some(ServeTool::standing("tool_list_drift")), [
+    category: Protocol,
+    effect: WrongData,
+    serve_tool: Some(ServeTool::standing("tool_list_drift")),
+    examples: [
         r#"{"type": "list_drift", "change": "removed"}"#,
         r#"{"type": "list_drift", "change": "renamed"}"#,
         r#"{"type": "list_drift", "change": "input-schema", "tool": "probe"}"#,
         r#"{"type": "list_drift", "change": "removed", "list": "resources"}"#,
         r#"{"type": "list_drift", "change": "arguments", "list": "prompts"}"#,
-    ];
+    ],
     validate: |fault| match (fault.change, fault.list) {
         (Drift::InputSchema, ListName::Tools) | (Drift::Arguments, ListName::Prompts) => Ok(()),
         (Drift::InputSchema, _) => Err("change input-schema needs list tools (a prompt's are `arguments`)".into()),
         (Drift::Arguments, _) => Err("change arguments needs list prompts (a tool's are `input-schema`)".into()),
         _ => Ok(()),
-    };
-    apply: |fault, reply, _| apply(reply, fault.list, fault.change, fault.tool.as_deref());
+    },
+    apply: |fault, reply, _| apply(reply, fault.list, fault.change, fault.tool.as_deref()),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -23,12 +23,15 @@ fault! {
         #[serde(default)]
         pub variant: MalformedVariant,
     }
-    facts: Protocol, Invalid, Some(ServeTool::everywhere("malformed_message")), [
+    category: Protocol,
+    effect: Invalid,
+    serve_tool: Some(ServeTool::everywhere("malformed_message")),
+    examples: [
         r#"{"type": "malformed"}"#,
         r#"{"type": "malformed", "variant": "invalid-jsonrpc-version"}"#,
         r#"{"type": "malformed_response", "variant": "result-with-error"}"#,
-    ];
-    apply: |fault, reply, _| apply(reply, fault.variant);
+    ],
+    apply: |fault, reply, _| apply(reply, fault.variant),
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

@@ -30,12 +30,15 @@ fault! {
         #[serde(default = "default_pointer")]
         pub pointer: String,
     }
-    facts: Protocol, Invalid, None, [
+    category: Protocol,
+    effect: Invalid,
+    serve_tool: None,
+    examples: [
         r#"{"type": "missing_field"}"#,
         r#"{"type": "missing_field", "pointer": "/jsonrpc"}"#,
-    ];
-    validate: |fault| super::check_pointer(&fault.pointer);
-    apply: |fault, reply, _| apply(reply, &fault.pointer);
+    ],
+    validate: |fault| super::check_pointer(&fault.pointer),
+    apply: |fault, reply, _| apply(reply, &fault.pointer),
 }
 
 fn apply(reply: Reply<'_>, pointer: &str) -> Vec<WireAction> {

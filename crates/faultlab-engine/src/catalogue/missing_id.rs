@@ -15,8 +15,11 @@ use super::rewrite;
 fault! {
     /// The reply carries no id at all.
     pub struct MissingId {}
-    facts: Protocol, Timeout, Some(ServeTool::everywhere("missing_id")), [r#"{"type": "missing_id"}"#];
+    category: Protocol,
+    effect: Timeout,
+    serve_tool: Some(ServeTool::everywhere("missing_id")),
+    examples: [r#"{"type": "missing_id"}"#],
     apply: |_, reply, _| rewrite(reply, |message| {
         message.as_object_mut().is_some_and(|obj| obj.shift_remove("id").is_some())
-    });
+    }),
 }

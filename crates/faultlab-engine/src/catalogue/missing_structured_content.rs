@@ -26,8 +26,11 @@ fault! {
     /// `structuredContent` is removed from the result of a tool that listed an `outputSchema` (else the reply is
     /// sent unchanged).
     pub struct MissingStructuredContent {}
-    facts: Data, Invalid, Some(ServeTool::everywhere("structured_output")), [r#"{"type": "missing_structured_content"}"#];
-    apply: |_, reply, earlier| apply(reply, earlier.output_schema.as_ref());
+    category: Data,
+    effect: Invalid,
+    serve_tool: Some(ServeTool::everywhere("structured_output")),
+    examples: [r#"{"type": "missing_structured_content"}"#],
+    apply: |_, reply, earlier| apply(reply, earlier.output_schema.as_ref()),
 }
 
 fn apply(reply: Reply<'_>, schema: Option<&OutputSchema>) -> Applied {

@@ -165,17 +165,23 @@ macro_rules! catalogue {
 }
 
 /// Declares one fault in its file: the parameters struct (with the derives and strictness every fault has) and
-/// its [`Fault`] impl, from one line of facts (category, effect, `faultlab serve` tool, examples) and closures for
-/// what differs (`validate` and `category` optional; `apply` returns [`Applied`] or the actions).
+/// its [`Fault`] impl, from named keys, in this order: `category:` ([`Category`] arm), `effect:` ([`Effect`] arm),
+/// `serve_tool:` (the `faultlab serve` tool that arms it, or `None`), `examples:` (JSON strings, at least one), then
+/// the optional `serve_only:` (why only `faultlab serve` commits it), `category_of:` (a closure, when the category
+/// depends on the parameters) and `validate:`, and `apply:` (returns [`Applied`] or the actions). Named keys, so a
+/// reader never counts commas to tell the effect from the category.
 macro_rules! fault {
     (
         $(#[$meta:meta])*
         pub struct $name:ident $fields:tt
-        facts: $category:ident, $effect:ident, $tool:expr, [$($example:literal),+ $(,)?];
-        $(serve_only: $serve_only:expr;)?
-        $(category: |$cself:pat_param| $cbody:expr;)?
-        $(validate: |$vself:pat_param| $vbody:expr;)?
-        apply: |$aself:pat_param, $reply:pat_param, $earlier:pat_param| $abody:expr;
+        category: $category:ident,
+        effect: $effect:ident,
+        serve_tool: $tool:expr,
+        examples: [$($example:literal),+ $(,)?],
+        $(serve_only: $serve_only:expr,)?
+        $(category_of: |$cself:pat_param| $cbody:expr,)?
+        $(validate: |$vself:pat_param| $vbody:expr,)?
+        apply: |$aself:pat_param, $reply:pat_param, $earlier:pat_param| $abody:expr $(,)?
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -213,14 +219,17 @@ macro_rules! fault {
 }
 
 /// Declares a fault of the model hop only (see [`FaultKind::model_only`]): its parameters struct and its [`Fault`]
-/// impl, as [`fault!`] does. `faultlab model` performs it in each API's shapes (`faultlab_model::hop`); on the MCP
-/// wire, where the proxy refuses it, its `apply` leaves the reply unchanged and says why.
+/// impl, as [`fault!`] does, from the same keys but `serve_tool:` (it has none) and `apply:`. `faultlab model`
+/// performs it in each API's shapes (`faultlab_model::hop`); on the MCP wire, where the proxy refuses it, its
+/// `apply` leaves the reply unchanged and says why.
 macro_rules! model_fault {
     (
         $(#[$meta:meta])*
         pub struct $name:ident $fields:tt
-        facts: $category:ident, $effect:ident, [$($example:literal),+ $(,)?];
-        $(validate: |$vself:pat_param| $vbody:expr;)?
+        category: $category:ident,
+        effect: $effect:ident,
+        examples: [$($example:literal),+ $(,)?],
+        $(validate: |$vself:pat_param| $vbody:expr $(,)?)?
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -254,8 +263,8 @@ macro_rules! preset {
     (
         $(#[$meta:meta])*
         pub struct $name:ident $fields:tt
-        examples: [$($example:literal),+ $(,)?];
-        read_as: |$preset:pat_param| $into:expr;
+        examples: [$($example:literal),+ $(,)?],
+        read_as: |$preset:pat_param| $into:expr $(,)?
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
@@ -807,6 +816,68 @@ pub(crate) mod tests {
                 assert_eq!(fault.name(), name, "a fault's name is its file's name");
             }
         }
+    }
+
+    /// Each catalogue file (name, text) that declares a fault or a preset its list does not hold: a file missing
+    /// from `catalogue!` is no module, so it compiles to nothing and no other test sees it. The message names the
+    /// file and the line to add.
+    fn unlisted(files: &[(String, String)], faults: &[&str], presets: &[&str]) -> Vec<String> {
+        let mut missing = Vec::new();
+        for (file, text) in files {
+            let Some(module) = file.strip_suffix(".rs") else { continue };
+            let mut lines = text.lines();
+            let Some(declared) =
+                lines.find_map(|l| ["fault! {", "model_fault! {", "preset! {"].into_iter().find(|m| l == *m))
+            else {
+                continue;
+            };
+            let (list, block) = if declared == "preset! {" { (presets, "presets") } else { (faults, "faults") };
+            if list.contains(&module) {
+                continue;
+            }
+            let arm = lines
+                .find_map(|l| l.trim_start().strip_prefix("pub struct "))
+                .and_then(|rest| rest.split(|c: char| !c.is_alphanumeric() && c != '_').next())
+                .unwrap_or("Arm");
+            missing.push(format!(
+                "catalogue/{file} declares `{}` but the catalogue! list in catalogue/mod.rs does not name it, so it \
+                 compiles to nothing: add `{arm}({module}),` to its `{block}` block",
+                declared.trim_end_matches(" {")
+            ));
+        }
+        missing
+    }
+
+    #[test]
+    fn every_fault_file_is_in_the_catalogue_list() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/catalogue");
+        let mut files = Vec::new();
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            if name.ends_with(".rs") {
+                files.push((name, std::fs::read_to_string(&path).unwrap()));
+            }
+        }
+        let faults: Vec<&str> = <FaultKind as strum::VariantNames>::VARIANTS.to_vec();
+        let presets: Vec<&str> =
+            FaultKind::examples().into_iter().map(|(name, _)| name).filter(|name| !faults.contains(name)).collect();
+        let missing = unlisted(&files, &faults, &presets);
+        assert!(missing.is_empty(), "{}", missing.join("\n"));
+        let declared =
+            files.iter().filter(|(_, text)| text.contains("\nfault! {") || text.contains("\nmodel_fault! {"));
+        assert_eq!(declared.count(), faults.len(), "one file per fault");
+
+        // A file whose line was forgotten is named, with the line to add.
+        let forgotten =
+            "//! `noisy_neighbour`: ...\n\nfault! {\n    /// ...\n    pub struct NoisyNeighbour { pub count: u32 }\n";
+        let preset = "preset! {\n    pub struct Teapot {}\n";
+        let files = [("noisy_neighbour.rs".into(), forgotten.into()), ("teapot.rs".into(), preset.into())];
+        let missing = unlisted(&files, &faults, &presets);
+        assert_eq!(missing.len(), 2, "{missing:?}");
+        assert!(missing[0].contains("catalogue/noisy_neighbour.rs"), "{}", missing[0]);
+        assert!(missing[0].contains("add `NoisyNeighbour(noisy_neighbour),` to its `faults` block"), "{}", missing[0]);
+        assert!(missing[1].contains("add `Teapot(teapot),` to its `presets` block"), "{}", missing[1]);
     }
 
     #[test]

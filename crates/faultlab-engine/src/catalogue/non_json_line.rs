@@ -16,11 +16,14 @@ use bytes::Bytes;
 fault! {
     /// A line that is not JSON, then the reply.
     pub struct NonJsonLine {}
-    facts: Protocol, Result, Some(ServeTool::everywhere("non_json_line")), [r#"{"type": "non_json_line"}"#];
+    category: Protocol,
+    effect: Result,
+    serve_tool: Some(ServeTool::everywhere("non_json_line")),
+    examples: [r#"{"type": "non_json_line"}"#],
     apply: |_, reply, _| {
         let stray = WireAction::Send(Bytes::from_static(NON_JSON_TEXT.as_bytes()));
         vec![stray, WireAction::Send(reply.frame.bytes().clone())]
-    };
+    },
 }
 
 /// The stray text, chosen to look like a log line a careless server might print to stdout.

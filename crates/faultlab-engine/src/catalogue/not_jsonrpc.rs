@@ -20,14 +20,17 @@ use serde_json::json;
 fault! {
     /// JSON that is not JSON-RPC (`{"message": ..., "status": ...}`) instead of the reply, with the given status.
     pub struct NotJsonrpc { pub status: u16 }
-    facts: Protocol, Invalid, Some(ServeTool::http_only("not_jsonrpc")), [
+    category: Protocol,
+    effect: Invalid,
+    serve_tool: Some(ServeTool::http_only("not_jsonrpc")),
+    examples: [
         r#"{"type": "not_jsonrpc", "status": 502}"#,
         r#"{"type": "not_jsonrpc", "status": 200}"#,
-    ];
+    ],
     validate: |fault| {
         if STATUSES.contains(&fault.status) { Ok(()) } else { Err(format!("status must be one of {STATUSES:?}")) }
-    };
-    apply: |fault, _reply, _| apply(_reply, fault.status);
+    },
+    apply: |fault, _reply, _| apply(_reply, fault.status),
 }
 
 /// The statuses the body can come with.

@@ -24,12 +24,15 @@ fault! {
         pub max_hold_ms: u64,
     }
     // The example holds 50 ms, not the default 1 s: that would be most of the examples test's time.
-    facts: Temporal, Result, None, [r#"{"type": "out_of_order", "max_hold_ms": 50}"#];
-    validate: |fault| within("max_hold_ms", fault.max_hold_ms, 1, MAX_LATENCY_MS);
+    category: Temporal,
+    effect: Result,
+    serve_tool: None,
+    examples: [r#"{"type": "out_of_order", "max_hold_ms": 50}"#],
+    validate: |fault| within("max_hold_ms", fault.max_hold_ms, 1, MAX_LATENCY_MS),
     apply: |fault, reply, _| {
         // Alone (no engine to release it early) the reply is simply held for its longest time.
         hold(reply, fault.max_hold_ms, &Release::default())
-    };
+    },
 }
 
 /// The held reply's release signal: the writer of the overtaking reply fires it.

@@ -29,10 +29,13 @@ fault! {
     /// The result's `structuredContent` is replaced by a close value the tool's `outputSchema` rejects (only when
     /// the tool listed one; else the reply is sent unchanged).
     pub struct OutputSchemaViolation {}
-    facts: Data, Invalid, Some(ServeTool::everywhere("structured_output")), [
+    category: Data,
+    effect: Invalid,
+    serve_tool: Some(ServeTool::everywhere("structured_output")),
+    examples: [
         r#"{"type": "output_schema_violation"}"#,
-    ];
-    apply: |_, reply, earlier| apply(reply, earlier.output_schema.as_ref());
+    ],
+    apply: |_, reply, earlier| apply(reply, earlier.output_schema.as_ref()),
 }
 
 fn apply(reply: Reply<'_>, schema: Option<&OutputSchema>) -> Applied {

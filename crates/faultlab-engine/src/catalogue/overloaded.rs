@@ -24,5 +24,7 @@ model_fault! {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         pub before_stream: bool,
     }
-    facts: Systemic, Error, [r#"{"type": "overloaded"}"#, r#"{"type": "overloaded", "before_stream": true}"#];
+    category: Systemic,
+    effect: Error,
+    examples: [r#"{"type": "overloaded"}"#, r#"{"type": "overloaded", "before_stream": true}"#],
 }

@@ -16,12 +16,15 @@ use serde_json::{Value, json};
 fault! {
     /// The reply padded with `bytes` of extra text content.
     pub struct Oversized { pub bytes: usize }
-    facts: Protocol, WrongData, Some(ServeTool::everywhere("oversized_response")), [
+    category: Protocol,
+    effect: WrongData,
+    serve_tool: Some(ServeTool::everywhere("oversized_response")),
+    examples: [
         r#"{"type": "oversized", "bytes": 100000}"#,
-    ];
+    ],
     // The answer arrives with a padding block the server never sent (if the client takes a frame that big).
-    validate: |fault| within("bytes", fault.bytes, 1, MAX_OVERSIZED_BYTES);
-    apply: |fault, reply, _| pad(reply, fault.bytes);
+    validate: |fault| within("bytes", fault.bytes, 1, MAX_OVERSIZED_BYTES),
+    apply: |fault, reply, _| pad(reply, fault.bytes),
 }
 
 fn pad(reply: Reply<'_>, bytes: usize) -> Vec<WireAction> {

@@ -35,10 +35,13 @@ fault! {
         #[serde(default = "one")]
         pub page_size: u32,
     }
-    facts: Protocol, Error, Some(ServeTool::standing("list_pagination")), [r#"{"type": "page_error", "page": 2}"#];
+    category: Protocol,
+    effect: Error,
+    serve_tool: Some(ServeTool::standing("list_pagination")),
+    examples: [r#"{"type": "page_error", "page": 2}"#],
     validate: |fault| within("page", fault.page, 2, 1000)
-        .and(within("page_size", fault.page_size, 1, super::broken_pagination::MAX_PAGE_SIZE));
-    apply: |fault, reply, _| apply(reply, fault.page as usize, fault.page_size as usize);
+        .and(within("page_size", fault.page_size, 1, super::broken_pagination::MAX_PAGE_SIZE)),
+    apply: |fault, reply, _| apply(reply, fault.page as usize, fault.page_size as usize),
 }
 
 fn one() -> u32 {

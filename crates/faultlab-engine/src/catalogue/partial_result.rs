@@ -20,7 +20,10 @@ use serde_json::Value;
 fault! {
     /// Only the first half of the content blocks (of a single text block: the first half of its text).
     pub struct PartialResult {}
-    facts: Data, WrongData, None, [r#"{"type": "partial_result"}"#];
+    category: Data,
+    effect: WrongData,
+    serve_tool: None,
+    examples: [r#"{"type": "partial_result"}"#],
     apply: |_, reply, _| rewrite_content(reply, |blocks| match blocks.len() {
         0 => false,
         1 => {
@@ -36,7 +39,7 @@ fault! {
             blocks.truncate(n / 2);
             true
         }
-    });
+    }),
 }
 
 #[cfg(test)]

@@ -18,10 +18,13 @@ use serde_json::{Value, json};
 fault! {
     /// A progress notification for the request, sent after its result.
     pub struct ProgressAfterResult {}
-    facts: Temporal, Result, Some(ServeTool::everywhere("progress_after_result")), [
+    category: Temporal,
+    effect: Result,
+    serve_tool: Some(ServeTool::everywhere("progress_after_result")),
+    examples: [
         r#"{"type": "progress_after_result"}"#,
-    ];
-    apply: |_, reply, _| progress_after(reply);
+    ],
+    apply: |_, reply, _| progress_after(reply),
 }
 
 fn progress_after(reply: Reply<'_>) -> Vec<WireAction> {

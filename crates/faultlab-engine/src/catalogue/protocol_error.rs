@@ -27,15 +27,18 @@ use serde_json::{Value, json};
 fault! {
     /// A 2026-07-28 transport error instead of the reply: HTTP 400 with JSON-RPC -32020, -32021 or -32022.
     pub struct ProtocolError { pub code: i32 }
-    facts: Protocol, Error, Some(ServeTool::everywhere("protocol_error")), [
+    category: Protocol,
+    effect: Error,
+    serve_tool: Some(ServeTool::everywhere("protocol_error")),
+    examples: [
         r#"{"type": "protocol_error", "code": -32022}"#,
         r#"{"type": "protocol_error", "code": -32020}"#,
         r#"{"type": "protocol_error", "code": -32021}"#,
-    ];
+    ],
     validate: |fault| {
         if CODES.contains(&fault.code) { Ok(()) } else { Err(format!("code must be one of {CODES:?}")) }
-    };
-    apply: |fault, reply, _| apply(reply, fault.code);
+    },
+    apply: |fault, reply, _| apply(reply, fault.code),
 }
 
 /// HeaderMismatch, MissingRequiredClientCapability, UnsupportedProtocolVersion.

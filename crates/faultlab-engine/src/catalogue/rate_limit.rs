@@ -25,11 +25,14 @@ fault! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub retry_after_sec: Option<u32>,
     }
-    facts: Transport, Error, None, [r#"{"type": "rate_limit", "retry_after_sec": 2}"#, r#"{"type": "rate_limit"}"#];
+    category: Transport,
+    effect: Error,
+    serve_tool: None,
+    examples: [r#"{"type": "rate_limit", "retry_after_sec": 2}"#, r#"{"type": "rate_limit"}"#],
     validate: |fault| {
         fault.retry_after_sec.map_or(Ok(()), |secs| within("retry_after_sec", secs, 0, MAX_RETRY_AFTER_SEC))
-    };
-    apply: |fault, reply, _| apply(reply, fault.retry_after_sec);
+    },
+    apply: |fault, reply, _| apply(reply, fault.retry_after_sec),
 }
 
 /// The JSON-RPC error code for a rate limit (the `http_status` fault's code for 429).

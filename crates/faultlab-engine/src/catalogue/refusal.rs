@@ -18,7 +18,9 @@ model_fault! {
     /// The model refuses (`refusal` content, `finish_reason: content_filter`, `stop_reason: refusal`,
     /// `finishReason: SAFETY`).
     pub struct Refusal {}
-    facts: Data, WrongData, [r#"{"type": "refusal"}"#];
+    category: Data,
+    effect: WrongData,
+    examples: [r#"{"type": "refusal"}"#],
 }
 
 /// What the model says when it refuses.

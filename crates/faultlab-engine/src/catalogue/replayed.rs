@@ -22,8 +22,11 @@ use bytes::Bytes;
 fault! {
     /// This reply, then the last earlier tool reply again, with its original id.
     pub struct Replayed {}
-    facts: Temporal, Result, None, [r#"{"type": "replayed"}"#];
-    apply: |_, reply, earlier| apply(reply, earlier.any_tool.as_ref());
+    category: Temporal,
+    effect: Result,
+    serve_tool: None,
+    examples: [r#"{"type": "replayed"}"#],
+    apply: |_, reply, earlier| apply(reply, earlier.any_tool.as_ref()),
 }
 
 fn apply(reply: Reply<'_>, earlier: Option<&Bytes>) -> Vec<WireAction> {

@@ -70,12 +70,15 @@ fault! {
         /// Which request: `elicitation`, `sampling` or `roots`.
         pub method: AskMethod,
     }
-    facts: Temporal, Result, Some(ServeTool::everywhere("request_after_result")), [
+    category: Temporal,
+    effect: Result,
+    serve_tool: Some(ServeTool::everywhere("request_after_result")),
+    examples: [
         r#"{"type": "request_after_result", "method": "elicitation"}"#,
         r#"{"type": "request_after_result", "method": "sampling"}"#,
         r#"{"type": "request_after_result", "method": "roots"}"#,
-    ];
-    apply: |fault, reply, _| ask_after(fault.method, reply);
+    ],
+    apply: |fault, reply, _| ask_after(fault.method, reply),
 }
 
 fn ask_after(method: AskMethod, reply: Reply<'_>) -> Vec<WireAction> {

@@ -22,15 +22,18 @@ fault! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub retry_ms: Option<u64>,
     }
-    facts: Transport, TransportLoss, Some(ServeTool::sessions("resume_refused")), [
+    category: Transport,
+    effect: TransportLoss,
+    serve_tool: Some(ServeTool::sessions("resume_refused")),
+    examples: [
         r#"{"type": "resume_refused", "status": 405}"#,
         r#"{"type": "resume_refused", "status": 404}"#,
-    ];
+    ],
     validate: |fault| {
         if fault.status != 404 && fault.status != 405 {
             return Err("status must be 404 or 405".into());
         }
         check_retry(fault.retry_ms)
-    };
-    apply: |_, reply, _| on_stream_only(reply);
+    },
+    apply: |_, reply, _| on_stream_only(reply),
 }

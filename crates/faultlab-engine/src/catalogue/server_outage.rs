@@ -41,7 +41,7 @@ preset! {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         pub restart: bool,
     }
-    examples: [r#"{"type": "server_outage", "duration_ms": 2000}"#];
+    examples: [r#"{"type": "server_outage", "duration_ms": 2000}"#],
     // The restarting form needs a child upstream; the proxy's own tests (outage, restart) cover it.
-    read_as: |preset| FaultKind::HttpStatus(HttpStatus::scheduled(Schedule::Outage(preset)));
+    read_as: |preset| FaultKind::HttpStatus(HttpStatus::scheduled(Schedule::Outage(preset))),
 }

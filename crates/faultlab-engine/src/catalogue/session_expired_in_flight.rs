@@ -20,8 +20,11 @@ pub const IN_FLIGHT_MS: u64 = 200;
 fault! {
     /// Forget the session as the request arrives; its reply, 200 ms later, becomes a 404.
     pub struct SessionExpiredInFlight {}
-    facts: Transport, Error, Some(ServeTool::sessions("session_lifecycle")), [
+    category: Transport,
+    effect: Error,
+    serve_tool: Some(ServeTool::sessions("session_lifecycle")),
+    examples: [
         r#"{"type": "session_expired_in_flight"}"#,
-    ];
-    apply: |_, reply, earlier| crate::catalogue::Fault::apply(&HttpStatus::new(404), reply, earlier);
+    ],
+    apply: |_, reply, earlier| crate::catalogue::Fault::apply(&HttpStatus::new(404), reply, earlier),
 }

@@ -54,13 +54,16 @@ fault! {
     pub struct SessionLifecycle {
         pub variant: LifecycleVariant,
     }
-    facts: Transport, Result, Some(ServeTool::sessions("session_lifecycle")), [
+    category: Transport,
+    effect: Result,
+    serve_tool: Some(ServeTool::sessions("session_lifecycle")),
+    examples: [
         r#"{"type": "session_lifecycle", "variant": "unknown_400"}"#,
         r#"{"type": "session_lifecycle", "variant": "get_404"}"#,
         r#"{"type": "session_lifecycle", "variant": "restart"}"#,
         r#"{"type": "session_lifecycle", "variant": "reinit_404"}"#,
-    ];
-    apply: |_, reply, _| on_sessions_only(reply);
+    ],
+    apply: |_, reply, _| on_sessions_only(reply),
 }
 
 /// What a session fault does to the reply itself: nothing; off a session front it is skipped, said so.

@@ -23,6 +23,8 @@ model_fault! {
     pub struct SlowDrip {
         pub token_ms: u64,
     }
-    facts: Temporal, Result, [r#"{"type": "slow_drip", "token_ms": 2000}"#];
-    validate: |fault| within("token_ms", fault.token_ms, 1, MAX_LATENCY_MS);
+    category: Temporal,
+    effect: Result,
+    examples: [r#"{"type": "slow_drip", "token_ms": 2000}"#],
+    validate: |fault| within("token_ms", fault.token_ms, 1, MAX_LATENCY_MS),
 }

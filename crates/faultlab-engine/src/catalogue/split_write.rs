@@ -15,12 +15,15 @@ use super::{MAX_SPLIT_PARTS, WireAction, WireFraming, within};
 fault! {
     /// The reply written in `parts` separate writes.
     pub struct SplitWrite { pub parts: u8 }
-    facts: Protocol, Result, Some(ServeTool::everywhere("split_response")), [
+    category: Protocol,
+    effect: Result,
+    serve_tool: Some(ServeTool::everywhere("split_response")),
+    examples: [
         r#"{"type": "split_write", "parts": 4}"#,
-    ];
-    validate: |fault| within("parts", fault.parts, 2, MAX_SPLIT_PARTS);
+    ],
+    validate: |fault| within("parts", fault.parts, 2, MAX_SPLIT_PARTS),
     apply: |fault, reply, _| vec![WireAction::SendFramed {
         bytes: reply.frame.bytes().clone(),
         framing: WireFraming::Split { parts: fault.parts },
-    }];
+    }],
 }

@@ -25,8 +25,11 @@ use faultlab_wire::Frame;
 fault! {
     /// The last earlier reply of the same tool, with this request's id, instead of this reply.
     pub struct Stale {}
-    facts: Data, WrongData, None, [r#"{"type": "stale"}"#];
-    apply: |_, reply, earlier| apply(reply, earlier.same_tool.as_ref());
+    category: Data,
+    effect: WrongData,
+    serve_tool: None,
+    examples: [r#"{"type": "stale"}"#],
+    apply: |_, reply, earlier| apply(reply, earlier.same_tool.as_ref()),
 }
 
 fn apply(reply: Reply<'_>, earlier: Option<&Bytes>) -> Vec<WireAction> {

@@ -36,16 +36,19 @@ fault! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub retry_ms: Option<u64>,
     }
-    facts: Transport, TransportLoss, Some(ServeTool::sessions("stream_cut")), [
+    category: Transport,
+    effect: TransportLoss,
+    serve_tool: Some(ServeTool::sessions("stream_cut")),
+    examples: [
         r#"{"type": "stream_cut", "after_events": 1}"#,
         r#"{"type": "stream_cut", "ids": false}"#,
         r#"{"type": "stream_cut", "retry_ms": 0}"#,
-    ];
+    ],
     validate: |fault| {
         within("after_events", fault.after_events, 0, MAX_EVENTS_BEFORE_CUT)?;
         check_retry(fault.retry_ms)
-    };
-    apply: |_, reply, _| on_stream_only(reply);
+    },
+    apply: |_, reply, _| on_stream_only(reply),
 }
 
 /// A `retry_ms` within 0..=[`MAX_RETRY_MS`], if set.

@@ -21,9 +21,12 @@ fault! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub retry_ms: Option<u64>,
     }
-    facts: Transport, TransportLoss, Some(ServeTool::sessions("stream_cut_again")), [
+    category: Transport,
+    effect: TransportLoss,
+    serve_tool: Some(ServeTool::sessions("stream_cut_again")),
+    examples: [
         r#"{"type": "stream_cut_again"}"#,
-    ];
-    validate: |fault| check_retry(fault.retry_ms);
-    apply: |_, reply, _| on_stream_only(reply);
+    ],
+    validate: |fault| check_retry(fault.retry_ms),
+    apply: |_, reply, _| on_stream_only(reply),
 }

@@ -17,6 +17,9 @@ use super::WireAction;
 fault! {
     /// Break the response stream where the reply would be; the request is lost.
     pub struct StreamLost {}
-    facts: Transport, TransportLoss, Some(ServeTool::http_only("stream_lost")), [r#"{"type": "stream_lost"}"#];
-    apply: |_, _, _| vec![WireAction::Close];
+    category: Transport,
+    effect: TransportLoss,
+    serve_tool: Some(ServeTool::http_only("stream_lost")),
+    examples: [r#"{"type": "stream_lost"}"#],
+    apply: |_, _, _| vec![WireAction::Close],
 }

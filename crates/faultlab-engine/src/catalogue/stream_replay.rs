@@ -35,10 +35,13 @@ fault! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub retry_ms: Option<u64>,
     }
-    facts: Transport, TransportLoss, Some(ServeTool::sessions("replay_duplicate")), [
+    category: Transport,
+    effect: TransportLoss,
+    serve_tool: Some(ServeTool::sessions("replay_duplicate")),
+    examples: [
         r#"{"type": "stream_replay", "variant": "duplicate"}"#,
         r#"{"type": "stream_replay", "variant": "foreign"}"#,
-    ];
-    validate: |fault| check_retry(fault.retry_ms);
-    apply: |_, reply, _| on_stream_only(reply);
+    ],
+    validate: |fault| check_retry(fault.retry_ms),
+    apply: |_, reply, _| on_stream_only(reply),
 }

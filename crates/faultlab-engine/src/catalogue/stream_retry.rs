@@ -20,11 +20,14 @@ fault! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub retry_ms: Option<u64>,
     }
-    facts: Transport, TransportLoss, Some(ServeTool::sessions("stream_retry")), [
+    category: Transport,
+    effect: TransportLoss,
+    serve_tool: Some(ServeTool::sessions("stream_retry")),
+    examples: [
         r#"{"type": "stream_retry", "retry_ms": 0}"#,
         r#"{"type": "stream_retry"}"#,
         r#"{"type": "stream_retry", "retry_ms": 86400000}"#,
-    ];
-    validate: |fault| check_retry(fault.retry_ms);
-    apply: |_, reply, _| on_stream_only(reply);
+    ],
+    validate: |fault| check_retry(fault.retry_ms),
+    apply: |_, reply, _| on_stream_only(reply),
 }

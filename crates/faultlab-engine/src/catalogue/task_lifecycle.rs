@@ -75,7 +75,10 @@ fault! {
     pub struct TaskLifecycle {
         pub variant: TaskVariant,
     }
-    facts: Temporal, Result, Some(ServeTool::everywhere("task_work")), [
+    category: Temporal,
+    effect: Result,
+    serve_tool: Some(ServeTool::everywhere("task_work")),
+    examples: [
         r#"{"type": "task_lifecycle", "variant": "stuck_working"}"#,
         r#"{"type": "task_lifecycle", "variant": "poll_interval_zero"}"#,
         r#"{"type": "task_lifecycle", "variant": "poll_interval_huge"}"#,
@@ -83,14 +86,14 @@ fault! {
         r#"{"type": "task_lifecycle", "variant": "result_never"}"#,
         r#"{"type": "task_lifecycle", "variant": "failed"}"#,
         r#"{"type": "task_lifecycle", "variant": "cancelled"}"#,
-    ];
-    serve_only: SERVE_ONLY;
-    category: |fault| match fault.variant {
+    ],
+    serve_only: SERVE_ONLY,
+    category_of: |fault| match fault.variant {
         TaskVariant::StatusReverts => Category::Protocol,
         TaskVariant::Failed | TaskVariant::Cancelled => Category::Systemic,
         _ => Category::Temporal,
-    };
-    apply: |_, reply, _| Applied::skipped(reply, SERVE_ONLY.into());
+    },
+    apply: |_, reply, _| Applied::skipped(reply, SERVE_ONLY.into()),
 }
 
 /// Why the proxy refuses it (and why the engine would pass the reply unchanged).

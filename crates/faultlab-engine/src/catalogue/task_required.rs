@@ -27,8 +27,11 @@ pub const CODE: i32 = -32021;
 fault! {
     /// Answer error -32021 naming the tasks extension, as a tool that requires a task does to a synchronous call.
     pub struct TaskRequired {}
-    facts: Protocol, Error, Some(ServeTool::everywhere("task_work")), [r#"{"type": "task_required"}"#];
-    apply: |_, reply, _| apply(reply);
+    category: Protocol,
+    effect: Error,
+    serve_tool: Some(ServeTool::everywhere("task_work")),
+    examples: [r#"{"type": "task_required"}"#],
+    apply: |_, reply, _| apply(reply),
 }
 
 /// The error's JSON-RPC `error` object.

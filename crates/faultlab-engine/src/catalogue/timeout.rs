@@ -16,6 +16,9 @@ use super::WireAction;
 fault! {
     /// The reply is never sent: the request stays open until the client gives up.
     pub struct Timeout {}
-    facts: Transport, Timeout, None, [r#"{"type": "timeout"}"#];
-    apply: |_, _, _| Vec::<WireAction>::new();
+    category: Transport,
+    effect: Timeout,
+    serve_tool: None,
+    examples: [r#"{"type": "timeout"}"#],
+    apply: |_, _, _| Vec::<WireAction>::new(),
 }

@@ -34,10 +34,12 @@ model_fault! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub tokens_per_minute: Option<u32>,
     }
-    facts: Transport, Error, [
+    category: Transport,
+    effect: Error,
+    examples: [
         r#"{"type": "token_quota", "requests_per_minute": 2}"#,
         r#"{"type": "token_quota", "tokens_per_minute": 1000}"#,
-    ];
+    ],
     validate: |fault| {
         if fault.requests_per_minute.is_none() && fault.tokens_per_minute.is_none() {
             return Err("requests_per_minute or tokens_per_minute is required".into());
@@ -48,7 +50,7 @@ model_fault! {
             }
         }
         Ok(())
-    };
+    },
 }
 
 #[cfg(test)]

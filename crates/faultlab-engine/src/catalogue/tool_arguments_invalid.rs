@@ -19,7 +19,9 @@
 model_fault! {
     /// A tool call whose arguments are not valid JSON (single quotes, a trailing comma).
     pub struct ToolArgumentsInvalid {}
-    facts: Data, Invalid, [r#"{"type": "tool_arguments_invalid"}"#];
+    category: Data,
+    effect: Invalid,
+    examples: [r#"{"type": "tool_arguments_invalid"}"#],
 }
 
 /// The arguments as a model that gets JSON wrong writes them: single quotes for double, a trailing comma before

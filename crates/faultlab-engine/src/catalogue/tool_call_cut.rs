@@ -20,7 +20,9 @@ model_fault! {
     /// The answer ends at the token limit inside a tool call's arguments (`finish_reason: length`,
     /// `stop_reason: max_tokens`, `status: incomplete`, `finishReason: MAX_TOKENS`).
     pub struct ToolCallCut {}
-    facts: Protocol, Invalid, [r#"{"type": "tool_call_cut"}"#];
+    category: Protocol,
+    effect: Invalid,
+    examples: [r#"{"type": "tool_call_cut"}"#],
 }
 
 #[cfg(test)]

@@ -15,11 +15,14 @@ use super::WireAction;
 fault! {
     /// Only the first half of the reply's bytes, then the frame ends.
     pub struct Truncated {}
-    facts: Protocol, Invalid, Some(ServeTool::everywhere("truncated_response")), [r#"{"type": "truncated"}"#];
+    category: Protocol,
+    effect: Invalid,
+    serve_tool: Some(ServeTool::everywhere("truncated_response")),
+    examples: [r#"{"type": "truncated"}"#],
     apply: |_, reply, _| {
         let bytes = reply.frame.bytes();
         vec![WireAction::Send(bytes.slice(..bytes.len() / 2))]
-    };
+    },
 }
 
 #[cfg(test)]

@@ -21,8 +21,11 @@ use serde_json::{Value, json};
 fault! {
     /// A `tools/call` answered with -32602 `Unknown tool: NAME`, as by a server that no longer has the tool.
     pub struct UnknownTool {}
-    facts: Protocol, Error, Some(ServeTool::standing("tool_list_drift")), [r#"{"type": "unknown_tool"}"#];
-    apply: |_, reply, _| apply(reply);
+    category: Protocol,
+    effect: Error,
+    serve_tool: Some(ServeTool::standing("tool_list_drift")),
+    examples: [r#"{"type": "unknown_tool"}"#],
+    apply: |_, reply, _| apply(reply),
 }
 
 fn apply(reply: Reply<'_>) -> Applied {

@@ -26,10 +26,12 @@ model_fault! {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub name: Option<String>,
     }
-    facts: Data, WrongData, [r#"{"type": "unknown_tool_call"}"#, r#"{"type": "unknown_tool_call", "name": "delete_everything"}"#];
+    category: Data,
+    effect: WrongData,
+    examples: [r#"{"type": "unknown_tool_call"}"#, r#"{"type": "unknown_tool_call", "name": "delete_everything"}"#],
     validate: |fault| fault.name.as_ref().map_or(Ok(()), |name| {
         within("name's length in bytes", name.len(), 1, MAX_TOOL_NAME_BYTES)
-    });
+    }),
 }
 
 impl UnknownToolCall {

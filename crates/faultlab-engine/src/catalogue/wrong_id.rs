@@ -16,14 +16,17 @@ use serde_json::Value;
 fault! {
     /// The reply carries an id no request had.
     pub struct WrongId {}
-    facts: Protocol, Timeout, Some(ServeTool::everywhere("wrong_id")), [r#"{"type": "wrong_id"}"#];
+    category: Protocol,
+    effect: Timeout,
+    serve_tool: Some(ServeTool::everywhere("wrong_id")),
+    examples: [r#"{"type": "wrong_id"}"#],
     apply: |_, reply, _| match reply.frame.id() {
         Some(id) => rewrite(reply, |message| {
             let wrong = Value::String(format!("{}-wrong", id.as_json()));
             message.as_object_mut().map(|obj| obj.insert("id".into(), wrong)).is_some()
         }),
         None => unchanged(reply),
-    };
+    },
 }
 
 #[cfg(test)]

@@ -37,9 +37,12 @@ fault! {
         pub pointer: String,
         pub value: serde_json::Value,
     }
-    facts: Data, WrongData, None, [r#"{"type": "wrong_value", "pointer": "/content/0/text", "value": "0 apples"}"#];
-    validate: |fault| super::check_pointer(&fault.pointer);
-    apply: |fault, reply, earlier| apply(reply, &fault.pointer, &fault.value, earlier.output_schema.as_ref());
+    category: Data,
+    effect: WrongData,
+    serve_tool: None,
+    examples: [r#"{"type": "wrong_value", "pointer": "/content/0/text", "value": "0 apples"}"#],
+    validate: |fault| super::check_pointer(&fault.pointer),
+    apply: |fault, reply, earlier| apply(reply, &fault.pointer, &fault.value, earlier.output_schema.as_ref()),
 }
 
 fn apply(reply: Reply<'_>, pointer: &str, value: &Value, schema: Option<&OutputSchema>) -> Applied {
