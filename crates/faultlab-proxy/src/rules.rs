@@ -456,6 +456,19 @@ mod tests {
     }
 
     #[test]
+    fn every_front_refuses_a_multi_round_trip_fault_naming_input_rounds() {
+        let yaml = "rules:\n  - name: rounds\n    fault: {type: input_required, variant: tampered_state}\n";
+        let file: RulesFile = yaml_serde::from_str(yaml).unwrap();
+        for refused in [RuleSet::for_front(file.clone(), true).err(), RuleSet::for_model(file, false).err()] {
+            let err = refused.expect("refused").to_string();
+            assert!(
+                err.contains("\"rounds\"") && err.contains("input_required") && err.contains("input_rounds"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
     fn a_cascade_takes_down_the_next_requests_whatever_their_tool() {
         let mut set =
             rules("rules:\n  - name: c\n    match: { tool: db }\n    fault: { type: cascading_failure, spread: 2 }\n");
