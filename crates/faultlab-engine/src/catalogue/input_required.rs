@@ -18,8 +18,9 @@
 //!
 //! **Example.** `{"type": "input_required", "variant": "endless"}`
 //!
-//! **How it is graded.** The server's wire tests check each answer's bytes; a client's rounds are what its
-//! observations record.
+//! **How it is graded.** The reference client records the rounds it retried (`inputRounds`, at most 8) and ends
+//! the call with an error when it gives up; a scenario's `expect.inputRounds` checks the count
+//! (examples/scenarios/input-rounds.yaml).
 
 use super::{Applied, Category};
 
