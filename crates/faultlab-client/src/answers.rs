@@ -99,6 +99,33 @@ impl Answers {
     }
 }
 
+impl Answers {
+    /// The `inputResponses` for a 2026-07-28 `input_required` result's `inputRequests`, each answered as the
+    /// same request sent during a call would be; the error names the request the script cannot answer (one it
+    /// refuses, or never answers: a retry cannot wait for ever).
+    pub fn fulfil(&self, input_requests: Option<&Value>) -> Result<Map<String, Value>, String> {
+        let mut responses = Map::new();
+        for (key, request) in input_requests.and_then(Value::as_object).into_iter().flatten() {
+            let method = request.get("method").and_then(Value::as_str).unwrap_or_default();
+            match self.react(method, request.get("params")) {
+                Reaction::Reply(answer) => match answer.get("result") {
+                    Some(result) => {
+                        responses.insert(key.clone(), result.clone());
+                    }
+                    None => {
+                        let why = answer.pointer("/error/message").and_then(Value::as_str).unwrap_or("refused");
+                        return Err(format!("inputRequests.{key} ({method}) cannot be fulfilled: {why}"));
+                    }
+                },
+                Reaction::Silence => {
+                    return Err(format!("inputRequests.{key} ({method}) is never answered by the client's script"));
+                }
+            }
+        }
+        Ok(responses)
+    }
+}
+
 /// An `accept` filling each property of a form's flat `requestedSchema`; URL mode accepts without content.
 fn accept_elicitation(params: Option<&Value>) -> Value {
     let Some(params) = params else { return json!({"action": "accept"}) };
@@ -134,6 +161,21 @@ mod tests {
         assert_eq!(answers.capabilities(), json!({"sampling": {}}));
         let refused = answers.react("roots/list", None);
         assert_eq!(refused, Reaction::Reply(json!({"error": {"code": -32601, "message": "Method not found"}})));
+    }
+
+    #[test]
+    fn input_requests_are_fulfilled_as_scripted_or_named_when_they_cannot_be() {
+        let requests = json!({"confirm": {"method": "elicitation/create", "params": {"mode": "form",
+            "message": "ok?", "requestedSchema": {"type": "object", "properties": {"confirm": {"type": "boolean"}}}}}});
+        let accept = Answers { elicitation: Some(Answer::Accept), ..Answers::default() };
+        let responses = accept.fulfil(Some(&requests)).unwrap();
+        assert_eq!(Value::Object(responses), json!({"confirm": {"action": "accept", "content": {"confirm": true}}}));
+        let decline = Answers { elicitation: Some(Answer::Decline), ..Answers::default() };
+        assert_eq!(decline.fulfil(Some(&requests)).unwrap()["confirm"], json!({"action": "decline"}));
+        let never = Answers { elicitation: Some(Answer::Never), ..Answers::default() };
+        assert!(never.fulfil(Some(&requests)).unwrap_err().contains("inputRequests.confirm"));
+        let undeclared = Answers::default().fulfil(Some(&requests)).unwrap_err();
+        assert!(undeclared.contains("elicitation/create") && undeclared.contains("Method not found"), "{undeclared}");
     }
 
     #[test]

@@ -20,6 +20,10 @@ use std::time::Duration;
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio::time::Instant;
 
+/// Most times the client retries one call with `inputResponses` before it gives up (a server answering
+/// `input_required` for ever must not hold the client for ever; rmcp's own bound is 10).
+pub const MAX_INPUT_ROUNDS: u32 = 8;
+
 /// The protocol era a connection speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum Era {
@@ -273,7 +277,7 @@ impl Connection {
         }
         let mut obs = self.call_once(params.clone(), deadline, progress, None).await;
         if let Some(version) = self.retry_version(&obs) {
-            let mut retried = self.call_once(params, deadline, progress, Some(version)).await;
+            let mut retried = self.call_once(params.clone(), deadline, progress, Some(version)).await;
             retried.recovery.protocol_retry = Some(version.to_owned());
             if let Some(id) = MessageId::from_value(&retried.request_id) {
                 lock(&self.book).recovery.entry(id).or_default().protocol_retry = Some(version.to_owned());
@@ -284,11 +288,58 @@ impl Connection {
             self.reinitialize(&obs.request_id, deadline).await;
             obs.recovery = self.recovery_for(&obs.request_id);
         }
+        if obs.result.as_ref().and_then(|r| r.get("resultType")).is_some_and(|t| t == "input_required") {
+            let started = until - deadline;
+            obs = self.drive_rounds(params, obs, until, progress).await;
+            obs.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
+        }
         if obs.result.as_ref().and_then(|r| r.get("resultType")).is_some_and(|t| t == "task") {
             let started = until - deadline;
             obs = self.follow_task(obs, until, task).await;
             obs.duration_ms = started.elapsed().as_secs_f64() * 1000.0;
         }
+        obs
+    }
+
+    /// A call answered `resultType: "input_required"` (2026-07-28, SEP-2322): fulfil its `inputRequests` with the
+    /// scripted answers and retry with `inputResponses` and the `requestState` as given, within the same deadline,
+    /// at most [`MAX_INPUT_ROUNDS`] times; then give up with an error naming the bound. The last answer is the
+    /// call's outcome.
+    async fn drive_rounds(
+        &self,
+        params: Value,
+        mut obs: Observation,
+        until: Instant,
+        progress: Progress,
+    ) -> Observation {
+        let mut rounds = 0;
+        while let Some(result) = obs.result.clone().filter(|r| r.get("resultType") == Some(&json!("input_required"))) {
+            let gave_up = if rounds == MAX_INPUT_ROUNDS {
+                Some(format!("gave up after {MAX_INPUT_ROUNDS} input_required rounds: the server kept asking"))
+            } else {
+                match self.answers.fulfil(result.get("inputRequests")) {
+                    Ok(responses) => {
+                        let mut retry = params.clone();
+                        retry["inputResponses"] = Value::Object(responses);
+                        if let Some(state) = result.get("requestState") {
+                            retry["requestState"] = state.clone();
+                        }
+                        rounds += 1;
+                        let left = until.saturating_duration_since(Instant::now());
+                        obs = self.call_once(retry, left, progress, None).await;
+                        None
+                    }
+                    Err(why) => Some(why),
+                }
+            };
+            if let Some(why) = gave_up {
+                obs.outcome = Outcome::Error;
+                obs.error_kind = Some(ErrorKind::InvalidResponse);
+                obs.error = Some(Value::from(why));
+                break;
+            }
+        }
+        obs.input_rounds = Some(rounds);
         obs
     }
 

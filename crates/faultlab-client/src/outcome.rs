@@ -60,6 +60,10 @@ pub struct Observation {
     /// What the client saw of the task, when the call was answered with a task handle.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<crate::tasks::TaskRecord>,
+    /// How many times the client retried the call with `inputResponses` and `requestState`, when the server
+    /// answered `resultType: "input_required"` (2026-07-28 multi-round-trip requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_rounds: Option<u32>,
 }
 
 impl Observation {
@@ -75,6 +79,7 @@ impl Observation {
             http_status: None,
             recovery: Recovery::default(),
             task: None,
+            input_rounds: None,
         }
     }
 
@@ -143,6 +148,12 @@ fn invalid(mut obs: Observation, why: &str) -> Observation {
 
 /// The parts of the `CallToolResult` schema a client relies on.
 fn check_call_result(result: &Value) -> Result<(), String> {
+    // 2026-07-28 defines these; any other value is not a result the client can read (never taken as complete).
+    match result.get("resultType") {
+        None => {}
+        Some(Value::String(known)) if ["complete", "input_required", "task"].contains(&known.as_str()) => {}
+        Some(other) => return Err(format!("the result's resultType {other} is not one MCP defines")),
+    }
     let content = result.get("content").and_then(Value::as_array).ok_or("the result has no content array")?;
     for (i, block) in content.iter().enumerate() {
         let kind = block.get("type").and_then(Value::as_str).ok_or(format!("content[{i}] has no type"))?;

@@ -439,12 +439,16 @@ mod tests {
     }
 
     #[test]
-    fn every_front_refuses_a_task_fault_only_faultlab_serve_commits_and_says_why() {
-        let yaml = "rules:\n  - name: stuck\n    fault: {type: task_lifecycle, variant: stuck_working}\n";
-        let file: RulesFile = yaml_serde::from_str(yaml).unwrap();
-        for refused in [RuleSet::for_front(file.clone(), true).err(), RuleSet::for_model(file, false).err()] {
-            let err = refused.expect("refused").to_string();
-            assert!(err.contains("\"stuck\"") && err.contains("task_lifecycle") && err.contains("task_work"), "{err}");
+    fn every_front_refuses_a_fault_only_faultlab_serve_commits_and_says_why() {
+        for (fault, variant, tool) in
+            [("task_lifecycle", "stuck_working", "task_work"), ("input_required", "tampered_state", "input_rounds")]
+        {
+            let yaml = format!("rules:\n  - name: stuck\n    fault: {{type: {fault}, variant: {variant}}}\n");
+            let file: RulesFile = yaml_serde::from_str(&yaml).unwrap();
+            for refused in [RuleSet::for_front(file.clone(), true).err(), RuleSet::for_model(file, false).err()] {
+                let err = refused.expect("refused").to_string();
+                assert!(err.contains("\"stuck\"") && err.contains(fault) && err.contains(tool), "{err}");
+            }
         }
         let mut proxy = RuleSet::for_front(RulesFile::default(), true).unwrap();
         let live: Rule = yaml_serde::from_str("{name: live, fault: {type: task_lifecycle, variant: failed}}").unwrap();

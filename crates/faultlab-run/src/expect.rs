@@ -165,6 +165,12 @@ pub fn check(expect: &Expect, seen: &StepObservation) -> Vec<String> {
             None => failures.push("expected a task, but the call was not answered with a task handle".into()),
         }
     }
+    if let Some(n) = expect.input_rounds {
+        let made = obs.input_rounds.unwrap_or(0);
+        if made != n {
+            failures.push(format!("expected {n} input_required rounds retried, the client retried {made}"));
+        }
+    }
     if let Some(state) = expect.connection {
         let alive = state == ConnectionState::Alive;
         if alive != seen.connection_alive {

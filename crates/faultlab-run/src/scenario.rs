@@ -300,6 +300,9 @@ pub struct Expect {
     pub recovery: Option<RecoveryExpect>,
     /// What the client saw of the call's task (needs the step's `task`).
     pub task: Option<TaskExpect>,
+    /// How many times the client retried the call with `inputResponses` after `resultType: "input_required"`
+    /// (2026-07-28 multi-round-trip requests; the client stops at 8): exactly.
+    pub input_rounds: Option<u32>,
 }
 
 /// Expectations on a call's recovery (see the reference client's `recovery` in the report). Every count is exact.

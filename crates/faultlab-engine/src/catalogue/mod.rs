@@ -347,6 +347,7 @@ catalogue! {
         SessionExpiredInFlight(session_expired_in_flight),
         TaskLifecycle(task_lifecycle),
         TaskRequired(task_required),
+        InputRequired(input_required),
     }
     presets {
         AuthExpired(auth_expired),
@@ -526,6 +527,7 @@ pub const MAX_RETRY_AFTER_SEC: u32 = 86_400;
 pub use broken_pagination::PaginationVariant;
 pub use elicitation_complete_unknown::UNKNOWN_ELICITATION_ID;
 pub use framing::FramingStyle;
+pub use input_required::InputVariant;
 pub use list_drift::ListName;
 pub use malformed::MalformedVariant;
 pub use missing_field::DEFAULT_MISSING_POINTER;

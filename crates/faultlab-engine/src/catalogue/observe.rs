@@ -62,7 +62,11 @@ fn reply(message: &Value, answer: Option<&Value>, output_schema: Option<&Value>)
     let Some(result) = result else { return Effect::Error };
     // A list result (`tools/list` and the like) has its list where a tool result has its content blocks.
     let list = ["tools", "resources", "resourceTemplates", "prompts"].iter().any(|key| result[key].is_array());
+    // A 2026-07-28 multi-round-trip answer (SEP-2322) carries what the client must fulfil instead of content.
+    let input_required = result["resultType"] == "input_required"
+        && (result["inputRequests"].is_object() || result["requestState"].is_string());
     let valid_blocks = list
+        || input_required
         || result["content"].as_array().is_some_and(|blocks| {
             blocks.iter().all(|b| b["type"].is_string() && (b["type"] != "text" || b["text"].is_string()))
         });
@@ -127,6 +131,10 @@ mod tests {
             Effect::Invalid
         );
         assert_eq!(seen_with(br#"{"jsonrpc":"2.0","id":2,"result":{"content":[]}}"#), Effect::Invalid);
+        let rounds = br#"{"jsonrpc":"2.0","id":2,"result":{"resultType":"input_required","requestState":"s"}}"#;
+        assert_eq!(seen(&[rounds], &id, Ending::Done, None, None), Effect::Result, "an input_required answer");
+        let hollow = br#"{"jsonrpc":"2.0","id":2,"result":{"resultType":"input_required"}}"#;
+        assert_eq!(seen(&[hollow], &id, Ending::Done, None, None), Effect::Invalid, "nothing to fulfil or echo");
         let error = br#"{"jsonrpc":"2.0","id":2,"result":{"content":[],"structuredContent":{"n":"x"},"isError":true}}"#;
         assert_eq!(seen_with(error), Effect::Error, "an error result is not held to the success schema");
         let list = json!({"tools": [{"name": "a"}, {"name": "b"}]});

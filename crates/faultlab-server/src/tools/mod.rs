@@ -13,6 +13,7 @@ mod cancellation;
 mod liveness;
 mod offered;
 mod progress;
+mod rounds;
 mod session;
 mod stream;
 mod surface;
@@ -56,6 +57,8 @@ pub struct FaultServer {
     scope: Option<Scope>,
     /// The connection's tasks (a stdio connection's, a session's; stateless requests share the process's).
     tasks: Arc<tasks::TaskBook>,
+    /// The connection's multi-round-trip handles (stateless requests share the process's).
+    rounds: Arc<rounds::RoundBook>,
 }
 
 impl FaultServer {
@@ -65,16 +68,19 @@ impl FaultServer {
             router: Self::shared_router(TransportKind::Stdio),
             scope: Some(scope),
             tasks: Arc::new(tasks::TaskBook::new(tasks::MAX_TASKS)),
+            rounds: Arc::new(rounds::RoundBook::new(rounds::MAX_ROUNDS)),
         }
     }
 
     /// A server for HTTP requests of `transport` kind; each request's scope comes from its extensions.
     pub fn http(transport: TransportKind) -> Self {
-        let tasks = match transport {
-            TransportKind::HttpStateless => tasks::TaskBook::stateless(),
-            _ => Arc::new(tasks::TaskBook::new(tasks::MAX_TASKS)),
+        let (tasks, rounds) = match transport {
+            TransportKind::HttpStateless => (tasks::TaskBook::stateless(), rounds::RoundBook::stateless()),
+            _ => {
+                (Arc::new(tasks::TaskBook::new(tasks::MAX_TASKS)), Arc::new(rounds::RoundBook::new(rounds::MAX_ROUNDS)))
+            }
         };
-        Self { router: Self::shared_router(transport), scope: None, tasks }
+        Self { router: Self::shared_router(transport), scope: None, tasks, rounds }
     }
 
     fn shared_router(transport: TransportKind) -> Arc<ToolRouter<Self>> {
@@ -98,7 +104,8 @@ impl FaultServer {
             + Self::askback_router()
             + Self::progress_router()
             + Self::surface_router()
-            + Self::tasks_router();
+            + Self::tasks_router()
+            + Self::rounds_router();
         let absent: &[&[&str]] = match transport {
             TransportKind::Stdio => &[SESSIONS_ONLY, HTTP_ONLY, STREAM_TOOLS],
             TransportKind::HttpStateless => &[STDIO_AND_SESSIONS, SESSIONS_ONLY, STREAM_TOOLS, STANDING_TOOLS],

@@ -69,6 +69,9 @@ fn tool_for(fault: &Value) -> Option<(&'static str, Value)> {
         // a task is required, with -32021. `tasks` checks each variant's task on the wire with the extension.
         "task_lifecycle" => ("task_work", json!({"workMs": 0, "fault": parameter("variant")})),
         "task_required" => ("task_work", json!({"workMs": 0, "requireTask": true})),
+        // The first answer of each variant is a result (input_required, or an unknown resultType); `rounds`
+        // checks the retries on the wire.
+        "input_required" => ("input_rounds", json!({"fault": parameter("variant")})),
         // Standing faults on later replies: `surface` runs them (the listing after the call is what changes).
         "list_drift" | "unknown_tool" => ("tool_list_drift", json!({"change": "removed"})),
         "broken_pagination" | "page_error" => ("list_pagination", json!({"variant": "stuck"})),

@@ -12,6 +12,7 @@
 //! - `surface`: the tool surface tools: a tool list that drifts, calls to a tool that is gone, broken pages.
 //! - `catalogue`: every catalogue example a tool arms, with the effect its fault promises.
 //! - `frames`: property tests, no panic on random or truncated input lines.
+//! - `rounds`: `input_rounds`, multi-round-trip calls (2026-07-28) and the `input_required` faults on the bytes.
 //! - `tasks`: `task_work`, task-augmented calls and the task faults on the bytes.
 //! - `workspace`: the eval workspace server: paths beneath the root, no symlink followed, the ledger.
 
@@ -27,6 +28,7 @@ mod load;
 mod not_mcp;
 mod resources_prompts;
 mod resume;
+mod rounds;
 mod stdio;
 mod surface;
 mod tasks;
