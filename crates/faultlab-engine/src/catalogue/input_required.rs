@@ -54,17 +54,20 @@ fault! {
     pub struct InputRequired {
         pub variant: InputVariant,
     }
-    facts: Protocol, Result, Some(ServeTool::everywhere("input_rounds")), [
+    category: Protocol,
+    effect: Result,
+    serve_tool: Some(ServeTool::everywhere("input_rounds")),
+    examples: [
         r#"{"type": "input_required", "variant": "endless"}"#,
         r#"{"type": "input_required", "variant": "tampered_state"}"#,
         r#"{"type": "input_required", "variant": "unknown_result_type"}"#,
-    ];
-    serve_only: SERVE_ONLY;
-    category: |fault| match fault.variant {
+    ],
+    serve_only: SERVE_ONLY,
+    category_of: |fault| match fault.variant {
         InputVariant::Endless => Category::Temporal,
         _ => Category::Protocol,
-    };
-    apply: |_, reply, _| Applied::skipped(reply, SERVE_ONLY.into());
+    },
+    apply: |_, reply, _| Applied::skipped(reply, SERVE_ONLY.into()),
 }
 
 /// Why the proxy refuses it (and why the engine would pass the reply unchanged).
