@@ -13,13 +13,11 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from matrix import ARGUMENTS, MODEL_FAULTS, case_id  # noqa: E402  (the ids the matrix records its cells under)
+from matrix import case_id, load_cases  # noqa: E402  (the cases the matrix runs, the ids it records them under)
 
 
 def missing(cases: list[dict], committed: dict) -> tuple[int, list[str]]:
     """The number of case ids the matrix runs, and those no committed framework has a cell of."""
-    cases = [{**case, "args": {**case["args"], **ARGUMENTS.get(case["tool"], {})}} for case in cases]
-    cases += [{"tool": "ping", "args": {}, "model_fault": fault} for fault in MODEL_FAULTS]
     recorded = {key for framework in committed["frameworks"] for key in framework["cells"]}
     ids = [case_id(case) for case in cases]
     return len(ids), [i for i in ids if i not in recorded]
@@ -29,8 +27,7 @@ def main() -> int:
     if len(sys.argv) != 3:
         print(__doc__.strip().splitlines()[-3], file=sys.stderr)
         return 2
-    with open(sys.argv[1], encoding="utf-8") as f:
-        cases = json.load(f)["cases"]
+    cases = load_cases(sys.argv[1])
     with open(sys.argv[2], encoding="utf-8") as f:
         committed = json.load(f)
     total, absent = missing(cases, committed)

@@ -78,6 +78,16 @@ FAILURE_MARKERS = ["error:", "an error occurred", "error executing", "iserror=tr
                    "exception", "closed", "cancelled"]
 
 
+def load_cases(path: str) -> list[dict]:
+    """The cases the matrix runs: those of the SDK matrix's cases file, with ARGUMENTS applied, then a model-hop
+    case per MODEL_FAULTS entry (also what interop/frameworks/coverage.py expects recorded)."""
+    with open(path, encoding="utf-8") as f:
+        cases = json.load(f)["cases"]
+    for case in cases:
+        case["args"] = {**case["args"], **ARGUMENTS.get(case["tool"], {})}
+    return cases + [{"tool": "ping", "args": {}, "model_fault": fault} for fault in MODEL_FAULTS]
+
+
 def case_id(case: dict) -> str:
     if "model_fault" in case:
         fault = case["model_fault"]
@@ -331,11 +341,7 @@ async def main_async(args) -> None:
     else:
         fw = importlib.import_module(args.framework)
         version = importlib.metadata.version(fw.PACKAGE)
-    with open(args.cases, encoding="utf-8") as f:
-        cases = json.load(f)["cases"]
-    for case in cases:
-        case["args"] = {**case["args"], **ARGUMENTS.get(case["tool"], {})}
-    cases += [{"tool": "ping", "args": {}, "model_fault": fault} for fault in MODEL_FAULTS]
+    cases = load_cases(args.cases)
     cells = [(case, t) for case in cases for t in case_transports(case)
              if not args.only or (case["tool"] == args.only and "model_fault" not in case)
              or (args.only == "model" and "model_fault" in case)]
