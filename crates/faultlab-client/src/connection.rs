@@ -735,6 +735,14 @@ async fn dispatch(
                 }
             }
 
+            Incoming::Answer { id, frame } => {
+                // Counted as the anomaly it is, then handed to the call as its reply.
+                route(&frame, &book, &answers);
+                let waiting = lock(&book).pending.remove(&id);
+                if let Some(pending) = waiting {
+                    let _ = pending.tx.send(Reply::Frame(frame));
+                }
+            }
             Incoming::Lost { id: None, detail } => fail_all(&book, &detail),
             Incoming::Ended { id } => {
                 let mut book = lock(&book);

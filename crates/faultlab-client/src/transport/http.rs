@@ -298,7 +298,12 @@ async fn read_answer_body(
         match response.bytes().await {
             Ok(body) if body.is_empty() => {}
             Ok(body) => {
-                let _ = incoming.send(Incoming::Frame(Frame::parse(body)));
+                let frame = Frame::parse(body);
+                let message = !matches!(frame.kind(), Kind::Other | Kind::Unparsable);
+                let _ = incoming.send(match id {
+                    Some(id) if !message => Incoming::Answer { id, frame },
+                    _ => Incoming::Frame(frame),
+                });
             }
             Err(e) => lost(format!("the response body broke off: {e}")),
         }

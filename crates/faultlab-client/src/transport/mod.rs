@@ -48,6 +48,10 @@ pub enum Incoming {
     Lost { id: Option<MessageId>, detail: String },
     /// HTTP: the answer to request `id` is complete; nothing more can arrive for it.
     Ended { id: MessageId },
+    /// HTTP: the body of request `id`'s own POST response, a single JSON document (or bytes) that is no JSON-RPC
+    /// message: a gateway's `{"message": ..., "status": ...}` on a 200. Over HTTP that body is the request's answer,
+    /// so the call gets it as its (invalid) reply rather than ending as if nothing had come.
+    Answer { id: MessageId, frame: Frame },
 }
 
 pub type IncomingTx = mpsc::UnboundedSender<Incoming>;

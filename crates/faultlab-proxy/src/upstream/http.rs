@@ -101,6 +101,8 @@ fn as_frame(upstream: &EndpointUpstream, incoming: Incoming) -> Option<Frame> {
             }
             Some(frame)
         }
+        // Relayed as it came, byte for byte, like any other frame: what a stdio client does with it is its test.
+        Incoming::Answer { frame, .. } => Some(frame),
         // An HTTP error has no line of its own on stdio: its JSON-RPC body if it has one, else an error naming it.
         Incoming::HttpStatus { id, status, body, .. } => {
             let parsed = Frame::parse(body);

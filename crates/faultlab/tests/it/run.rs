@@ -89,7 +89,7 @@ fn every_example_passes_against_the_binary_as_an_external_stdio_target() {
     for report in run_examples_in_both_eras(|_| vec!["--target".into(), target.to_str().unwrap().into()]) {
         assert_eq!(
             ran(&report),
-            examples().len() - 19 - auth_examples(),
+            examples().len() - 20 - auth_examples(),
             "the HTTP-only examples (and the auth ones) are skipped"
         );
     }
