@@ -16,26 +16,47 @@ use std::path::Path;
 
 mod index;
 
-/// The built-in scenario suite: the example scenarios, one per fault tool, compiled into the binary.
+/// The built-in scenario suite: example scenarios compiled into the binary, at least one calling each tool of
+/// `faultlab serve` that arms a catalogue fault (a test holds it to that).
 const SUITE: &[(&str, &str)] = &[
+    ("ask-elicitation-accept.yaml", include_str!("../scenarios/ask-elicitation-accept.yaml")),
     ("delay.yaml", include_str!("../scenarios/delay.yaml")),
     ("disconnect-http.yaml", include_str!("../scenarios/disconnect-http.yaml")),
     ("disconnect-stdio.yaml", include_str!("../scenarios/disconnect-stdio.yaml")),
     ("duplicate-response.yaml", include_str!("../scenarios/duplicate-response.yaml")),
     ("framing.yaml", include_str!("../scenarios/framing.yaml")),
     ("hang.yaml", include_str!("../scenarios/hang.yaml")),
+    ("html-page.yaml", include_str!("../scenarios/html-page.yaml")),
     ("http-status.yaml", include_str!("../scenarios/http-status.yaml")),
+    ("input-rounds.yaml", include_str!("../scenarios/input-rounds.yaml")),
     ("list-changed-storm.yaml", include_str!("../scenarios/list-changed-storm.yaml")),
     ("malformed-message.yaml", include_str!("../scenarios/malformed-message.yaml")),
     ("missing-id.yaml", include_str!("../scenarios/missing-id.yaml")),
     ("non-json-line.yaml", include_str!("../scenarios/non-json-line.yaml")),
+    ("not-jsonrpc.yaml", include_str!("../scenarios/not-jsonrpc.yaml")),
     ("oversized-response.yaml", include_str!("../scenarios/oversized-response.yaml")),
     ("ping.yaml", include_str!("../scenarios/ping.yaml")),
     ("progress-after-result.yaml", include_str!("../scenarios/progress-after-result.yaml")),
+    ("progress-stream.yaml", include_str!("../scenarios/progress-stream.yaml")),
+    ("protocol-error.yaml", include_str!("../scenarios/protocol-error.yaml")),
     ("protocol-ping-liveness.yaml", include_str!("../scenarios/protocol-ping-liveness.yaml")),
+    ("request-after-result.yaml", include_str!("../scenarios/request-after-result.yaml")),
     ("response-after-cancellation.yaml", include_str!("../scenarios/response-after-cancellation.yaml")),
+    ("session-lifecycle.yaml", include_str!("../scenarios/session-lifecycle.yaml")),
     ("session-loss.yaml", include_str!("../scenarios/session-loss.yaml")),
     ("split-response.yaml", include_str!("../scenarios/split-response.yaml")),
+    ("stream-cut-again.yaml", include_str!("../scenarios/stream-cut-again.yaml")),
+    ("stream-cut-resume.yaml", include_str!("../scenarios/stream-cut-resume.yaml")),
+    ("stream-empty-event-id.yaml", include_str!("../scenarios/stream-empty-event-id.yaml")),
+    ("stream-lost.yaml", include_str!("../scenarios/stream-lost.yaml")),
+    ("stream-replay-duplicate.yaml", include_str!("../scenarios/stream-replay-duplicate.yaml")),
+    ("stream-replay-foreign.yaml", include_str!("../scenarios/stream-replay-foreign.yaml")),
+    ("stream-resume-refused.yaml", include_str!("../scenarios/stream-resume-refused.yaml")),
+    ("stream-retry.yaml", include_str!("../scenarios/stream-retry.yaml")),
+    ("surface-drift-removed.yaml", include_str!("../scenarios/surface-drift-removed.yaml")),
+    ("surface-pagination-loops.yaml", include_str!("../scenarios/surface-pagination-loops.yaml")),
+    ("surface-structured-output.yaml", include_str!("../scenarios/surface-structured-output.yaml")),
+    ("task-completed.yaml", include_str!("../scenarios/task-completed.yaml")),
     ("truncated-response.yaml", include_str!("../scenarios/truncated-response.yaml")),
     ("wrong-id.yaml", include_str!("../scenarios/wrong-id.yaml")),
 ];
@@ -63,7 +84,10 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
     let passed = results.iter().filter(|r| r.passed).count();
     outln!("\n{passed} of {} runs behaved as a robust client should.", results.len());
 
-    outln!("\nThe built-in scenario suite ({} scenarios, one per fault tool) over every transport:\n", SUITE.len());
+    outln!(
+        "\nThe built-in scenario suite ({} scenarios, every fault tool at least once) over every transport:\n",
+        SUITE.len()
+    );
     let suite: Vec<Scenario> = SUITE
         .iter()
         .map(|(name, text)| Scenario::parse(text, false).map_err(|e| anyhow::anyhow!("built-in scenario {name}: {e}")))
@@ -341,25 +365,34 @@ async fn run_suite(suite: &[Scenario], exe: &str) -> anyhow::Result<Vec<Scenario
     let stdio =
         Target::Stdio { command: exe.to_owned(), args: vec!["serve".into()], cwd: None, env: Default::default() };
     let http = Target::Http { url: builtin.url.clone(), headers: Default::default() };
+    // The four transport-era runs at once (each waits mostly on timeouts and streams, not the CPU), printed in
+    // this order.
+    let combos: Vec<_> = [(&stdio, "stdio"), (&http, "http")]
+        .into_iter()
+        .flat_map(|(target, name)| [ProtocolVersion::Modern, ProtocolVersion::Legacy].map(|era| (target, name, era)))
+        .collect();
+    let run = |(target, name, era)| run_one(suite, target, name, era);
+    let (a, b, c, d) = tokio::join!(run(combos[0]), run(combos[1]), run(combos[2]), run(combos[3]));
     let mut all = Vec::new();
-    for (target, name) in [(&stdio, "stdio"), (&http, "http")] {
-        for era in [ProtocolVersion::Modern, ProtocolVersion::Legacy] {
-            // The suite's scenarios that pin an era run once per transport, in their own era.
-            let scenarios: Vec<Scenario> =
-                suite.iter().filter(|s| s.protocol_version.is_none_or(|v| v == era)).cloned().collect();
-            let reports = crate::run::run_all(&scenarios, target, name, era).await;
-            let ran: Vec<&ScenarioReport> = reports.iter().filter(|r| r.skipped.is_none()).collect();
-            let passed = ran.iter().filter(|r| r.passed).count();
-            let version = if era == ProtocolVersion::Modern { "2026-07-28" } else { "2025-11-25" };
-            let verdict = if passed == ran.len() { "PASS" } else { "FAIL" };
-            outln!("  {verdict}  {name:<6} {version}  {passed} of {} scenarios passed", ran.len());
-            for r in ran.iter().filter(|r| !r.passed) {
-                outln!("        {}: {}", r.name, failure_summary(r));
-            }
-            all.extend(reports);
+    for ((_, name, era), reports) in combos.iter().zip([a, b, c, d]) {
+        let ran: Vec<&ScenarioReport> = reports.iter().filter(|r| r.skipped.is_none()).collect();
+        let passed = ran.iter().filter(|r| r.passed).count();
+        let version = if *era == ProtocolVersion::Modern { "2026-07-28" } else { "2025-11-25" };
+        let verdict = if passed == ran.len() { "PASS" } else { "FAIL" };
+        outln!("  {verdict}  {name:<6} {version}  {passed} of {} scenarios passed", ran.len());
+        for r in ran.iter().filter(|r| !r.passed) {
+            outln!("        {}: {}", r.name, failure_summary(r));
         }
+        all.extend(reports);
     }
     Ok(all)
+}
+
+/// One transport and era: the suite's scenarios that pin an era run once per transport, in their own era.
+async fn run_one(suite: &[Scenario], target: &Target, name: &str, era: ProtocolVersion) -> Vec<ScenarioReport> {
+    let scenarios: Vec<Scenario> =
+        suite.iter().filter(|s| s.protocol_version.is_none_or(|v| v == era)).cloned().collect();
+    crate::run::run_all(&scenarios, target, name, era).await
 }
 
 fn failure_summary(report: &ScenarioReport) -> String {
@@ -370,4 +403,34 @@ fn failure_summary(report: &ScenarioReport) -> String {
         .next()
         .cloned()
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SUITE;
+    use faultlab_engine::FaultKind;
+    use faultlab_run::scenario::Scenario;
+    use std::collections::BTreeSet;
+
+    /// The demo says its suite covers every fault tool: each `faultlab serve` tool that arms a catalogue fault is
+    /// called by a suite scenario, so a new fault tool (or a scenario dropped from the suite) fails here.
+    #[test]
+    fn the_suite_calls_every_tool_that_arms_a_catalogue_fault() {
+        let mut called = BTreeSet::new();
+        for (name, text) in SUITE {
+            let scenario = Scenario::parse(text, false).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let calls = scenario.call.iter().chain(scenario.steps.iter().map(|step| &step.call));
+            called.extend(calls.map(|call| call.tool.clone()));
+        }
+        let mut missing = BTreeSet::new();
+        for (fault, examples) in FaultKind::examples() {
+            for example in examples {
+                let kind: FaultKind = serde_json::from_str(example).unwrap_or_else(|e| panic!("{fault}: {e}"));
+                if let Some(tool) = kind.serve_tool().filter(|tool| !called.contains(tool.name)) {
+                    missing.insert(format!("{} ({fault})", tool.name));
+                }
+            }
+        }
+        assert!(missing.is_empty(), "no suite scenario calls: {missing:?}; add one from examples/scenarios/");
+    }
 }
