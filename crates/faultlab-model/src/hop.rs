@@ -108,11 +108,29 @@ fn half(s: &str) -> &str {
     &s[..mid]
 }
 
-/// The faults this hop carries, as the docs and errors name them.
-pub const SUPPORTED: &str = "latency, http_status (and auth_expired, forbidden), rate_limit, malformed, truncated, \
-                             disconnect, timeout, burst_failure, server_outage (without restart), cascading_failure, \
-                             and the model hop's own: tool_call_cut, tool_arguments_invalid, unknown_tool_call, \
-                             duplicate_call_id, overloaded, context_length_exceeded, token_quota, refusal, slow_drip";
+/// The catalogue's faults and presets this hop carries, in catalogue order: the wire's, then the model hop's own
+/// (`model_fault!` entries). A name is carried when one of its examples has an effect here; a name some of whose
+/// examples do not (`server_outage` with `restart`) is marked. The one list the rules' errors, `faultlab model
+/// --help` and docs/model.md (a test holds it to that) name.
+pub fn carried() -> (Vec<String>, Vec<String>) {
+    let (mut wire, mut own) = (Vec::new(), Vec::new());
+    for (name, examples) in FaultKind::examples() {
+        let kinds: Vec<FaultKind> = examples.iter().filter_map(|e| serde_json::from_str(e).ok()).collect();
+        let here = kinds.iter().filter(|kind| HopFault::of(kind).is_some()).count();
+        if here == 0 {
+            continue;
+        }
+        let shown = if here < kinds.len() { format!("{name} (some forms)") } else { name.to_owned() };
+        if kinds.iter().any(FaultKind::model_only) { own.push(shown) } else { wire.push(shown) }
+    }
+    (wire, own)
+}
+
+/// [`carried`] in words.
+pub fn supported() -> String {
+    let (wire, own) = carried();
+    format!("{}, and the model hop's own: {}", wire.join(", "), own.join(", "))
+}
 
 impl HopFault {
     /// The fault's effect on this hop; `None` for a fault that has none here.
@@ -152,9 +170,10 @@ pub fn check(file: &RulesFile) -> Result<(), RulesError> {
     for rule in &file.rules {
         if HopFault::of(&rule.fault).is_none() {
             return Err(RulesError::Unsupported(format!(
-                "rule {:?}: fault {} does not apply on the model hop; the model endpoint carries {SUPPORTED}",
+                "rule {:?}: fault {} does not apply on the model hop; the model endpoint carries {}",
                 rule.name,
-                rule.fault.name()
+                rule.fault.name(),
+                supported()
             )));
         }
         if rule.matcher.tool.is_some() || rule.matcher.argument.is_some() {
@@ -224,5 +243,38 @@ pub fn context_length(api: Api) -> Value {
                 However, your messages resulted in {over} tokens. Please reduce the length of the messages."),
             "type": "invalid_request_error", "param": if api == Api::Responses { "input" } else { "messages" },
             "code": "context_length_exceeded"}}),
+    }
+}
+
+#[cfg(test)]
+mod carried_tests {
+    use super::carried;
+    use faultlab_engine::FaultKind;
+    use std::collections::BTreeSet;
+
+    /// docs/model.md names the faults the hop carries, as [`carried`] lists them: the wire's in its bullet (each
+    /// catalogue name in backquotes), the hop's own as the rows of its table. A fault added to the hop, or taken
+    /// from it, fails here until the page says so.
+    #[test]
+    fn docs_model_md_names_exactly_the_faults_the_hop_carries() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/model.md");
+        let text = std::fs::read_to_string(&path).unwrap();
+        let catalogue: BTreeSet<&str> = FaultKind::examples().into_iter().map(|(name, _)| name).collect();
+        let names = |text: &str| -> BTreeSet<String> {
+            text.split('`').skip(1).step_by(2).filter(|w| catalogue.contains(w)).map(str::to_owned).collect()
+        };
+        let bullet = text.split("- **The wire's faults**").nth(1).unwrap().split("- **The model hop's own").next();
+        let rows: String = text
+            .lines()
+            .skip_while(|line| !line.starts_with("| fault | what the framework gets"))
+            .take_while(|line| line.starts_with('|'))
+            .filter_map(|line| line.split('|').nth(1))
+            .collect();
+        let plain = |list: Vec<String>| -> BTreeSet<String> {
+            list.into_iter().map(|name| name.split(' ').next().unwrap().to_owned()).collect()
+        };
+        let (wire, own) = carried();
+        assert_eq!(names(bullet.unwrap()), plain(wire), "docs/model.md's list of the wire's faults");
+        assert_eq!(names(&rows), plain(own), "docs/model.md's table of the model hop's own faults");
     }
 }

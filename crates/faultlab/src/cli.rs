@@ -519,12 +519,8 @@ pub struct ModelArgs {
     /// Write every request received, with the tool results it carried back and the turn given, as JSON lines.
     #[arg(long, value_name = "FILE")]
     pub record: Option<std::path::PathBuf>,
-    /// A rules file (the proxy's format) putting catalogue faults on the model hop: latency, http_status,
-    /// rate_limit, malformed, truncated, disconnect, timeout, the systemic faults, and the model hop's own
-    /// (tool_call_cut, tool_arguments_invalid, unknown_tool_call, duplicate_call_id, overloaded,
-    /// context_length_exceeded, token_quota, refusal, slow_drip); match.method is the API (chat.completions,
-    /// responses, messages, generate_content).
-    #[arg(long, value_name = "FILE")]
+    // Its help names the faults the hop carries, from the catalogue (`faultlab_model::hop::carried`).
+    #[arg(long, value_name = "FILE", help = model_rules_help())]
     pub rules: Option<std::path::PathBuf>,
     /// Loopback address to listen on: 127.0.0.1, ::1, localhost or another 127.x.y.z.
     #[arg(long, default_value = "127.0.0.1")]
@@ -760,4 +756,13 @@ pub struct DiagnoseArgs {
     /// duplicate_side_effect: treat this tool as a write besides names with a write verb (may be repeated).
     #[arg(long = "write-tool", value_name = "TOOL")]
     pub write_tools: Vec<String>,
+}
+
+/// `faultlab model --rules`' help: the faults the model hop carries, listed from the catalogue.
+fn model_rules_help() -> String {
+    format!(
+        "A rules file (the proxy's format) putting catalogue faults on the model hop: {}; match.method is the API \
+         (chat.completions, responses, messages, generate_content)",
+        faultlab_model::hop::supported()
+    )
 }
