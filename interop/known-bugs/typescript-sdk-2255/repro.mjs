@@ -8,33 +8,14 @@
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
+import { headlessProvider } from "../lib/oauth.mjs";
 import { COULD_NOT_RUN, FIXED, REPRODUCED, startServe } from "../lib/serve.mjs";
 
 const DEADLINE_MS = 5000;
-const REDIRECT = "http://127.0.0.1:9/callback";
 // The first authorized request (initialize) passes; every later one needs mcp:write, which the first grant lacks.
 const FAULT = JSON.stringify({ type: "insufficient_scope", after: 1, scope: "mcp:write" });
 
-// The user agent of a headless app: faultlab approves at once, the redirect's Location carries the code.
-const provider = {
-  get redirectUrl() { return REDIRECT; },
-  get clientMetadata() {
-    return { client_name: "faultlab-repro", redirect_uris: [REDIRECT], grant_types: ["authorization_code", "refresh_token"],
-      response_types: ["code"], token_endpoint_auth_method: "none" };
-  },
-  client: undefined, stored: undefined, verifier: undefined, code: undefined, redirects: 0,
-  clientInformation() { return this.client; },
-  saveClientInformation(info) { this.client = info; },
-  tokens() { return this.stored; },
-  saveTokens(tokens) { this.stored = tokens; },
-  saveCodeVerifier(v) { this.verifier = v; },
-  codeVerifier() { return this.verifier; },
-  async redirectToAuthorization(url) {
-    this.redirects += 1;
-    const response = await fetch(url, { redirect: "manual" });
-    this.code = new URL(response.headers.get("location")).searchParams.get("code") ?? undefined;
-  },
-};
+const provider = headlessProvider();
 
 // Connects, finishing the headless authorization the SDK asks for (at most twice).
 async function connect(url) {

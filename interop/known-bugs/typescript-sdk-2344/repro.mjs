@@ -5,10 +5,10 @@
 // FAULTLAB_BIN is the faultlab to use; the SDK is the pinned one of scripts/lib/interop-ts.sh (.cache/node).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { headlessProvider } from "../lib/oauth.mjs";
 import { COULD_NOT_RUN, FIXED, REPRODUCED, startServe } from "../lib/serve.mjs";
 
 const DEADLINE_MS = 3000;
-const REDIRECT = "http://127.0.0.1:9/callback";
 
 async function main() {
   const events = [];
@@ -16,21 +16,8 @@ async function main() {
     onEvent: (e) => { if (e.auth) events.push(e.auth); },
   });
   let authorized = false;
-  const provider = {
-    get redirectUrl() { return REDIRECT; },
-    get clientMetadata() {
-      return { client_name: "faultlab-repro", redirect_uris: [REDIRECT], grant_types: ["authorization_code", "refresh_token"],
-        response_types: ["code"], token_endpoint_auth_method: "none" };
-    },
-    client: undefined, stored: undefined, verifier: undefined,
-    clientInformation() { return this.client; },
-    saveClientInformation(info) { this.client = info; },
-    tokens() { return this.stored; },
-    saveTokens(tokens) { this.stored = tokens; },
-    saveCodeVerifier(v) { this.verifier = v; },
-    codeVerifier() { return this.verifier; },
-    async redirectToAuthorization() { authorized = true; },
-  };
+  const provider = headlessProvider(() => { authorized = true; });
+
   let timer;
   const deadline = new Promise((_, reject) => { timer = setTimeout(() => reject(new Error("deadline")), DEADLINE_MS); });
   let error;
