@@ -100,7 +100,8 @@ pub struct Match {
     /// The JSON-RPC method, exactly (e.g. `tools/call`, `resources/read`).
     #[serde(default)]
     pub method: Option<String>,
-    /// The tool name of a `tools/call`, as a glob (`write_*`).
+    /// The tool name of a `tools/call`, as a glob (`write_*`). With `method: resources/read` it matches the
+    /// resource's URI, with `method: prompts/get` the prompt's name (what a drifted list removed, say).
     #[serde(default)]
     pub tool: Option<String>,
     /// A condition on the request's `params.arguments`.

@@ -116,8 +116,14 @@ impl Compiled {
         if m.method.as_deref().is_some_and(|want| want != method) {
             return false;
         }
+        // A resource read or a prompt get named in `method` is matched by what it names, so that the item a
+        // drift removed can be refused on a real server; otherwise only a tool call has a name to match.
+        let named = match m.method.as_deref() {
+            Some("resources/read" | "prompts/get") => request.mcp_name(),
+            _ => request.tool_name(),
+        };
         if let Some(glob) = &self.glob
-            && !request.tool_name().is_some_and(|t| glob.matches(t))
+            && !named.is_some_and(|t| glob.matches(t))
         {
             return false;
         }

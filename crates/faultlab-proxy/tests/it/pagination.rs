@@ -252,3 +252,34 @@ async fn prompts_and_resources_drift_announced_by_their_own_notification() {
     assert_eq!(renamed[0]["result"]["resources"][2]["uri"], "file:///t_v2");
     session.close().await;
 }
+
+/// What a drift removed is refused on the real server too: a read of the resource and a get of the prompt that
+/// left their lists are answered by the proxy as a server answers for an item it does not have (`unknown_tool`,
+/// `match.tool` naming the URI and the prompt), and the items still listed reach the upstream.
+#[tokio::test]
+async fn reads_and_gets_of_removed_items_are_refused_and_the_rest_reach_the_upstream() {
+    let mut session = Session::start(json!({"seed": 1, "rules": [
+        {"name": "prompts", "match": {"method": "prompts/list", "after": 1},
+         "fault": {"type": "list_drift", "change": "removed", "list": "prompts", "tool": "q"}},
+        {"name": "resources", "match": {"method": "resources/list", "after": 1},
+         "fault": {"type": "list_drift", "change": "removed", "list": "resources", "tool": "file:///t"}},
+        {"name": "gone-prompt", "match": {"method": "prompts/get", "tool": "q"}, "mode": "instead",
+         "fault": {"type": "unknown_tool"}},
+        {"name": "gone-resource", "match": {"method": "resources/read", "tool": "file:///t"}, "mode": "instead",
+         "fault": {"type": "unknown_tool"}}
+    ]}))
+    .await;
+    let prompt = session.exchange(1, "prompts/get", json!({"name": "q"})).await;
+    assert_eq!(prompt, [json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "Unknown prompt: q"}})]);
+    let resource = session.exchange(2, "resources/read", json!({"uri": "file:///t"})).await;
+    let message = "Resource not found: file:///t";
+    let error = json!({"code": -32002, "message": message, "data": {"uri": "file:///t"}});
+    assert_eq!(resource, [json!({"jsonrpc": "2.0", "id": 2, "error": error})]);
+    let kept = session.exchange(3, "resources/read", json!({"uri": "file:///s"})).await;
+    assert_eq!(kept, [json!({"jsonrpc": "2.0", "id": 3, "result": {}})], "a resource still listed is the upstream's");
+    let kept = session.exchange(4, "prompts/get", json!({"name": "p"})).await;
+    assert_eq!(kept, [json!({"jsonrpc": "2.0", "id": 4, "result": {}})], "a prompt still listed is the upstream's");
+    let call = session.exchange(5, "tools/call", json!({"name": "q", "arguments": {}})).await;
+    assert_eq!(call[0]["result"]["content"][0]["text"], "ran \"q\"", "a tool named like the prompt is not matched");
+    session.close().await;
+}
