@@ -121,6 +121,25 @@ pub fn proxy_front(task: &crate::task::Task) -> Vec<String> {
     args
 }
 
+/// The largest proxy log read for its auth events (16 MiB: some 100 000 events).
+const AUTH_LOG_LIMIT: u64 = 16 * 1024 * 1024;
+
+/// How many of each auth event (`{"auth": NAME, …}` lines) the proxy's log at `path` holds, read up to
+/// [`AUTH_LOG_LIMIT`].
+pub fn auth_events(path: &Path) -> std::collections::BTreeMap<String, u32> {
+    let mut counts = std::collections::BTreeMap::new();
+    let Ok(file) = crate::guard::open_regular(path) else { return counts };
+    let mut bytes = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut std::io::Read::take(file, AUTH_LOG_LIMIT), &mut bytes);
+    for line in String::from_utf8_lossy(&bytes).lines().filter(|l| l.starts_with('{')) {
+        let event = serde_json::from_str::<serde_json::Value>(line).ok();
+        if let Some(name) = event.as_ref().and_then(|e| e.get("auth")).and_then(serde_json::Value::as_str) {
+            *counts.entry(name.to_owned()).or_insert(0) += 1;
+        }
+    }
+    counts
+}
+
 /// Binds the run's Unix socket for the relay.
 pub fn bind(socket: &Path) -> std::io::Result<tokio::net::UnixListener> {
     tokio::net::UnixListener::bind(socket)
@@ -138,6 +157,22 @@ mod tests {
         assert_eq!(addr.port(), 40123);
         assert!(endpoint("faultlab: proxy listening at http://10.0.0.1:80/mcp for x").is_none());
         assert!(endpoint("{\"auth\": \"token_missing\"}").is_none());
+    }
+
+    #[test]
+    fn auth_events_are_counted_from_the_proxys_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("proxy.log");
+        let text = "faultlab: proxy listening at http://127.0.0.1:1/mcp for x\n\
+                    {\"method\":\"POST\",\"auth\":\"token_missing\"}\n\
+                    {\"reason\":\"revoked\",\"auth\":\"token_refused\"}\n\
+                    {\"reason\":\"revoked\",\"auth\":\"token_refused\"}\n{not json\n";
+        std::fs::write(&log, text).unwrap();
+        let counts = auth_events(&log);
+        assert_eq!(counts.get("token_refused"), Some(&2));
+        assert_eq!(counts.get("token_missing"), Some(&1));
+        assert_eq!(counts.len(), 2);
+        assert!(auth_events(&dir.path().join("absent.log")).is_empty());
     }
 
     #[tokio::test]

@@ -378,6 +378,11 @@ pub struct RunRecord {
     /// Evidence files whose digest could not be taken, and why (not a regular file, unreadable).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub evidence_undigested: BTreeMap<String, String>,
+    /// For a task whose server requires authorization: how many of each auth event the proxy wrote
+    /// (`token_refused`, `refresh_refused`, `authorization_started`, …; `proxy.log` has them in order, none holds a
+    /// secret). A request the authorization refused never reaches the trajectory: these count it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub auth_events: BTreeMap<String, u32>,
     /// The run's environment failed (the agent program is missing, the server or proxy never started): not a
     /// verdict on the agent. Counted apart; `faultlab eval` exits 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -637,6 +642,10 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
         network,
         evidence: evidence_digests,
         evidence_undigested,
+        auth_events: match spec.task.server.requires_auth() {
+            true => crate::http_front::auth_events(&paths.proxy_log),
+            false => BTreeMap::new(),
+        },
         error,
     })
 }

@@ -40,12 +40,16 @@ fn a_sealed_agent_that_authorizes_again_after_revocation_passes_and_one_that_giv
     assert_eq!(count(&log, "grant_revoked"), 1, "{log}");
     assert_eq!(count(&log, "refresh_refused"), 1, "{log}");
     assert_eq!(count(&log, "authorization_started"), 2, "a new authorization after invalid_grant: {log}");
+    // The report counts them: a refused request never reaches the trajectory.
+    assert_eq!(good["auth_events"]["authorization_started"], 2, "{good}");
+    assert_eq!(good["auth_events"]["token_refused"], 1, "{good}");
 
     let (gave_up, log) = sealed("gives-up", 2);
     assert_eq!(gave_up["verdict"]["passed"], false);
     assert_eq!(gave_up["verdict"]["recovery"]["outcome"], "aborted-safely", "{gave_up}");
     assert_eq!(count(&log, "refresh_refused"), 1, "{log}");
     assert_eq!(count(&log, "authorization_started"), 1, "no new authorization: {log}");
+    assert_eq!(gave_up["auth_events"]["refresh_refused"], 1, "{gave_up}");
     assert!(gave_up["claim"]["message"].as_str().unwrap().contains("401"), "{gave_up}");
 }
 
