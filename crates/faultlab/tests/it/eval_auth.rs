@@ -93,3 +93,22 @@ fn no_token_code_or_verifier_reaches_any_file_of_the_output() {
     // The reports, and the run's trajectory, proxy log, claim, agent log, task, rules and mcpServers file.
     assert!(read >= 10, "{read} files");
 }
+
+/// A task over HTTP whose server cannot start: the proxy never listens, so there is no URL to give the agent; the
+/// run is an error of the set-up (exit 1) naming the proxy's log, and the agent is never started.
+#[test]
+fn an_http_task_whose_server_cannot_start_is_a_run_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("task.yaml");
+    std::fs::write(
+        &task,
+        "id: broken\nname: Broken\ngoal: g\nallowed_tools: [read_file]\nrecovery: {primary: read_file}\n\
+         server: {command: [/nonexistent/mcp-server], transport: http, auth: true}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    faultlab().args(["eval", "--agent", &control_agent("good"), "--out"]).arg(&out).arg(&task).assert().code(1);
+    let run = read_json(out.join("report.json"))["runs"][0].clone();
+    assert!(run["error"].as_str().unwrap().contains("did not start listening (see proxy.log)"), "{run}");
+    assert_eq!(run["end"]["end"], "failed_to_start", "{run}");
+}
