@@ -89,8 +89,8 @@ pub struct McpConfig {
     pub mcp_servers: BTreeMap<String, ServerEntry>,
 }
 
-/// One server of the `mcpServers` file: a command to start (stdio), or, with `"type": "http"`, a URL (the shape
-/// Claude Code, VS Code and Cline read for a Streamable HTTP server; Cursor reads `url` alone, and ignores `type`).
+/// One server of the `mcpServers` file: a command to start (stdio), or, with `"type": "http"`, a URL (the shape of
+/// a Streamable HTTP server in Claude Code's `.mcp.json`; Cursor's `mcp.json` needs only `url`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServerEntry {
     /// `http` for a Streamable HTTP server; absent for a stdio one.
