@@ -27,13 +27,23 @@
 //! Every agent that calls connects again before its next call once its server has gone away (a `disconnect`
 //! closed the connection), as MCP clients restart a stdio server that exited; the lost call still counts as failed.
 //!
+//! Over HTTP (a task's `server: {transport: http}`: the `mcpServers` entry names a URL), every agent that calls
+//! uses the reference client's auth mode ([`ControlAgent::auth`]): discovery, registration, PKCE, then on a
+//! `401 invalid_token` one refresh, and after `invalid_grant` a new authorization. Which of that an agent does is
+//! its defect's: gives-up and peeker stop at the first refusal the refresh cannot fix (no new authorization: the
+//! call fails and they report failure, as the TypeScript SDK 1.32.2 throws `InvalidGrantError` to its app);
+//! bad-retry has no new authorization either and sends its 50 retries with no usable token; every other agent
+//! authorizes again (bounded, 3 per connection) and goes on; hallucinating makes no call.
+//!
 //! Every agent declares the elicitation capability and answers a server's confirmation ([`ControlAgent::elicitation`])
 //! as the user behind it would: gives-up and peeker decline (the cautious user who says no, then the agent reports
 //! failure), ignores-timeout never answers (the prompt nobody looks at), every other agent accepts.
 
 use crate::contract::{self, Claim, ClaimStatus, McpConfig};
 use crate::task::{Check, Plan, PlanStep};
-use faultlab_client::{Answer, Answers, ConnectError, Connection, Era, ErrorKind, Observation, Outcome, Target};
+use faultlab_client::{
+    Answer, Answers, AuthOptions, ConnectError, Connection, Era, ErrorKind, Observation, Outcome, Target,
+};
 use faultlab_wire::template;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -120,6 +130,17 @@ impl ControlAgent {
             ControlAgent::GivesUp | ControlAgent::Peeker => Answer::Decline,
             ControlAgent::IgnoresTimeout => Answer::Never,
             _ => Answer::Accept,
+        }
+    }
+
+    /// The auth mode of the agent's client over HTTP (see the module's header): no new authorization after
+    /// `invalid_grant` for the agents that give up or retry blindly, the full recovery for the others.
+    pub fn auth(self) -> AuthOptions {
+        match self {
+            ControlAgent::GivesUp | ControlAgent::Peeker | ControlAgent::BadRetry => {
+                AuthOptions { max_reauthorizations: 0, ..AuthOptions::default() }
+            }
+            _ => AuthOptions::default(),
         }
     }
 
@@ -221,18 +242,23 @@ pub async fn run(kind: ControlAgent) -> Result<(), AgentError> {
     if let Some(claim) = early {
         return write_claim(&result, &claim);
     }
-    let target = Target::Stdio {
-        command: server.command.clone(),
-        args: server.args.clone(),
-        cwd: None,
-        env: server.env.clone(),
+    let target = match &server.url {
+        Some(url) => Target::Http { url: url.clone(), headers: Default::default() },
+        None => Target::Stdio {
+            command: server.command.clone(),
+            args: server.args.clone(),
+            cwd: None,
+            env: server.env.clone(),
+        },
     };
+    // A stdio target ignores it.
+    let auth = Some(kind.auth());
     let connect_deadline = match kind {
         ControlAgent::IgnoresTimeout => NO_DEADLINE,
         _ => Duration::from_millis(plan.call_timeout_ms).max(CONNECT_TIMEOUT),
     };
     let answers = kind.answers();
-    let (claim, connection) = match Connection::open_answering(&target, Era::Legacy, connect_deadline, answers).await {
+    let (claim, connection) = match Connection::open_with(&target, Era::Legacy, connect_deadline, answers, auth).await {
         // The snooper looks while its server runs (unsealed, the server's command line names the workspace).
         Ok(connection)
             if kind == ControlAgent::Snooper
@@ -241,7 +267,8 @@ pub async fn run(kind: ControlAgent) -> Result<(), AgentError> {
             (claim, Some(connection))
         }
         Ok(connection) => {
-            let mut tools = Reconnecting { target: target.clone(), deadline: connect_deadline, answers, connection };
+            let mut tools =
+                Reconnecting { target: target.clone(), deadline: connect_deadline, answers, auth, connection };
             if kind == ControlAgent::Peeker {
                 spend_faulted_calls(&crate::adversary::peek(&task_path), &plan, &mut tools).await;
             }
@@ -306,13 +333,14 @@ struct Reconnecting {
     target: Target,
     deadline: Duration,
     answers: Answers,
+    auth: Option<AuthOptions>,
     connection: Connection,
 }
 
 impl Tools for Reconnecting {
     async fn call(&mut self, tool: &str, arguments: Value, deadline: Option<Duration>) -> CallResult {
         if !self.connection.is_alive() {
-            match Connection::open_answering(&self.target, Era::Legacy, self.deadline, self.answers).await {
+            match Connection::open_with(&self.target, Era::Legacy, self.deadline, self.answers, self.auth).await {
                 Ok(fresh) => std::mem::replace(&mut self.connection, fresh).close().await,
                 Err(e) => return CallResult::Failed(format!("transport lost: cannot connect again: {e}")),
             }

@@ -1,6 +1,7 @@
 //! The built-in tasks (one or more per fault category, and one where the server asks the user before overwriting)
-//! and the oracle of expected control-agent verdicts on them. The files live in `examples/eval/` (`tasks/`, and
-//! `askback/` for the task whose grade depends on the agent answering a server request) so users can read and copy
+//! and the oracle of expected control-agent verdicts on them. The files live in `examples/eval/` (`tasks/`;
+//! `askback/` for the task whose grade depends on the agent answering a server request; `auth/` for the task whose
+//! server is reached over HTTP and requires OAuth) so users can read and copy
 //! them; they are compiled in so `faultlab eval --controls` needs no files.
 
 use crate::oracle::Oracle;
@@ -16,6 +17,10 @@ pub const TASKS: &[(&str, &str)] = &[
     ("temporal-out-of-order-read.yaml", include_str!("../builtin/tasks/temporal-out-of-order-read.yaml")),
     ("systemic-burst-read.yaml", include_str!("../builtin/tasks/systemic-burst-read.yaml")),
     ("elicitation-confirm-overwrite.yaml", include_str!("../builtin/askback/elicitation-confirm-overwrite.yaml")),
+    (
+        "authorization-token-revoked-midtask.yaml",
+        include_str!("../builtin/auth/authorization-token-revoked-midtask.yaml"),
+    ),
 ];
 
 /// The oracle for the built-in tasks.

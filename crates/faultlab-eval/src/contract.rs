@@ -89,23 +89,65 @@ pub struct McpConfig {
     pub mcp_servers: BTreeMap<String, ServerEntry>,
 }
 
+/// One server of the `mcpServers` file: a command to start (stdio), or, with `"type": "http"`, a URL (the shape of
+/// a Streamable HTTP server in Claude Code's `.mcp.json`; Cursor's `mcp.json` needs only `url`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ServerEntry {
+    /// `http` for a Streamable HTTP server; absent for a stdio one.
+    #[serde(rename = "type", default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// The Streamable HTTP endpoint (with `"type": "http"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The stdio server's program (empty for an HTTP server).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub command: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub env: BTreeMap<String, String>,
 }
 
 impl McpConfig {
-    /// A file naming one server, [`SERVER_NAME`].
+    /// A file naming one stdio server, [`SERVER_NAME`].
     pub fn single(command: String, args: Vec<String>) -> Self {
-        let entry = ServerEntry { command, args, env: BTreeMap::new() };
+        let entry = ServerEntry { kind: None, url: None, command, args, env: BTreeMap::new() };
+        McpConfig { mcp_servers: BTreeMap::from([(SERVER_NAME.to_owned(), entry)]) }
+    }
+
+    /// A file naming one Streamable HTTP server, [`SERVER_NAME`], at `url`.
+    pub fn http(url: String) -> Self {
+        let entry = ServerEntry {
+            kind: Some("http".into()),
+            url: Some(url),
+            command: String::new(),
+            args: Vec::new(),
+            env: BTreeMap::new(),
+        };
         McpConfig { mcp_servers: BTreeMap::from([(SERVER_NAME.to_owned(), entry)]) }
     }
 
     /// The single server entry (the proxy).
     pub fn server(&self) -> Option<&ServerEntry> {
         self.mcp_servers.get(SERVER_NAME).or_else(|| self.mcp_servers.values().next())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_http_server_is_written_in_the_shape_agents_read() {
+        let text = serde_json::to_value(McpConfig::http("http://127.0.0.1:4000/mcp".into())).unwrap();
+        assert_eq!(
+            text,
+            serde_json::json!({"mcpServers": {"workspace": {"type": "http", "url": "http://127.0.0.1:4000/mcp"}}})
+        );
+        let stdio = serde_json::to_value(McpConfig::single("faultlab".into(), vec!["connect".into(), "s".into()]));
+        assert_eq!(
+            stdio.unwrap(),
+            serde_json::json!({"mcpServers": {"workspace": {"command": "faultlab", "args": ["connect", "s"]}}})
+        );
     }
 }

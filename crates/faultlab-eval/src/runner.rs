@@ -378,6 +378,11 @@ pub struct RunRecord {
     /// Evidence files whose digest could not be taken, and why (not a regular file, unreadable).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub evidence_undigested: BTreeMap<String, String>,
+    /// For a task whose server requires authorization: how many of each auth event the proxy wrote
+    /// (`token_refused`, `refresh_refused`, `authorization_started`, …; `proxy.log` has them in order, none holds a
+    /// secret). A request the authorization refused never reaches the trajectory: these count it.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub auth_events: BTreeMap<String, u32>,
     /// The run's environment failed (the agent program is missing, the server or proxy never started): not a
     /// verdict on the agent. Counted apart; `faultlab eval` exits 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -540,25 +545,33 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
     seen.deadline_ms = spec.deadline_ms.unwrap_or(seen.deadline_ms);
     write_json(&paths.task, &seen)?;
     write_json(&paths.agent_task, &contract::AgentTask::of(&seen, seen.deadline_ms))?;
-    let config = McpConfig::single(text(&spec.faultlab), vec!["connect".into(), text(&paths.socket)]);
-    write_json(&paths.config, &config)?;
-    write_json(&paths.agent_config, &config)?;
-
     let started = Instant::now();
     let deadline = Duration::from_millis(spec.deadline_ms.unwrap_or(spec.task.deadline_ms));
-    let sessions = Sessions::listen(
-        &paths.socket,
-        proxy_command(&spec, &paths, &workspace),
-        &spec.task.server.env,
-        &paths.proxy_log,
-    )?;
+    let http = spec.task.server.transport == crate::task::Transport::Http;
+    let sessions = match http {
+        true => Sessions::http(&spec, proxy_command(&spec, &paths, &workspace), &paths).await?,
+        false => Sessions::listen(
+            &paths.socket,
+            proxy_command(&spec, &paths, &workspace),
+            &spec.task.server.env,
+            &paths.proxy_log,
+        )?,
+    };
+    let config = match &sessions.url {
+        Some(url) => McpConfig::http(url.clone()),
+        None => McpConfig::single(text(&spec.faultlab), vec!["connect".into(), text(&paths.socket)]),
+    };
+    write_json(&paths.config, &config)?;
+    write_json(&paths.agent_config, &config)?;
     let missing_env = spec.task.server.env_from.iter().find(|name| std::env::var_os(name).is_none()).cloned();
-    let (end, setup_error) = match missing_env {
-        Some(name) => (
+    let (end, setup_error) = match (missing_env, &sessions.failed) {
+        (Some(name), _) => (
             AgentEnd::FailedToStart,
             Some(format!("the task's server.env_from names {name}, which is not set in faultlab's environment")),
         ),
-        None => run_agent(&spec, &paths, deadline, &sessions.connected).await?,
+        // No endpoint to give the agent.
+        (None, Some(failed)) if http => (AgentEnd::FailedToStart, Some(failed.clone())),
+        (None, _) => run_agent(&spec, &paths, deadline, &sessions.connected, sessions.port).await?,
     };
     let status = std::fs::read_to_string(&paths.status).unwrap_or_default();
     let duration_ms = started.elapsed().as_millis() as u64;
@@ -629,6 +642,10 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
         network,
         evidence: evidence_digests,
         evidence_undigested,
+        auth_events: match spec.task.server.requires_auth() {
+            true => crate::http_front::auth_events(&paths.proxy_log),
+            false => BTreeMap::new(),
+        },
         error,
     })
 }
@@ -728,8 +745,12 @@ fn text(path: &Path) -> String {
 /// served in front of a fresh task's server (with the recording laid over it when replaying).
 fn proxy_command(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> (String, Vec<String>) {
     let exe = text(&crate::guard::faultlab_program(&spec.faultlab));
+    let http = spec.task.server.transport == crate::task::Transport::Http;
+    let mut args: Vec<String> = match http {
+        true => crate::http_front::proxy_front(&spec.task),
+        false => vec!["proxy".into(), "--listen-fd".into(), PROXY_FD.to_string()],
+    };
     // Bodies are recorded so that any run can be replayed later.
-    let mut args: Vec<String> = vec!["proxy".into(), "--listen-fd".into(), PROXY_FD.to_string()];
     args.extend(["--record-bodies", "--rules"].map(String::from));
     args.extend([text(&paths.rules), "--record".into(), text(&paths.trajectory)]);
     let server: Vec<String> = match (&spec.task.server.command, &spec.task.server.url) {
@@ -753,7 +774,7 @@ fn proxy_command(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> (String,
             server
         }
     };
-    if let Some(cassette) = &spec.cassette {
+    if let Some(cassette) = spec.cassette.as_ref().filter(|_| !http) {
         // The recording laid over the fresh server: its writes really happen, its replies come from the recording.
         args.extend(["--replay".into(), text(cassette), "--replay-log".into(), text(&paths.replay_log)]);
     }
@@ -773,6 +794,12 @@ struct Sessions {
     failed: Option<String>,
     /// Notified at each connection of the agent (a permit is kept until the run waits for it).
     connected: Arc<tokio::sync::Notify>,
+    /// Over HTTP: the proxy's endpoint and port, the relay from the run's socket to it, and the task copying the
+    /// proxy's stderr into its log.
+    url: Option<String>,
+    port: Option<u16>,
+    relay: Option<tokio::task::JoinHandle<()>>,
+    log: Option<tokio::task::JoinHandle<()>>,
 }
 
 /// How the proxy sessions ended.
@@ -844,7 +871,53 @@ impl Sessions {
         };
         // The proxy holds its own copy; this one would keep the socket open after the proxy ended.
         drop(listener);
-        Ok(Self { proxy, reader, failed, connected })
+        Ok(Self { proxy, reader, failed, connected, url: None, port: None, relay: None, log: None })
+    }
+
+    /// The run's proxy as an HTTP endpoint on loopback (see [`crate::http_front`]): started, its endpoint read from
+    /// its log, and the run's socket relayed to it.
+    async fn http(spec: &RunSpec, (program, args): (String, Vec<String>), paths: &RunPaths) -> Result<Self, RunError> {
+        let connected = Arc::new(tokio::sync::Notify::new());
+        let mut sessions = Self {
+            proxy: None,
+            reader: None,
+            failed: None,
+            connected: connected.clone(),
+            url: None,
+            port: None,
+            relay: None,
+            log: None,
+        };
+        if spec.cassette.is_some() {
+            sessions.failed = Some("replay does not serve a task over HTTP (server.transport: http) yet".into());
+            return Ok(sessions);
+        }
+        let log = std::fs::OpenOptions::new().create(true).append(true).open(&paths.proxy_log);
+        let log = log.map_err(io(&paths.proxy_log))?;
+        let mut command = tokio::process::Command::new(&program);
+        command.args(&args).envs(&spec.task.server.env).stdin(Stdio::null()).stdout(Stdio::null());
+        command.stderr(Stdio::piped()).process_group(0).kill_on_drop(true);
+        let mut proxy = match command.spawn() {
+            Ok(proxy) => proxy,
+            Err(e) => {
+                sessions.failed = Some(format!("cannot start the proxy {program}: {e}"));
+                return Ok(sessions);
+            }
+        };
+        let stderr = proxy.stderr.take();
+        sessions.proxy = Some(proxy);
+        let Some(stderr) = stderr else { return Ok(sessions) };
+        let (endpoint, follower) = crate::http_front::follow_log(stderr, log, connected.clone()).await;
+        sessions.log = Some(follower);
+        let Some((url, addr)) = endpoint else {
+            sessions.failed = Some("the HTTP proxy did not start listening (see proxy.log)".into());
+            return Ok(sessions);
+        };
+        let listener = crate::http_front::bind(&paths.socket).map_err(io(&paths.socket))?;
+        sessions.relay = Some(crate::http_front::relay(listener, addr, connected));
+        sessions.url = Some(url);
+        sessions.port = Some(addr.port());
+        Ok(sessions)
     }
 
     /// After the agent's end: the proxy is asked to stop (SIGTERM: no new connection, every open one ended in
@@ -865,6 +938,13 @@ impl Sessions {
         if let Some(reader) = self.reader.take() {
             let _ = reader.await;
         }
+        if let Some(relay) = self.relay.take() {
+            relay.abort();
+        }
+        // Every writer of the proxy's stderr has ended: the log is read to its end at once (bounded all the same).
+        if let Some(log) = self.log.take() {
+            let _ = tokio::time::timeout(DRAIN_GRACE, log).await;
+        }
         Proxies { codes, failed: self.failed.take() }
     }
 }
@@ -877,6 +957,7 @@ async fn run_agent(
     paths: &RunPaths,
     deadline: Duration,
     connected: &tokio::sync::Notify,
+    http_port: Option<u16>,
 ) -> Result<(AgentEnd, Option<String>), RunError> {
     let Some((program, args)) = spec.agent.command_line(&spec.faultlab) else {
         return Ok((AgentEnd::FailedToStart, Some("the agent command is empty".into())));
@@ -890,6 +971,10 @@ async fn run_agent(
     let (status_read, status_write) =
         nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).map_err(|e| io(&paths.status)(e.into()))?;
     let mut command = sandbox_command(spec, &paths.scratch, &status_write)?;
+    // The proxy's port on the sandbox's own loopback, relayed to the run's socket (see `crate::http_front`).
+    if let Some(port) = http_port.filter(|_| !spec.host_network) {
+        command.arg("--relay-port").arg(port.to_string()).arg("--relay-socket").arg(&paths.socket);
+    }
     command
         .arg("--")
         .arg(&program)

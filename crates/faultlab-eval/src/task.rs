@@ -113,9 +113,66 @@ pub struct Server {
     /// decline, no answer, or a client without the elicitation capability leaves the file as it was.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub confirm_destructive: bool,
+    /// How the agent reaches the server: `stdio` (default; its `mcpServers` entry is `faultlab connect`) or
+    /// `http` (the run's proxy is a loopback Streamable HTTP endpoint in front of the server, and the agent's entry
+    /// is `{"type": "http", "url": …}`).
+    #[serde(default, skip_serializing_if = "Transport::is_stdio")]
+    pub transport: Transport,
+    /// With `transport: http`: the proxy is an OAuth 2.1 protected resource with its authorization server
+    /// (`faultlab proxy --auth`, see docs/auth.md) and the agent must authorize itself. `true` for no auth fault;
+    /// an auth fault's name (`token_revoked`) or object (`{type: token_revoked, after: 2}`) for that fault.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthSetting>,
+}
+
+/// How the agent reaches its server.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Transport {
+    /// `faultlab connect`, a stdio relay to the run's proxy.
+    #[default]
+    Stdio,
+    /// The run's proxy as a Streamable HTTP endpoint on loopback.
+    Http,
+}
+
+impl Transport {
+    fn is_stdio(&self) -> bool {
+        *self == Transport::Stdio
+    }
+}
+
+/// `server.auth`: on (`true`), off (`false`), or on with an auth fault (its name, or an object with its `type` and
+/// parameters, as `faultlab proxy --auth-fault` takes them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum AuthSetting {
+    On(bool),
+    Fault(String),
+    Params(serde_json::Map<String, Value>),
+}
+
+impl AuthSetting {
+    /// The `--auth-fault` argument, when there is a fault.
+    pub fn fault(&self) -> Option<String> {
+        match self {
+            AuthSetting::On(_) => None,
+            AuthSetting::Fault(name) => Some(name.clone()),
+            AuthSetting::Params(params) => Some(Value::Object(params.clone()).to_string()),
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        !matches!(self, AuthSetting::On(false))
+    }
 }
 
 impl Server {
+    /// Whether the proxy requires OAuth authorization (`auth` set and not `false`).
+    pub fn requires_auth(&self) -> bool {
+        self.auth.as_ref().is_some_and(AuthSetting::enabled)
+    }
+
     /// The built-in workspace server (read, write, append, list, move, delete, …), confined to the workspace and
     /// logging every side effect.
     pub fn is_builtin(&self) -> bool {
@@ -416,6 +473,15 @@ impl Task {
                         neither command nor url)"
                 .into());
         }
+        if let Some(auth) = &self.server.auth {
+            if self.server.transport != Transport::Http {
+                return Err("server.auth: authorization needs an HTTP endpoint: add `transport: http`".into());
+            }
+            if let Some(fault) = auth.fault() {
+                faultlab_auth::AuthFault::parse(&fault)
+                    .map_err(|e| format!("server.auth: {}", e.to_string().trim_start_matches("--auth-fault: ")))?;
+            }
+        }
         if let Some(path) = &self.invariants.path_within
             && path != "."
         {
@@ -482,6 +548,10 @@ impl Task {
     /// The categories of the task's faults (for reports and the oracle).
     pub fn categories(&self) -> Vec<Category> {
         let mut categories: Vec<Category> = self.faults.iter().map(|r| r.fault.category()).collect();
+        // An auth fault is the authorization server's, not a rule's; it is still an authorization fault.
+        if self.server.auth.as_ref().and_then(AuthSetting::fault).is_some() {
+            categories.push(Category::Authorization);
+        }
         categories.sort();
         categories.dedup();
         categories
@@ -505,7 +575,7 @@ mod tests {
     fn every_task_file_in_the_examples_loads_unchanged() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/eval");
         let mut loaded = 0;
-        for dir in ["tasks", "askback", "external"] {
+        for dir in ["tasks", "askback", "external", "auth"] {
             for entry in std::fs::read_dir(root.join(dir)).unwrap() {
                 let path = entry.unwrap().path();
                 if path.extension().is_some_and(|e| e == "yaml") && path.file_stem() != Some("oracle".as_ref()) {
@@ -558,6 +628,29 @@ mod tests {
         let err =
             Task::parse(&format!("{MINIMAL}server: {{command: [x], confirm_destructive: true}}\n"), false).unwrap_err();
         assert!(err.contains("server.confirm_destructive"), "{err}");
+    }
+
+    #[test]
+    fn auth_needs_the_http_transport_and_a_fault_it_knows() {
+        let task = Task::parse(&format!("{MINIMAL}server: {{transport: http, auth: token_revoked}}\n"), false).unwrap();
+        assert!(task.server.requires_auth());
+        assert_eq!(task.categories(), [Category::Authorization]);
+        let task = Task::parse(
+            &format!("{MINIMAL}server: {{transport: http, auth: {{type: token_revoked, after: 2}}}}\n"),
+            false,
+        )
+        .unwrap();
+        let fault: Value = serde_json::from_str(&task.server.auth.and_then(|a| a.fault()).unwrap()).unwrap();
+        assert_eq!(fault, serde_json::json!({"type": "token_revoked", "after": 2}));
+        let task = Task::parse(&format!("{MINIMAL}server: {{transport: http, auth: true}}\n"), false).unwrap();
+        assert!(task.server.requires_auth() && task.categories().is_empty());
+        let err = Task::parse(&format!("{MINIMAL}server: {{auth: true}}\n"), false).unwrap_err();
+        assert!(err.contains("server.auth") && err.contains("transport: http"), "{err}");
+        let err =
+            Task::parse(&format!("{MINIMAL}server: {{transport: http, auth: token_stolen}}\n"), false).unwrap_err();
+        assert!(err.contains("server.auth") && err.contains("token_stolen"), "{err}");
+        let err = Task::parse(&format!("{MINIMAL}server: {{transport: carrier-pigeon}}\n"), false).unwrap_err();
+        assert!(err.contains("carrier-pigeon"), "{err}");
     }
 
     #[test]

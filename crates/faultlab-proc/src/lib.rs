@@ -18,6 +18,8 @@
 //! - [`fd`]: a listening Unix socket inherited by descriptor number (`faultlab proxy --listen-fd`).
 //! - [`sandbox`]: `faultlab sandbox`, the sealed process tree an eval agent runs in (namespaces, hidden evidence,
 //!   read-only root, private `/tmp` and network, no capabilities, nothing left).
+//! - [`relay`]: the sandbox's loopback relay, which carries an agent's TCP connections to an HTTP server over a Unix
+//!   socket out of its private network namespace.
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -26,6 +28,7 @@ pub mod drain;
 pub mod fd;
 pub mod group;
 pub mod hooks;
+pub mod relay;
 pub mod sandbox;
 pub mod scan;
 pub mod wait;

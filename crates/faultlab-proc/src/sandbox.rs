@@ -47,8 +47,18 @@ pub struct Spec {
     pub status: std::os::fd::RawFd,
     /// The network the agent gets: a namespace of its own with only loopback (default), or the machine's.
     pub network: Network,
+    /// With the private network: a loopback port inside whose connections go to a Unix socket (see
+    /// [`crate::relay`]), so the agent reaches an HTTP server outside at the same URL.
+    pub relay: Option<Relay>,
     pub program: OsString,
     pub args: Vec<OsString>,
+}
+
+/// `127.0.0.1:port` inside the sandbox's network namespace, relayed to the Unix socket `socket`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Relay {
+    pub port: u16,
+    pub socket: PathBuf,
 }
 
 /// The isolation a run had, as `report.json` names it.
@@ -161,7 +171,9 @@ pub fn run(spec: &Spec) -> i32 {
     match enter_namespaces(spec.network) {
         Ok((isolation, network, why)) => {
             write_status(&mut status, &Status::Sealed { isolation, why, network: Some(network) });
-            namespaced(spec, status)
+            // The machine's network reaches the server directly: no relay.
+            let relay = spec.relay.as_ref().filter(|_| network == Network::Private);
+            namespaced(spec, relay, status)
         }
         Err(why) => {
             let sealed =
@@ -247,7 +259,7 @@ fn loopback_up() -> Result<(), Errno> {
 }
 
 /// This process stays outside the new PID namespace and waits; its child is the namespace's PID 1.
-fn namespaced(spec: &Spec, status: std::fs::File) -> i32 {
+fn namespaced(spec: &Spec, relay: Option<&Relay>, status: std::fs::File) -> i32 {
     let alive = match nix::unistd::pipe() {
         Ok(pipe) => pipe,
         Err(e) => {
@@ -262,7 +274,7 @@ fn namespaced(spec: &Spec, status: std::fs::File) -> i32 {
             125
         }
         Ok(ForkResult::Child) => {
-            let code = init(spec, alive, status);
+            let code = init(spec, relay, alive, status);
             // SAFETY: exit without running the parent's destructors or flushing its buffers twice.
             unsafe { libc::_exit(code) }
         }
@@ -289,7 +301,7 @@ fn namespaced(spec: &Spec, status: std::fs::File) -> i32 {
 
 /// PID 1 of the sandbox: hides what must not be seen, starts the agent, reaps every orphan, and exits with the
 /// agent (which ends every other process of the namespace).
-fn init(spec: &Spec, alive: (OwnedFd, OwnedFd), status: std::fs::File) -> i32 {
+fn init(spec: &Spec, relay: Option<&Relay>, alive: (OwnedFd, OwnedFd), mut status: std::fs::File) -> i32 {
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     // The parent is outside this PID namespace (getppid() says 0 here, and its pid means nothing), so whether it
     // died before the line above is read from a pipe only it holds open: a hang-up means it is gone.
@@ -302,8 +314,35 @@ fn init(spec: &Spec, alive: (OwnedFd, OwnedFd), status: std::fs::File) -> i32 {
         let _ = writeln!(std::io::stderr(), "faultlab sandbox: {e}");
         return 125;
     }
+    if let Some(relay) = relay
+        && let Err(e) = start_relay(relay, &mut status)
+    {
+        let _ = writeln!(std::io::stderr(), "faultlab sandbox: {e}");
+        return 125;
+    }
     // PID 1 reaps every orphan until the agent ends; SIGTERM comes only from outside, as SIGKILL to this process.
     reap_until_agent_ends(spec, status, false)
+}
+
+/// Binds the relay's port on the namespace's loopback (before the agent starts, so its first connection finds it
+/// listening) and forks the relay, a process of the namespace that ends with it. The relay holds neither the status
+/// pipe nor anything of the agent's.
+fn start_relay(relay: &Relay, status: &mut std::fs::File) -> Result<(), String> {
+    let listener = std::net::TcpListener::bind(("127.0.0.1", relay.port))
+        .map_err(|e| format!("cannot listen on 127.0.0.1:{} for the relay: {e}", relay.port))?;
+    // SAFETY: single-threaded here (PID 1 of a fresh namespace); the child starts its threads after the fork.
+    match unsafe { fork() } {
+        Err(e) => Err(format!("fork (relay): {e}")),
+        Ok(ForkResult::Child) => {
+            // SAFETY: closing this process's copy of the status pipe: only PID 1 and the agent write to it.
+            unsafe { libc::close(std::os::fd::AsRawFd::as_raw_fd(status)) };
+            let error = crate::relay::serve(listener, &relay.socket, crate::relay::Limits::default());
+            let _ = writeln!(std::io::stderr(), "faultlab sandbox: the relay stopped: {error}");
+            // SAFETY: the forked child leaves without the parent's destructors.
+            unsafe { libc::_exit(1) }
+        }
+        Ok(ForkResult::Parent { .. }) => Ok(()),
+    }
 }
 
 /// Forks the agent, then reaps every child (orphans re-parented here among them) until the agent ends; returns its

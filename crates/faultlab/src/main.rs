@@ -170,6 +170,10 @@ fn sandbox(args: &cli::SandboxArgs) -> ExitCode {
             true => faultlab_proc::sandbox::Network::Host,
             false => faultlab_proc::sandbox::Network::Private,
         },
+        relay: match (args.relay_port, &args.relay_socket) {
+            (Some(port), Some(socket)) => Some(faultlab_proc::sandbox::Relay { port, socket: socket.clone() }),
+            _ => None,
+        },
         program: program.clone(),
         args: rest.to_vec(),
     };

@@ -11,6 +11,7 @@ mod common;
 mod config;
 mod diagnose;
 mod eval;
+mod eval_auth;
 mod eval_report;
 mod eval_seal;
 mod exit_codes;

@@ -1,0 +1,114 @@
+//! `faultlab eval` on a task whose server requires OAuth (`server: {transport: http, auth: …}`), through the real
+//! binary: sealed, the agent reaches the run's proxy through the sandbox's loopback relay and authorizes itself; the
+//! control that re-authorizes after the grant is revoked passes, the one that gives up fails; and no token, code or
+//! verifier the authorization server handed out is anywhere in the run's output.
+
+use crate::common::{control_agent, faultlab, read_json, repo};
+use predicates::str::contains;
+
+const TASK: &str = "examples/eval/auth/authorization-token-revoked-midtask.yaml";
+
+/// One sealed run of the built-in auth task by the control agent `agent`; its report's run and its proxy log.
+fn sealed(agent: &str, code: i32) -> (serde_json::Value, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    faultlab()
+        .args(["eval", "--agent", &control_agent(agent), "--out"])
+        .arg(&out)
+        .arg(repo(TASK))
+        .assert()
+        .code(code)
+        .stdout(contains(format!("authorization-token-revoked-midtask × {agent} #1")));
+    let run = read_json(out.join("report.json"))["runs"][0].clone();
+    let dir = out.join(run["dir"].as_str().unwrap());
+    let config = read_json(dir.join("mcp.json"));
+    let url = config["mcpServers"]["workspace"]["url"].as_str().unwrap().to_owned();
+    assert_eq!(config["mcpServers"]["workspace"]["type"], "http", "{config}");
+    assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
+    (run, std::fs::read_to_string(dir.join("proxy.log")).unwrap())
+}
+
+#[test]
+fn a_sealed_agent_that_authorizes_again_after_revocation_passes_and_one_that_gives_up_fails() {
+    let (good, log) = sealed("good", 0);
+    // Only where the kernel gives namespaces is the relay in use; the report says which network the agent had.
+    if good["isolation"] != "subreaper" {
+        assert_eq!(good["network"], "private", "{good}");
+    }
+    assert_eq!(good["verdict"]["recovery"]["outcome"], "recovered", "{good}");
+    let count = |log: &str, event: &str| log.lines().filter(|l| l.contains(&format!(r#""auth":"{event}""#))).count();
+    assert_eq!(count(&log, "grant_revoked"), 1, "{log}");
+    assert_eq!(count(&log, "refresh_refused"), 1, "{log}");
+    assert_eq!(count(&log, "authorization_started"), 2, "a new authorization after invalid_grant: {log}");
+    // The report counts them: a refused request never reaches the trajectory.
+    assert_eq!(good["auth_events"]["authorization_started"], 2, "{good}");
+    assert_eq!(good["auth_events"]["token_refused"], 1, "{good}");
+
+    let (gave_up, log) = sealed("gives-up", 2);
+    assert_eq!(gave_up["verdict"]["passed"], false);
+    assert_eq!(gave_up["verdict"]["recovery"]["outcome"], "aborted-safely", "{gave_up}");
+    assert_eq!(count(&log, "refresh_refused"), 1, "{log}");
+    assert_eq!(count(&log, "authorization_started"), 1, "no new authorization: {log}");
+    assert_eq!(gave_up["auth_events"]["refresh_refused"], 1, "{gave_up}");
+    assert!(gave_up["claim"]["message"].as_str().unwrap().contains("401"), "{gave_up}");
+}
+
+/// An agent that does the flow itself (`oauth_agent.py`: plain HTTP, no SDK) writes down every secret it was handed
+/// (codes, verifiers, access and refresh tokens of both grants); none of them is in any file of the run's output.
+/// Unsealed, so that the agent can write them where the test reads them.
+#[test]
+fn no_token_code_or_verifier_reaches_any_file_of_the_output() {
+    let dir = tempfile::tempdir().unwrap();
+    let (out, secrets) = (dir.path().join("out"), dir.path().join("secrets.json"));
+    let agent = format!("python3 {}", repo("crates/faultlab/tests/it/oauth_agent.py").display());
+    faultlab()
+        .env("FAULTLAB_SANDBOX", "subreaper")
+        .env("FAULTLAB_TEST_SECRETS", &secrets)
+        .args(["eval", "--pass-env", "FAULTLAB_TEST_SECRETS", "--agent", &agent, "--out"])
+        .arg(&out)
+        .arg(repo(TASK))
+        .assert()
+        .code(0)
+        .stdout(contains("PASS authorization-token-revoked-midtask × oauth_agent #1"));
+    let secrets: Vec<String> = serde_json::from_value(read_json(&secrets)).unwrap();
+    // Two grants: a code, a verifier, an access and a refresh token each.
+    assert!(secrets.len() >= 8, "{secrets:?}");
+    let mut files = vec![out.clone()];
+    let mut read = 0;
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+            continue;
+        }
+        let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+        for secret in &secrets {
+            assert!(
+                !text.contains(secret.as_str()),
+                "{} holds a secret the authorization server issued",
+                path.display()
+            );
+        }
+        read += 1;
+    }
+    // The reports, and the run's trajectory, proxy log, claim, agent log, task, rules and mcpServers file.
+    assert!(read >= 10, "{read} files");
+}
+
+/// A task over HTTP whose server cannot start: the proxy never listens, so there is no URL to give the agent; the
+/// run is an error of the set-up (exit 1) naming the proxy's log, and the agent is never started.
+#[test]
+fn an_http_task_whose_server_cannot_start_is_a_run_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("task.yaml");
+    std::fs::write(
+        &task,
+        "id: broken\nname: Broken\ngoal: g\nallowed_tools: [read_file]\nrecovery: {primary: read_file}\n\
+         server: {command: [/nonexistent/mcp-server], transport: http, auth: true}\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    faultlab().args(["eval", "--agent", &control_agent("good"), "--out"]).arg(&out).arg(&task).assert().code(1);
+    let run = read_json(out.join("report.json"))["runs"][0].clone();
+    assert!(run["error"].as_str().unwrap().contains("did not start listening (see proxy.log)"), "{run}");
+    assert_eq!(run["end"]["end"], "failed_to_start", "{run}");
+}
