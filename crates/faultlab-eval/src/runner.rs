@@ -11,7 +11,7 @@ use crate::contract::{self, Claim, McpConfig};
 use crate::evidence::{self, AgentEnd, Evidence, Snapshot};
 use crate::grade::{self, Verdict};
 use crate::sandbox::Isolation;
-use crate::task::{Category, NONCE, Task};
+use crate::task::{AuthSetting, Category, NONCE, Task};
 use faultlab_engine::rules::RulesFile;
 use faultlab_engine::trajectory::Trajectory;
 use faultlab_proc::Signal;
@@ -628,6 +628,8 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
         faults: {
             let mut names: Vec<String> = spec.task.faults.iter().map(|r| r.fault.name().to_owned()).collect();
             names.dedup();
+            // The authorization server's fault is the task's too, though no rule carries it.
+            names.extend(spec.task.server.auth.as_ref().and_then(AuthSetting::fault_name).map(str::to_owned));
             names
         },
         faults_fired,

@@ -165,6 +165,11 @@ impl AuthSetting {
     pub fn enabled(&self) -> bool {
         !matches!(self, AuthSetting::On(false))
     }
+
+    /// The auth fault's name (`token_revoked`), as `faultlab faults` and the reports' faults name it.
+    pub fn fault_name(&self) -> Option<&'static str> {
+        self.fault().and_then(|fault| faultlab_auth::AuthFault::parse(&fault).ok()).map(|fault| fault.name())
+    }
 }
 
 impl Server {

@@ -43,6 +43,8 @@ fn a_sealed_agent_that_authorizes_again_after_revocation_passes_and_one_that_giv
     // The report counts them: a refused request never reaches the trajectory.
     assert_eq!(good["auth_events"]["authorization_started"], 2, "{good}");
     assert_eq!(good["auth_events"]["token_refused"], 1, "{good}");
+    // The authorization server's fault is the run's fault, for the reports' "by fault" table.
+    assert_eq!(good["faults"], serde_json::json!(["token_revoked"]), "{good}");
 
     let (gave_up, log) = sealed("gives-up", 2);
     assert_eq!(gave_up["verdict"]["passed"], false);
