@@ -103,6 +103,29 @@ def answering(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
+async def call_then_ping(rec: dict[str, Any], caller, deadline: float) -> None:
+    """The cell's call, then ping on the same connection, through `caller` (a ClientSession or a Client: both have
+    call_tool); phases tell cell_with_bound what was in flight if the transport context itself raised."""
+    rec["phase"] = "call"
+    started = time.monotonic()
+    try:
+        result = await caller.call_tool(rec["tool"], rec["args"], read_timeout_seconds=deadline)
+        rec["elapsedMs"] = round((time.monotonic() - started) * 1000)
+        rec["outcome"] = "tool_error" if getattr(result, "is_error", False) else "result"
+        rec["text"] = text_of(result)
+    except Exception as exc:  # the SDK surfaced a failure for this call
+        rec["elapsedMs"] = round((time.monotonic() - started) * 1000)
+        rec.update(classify(exc))
+    rec["phase"] = "next"
+    try:
+        nxt = await caller.call_tool("ping", {}, read_timeout_seconds=deadline)
+        rec["nextCallOk"] = not getattr(nxt, "is_error", False) and '"ok"' in text_of(nxt)
+    except Exception as exc:
+        rec["nextCallOk"] = False
+        rec["nextDetail"] = classify(exc)["errorType"]
+    rec["phase"] = "close"
+
+
 async def run_rounds_cell(rec: dict[str, Any], url: str, deadline: float) -> None:
     """The input_rounds cells (2026-07-28 multi-round-trip): the SDK's high-level Client, whose call_tool drives
     the input_required rounds itself (answering each form through elicitation_callback, at most
@@ -110,28 +133,11 @@ async def run_rounds_cell(rec: dict[str, Any], url: str, deadline: float) -> Non
     first input_required reply instead of answering it."""
     rec["phase"] = "connect"
     async with Client(url, mode="auto", read_timeout_seconds=deadline, elicitation_callback=accept_form) as client:
-        rec["phase"] = "call"
-        started = time.monotonic()
-        try:
-            result = await client.call_tool(rec["tool"], rec["args"], read_timeout_seconds=deadline)
-            rec["elapsedMs"] = round((time.monotonic() - started) * 1000)
-            rec["outcome"] = "tool_error" if getattr(result, "is_error", False) else "result"
-            rec["text"] = text_of(result)
-        except Exception as exc:  # the SDK surfaced a failure for this call
-            rec["elapsedMs"] = round((time.monotonic() - started) * 1000)
-            rec.update(classify(exc))
-        rec["phase"] = "next"
-        try:
-            nxt = await client.call_tool("ping", {}, read_timeout_seconds=deadline)
-            rec["nextCallOk"] = not getattr(nxt, "is_error", False) and '"ok"' in text_of(nxt)
-        except Exception as exc:
-            rec["nextCallOk"] = False
-            rec["nextDetail"] = classify(exc)["errorType"]
-        rec["phase"] = "close"
+        await call_then_ping(rec, client, deadline)
 
 
 async def run_cell(rec: dict[str, Any], transport: str, open_transport, deadline: float) -> None:
-    """Fills rec in place; phases tell the caller what was in flight if the transport context itself raised."""
+    """Fills rec in place (see call_then_ping)."""
     rec["phase"] = "connect"
     async with open_transport() as (read, write):
         async with ClientSession(read, write, read_timeout_seconds=deadline,
@@ -140,24 +146,7 @@ async def run_cell(rec: dict[str, Any], transport: str, open_transport, deadline
                 await session.discover()
             else:
                 await session.initialize()
-            rec["phase"] = "call"
-            started = time.monotonic()
-            try:
-                result = await session.call_tool(rec["tool"], rec["args"], read_timeout_seconds=deadline)
-                rec["elapsedMs"] = round((time.monotonic() - started) * 1000)
-                rec["outcome"] = "tool_error" if getattr(result, "is_error", False) else "result"
-                rec["text"] = text_of(result)
-            except Exception as exc:  # the SDK surfaced a failure for this call
-                rec["elapsedMs"] = round((time.monotonic() - started) * 1000)
-                rec.update(classify(exc))
-            rec["phase"] = "next"
-            try:
-                nxt = await session.call_tool("ping", {}, read_timeout_seconds=deadline)
-                rec["nextCallOk"] = not getattr(nxt, "is_error", False) and '"ok"' in text_of(nxt)
-            except Exception as exc:
-                rec["nextCallOk"] = False
-                rec["nextDetail"] = classify(exc)["errorType"]
-            rec["phase"] = "close"
+            await call_then_ping(rec, session, deadline)
 
 
 async def cell_with_bound(rec: dict[str, Any], transport: str, open_transport, deadline: float,
