@@ -24,7 +24,7 @@ SURFACED = {"error", "transport_loss", "timeout"}
 
 # What a robust client should surface, per tool: (allowed outcomes, elapsed bucket required or None,
 # next call on the same connection must work: True / None = not judged, text). `delay` depends on its argument and
-# `protocol_ping_liveness` on the era; both are resolved in expectation_for().
+# `protocol_ping_liveness` on the era; both are resolved in expectation_key().
 EXPECTATIONS: dict[str, tuple[set[str], str | None, bool | None, str]] = {
     "ping": ({"result"}, "<1s", True, "result at once; next call ok"),
     "delay<deadline": ({"result"}, "<1s", True, "result after the delay; next call ok"),
@@ -76,6 +76,39 @@ EXPECTATIONS: dict[str, tuple[set[str], str | None, bool | None, str]] = {
                                        "tool error at once: the sampling request the client never declared is "
                                        "refused (-32601), not left unanswered until the server gives up; next "
                                        "call ok"),
+    # Tasks (docs/ask-back.md): task_work. task_required's client declares nothing; the task_lifecycle cells' client
+    # declares the tasks extension, so the reply is a task handle a robust client polls (tasks/get) to its end.
+    "task_required": ({"error"}, "<1s", True,
+                      "error -32021 at once naming the missing tasks capability, never a result; next call ok"),
+    "task_lifecycle:stuck_working": ({"timeout", "error"}, "deadline", True,
+                                     "timeout or error at the deadline: the handle polled while the task stays "
+                                     "`working`, then given up; never a result; next call ok"),
+    "task_lifecycle:poll_interval_zero": ({"result"}, "<1s", True,
+                                          "result: the handle polled at a floor of the client's own (no hot loop) "
+                                          "until the task's result; next call ok"),
+    "task_lifecycle:poll_interval_huge": ({"result", "timeout"}, None, True,
+                                          "result (the interval capped by the client) or timeout at its deadline, "
+                                          "never a day's sleep; next call ok"),
+    "task_lifecycle:status_reverts": ({"result"}, "<1s", True,
+                                      "result: the first terminal status kept (terminal is final); next call ok"),
+    "task_lifecycle:result_never": ({"result", "timeout"}, None, True,
+                                    "result read from tasks/get, or timeout at the deadline for the tasks/result "
+                                    "that never answers; next call ok"),
+    "task_lifecycle:failed": ({"error", "tool_error"}, "<1s", True,
+                              "error: the task's failure (-32603) reported, never a result; next call ok"),
+    "task_lifecycle:cancelled": ({"error", "tool_error"}, "<1s", True,
+                                 "error: the task ended cancelled, reported as not done; next call ok"),
+    # Multi-round-trip calls (2026-07-28, SEP-2322): input_rounds. The client answers every form with confirm: true.
+    "input_required:none": ({"result"}, "<1s", True,
+                            "result: the form answered, the call retried with its requestState; next call ok"),
+    "input_required:endless": ({"error", "timeout"}, None, True,
+                               "error once the client's own bound on rounds (or its deadline) is reached, never "
+                               "a hang; next call ok"),
+    "input_required:tampered_state": ({"error"}, "<1s", True,
+                                      "error -32602 naming requestState at once, not resent in a loop; next call ok"),
+    "input_required:unknown_result_type": ({"error"}, "<1s", True,
+                                           "error: a resultType no MCP version defines reported, never taken for "
+                                           "a result; next call ok"),
     "http_status": (FAILURE, "<1s", None, "error at once naming the status, never a result or a timeout"),
     "html_page": (FAILURE, "<1s", True,
                   "error at once naming the status (an HTML page is not MCP), never a result or a timeout; next call ok"),
@@ -127,7 +160,23 @@ EXPECTATIONS: dict[str, tuple[set[str], str | None, bool | None, str]] = {
 }
 
 
-def expectation_for(tool: str, args: dict, transport: str, deadline_ms: int):
+# What a cell's record must also say to meet its expectation (a regular expression searched in its error code,
+# message and text): the outcome alone cannot tell a task's own result or error from an SDK misreading the handle
+# (an empty result, a validation error).
+EVIDENCE: dict[str, str] = {
+    "task_required": r"-32021",
+    "task_lifecycle:poll_interval_zero": r"task work done",
+    "task_lifecycle:poll_interval_huge": r"task work done|timed out|[Tt]imeout",
+    "task_lifecycle:status_reverts": r"task work done",
+    "task_lifecycle:result_never": r"task work done|timed out|[Tt]imeout",
+    "task_lifecycle:failed": r"-32603|failed",
+    "task_lifecycle:cancelled": r"cancel",
+    "input_required:none": r"confirm = true",
+    "input_required:tampered_state": r"requestState",
+}
+
+
+def expectation_key(tool: str, args: dict, transport: str, deadline_ms: int) -> str:
     if tool == "delay":
         key = "delay<deadline" if args.get("delayMs", 0) < deadline_ms else "delay>deadline"
     elif tool == "protocol_ping_liveness" and transport == "http-2026-07-28":
@@ -144,11 +193,19 @@ def expectation_for(tool: str, args: dict, transport: str, deadline_ms: int):
         key = f"ask_client:{args.get('ask')}:{args.get('fault', 'none')}"
     elif tool == "structured_output":
         key = f"structured_output:{args.get('fault')}"
+    elif tool == "task_work":
+        key = "task_required" if args.get("requireTask") else f"task_lifecycle:{args.get('fault')}"
+    elif tool == "input_rounds":
+        key = f"input_required:{args.get('fault', 'none')}"
     elif tool == "stream_retry":
         key = "stream_retry:absent" if args.get("retryMs") is None else "stream_retry:0"
     else:
         key = tool
-    return EXPECTATIONS[key]
+    return key
+
+
+def expectation_for(tool: str, args: dict, transport: str, deadline_ms: int):
+    return EXPECTATIONS[expectation_key(tool, args, transport, deadline_ms)]
 
 
 def bucket(rec: dict, deadline_ms: int) -> str:
@@ -194,6 +251,10 @@ def normalise(rec: dict, deadline_ms: int) -> dict:
     elapsed = bucket(rec, deadline_ms)
     allowed, want_bucket, want_next, text = expectation_for(rec["tool"], rec["args"], rec["transport"], deadline_ms)
     meets = outcome in allowed and (want_bucket is None or elapsed == want_bucket)
+    evidence = EVIDENCE.get(expectation_key(rec["tool"], rec["args"], rec["transport"], deadline_ms))
+    if evidence is not None:
+        said = f"{rec.get('errorCode', '')} {rec.get('message') or ''} {rec.get('text') or ''}"
+        meets = meets and re.search(evidence, said) is not None
     if want_next:
         meets = meets and rec.get("nextCallOk") is True
     return {

@@ -24,6 +24,7 @@ from typing import Any
 
 import anyio
 from mcp import types
+from mcp.client import Client
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -86,48 +87,78 @@ async def one_root(_context) -> types.ListRootsResult:
     return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/faultlab-matrix")])
 
 
-def answering(tool: str) -> dict[str, Any]:
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+
+
+def answering(tool: str, args: dict[str, Any]) -> dict[str, Any]:
     """The ask_client cells' client declares form elicitation and roots (its callbacks), not sampling (so an
     undeclared sampling request shows how the SDK refuses what it did not declare), accepts every form with
-    confirm: true and lists one root; every other cell's client declares nothing, as before ask_client had rows."""
-    return {"elicitation_callback": accept_form, "list_roots_callback": one_root} if tool == "ask_client" else {}
+    confirm: true and lists one root. The task_lifecycle cells' client (task_work with a fault) declares the tasks
+    extension, as a client that wants task handles does; this SDK has no tasks client (no tasks/get polling), so the
+    cell shows what call_tool makes of the handle. Every other cell's client declares nothing, as before."""
+    if tool == "ask_client":
+        return {"elicitation_callback": accept_form, "list_roots_callback": one_root}
+    if tool == "task_work" and "fault" in args:
+        return {"extensions": {TASKS_EXTENSION: {}}}
+    return {}
+
+
+async def call_then_ping(rec: dict[str, Any], caller, deadline: float) -> None:
+    """The cell's call, then ping on the same connection, through `caller` (a ClientSession or a Client: both have
+    call_tool); phases tell cell_with_bound what was in flight if the transport context itself raised."""
+    rec["phase"] = "call"
+    started = time.monotonic()
+    try:
+        result = await caller.call_tool(rec["tool"], rec["args"], read_timeout_seconds=deadline)
+        rec["elapsedMs"] = round((time.monotonic() - started) * 1000)
+        rec["outcome"] = "tool_error" if getattr(result, "is_error", False) else "result"
+        rec["text"] = text_of(result)
+    except Exception as exc:  # the SDK surfaced a failure for this call
+        rec["elapsedMs"] = round((time.monotonic() - started) * 1000)
+        rec.update(classify(exc))
+    rec["phase"] = "next"
+    try:
+        nxt = await caller.call_tool("ping", {}, read_timeout_seconds=deadline)
+        rec["nextCallOk"] = not getattr(nxt, "is_error", False) and '"ok"' in text_of(nxt)
+    except Exception as exc:
+        rec["nextCallOk"] = False
+        rec["nextDetail"] = classify(exc)["errorType"]
+    rec["phase"] = "close"
+
+
+async def run_rounds_cell(rec: dict[str, Any], url: str, deadline: float) -> None:
+    """The input_rounds cells (2026-07-28 multi-round-trip): the SDK's high-level Client, whose call_tool drives
+    the input_required rounds itself (answering each form through elicitation_callback, at most
+    input_required_max_rounds rounds); the low-level ClientSession.call_tool the other cells use would refuse the
+    first input_required reply instead of answering it."""
+    rec["phase"] = "connect"
+    async with Client(url, mode="auto", read_timeout_seconds=deadline, elicitation_callback=accept_form) as client:
+        await call_then_ping(rec, client, deadline)
 
 
 async def run_cell(rec: dict[str, Any], transport: str, open_transport, deadline: float) -> None:
-    """Fills rec in place; phases tell the caller what was in flight if the transport context itself raised."""
+    """Fills rec in place (see call_then_ping)."""
     rec["phase"] = "connect"
     async with open_transport() as (read, write):
-        async with ClientSession(read, write, read_timeout_seconds=deadline, **answering(rec["tool"])) as session:
+        async with ClientSession(read, write, read_timeout_seconds=deadline,
+                                 **answering(rec["tool"], rec["args"])) as session:
             if transport == "http-2026-07-28":
                 await session.discover()
             else:
                 await session.initialize()
-            rec["phase"] = "call"
-            started = time.monotonic()
-            try:
-                result = await session.call_tool(rec["tool"], rec["args"], read_timeout_seconds=deadline)
-                rec["elapsedMs"] = round((time.monotonic() - started) * 1000)
-                rec["outcome"] = "tool_error" if getattr(result, "is_error", False) else "result"
-                rec["text"] = text_of(result)
-            except Exception as exc:  # the SDK surfaced a failure for this call
-                rec["elapsedMs"] = round((time.monotonic() - started) * 1000)
-                rec.update(classify(exc))
-            rec["phase"] = "next"
-            try:
-                nxt = await session.call_tool("ping", {}, read_timeout_seconds=deadline)
-                rec["nextCallOk"] = not getattr(nxt, "is_error", False) and '"ok"' in text_of(nxt)
-            except Exception as exc:
-                rec["nextCallOk"] = False
-                rec["nextDetail"] = classify(exc)["errorType"]
-            rec["phase"] = "close"
+            await call_then_ping(rec, session, deadline)
 
 
-async def cell_with_bound(rec: dict[str, Any], transport: str, open_transport, deadline: float) -> None:
+async def cell_with_bound(rec: dict[str, Any], transport: str, open_transport, deadline: float,
+                          url: str | None = None) -> None:
     started = time.monotonic()
     bound = 2 * deadline + GRACE + 3
     try:
         with anyio.fail_after(bound):
-            await run_cell(rec, transport, open_transport, deadline)
+            if rec["tool"] == "input_rounds" and transport == "http-2026-07-28":
+                await run_rounds_cell(rec, url, deadline)
+            else:
+                await run_cell(rec, transport, open_transport, deadline)
     except TimeoutError:
         if rec["phase"] == "call":
             rec.update(outcome="hang", elapsedMs=round((time.monotonic() - started) * 1000),
@@ -181,6 +212,7 @@ def main() -> int:
             rec: dict[str, Any] = {"sdk": "python", "sdkVersion": f"mcp {SDK_VERSION}", "transport": transport,
                                    "tool": case["tool"], "args": case["args"]}
             server = None
+            url = None
             try:
                 if transport == "stdio":
                     params = StdioServerParameters(command=binary, args=["serve"])
@@ -189,7 +221,7 @@ def main() -> int:
                     server = HttpServer(binary, args.server_log, startup_timeout=15.0)
                     url = server.url
                     opener = lambda: streamable_http_client(url)  # noqa: E731
-                anyio.run(cell_with_bound, rec, transport, opener, deadline)
+                anyio.run(cell_with_bound, rec, transport, opener, deadline, url)
             except Exception as exc:
                 rec.update(outcome="error", errorType="HarnessError", message=str(exc)[:200], nextCallOk=None)
             finally:

@@ -29,24 +29,46 @@ const GRACE: Duration = Duration::from_millis(2500);
 
 type Client = RunningService<RoleClient, Answering>;
 
-/// The client of a cell. For the ask_client cells (`asks`) it declares form elicitation and roots, not sampling (so
-/// an undeclared sampling request shows how the SDK refuses what it did not declare), accepts every form with
-/// `confirm: true` and lists one root; for every other cell it is rmcp's default client (nothing declared, every
-/// elicitation declined, no roots), as the matrix recorded it before ask_client had rows.
+/// The client of a cell. For the ask_client and input_rounds cells (`Declares::Asks`) it declares form elicitation
+/// and roots, not sampling (so an undeclared sampling request shows how the SDK refuses what it did not declare),
+/// accepts every form with `confirm: true` and lists one root; for the task_lifecycle cells (`Declares::Tasks`) it
+/// declares the tasks extension, as a client that wants task handles does; for every other cell it is rmcp's
+/// default client (nothing declared, every elicitation declined, no roots), as the matrix recorded it before.
 struct Answering {
     config: ClientConfig,
     asks: bool,
 }
 
-impl Answering {
-    fn new(config: ClientConfig, asks: bool) -> Self {
-        let mut config = config;
-        if asks {
-            config.capabilities =
-                serde_json::from_value::<ClientCapabilities>(json!({"elicitation": {"form": {}}, "roots": {}}))
-                    .expect("a valid capabilities object");
+#[derive(Clone, Copy, PartialEq)]
+enum Declares {
+    Nothing,
+    Asks,
+    Tasks,
+}
+
+impl Declares {
+    fn of(tool: &str, args: &Value) -> Self {
+        match tool {
+            "ask_client" | "input_rounds" => Self::Asks,
+            "task_work" if args.get("fault").is_some() => Self::Tasks,
+            _ => Self::Nothing,
         }
-        Self { config, asks }
+    }
+}
+
+impl Answering {
+    fn new(config: ClientConfig, declares: Declares) -> Self {
+        let mut config = config;
+        match declares {
+            Declares::Asks => {
+                config.capabilities =
+                    serde_json::from_value::<ClientCapabilities>(json!({"elicitation": {"form": {}}, "roots": {}}))
+                        .expect("a valid capabilities object")
+            }
+            Declares::Tasks => config.capabilities = ClientCapabilities::builder().enable_tasks().build(),
+            Declares::Nothing => {}
+        }
+        Self { config, asks: declares == Declares::Asks }
     }
 }
 
@@ -155,6 +177,22 @@ async fn call(
     tokio::time::timeout(deadline + GRACE, fut).await.ok()
 }
 
+/// The input_rounds cells (2026-07-28 multi-round-trip): rmcp's high-level `call_tool`, which drives the
+/// `input_required` rounds itself (each form answered by the handler, at most `DEFAULT_MRTR_MAX_ROUNDS`, 10); the
+/// single request the other cells send would stop at the first `input_required` reply. It takes no per-request
+/// timeout, so the harness's bound (deadline + grace) is the only one.
+async fn rounds(
+    client: &Client,
+    tool: &str,
+    args: &Value,
+    deadline: Duration,
+) -> Option<Result<ServerResult, ServiceError>> {
+    let params =
+        CallToolRequestParams::new(tool.to_owned()).with_arguments(args.as_object().cloned().unwrap_or_default());
+    let result = tokio::time::timeout(deadline + GRACE, client.call_tool(params)).await.ok()?;
+    Some(result.map(ServerResult::CallToolResult))
+}
+
 /// rmcp's HTTP client on the lab's reqwest builder (reqwest here has no TLS crypto provider of its own).
 fn http_client() -> Result<reqwest::Client, String> {
     faultlab_client::tls::client_builder().build().map_err(|e| e.to_string())
@@ -192,10 +230,10 @@ async fn connect(
     bin: &str,
     transport: &str,
     deadline: Duration,
-    asks: bool,
+    declares: Declares,
 ) -> Result<(Client, Option<tokio::process::Child>), String> {
     let bound = deadline + GRACE;
-    let legacy = || Answering::new(legacy(), asks);
+    let legacy = || Answering::new(legacy(), declares);
     match transport {
         "stdio" => {
             let mut command = tokio::process::Command::new(bin);
@@ -219,7 +257,7 @@ async fn connect(
             let lifecycle = ClientLifecycleMode::Discover { preferred_versions: vec![ProtocolVersion::V_2026_07_28] };
             let client = tokio::time::timeout(
                 bound,
-                Answering::new(ClientConfig::default(), asks).serve_with_lifecycle(t, lifecycle),
+                Answering::new(ClientConfig::default(), declares).serve_with_lifecycle(t, lifecycle),
             )
             .await
             .map_err(|_| "connect timed out")?;
@@ -236,7 +274,7 @@ async fn run_cell(
     deadline: Duration,
     rec: &mut Map<String, Value>,
 ) {
-    let (client, server) = match connect(bin, transport, deadline, tool == "ask_client").await {
+    let (client, server) = match connect(bin, transport, deadline, Declares::of(tool, args)).await {
         Ok(pair) => pair,
         Err(e) => {
             rec.insert("outcome".into(), json!("error"));
@@ -248,7 +286,11 @@ async fn run_cell(
         }
     };
     let started = Instant::now();
-    let outcome = call(&client, call_request(tool, args), deadline).await;
+    let outcome = if tool == "input_rounds" && transport == "http-2026-07-28" {
+        rounds(&client, tool, args, deadline).await
+    } else {
+        call(&client, call_request(tool, args), deadline).await
+    };
     rec.insert("elapsedMs".into(), json!(started.elapsed().as_millis() as u64));
     match outcome {
         None => {
@@ -261,10 +303,16 @@ async fn run_cell(
             rec.insert("outcome".into(), json!(outcome));
             rec.insert("text".into(), json!(text_of(&r)));
         }
-        Some(Ok(_)) => {
+        Some(Ok(other)) => {
+            // Which result it was (a task handle, an input_required round), by its wire resultType.
+            let kind = serde_json::to_value(&other).ok().and_then(|v| v.get("resultType").cloned());
+            let kind = kind.as_ref().and_then(Value::as_str).unwrap_or("none");
             rec.insert("outcome".into(), json!("error"));
             rec.insert("errorType".into(), json!("UnexpectedResponse"));
-            rec.insert("message".into(), json!("a response that is not a tools/call result"));
+            rec.insert(
+                "message".into(),
+                json!(format!("a response that is not a tools/call result (resultType {kind})")),
+            );
         }
         Some(Err(e)) => classify(&e, rec),
     }
