@@ -26,7 +26,9 @@
 //! **How it is graded.** The reference client (`faultlab run`) answers as a scenario's `answers` script it and
 //! counts the requests per call (`anomalies: {serverRequests, declinedServerRequests,
 //! unansweredServerRequests}`); the call's outcome and duration show whether its timeout kept counting while it
-//! was asked (examples/scenarios/ask-*.yaml, docs/ask-back.md).
+//! was asked (examples/scenarios/ask-*.yaml, docs/ask-back.md). What a robust client sees depends on the
+//! variant: the call's result, except an error for `undeclared` (its own -32601 fails the ask, so the call) and a
+//! timeout for `never_finish`.
 
 use super::{Category, Effect};
 
