@@ -65,7 +65,7 @@ fn two_shards_merge_into_every_pair_once_pass_the_oracle_and_compare() {
 
     let shards_and_oracle = ["shard-1/report.json", "shard-2/report.json", "--oracle", "builtin"];
     exits_in(root, 0, [&["report", "merge", "merged/report.json"][..], &shards_and_oracle].concat())
-        .stdout(contains("merged 2 reports: 28 runs"))
+        .stdout(contains("merged 2 reports: 30 runs"))
         .stdout(contains("oracle: all 30 verdicts as expected"))
         .stdout(contains(
             "oracle: not checked, no runs in the merged report: elicitation-confirm-overwrite, protocol-malformed-read",
@@ -89,7 +89,7 @@ fn two_shards_merge_into_every_pair_once_pass_the_oracle_and_compare() {
     assert_eq!(info.inputs.len(), 2);
     assert_eq!(info.wall_ms_sum, shards[0].meta.wall_ms + shards[1].meta.wall_ms);
     assert_eq!(merged.meta.wall_ms, shards[0].meta.wall_ms.max(shards[1].meta.wall_ms));
-    assert_eq!(merged.stats.overall.runs, 28);
+    assert_eq!(merged.stats.overall.runs, 30);
 
     // A shard given twice, a missing shard, inputs that are not reports, an OUT that is the Markdown name.
     exits_in(
