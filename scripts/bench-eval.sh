@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmarks `faultlab eval`: about 1,600 graded runs (the 14 control agents × the 7 built-in tasks × 18 seeds)
+# Benchmarks `faultlab eval`: about 1,600 graded runs (the control agents × the built-in tasks × 18 seeds)
 # with --jobs 2, each a real agent process through the real proxy to the real workspace server, graded on five
 # layers. Goal (the eval issue): under 5 minutes, i.e. at least 3.3 graded runs per second. Release build.
 # A benchmark, not a test: it prints the figure and never fails on it (the oracle check is scripts/eval-oracle.sh).

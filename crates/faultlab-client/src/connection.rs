@@ -5,7 +5,7 @@ use crate::answers::{Answers, Reaction};
 use crate::auth::{AuthOptions, AuthRecord};
 use crate::outcome::{ErrorKind, Observation, Outcome, classify_tool_reply};
 use crate::recovery::{MAX_REINITIALIZE_ATTEMPTS, Recovery};
-use crate::tasks::TaskOptions;
+use crate::tasks::{TaskOptions, TaskSupport, TaskSupportRecord};
 use crate::transport::http::HttpTargetError;
 use crate::transport::{HttpTransport, Incoming, StdioTransport, Target};
 use bytes::Bytes;
@@ -149,6 +149,9 @@ pub struct Connection {
     next_seq: AtomicI64,
     /// How the client answers elicitation, sampling and roots; also what it declares.
     answers: Answers,
+    /// Each tool's `execution.taskSupport`, read from `tools/list` before the first call of a client that
+    /// supports tasks (the first page; a tool not on it reads as forbidden).
+    task_support: tokio::sync::OnceCell<HashMap<String, TaskSupport>>,
 }
 
 impl Connection {
@@ -195,8 +198,16 @@ impl Connection {
         let wire = Arc::new(wire);
         let changed = Arc::new(Notify::new());
         tokio::spawn(dispatch(rx, book.clone(), wire.clone(), changed.clone(), answers));
-        let connection =
-            Self { wire, era, book, changed, next_id: AtomicI64::new(1), next_seq: AtomicI64::new(0), answers };
+        let connection = Self {
+            wire,
+            era,
+            book,
+            changed,
+            next_id: AtomicI64::new(1),
+            next_seq: AtomicI64::new(0),
+            answers,
+            task_support: tokio::sync::OnceCell::new(),
+        };
         if era == Era::Modern {
             if let Wire::Http(http) = &*connection.wire {
                 http.set_protocol(era.version());
@@ -272,9 +283,49 @@ impl Connection {
     ) -> Observation {
         let until = Instant::now() + deadline;
         let mut params = json!({"name": name, "arguments": arguments});
-        if let Some(ttl) = task.ttl {
-            params["task"] = json!({"ttl": ttl.as_millis() as u64});
+        // A client that supports tasks reads the tool's listing first: required means a task, forbidden none,
+        // optional what the caller asked. The listing counts against the call's own deadline.
+        let support = match self.answers.tasks {
+            true => Some(self.task_support(name, deadline).await),
+            false => None,
+        };
+        let augmented = support.map_or(task.asked, |listed| listed.augments(task.asked));
+        if augmented {
+            params["task"] = match task.ttl {
+                Some(ttl) => json!({"ttl": ttl.as_millis() as u64}),
+                None => json!({}),
+            };
         }
+        let record = support.map(|listed| TaskSupportRecord { listed, asked: task.asked, augmented });
+        let left = until.saturating_duration_since(Instant::now());
+        let mut obs = self.call_tool_params(params, left, until, progress, task).await;
+        obs.task_support = record;
+        obs
+    }
+
+    /// The tool's `execution.taskSupport` as the first page of `tools/list` says, listed once per connection;
+    /// a listing that fails (or a tool not on the page) reads as forbidden.
+    async fn task_support(&self, name: &str, deadline: Duration) -> TaskSupport {
+        let listed = self
+            .task_support
+            .get_or_init(|| async {
+                let tools = self.request_result("tools/list", json!({}), deadline).await.unwrap_or_default();
+                let tools = tools.get("tools").and_then(Value::as_array).cloned().unwrap_or_default();
+                tools.iter().filter_map(|t| Some((t.get("name")?.as_str()?.to_owned(), TaskSupport::of(t)))).collect()
+            })
+            .await;
+        listed.get(name).copied().unwrap_or(TaskSupport::Forbidden)
+    }
+
+    /// [`Connection::call_tool_as`] once the call's `params` are settled.
+    async fn call_tool_params(
+        &self,
+        params: Value,
+        deadline: Duration,
+        until: Instant,
+        progress: Progress,
+        task: TaskOptions,
+    ) -> Observation {
         let mut obs = self.call_once(params.clone(), deadline, progress, None).await;
         if let Some(version) = self.retry_version(&obs) {
             let mut retried = self.call_once(params.clone(), deadline, progress, Some(version)).await;

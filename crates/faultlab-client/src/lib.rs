@@ -36,5 +36,5 @@ pub use connection::{Anomalies, ConnectError, Connection, Era, Progress};
 pub use outcome::{ErrorKind, Observation, Outcome};
 pub use recovery::{Reconnect, Recovery};
 pub use retry::{Backoff, RetryPolicy, RetryRun};
-pub use tasks::{TaskOptions, TaskRecord};
+pub use tasks::{TaskOptions, TaskRecord, TaskSupport, TaskSupportRecord};
 pub use transport::Target;

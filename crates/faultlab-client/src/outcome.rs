@@ -64,6 +64,10 @@ pub struct Observation {
     /// answered `resultType: "input_required"` (2026-07-28 multi-round-trip requests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_rounds: Option<u32>,
+    /// What the tool's `tools/list` entry said of tasks, and whether the client therefore made the call
+    /// task-augmented; present when the client supports tasks (it declared the extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_support: Option<crate::tasks::TaskSupportRecord>,
 }
 
 impl Observation {
@@ -80,6 +84,7 @@ impl Observation {
             recovery: Recovery::default(),
             task: None,
             input_rounds: None,
+            task_support: None,
         }
     }
 

@@ -29,6 +29,9 @@ pub const AFTER_WAIT: Duration = Duration::from_secs(1);
 /// What the caller asks of a task-augmented call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct TaskOptions {
+    /// The caller asks for a task-augmented call (a scenario step's `task`); the tool's listing may overrule it
+    /// ([`TaskSupport::augments`]).
+    pub asked: bool,
     /// The ttl the client asks for, sent as `params.task.ttl` (ms; the 2025-11-25 spelling, which the extension's
     /// servers may ignore); the client also gives up on the task at this age.
     pub ttl: Option<Duration>,
@@ -66,6 +69,51 @@ pub struct TaskRecord {
     pub gave_up: Option<String>,
     /// The client sent `tasks/cancel`.
     pub cancelled: bool,
+}
+
+/// What a tool's `tools/list` entry says of tasks (`execution.taskSupport`, MCP 2025-11-25).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskSupport {
+    /// The tool must be called as a task.
+    Required,
+    /// It may be.
+    Optional,
+    /// It must not be; also what a tool that lists no `execution.taskSupport`, or is not listed, gets (the
+    /// spec's default).
+    Forbidden,
+}
+
+impl TaskSupport {
+    /// What `tool`, one entry of a `tools/list` result, says (an unknown value reads as the default).
+    pub fn of(tool: &Value) -> Self {
+        match tool.pointer("/execution/taskSupport").and_then(Value::as_str) {
+            Some("required") => Self::Required,
+            Some("optional") => Self::Optional,
+            _ => Self::Forbidden,
+        }
+    }
+
+    /// Whether the call is task-augmented: always when required, never when forbidden, as `asked` when optional.
+    pub fn augments(self, asked: bool) -> bool {
+        match self {
+            Self::Required => true,
+            Self::Optional => asked,
+            Self::Forbidden => false,
+        }
+    }
+}
+
+/// What the client read of a tool's task support before calling it, and what it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskSupportRecord {
+    /// The tool's `execution.taskSupport` (`forbidden` when it lists none).
+    pub listed: TaskSupport,
+    /// The call asked for a task (a scenario step's `task`).
+    pub asked: bool,
+    /// The call was task-augmented (`params.task` sent).
+    pub augmented: bool,
 }
 
 pub(crate) fn is_terminal(status: &str) -> bool {
@@ -229,6 +277,20 @@ impl Connection {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_listing_overrules_the_caller_required_always_forbidden_never_optional_as_asked() {
+        let listed = |support: Value| TaskSupport::of(&json!({"name": "t", "execution": {"taskSupport": support}}));
+        assert_eq!(listed(json!("required")), TaskSupport::Required);
+        assert_eq!(listed(json!("optional")), TaskSupport::Optional);
+        assert_eq!(listed(json!("sometimes")), TaskSupport::Forbidden, "an unknown value is the default");
+        assert_eq!(TaskSupport::of(&json!({"name": "t"})), TaskSupport::Forbidden, "nothing listed: forbidden");
+        for asked in [false, true] {
+            assert!(TaskSupport::Required.augments(asked));
+            assert!(!TaskSupport::Forbidden.augments(asked));
+            assert_eq!(TaskSupport::Optional.augments(asked), asked);
+        }
+    }
 
     #[test]
     fn the_suggested_interval_is_held_between_the_floor_and_the_cap() {

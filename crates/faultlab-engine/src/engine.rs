@@ -183,7 +183,13 @@ pub struct Engine {
     shared: Shared,
     /// Server-to-client requests (elicitation, sampling, roots) the connection's tools are waiting on.
     asks: Arc<AtomicUsize>,
+    /// What `execution.taskSupport` each tool's `tools/list` entry says, when the engine fronts `faultlab serve`
+    /// ([`Engine::listing_task_support`]); `None` on a proxy, which passes listings as they are.
+    task_support: Option<TaskSupportOf>,
 }
+
+/// A tool's `execution.taskSupport` (`required`, `optional`, `forbidden`) by its name; `None`: none is listed.
+pub type TaskSupportOf = fn(&str) -> Option<&'static str>;
 
 /// Most server-to-client requests one connection scope (a stdio connection, an HTTP session) waits on at once:
 /// a client that never answers holds a slot until the call is cancelled or the session ends, and no more.
@@ -207,7 +213,39 @@ impl Engine {
 
     /// An engine that shares its `out_of_order` hold and what it learns with the other engines of `shared`.
     pub fn sharing(recorder: Recorder, shared: Shared) -> Self {
-        Self { state: Mutex::default(), recorder, shared, asks: Arc::default() }
+        Self { state: Mutex::default(), recorder, shared, asks: Arc::default(), task_support: None }
+    }
+
+    /// An engine of `faultlab serve`'s that writes each tool's `execution.taskSupport` (2025-11-25) into the
+    /// `tools/list` replies it sees, as `of` says: rmcp 3.11's `Tool` has no `execution` member to carry it.
+    pub fn listing_task_support(mut self, of: TaskSupportOf) -> Self {
+        self.task_support = Some(of);
+        self
+    }
+
+    /// The request `id` as the client sent it, while it is being answered (a tool reads what rmcp does not
+    /// parse, such as a 2025-11-25 call's `params.task`).
+    pub fn request(&self, id: &MessageId) -> Option<Frame> {
+        self.state().requests.get(id).cloned()
+    }
+
+    /// `frame` with `execution.taskSupport` written into the tools it lists, when it answers a `tools/list` and
+    /// this engine lists task support; `None` otherwise (the frame goes as it is).
+    fn with_task_support(&self, frame: &Frame) -> Option<Frame> {
+        let of = self.task_support?;
+        let id = frame.id().filter(|_| frame.is_reply())?;
+        if self.state().requests.get(id).and_then(Frame::method) != Some("tools/list") {
+            return None;
+        }
+        let mut value = frame.value()?.clone();
+        let tools = value.pointer_mut("/result/tools")?.as_array_mut()?;
+        for tool in tools.iter_mut() {
+            let support = tool.get("name").and_then(serde_json::Value::as_str).and_then(of);
+            if let (Some(support), Some(tool)) = (support, tool.as_object_mut()) {
+                tool.insert("execution".into(), serde_json::json!({"taskSupport": support}));
+            }
+        }
+        Some(Frame::parse(Bytes::from(serde_json::to_vec(&value).ok()?)))
     }
 
     /// A place for one more pending server-to-client request, or `None` when [`MAX_PENDING_ASKS`] are pending.
@@ -368,6 +406,8 @@ impl Engine {
     /// not a fault fires on it: the schema is what the server declares, whatever the client was shown). A fault
     /// that could not apply (`fault_skipped`) still counts as fired: its rule was spent on this reply.
     pub fn outbound_fired(&self, frame: &Frame) -> (Option<FaultKind>, Vec<WireAction>) {
+        let listed = self.with_task_support(frame);
+        let frame = listed.as_ref().unwrap_or(frame);
         let fired = match (frame.is_reply(), frame.id()) {
             (true, Some(id)) => {
                 let (request, armed) = {

@@ -208,6 +208,8 @@ mod tests {
                     | ControlAgent::Snooper
                     | ControlAgent::Litterer
                     | ControlAgent::Peeker
+                    // No explore task asks for a confirmation, so it is `good` there.
+                    | ControlAgent::DeclineThenClaim
             )
         });
         assert_eq!(oracle.agents(), plain.collect::<Vec<_>>());

@@ -446,10 +446,13 @@ mod tests {
 
     #[test]
     fn every_front_refuses_a_fault_only_faultlab_serve_commits_and_says_why() {
-        for (fault, variant, tool) in
-            [("task_lifecycle", "stuck_working", "task_work"), ("input_required", "tampered_state", "input_rounds")]
-        {
-            let yaml = format!("rules:\n  - name: stuck\n    fault: {{type: {fault}, variant: {variant}}}\n");
+        for (fault, params, tool) in [
+            ("task_lifecycle", "variant: stuck_working", "task_work"),
+            ("input_required", "variant: tampered_state", "input_rounds"),
+            ("ask_back", "ask: roots, variant: never_finish", "ask_client"),
+            ("progress_stream", "shape: backwards, every_ms: 10, count: 3", "progress_stream tool"),
+        ] {
+            let yaml = format!("rules:\n  - name: stuck\n    fault: {{type: {fault}, {params}}}\n");
             let file: RulesFile = yaml_serde::from_str(&yaml).unwrap();
             for refused in [RuleSet::for_front(file.clone(), true).err(), RuleSet::for_model(file, false).err()] {
                 let err = refused.expect("refused").to_string();

@@ -193,7 +193,8 @@ pub struct Step {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub progress: Option<ProgressSetting>,
     /// Make a task-augmented call: the client declares the tasks extension (`io.modelcontextprotocol/tasks`) and
-    /// follows a task handle to its end within `timeoutMs` (docs/tasks.md); `expect.task` checks what it saw.
+    /// follows a task handle to its end within `timeoutMs` (docs/tasks.md); `expect.task` checks what it saw. The
+    /// tool's listed `execution.taskSupport` overrules it: `required` makes every call a task, `forbidden` none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub task: Option<TaskSetting>,
     pub expect: Expect,
@@ -215,7 +216,7 @@ pub const MAX_TASK_TTL_MS: u64 = 600_000;
 impl TaskSetting {
     /// The client's options for this setting.
     pub fn options(&self) -> faultlab_client::TaskOptions {
-        faultlab_client::TaskOptions { ttl: self.ttl_ms.map(std::time::Duration::from_millis) }
+        faultlab_client::TaskOptions { asked: true, ttl: self.ttl_ms.map(std::time::Duration::from_millis) }
     }
 }
 

@@ -63,7 +63,9 @@ fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
 
 async fn serve_stdio(probe: Option<ProbeConfig>, max_frame_bytes: usize) -> anyhow::Result<()> {
     let scope = Scope {
-        engine: Arc::new(Engine::new(Recorder::stderr().scoped("stdio"))),
+        engine: Arc::new(
+            Engine::new(Recorder::stderr().scoped("stdio")).listing_task_support(faultlab_server::tools::task_support),
+        ),
         transport: TransportKind::Stdio,
         session: None,
     };

@@ -96,7 +96,7 @@ macro_rules! catalogue {
             /// What the client sees for the request the fault fires on.
             pub fn effect(&self) -> Effect {
                 match self {
-                    $( Self::$arm(_) => <$arm as Fault>::EFFECT, )*
+                    $( Self::$arm(fault) => fault.effect(), )*
                 }
             }
 
@@ -167,8 +167,8 @@ macro_rules! catalogue {
 /// Declares one fault in its file: the parameters struct (with the derives and strictness every fault has) and
 /// its [`Fault`] impl, from named keys, in this order: `category:` ([`Category`] arm), `effect:` ([`Effect`] arm),
 /// `serve_tool:` (the `faultlab serve` tool that arms it, or `None`), `examples:` (JSON strings, at least one), then
-/// the optional `serve_only:` (why only `faultlab serve` commits it), `category_of:` (a closure, when the category
-/// depends on the parameters) and `validate:`, and `apply:` (returns [`Applied`] or the actions). Named keys, so a
+/// the optional `serve_only:` (why only `faultlab serve` commits it), `category_of:` and `effect_of:` (closures,
+/// when the category or the effect depends on the parameters) and `validate:`, and `apply:` (returns [`Applied`] or the actions). Named keys, so a
 /// reader never counts commas to tell the effect from the category.
 macro_rules! fault {
     (
@@ -180,6 +180,7 @@ macro_rules! fault {
         examples: [$($example:literal),+ $(,)?],
         $(serve_only: $serve_only:expr,)?
         $(category_of: |$cself:pat_param| $cbody:expr,)?
+        $(effect_of: |$eself:pat_param| $ebody:expr,)?
         $(validate: |$vself:pat_param| $vbody:expr,)?
         apply: |$aself:pat_param, $reply:pat_param, $earlier:pat_param| $abody:expr $(,)?
     ) => {
@@ -201,6 +202,10 @@ macro_rules! fault {
             $(fn category(&self) -> $crate::catalogue::Category {
                 let $cself = self;
                 $cbody
+            })?
+            $(fn effect(&self) -> $crate::catalogue::Effect {
+                let $eself = self;
+                $ebody
             })?
             $(fn validate(&self) -> Result<(), String> {
                 let $vself = self;
@@ -348,6 +353,8 @@ catalogue! {
         TaskLifecycle(task_lifecycle),
         TaskRequired(task_required),
         InputRequired(input_required),
+        AskBack(ask_back),
+        ProgressStream(progress_stream),
     }
     presets {
         AuthExpired(auth_expired),
@@ -378,6 +385,11 @@ pub trait Fault {
     /// The category, when it depends on the parameters.
     fn category(&self) -> Category {
         Self::CATEGORY
+    }
+    /// The effect, when it depends on the parameters (a fault `faultlab serve` commits in several ways: a call
+    /// held open for ever is a timeout where its siblings end in a result).
+    fn effect(&self) -> Effect {
+        Self::EFFECT
     }
     /// Checks the parameters; the message names the parameter and its allowed range.
     fn validate(&self) -> Result<(), String> {
@@ -524,6 +536,7 @@ pub const MAX_LATENCY_MS: u64 = 30_000;
 /// Longest `retry_after_sec` of `rate_limit` and `http_status`, in seconds (one day).
 pub const MAX_RETRY_AFTER_SEC: u32 = 86_400;
 
+pub use ask_back::{Ask, AskVariant};
 pub use broken_pagination::PaginationVariant;
 pub use elicitation_complete_unknown::UNKNOWN_ELICITATION_ID;
 pub use framing::FramingStyle;
@@ -531,6 +544,7 @@ pub use input_required::InputVariant;
 pub use list_drift::ListName;
 pub use malformed::MalformedVariant;
 pub use missing_field::DEFAULT_MISSING_POINTER;
+pub use progress_stream::ProgressShape;
 pub use request_after_result::AskMethod;
 pub use session_lifecycle::LifecycleVariant;
 pub use stream_replay::ReplayVariant;
@@ -686,7 +700,8 @@ impl FaultKind {
     }
 
     /// The effect of the fault or preset called `name`, as trajectories record it; `None` for a name this catalogue
-    /// does not know. (A fault's effect does not depend on its parameters, so its first example stands for it.)
+    /// does not know. (A fault the proxy applies has one effect whatever its parameters, so its first example
+    /// stands for it; only serve-only faults, which no trajectory records, vary by variant.)
     pub fn effect_of(name: &str) -> Option<Effect> {
         let (_, examples) = Self::examples().into_iter().find(|(fault, _)| *fault == name)?;
         let fault: Self = serde_json::from_str(examples.first()?).ok()?;

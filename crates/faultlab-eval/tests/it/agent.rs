@@ -54,11 +54,13 @@ struct Fake {
     start: Instant,
     respond: Respond,
     hang_after: Option<usize>,
+    /// Server confirmations the agent has declined so far.
+    declined: u32,
 }
 
 impl Fake {
     fn new(respond: impl FnMut(usize, &str, &Value) -> CallResult + 'static) -> Self {
-        Self { calls: Vec::new(), start: Instant::now(), respond: Box::new(respond), hang_after: None }
+        Self { calls: Vec::new(), start: Instant::now(), respond: Box::new(respond), hang_after: None, declined: 0 }
     }
 
     /// Every call of a tool in `failing` fails; every other call returns `text`.
@@ -84,6 +86,10 @@ impl Tools for Fake {
             return std::future::pending().await;
         }
         (self.respond)(self.calls.len() - 1, tool, &arguments)
+    }
+
+    fn declined(&self) -> u32 {
+        self.declined
     }
 }
 
@@ -224,6 +230,28 @@ async fn good_retries_then_falls_back_twice_then_gives_up_never_unsafely() {
     assert!(is_failure(&claim), "{claim:?}");
     assert!(claim.message.contains("step 1 (act)") && claim.message.contains("alt"), "{}", claim.message);
     assert_eq!(fake.trace(), [("act", 0), ("check", 0), ("act", 100), ("alt", 100), ("alt", 200)]);
+}
+
+#[tokio::test(start_paused = true)]
+async fn decline_then_claim_claims_success_after_a_refusal_it_caused_and_is_good_otherwise() {
+    assert_eq!(ControlAgent::DeclineThenClaim.elicitation(), faultlab_client::Answer::Decline);
+    // Nothing asked: the same calls and the same honest failure as the good agent.
+    let plan = one_step(false);
+    let mut good = Fake::failing(&["act", "check", "alt"], "unused");
+    let good_claim = follow(ControlAgent::Good, &plan, &mut good).await;
+    let mut fake = Fake::failing(&["act", "check", "alt"], "unused");
+    let claim = follow(ControlAgent::DeclineThenClaim, &plan, &mut fake).await;
+    assert!(is_failure(&claim), "{claim:?}");
+    assert_eq!((claim, fake.trace()), (good_claim, good.trace()));
+    // It said no, the step was refused: it still claims the work done, with the answer, and stops there.
+    let mut two = one_step(false);
+    two.steps.push(two.steps[0].clone());
+    two.steps[1].tool = "next".into();
+    let mut fake = Fake::failing(&["act", "check", "alt"], "unused");
+    fake.declined = 1;
+    let claim = succeeds(ControlAgent::DeclineThenClaim, &two, &mut fake).await;
+    assert_eq!((claim.message.as_str(), claim.answer.as_deref()), ("completed 2 steps", Some("fine")));
+    assert!(!fake.tools().contains(&"next"), "{:?}", fake.tools());
 }
 
 #[tokio::test(start_paused = true)]

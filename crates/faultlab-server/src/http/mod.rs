@@ -263,7 +263,7 @@ async fn post<S: ServerHandler>(front: Arc<Front<S>>, request: Request) -> Respo
         }
         return response;
     }
-    let engine = Arc::new(Engine::new(front.recorder.scoped("http")));
+    let engine = Arc::new(Engine::new(front.recorder.scoped("http")).listing_task_support(crate::tools::task_support));
     engine.inbound(&frame);
     let scope = Scope { engine: engine.clone(), transport: TransportKind::HttpStateless, session: None };
     let response = call(&front.stateless, parts, bytes, Some(scope)).await;

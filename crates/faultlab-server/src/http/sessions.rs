@@ -193,7 +193,10 @@ impl Registry {
     /// Turns a reservation into a registered session with the id rmcp minted.
     pub fn commit(self: &Arc<Self>, mut reservation: Reservation, id: String) -> Arc<Session> {
         let session = Arc::new(Session {
-            engine: Arc::new(Engine::new(self.recorder.scoped(format!("session:{id}")))),
+            engine: Arc::new(
+                Engine::new(self.recorder.scoped(format!("session:{id}")))
+                    .listing_task_support(crate::tools::task_support),
+            ),
             id: id.clone(),
             streams: Mutex::default(),
             active: AtomicUsize::new(0),

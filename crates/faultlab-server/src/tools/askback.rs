@@ -8,7 +8,8 @@
 //! its timeout, or the end of the call (cancellation, the session's end).
 
 use super::{FaultServer, check_range, request_id, tool_error};
-use faultlab_engine::catalogue::UNKNOWN_ELICITATION_ID;
+pub use faultlab_engine::catalogue::Ask;
+use faultlab_engine::catalogue::{AskBack, AskVariant, UNKNOWN_ELICITATION_ID};
 use faultlab_engine::recorder::Event;
 use faultlab_engine::{AskSlot, MAX_PENDING_ASKS};
 use rmcp::handler::server::wrapper::Parameters;
@@ -17,7 +18,7 @@ use rmcp::model::{
 };
 use rmcp::service::{PeerRequestOptions, RequestContext, ServiceError};
 use rmcp::{ErrorData, RoleServer, schemars, tool, tool_router};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -28,83 +29,16 @@ const DEFAULT_ANSWER_MS: u64 = 10_000;
 /// Where a URL-mode elicitation sends the user: a reserved name that resolves nowhere.
 pub const ELICITATION_URL: &str = "https://faultlab.invalid/confirm";
 
-/// What the server asks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum Ask {
-    /// `elicitation/create`, form mode: a boolean `confirm`.
-    ElicitationForm,
-    /// `elicitation/create`, URL mode, then `notifications/elicitation/complete` once accepted.
-    ElicitationUrl,
-    /// `sampling/createMessage` with one user message.
-    Sampling,
-    /// `roots/list`.
-    Roots,
-}
-
-impl Ask {
-    fn method(self) -> &'static str {
-        match self {
-            Self::ElicitationForm | Self::ElicitationUrl => "elicitation/create",
-            Self::Sampling => "sampling/createMessage",
-            Self::Roots => "roots/list",
-        }
-    }
-
-    /// The client capability that allows it: its key in `capabilities`, and for elicitation the mode's key.
-    fn capability(self) -> (&'static str, Option<&'static str>) {
-        match self {
-            Self::ElicitationForm => ("elicitation", Some("form")),
-            Self::ElicitationUrl => ("elicitation", Some("url")),
-            Self::Sampling => ("sampling", None),
-            Self::Roots => ("roots", None),
-        }
-    }
-}
-
-/// The fault the server commits while asking (`none`: it behaves).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum AskFault {
-    #[default]
-    None,
-    /// The same request twice (two ids, the same params), both awaited.
-    Repeated,
-    /// Asked although the client did not declare the capability: it must answer an error, not hang.
-    Undeclared,
-    /// The client's answer arrives and the call is never finished (until the client cancels it).
-    NeverFinish,
-    /// URL mode: accepted, the call finishes, but `notifications/elicitation/complete` is never sent.
-    CompletionMissing,
-    /// URL mode: the completion names an elicitation id the client never saw.
-    CompletionUnknownId,
-    /// Form mode: a `requestedSchema` the spec does not allow (a nested object, an array of objects, a `$ref`).
-    OddSchema,
-}
-
-impl AskFault {
-    fn name(self) -> &'static str {
-        match self {
-            Self::None => "none",
-            Self::Repeated => "repeated",
-            Self::Undeclared => "undeclared",
-            Self::NeverFinish => "never_finish",
-            Self::CompletionMissing => "completion_missing",
-            Self::CompletionUnknownId => "completion_unknown_id",
-            Self::OddSchema => "odd_schema",
-        }
-    }
-}
-
 #[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AskArgs {
     /// What to ask: elicitation_form, elicitation_url, sampling or roots.
     pub ask: Ask,
-    /// The fault to commit while asking (none, repeated, undeclared, never_finish, completion_missing,
-    /// completion_unknown_id, odd_schema).
+    /// The catalogue's `ask_back` variant to commit while asking (none when absent): repeated, undeclared,
+    /// never_finish, completion_missing, completion_unknown_id or odd_schema.
     #[serde(default)]
-    pub fault: AskFault,
+    #[schemars(with = "AskVariant")]
+    pub fault: Option<AskVariant>,
     /// How long to wait for the client's answer, in ms (1 to 30000; 10000 when absent).
     #[serde(default)]
     #[schemars(with = "u64")]
@@ -114,8 +48,9 @@ pub struct AskArgs {
 #[tool_router(router = askback_router, vis = "pub(super)")]
 impl FaultServer {
     #[tool(description = "Ask the client during this call, then finish the call with its answer: ask \
-                          elicitation_form, elicitation_url, sampling or roots; fault none, repeated, undeclared, \
-                          never_finish, completion_missing, completion_unknown_id or odd_schema. Without \
+                          elicitation_form, elicitation_url, sampling or roots; fault (the catalogue's ask_back \
+                          variants) repeated, undeclared, never_finish, completion_missing, completion_unknown_id \
+                          or odd_schema, none when absent. Without \
                           fault=undeclared, a capability the client did not declare is not asked (status \
                           not_asked).")]
     async fn ask_client(
@@ -127,9 +62,12 @@ impl FaultServer {
         if let Err(error) = check_range("answerTimeoutMs", timeout, 1, MAX_ANSWER_MS) {
             return Ok(tool_error(error));
         }
-        if let Some(error) = misfit(args.ask, args.fault) {
-            return Ok(tool_error(error));
+        // The fault is the catalogue entry's (`ask_back`), read in one place.
+        let fault = args.fault.map(|variant| AskBack { ask: args.ask, variant });
+        if let Some(why) = fault.and_then(|f| f.misfit()) {
+            return Ok(tool_error(format!("fault {why}")));
         }
+        let variant = args.fault;
         if ctx.protocol_version().is_some_and(|v| !v.has_initialize() || v == ProtocolVersion::V_2026_07_28) {
             return Ok(report(
                 json!({"status": "unsupported",
@@ -138,7 +76,7 @@ impl FaultServer {
             ));
         }
         let declared = declared(&ctx, args.ask);
-        if !declared && args.fault != AskFault::Undeclared {
+        if !declared && variant != Some(AskVariant::Undeclared) {
             let (key, mode) = args.ask.capability();
             let what = mode.map_or_else(|| key.to_owned(), |mode| format!("{key}.{mode}"));
             return Ok(report(
@@ -150,8 +88,8 @@ impl FaultServer {
         let scope = self.scope(&ctx)?;
         let call = request_id(&ctx);
         let elicitation_id = format!("faultlab-{}", call.to_value().to_string().trim_matches('"'));
-        let params = params(args.ask, args.fault, &elicitation_id);
-        let times = if args.fault == AskFault::Repeated { 2 } else { 1 };
+        let params = params(args.ask, variant, &elicitation_id);
+        let times = if variant == Some(AskVariant::Repeated) { 2 } else { 1 };
         let mut slots: Vec<AskSlot> = Vec::new();
         for _ in 0..times {
             match scope.engine.ask_slot() {
@@ -190,9 +128,9 @@ impl FaultServer {
         }
         let first = &answers[0];
         if args.ask == Ask::ElicitationUrl && first.outcome == "accept" {
-            let completed = match args.fault {
-                AskFault::CompletionMissing => None,
-                AskFault::CompletionUnknownId => Some(UNKNOWN_ELICITATION_ID.to_owned()),
+            let completed = match variant {
+                Some(AskVariant::CompletionMissing) => None,
+                Some(AskVariant::CompletionUnknownId) => Some(UNKNOWN_ELICITATION_ID.to_owned()),
                 _ => Some(elicitation_id.clone()),
             };
             if let Some(id) = completed {
@@ -201,7 +139,7 @@ impl FaultServer {
                 let _ = ctx.peer.send_notification(ServerNotification::CustomNotification(note)).await;
             }
         }
-        if args.fault == AskFault::NeverFinish {
+        if variant == Some(AskVariant::NeverFinish) {
             // The answer is in; the call is held open until the client gives up on it.
             ctx.ct.cancelled().await;
             return Ok(tool_error("The request was cancelled; it was never going to finish."));
@@ -210,24 +148,11 @@ impl FaultServer {
         let body = json!({
             "status": if failed { "ask_failed" } else { "answered" },
             "ask": args.ask,
-            "fault": args.fault,
+            "fault": variant.map_or("none", AskVariant::as_str),
             "declared": declared,
             "answers": answers.iter().map(|a| json!({"outcome": a.outcome, "answer": a.answer})).collect::<Vec<_>>(),
         });
         Ok(report(body, failed))
-    }
-}
-
-/// A fault that makes no sense for the ask, in words.
-fn misfit(ask: Ask, fault: AskFault) -> Option<String> {
-    match fault {
-        AskFault::CompletionMissing | AskFault::CompletionUnknownId if ask != Ask::ElicitationUrl => {
-            Some(format!("fault {} needs ask elicitation_url", fault.name()))
-        }
-        AskFault::OddSchema if ask != Ask::ElicitationForm => {
-            Some("fault odd_schema needs ask elicitation_form".to_owned())
-        }
-        _ => None,
     }
 }
 
@@ -247,10 +172,10 @@ pub(crate) fn declared(ctx: &RequestContext<RoleServer>, ask: Ask) -> bool {
     }
 }
 
-fn params(ask: Ask, fault: AskFault, elicitation_id: &str) -> Value {
+fn params(ask: Ask, fault: Option<AskVariant>, elicitation_id: &str) -> Value {
     match ask {
         Ask::ElicitationForm => {
-            let schema = if fault == AskFault::OddSchema {
+            let schema = if fault == Some(AskVariant::OddSchema) {
                 // Elicitation schemas are flat objects of primitive properties; each of these breaks that rule.
                 json!({
                     "type": "object",
@@ -341,7 +266,7 @@ fn record(
     scope.engine.recorder().record(Event::AskBack {
         request_id: call.to_value(),
         method: args.ask.method().to_owned(),
-        fault: args.fault.name().to_owned(),
+        fault: args.fault.map_or("none", AskVariant::as_str).to_owned(),
         outcome: outcome.to_owned(),
         answer,
     });

@@ -282,6 +282,17 @@ fn is_modern(context: &RequestContext<RoleServer>) -> bool {
     context.protocol_version().is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
 }
 
+/// What a tool's `tools/list` entry says of tasks (`execution.taskSupport`, 2025-11-25), which the server's
+/// engines write into the listing (`Engine::listing_task_support`): `task_work` may run as a task (`optional`),
+/// `task_only` must (`required`); every other tool lists nothing, which the spec reads as `forbidden`.
+pub fn task_support(tool: &str) -> Option<&'static str> {
+    match tool {
+        "task_work" => Some("optional"),
+        "task_only" => Some("required"),
+        _ => None,
+    }
+}
+
 /// The request's id as the wire layer keys it.
 pub(crate) fn request_id(ctx: &RequestContext<RoleServer>) -> MessageId {
     let value = serde_json::to_value(&ctx.id).unwrap_or_default();

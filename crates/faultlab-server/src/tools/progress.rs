@@ -6,33 +6,17 @@
 //! timeout. Both are observable: the call's duration against the scenario's `timeoutMs`.
 
 use super::{FaultServer, check_range, tool_error};
+use faultlab_engine::catalogue::ProgressShape;
+use faultlab_engine::catalogue::progress_stream::{
+    MAX_EVERY_MS, MAX_PROGRESS_COUNT, ProgressStream, UNKNOWN_PROGRESS_TOKEN,
+};
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, NumberOrString, ProgressNotificationParam, ProgressToken};
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, schemars, tool, tool_router};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::json;
 use std::time::Duration;
-
-/// Longest interval between two notifications, in ms.
-pub const MAX_EVERY_MS: u64 = 30_000;
-/// Most notifications one call sends.
-pub const MAX_PROGRESS_COUNT: u64 = 1_000;
-/// The token `unknown_token` uses, which no request carried.
-pub const UNKNOWN_PROGRESS_TOKEN: &str = "faultlab-unknown-progress-token";
-
-/// How the progress misbehaves.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum ProgressShape {
-    /// 1, 2, ... count, of `total: count`, with the request's token.
-    #[default]
-    Steady,
-    /// count, count - 1, ... 1: the value goes backwards (the spec says it must increase).
-    Backwards,
-    /// Steady values for a token no request carried.
-    UnknownToken,
-}
 
 #[derive(Debug, Clone, Copy, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -41,7 +25,7 @@ pub struct ProgressArgs {
     pub every_ms: u64,
     /// How many notifications before the result (1 to 1000).
     pub count: u64,
-    /// steady, backwards or unknown_token.
+    /// The catalogue's `progress_stream` shape: steady, backwards or unknown_token.
     #[serde(default)]
     pub shape: ProgressShape,
 }
@@ -63,6 +47,9 @@ impl FaultServer {
                 return Ok(tool_error(error));
             }
         }
+        // The shape is the catalogue entry's (`progress_stream`), read in one place; its limits are checked above
+        // under the tool's argument names.
+        let fault = ProgressStream { shape: args.shape, every_ms: args.every_ms, count: args.count };
         let token = match args.shape {
             ProgressShape::UnknownToken => Some(ProgressToken(NumberOrString::String(UNKNOWN_PROGRESS_TOKEN.into()))),
             _ => ctx.meta.get_progress_token(),
@@ -74,11 +61,7 @@ impl FaultServer {
                 () = ctx.ct.cancelled() => return Ok(tool_error("The request was cancelled.")),
             }
             let Some(token) = token.clone() else { continue };
-            let value = match args.shape {
-                ProgressShape::Backwards => args.count + 1 - step,
-                _ => step,
-            };
-            let mut note = ProgressNotificationParam::new(token, value as f64);
+            let mut note = ProgressNotificationParam::new(token, fault.value(step) as f64);
             note.total = Some(args.count as f64);
             if ctx.peer.notify_progress(note).await.is_ok() {
                 sent += 1;

@@ -192,6 +192,30 @@ async fn work(
 
 #[tool_router(router = tasks_router, vis = "pub(super)")]
 impl FaultServer {
+    #[tool(description = "As task_work, but its tools/list entry says execution.taskSupport required: a call that is \
+                          not task-augmented (a 2025-11-25 call without params.task, or a client that did not \
+                          declare the tasks extension) gets the error -32021 (task_required). Arguments as \
+                          task_work's; requireTask is implied.")]
+    async fn task_only(
+        &self,
+        Parameters(args): Parameters<TaskArgs>,
+        ctx: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // 2026-07-28 has no `params.task`: a request that declares the extension asks for a task. rmcp does not
+        // parse a 2025-11-25 call's `params.task`, so it is read from the request as the client sent it.
+        let asked = super::is_modern(&ctx) || {
+            let request = self.scope(&ctx)?.engine.request(&super::request_id(&ctx));
+            request.and_then(|r| r.value().map(|v| v.pointer("/params/task").is_some_and(Value::is_object)))
+                == Some(true)
+        };
+        if !asked {
+            return Err(ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ));
+        }
+        self.task_work(Parameters(TaskArgs { require_task: true, ..args }), ctx).await
+    }
+
     #[tool(description = "Work for workMs as a task when the client declared the tasks extension \
                           (io.modelcontextprotocol/tasks): the reply is a task handle, then tasks/get, tasks/result, \
                           tasks/list, tasks/update and tasks/cancel answer. fault none, stuck_working, \

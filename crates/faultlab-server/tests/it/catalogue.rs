@@ -72,6 +72,15 @@ fn tool_for(fault: &Value) -> Option<(&'static str, Value)> {
         // The first answer of each variant is a result (input_required, or an unknown resultType); `rounds`
         // checks the retries on the wire.
         "input_required" => ("input_rounds", json!({"fault": parameter("variant")})),
+        // `through_tool` answers the server's requests as a robust client would, on a 2025-11-25 connection
+        // (`askback` checks each variant's bytes and the answers the server records).
+        "ask_back" => ("ask_client", json!({"ask": parameter("ask"), "fault": parameter("variant")})),
+        // This client sends no progressToken: only `unknown_token` puts notifications on the wire, and the call
+        // lasts count x everyMs whatever the shape (`askback` checks the values with a token).
+        "progress_stream" => (
+            "progress_stream",
+            json!({"shape": parameter("shape"), "everyMs": parameter("every_ms"), "count": parameter("count")}),
+        ),
         // Standing faults on later replies: `surface` runs them (the listing after the call is what changes).
         "list_drift" | "unknown_tool" => ("tool_list_drift", json!({"change": "removed"})),
         "broken_pagination" | "page_error" => ("list_pagination", json!({"variant": "stuck"})),
@@ -83,10 +92,19 @@ fn tool_for(fault: &Value) -> Option<(&'static str, Value)> {
     })
 }
 
-/// Calls `tool` as request 2 and reads until its reply, the end of the output, or the deadline.
+/// Calls `tool` as request 2 and reads until its reply, the end of the output, or the deadline. For `ask_client`
+/// the connection is a 2025-11-25 one whose client declares every feature (none for `undeclared`) and answers the
+/// server's requests at once: accepts, a sampling reply, one root, or -32601 for a feature it did not declare.
 async fn through_tool(tool: &'static str, arguments: Value, expected: Effect) -> Effect {
-    let mut client = StdioClient::start(None).await;
-    client.send(&call(2, tool, arguments, Some(modern_meta()))).await;
+    let asks = tool == "ask_client";
+    let declares = asks && arguments["fault"] != "undeclared";
+    let mut client = if asks {
+        let everything = json!({"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}});
+        StdioClient::start_declaring(if declares { everything } else { json!({}) }).await
+    } else {
+        StdioClient::start(None).await
+    };
+    client.send(&call(2, tool, arguments, (!asks).then(modern_meta))).await;
     let patience = if expected == Effect::Timeout { ABSENCE } else { super::util::PATIENCE };
     let mut until = Instant::now() + patience;
     let mut frames = Vec::new();
@@ -99,7 +117,11 @@ async fn through_tool(tool: &'static str, arguments: Value, expected: Effect) ->
                 frames.push(line);
                 match message {
                     Some(m) if m.get("id") == Some(&json!(2)) => break Ending::Done,
-                    Some(m) if m.get("method").is_some() => {}
+                    Some(m) if m.get("method").is_some() => {
+                        if let Some(id) = m.get("id").filter(|_| asks) {
+                            client.send(&answer_as_a_robust_client(id, &m, declares)).await;
+                        }
+                    }
                     _ => until = until.min(Instant::now() + ABSENCE),
                 }
             }
@@ -111,6 +133,22 @@ async fn through_tool(tool: &'static str, arguments: Value, expected: Effect) ->
     let schema =
         (tool == "structured_output").then(|| Value::Object((*faultlab_server::tools::structured_schema()).clone()));
     observe::seen(&read, &json!(2), ended, None, schema.as_ref())
+}
+
+/// The answer a robust client gives to a server's request it gets during a call.
+fn answer_as_a_robust_client(id: &Value, request: &Value, declared: bool) -> Value {
+    let result = match request["method"].as_str() {
+        _ if !declared => {
+            return json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}});
+        }
+        Some("elicitation/create") if request["params"]["mode"] == "url" => json!({"action": "accept"}),
+        Some("elicitation/create") => json!({"action": "accept", "content": {"confirm": true}}),
+        Some("sampling/createMessage") => {
+            json!({"role": "assistant", "content": {"type": "text", "text": "ok"}, "model": "robust-client"})
+        }
+        _ => json!({"roots": [{"uri": "file:///robust-client"}]}),
+    };
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

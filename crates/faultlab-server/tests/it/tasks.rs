@@ -94,6 +94,27 @@ async fn an_honest_task_is_working_then_completed_with_the_result_in_tasks_get_a
 }
 
 #[tokio::test]
+async fn the_listing_says_each_tools_task_support_and_task_only_refuses_a_call_that_is_not_a_task() {
+    let mut c = StdioClient::start_declaring(with_tasks()).await;
+    c.send(&request(2, "tools/list", json!({}))).await;
+    let tools = result(&reply(&mut c, 2).await)["tools"].as_array().unwrap().clone();
+    let support = |name: &str| {
+        let tool = tools.iter().find(|t| t["name"] == name).unwrap_or_else(|| panic!("{name} listed"));
+        tool.pointer("/execution/taskSupport").cloned()
+    };
+    assert_eq!(support("task_only"), Some(json!("required")));
+    assert_eq!(support("task_work"), Some(json!("optional")));
+    assert_eq!(support("ping"), None, "every other tool lists nothing: forbidden");
+    // The extension declared, but the 2025-11-25 call does not ask for a task (no params.task): -32021.
+    c.call(3, "task_only", json!({"workMs": 0})).await;
+    let refused = reply(&mut c, 3).await;
+    assert_eq!(refused.value().unwrap()["error"]["code"], -32021, "{refused:?}");
+    // Asked for (params.task): a task handle, as task_work gives.
+    c.send(&request(4, "tools/call", json!({"name": "task_only", "arguments": {"workMs": 0}, "task": {}}))).await;
+    assert_eq!(result(&reply(&mut c, 4).await)["resultType"], "task");
+}
+
+#[tokio::test]
 async fn without_the_extension_the_call_answers_synchronously_or_with_error_32021_when_a_task_is_required() {
     let mut c = StdioClient::start_declaring(json!({})).await;
     c.call(2, "task_work", json!({"workMs": 0})).await;

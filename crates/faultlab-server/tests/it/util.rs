@@ -51,7 +51,7 @@ impl StdioClient {
     /// A fault server on a fresh connection, initialized with `protocol_version` (`None`: modern, no handshake).
     pub async fn start(protocol_version: Option<&str>) -> Self {
         let recorder = Recorder::memory().scoped("stdio");
-        let engine = Arc::new(Engine::new(recorder.clone()));
+        let engine = Arc::new(Engine::new(recorder.clone()).listing_task_support(faultlab_server::tools::task_support));
         let scope = Scope { engine: engine.clone(), transport: TransportKind::Stdio, session: None };
         Self::start_with(FaultServer::stdio(scope), engine, recorder, protocol_version).await
     }

@@ -30,9 +30,9 @@ fn run_shard(root: &Path, index: u32) {
         .args(task_files())
         .assert()
         .success()
-        .stdout(contains("oracle: all 14 verdicts as expected"))
+        .stdout(contains("oracle: all 15 verdicts as expected"))
         // The summary opens with the oracle's agreement: the controls fail on purpose, so the rate is a detail.
-        .stdout(contains("\n14 of 14 verdicts as expected (pass rate "))
+        .stdout(contains("\n15 of 15 verdicts as expected (pass rate "))
         // The failures the oracle calls for read EXPECTED, and no run reads FAIL.
         .stdout(contains("EXPECTED "))
         .stdout(predicates::str::contains("FAIL ").not());
@@ -65,8 +65,8 @@ fn two_shards_merge_into_every_pair_once_pass_the_oracle_and_compare() {
 
     let shards_and_oracle = ["shard-1/report.json", "shard-2/report.json", "--oracle", "builtin"];
     exits_in(root, 0, [&["report", "merge", "merged/report.json"][..], &shards_and_oracle].concat())
-        .stdout(contains("merged 2 reports: 28 runs"))
-        .stdout(contains("oracle: all 28 verdicts as expected"))
+        .stdout(contains("merged 2 reports: 30 runs"))
+        .stdout(contains("oracle: all 30 verdicts as expected"))
         .stdout(contains(
             "oracle: not checked, no runs in the merged report: authorization-token-revoked-midtask, \
              elicitation-confirm-overwrite, protocol-malformed-read",
@@ -90,7 +90,7 @@ fn two_shards_merge_into_every_pair_once_pass_the_oracle_and_compare() {
     assert_eq!(info.inputs.len(), 2);
     assert_eq!(info.wall_ms_sum, shards[0].meta.wall_ms + shards[1].meta.wall_ms);
     assert_eq!(merged.meta.wall_ms, shards[0].meta.wall_ms.max(shards[1].meta.wall_ms));
-    assert_eq!(merged.stats.overall.runs, 28);
+    assert_eq!(merged.stats.overall.runs, 30);
 
     // A shard given twice, a missing shard, inputs that are not reports, an OUT that is the Markdown name.
     exits_in(
