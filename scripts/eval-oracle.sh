@@ -45,7 +45,7 @@ done
 # listed as not tried), each by its representative fault alone (--quick), for the test command's time budget
 # (about 10 s on a debug build; the twelve stdio classes with --quick and --protocol-sites take about 75 s, and
 # every catalogue fault of every class, `faultlab explore --controls`, several minutes).
-classes=error,timeout-after,transport-loss
+classes=error,timeout-after,transport-loss,stream,session
 log "faultlab explore --controls --quick --protocol-sites --classes $classes"
 "$FAULTLAB_BIN" explore --controls --quick --protocol-sites --classes "$classes" --jobs 2 --out "$out/explore" \
     >"$out/explore-console.txt" 2>&1 \
