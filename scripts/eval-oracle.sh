@@ -39,12 +39,15 @@ for f in /tmp/escaped-by-faultlab-escaper.txt "$out"/runs/*/escaper/escaped-by-f
     [[ ! -e "$f" ]] || die "the escaper wrote $f outside its workspace"
 done
 # Exploration: each control agent's healthy run, then the error, timeout-after and transport-loss classes at each
-# of its tool calls and, with --protocol-sites, at its initialize; the classes that break, and those that only
-# degrade, each agent must be those examples/eval/explore-oracle.yaml names, at the tool calls and at the protocol's
-# requests apart. Three classes of twelve, each by its representative fault alone (--quick), for the test
-# command's time budget (about 10 s on a debug build; all twelve with --quick and --protocol-sites take about 75 s,
-# and every catalogue fault of every class, `faultlab explore --controls`, several minutes).
-classes=error,timeout-after,transport-loss
+# of its tool calls and, with --protocol-sites, at its initialize; then the stream and session classes at each tool
+# call of the same read and write over HTTP (transport-stream-lost-read; on the stdio task they are listed as not
+# tried). The classes that break, and those that only degrade, each agent must be those
+# examples/eval/explore-oracle.yaml names, at the tool calls and at the protocol's requests apart. Five classes of
+# fourteen, each by its representative fault alone (--quick), for the test command's time budget (about 15 s on a
+# debug build, about 5 of them over HTTP, where the ignores-timeout agent waits out each cut stream to its 3 s
+# deadline; the twelve stdio classes with --quick and --protocol-sites take about 75 s, and every catalogue fault
+# of every class, `faultlab explore --controls`, several minutes).
+classes=error,timeout-after,transport-loss,stream,session
 log "faultlab explore --controls --quick --protocol-sites --classes $classes"
 "$FAULTLAB_BIN" explore --controls --quick --protocol-sites --classes "$classes" --jobs 2 --out "$out/explore" \
     >"$out/explore-console.txt" 2>&1 \

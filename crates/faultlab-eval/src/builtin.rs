@@ -23,6 +23,19 @@ pub const TASKS: &[(&str, &str)] = &[
     ),
 ];
 
+/// (file name, contents) of the built-in tasks only `faultlab explore --controls` explores, kept out of `eval
+/// --controls`: the task over HTTP without authorization, whose tool calls have a response stream and a session.
+pub const EXPLORE_TASKS: &[(&str, &str)] =
+    &[("transport-stream-lost-read.yaml", include_str!("../builtin/http/transport-stream-lost-read.yaml"))];
+
+/// The tasks of [`EXPLORE_TASKS`].
+pub fn explore_tasks() -> Vec<Task> {
+    EXPLORE_TASKS
+        .iter()
+        .map(|(name, text)| Task::parse(text, false).unwrap_or_else(|e| panic!("built-in task {name}: {e}")))
+        .collect()
+}
+
 /// The oracle for the built-in tasks.
 pub const ORACLE: &str = include_str!("../builtin/oracle.yaml");
 

@@ -580,7 +580,7 @@ mod tests {
     fn every_task_file_in_the_examples_loads_unchanged() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/eval");
         let mut loaded = 0;
-        for dir in ["tasks", "askback", "external", "auth"] {
+        for dir in ["tasks", "askback", "external", "auth", "http"] {
             for entry in std::fs::read_dir(root.join(dir)).unwrap() {
                 let path = entry.unwrap().path();
                 if path.extension().is_some_and(|e| e == "yaml") && path.file_stem() != Some("oracle".as_ref()) {

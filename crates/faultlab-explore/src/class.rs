@@ -42,6 +42,14 @@ pub enum FaultClass {
     Oversized,
     /// The previous answer of the same tool, presented as this one.
     Stale,
+    /// The call's response stream (Streamable HTTP) is cut before its reply: resumable with `Last-Event-ID`, or
+    /// not (`stream_cut.unresumable`, `stream_lost`), or its resume refused. Only over HTTP (a task with
+    /// `server: {transport: http}`); on a stdio task it is listed as not tried.
+    Stream,
+    /// The session is lost around the call: it expires while the call is in flight (its reply a 404), or, where
+    /// the task's server gives out session ids, it is forgotten after the reply (`session_lifecycle`). Only over
+    /// HTTP, as `stream`.
+    Session,
 }
 
 /// The padding of the `oversized` class (128 KiB): past the 64 KiB default line limit of common stream readers
@@ -89,6 +97,9 @@ impl FaultClass {
             FaultClass::WrongData => (json!({"type": "empty"}), Mode::After),
             FaultClass::Oversized => (json!({"type": "oversized", "bytes": OVERSIZED_BYTES}), Mode::After),
             FaultClass::Stale => (json!({"type": "stale"}), Mode::After),
+            // Resumable (event ids, a priming event): the reply waits in the stream's log for a `GET` resume.
+            FaultClass::Stream => (json!({"type": "stream_cut"}), Mode::After),
+            FaultClass::Session => (json!({"type": "session_expired_in_flight"}), Mode::After),
         };
         (serde_json::from_value(json).expect("the classes' faults are catalogue faults within their limits"), mode)
     }
@@ -117,8 +128,37 @@ impl FaultClass {
             FaultClass::WrongData => vec!["empty"],
             FaultClass::Oversized => vec!["oversized"],
             FaultClass::Stale => vec!["stale"],
+            FaultClass::Stream => vec!["stream_cut", "stream_lost", "resume_refused"],
+            FaultClass::Session => vec!["session_expired_in_flight"],
         }
     }
+
+    /// A class whose faults act on what only Streamable HTTP has (a response stream, a session): tried only on a
+    /// task over HTTP, where the run's proxy has its HTTP front.
+    pub fn http_only(self) -> bool {
+        matches!(self, FaultClass::Stream | FaultClass::Session)
+    }
+}
+
+/// The faults of the HTTP classes that act on the session rather than on a response stream.
+const SESSION_FAULTS: &[&str] = &["session_lifecycle", "session_expired_in_flight"];
+
+/// Further members of a class: a catalogue fault again with other parameters that make it act otherwise on the
+/// wire, named `fault.variant` (a cut stream that cannot be resumed; each way of losing a session).
+fn variants(class: FaultClass) -> Vec<(&'static str, Value)> {
+    match class {
+        FaultClass::Stream => vec![("stream_cut.unresumable", json!({"type": "stream_cut", "ids": false}))],
+        FaultClass::Session => vec![
+            ("session_lifecycle.restart", json!({"type": "session_lifecycle", "variant": "restart"})),
+            ("session_lifecycle.reinit_404", json!({"type": "session_lifecycle", "variant": "reinit_404"})),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// The catalogue fault a member name stands for (`stream_cut.unresumable` is `stream_cut`).
+pub fn catalogue_name(member: &str) -> &str {
+    member.split('.').next().unwrap_or(member)
 }
 
 /// One catalogue fault tried under a class: its catalogue name, the fault and the mode the rule puts it in.
@@ -154,6 +194,10 @@ impl FaultClass {
             };
             members.push(Member { name, fault, mode });
         }
+        for (name, json) in variants(self) {
+            let fault = serde_json::from_value(json).expect("the classes' variants are catalogue faults");
+            members.push(Member { name, fault, mode });
+        }
         members
     }
 
@@ -178,6 +222,13 @@ impl FaultClass {
 /// The class a catalogue fault is tried under: the first class that stands for it (`timeout` is tried under
 /// `timeout` and, as its only member, `timeout-after`), else the home class of its effect.
 fn home_of(name: &str, fault: &FaultKind) -> Option<FaultClass> {
+    // Whatever their effect, the faults of a response stream and of a session act only over HTTP: tried there.
+    if SESSION_FAULTS.contains(&name) {
+        return Some(FaultClass::Session);
+    }
+    if fault.on_stream() || name == "stream_lost" {
+        return Some(FaultClass::Stream);
+    }
     FaultClass::ALL
         .iter()
         .copied()
@@ -259,12 +310,28 @@ mod tests {
                 assert!(m.fault.validate().is_ok(), "{class:?} {}", m.name);
                 assert!(m.mode != Mode::Before || matches!(m.fault, FaultKind::Disconnect(_)), "{}", m.name);
             }
-            seen.extend(members.iter().map(|m| m.name));
+            seen.extend(members.iter().map(|m| m.name).filter(|n| catalogue_name(n) == *n));
         }
         let catalogue: BTreeSet<&str> = mcp_faults().collect();
         assert_eq!(seen.iter().copied().collect::<BTreeSet<_>>(), catalogue);
-        // timeout is tried twice (before and after the server executes the call); every other fault once.
+        // timeout is tried twice (before and after the server executes the call); every other fault once (its
+        // variants aside).
         assert_eq!(seen.len(), catalogue.len() + 1, "{seen:?}");
+        // The stream's and the session's faults are tried under their own classes (only over HTTP), whatever
+        // their effect, with their variants.
+        for (class, fault) in [
+            (FaultClass::Stream, "stream_lost"),
+            (FaultClass::Stream, "stream_replay"),
+            (FaultClass::Stream, "stream_cut.unresumable"),
+            (FaultClass::Session, "session_lifecycle"),
+            (FaultClass::Session, "session_lifecycle.reinit_404"),
+        ] {
+            let member = class.member(fault, 1500).unwrap_or_else(|| panic!("{fault}"));
+            assert_eq!(member.fault.name(), catalogue_name(fault));
+        }
+        let unresumable = FaultClass::Stream.member("stream_cut.unresumable", 1500).unwrap();
+        assert_eq!(serde_json::to_value(&unresumable.fault).unwrap()["ids"], false);
+        assert!(FaultClass::ALL.iter().filter(|c| c.http_only()).count() == 2);
         // The faults no class stood for are tried under the home class of their effect.
         assert!(FaultClass::NonJsonLine.member("framing", 1500).is_some());
         assert!(FaultClass::Malformed.member("invalid_result", 1500).is_some());

@@ -278,7 +278,8 @@ impl Explore {
             self.shrink(recorded, &mut exploration, &mut progress).await?;
             return Ok(exploration);
         }
-        let (mut singles, mut pruned) = synth::singles(&facts, &self.classes, self.quick);
+        let (mut singles, mut pruned) =
+            synth::singles_on(&facts, &self.classes, self.quick, synth::Front::of(&self.task));
         let (timed, why) = synth::after_first_write(&facts, &singles);
         singles.extend(timed);
         pruned.extend(why);
@@ -496,8 +497,20 @@ impl Explore {
         let degraded = !broke && failing.is_some();
         let fired = runs.iter().all(|r| {
             let fired = &r.faults_fired;
-            // As the trajectory names it (`auth_expired` fires as `http_status`).
-            variant.faults.iter().all(|f| fired.iter().any(|name| name == f.member(self.deadline_ms()).fault.name()))
+            // The proxy's trajectory records a stream fault on the request it armed (the reply is written with its
+            // delivery, not as faulted): its rule's name on a recorded frame is the evidence it fired.
+            let trajectory = match variant.faults.iter().any(|f| f.class == FaultClass::Stream) {
+                true => {
+                    std::fs::read_to_string(self.settings.out.join(&r.dir).join("trajectory.jsonl")).unwrap_or_default()
+                }
+                false => String::new(),
+            };
+            variant.faults.iter().all(|f| {
+                let rule = serde_json::to_string(&f.rule(self.deadline_ms()).name).unwrap_or_default();
+                // As the trajectory names it (`auth_expired` fires as `http_status`).
+                fired.iter().any(|name| name == f.member(self.deadline_ms()).fault.name())
+                    || (f.class == FaultClass::Stream && trajectory.contains(&format!(r#""rule":{rule}"#)))
+            })
         });
         let reproducer = match failing.is_some() {
             true => Some(report::reproducer(self, &variant).map_err(|e| ExploreError::Evidence {

@@ -228,6 +228,44 @@ mod tests {
         }
     }
 
+    /// Over HTTP the session is a site like any: an agent that fails only when its session is lost at the read
+    /// and the write then times out (a pair no single shows) has that pair found, among the sites and classes
+    /// synthesis gives a task over HTTP, as exhaustive search finds it, with fewer runs.
+    #[test]
+    fn a_planted_failing_set_at_a_session_site_is_found_over_http() {
+        use crate::synth::{CallFacts, Front, singles_on};
+        let call = |tool: &str, wrote: bool| CallFacts {
+            tool: tool.into(),
+            arguments: serde_json::json!({"path": "output.txt"}),
+            reply: None,
+            wrote,
+            error: false,
+            method: None,
+        };
+        let calls = [call("read_file", false), call("list_dir", false), call("write_file", true)];
+        let classes = [FaultClass::Error, FaultClass::Timeout, FaultClass::Stream, FaultClass::Session];
+        let (faults, _) = singles_on(&calls, &classes, true, Front::Http { sessions: false });
+        assert!(faults.iter().any(|f| f.class == FaultClass::Session && f.site.call == 0), "{faults:?}");
+        let planted_set = [(FaultClass::Session, 0), (FaultClass::Timeout, 2)];
+        // Its success depends on the read and the write, not on the listing (whose names it knew).
+        let support: BTreeSet<CallKey> =
+            calls.iter().filter(|c| c.tool != "list_dir").map(|c| (c.tool.clone(), 1)).collect();
+        let agent = || {
+            let support = support.clone();
+            move |set: &[Planned]| {
+                let failed = planted_set.iter().all(|p| set.iter().any(|f| (f.class, f.site.call) == *p));
+                (failed, support.clone())
+            }
+        };
+        let found = search(&faults, 3, None, false, agent());
+        let exhaustive = search(&faults, 3, None, true, agent());
+        let sets: Vec<Vec<(FaultClass, usize)>> =
+            minimal(&found).iter().map(|s| s.iter().map(|f| (f.class, f.site.call)).collect()).collect();
+        assert_eq!(sets, vec![planted_set.to_vec()]);
+        assert_eq!(minimal(&found), minimal(&exhaustive));
+        assert!(found.len() < exhaustive.len(), "{} vs {}", found.len(), exhaustive.len());
+    }
+
     #[test]
     fn sets_of_different_sizes_are_each_found_once_and_a_call_outside_the_lineage_is_not_combined() {
         let faults = universe(5);

@@ -205,16 +205,60 @@ fn not_applicable(class: FaultClass, site: &Site, call: &CallFacts) -> Option<St
     }
 }
 
+/// How the agent reaches the run's proxy: what decides whether the HTTP classes (`stream`, `session`) are tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Front {
+    /// `faultlab connect` (stdio): no response stream, no session.
+    Stdio,
+    /// The proxy's HTTP front (`server: {transport: http}`). `sessions`: its upstream gives out session ids (a
+    /// server reached at `server.url`); a server the proxy starts is bridged over stdio, with none to forget.
+    Http { sessions: bool },
+}
+
+impl Front {
+    pub fn of(task: &faultlab_eval::task::Task) -> Self {
+        match task.server.transport {
+            faultlab_eval::task::Transport::Stdio => Front::Stdio,
+            faultlab_eval::task::Transport::Http => Front::Http { sessions: task.server.url.is_some() },
+        }
+    }
+}
+
+/// Single faults over stdio ([`singles_on`]).
+pub fn singles(calls: &[CallFacts], classes: &[FaultClass], quick: bool) -> (Vec<Planned>, Vec<Pruned>) {
+    singles_on(calls, classes, quick, Front::Stdio)
+}
+
 /// Single faults: at every healthy call, every class that applies, and under each class every catalogue fault
 /// that applies there (`quick`: the class's representative only), in call order then class order. A fault applies
 /// where the catalogue's own `apply` acts on the healthy reply (a list fault leaves a tool's reply unchanged);
-/// what does not is listed with the catalogue's reason.
-pub fn singles(calls: &[CallFacts], classes: &[FaultClass], quick: bool) -> (Vec<Planned>, Vec<Pruned>) {
+/// what does not is listed with the catalogue's reason. The HTTP classes are tried at the tool calls of a task over
+/// HTTP, where the proxy's HTTP front performs them (the engine's `apply` is what stdio does: not asked); on a
+/// stdio task each is listed once as not tried.
+pub fn singles_on(
+    calls: &[CallFacts],
+    classes: &[FaultClass],
+    quick: bool,
+    front: Front,
+) -> (Vec<Planned>, Vec<Pruned>) {
     let mut planned = Vec::new();
     let mut pruned = Vec::new();
+    if front == Front::Stdio {
+        for class in classes.iter().filter(|c| c.http_only()) {
+            pruned.push(Pruned {
+                what: format!("{} faults (at every tool call)", class.name()),
+                why: "the task is over stdio: a response stream and a session exist only over Streamable HTTP \
+                      (server: {transport: http})"
+                    .into(),
+            });
+        }
+    }
     for (site, call) in sites(calls).into_iter().zip(calls) {
         let earlier = earlier(calls, site.call);
         for &class in classes {
+            if class.http_only() && (front == Front::Stdio || site.method.is_some()) {
+                continue;
+            }
             let representative = Planned::of(site.clone(), class);
             if let Some(why) = not_applicable(class, &site, call) {
                 pruned.push(Pruned { what: representative.label(), why });
@@ -227,6 +271,17 @@ pub fn singles(calls: &[CallFacts], classes: &[FaultClass], quick: bool) -> (Vec
             // The deadline does not change which faults apply (only the latency class's delay).
             for member in class.members(1500).into_iter().skip(1) {
                 let fault = Planned { site: site.clone(), class, fault: member.name.into(), timing: Timing::Nth };
+                let lost = member.fault.name() == "session_lifecycle";
+                if lost && front == (Front::Http { sessions: false }) {
+                    let why = "the proxy's HTTP front bridges the task's server over stdio, which gives out no \
+                               session id: there is no session to forget (session_expired_in_flight's 404 is tried)";
+                    pruned.push(Pruned { what: fault.label(), why: why.into() });
+                    continue;
+                }
+                if class.http_only() {
+                    planned.push(fault);
+                    continue;
+                }
                 match skipped(&member, call, &earlier) {
                     Some(why) => pruned.push(Pruned { what: fault.label(), why }),
                     None => planned.push(fault),
@@ -411,10 +466,15 @@ mod tests {
         let at = |call: usize| planned.iter().filter(|p| p.site.call == call).map(|p| p.class).collect::<Vec<_>>();
         // Reads: no timeout-after (nothing executed matters), no stale (first call of the tool).
         assert!(!at(0).contains(&FaultClass::TimeoutAfter) && !at(0).contains(&FaultClass::Stale));
-        assert_eq!(at(0).len(), FaultClass::ALL.len() - 2);
+        // Over stdio, no stream and no session either: each listed once, as not tried.
+        let http = FaultClass::ALL.iter().filter(|c| c.http_only()).count();
+        assert_eq!(at(0).len(), FaultClass::ALL.len() - 2 - http);
         // The write: timeout-after applies.
         assert!(at(2).contains(&FaultClass::TimeoutAfter));
-        assert_eq!(planned.len() + pruned.len(), 3 * FaultClass::ALL.len());
+        assert_eq!(planned.len() + pruned.len(), 3 * (FaultClass::ALL.len() - http) + http);
+        let over_stdio: Vec<&Pruned> = pruned.iter().filter(|p| p.why.contains("the task is over stdio")).collect();
+        assert_eq!(over_stdio.len(), http, "{pruned:?}");
+        assert!(over_stdio[0].what.starts_with("stream faults"), "{over_stdio:?}");
         assert!(pruned.iter().any(|p| p.what.starts_with("stale at #1 read_file") && p.why.contains("unchanged")));
         // A second call to the same tool is its call 2, and stale applies to it.
         let mut calls = healthy();
@@ -424,6 +484,49 @@ mod tests {
             planned,
             vec![Planned::of(Site { call: 3, tool: "read_file".into(), nth: 2, method: None }, FaultClass::Stale)]
         );
+    }
+
+    #[test]
+    fn over_http_the_stream_and_the_session_are_sites_of_every_tool_call_with_what_the_front_performs() {
+        let classes = [FaultClass::Stream, FaultClass::Session];
+        let (planned, pruned) = singles_on(&healthy(), &classes, false, Front::Http { sessions: false });
+        let at = |call: usize| planned.iter().filter(|p| p.site.call == call).map(|p| p.fault.as_str()).collect();
+        // The cut stream, resumable and not, the lost stream, the refused resume, and the session that expires
+        // while the call is in flight: at each call, the read as the write.
+        for call in 0..3 {
+            let faults: BTreeSet<&str> = at(call);
+            for fault in
+                ["stream_cut", "stream_cut.unresumable", "stream_lost", "resume_refused", "session_expired_in_flight"]
+            {
+                assert!(faults.contains(fault), "#{}: {fault}: {faults:?}", call + 1);
+            }
+            assert!(!faults.iter().any(|f| f.starts_with("session_lifecycle")), "{faults:?}");
+        }
+        // A server the proxy starts is bridged over stdio and gives out no session id: nothing for
+        // session_lifecycle to forget, and that is said at each call, for each way of losing the session.
+        let lost: Vec<&Pruned> = pruned.iter().filter(|p| p.what.contains("session_lifecycle")).collect();
+        assert_eq!(lost.len(), 3 * 3, "{pruned:?}");
+        assert!(lost[0].why.contains("no session id"), "{lost:?}");
+        assert_eq!(pruned.len(), lost.len(), "{pruned:?}");
+        // Behind a server with sessions of its own (server.url), it is tried.
+        let (planned, _) = singles_on(&healthy(), &classes, false, Front::Http { sessions: true });
+        assert!(planned.iter().any(|p| p.site.call == 0 && p.fault == "session_lifecycle.restart"));
+        // Each is its own rule on its call, valid as the proxy reads it; the timing of the loss is the nth call.
+        let rules: BTreeSet<String> = planned.iter().map(|p| p.rule(1500).name).collect();
+        assert_eq!(rules.len(), planned.len());
+        for p in &planned {
+            let rule = p.rule(1500);
+            rule.check().unwrap();
+            assert_eq!(
+                (rule.matcher.tool.as_deref(), rule.matcher.nth),
+                (Some(p.site.tool.as_str()), Some(p.site.nth))
+            );
+        }
+        // Not at the protocol's own requests: a stream or a session lost at the handshake is not this site.
+        let mut calls = healthy();
+        calls.push(CallFacts { method: Some("initialize".into()), ..call("initialize", Value::Null, "{}", false) });
+        let (planned, _) = singles_on(&calls, &classes, true, Front::Http { sessions: false });
+        assert!(planned.iter().all(|p| p.site.method.is_none()) && planned.len() == 3 * 2, "{planned:?}");
     }
 
     #[test]

@@ -278,7 +278,8 @@ pub enum AgentNetwork {
 rules and seed; every request still reaches the server (writes happen again, so the end state is graded), but the \
 server's reply to a call the recording holds (same method, tool, arguments and occurrence) is the recorded one. \
 Calls the recording lacks are answered live and counted.\n\
-Here 2 is a replayed run that failed its grade; 1 includes a report or run folder that cannot be read.")]
+Here 2 is a replayed run that failed its grade; 1 includes a report or run folder that cannot be read, and a run \
+that could not be replayed (a task over HTTP: shown as NOT REPLAYED, with why).")]
 pub struct ReplayArgs {
     /// The report.json of a faultlab eval (run folders are found relative to it).
     pub report: std::path::PathBuf,

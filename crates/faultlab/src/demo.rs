@@ -303,7 +303,11 @@ async fn explore_slice(out: &Path, exe: &str) -> anyhow::Result<Vec<String>> {
     }
     let oracle = ExploreOracle::builtin();
     let mine = ExploreOracle {
-        entries: oracle.entries.into_iter().filter(|x| x.agent == ControlAgent::BlindRetrier).collect(),
+        entries: oracle
+            .entries
+            .into_iter()
+            .filter(|x| x.agent == ControlAgent::BlindRetrier && x.task == e.task)
+            .collect(),
     };
     Ok(mine.check(&report.explorations))
 }

@@ -15,7 +15,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// The task `--controls` explores without task files: a read then a write that must happen once.
+/// The task `--controls` explores without task files: a read then a write that must happen once. With it, the same
+/// over HTTP (`builtin::explore_tasks`), where only the stream and session classes are explored: the other classes
+/// act there as on the stdio task.
 const CONTROLS_TASK: &str = "transport-timeout-after-write";
 
 pub fn run(args: ExploreArgs) -> Result<(), Failure> {
@@ -40,7 +42,12 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
             }
             tasks
         }
-        (true, true) => builtin::tasks().into_iter().filter(|t| t.id == CONTROLS_TASK).map(Arc::new).collect(),
+        (true, true) => builtin::tasks()
+            .into_iter()
+            .filter(|t| t.id == CONTROLS_TASK)
+            .chain(builtin::explore_tasks())
+            .map(Arc::new)
+            .collect(),
         (true, false) => builtin::tasks().into_iter().map(Arc::new).collect(),
     };
     let recorded = match &args.from_trajectory {
@@ -74,12 +81,17 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
     };
     let explores: Vec<Explore> = pairs
         .into_iter()
-        .map(|(task, agent)| Explore {
+        .map(|(task, agent)| {
+            // The controls' task over HTTP is there for its streams and sessions (see CONTROLS_TASK).
+            let http = args.controls && task.server.transport == faultlab_eval::task::Transport::Http;
+            (task, agent, http)
+        })
+        .map(|(task, agent, http)| Explore {
             task,
             agent,
-            classes: classes.clone(),
+            classes: classes.iter().copied().filter(|c| !http || c.http_only()).collect(),
             quick: args.quick,
-            protocol_sites: args.protocol_sites,
+            protocol_sites: args.protocol_sites && !http,
             recorded: recorded.clone(),
             max_faults: args.max_faults,
             exhaustive: args.exhaustive,

@@ -101,6 +101,11 @@ pub fn run(args: ReplayArgs) -> Result<(), Failure> {
     let report = Report::new(meta, runs);
     crate::eval::write_reports(&args.out, &report)?;
     for run in &report.runs {
+        // A run whose set-up failed was not replayed at all: no verdict on the agent, so neither PASS nor FAIL.
+        if let Some(error) = &run.error {
+            outln!("NOT REPLAYED {} × {} #{}: {error}", run.task, run.agent, run.repeat + 1);
+            continue;
+        }
         let (recorded, live) = served(&args.out.join(&run.dir).join("replay.jsonl"));
         outln!(
             "{} {} × {} #{}: {} replies from the recording, {} live{}",
@@ -114,6 +119,17 @@ pub fn run(args: ReplayArgs) -> Result<(), Failure> {
         );
     }
     outln!("reports: {}", args.out.join("report.md").display());
+    let broken: Vec<&RunRecord> = report.runs.iter().filter(|r| r.error.is_some()).collect();
+    if let Some(first) = broken.first() {
+        return Err(Failure::runtime(anyhow!(
+            "{} of {} could not be replayed; first: {} × {}: {}",
+            broken.len(),
+            crate::console::count(report.runs.len(), "run", "runs"),
+            first.task,
+            first.agent,
+            first.error.as_deref().unwrap_or_default()
+        )));
+    }
     match report.runs.iter().filter(|r| !r.verdict.passed).count() {
         0 => Ok(()),
         n => Err(Failure::failed(anyhow!("{n} of {} replayed runs failed their grade", report.runs.len()))),

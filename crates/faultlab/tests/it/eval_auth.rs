@@ -4,6 +4,7 @@
 //! verifier the authorization server handed out is anywhere in the run's output.
 
 use crate::common::{control_agent, faultlab, read_json, repo};
+use predicates::prelude::PredicateBooleanExt as _;
 use predicates::str::contains;
 
 const TASK: &str = "examples/eval/auth/authorization-token-revoked-midtask.yaml";
@@ -113,4 +114,34 @@ fn an_http_task_whose_server_cannot_start_is_a_run_error() {
     let run = read_json(out.join("report.json"))["runs"][0].clone();
     assert!(run["error"].as_str().unwrap().contains("did not start listening (see proxy.log)"), "{run}");
     assert_eq!(run["end"]["end"], "failed_to_start", "{run}");
+}
+
+/// Replay does not serve a task over HTTP: its run is an error of the set-up, and the console says it was not
+/// replayed and why (never FAIL, which would be a verdict on the agent); the exit is 1, not 2.
+#[test]
+fn a_run_of_an_http_task_is_not_replayed_and_the_console_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let recorded = dir.path().join("recorded");
+    faultlab()
+        .args(["eval", "--agent", &control_agent("good"), "--out"])
+        .arg(&recorded)
+        .arg(repo("examples/eval/http/transport-stream-lost-read.yaml"))
+        .assert()
+        .code(0)
+        .stdout(contains("PASS transport-stream-lost-read × good #1"));
+    let out = dir.path().join("replayed");
+    faultlab()
+        .arg("replay")
+        .arg(recorded.join("report.json"))
+        .arg("--out")
+        .arg(&out)
+        .assert()
+        .code(1)
+        .stdout(
+            contains("NOT REPLAYED transport-stream-lost-read × good #1: replay does not serve a task over HTTP")
+                .and(contains("FAIL").not()),
+        )
+        .stderr(contains("1 of 1 run could not be replayed"));
+    let run = read_json(out.join("report.json"))["runs"][0].clone();
+    assert!(run["error"].as_str().unwrap().contains("over HTTP"), "{run}");
 }

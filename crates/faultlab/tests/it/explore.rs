@@ -221,3 +221,50 @@ fn a_recorded_failing_run_is_reproduced_by_its_smallest_fault_set() {
         .code(1)
         .stderr(contains("--from-trajectory").and(contains("nothing to reproduce")));
 }
+
+/// A task over HTTP: the response stream and the session of each tool call are sites, run through the proxy's HTTP
+/// front; the agent that gives up at a lost stream or session degrades there (the map's `stream` and `session`
+/// columns), the good agent survives them. Over stdio the same classes are listed as not tried, with why.
+#[test]
+fn over_http_the_stream_and_the_session_are_sites_and_over_stdio_they_are_listed_as_not_tried() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = repo("examples/eval/http/transport-stream-lost-read.yaml");
+    let run = |agent: &str, out: &Path| {
+        let agent_args = ["explore", "--agent", &control_agent(agent), "--agent-name", agent, "--out"];
+        faultlab().args(agent_args).arg(out).arg(&task).args(["--quick", "--classes", "stream,session"]).assert()
+    };
+    let gave_up = dir.path().join("gives-up");
+    run("gives-up", &gave_up)
+        .code(0)
+        .stdout(contains("DEGRADES v001 stream at #1 read_file").and(contains("session at #1 read_file")));
+    let e = &read_json(gave_up.join("report.json"))["explorations"][0];
+    let variants = e["variants"].as_array().unwrap();
+    assert_eq!(variants.len(), 4, "two calls × two classes: {variants:#?}");
+    assert!(variants.iter().all(|v| v["degraded"] == true), "{variants:#?}");
+    let session = variants.iter().find(|v| v["faults"][0]["class"] == "session").unwrap();
+    assert_eq!(session["faults"][0]["fault"], "session_expired_in_flight");
+    let md = std::fs::read_to_string(gave_up.join("report.md")).unwrap();
+    assert!(md.contains("| call | stream | session |"), "{md}");
+    assert!(md.contains("| #1 read_file (call 1 of it) | degrades | degrades |"), "{md}");
+
+    // The good agent resumes the cut stream and starts a new session: it survives, and every fault fired (a
+    // survived cell is a pass, not `pass*`, a fault that never fired).
+    let good = dir.path().join("good");
+    run("good", &good).code(0).stdout(contains("0 breaking, 0 degrading"));
+    let e = &read_json(good.join("report.json"))["explorations"][0];
+    let variants = e["variants"].as_array().unwrap();
+    assert!(variants.iter().all(|v| v["fired"] == true && v["passed"] == 1), "{variants:#?}");
+
+    let stdio = dir.path().join("stdio");
+    explore("good", &stdio, &["--quick", "--classes", "stream,session"]).code(0);
+    let e = &read_json(stdio.join("report.json"))["explorations"][0];
+    assert_eq!(e["variants"].as_array().unwrap().len(), 0);
+    let pruned = e["pruned"].as_array().unwrap();
+    let over_stdio = |class: &str| {
+        pruned.iter().any(|p| {
+            p["what"].as_str().unwrap().starts_with(&format!("{class} faults"))
+                && p["why"].as_str().unwrap().starts_with("the task is over stdio")
+        })
+    };
+    assert!(over_stdio("stream") && over_stdio("session"), "{pruned:#?}");
+}
