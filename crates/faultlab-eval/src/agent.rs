@@ -274,15 +274,14 @@ pub async fn run(kind: ControlAgent) -> Result<(), AgentError> {
             (claim, Some(connection))
         }
         Ok(connection) => {
-            let mut tools =
-                Reconnecting {
-                    target: target.clone(),
-                    deadline: connect_deadline,
-                    answers,
-                    auth,
-                    connection,
-                    declined: 0,
-                };
+            let mut tools = Reconnecting {
+                target: target.clone(),
+                deadline: connect_deadline,
+                answers,
+                auth,
+                connection,
+                declined: 0,
+            };
             if kind == ControlAgent::Peeker {
                 spend_faulted_calls(&crate::adversary::peek(&task_path), &plan, &mut tools).await;
             }
