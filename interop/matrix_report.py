@@ -54,6 +54,16 @@ EXPECTATIONS: dict[str, tuple[set[str], str | None, bool | None, str]] = {
     "oversized_response": ({"result"}, "<1s", True, "result; next call ok"),
     "split_response": ({"result"}, "<1s", True, "result (the parts reassembled); next call ok"),
     "progress_after_result": ({"result"}, "<1s", True, "result (the late progress ignored); next call ok"),
+    # progress_stream (docs/ask-back.md): progress every everyMs before the result. steady: 10 × 200 ms, past the
+    # 1.5 s deadline: a client that does not reset its timeout on progress times out there, one that does gets the
+    # result at 2 s (never later: the progress ends); the other shapes are quick.
+    "progress_stream:steady": ({"timeout", "result"}, None, True,
+                               "timeout at the deadline (no reset on progress) or the result at 2 s (reset on "
+                               "progress); next call ok"),
+    "progress_stream:backwards": ({"result"}, "<1s", True, "result (progress values that go backwards tolerated); "
+                                  "next call ok"),
+    "progress_stream:unknown_token": ({"result"}, "<1s", True,
+                                      "result (progress for a token no request carried ignored); next call ok"),
     "request_after_result": ({"result"}, "<1s", True,
                              "result; the server's request about the ended call answered (an error for an undeclared "
                              "capability) or ignored, never a broken connection; next call ok"),
@@ -195,6 +205,8 @@ def expectation_key(tool: str, args: dict, transport: str, deadline_ms: int) -> 
         key = f"structured_output:{args.get('fault')}"
     elif tool == "task_work":
         key = "task_required" if args.get("requireTask") else f"task_lifecycle:{args.get('fault')}"
+    elif tool == "progress_stream":
+        key = f"progress_stream:{args.get('shape', 'steady')}"
     elif tool == "input_rounds":
         key = f"input_required:{args.get('fault', 'none')}"
     elif tool == "stream_retry":
