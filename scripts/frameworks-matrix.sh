@@ -6,7 +6,7 @@
 # TypeScript one runs one Node process per cell (interop/frameworks/ts/fw_<name>.mjs, node_framework.py);
 # interop/frameworks/report.py turns the records into docs/frameworks.json and the table in docs/frameworks.md.
 #
-#   scripts/frameworks-matrix.sh            # run all 1233 cells, compare with the committed docs/frameworks.{json,md}
+#   scripts/frameworks-matrix.sh            # run all 1287 cells, compare with the committed docs/frameworks.{json,md}
 #   scripts/frameworks-matrix.sh --record   # run all and rewrite them
 #   scripts/frameworks-matrix.sh --check    # run a sample of the committed cells and compare each (the test command)
 #   scripts/frameworks-matrix.sh --install  # only install the frameworks (venvs, npm packages: the test command,
