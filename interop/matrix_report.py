@@ -70,8 +70,8 @@ EXPECTATIONS: dict[str, tuple[set[str], str | None, bool | None, str]] = {
     "elicitation_complete_unknown": ({"result"}, "<1s", True,
                                      "result (the completion for an elicitation id never sent ignored); next call ok"),
     "list_changed_storm": ({"result"}, "<1s", True, "result; next call ok"),
-    # Servers that ask back (docs/ask-back.md): the ask_client cells' clients declare form elicitation and roots, not
-    # sampling, accept every form and list one root.
+    # Servers that ask back (docs/ask-back.md): the ask_client cells' clients declare elicitation (form and URL mode)
+    # and roots, not sampling, accept every form and every URL and list one root.
     "ask_client:elicitation_form:none": ({"result"}, "<1s", True, "result: the form answered during the call; next call ok"),
     "ask_client:elicitation_form:repeated": ({"result"}, "<1s", True,
                                              "result: both copies of the request answered; next call ok"),
@@ -81,6 +81,16 @@ EXPECTATIONS: dict[str, tuple[set[str], str | None, bool | None, str]] = {
     "ask_client:elicitation_form:never_finish": ({"timeout"}, "deadline", True,
                                                  "timeout at the deadline: the call's clock kept counting while "
                                                  "the client was asked; next call ok"),
+    # URL mode: the client declares it too; it accepts the URL (no content), the server then sends
+    # notifications/elicitation/complete, never sends it (completion_missing), or sends it for an id it never used.
+    "ask_client:elicitation_url:none": ({"result"}, "<1s", True,
+                                        "result: the URL accepted (no content) during the call; next call ok"),
+    "ask_client:elicitation_url:completion_missing": ({"result"}, "<1s", True,
+                                                      "result: the call's result not held back by the completion "
+                                                      "that never comes; next call ok"),
+    "ask_client:elicitation_url:completion_unknown_id": ({"result"}, "<1s", True,
+                                                         "result; the completion for an elicitation id the client "
+                                                         "never saw breaks nothing; next call ok"),
     "ask_client:roots:none": ({"result"}, "<1s", True, "result: the roots listed during the call; next call ok"),
     "ask_client:sampling:undeclared": ({"tool_error"}, "<1s", True,
                                        "tool error at once: the sampling request the client never declared is "

@@ -6,8 +6,10 @@
 # TypeScript one runs one Node process per cell (interop/frameworks/ts/fw_<name>.mjs, node_framework.py);
 # interop/frameworks/report.py turns the records into docs/frameworks.json and the table in docs/frameworks.md.
 #
-#   scripts/frameworks-matrix.sh            # run all 1287 cells, compare with the committed docs/frameworks.{json,md}
+#   scripts/frameworks-matrix.sh            # run all 1341 cells, compare with the committed docs/frameworks.{json,md}
 #   scripts/frameworks-matrix.sh --record   # run all and rewrite them
+#   scripts/frameworks-matrix.sh --record-missing  # run only the cells docs/frameworks.json has none of (the cases
+#                                           # added since the last recording) and add them, keeping every other cell
 #   scripts/frameworks-matrix.sh --check    # run a sample of the committed cells and compare each (the test command)
 #   scripts/frameworks-matrix.sh --install  # only install the frameworks (venvs, npm packages: the test command,
 #                                           # during the build)
@@ -17,7 +19,7 @@
 # preferring cells whose outcome does not depend on timing; a cell committed as hung runs once with the 12 s bound
 # that decides hangs. About 110 cells, 2 minutes on the loaded 2-core machine; docs/frameworks.md lists them. It
 # also fails for each case of interop/matrix-cases.json (or model-hop fault) no framework has a committed cell of
-# (interop/frameworks/coverage.py): a case added there needs a --record here.
+# (interop/frameworks/coverage.py): a case added there needs a --record (or --record-missing) here.
 #
 # Environment: FAULTLAB_BIN (default ${CARGO_TARGET_DIR:-target}/debug/faultlab, built first), PYTHON (for the
 # venvs, scripts/lib/frameworks-venv.sh), FRAMEWORKS_MATRIX_ONLY (names of driver files, e.g. "fw_mastra
@@ -38,8 +40,9 @@ case "${1:-}" in
   "") ;;
   --record) mode=record ;;
   --check) mode=check ;;
+  --record-missing) mode=record-missing ;;
   --install) mode=install ;;
-  *) die "usage: scripts/frameworks-matrix.sh [--record | --check | --install]" ;;
+  *) die "usage: scripts/frameworks-matrix.sh [--record | --record-missing | --check | --install]" ;;
 esac
 
 # shellcheck source=scripts/lib/faultlab-bin.sh
@@ -73,6 +76,10 @@ if [[ "$mode" == check ]]; then
     die "could not choose the sample from docs/frameworks.json"
   sample=(--cells "$work/sample.json")
 fi
+if [[ "$mode" == record-missing ]]; then
+  [[ -z "${FRAMEWORKS_MATRIX_ONLY:-}" ]] || die "FRAMEWORKS_MATRIX_ONLY goes with --record, not --record-missing"
+  sample=(--missing-from docs/frameworks.json)
+fi
 
 # framework → the command that runs its cells: a Python framework's module in the venv that has it, a TypeScript
 # framework's driver in the npm install, by the pinned Node (matrix.py itself needs only the standard library).
@@ -91,6 +98,8 @@ done
 # The committed matrix's other frameworks, kept as they are when only some run.
 keep=()
 [[ -z "${FRAMEWORKS_MATRIX_ONLY:-}" ]] || keep=(--keep docs/frameworks.json)
+# --record-missing: every committed cell stays, the new ones join them.
+[[ "$mode" != record-missing ]] || keep=(--merge docs/frameworks.json)
 # FRAMEWORKS_MATRIX_JOBS frameworks at once (default: all nine; their cells mostly wait, a hang is bounded at
 # 3 s of no progress, see matrix.py).
 jobs="${FRAMEWORKS_MATRIX_JOBS:-9}"
@@ -154,7 +163,7 @@ python3 interop/frameworks/report.py build --out "$work/frameworks.json" --doc "
   "${keep[@]}" "$work"/raw-*.jsonl || die "the report could not be built"
 log "ran in $((SECONDS - started)) s"
 
-if [[ "$mode" == record ]]; then
+if [[ "$mode" == record || "$mode" == record-missing ]]; then
   [[ -f docs/frameworks.json ]] && python3 interop/frameworks/report.py compare docs/frameworks.json "$work/frameworks.json" || true
   cp "$work/frameworks.json" "$work/frameworks.md" docs/
   log "recorded docs/frameworks.json and docs/frameworks.md"

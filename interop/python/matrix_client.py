@@ -79,7 +79,11 @@ def text_of(result: Any) -> str:
     return "".join(p for p in parts if p)[:300]
 
 
-async def accept_form(_context, _params) -> types.ElicitResult:
+async def accept_elicitation(_context, params) -> types.ElicitResult:
+    """Accepts a form with confirm: true, and a URL (URL mode's accept carries no content: the user went to the
+    page)."""
+    if getattr(params, "mode", "form") == "url":
+        return types.ElicitResult(action="accept")
     return types.ElicitResult(action="accept", content={"confirm": True})
 
 
@@ -91,13 +95,13 @@ TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 
 def answering(tool: str, args: dict[str, Any]) -> dict[str, Any]:
-    """The ask_client cells' client declares form elicitation and roots (its callbacks), not sampling (so an
-    undeclared sampling request shows how the SDK refuses what it did not declare), accepts every form with
-    confirm: true and lists one root. The task_lifecycle cells' client (task_work with a fault) declares the tasks
+    """The ask_client cells' client declares elicitation and roots (its callbacks; this SDK declares both
+    elicitation modes, form and URL, for one callback), not sampling (so an undeclared sampling request shows how the
+    SDK refuses what it did not declare), accepts every form with confirm: true and every URL, and lists one root. The task_lifecycle cells' client (task_work with a fault) declares the tasks
     extension, as a client that wants task handles does; this SDK has no tasks client (no tasks/get polling), so the
     cell shows what call_tool makes of the handle. Every other cell's client declares nothing, as before."""
     if tool == "ask_client":
-        return {"elicitation_callback": accept_form, "list_roots_callback": one_root}
+        return {"elicitation_callback": accept_elicitation, "list_roots_callback": one_root}
     if tool == "task_work" and "fault" in args:
         return {"extensions": {TASKS_EXTENSION: {}}}
     return {}
@@ -132,7 +136,7 @@ async def run_rounds_cell(rec: dict[str, Any], url: str, deadline: float) -> Non
     input_required_max_rounds rounds); the low-level ClientSession.call_tool the other cells use would refuse the
     first input_required reply instead of answering it."""
     rec["phase"] = "connect"
-    async with Client(url, mode="auto", read_timeout_seconds=deadline, elicitation_callback=accept_form) as client:
+    async with Client(url, mode="auto", read_timeout_seconds=deadline, elicitation_callback=accept_elicitation) as client:
         await call_then_ping(rec, client, deadline)
 
 

@@ -86,20 +86,21 @@ function httpServer(bin, log) {
 async function runCell(rec, transportName, bin, deadlineMs) {
   let server = null;
   let transport;
-  // The ask_client cells' client declares form elicitation and roots, not sampling (so an undeclared sampling
-  // request shows how the SDK refuses what it did not declare), accepts every form with confirm: true and lists one
-  // root; every other cell's client declares nothing, as before ask_client had rows.
+  // The ask_client cells' client declares elicitation (form and URL mode) and roots, not sampling (so an undeclared
+  // sampling request shows how the SDK refuses what it did not declare), accepts every form with confirm: true and
+  // every URL (no content: URL mode's accept carries none) and lists one root; every other cell's client declares nothing, as before ask_client had rows.
   const asks = rec.tool === "ask_client";
   // The task_lifecycle cells' client (task_work with a fault) declares the tasks extension, as a client that wants
   // task handles does; it still calls through callTool (this SDK's task support, experimental.tasks, is 2025-11-25's
   // `params.task` shape, which this extension does not use), so the cell shows what the SDK makes of the handle.
   const tasks = rec.tool === "task_work" && rec.args.fault !== undefined;
-  const capabilities = asks ? { elicitation: { form: {} }, roots: {} }
+  const capabilities = asks ? { elicitation: { form: {}, url: {} }, roots: {} }
     : tasks ? { extensions: { "io.modelcontextprotocol/tasks": {} } } : undefined;
   const client = new Client({ name: "faultlab-interop-matrix", version: "1" },
     capabilities ? { capabilities } : undefined);
   if (asks) {
-    client.setRequestHandler(ElicitRequestSchema, async () => ({ action: "accept", content: { confirm: true } }));
+    client.setRequestHandler(ElicitRequestSchema, async (request) => request.params.mode === "url"
+      ? { action: "accept" } : { action: "accept", content: { confirm: true } });
     client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: [{ uri: "file:///tmp/faultlab-matrix" }] }));
   }
   client.onerror = () => {}; // transport-level errors are observed through the calls

@@ -29,9 +29,10 @@ const GRACE: Duration = Duration::from_millis(2500);
 
 type Client = RunningService<RoleClient, Answering>;
 
-/// The client of a cell. For the ask_client and input_rounds cells (`Declares::Asks`) it declares form elicitation
-/// and roots, not sampling (so an undeclared sampling request shows how the SDK refuses what it did not declare),
-/// accepts every form with `confirm: true` and lists one root; for the task_lifecycle cells (`Declares::Tasks`) it
+/// The client of a cell. For the ask_client and input_rounds cells (`Declares::Asks`) it declares elicitation (form
+/// and URL mode) and roots, not sampling (so an undeclared sampling request shows how the SDK refuses what it did not
+/// declare), accepts every form with `confirm: true` and every URL (with no content, as URL mode answers) and lists
+/// one root; for the task_lifecycle cells (`Declares::Tasks`) it
 /// declares the tasks extension, as a client that wants task handles does; for every other cell it is rmcp's
 /// default client (nothing declared, every elicitation declined, no roots), as the matrix recorded it before.
 struct Answering {
@@ -61,9 +62,10 @@ impl Answering {
         let mut config = config;
         match declares {
             Declares::Asks => {
-                config.capabilities =
-                    serde_json::from_value::<ClientCapabilities>(json!({"elicitation": {"form": {}}, "roots": {}}))
-                        .expect("a valid capabilities object")
+                config.capabilities = serde_json::from_value::<ClientCapabilities>(
+                    json!({"elicitation": {"form": {}, "url": {}}, "roots": {}}),
+                )
+                .expect("a valid capabilities object")
             }
             Declares::Tasks => config.capabilities = ClientCapabilities::builder().enable_tasks().build(),
             Declares::Nothing => {}
@@ -79,12 +81,14 @@ impl ClientHandler for Answering {
 
     async fn create_elicitation(
         &self,
-        _request: ElicitRequestParams,
+        request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
         let action = if self.asks { ElicitationAction::Accept } else { ElicitationAction::Decline };
         let result = ElicitResult::new(action);
-        Ok(if self.asks { result.with_content(json!({"confirm": true})) } else { result })
+        // URL mode's accept carries no content: the user went to the page; the form's confirms.
+        let form = !matches!(request, ElicitRequestParams::UrlElicitationParams { .. });
+        Ok(if self.asks && form { result.with_content(json!({"confirm": true})) } else { result })
     }
 
     #[allow(deprecated)]
