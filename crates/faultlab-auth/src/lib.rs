@@ -13,7 +13,9 @@
 //! - [`secret`]: random secrets from the OS, digests, constant-time comparison, PKCE.
 //! - [`faults`]: the auth faults, one file each.
 //!
-//! Auth events (no secret in any of them) go to the [`AuthConfig::events`] sink as JSON objects.
+//! Auth events (no secret in any of them) go to the [`AuthConfig::events`] sink as JSON objects; each request to
+//! the MCP endpoint refused with a challenge goes to the [`AuthConfig::refusals`] hook with its body (the HTTP
+//! proxy records it in its trajectory as a failed call; this crate knows nothing of the proxy).
 
 // A refusal here is the HTTP response itself, made once per refused request; boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
@@ -50,6 +52,25 @@ const EVENTS_KEPT: usize = 1024;
 /// Where the auth events go (e.g. a JSON line on stderr).
 pub type EventSink = Arc<dyn Fn(&Value) + Send + Sync>;
 
+/// One request to the MCP endpoint the authorization refused, as the [`RefusalHook`] gets it. Its `Authorization`
+/// header is not in it: nothing here is a secret the authorization server issued.
+#[derive(Debug, Clone, Copy)]
+pub struct Refused<'a> {
+    /// 401, 403 or 400.
+    pub status: u16,
+    /// The challenge's `error` code (`invalid_token`, `insufficient_scope`, `invalid_request`); `None` when the
+    /// request carried no credentials (RFC 6750 §3).
+    pub error: Option<&'static str>,
+    /// The request's HTTP method (`POST`, `GET`, `DELETE`).
+    pub method: &'a str,
+    /// The body as read (at most the endpoint's 4 MiB, and no more JSON elements than the endpoint parses, 200,000),
+    /// or why it was not read.
+    pub body: Result<&'a [u8], &'a str>,
+}
+
+/// Called for every request to the MCP endpoint refused with a challenge, before the challenge is sent.
+pub type RefusalHook = Arc<dyn Fn(Refused<'_>) + Send + Sync>;
+
 /// How `--auth` is set up.
 #[derive(Clone)]
 pub struct AuthConfig {
@@ -58,11 +79,13 @@ pub struct AuthConfig {
     /// The auth fault in force, if any.
     pub fault: Option<AuthFault>,
     pub events: Option<EventSink>,
+    /// Told of every refused request to the MCP endpoint (the HTTP proxy's trajectory).
+    pub refusals: Option<RefusalHook>,
 }
 
 impl Default for AuthConfig {
     fn default() -> Self {
-        Self { token_ttl: TOKEN_TTL, fault: None, events: None }
+        Self { token_ttl: TOKEN_TTL, fault: None, events: None, refusals: None }
     }
 }
 
@@ -162,13 +185,29 @@ async fn route(State((auth, inner)): State<(Arc<Auth>, axum::Router)>, request: 
         let mut request = request;
         return match resource::admit(&auth, &mut request) {
             Ok(()) => forward(inner, request).await,
-            Err(refused) => {
+            Err(challenge) => {
                 // The refused request's body is read (bounded like the endpoint's) before the challenge: a body
                 // left unread makes hyper close the connection after the answer, and a client that reuses it for
                 // its retry meets a connection closed without a response.
                 let (parts, body) = request.into_parts();
-                let _ = faultlab_http::read_body(&parts.headers, body, MAX_REFUSED_BODY_BYTES).await;
-                refused
+                let read = faultlab_http::read_body(&parts.headers, body, MAX_REFUSED_BODY_BYTES).await;
+                if let Some(hook) = &auth.config.refusals {
+                    let body = match &read {
+                        // What the endpoint itself would not parse is not parsed here either.
+                        Ok(bytes) if faultlab_http::cost::check_elements(bytes).is_some() => {
+                            Err("more JSON elements than the endpoint parses")
+                        }
+                        Ok(bytes) => Ok(bytes.as_ref()),
+                        Err(refused) => Err(match refused.status() {
+                            http::StatusCode::PAYLOAD_TOO_LARGE => "larger than the endpoint's 4 MiB",
+                            http::StatusCode::REQUEST_TIMEOUT => "the body did not arrive in time",
+                            _ => "the body could not be read",
+                        }),
+                    };
+                    let error = challenge.error;
+                    hook(Refused { status: challenge.status.as_u16(), error, method: parts.method.as_str(), body });
+                }
+                challenge.response
             }
         };
     }

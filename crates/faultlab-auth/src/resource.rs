@@ -89,9 +89,17 @@ impl Refusal {
     }
 }
 
+/// A refused request's answer, with what the refusal hook records of it.
+pub struct Challenge {
+    pub status: StatusCode,
+    /// The challenge's `error` code; `None` when the request carried no credentials (RFC 6750 §3).
+    pub error: Option<&'static str>,
+    pub response: Response,
+}
+
 /// Admits a request to the MCP endpoint carrying a valid token for this resource, removing its `Authorization`
-/// header; otherwise the `401` or `403` challenge.
-pub fn admit(auth: &Auth, request: &mut Request) -> Result<(), Response> {
+/// header; otherwise the `401`, `403` or `400` challenge.
+pub fn admit(auth: &Auth, request: &mut Request) -> Result<(), Challenge> {
     let values: Vec<&HeaderValue> = request.headers().get_all(header::AUTHORIZATION).iter().collect();
     let token = match values.as_slice() {
         [] => None,
@@ -196,7 +204,7 @@ fn bearer(value: &HeaderValue) -> Option<String> {
 
 /// The challenge: `WWW-Authenticate: Bearer resource_metadata="…", scope="…"` plus `error` and
 /// `error_description` when a token was presented (RFC 6750 §3: none when the request had no credentials).
-fn challenge(auth: &Auth, status: StatusCode, error: Option<(&str, &str)>, scope: &str) -> Response {
+fn challenge(auth: &Auth, status: StatusCode, error: Option<(&'static str, &str)>, scope: &str) -> Challenge {
     let mut value = format!("Bearer resource_metadata=\"{}\", scope=\"{scope}\"", auth.resource_metadata_url());
     if let Some((error, description)) = error {
         value.push_str(&format!(", error=\"{error}\", error_description=\"{description}\""));
@@ -211,5 +219,5 @@ fn challenge(auth: &Auth, status: StatusCode, error: Option<(&str, &str)>, scope
     if let Ok(value) = HeaderValue::from_str(&value) {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
     }
-    response
+    Challenge { status, error: error.map(|(error, _)| error), response }
 }

@@ -8,7 +8,8 @@
 //! as `effect`; for trajectories older than that field, the catalogue's effect for the fault's name; a fault
 //! neither names is an error naming the line): no matchable reply is a timeout, a lost connection is lost, an
 //! error or an invalid reply is an error, and a reply the fault changed but delivered (late, repeated, reframed,
-//! wrong content) is `faulted`, a failure the agent met. A reply consumed without a fault is a timeout. A
+//! wrong content) is `faulted`, a failure the agent met. A reply consumed without a fault is a timeout. A call the
+//! authorization in front of the proxy refused (`--auth`: a `refused` frame, never answered) is `refused`. A
 //! trajectory records each call's arguments (proxies since they gained the field; older trajectories have none),
 //! but no payloads and no agent messages: detectors that need what a trajectory lacks do not run.
 
@@ -102,8 +103,18 @@ fn describe_frame(frame: &FrameEvent) -> String {
         FrameAction::Faulted => "faulted",
         FrameAction::Consumed => "consumed",
         FrameAction::Injected => "injected",
+        FrameAction::Refused => "refused by the authorization",
     };
     text.push_str(&format!(" · {action}"));
+    if let Some(refused) = &frame.refused {
+        text.push_str(&format!(" · {}", refused.status));
+        if let Some(error) = &refused.error {
+            text.push_str(&format!(" {error}"));
+        }
+        if let Some(unread) = &refused.unread {
+            text.push_str(&format!(" · body not read: {unread}"));
+        }
+    }
     if let Some(rule) = &frame.rule {
         text.push_str(&format!(" · rule {rule}"));
     }

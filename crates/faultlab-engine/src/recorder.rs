@@ -102,11 +102,37 @@ pub struct FrameEvent {
     /// upstream sent it, before any fault, so a run can be replayed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<Value>,
+    /// For a request the authorization in front of the proxy refused (`--auth`; `action` is `refused`): the
+    /// status and the challenge's error code. No token, code or secret is ever recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<Refusal>,
     /// For a reply to a request whose response stream a stream fault acted on (the proxy kept it in a resume
     /// log): how the reply reached the client. The event is written when that is known (when a client read the
     /// reply, or when the log was dropped without it). Absent for every other frame.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub delivery: Option<Delivery>,
+}
+
+/// Why the authorization in front of the proxy refused a request to the MCP endpoint (see [`FrameEvent::refused`]).
+/// The request never reached the proxy's rules, engine or upstream: the client got the challenge instead of a
+/// reply, a failed call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Refusal {
+    /// The HTTP status of the answer: 401 (no usable token), 403 (`insufficient_scope`) or 400 (a malformed
+    /// `Authorization`).
+    pub status: u16,
+    /// The challenge's `error` code (`invalid_token`, `insufficient_scope`, `invalid_request`); absent when the
+    /// request carried no credentials (RFC 6750 §3: that challenge names no error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The request's HTTP method (`POST` carries a JSON-RPC message; a `GET` opening a stream or a `DELETE`
+    /// ending a session has none).
+    pub http_method: String,
+    /// Why the body was not read, when it was not (larger than the endpoint's 4 MiB, more JSON elements than it
+    /// parses, a failed read): its method, id and tool are then unknown, and `bytes` is 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unread: Option<String>,
 }
 
 /// How a reply on a faulted response stream reached the client (see [`FrameEvent::delivery`]).
@@ -180,6 +206,10 @@ pub enum FrameAction {
     Faulted,
     Consumed,
     Injected,
+    /// A client request the authorization in front of the proxy (`--auth`) answered with a challenge: it never
+    /// reached the rules or the upstream (see [`FrameEvent::refused`]). Outside the ledger, which counts the
+    /// frames the proxy itself carried.
+    Refused,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -1,7 +1,7 @@
 //! The trajectory's one reader: what the writer puts in a file comes back as the same records, and whatever a
 //! file holds, the reader answers with records or an error naming the line, never a panic.
 
-use faultlab_engine::recorder::{Direction, Event, FrameAction, TransportEventKind};
+use faultlab_engine::recorder::{Direction, Event, FrameAction, Refusal, TransportEventKind};
 use faultlab_engine::trajectory::{Outcome, Trajectory, Writer};
 use faultlab_engine::{FaultKind, Recorder, WireAction};
 use faultlab_wire::{Frame, MessageId};
@@ -55,6 +55,56 @@ fn what_the_writer_records_reads_back_as_the_same_records() {
     assert_eq!((calls[1].id(), calls[1].reply_line()), (&json!("s-2"), Some(5)));
     let refused = (calls[1].executed(), calls[1].outcome(), calls[1].recorded_reply());
     assert_eq!(refused, (Some(false), Some(Outcome::Error), None));
+}
+
+/// A request the authorization refused (`--auth`) is a call that failed, never executed and never answered; the
+/// same request sent again with a usable token pairs with the reply as any other; the ledger counts neither the
+/// refusal nor a body that was not read.
+#[test]
+fn a_request_the_authorization_refused_reads_back_as_a_refused_call() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("trajectory.jsonl");
+    let writer = Writer::new(Recorder::file(&path).unwrap().scoped("http"));
+    let write = frame(
+        r#"{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"write_file","arguments":{"path":"o"}}}"#,
+    );
+    let refusal = |status, error: Option<&str>| Refusal {
+        status,
+        error: error.map(str::to_owned),
+        http_method: "POST".into(),
+        unread: None,
+    };
+    writer.refused(&write, refusal(401, Some("invalid_token")));
+    writer.refused(&frame("not json"), refusal(401, None));
+    let unread =
+        Refusal { unread: Some("larger than 4194304 bytes".into()), ..refusal(403, Some("insufficient_scope")) };
+    writer.refused(&frame(""), unread.clone());
+    writer.client_frame(&write, FrameAction::Forwarded, None, None, 1);
+    let reply = frame(r#"{"jsonrpc":"2.0","id":4,"result":{"content":[]}}"#);
+    let event = writer.server_frame_event(&reply, None, None, &[WireAction::Send(reply.bytes().clone())], true);
+    writer.record_events(vec![event]);
+    writer.finish();
+
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert!(text.lines().next().unwrap().contains(r#""action":"refused""#), "{text}");
+    assert!(text.contains(r#""refused":{"status":401,"error":"invalid_token","httpMethod":"POST"}"#), "{text}");
+    let read = Trajectory::parse(&text).unwrap();
+    let Event::Frame(not_json) = &read.lines[1].record.event else { panic!("{text}") };
+    assert_eq!((not_json.method.as_deref(), not_json.bytes, not_json.action), (None, 8, FrameAction::Refused));
+    let Event::Frame(not_read) = &read.lines[2].record.event else { panic!("{text}") };
+    assert_eq!((not_read.bytes, not_read.refused.as_ref()), (0, Some(&unread)));
+    let calls = read.tool_calls();
+    assert_eq!(calls.len(), 2, "the refused write and the one that got through: {text}");
+    let (refused, through) = (&calls[0], &calls[1]);
+    assert_eq!((refused.tool(), refused.id()), (Some("write_file"), &json!(4)));
+    assert_eq!(refused.refused().map(|r| (r.status, r.error.as_deref())), Some((401, Some("invalid_token"))));
+    assert_eq!(
+        (refused.outcome(), refused.executed(), refused.reply_line()),
+        (Some(Outcome::Refused), Some(false), None)
+    );
+    assert!(refused.failed());
+    assert_eq!((through.outcome(), through.reply_line()), (Some(Outcome::Ok), Some(5)));
+    assert_eq!(read.lines[5].record.event, Event::Ledger { frames_in: 2, frames_out: 2, consumed: 0, injected: 0 });
 }
 
 const RUN: &str = r#"{"tsMs":0,"scope":"stdio","event":"run_started","seed":0,"rules":0}"#;

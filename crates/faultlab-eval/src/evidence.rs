@@ -33,14 +33,18 @@ pub struct ToolCall {
     pub effect: Option<faultlab_engine::catalogue::Effect>,
     /// The upstream's reply was an error (JSON-RPC error or `isError: true`).
     pub error: bool,
+    /// The authorization in front of the server (`--auth`) refused the request with a challenge: the server never
+    /// saw it, and the agent met a failure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refused: Option<faultlab_engine::recorder::Refusal>,
 }
 
 impl ToolCall {
-    /// The agent met a failure on this call: an error, a fault, or no reply at all
+    /// The agent met a failure on this call: an error, a fault, a refusal by the authorization, or no reply at all
     /// ([`Exchange::failed`], the one definition diagnose and replay share).
     pub fn failed(&self) -> bool {
         let reply = self.reply_index.map(|_| true);
-        Outcome::call_failed(Outcome::of_call(self.effect, reply, self.error))
+        Outcome::call_failed(Outcome::of_call(self.refused.is_some(), self.effect, reply, self.error))
     }
 
     fn of(exchange: &Exchange<'_>) -> Self {
@@ -61,6 +65,7 @@ impl ToolCall {
             fault,
             effect: exchange.effect(),
             error: exchange.error(),
+            refused: exchange.refused().cloned(),
         }
     }
 }

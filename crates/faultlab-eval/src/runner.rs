@@ -380,7 +380,8 @@ pub struct RunRecord {
     pub evidence_undigested: BTreeMap<String, String>,
     /// For a task whose server requires authorization: how many of each auth event the proxy wrote
     /// (`token_refused`, `refresh_refused`, `authorization_started`, …; `proxy.log` has them in order, none holds a
-    /// secret). A request the authorization refused never reaches the trajectory: these count it.
+    /// secret). They say what the trajectory cannot: the refreshes and new authorizations between a refused call
+    /// (recorded there as `refused`) and its retry.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub auth_events: BTreeMap<String, u32>,
     /// The run's environment failed (the agent program is missing, the server or proxy never started): not a

@@ -549,8 +549,13 @@ impl Explore {
             Ok(text) => Some(evidence::ledger(&text).map_err(|e| bad(e.to_string()))?),
             Err(_) => None,
         };
-        let protocol =
-            trajectory.exchanges().into_iter().filter(|e| self.protocol_sites && PROTOCOL_SITES.contains(&e.method()));
+        // A request the authorization refused (`--auth`) never reached the proxy's rules, which count a site's
+        // calls by tool: it is no site.
+        let reached = |e: &faultlab_engine::trajectory::Exchange<'_>| e.refused().is_none();
+        let protocol = trajectory
+            .exchanges()
+            .into_iter()
+            .filter(|e| reached(e) && self.protocol_sites && PROTOCOL_SITES.contains(&e.method()));
         let protocol: Vec<CallFacts> = protocol
             .map(|e| CallFacts {
                 tool: e.method().to_owned(),
@@ -564,6 +569,7 @@ impl Explore {
         Ok(trajectory
             .tool_calls()
             .iter()
+            .filter(|e| reached(e))
             .map(|exchange| {
                 let tool = exchange.tool().unwrap_or_default().to_owned();
                 let arguments = exchange.arguments().cloned().unwrap_or_default();

@@ -113,7 +113,8 @@ pub fn minimal(tried: &[Tried]) -> Vec<Vec<Planned>> {
 pub fn recorded(trajectory: &faultlab_engine::trajectory::Trajectory) -> Result<Vec<(CallKey, Planned)>, String> {
     let mut seen: std::collections::BTreeMap<String, u64> = Default::default();
     let mut out = Vec::new();
-    for exchange in trajectory.tool_calls() {
+    // A call the authorization refused (`--auth`) never reached the rules, which count a tool's calls: not counted.
+    for exchange in trajectory.tool_calls().into_iter().filter(|e| e.refused().is_none()) {
         let tool = exchange.tool().unwrap_or_default().to_owned();
         let nth = seen.entry(tool.clone()).or_default();
         *nth += 1;
@@ -207,6 +208,28 @@ mod tests {
             let support = (0..calls).filter(|c| *c != idle).map(|c| (format!("t{c}"), 1)).collect();
             (failed, support)
         }
+    }
+
+    /// A recorded run over `--auth`: the write the authorization refused never reached the rules, so the faulted
+    /// write after it is the tool's first call, the one a rule counting `write_file` calls acts on.
+    #[test]
+    fn a_call_the_authorization_refused_is_not_counted_among_a_tools_calls() {
+        let frame = |id: u32, action: &str, extra: &str| {
+            format!(
+                r#"{{"tsMs":{id},"scope":"","event":"frame","direction":"client_to_server","action":"{action}","id":{id},"method":"tools/call","tool":"write_file","bytes":9{extra}}}"#
+            )
+        };
+        let refused = r#","executed":false,"refused":{"status":401,"error":"invalid_token","httpMethod":"POST"}"#;
+        let text = [
+            frame(1, "refused", refused),
+            frame(2, "forwarded", r#","rule":"r","fault":"timeout","effect":"timeout""#),
+            r#"{"tsMs":3,"scope":"","event":"frame","direction":"server_to_client","action":"consumed","id":2,"rule":"r","fault":"timeout","effect":"timeout","executed":true,"bytes":9}"#.to_owned(),
+        ]
+        .join("\n");
+        let trajectory = faultlab_engine::trajectory::Trajectory::parse(&text).unwrap();
+        let found = recorded(&trajectory).unwrap();
+        let keys: Vec<&CallKey> = found.iter().map(|(key, _)| key).collect();
+        assert_eq!(keys, [&("write_file".to_owned(), 1)]);
     }
 
     fn calls_of(sets: &[Vec<Planned>]) -> Vec<Vec<usize>> {

@@ -134,6 +134,7 @@ pub(crate) mod tests {
             fault: Some("disconnect".into()),
             effect: Some(Effect::TransportLoss),
             error: false,
+            refused: None,
         }
     }
 

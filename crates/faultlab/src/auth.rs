@@ -3,9 +3,12 @@
 
 use crate::Failure;
 use crate::cli::AuthArgs;
-use faultlab_auth::{Auth, AuthConfig, AuthFault};
+use faultlab_auth::{Auth, AuthConfig, AuthFault, RefusalHook, Refused};
+use faultlab_engine::recorder::Refusal;
 use faultlab_http::Wrap;
 use faultlab_http::guard::AllowedHosts;
+use faultlab_proxy::trajectory::TrajectoryWriter;
+use faultlab_wire::Frame;
 use std::sync::Arc;
 
 /// The auth set-up `args` ask for (`None` without `--auth`); a bad `--auth-fault` is a usage error (exit 2).
@@ -19,6 +22,8 @@ pub fn config(args: &AuthArgs) -> Result<Option<AuthConfig>, Failure> {
         token_ttl: args.auth_token_ttl.unwrap_or(faultlab_auth::TOKEN_TTL),
         fault,
         events: Some(events),
+        // The HTTP proxy connects its trajectory (`record_refusals`); `serve` records none.
+        refusals: None,
     }))
 }
 
@@ -29,4 +34,23 @@ pub fn wrap(config: AuthConfig, origin: &str, path: &str, allowed: AllowedHosts)
     let auth = Auth::new(config, origin, path, allowed).map_err(Failure::usage)?;
     errln!("faultlab: OAuth required; protected resource metadata at {}{fault}", auth.resource_metadata_url());
     Ok(Wrap(Arc::new(move |app| auth.clone().wrap(app))))
+}
+
+/// Each request the authorization refuses, recorded in the HTTP proxy's trajectory as a `refused` call (its
+/// JSON-RPC method, id and tool from the body; a body that is not JSON-RPC as what it is): the grader and the
+/// trace clinic see it as a failed call.
+pub fn record_refusals(trajectory: Arc<TrajectoryWriter>) -> RefusalHook {
+    Arc::new(move |refused: Refused<'_>| {
+        let (frame, unread) = match refused.body {
+            Ok(bytes) => (Frame::parse(bytes.to_vec()), None),
+            Err(why) => (Frame::parse(Vec::new()), Some(why.to_owned())),
+        };
+        let refusal = Refusal {
+            status: refused.status,
+            error: refused.error.map(str::to_owned),
+            http_method: refused.method.to_owned(),
+            unread,
+        };
+        trajectory.refused(&frame, refusal);
+    })
 }

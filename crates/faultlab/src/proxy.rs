@@ -253,7 +253,10 @@ async fn serve_http(
     trajectory: Arc<TrajectoryWriter>,
     args: &ProxyArgs,
 ) -> Result<(), Failure> {
-    let auth = crate::auth::config(&args.auth)?;
+    let auth = crate::auth::config(&args.auth)?.map(|mut config| {
+        config.refusals = Some(crate::auth::record_refusals(trajectory.clone()));
+        config
+    });
     let listener = tokio::net::TcpListener::bind(addr)
         .await
         .with_context(|| format!("cannot listen on {addr}; is the port in use? choose another in --listen"))

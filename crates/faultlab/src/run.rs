@@ -182,6 +182,7 @@ fn auth_config(auth: &faultlab_run::scenario::ScenarioAuth) -> faultlab_auth::Au
         token_ttl: auth.token_ttl_s.map_or(faultlab_auth::TOKEN_TTL, std::time::Duration::from_secs),
         fault: auth.fault.clone(),
         events: None,
+        refusals: None,
     }
 }
 

@@ -238,3 +238,60 @@ async fn an_access_token_expires_after_its_lifetime() {
     assert_eq!(expired.status, StatusCode::UNAUTHORIZED);
     assert!(challenge(&expired).contains("the access token expired"));
 }
+
+/// What the refusal hook was told of one request: status, challenge error, HTTP method, body (or why unread).
+type Told = (u16, Option<&'static str>, String, Result<String, String>);
+
+/// Every request to the endpoint the authorization refuses reaches the refusal hook (the HTTP proxy records it in
+/// its trajectory) with its status, the challenge's error code, its method and its body, whatever refused it; a
+/// body past the endpoint's limit is not read and says so; an admitted request and the auth endpoints' own
+/// refusals do not reach it; nothing it is handed holds the token. (`insufficient_scope` after one request, for
+/// the 403.)
+#[tokio::test]
+async fn each_refused_request_to_the_endpoint_reaches_the_refusal_hook_with_its_body() {
+    let told: Arc<std::sync::Mutex<Vec<Told>>> = Arc::default();
+    let hook: faultlab_auth::RefusalHook = {
+        let told = told.clone();
+        Arc::new(move |r: faultlab_auth::Refused<'_>| {
+            let body = r.body.map(|b| String::from_utf8_lossy(b).into_owned()).map_err(str::to_owned);
+            told.lock().unwrap().push((r.status, r.error, r.method.to_owned(), body));
+        })
+    };
+    let fault = AuthFault::parse(r#"{"type": "insufficient_scope", "after": 1}"#).unwrap();
+    let lab = Lab::with(AuthConfig { refusals: Some(hook), fault: Some(fault), ..AuthConfig::default() });
+    let forged = "Zm9yZ2VkLXRva2Vu";
+    assert_eq!(lab.mcp(None).await.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(lab.mcp(Some(forged)).await.status, StatusCode::UNAUTHORIZED);
+    let post = || base("/mcp").method("POST").header(header::CONTENT_TYPE, "application/json");
+    let basic = post().header(header::AUTHORIZATION, "Basic eDp5").body(axum::body::Body::from("not json")).unwrap();
+    assert_eq!(lab.send(basic).await.status, StatusCode::UNAUTHORIZED);
+    let twice = post()
+        .header(header::AUTHORIZATION, format!("Bearer {forged}"))
+        .header(header::AUTHORIZATION, format!("Bearer {forged}"))
+        .body(axum::body::Body::empty())
+        .unwrap();
+    assert_eq!(lab.send(twice).await.status, StatusCode::BAD_REQUEST);
+    let stream = base("/mcp").method("GET").body(axum::body::Body::empty()).unwrap();
+    assert_eq!(lab.send(stream).await.status, StatusCode::UNAUTHORIZED);
+    let large = post().body(axum::body::Body::from(vec![b' '; 4 * 1024 * 1024 + 1])).unwrap();
+    assert_eq!(lab.send(large).await.status, StatusCode::UNAUTHORIZED);
+    // Not the endpoint: a refused registration is the authorization server's answer, not a refused call.
+    assert_eq!(lab.register(json!({"redirect_uris": "nope"})).await.status, StatusCode::BAD_REQUEST);
+    let tokens = authorize(&lab, "mcp:read").await.map_err(|a| a.text).unwrap();
+    assert_eq!(lab.mcp(Some(&tokens.access)).await.status, StatusCode::OK);
+    assert_eq!(lab.mcp(Some(&tokens.access)).await.status, StatusCode::FORBIDDEN);
+
+    let ping = Ok(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#.to_owned());
+    let told = told.lock().unwrap().clone();
+    let expected: Vec<Told> = vec![
+        (401, None, "POST".into(), ping.clone()),
+        (401, Some("invalid_token"), "POST".into(), ping.clone()),
+        (401, Some("invalid_request"), "POST".into(), Ok("not json".into())),
+        (400, Some("invalid_request"), "POST".into(), Ok(String::new())),
+        (401, None, "GET".into(), Ok(String::new())),
+        (401, None, "POST".into(), Err("larger than the endpoint's 4 MiB".into())),
+        (403, Some("insufficient_scope"), "POST".into(), ping),
+    ];
+    assert_eq!(told, expected);
+    assert!(!format!("{told:?}").contains(forged));
+}

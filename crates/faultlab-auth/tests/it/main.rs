@@ -36,7 +36,10 @@ pub struct Answer {
 
 impl Lab {
     pub fn new(fault: Option<&str>) -> Self {
-        let config = AuthConfig { fault: fault.map(|f| AuthFault::parse(f).unwrap()), ..AuthConfig::default() };
+        Self::with(AuthConfig { fault: fault.map(|f| AuthFault::parse(f).unwrap()), ..AuthConfig::default() })
+    }
+
+    pub fn with(config: AuthConfig) -> Self {
         let allowed = AllowedHosts::for_bind(IpAddr::V4(Ipv4Addr::LOCALHOST));
         let auth = Auth::new(config, ORIGIN, "/mcp", allowed).unwrap();
         let inner = axum::Router::new().fallback(|request: axum::extract::Request| async move {

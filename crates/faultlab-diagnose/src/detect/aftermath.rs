@@ -56,6 +56,7 @@ impl Unrecovered<'_> {
         let verb = match self.status {
             Outcome::Timeout => "timed out",
             Outcome::Lost => "lost its connection",
+            Outcome::Refused => "was refused by the authorization",
             _ => "failed",
         };
         let n = self.failures.len();

@@ -185,3 +185,42 @@ fn parallel_calls_in_one_message_are_diagnosed_per_tool() {
     assert_eq!(kinds(&d), [FindingKind::ErrorSwallowed]);
     assert_eq!((d.findings[0].tool.as_str(), d.findings[0].at), ("get_weather", 4));
 }
+
+/// A trajectory of the HTTP proxy with `--auth`: requests the authorization refused are `refused` client frames
+/// (no reply ever comes for them). A client that sends the same refused call again and again is a retry storm;
+/// one whose call goes through after one refusal (it authorized again) is none.
+#[test]
+fn a_call_the_authorization_refuses_again_and_again_is_a_retry_storm() {
+    let call = |ts: f64, id: u32, action: &str| {
+        let refused = match action {
+            "refused" => {
+                r#", "executed": false, "refused": {"status": 401, "error": "invalid_token", "httpMethod": "POST"}"#
+            }
+            _ => "",
+        };
+        format!(
+            r#"{{"tsMs": {ts}, "scope": "", "event": "frame", "direction": "client_to_server", "action": "{action}", "id": {id}, "method": "tools/call", "tool": "write_file", "bytes": 90, "arguments": {{"path": "output.txt"}}{refused}}}"#
+        )
+    };
+    let reply = |ts: f64, id: u32| {
+        format!(
+            r#"{{"tsMs": {ts}, "scope": "", "event": "frame", "direction": "server_to_client", "action": "forwarded", "id": {id}, "bytes": 60, "error": false}}"#
+        )
+    };
+    let storm: Vec<String> = (1..=5).map(|i| call(f64::from(i) * 2.0, i, "refused")).collect();
+    let d = diagnose_text(&storm.join("\n"), &Thresholds::default());
+    assert!(kinds(&d).contains(&FindingKind::RetryStorm), "{:#?}", d.findings);
+    let finding = d.findings.iter().find(|f| f.kind == FindingKind::RetryStorm).unwrap();
+    assert!(finding.summary.contains("5 of 5 attempts failed, none succeeded"), "{}", finding.summary);
+
+    let recovered = [call(2.0, 1, "refused"), call(40.0, 1, "forwarded"), reply(41.0, 1)];
+    let trace = faultlab_diagnose::parse(&recovered.join("\n"), None).unwrap();
+    let statuses: Vec<_> = trace.calls.iter().map(|c| c.status()).collect();
+    assert_eq!(
+        statuses,
+        [Some(faultlab_engine::trajectory::Outcome::Refused), Some(faultlab_engine::trajectory::Outcome::Ok)]
+    );
+    assert!(trace.entries[0].text.as_deref().unwrap().contains("refused by the authorization · 401 invalid_token"));
+    let d = diagnose_text(&recovered.join("\n"), &Thresholds::default());
+    assert!(!kinds(&d).contains(&FindingKind::RetryStorm), "{:#?}", d.findings);
+}

@@ -9,7 +9,7 @@
 
 use crate::FaultKind;
 use crate::catalogue::Effect;
-use crate::recorder::{Direction, Event, FrameAction, FrameEvent, Record, TransportEventKind};
+use crate::recorder::{Direction, Event, FrameAction, FrameEvent, Record, Refusal, TransportEventKind};
 use faultlab_wire::Frame;
 use faultlab_wire::frame::at;
 use faultlab_wire::json_kind as kind;
@@ -159,7 +159,8 @@ impl Trajectory {
     ///
     /// The pairing: a reply is a server-to-client frame without a method whose id (in the same scope) names a
     /// request still waiting; the first such frame answers it, and later ones with that id are its duplicates.
-    /// A reply that names no waiting request is not anyone's.
+    /// A reply that names no waiting request is not anyone's. A request the authorization refused has no reply
+    /// and waits for none.
     pub fn exchanges(&self) -> Vec<Exchange<'_>> {
         let mut exchanges: Vec<Exchange<'_>> = Vec::new();
         // (scope, id as JSON text) → the exchange of the latest request with that id.
@@ -169,6 +170,11 @@ impl Trajectory {
             let Some(id) = frame.id.as_ref().filter(|id| !id.is_null()) else { continue };
             let key = (at.scope, id.to_string());
             match (frame.direction, frame.method.is_some()) {
+                // Refused by the authorization: its challenge was its answer, and the server, which never saw
+                // it, cannot reply to it; a request still waiting on the same id keeps its place.
+                (Direction::ClientToServer, true) if frame.action == FrameAction::Refused => {
+                    exchanges.push(Exchange { request: at, reply: None, duplicates: Vec::new() });
+                }
                 (Direction::ClientToServer, true) => {
                     by_id.insert(key, exchanges.len());
                     exchanges.push(Exchange { request: at, reply: None, duplicates: Vec::new() });
@@ -287,6 +293,9 @@ pub enum Outcome {
     /// A reply came, but a fault changed how or what (late, repeated, reframed, with wrong content): a robust
     /// client copes, a fragile one does not.
     Faulted,
+    /// The authorization in front of the server (`--auth`) refused the request with a challenge (401, 403 or
+    /// 400): the server never saw it.
+    Refused,
 }
 
 impl Outcome {
@@ -300,15 +309,19 @@ impl Outcome {
         matches!(self, Outcome::Timeout | Outcome::Lost)
     }
 
-    /// The word reports show (`ok`, `error`, `timeout`, `lost`, `faulted`).
+    /// The word reports show (`ok`, `error`, `timeout`, `lost`, `faulted`, `refused`).
     pub fn name(self) -> &'static str {
         self.into()
     }
 
-    /// What the client got, from what a trajectory says of a call: the effect of the fault that acted on it,
-    /// whether a reply was written for it (`Some(true)` it reached the client, `Some(false)` a fault consumed it)
-    /// and whether that reply was an error. `None`: nothing came and no fault says why (the request is unanswered).
-    pub fn of_call(fault: Option<Effect>, reply: Option<bool>, error: bool) -> Option<Self> {
+    /// What the client got, from what a trajectory says of a call: whether the authorization refused it, the
+    /// effect of the fault that acted on it, whether a reply was written for it (`Some(true)` it reached the
+    /// client, `Some(false)` a fault consumed it) and whether that reply was an error. `None`: nothing came and
+    /// nothing says why (the request is unanswered).
+    pub fn of_call(refused: bool, fault: Option<Effect>, reply: Option<bool>, error: bool) -> Option<Self> {
+        if refused {
+            return Some(Outcome::Refused);
+        }
         match (fault, reply) {
             (Some(effect), _) => Some(Outcome::of_effect(effect)),
             (None, None) => None,
@@ -318,7 +331,8 @@ impl Outcome {
         }
     }
 
-    /// The one definition of a failed call: anything but a clean reply, an unanswered request included.
+    /// The one definition of a failed call: anything but a clean reply, an unanswered request and one the
+    /// authorization refused included.
     pub fn call_failed(outcome: Option<Self>) -> bool {
         outcome.is_none_or(Outcome::failed)
     }
@@ -383,8 +397,17 @@ impl<'a> Exchange<'a> {
         })
     }
 
+    /// How the authorization refused the request, when it did (then nothing answers it: the challenge was the
+    /// answer).
+    pub fn refused(&self) -> Option<&'a Refusal> {
+        self.request.frame.refused.as_ref().filter(|_| self.request.frame.action == FrameAction::Refused)
+    }
+
     /// Whether the upstream executed the request: `None` when nothing says (no reply, nothing consumed it).
     pub fn executed(&self) -> Option<bool> {
+        if self.refused().is_some() {
+            return Some(false);
+        }
         match self.reply {
             Some(reply) if reply.frame.action == FrameAction::Injected => Some(false),
             Some(reply) => Some(reply.frame.executed.unwrap_or(true)),
@@ -400,11 +423,11 @@ impl<'a> Exchange<'a> {
 
     /// What the client got; `None` while no reply and no fault says anything (the request is unanswered).
     pub fn outcome(&self) -> Option<Outcome> {
-        Outcome::of_call(self.effect(), self.reply.map(|_| self.reached()), self.error())
+        Outcome::of_call(self.refused().is_some(), self.effect(), self.reply.map(|_| self.reached()), self.error())
     }
 
-    /// The one definition of a failed call: the agent met a failure on it, i.e. an error, a fault, or no reply
-    /// at all.
+    /// The one definition of a failed call: the agent met a failure on it, i.e. an error, a fault, a refusal by
+    /// the authorization, or no reply at all.
     pub fn failed(&self) -> bool {
         Outcome::call_failed(self.outcome())
     }

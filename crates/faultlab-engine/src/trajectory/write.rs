@@ -3,7 +3,7 @@
 //! recorder; read back by [`super::Trajectory`].
 
 use super::reply_is_error;
-use crate::recorder::{Direction, Event, FrameAction, FrameEvent, TransportEventKind};
+use crate::recorder::{Direction, Event, FrameAction, FrameEvent, Refusal, TransportEventKind};
 use crate::{FaultKind, Recorder, WireAction};
 use faultlab_wire::frame::at;
 use faultlab_wire::{Frame, MessageId};
@@ -256,7 +256,23 @@ impl Writer {
             error: frame.is_reply().then(|| reply_is_error(frame)),
             body,
             delivery: None,
+            refused: None,
         })
+    }
+
+    /// A request the authorization in front of the proxy refused (`--auth`): `frame` is its body as read (empty
+    /// when it was not read, `refusal.unread` says why), recorded at once as a `refused` client frame. It never
+    /// entered the proxy, so the ledger does not count it.
+    pub fn refused(&self, frame: &Frame, refusal: Refusal) {
+        if !self.frames {
+            return;
+        }
+        let mut event =
+            self.frame_event(Direction::ClientToServer, FrameAction::Refused, frame, None, None, Some(false));
+        if let Event::Frame(f) = &mut event {
+            f.refused = Some(refusal);
+        }
+        self.recorder.record(event);
     }
 
     /// Writes the ledger, and everything still deferred before it.

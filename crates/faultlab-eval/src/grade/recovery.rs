@@ -280,13 +280,18 @@ fn find_loop(run: &Run) -> Option<Loop> {
 
 fn failure_words(call: &ToolCall) -> String {
     let mut why = Vec::new();
+    if let Some(refused) = &call.refused {
+        let error = refused.error.as_deref().map(|e| format!(" {e}")).unwrap_or_default();
+        why.push(format!("refused by the authorization: {}{error}, never reached the server", refused.status));
+    }
     if let Some(fault) = &call.fault {
         why.push(format!("fault {fault}"));
     }
     if call.error {
         why.push("error reply".to_owned());
     }
-    if call.reply_index.is_none() {
+    // A refused call's answer was the challenge: no reply was to be had.
+    if call.reply_index.is_none() && call.refused.is_none() {
         why.push("no reply reached the agent".to_owned());
     }
     if call.executed {

@@ -153,10 +153,27 @@ async fn the_proxy_with_auth_is_the_resource_and_neither_its_trajectory_nor_its_
     ];
     let (mut lab, rest) = Lab::start_capturing(&args, "faultlab: OAuth required").await;
     let url = lab.after("faultlab: proxy listening at ");
-    let flow = run_flow(&client(), &url).await;
+    let http = client();
+    let mut flow = run_flow(&http, &url).await;
+    // A call with a token the authorization server never issued: refused, and recorded as a refused call.
+    let forged = "Zm9yZ2VkLXRva2VuLW5vdC1pc3N1ZWQtYnktdGhlLXNlcnZlcg";
+    let call = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {"name": "echo", "arguments": {"text": "hi"}}});
+    let answer = mcp_post(&http, &url, call.to_string()).bearer_auth(forged).send().await.unwrap();
+    assert_eq!(answer.status(), StatusCode::UNAUTHORIZED);
+    flow.secrets.push(forged.to_owned());
     let stderr = ended(&mut lab, rest).await;
     let trajectory = std::fs::read_to_string(&record).unwrap();
     assert!(trajectory.contains("initialize"), "the authorized request went upstream and was recorded");
+    let read = faultlab_engine::trajectory::Trajectory::parse(&trajectory).unwrap();
+    let refused: Vec<_> = read
+        .exchanges()
+        .iter()
+        .filter_map(|e| e.refused().map(|r| (e.method(), e.tool(), e.id().clone(), r.status, r.error.clone())))
+        .collect();
+    let missing = ("initialize", None, json!(1), 401, None);
+    let invalid = ("tools/call", Some("echo"), json!(7), 401, Some("invalid_token".to_owned()));
+    assert_eq!(refused, [missing, invalid], "{trajectory}");
+    assert!(read.tool_calls().iter().all(|c| c.failed()), "a refused call is a failed call: {trajectory}");
     for secret in &flow.secrets {
         assert!(!stderr.contains(secret.as_str()), "a secret is on stderr");
         assert!(!trajectory.contains(secret.as_str()), "a secret is in the trajectory");

@@ -9,8 +9,9 @@ use predicates::str::contains;
 
 const TASK: &str = "examples/eval/auth/authorization-token-revoked-midtask.yaml";
 
-/// One sealed run of the built-in auth task by the control agent `agent`; its report's run and its proxy log.
-fn sealed(agent: &str, code: i32) -> (serde_json::Value, String) {
+/// One sealed run of the built-in auth task by the control agent `agent`; its report's run, its proxy log and its
+/// trajectory.
+fn sealed(agent: &str, code: i32) -> (serde_json::Value, String, String) {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out");
     faultlab()
@@ -26,12 +27,26 @@ fn sealed(agent: &str, code: i32) -> (serde_json::Value, String) {
     let url = config["mcpServers"]["workspace"]["url"].as_str().unwrap().to_owned();
     assert_eq!(config["mcpServers"]["workspace"]["type"], "http", "{config}");
     assert!(url.starts_with("http://127.0.0.1:") && url.ends_with("/mcp"), "{url}");
-    (run, std::fs::read_to_string(dir.join("proxy.log")).unwrap())
+    let trajectory = std::fs::read_to_string(dir.join("trajectory.jsonl")).unwrap();
+    (run, std::fs::read_to_string(dir.join("proxy.log")).unwrap(), trajectory)
+}
+
+/// The `tools/call` lines of a trajectory the authorization refused: (tool, status, error code).
+fn refused_calls(trajectory: &str) -> Vec<(String, u64, String)> {
+    trajectory
+        .lines()
+        .map(|line| serde_json::from_str::<serde_json::Value>(line).unwrap())
+        .filter(|e| e["action"] == "refused" && e["method"] == "tools/call")
+        .map(|e| {
+            let refused = &e["refused"];
+            (e["tool"].as_str().unwrap().to_owned(), refused["status"].as_u64().unwrap(), refused["error"].to_string())
+        })
+        .collect()
 }
 
 #[test]
 fn a_sealed_agent_that_authorizes_again_after_revocation_passes_and_one_that_gives_up_fails() {
-    let (good, log) = sealed("good", 0);
+    let (good, log, trajectory) = sealed("good", 0);
     // Only where the kernel gives namespaces is the relay in use; the report says which network the agent had.
     if good["isolation"] != "subreaper" {
         assert_eq!(good["network"], "private", "{good}");
@@ -41,19 +56,30 @@ fn a_sealed_agent_that_authorizes_again_after_revocation_passes_and_one_that_giv
     assert_eq!(count(&log, "grant_revoked"), 1, "{log}");
     assert_eq!(count(&log, "refresh_refused"), 1, "{log}");
     assert_eq!(count(&log, "authorization_started"), 2, "a new authorization after invalid_grant: {log}");
-    // The report counts them: a refused request never reaches the trajectory.
+    // The report counts them.
     assert_eq!(good["auth_events"]["authorization_started"], 2, "{good}");
     assert_eq!(good["auth_events"]["token_refused"], 1, "{good}");
+    // The refused write is a call in the trajectory, one that failed: the grade sees the agent recover from it
+    // by sending it again once authorized.
+    let write = ("write_file".to_owned(), 401, r#""invalid_token""#.to_owned());
+    assert_eq!(refused_calls(&trajectory), std::slice::from_ref(&write), "{trajectory}");
+    assert_eq!(good["verdict"]["recovery"]["strategy"], "retry", "{good}");
+    let detail = good["verdict"]["recovery"]["detail"].as_str().unwrap();
+    assert!(detail.contains("refused by the authorization: 401 invalid_token"), "{detail}");
+    assert_eq!(good["verdict"]["efficiency"]["retries"], 1, "{good}");
     // The authorization server's fault is the run's fault, for the reports' "by fault" table.
     assert_eq!(good["faults"], serde_json::json!(["token_revoked"]), "{good}");
 
-    let (gave_up, log) = sealed("gives-up", 2);
+    let (gave_up, log, trajectory) = sealed("gives-up", 2);
     assert_eq!(gave_up["verdict"]["passed"], false);
     assert_eq!(gave_up["verdict"]["recovery"]["outcome"], "aborted-safely", "{gave_up}");
     assert_eq!(count(&log, "refresh_refused"), 1, "{log}");
     assert_eq!(count(&log, "authorization_started"), 1, "no new authorization: {log}");
     assert_eq!(gave_up["auth_events"]["refresh_refused"], 1, "{gave_up}");
     assert!(gave_up["claim"]["message"].as_str().unwrap().contains("401"), "{gave_up}");
+    // Its one refused write is the failure it answered by stopping.
+    assert_eq!(refused_calls(&trajectory), [write], "{trajectory}");
+    assert_eq!(gave_up["verdict"]["recovery"]["strategy"], "abort", "{gave_up}");
 }
 
 /// An agent that does the flow itself (`oauth_agent.py`: plain HTTP, no SDK) writes down every secret it was handed
@@ -77,13 +103,16 @@ fn no_token_code_or_verifier_reaches_any_file_of_the_output() {
     // Two grants: a code, a verifier, an access and a refresh token each.
     assert!(secrets.len() >= 8, "{secrets:?}");
     let mut files = vec![out.clone()];
-    let mut read = 0;
+    let (mut read, mut refused) = (0, 0);
     while let Some(path) = files.pop() {
         if path.is_dir() {
             files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
             continue;
         }
         let text = String::from_utf8_lossy(&std::fs::read(&path).unwrap()).into_owned();
+        if path.ends_with("trajectory.jsonl") {
+            refused += text.lines().filter(|l| l.contains(r#""action":"refused""#)).count();
+        }
         for secret in &secrets {
             assert!(
                 !text.contains(secret.as_str()),
@@ -95,6 +124,9 @@ fn no_token_code_or_verifier_reaches_any_file_of_the_output() {
     }
     // The reports, and the run's trajectory, proxy log, claim, agent log, task, rules and mcpServers file.
     assert!(read >= 10, "{read} files");
+    // The requests the authorization refused are in the trajectory searched (the first, with no token, and the
+    // write after the revocation at least), recorded without the token they carried.
+    assert!(refused >= 2, "{refused} refused requests in the trajectory");
 }
 
 /// A task over HTTP whose server cannot start: the proxy never listens, so there is no URL to give the agent; the
