@@ -91,7 +91,7 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
             agent,
             classes: classes.iter().copied().filter(|c| !http || c.http_only()).collect(),
             quick: args.quick,
-            protocol_sites: args.protocol_sites && !http,
+            protocol_sites: args.protocol_sites,
             recorded: recorded.clone(),
             max_faults: args.max_faults,
             exhaustive: args.exhaustive,
