@@ -325,7 +325,7 @@ impl Explore {
                         continue;
                     }
                     let new = search::site_of(site, exploration.calls.len());
-                    universe.extend(self.classes.iter().map(|&class| Planned::of(new.clone(), class)));
+                    universe.extend(synth::representatives_at(&new, &self.classes, synth::Front::of(&self.task)));
                     exploration.calls.push(new);
                     exploration.lineage.push(true);
                 }

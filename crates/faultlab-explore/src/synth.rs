@@ -327,6 +327,19 @@ pub fn singles_on(
     (planned, pruned)
 }
 
+/// Each class's representative at a site no healthy run made (a recovery call the search combines), where the
+/// front can perform it: the HTTP classes only over HTTP, and only where their representative acts on the wire.
+pub fn representatives_at(site: &Site, classes: &[FaultClass], front: Front) -> Vec<Planned> {
+    classes
+        .iter()
+        .filter(|c| match c.http_only() {
+            true => front != Front::Stdio && not_on_the_wire(c.representative(), site, front).is_none(),
+            false => true,
+        })
+        .map(|&class| Planned::of(site.clone(), class))
+        .collect()
+}
+
 /// The timing dimension "after the first write": each single planned at the first tool call that follows the
 /// first write of the healthy run (a call the ledger recorded as a change, or, without a ledger, an executed
 /// call), again with that timing. Nothing when the healthy run wrote nothing or made no tool call after its
@@ -615,6 +628,21 @@ mod tests {
         );
         let (planned, _) = singles_on(&calls, &classes, true, Front::Stdio);
         assert!(planned.is_empty(), "{planned:?}");
+    }
+
+    #[test]
+    fn a_recovery_call_gets_the_representatives_the_front_performs_there() {
+        let classes = [FaultClass::Error, FaultClass::Stream, FaultClass::Session];
+        let shown = |site: &Site, front| -> Vec<FaultClass> {
+            representatives_at(site, &classes, front).into_iter().map(|p| p.class).collect()
+        };
+        let read = Site { call: 5, tool: "read_file".into(), nth: 2, method: None };
+        let init = Site { call: 6, tool: "initialize".into(), nth: 2, method: Some("initialize".into()) };
+        // Over stdio the HTTP classes would never fire (the engine's stdio apply skips them): not combined.
+        assert_eq!(shown(&read, Front::Stdio), [FaultClass::Error]);
+        assert_eq!(shown(&read, Front::Http { sessions: false }), classes);
+        // A second initialize (a new session) has no session in flight to expire.
+        assert_eq!(shown(&init, Front::Http { sessions: true }), [FaultClass::Error, FaultClass::Stream]);
     }
 
     #[test]
