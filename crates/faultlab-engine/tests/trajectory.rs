@@ -184,3 +184,22 @@ fn the_proxys_error_for_a_lost_upstream_is_not_an_answer() {
     assert!(answered.upstream_answered());
     assert_eq!(answered.upstream_lost(), None);
 }
+
+/// A connection the lab closed itself (a fault aborting the response stream where its reply would be, as
+/// `stream_lost` does at `initialize`) is not the upstream lost: the server answered, and the run is graded.
+#[test]
+fn a_closure_a_fault_requested_is_not_a_lost_upstream() {
+    let lines = [
+        r#"{"tsMs":1,"scope":"","event":"frame","direction":"client_to_server","action":"forwarded","id":1,"method":"initialize","rule":"r","fault":"stream_lost","bytes":1}"#,
+        r#"{"tsMs":2,"scope":"","event":"frame","direction":"server_to_client","action":"consumed","id":1,"rule":"r","fault":"stream_lost","executed":true,"bytes":1}"#,
+        r#"{"tsMs":3,"scope":"","event":"transport","outcome":"closure_requested","requestId":1,"detail":"http: aborting the response stream"}"#,
+        r#"{"tsMs":4,"scope":"","event":"transport","outcome":"closed","requestId":1,"detail":null}"#,
+    ];
+    let faulted = Trajectory::parse(&lines.join("\n")).unwrap();
+    assert!(faulted.upstream_answered());
+    assert_eq!(faulted.upstream_lost(), None);
+    // The same closure in another connection's scope is that connection's own.
+    let other = lines[2].replace(r#""scope":"""#, r#""scope":"connection 2""#);
+    let lost = Trajectory::parse(&[lines[0], lines[1], &other, lines[3]].join("\n")).unwrap();
+    assert_eq!(lost.upstream_lost(), Some("the connection closed"));
+}

@@ -93,12 +93,19 @@ pub struct Exploration {
     /// that applies at the call.
     #[serde(default)]
     pub quick: bool,
+    /// The largest fault set tried (`--max-faults`): 1, single faults only.
+    #[serde(default = "one")]
+    pub max_faults: u8,
     pub variants: Vec<VariantResult>,
     pub pruned: Vec<Pruned>,
     /// `--from-trajectory`: the variant holding the smallest fault set that reproduces the recorded run's failure
     /// mode (that of all its faults replayed together), if they reproduce one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reproduced: Option<String>,
+}
+
+fn one() -> u8 {
+    1
 }
 
 /// The healthy run (every repeat): its verdict, and why it failed when it did.
@@ -249,6 +256,7 @@ impl Explore {
             lineage: Vec::new(),
             classes: self.classes.clone(),
             quick: self.quick,
+            max_faults: self.max_faults,
             variants: Vec::new(),
             pruned: Vec::new(),
             reproduced: None,
@@ -317,7 +325,7 @@ impl Explore {
                         continue;
                     }
                     let new = search::site_of(site, exploration.calls.len());
-                    universe.extend(self.classes.iter().map(|&class| Planned::of(new.clone(), class)));
+                    universe.extend(synth::representatives_at(&new, &self.classes, synth::Front::of(&self.task)));
                     exploration.calls.push(new);
                     exploration.lineage.push(true);
                 }

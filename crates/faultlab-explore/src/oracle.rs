@@ -34,6 +34,26 @@ pub struct ExpectedClasses {
     /// (`--protocol-sites`): `breaking` and `degrading` above speak of the task's tool calls only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<SiteClasses>,
+    /// The minimal failing sets of faults at the task's tool calls, compared when an exploration tried exactly
+    /// these classes, each by its representative (`--quick`), up to this many faults (`--max-faults`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sets: Option<ExpectedSets>,
+    /// Why, in words.
+    #[serde(default)]
+    pub why: String,
+}
+
+/// The minimal failing sets an exploration of sets must find (`--max-faults 2` or `3`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExpectedSets {
+    /// The classes explored, exactly (in any order).
+    pub classes: Vec<FaultClass>,
+    /// The largest set tried (`--max-faults`).
+    pub max_faults: u8,
+    /// Exactly the breaking sets none of whose proper subsets breaks the agent, each fault written `CLASS at TOOL
+    /// N` (the Nth call to TOOL, a recovery call included: `error at read_file 3`).
+    pub minimal_failing: Vec<Vec<String>>,
     /// Why, in words.
     #[serde(default)]
     pub why: String,
@@ -83,6 +103,12 @@ impl ExploreOracle {
         agents
     }
 
+    /// The entries of these agents on these tasks only: what an exploration narrowed to them is checked against.
+    pub fn only(mut self, agents: &[ControlAgent], tasks: &[String]) -> Self {
+        self.entries.retain(|e| agents.contains(&e.agent) && tasks.contains(&e.task));
+        self
+    }
+
     /// One line per disagreement: an entry whose exploration is missing or differs, an exploration without entry.
     pub fn check(&self, explorations: &[Exploration]) -> Vec<String> {
         let mut found = Vec::new();
@@ -123,6 +149,41 @@ impl ExploreOracle {
                 }
             }
         }
+        // The sets, where an exploration tried what the entry's sets speak of (a missing one is named above).
+        for entry in &self.entries {
+            let Some(sets) = &entry.sets else { continue };
+            let Some(e) = explorations.iter().find(|e| e.task == entry.task && e.agent == entry.agent.name()) else {
+                continue;
+            };
+            let classes: BTreeSet<FaultClass> = sets.classes.iter().copied().collect();
+            let explored: BTreeSet<FaultClass> = e.classes.iter().copied().collect();
+            if !(e.healthy.passed && e.quick && e.max_faults == sets.max_faults && explored == classes) {
+                continue;
+            }
+            let expected: BTreeSet<BTreeSet<String>> =
+                sets.minimal_failing.iter().map(|set| set.iter().cloned().collect()).collect();
+            let got = e.minimal_failing_sets();
+            if got != expected {
+                let show = |sets: &BTreeSet<BTreeSet<String>>| {
+                    let sets: Vec<String> = sets
+                        .iter()
+                        .map(|s| format!("{{{}}}", s.iter().cloned().collect::<Vec<_>>().join(" + ")))
+                        .collect();
+                    match sets.is_empty() {
+                        true => "none".to_owned(),
+                        false => sets.join(", "),
+                    }
+                };
+                found.push(format!(
+                    "{} × {}: minimal failing sets up to {} faults: expected {}, got {}",
+                    e.task,
+                    e.agent,
+                    sets.max_faults,
+                    show(&expected),
+                    show(&got)
+                ));
+            }
+        }
         for e in explorations {
             if !self.entries.iter().any(|x| x.task == e.task && x.agent.name() == e.agent) {
                 found.push(format!("{} × {}: no oracle entry", e.task, e.agent));
@@ -161,6 +222,7 @@ mod tests {
             lineage: Vec::new(),
             classes: vec![FaultClass::Error],
             quick: false,
+            max_faults: 1,
             variants: Vec::new(),
             pruned: Vec::new(),
             reproduced: None,
@@ -293,5 +355,83 @@ mod tests {
         e.calls.truncate(1);
         e.variants.clear();
         assert!(with.check(&[e]).is_empty());
+    }
+
+    #[test]
+    fn minimal_failing_sets_are_compared_only_for_the_classes_and_size_they_speak_of() {
+        let fault = |call: usize, tool: &str, nth: u64, class: FaultClass| crate::FaultRecord {
+            call,
+            tool: tool.into(),
+            nth,
+            class,
+            fault: class.representative().into(),
+            mode: class.fault().1,
+            timing: Default::default(),
+        };
+        let breaking = |id: &str, faults: Vec<crate::FaultRecord>| crate::VariantResult {
+            id: id.into(),
+            faults,
+            broke: true,
+            degraded: false,
+            ..degrading(FaultClass::Error, 0, "read_file")
+        };
+        let write = || fault(1, "write_file", 1, FaultClass::TimeoutAfter);
+        let mut e = exploration("good", true);
+        (e.classes, e.quick, e.max_faults) = (vec![FaultClass::TimeoutAfter, FaultClass::Error], true, 3);
+        e.variants = vec![
+            breaking("v001", vec![write(), fault(2, "read_file", 2, FaultClass::Error)]),
+            // Holds v001: not minimal.
+            breaking(
+                "v002",
+                vec![
+                    write(),
+                    fault(2, "read_file", 2, FaultClass::Error),
+                    fault(3, "write_file", 2, FaultClass::Error),
+                ],
+            ),
+            breaking(
+                "v003",
+                vec![fault(0, "read_file", 1, FaultClass::Error), write(), fault(4, "read_file", 3, FaultClass::Error)],
+            ),
+        ];
+        let oracle = |sets: &str| {
+            ExploreOracle::parse(&format!(
+                "entries:\n  - task: transport-timeout-after-write\n    agent: good\n    \
+                 sets: {sets}\n"
+            ))
+            .unwrap()
+        };
+        let right = oracle(
+            "{classes: [error, timeout-after], max_faults: 3, minimal_failing: [[timeout-after at write_file 1, error \
+             at read_file 2], [error at read_file 1, timeout-after at write_file 1, error at read_file 3]]}",
+        );
+        assert!(right.check(std::slice::from_ref(&e)).is_empty(), "{:?}", right.check(std::slice::from_ref(&e)));
+        // A set of three the search missed is named, with what it found.
+        e.variants.pop();
+        assert_eq!(
+            right.check(std::slice::from_ref(&e)),
+            [
+                "transport-timeout-after-write × good: minimal failing sets up to 3 faults: expected {error at read_file 1 \
+              + error at read_file 3 + timeout-after at write_file 1}, {error at read_file 2 + timeout-after at \
+              write_file 1}, got {error at read_file 2 + timeout-after at write_file 1}"
+            ]
+        );
+        // Other classes, another size, or every member of the classes: not what the entry speaks of.
+        let other = oracle("{classes: [error], max_faults: 3, minimal_failing: []}");
+        assert!(other.check(std::slice::from_ref(&e)).is_empty());
+        e.max_faults = 2;
+        assert!(right.check(std::slice::from_ref(&e)).is_empty());
+        (e.max_faults, e.quick) = (3, false);
+        assert!(right.check(std::slice::from_ref(&e)).is_empty());
+        // Narrowed to one agent and task, the other entries are not asked for.
+        let two = ExploreOracle::parse(
+            "entries:\n  - {task: transport-timeout-after-write, agent: good}\n  - {task: transport-timeout-after-write, \
+             agent: gives-up}\n",
+        )
+        .unwrap();
+        let e = exploration("good", true);
+        assert_eq!(two.check(std::slice::from_ref(&e)).len(), 1, "gives-up's exploration is missing");
+        let narrowed = two.only(&[ControlAgent::Good], &["transport-timeout-after-write".into()]);
+        assert!(narrowed.check(&[e]).is_empty());
     }
 }

@@ -176,6 +176,25 @@ impl Exploration {
         })
     }
 
+    /// The minimal failing sets of every failure mode, each fault written `CLASS at TOOL N` (`CLASS/FAULT` for a
+    /// fault other than the class's representative; `… after the first write` for that timing), as the explore
+    /// oracle names them.
+    pub fn minimal_failing_sets(&self) -> BTreeSet<BTreeSet<String>> {
+        let name = |f: &crate::FaultRecord| {
+            let class = match f.fault == f.class.representative() {
+                true => f.class.name(),
+                false => format!("{}/{}", f.class.name(), f.fault),
+            };
+            match f.timing {
+                crate::synth::Timing::Nth => format!("{class} at {} {}", f.tool, f.nth),
+                crate::synth::Timing::AfterFirstWrite => {
+                    format!("{class} at {} {} after the first write", f.tool, f.nth)
+                }
+            }
+        };
+        self.minimal().into_values().flatten().map(|v| v.faults.iter().map(name).collect()).collect()
+    }
+
     /// Per failure mode, the breaking variants none of whose proper subsets broke the agent, smallest first.
     pub fn minimal(&self) -> BTreeMap<String, Vec<&VariantResult>> {
         let breaking: Vec<&VariantResult> = self.variants.iter().filter(|v| v.broke).collect();
@@ -637,6 +656,7 @@ mod tests {
                 lineage: vec![true, true],
                 classes: vec![FaultClass::Error, FaultClass::Timeout],
                 quick: false,
+                max_faults: 1,
                 variants,
                 pruned: Vec::new(),
                 reproduced: None,

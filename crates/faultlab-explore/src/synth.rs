@@ -205,6 +205,29 @@ fn not_applicable(class: FaultClass, site: &Site, call: &CallFacts) -> Option<St
     }
 }
 
+/// Why a fault of an HTTP class (`stream`, `session`; `member` as the class names it) is not performed at `site`
+/// by the proxy's HTTP front, if it is not. A response stream is cut at every request, the protocol's own
+/// included; a session is lost only where there is one to lose.
+fn not_on_the_wire(member: &str, site: &Site, front: Front) -> Option<String> {
+    let fault = super::class::catalogue_name(member);
+    if fault == "session_lifecycle" && front == (Front::Http { sessions: false }) {
+        return Some(
+            "the proxy's HTTP front bridges the task's server over stdio, which gives out no session id: there is \
+             no session to forget (session_expired_in_flight's 404 is tried at the requests made in a session)"
+                .into(),
+        );
+    }
+    if fault == "session_expired_in_flight" && site.method.as_deref() == Some("initialize") {
+        return Some(
+            "an initialize carries no session id: no session is in flight to expire (the session begins with its \
+             reply); a session lost between initialize and the first call is session_lifecycle after the \
+             initialize's reply, where the task's server gives out session ids (server.url)"
+                .into(),
+        );
+    }
+    None
+}
+
 /// How the agent reaches the run's proxy: what decides whether the HTTP classes (`stream`, `session`) are tried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Front {
@@ -253,33 +276,45 @@ pub fn singles_on(
             });
         }
     }
+    if front != Front::Stdio && classes.iter().any(|c| c.http_only()) {
+        pruned.push(Pruned {
+            what: "stream and session faults at a resume (the GET with Last-Event-ID)".into(),
+            why: "the proxy's rules match JSON-RPC requests, which only POSTs carry: a resume carries none, and it \
+                  resends nothing, so there is no later occurrence of the request to match either; the stream \
+                  class's own faults act at the resume of the stream they cut (stream_cut_again cuts it again, \
+                  resume_refused refuses it, stream_replay replays the wrong events: tried without --quick)"
+                .into(),
+        });
+    }
     for (site, call) in sites(calls).into_iter().zip(calls) {
         let earlier = earlier(calls, site.call);
         for &class in classes {
-            if class.http_only() && (front == Front::Stdio || site.method.is_some()) {
+            if class.http_only() && front == Front::Stdio {
                 continue;
             }
             let representative = Planned::of(site.clone(), class);
-            if let Some(why) = not_applicable(class, &site, call) {
-                pruned.push(Pruned { what: representative.label(), why });
-                continue;
+            let why = match class.http_only() {
+                true => not_on_the_wire(class.representative(), &site, front),
+                false => not_applicable(class, &site, call),
+            };
+            // A class that cannot matter at the call is listed once; a session fault that has no session to act
+            // on leaves the class's other ways of losing one to try.
+            let cannot_matter = why.is_some() && !class.http_only();
+            match why {
+                Some(why) => pruned.push(Pruned { what: representative.label(), why }),
+                None => planned.push(representative),
             }
-            planned.push(representative);
-            if quick {
+            if quick || cannot_matter {
                 continue;
             }
             // The deadline does not change which faults apply (only the latency class's delay).
             for member in class.members(1500).into_iter().skip(1) {
                 let fault = Planned { site: site.clone(), class, fault: member.name.into(), timing: Timing::Nth };
-                let lost = member.fault.name() == "session_lifecycle";
-                if lost && front == (Front::Http { sessions: false }) {
-                    let why = "the proxy's HTTP front bridges the task's server over stdio, which gives out no \
-                               session id: there is no session to forget (session_expired_in_flight's 404 is tried)";
-                    pruned.push(Pruned { what: fault.label(), why: why.into() });
-                    continue;
-                }
                 if class.http_only() {
-                    planned.push(fault);
+                    match not_on_the_wire(member.name, &site, front) {
+                        Some(why) => pruned.push(Pruned { what: fault.label(), why }),
+                        None => planned.push(fault),
+                    }
                     continue;
                 }
                 match skipped(&member, call, &earlier) {
@@ -290,6 +325,19 @@ pub fn singles_on(
         }
     }
     (planned, pruned)
+}
+
+/// Each class's representative at a site no healthy run made (a recovery call the search combines), where the
+/// front can perform it: the HTTP classes only over HTTP, and only where their representative acts on the wire.
+pub fn representatives_at(site: &Site, classes: &[FaultClass], front: Front) -> Vec<Planned> {
+    classes
+        .iter()
+        .filter(|c| match c.http_only() {
+            true => front != Front::Stdio && not_on_the_wire(c.representative(), site, front).is_none(),
+            false => true,
+        })
+        .map(|&class| Planned::of(site.clone(), class))
+        .collect()
 }
 
 /// The timing dimension "after the first write": each single planned at the first tool call that follows the
@@ -507,7 +555,10 @@ mod tests {
         let lost: Vec<&Pruned> = pruned.iter().filter(|p| p.what.contains("session_lifecycle")).collect();
         assert_eq!(lost.len(), 3 * 3, "{pruned:?}");
         assert!(lost[0].why.contains("no session id"), "{lost:?}");
-        assert_eq!(pruned.len(), lost.len(), "{pruned:?}");
+        // And once, the resume: no rule can match it.
+        let resume: Vec<&Pruned> = pruned.iter().filter(|p| p.what.contains("at a resume")).collect();
+        assert!(resume.len() == 1 && resume[0].why.contains("only POSTs carry"), "{pruned:?}");
+        assert_eq!(pruned.len(), lost.len() + 1, "{pruned:?}");
         // Behind a server with sessions of its own (server.url), it is tried.
         let (planned, _) = singles_on(&healthy(), &classes, false, Front::Http { sessions: true });
         assert!(planned.iter().any(|p| p.site.call == 0 && p.fault == "session_lifecycle.restart"));
@@ -522,11 +573,76 @@ mod tests {
                 (Some(p.site.tool.as_str()), Some(p.site.nth))
             );
         }
-        // Not at the protocol's own requests: a stream or a session lost at the handshake is not this site.
+    }
+
+    #[test]
+    fn over_http_the_protocols_own_requests_get_the_stream_and_the_session_faults_that_act_there() {
+        let classes = [FaultClass::Stream, FaultClass::Session];
+        let protocol =
+            |method: &str| CallFacts { method: Some(method.into()), ..call(method, Value::Null, "{}", false) };
         let mut calls = healthy();
-        calls.push(CallFacts { method: Some("initialize".into()), ..call("initialize", Value::Null, "{}", false) });
+        calls.push(protocol("initialize"));
+        calls.push(protocol("tools/list"));
+        let faults = |planned: &[Planned], call: usize| -> BTreeSet<String> {
+            planned.iter().filter(|p| p.site.call == call).map(|p| p.fault.clone()).collect()
+        };
+        // Bridged (no session ids): at initialize every stream fault, and no session fault: it carries no session
+        // to expire in flight, and there is no session id to forget after it.
+        let (planned, pruned) = singles_on(&calls, &classes, false, Front::Http { sessions: false });
+        let at_init = faults(&planned, 3);
+        for fault in ["stream_cut", "stream_cut.unresumable", "stream_lost", "resume_refused", "stream_cut_again"] {
+            assert!(at_init.contains(fault), "{fault}: {at_init:?}");
+        }
+        assert!(!at_init.iter().any(|f| f.starts_with("session")), "{at_init:?}");
+        let expired = pruned.iter().find(|p| p.what == "session at #4 initialize (call 1 of it)").unwrap();
+        assert!(expired.why.contains("no session is in flight"), "{expired:?}");
+        // At tools/list, made in a session: the stream faults and the expiry in flight, as at a tool call.
+        let at_list = faults(&planned, 4);
+        assert!(at_list.contains("stream_cut") && at_list.contains("session_expired_in_flight"), "{at_list:?}");
+        // Behind a server with sessions of its own: the session lost between initialize and the first call.
+        let (planned, _) = singles_on(&calls, &classes, false, Front::Http { sessions: true });
+        let at_init = faults(&planned, 3);
+        for fault in ["session_lifecycle", "session_lifecycle.restart", "session_lifecycle.reinit_404"] {
+            assert!(at_init.contains(fault), "{fault}: {at_init:?}");
+        }
+        assert!(!at_init.contains("session_expired_in_flight"), "{at_init:?}");
+        // Each faults its request by method and occurrence, named apart from the tool calls' rules.
+        let rules: Vec<Rule> = planned.iter().filter(|p| p.site.method.is_some()).map(|p| p.rule(1500)).collect();
+        for rule in &rules {
+            rule.check().unwrap();
+            assert!(rule.matcher.tool.is_none() && rule.matcher.nth == Some(1), "{rule:?}");
+        }
+        let names: BTreeSet<&str> = rules.iter().map(|r| r.name.as_str()).collect();
+        assert_eq!(names.len(), rules.len());
+        assert!(names.contains("explore-stream-initialize-1") && names.contains("explore-session-tools/list-1"));
+        // --quick: the representatives, where they act; over stdio, neither class anywhere.
         let (planned, _) = singles_on(&calls, &classes, true, Front::Http { sessions: false });
-        assert!(planned.iter().all(|p| p.site.method.is_none()) && planned.len() == 3 * 2, "{planned:?}");
+        let shown: Vec<String> = planned.iter().filter(|p| p.site.method.is_some()).map(Planned::label).collect();
+        assert_eq!(
+            shown,
+            [
+                "stream at #4 initialize (call 1 of it)",
+                "stream at #5 tools/list (call 1 of it)",
+                "session at #5 tools/list (call 1 of it)"
+            ]
+        );
+        let (planned, _) = singles_on(&calls, &classes, true, Front::Stdio);
+        assert!(planned.is_empty(), "{planned:?}");
+    }
+
+    #[test]
+    fn a_recovery_call_gets_the_representatives_the_front_performs_there() {
+        let classes = [FaultClass::Error, FaultClass::Stream, FaultClass::Session];
+        let shown = |site: &Site, front| -> Vec<FaultClass> {
+            representatives_at(site, &classes, front).into_iter().map(|p| p.class).collect()
+        };
+        let read = Site { call: 5, tool: "read_file".into(), nth: 2, method: None };
+        let init = Site { call: 6, tool: "initialize".into(), nth: 2, method: Some("initialize".into()) };
+        // Over stdio the HTTP classes would never fire (the engine's stdio apply skips them): not combined.
+        assert_eq!(shown(&read, Front::Stdio), [FaultClass::Error]);
+        assert_eq!(shown(&read, Front::Http { sessions: false }), classes);
+        // A second initialize (a new session) has no session in flight to expire.
+        assert_eq!(shown(&init, Front::Http { sessions: true }), [FaultClass::Error, FaultClass::Stream]);
     }
 
     #[test]

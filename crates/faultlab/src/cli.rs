@@ -166,10 +166,12 @@ pub enum ExploreFailOn {
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Runs each task once without its faults (the healthy run, graded on the task's goal and \
 policies; if it fails, there is nothing to explore), then one eval run per variant: each fault class at each tool \
-call of the healthy run (the nth call to its tool), and with --max-faults 2 each pair of faults at two calls the \
-agent survived singly. Classes: error, rate-limit, timeout, timeout-after, latency, transport-loss, malformed, \
-non-json-line, duplicate, wrong-data, oversized, stale; the catalogue faults no class stands for are listed in the \
-report as not tried.\n\
+call of the healthy run (the nth call to its tool; with --protocol-sites also at each initialize and tools/list), \
+and with --max-faults 2 or 3 sets of that many faults at different calls, each a set the agent survived extended \
+at a call its run depended on. Classes: error, rate-limit, timeout, timeout-after, latency, transport-loss, \
+malformed, non-json-line, duplicate, wrong-data, oversized, stale, and on a task over HTTP stream and session (at \
+the protocol's requests too, where the proxy's HTTP front performs them); what is not tried is listed in the \
+report, with why.\n\
 A variant BREAKS the agent when it causes damage (a forbidden or duplicated side effect), a false claim, a hang, a \
 crash, or loses work the evidence shows was recoverable; it DEGRADES it when the agent fails honestly (says it \
 could not finish, breaks nothing). Writes OUT/report.json, report.md, report.html, each run's folder, and for each \
@@ -190,6 +192,10 @@ pub struct ExploreArgs {
     /// oracle (examples/eval/explore-oracle.yaml).
     #[arg(long)]
     pub controls: bool,
+    /// With --controls: only this control agent (repeatable), and only its oracle entries are checked (with task
+    /// files, only theirs too).
+    #[arg(long, value_name = "NAME", requires = "controls")]
+    pub control: Vec<String>,
     /// The fault classes to try, comma-separated (default: all).
     #[arg(long, value_name = "CLASS,...", value_delimiter = ',')]
     pub classes: Vec<String>,
@@ -197,7 +203,8 @@ pub struct ExploreArgs {
     #[arg(long)]
     pub quick: bool,
     /// Also fault the protocol's own requests, each occurrence a site: initialize and tools/list (where the tool
-    /// surface faults act: list_drift, broken_pagination, page_error, output_schema_violation).
+    /// surface faults act: list_drift, broken_pagination, page_error, output_schema_violation; over HTTP the stream
+    /// and session faults too).
     #[arg(long)]
     pub protocol_sites: bool,
     /// A trajectory the proxy recorded of a failing run (`trajectory.jsonl`): instead of synthesising variants,

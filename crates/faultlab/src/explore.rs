@@ -62,7 +62,30 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
             Some(faultlab_explore::search::recorded(&trajectory).map_err(bad)?)
         }
     };
-    let oracle = args.controls.then(ExploreOracle::builtin);
+    let mut oracle = args.controls.then(ExploreOracle::builtin);
+    if let Some(all) = oracle.take() {
+        let known = all.agents();
+        let mut chosen = Vec::new();
+        for name in &args.control {
+            match known.iter().find(|a| a.name() == name.trim()) {
+                Some(agent) => chosen.push(*agent),
+                None => {
+                    let names: Vec<&str> = known.iter().map(|a| a.name()).collect();
+                    return Err(Failure::usage(anyhow!(
+                        "--control {name}: not a control agent the explore oracle speaks of (one of: {})",
+                        names.join(", ")
+                    )));
+                }
+            }
+        }
+        // Narrowed by agent or by task file: only the entries of what is explored are checked.
+        let agents = if chosen.is_empty() { known } else { chosen };
+        let ids: Vec<String> = tasks.iter().map(|t| t.id.clone()).collect();
+        oracle = Some(match args.control.is_empty() && args.tasks.is_empty() {
+            true => all,
+            false => all.only(&agents, &ids),
+        });
+    }
     let agents: Vec<AgentSpec> = match (&args.who.agent, &oracle) {
         (Some(line), None) => vec![eval::agent_spec(line, args.who.agent_name.as_deref())?],
         (None, Some(oracle)) => oracle.agents().into_iter().map(AgentSpec::Control).collect(),
@@ -71,8 +94,19 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
     let settings = args.runs.settings(&args.out, &args.tasks, &["report.json", "report.md", "report.html", "repro"])?;
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)?;
     let started = Instant::now();
-    let pairs: Vec<(Arc<Task>, AgentSpec)> =
-        tasks.iter().flat_map(|t| agents.iter().map(move |a| (t.clone(), a.clone()))).collect();
+    // With --controls, a task the oracle speaks of is explored with the agents it has entries for there (the
+    // HTTP twin leaves out the agents whose healthy run already fails on the stdio task: nothing to explore);
+    // any other task with every agent, each then named as having no entry.
+    let entered = |task: &Task, agent: &AgentSpec| match (&oracle, agent) {
+        (Some(oracle), AgentSpec::Control(agent)) if oracle.entries.iter().any(|e| e.task == task.id) => {
+            oracle.entries.iter().any(|e| e.task == task.id && e.agent == *agent)
+        }
+        _ => true,
+    };
+    let pairs: Vec<(Arc<Task>, AgentSpec)> = tasks
+        .iter()
+        .flat_map(|t| agents.iter().filter(|a| entered(t, a)).map(move |a| (t.clone(), a.clone())))
+        .collect();
     // Many explorations (the controls) run side by side, one run each at a time, rather than one after the other
     // with `jobs` runs each: an exploration's variants are few, and its slowest run would hold the others back.
     let (side_by_side, jobs_each) = match pairs.len() >= settings.jobs {
@@ -91,7 +125,7 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
             agent,
             classes: classes.iter().copied().filter(|c| !http || c.http_only()).collect(),
             quick: args.quick,
-            protocol_sites: args.protocol_sites && !http,
+            protocol_sites: args.protocol_sites,
             recorded: recorded.clone(),
             max_faults: args.max_faults,
             exhaustive: args.exhaustive,

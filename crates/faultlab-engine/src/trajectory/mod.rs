@@ -145,10 +145,19 @@ impl Trajectory {
         self.lost().map(|(_, _, detail)| detail).next()
     }
 
-    /// Every `transport` `closed` event naming a request: (scope, request id, detail).
+    /// Every `transport` `closed` event naming a request, but those the lab asked for itself (a `closure_requested`
+    /// for the same request before it: a fault closing the connection or aborting the stream where the reply would
+    /// be, after the upstream answered): (scope, request id, detail).
     fn lost(&self) -> impl Iterator<Item = (&str, &Value, &str)> {
-        self.lines.iter().filter_map(|line| match &line.record.event {
-            Event::Transport { outcome: TransportEventKind::Closed, request_id: Some(id), detail } => {
+        let mut requested: HashSet<(&str, String)> = HashSet::new();
+        self.lines.iter().filter_map(move |line| match &line.record.event {
+            Event::Transport { outcome: TransportEventKind::ClosureRequested, request_id: Some(id), .. } => {
+                requested.insert((line.record.scope.as_str(), id.to_string()));
+                None
+            }
+            Event::Transport { outcome: TransportEventKind::Closed, request_id: Some(id), detail }
+                if !requested.contains(&(line.record.scope.as_str(), id.to_string())) =>
+            {
                 Some((line.record.scope.as_str(), id, detail.as_deref().unwrap_or("the connection closed")))
             }
             _ => None,

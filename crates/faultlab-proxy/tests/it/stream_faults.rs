@@ -75,6 +75,11 @@ impl Drop for Lab {
 
 /// The proxy's HTTP front with one rule: calls of the tool `faulted` get `fault`.
 async fn start_lab(fault: Value) -> Lab {
+    start_lab_matching(json!({"tool": "faulted"}), fault).await
+}
+
+/// The proxy's HTTP front with one rule: the requests `matcher` matches get `fault`.
+async fn start_lab_matching(matcher: Value, fault: Value) -> Lab {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let upstream_url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let router = axum::Router::new()
@@ -82,7 +87,7 @@ async fn start_lab(fault: Value) -> Lab {
     let server = tokio::spawn(async move {
         let _ = axum::serve(listener, router).await;
     });
-    let file = json!({"seed": 1, "rules": [{"name": "r", "match": {"tool": "faulted"}, "fault": fault}]});
+    let file = json!({"seed": 1, "rules": [{"name": "r", "match": matcher, "fault": fault}]});
     let rules = RuleSet::new(serde_json::from_value::<RulesFile>(file).unwrap()).shared();
     let backend = faultlab_proxy::front::http::Backend::url(upstream_url.parse().unwrap()).unwrap();
     let stop = CancellationToken::new();
@@ -364,4 +369,49 @@ async fn the_trajectory_says_which_resume_carried_a_cut_streams_reply_or_that_no
         [(1, Some(Delivery::resume(1, "0-1"))), (4, Some(Delivery::response()))],
         "the first delivery counts"
     );
+}
+
+/// `faultlab explore` faults the protocol's own requests by method (`match: {method: M, nth: n}`): the stream and
+/// session faults act on them as on a tool call, on the wire.
+#[tokio::test]
+async fn the_handshake_and_the_tool_list_are_faulted_by_method_a_stream_cut_resumed_and_a_session_lost() {
+    let list = |id: u64| json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}});
+    // The initialize's stream is cut before its reply: the session id came with the headers, and a resume with
+    // it brings the reply.
+    let lab = start_lab_matching(json!({"method": "initialize", "nth": 1}), json!({"type": "stream_cut"})).await;
+    let cut = lab.initialize().await;
+    assert_eq!((cut.status, cut.body.as_str()), (200, "id: 0-0\nretry: 3000\ndata: \n\n"), "cut before the reply");
+    let session = session_of(&cut);
+    let resumed = lab.get(Some(&session), Some("0-0")).await;
+    assert!(resumed.body.contains(r#""protocolVersion":"2025-11-25""#), "{}", resumed.body);
+    assert!(lab.initialize().await.body.contains("protocolVersion"), "the second initialize is not cut");
+
+    // The tool list's stream, lost where its reply would be: nothing to resume; the next list is whole.
+    let lab = start_lab_matching(json!({"method": "tools/list"}), json!({"type": "stream_lost"})).await;
+    let session = session_of(&lab.initialize().await);
+    let request = harness::post(&lab.client, &lab.url, list(1).to_string()).header("mcp-session-id", &session);
+    let reply = match request.send().await {
+        Ok(response) => response.text().await.ok(),
+        Err(_) => None,
+    };
+    assert_eq!(reply, None, "the connection is reset where the reply would be");
+    assert_eq!(lab.get(Some(&session), Some("0-0")).await.status, 404, "a broken stream has nothing to resume");
+
+    // A session lost between initialize and the first call: the handshake gets its reply, the next request on
+    // the session is refused (400), and a new session can start.
+    let fault = json!({"type": "session_lifecycle", "variant": "unknown_400"});
+    let lab = start_lab_matching(json!({"method": "initialize", "nth": 1}), fault).await;
+    let first = lab.initialize().await;
+    assert!(first.body.contains("protocolVersion"), "{}", first.body);
+    let session = session_of(&first);
+    assert_eq!(lab.call(1, "read_file", Some(&session)).await.status, 400, "the first call finds no session");
+    let again = lab.initialize().await;
+    assert_eq!(lab.call(2, "read_file", Some(&session_of(&again))).await.status, 200, "a new session works");
+
+    // The session expires while the tool list is in flight: its reply is a 404, 200 ms late.
+    let lab = start_lab_matching(json!({"method": "tools/list"}), json!({"type": "session_expired_in_flight"})).await;
+    let session = session_of(&lab.initialize().await);
+    let expired = lab.post(list(3), Some(&session)).await;
+    assert_eq!(expired.status, 404);
+    assert_eq!(serde_json::from_str::<Value>(&expired.body).unwrap()["error"]["code"], -32001, "{}", expired.body);
 }

@@ -80,6 +80,9 @@ fn bad_arguments_are_named_and_exit_1() {
         .code(1)
         .stderr(contains("--shard with --max-faults 2"));
     exits(1, ["explore"]).stderr(contains("--agent 'CMD ARGS' or --controls"));
+    // One control agent, named as the oracle names them; the others are listed.
+    exits(1, ["explore", "--controls", "--control", "nobody"])
+        .stderr(contains("--control nobody").and(contains("good, bad-retry")));
 }
 
 #[test]
