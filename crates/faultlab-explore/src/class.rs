@@ -251,6 +251,23 @@ pub fn not_tried(classes: &[FaultClass]) -> Vec<&'static str> {
     mcp_faults().filter(|name| !tried.contains(name)).collect()
 }
 
+/// The catalogue's faults no exploration tries, whatever its classes: the model hop's own (exploration faults the
+/// MCP wire, not the agent's model) and those only `faultlab serve` commits (a proxy cannot make another server ask
+/// back or run a task), in that order.
+pub fn beyond_the_proxy() -> (Vec<&'static str>, Vec<&'static str>) {
+    let mut model = Vec::new();
+    let mut serve = Vec::new();
+    for (name, examples) in FaultKind::examples() {
+        let Some(fault) = examples.first().and_then(|e| serde_json::from_str::<FaultKind>(e).ok()) else { continue };
+        if fault.model_only() {
+            model.push(name);
+        } else if fault.serve_only().is_some() {
+            serve.push(name);
+        }
+    }
+    (model, serve)
+}
+
 /// The catalogue's faults on the MCP wire (exploration faults the MCP side; the model hop's own faults are not
 /// its to try).
 fn mcp_faults() -> impl Iterator<Item = &'static str> {
@@ -296,6 +313,13 @@ mod tests {
         assert_eq!(FaultClass::parse("non-json-line"), Some(FaultClass::NonJsonLine));
         // Only the classes asked for count as tried.
         assert!(not_tried(&[FaultClass::Error]).contains(&"non_json_line"));
+        // The rest of the catalogue is named as beyond the proxy: every fault is in exactly one of the lists.
+        let (model, serve) = beyond_the_proxy();
+        assert!(model.contains(&"token_quota") && serve.contains(&"ask_back") && serve.contains(&"task_lifecycle"));
+        let beyond: BTreeSet<&str> = model.iter().chain(&serve).copied().collect();
+        assert!(beyond.is_disjoint(&catalogue), "{beyond:?}");
+        let everything: BTreeSet<&str> = FaultKind::examples().into_iter().map(|(name, _)| name).collect();
+        assert_eq!(&beyond | &catalogue, everything);
     }
 
     #[test]

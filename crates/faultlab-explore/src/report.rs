@@ -546,8 +546,23 @@ pub fn markdown(report: &ExploreReport) -> String {
     out
 }
 
-/// What the classes tried stand for, and the catalogue faults they do not.
+/// What the classes tried stand for, the catalogue faults they do not, and those no exploration tries.
 pub(super) fn tried(e: &Exploration) -> String {
+    let (model, serve) = super::class::beyond_the_proxy();
+    let beyond = format!(
+        " Never tried by explore: the model hop's faults ({}; explore faults the MCP wire, not the agent's model: \
+         run them with `faultlab model --rules`), and those only `faultlab serve` commits ({}; a proxy cannot make \
+         another server ask back or run a task: run them with `faultlab run`).",
+        model.join(", "),
+        serve.join(", ")
+    );
+    let mut text = tried_classes(e);
+    text.push_str(&beyond);
+    text
+}
+
+/// What the classes tried stand for, and the catalogue faults they do not.
+fn tried_classes(e: &Exploration) -> String {
     if !e.quick {
         let classes: Vec<String> = e
             .classes
@@ -711,6 +726,9 @@ mod tests {
         assert_eq!(e.harden_first()[0].faults, ["error after the first write"]);
         let md = markdown(&report);
         assert!(md.contains("**v002** error after the first write, at #2 t (call 2 of it)"), "{md}");
+        // What explore never tries is said, not left to be assumed tried.
+        assert!(md.contains("Never tried by explore: the model hop's faults ("), "{md}");
+        assert!(md.contains("tool_call_cut") && md.contains("ask_back") && md.contains("task_lifecycle"), "{md}");
     }
 
     #[test]
