@@ -18,7 +18,7 @@ pub(super) fn recovery_layer(run: &Run, outcome: &Layer, safety: &Layer, side_ef
             evidence.push(Cite::Trajectory { line: f.index });
             let mut words = failure_words(f);
             if let Some(held) = run.held_ms(f) {
-                words.push_str(&match calls.get(i + 1) {
+                words.push_str(&match run.answer(i) {
                     Some(_) => format!(", the agent gave up before its reply was due (+{held} ms)"),
                     None => format!(", held {held} ms, and no success claim after it: the agent did not wait"),
                 });
@@ -71,8 +71,8 @@ pub(super) fn recovery_layer(run: &Run, outcome: &Layer, safety: &Layer, side_ef
             None => Strategy::NotApplicable,
             Some(f) => {
                 let (strategy, words) = answer_to_failure(run, f, outcome);
-                if let Some(next) = calls.get(f + 1) {
-                    evidence.push(Cite::Trajectory { line: next.index });
+                if let Some(next) = run.answer(f) {
+                    evidence.push(Cite::Trajectory { line: calls[next].index });
                 }
                 detail.push_str(&format!("; {words}"));
                 strategy
@@ -102,11 +102,13 @@ pub(super) fn recovery_layer(run: &Run, outcome: &Layer, safety: &Layer, side_ef
     Recovery { strategy, outcome: result, expected: rec.expected_outcome, passed, detail, evidence }
 }
 
-/// (d) The call after the first failure names the strategy; with none, the claim does.
+/// (d) The call after the first failure names the strategy; with none, the claim does. Calls sent together with
+/// the failed one ([`Run::answer`]) are no answer to it: the agent had not met the failure when it sent them.
 fn answer_to_failure(run: &Run, f: usize, outcome: &Layer) -> (Strategy, String) {
     let failed = &run.ev.calls[f];
-    if let Some(next) = run.ev.calls.get(f + 1) {
-        let at = format!("next call {} at trajectory line {}", next.tool, next.index);
+    let with = run.together_words(f);
+    if let Some(next) = run.answer(f).map(|j| &run.ev.calls[j]) {
+        let at = format!("{with}next call {} at trajectory line {}", next.tool, next.index);
         return if next.tool == failed.tool {
             (Strategy::Retry, format!("{at} is the same tool → retry"))
         } else if let Some(pattern) = run.acceptable.find(&next.tool) {
@@ -122,7 +124,7 @@ fn answer_to_failure(run: &Run, f: usize, outcome: &Layer) -> (Strategy, String)
         Some(ClaimStatus::Partial) if partly_met => Strategy::Degrade,
         _ => Strategy::Abort,
     };
-    (strategy, format!("no call after it, {} → {}", claim_words(run.ev), name(&strategy)))
+    (strategy, format!("{with}no call after it, {} → {}", claim_words(run.ev), name(&strategy)))
 }
 
 /// (e) What came of the run, from the outcome layer first and the claim second.
