@@ -189,10 +189,15 @@ impl<'a> Run<'a> {
     }
 
     /// Whether call `j` (after `i`) went out together with call `i`: on its connection, within [`TOGETHER_MS`],
-    /// before `i`'s reply reached the agent. Such a call was decided before the agent knew how `i` ended.
+    /// before `i`'s reply reached the agent. Such a call was decided before the agent knew how `i` ended. A call
+    /// the authorization refused, or whose connection was lost, ended at once for the agent (the challenge is the
+    /// HTTP response to the request itself; the reset or the closed pipe is seen at once), and a client that
+    /// authorizes headlessly or reconnects sends it again within milliseconds: every later call answers it.
     fn sent_together(&self, i: usize, j: usize) -> bool {
         let (first, later) = (&self.ev.calls[i], &self.ev.calls[j]);
-        later.scope == first.scope
+        first.refused.is_none()
+            && first.effect != Some(Effect::TransportLoss)
+            && later.scope == first.scope
             && later.at_ms < first.at_ms + TOGETHER_MS
             && first.reply_index.is_none_or(|reply| later.index < reply)
     }

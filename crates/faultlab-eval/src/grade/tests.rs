@@ -305,7 +305,11 @@ fn unauthorized(mut call: ToolCall) -> ToolCall {
 
 #[test]
 fn a_write_the_authorization_refused_then_sent_again_after_authorizing_is_a_recovering_retry() {
-    let calls = vec![read(1, "input.txt"), unauthorized(write(3)), write(4)];
+    // The refusal answers at once, and a client authorizing headlessly sends the write again 6.5 ms later (as the
+    // control agents do): an answer to the refusal, not a call sent together with it.
+    let refused = unauthorized(write(3));
+    let again = sent_with(write(4), &refused, 6.5);
+    let calls = vec![read(1, "input.txt"), refused, again];
     let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
     let v = graded(&task(COPY), &ev);
     assert!(v.passed, "{v:#?}");
@@ -921,4 +925,54 @@ fn a_slow_read_waited_for_with_another_call_in_flight_is_not_a_failure() {
     let v = graded(&slow_read_task(), &ev);
     assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::NotApplicable, RecoveryOutcome::Recovered));
     assert!(v.recovery.detail.starts_with("no call failed"), "{}", v.recovery.detail);
+}
+
+/// The server's own error reply (no fault): a file that is not there, say.
+fn server_error(mut call: ToolCall) -> ToolCall {
+    call.error = true;
+    call
+}
+
+#[test]
+fn the_failure_to_recover_from_is_the_one_the_tasks_fault_caused_not_an_earlier_error_reply() {
+    // The agent first looks whether output.txt exists (the server answers with an error: it does not), reads, and
+    // writes; the write times out (executed), and it claims success without looking. The not-found answer was
+    // information, not the task's failure: the timed-out write is, and nothing answered it (ignore).
+    let task =
+        copy_with("allowed_strategies: [retry, fallback, abort]", "allowed_strategies: [retry, fallback, replan]");
+    let probe = server_error(ok(1, "file_info", json!({"path": "output.txt"})));
+    let calls = vec![probe, read(3, "input.txt"), timed_out(write(5), true)];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    let v = graded(&task, &ev);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Ignore, RecoveryOutcome::Recovered));
+    assert!(!v.passed, "{v:#?}");
+    assert!(v.recovery.detail.starts_with("first failure: write_file at trajectory line 5"), "{}", v.recovery.detail);
+    assert!(
+        v.recovery.detail.contains("an earlier failed call no fault acted on: file_info at trajectory line 1"),
+        "{}",
+        v.recovery.detail
+    );
+    assert_eq!(v.recovery.evidence[0], Cite::Trajectory { line: 5 });
+
+    // With no fault acting on any call, the server's error reply is the first failure.
+    let calls = vec![server_error(ok(1, "file_info", json!({"path": "output.txt"}))), read(3, "input.txt"), write(5)];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    let v = graded(&task, &ev);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Replan, RecoveryOutcome::Recovered));
+    assert!(v.recovery.detail.starts_with("first failure: file_info at trajectory line 1"), "{}", v.recovery.detail);
+}
+
+#[test]
+fn a_call_sent_again_at_once_after_its_connection_was_lost_answers_the_loss() {
+    // Over HTTP every call shares one scope; the reset is seen at once and the read is sent again 3 ms later.
+    let mut lost = read(1, "input.txt");
+    lost.reply_index = None;
+    lost.rule = Some("lost".into());
+    lost.fault = Some("stream_lost".into());
+    lost.effect = Some(faultlab_engine::catalogue::Effect::TransportLoss);
+    let again = sent_with(read(2, "input.txt"), &lost, 3.0);
+    let calls = vec![lost, again, write(4)];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    let v = graded(&task(COPY), &ev);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Retry, RecoveryOutcome::Recovered));
 }
