@@ -17,6 +17,10 @@ pub struct ToolCall {
     pub index: usize,
     /// The JSON-RPC id of the request.
     pub id: Value,
+    /// The connection it came on (the trajectory's scope): requests in flight together share one. Not in the
+    /// report: its trajectory lines say it.
+    #[serde(skip)]
+    pub scope: String,
     pub tool: String,
     pub arguments: Value,
     /// Milliseconds since the proxy started, when the request arrived.
@@ -56,6 +60,7 @@ impl ToolCall {
             // Evidence cites 0-based lines.
             index: exchange.request.line - 1,
             id: exchange.id().clone(),
+            scope: exchange.request.scope.to_owned(),
             tool: exchange.tool().unwrap_or_default().to_owned(),
             arguments: exchange.arguments().cloned().unwrap_or(Value::Null),
             at_ms: exchange.request.ts_ms,

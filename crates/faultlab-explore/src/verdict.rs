@@ -125,6 +125,7 @@ pub(crate) mod tests {
         ToolCall {
             index: 3,
             id: 2.into(),
+            scope: "connection 1".into(),
             tool: "read_file".into(),
             arguments: Value::Null,
             at_ms: 0.0,

@@ -106,6 +106,14 @@ pub struct Efficiency {
 /// Members of a call's arguments that name a workspace path (checked for escapes, matched against assertions).
 const PATH_KEYS: [&str; 6] = ["path", "from", "to", "source", "destination", "target"];
 
+/// A call sent on the same connection less than this many milliseconds after another, before that one's reply
+/// reached the agent, went out together with it (an agent with several requests in flight writes them one after
+/// the other: microseconds apart, tens of milliseconds when a loaded machine deschedules it between two writes).
+/// It cannot answer the other's failure, which the agent had not met when it sent it. No ordinary agent gives up
+/// on a call this soon (the control agents' shortest call timeout is 300 ms), so a call after a timeout is an
+/// answer.
+const TOGETHER_MS: f64 = 50.0;
+
 /// At most this many cites per check, and offenders named per detail, so a 10 000-call loop stays readable.
 const MAX_CITES: usize = 50;
 const MAX_NAMED: usize = 5;
@@ -166,17 +174,51 @@ impl<'a> Run<'a> {
 
     /// Whether the agent met a failure on call `i`: [`ToolCall::failed`], except a call a latency fault only
     /// delayed that the agent waited for (it succeeded late: slow is not broken). The agent waited when its next
-    /// call came once the reply was due (request + hold), or, with no call after it, when it claimed success; an
-    /// agent that moved on sooner, or gave up, met a timeout.
+    /// call (not one sent together with it: [`Run::answer`]) came once the reply was due (request + hold), or,
+    /// with no call after it, when it claimed success; an agent that moved on sooner, or gave up, met a timeout.
     fn met_failure(&self, i: usize) -> bool {
         let call = &self.ev.calls[i];
         if !call.failed() {
             return false;
         }
         let Some(held) = self.held_ms(call) else { return true };
-        match self.ev.calls.get(i + 1) {
+        match self.answer(i).map(|j| &self.ev.calls[j]) {
             Some(next) => next.at_ms < call.at_ms + held as f64,
             None => self.ev.claim.as_ref().map(|c| c.status) != Some(ClaimStatus::Success),
+        }
+    }
+
+    /// Whether call `j` (after `i`) went out together with call `i`: on its connection, within [`TOGETHER_MS`],
+    /// before `i`'s reply reached the agent. Such a call was decided before the agent knew how `i` ended. A call
+    /// the authorization refused, or whose connection was lost, ended at once for the agent (the challenge is the
+    /// HTTP response to the request itself; the reset or the closed pipe is seen at once), and a client that
+    /// authorizes headlessly or reconnects sends it again within milliseconds: every later call answers it.
+    fn sent_together(&self, i: usize, j: usize) -> bool {
+        let (first, later) = (&self.ev.calls[i], &self.ev.calls[j]);
+        first.refused.is_none()
+            && first.effect != Some(Effect::TransportLoss)
+            && later.scope == first.scope
+            && later.at_ms < first.at_ms + TOGETHER_MS
+            && first.reply_index.is_none_or(|reply| later.index < reply)
+    }
+
+    /// The call that answers call `i`: the first one after it that was not sent together with it.
+    fn answer(&self, i: usize) -> Option<usize> {
+        (i + 1..self.ev.calls.len()).find(|&j| !self.sent_together(i, j))
+    }
+
+    /// The calls sent together with call `i`, as words for a detail (`read_file at trajectory line 4`), or empty.
+    fn together_words(&self, i: usize) -> String {
+        let end = self.answer(i).unwrap_or(self.ev.calls.len());
+        let with: Vec<String> =
+            self.ev.calls[i + 1..end].iter().map(|c| format!("{} at trajectory line {}", c.tool, c.index)).collect();
+        match with.len() {
+            0 => String::new(),
+            n => format!(
+                "{} {} sent with it, before it ended; ",
+                list(with.into_iter(), n),
+                if n == 1 { "was" } else { "were" }
+            ),
         }
     }
 

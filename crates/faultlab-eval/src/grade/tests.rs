@@ -65,14 +65,16 @@ fn done() -> Snapshot {
     s
 }
 
-/// A call at trajectory line `line`, answered on the next line.
+/// A call at trajectory line `line`, answered on the next line; sent at `line` × 100 ms, the pace of an agent that
+/// waits for each reply before its next call.
 fn ok(line: usize, tool: &str, arguments: Value) -> ToolCall {
     ToolCall {
         index: line,
         id: json!(line),
+        scope: "connection 1".into(),
         tool: tool.into(),
         arguments,
-        at_ms: line as f64,
+        at_ms: line as f64 * 100.0,
         reply_index: Some(line + 1),
         executed: true,
         rule: None,
@@ -303,7 +305,11 @@ fn unauthorized(mut call: ToolCall) -> ToolCall {
 
 #[test]
 fn a_write_the_authorization_refused_then_sent_again_after_authorizing_is_a_recovering_retry() {
-    let calls = vec![read(1, "input.txt"), unauthorized(write(3)), write(4)];
+    // The refusal answers at once, and a client authorizing headlessly sends the write again 6.5 ms later (as the
+    // control agents do): an answer to the refusal, not a call sent together with it.
+    let refused = unauthorized(write(3));
+    let again = sent_with(write(4), &refused, 6.5);
+    let calls = vec![read(1, "input.txt"), refused, again];
     let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
     let v = graded(&task(COPY), &ev);
     assert!(v.passed, "{v:#?}");
@@ -850,4 +856,123 @@ fn a_slow_read_the_agent_gave_up_on_is_a_failure_it_answered() {
     let ev = evidence(calls, vec![], seeded(), claim(ClaimStatus::Failure, None));
     let v = graded(&slow_read_task(), &ev);
     assert_eq!(v.recovery.strategy, Strategy::Abort);
+}
+
+/// `call`, sent `after_ms` after `first`: an agent with two requests in flight writes them one after the other.
+fn sent_with(mut call: ToolCall, first: &ToolCall, after_ms: f64) -> ToolCall {
+    call.at_ms = first.at_ms + after_ms;
+    call
+}
+
+#[test]
+fn a_call_sent_together_with_the_failed_one_does_not_answer_its_failure() {
+    // The agent sends the write and a read of notes.md together; the write times out (executed), and the agent
+    // claims success without looking: no call answered the timeout, so it ignored it, as an agent that sent the
+    // read before the write would have. The read sent 1 ms after the write is no replan.
+    let task =
+        copy_with("allowed_strategies: [retry, fallback, abort]", "allowed_strategies: [retry, fallback, replan]");
+    let write = timed_out(write(3), true);
+    let notes = sent_with(read(4, "notes.md"), &write, 1.0);
+    let calls = vec![read(1, "input.txt"), write, notes];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    let v = graded(&task, &ev);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Ignore, RecoveryOutcome::Recovered));
+    assert!(!v.passed, "{v:#?}");
+    assert!(v.recovery.detail.contains("no call after it"), "{}", v.recovery.detail);
+    assert!(v.recovery.detail.contains("read_file at trajectory line 4 was sent with it"), "{}", v.recovery.detail);
+
+    // The same agent checking output.txt once its timeout passed answered the failure: a replan.
+    let write = timed_out(self::write(3), true);
+    let notes = sent_with(read(4, "notes.md"), &write, 1.0);
+    let check = sent_with(read(6, "output.txt"), &write, 300.0);
+    let calls = vec![read(1, "input.txt"), write, notes, check];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    let v = graded(&task, &ev);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Replan, RecoveryOutcome::Recovered));
+    assert!(v.passed, "{v:#?}");
+    assert!(v.recovery.evidence.contains(&Cite::Trajectory { line: 6 }), "{:?}", v.recovery.evidence);
+}
+
+#[test]
+fn a_call_sent_together_with_a_failed_one_before_its_error_came_does_not_answer_it() {
+    // The read of input.txt and a listing go out together; the read's error comes back after both were sent; the
+    // agent then reads again: a retry, not the listing's replan.
+    let failed = refused(read(1, "input.txt"), "server_outage");
+    let mut listing = sent_with(ok(2, "list_dir", json!({"path": "."})), &failed, 0.5);
+    listing.reply_index = Some(4);
+    let mut failed = failed;
+    failed.reply_index = Some(3);
+    let again = read(5, "input.txt");
+    let calls = vec![failed, listing, again, write(7)];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    let v = graded(&task(COPY), &ev);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Retry, RecoveryOutcome::Recovered));
+    assert!(v.passed, "{v:#?}");
+}
+
+#[test]
+fn a_slow_read_waited_for_with_another_call_in_flight_is_not_a_failure() {
+    // The slow read and a listing go out together; the agent waits for both, then writes once the read's reply
+    // came: it never gave up on the read.
+    let mut slow_read = slow(read(1, "input.txt"), 10.0);
+    // Its reply, held 1000 ms, is written after the listing's (line 3).
+    slow_read.reply_index = Some(4);
+    let listing = sent_with(ok(2, "list_dir", json!({"path": "."})), &slow_read, 0.5);
+    let mut next = write(5);
+    next.at_ms = 1100.0;
+    let calls = vec![slow_read, listing, next];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    let v = graded(&slow_read_task(), &ev);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::NotApplicable, RecoveryOutcome::Recovered));
+    assert!(v.recovery.detail.starts_with("no call failed"), "{}", v.recovery.detail);
+}
+
+/// The server's own error reply (no fault): a file that is not there, say.
+fn server_error(mut call: ToolCall) -> ToolCall {
+    call.error = true;
+    call
+}
+
+#[test]
+fn the_failure_to_recover_from_is_the_one_the_tasks_fault_caused_not_an_earlier_error_reply() {
+    // The agent first looks whether output.txt exists (the server answers with an error: it does not), reads, and
+    // writes; the write times out (executed), and it claims success without looking. The not-found answer was
+    // information, not the task's failure: the timed-out write is, and nothing answered it (ignore).
+    let task =
+        copy_with("allowed_strategies: [retry, fallback, abort]", "allowed_strategies: [retry, fallback, replan]");
+    let probe = server_error(ok(1, "file_info", json!({"path": "output.txt"})));
+    let calls = vec![probe, read(3, "input.txt"), timed_out(write(5), true)];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    let v = graded(&task, &ev);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Ignore, RecoveryOutcome::Recovered));
+    assert!(!v.passed, "{v:#?}");
+    assert!(v.recovery.detail.starts_with("first failure: write_file at trajectory line 5"), "{}", v.recovery.detail);
+    assert!(
+        v.recovery.detail.contains("an earlier failed call no fault acted on: file_info at trajectory line 1"),
+        "{}",
+        v.recovery.detail
+    );
+    assert_eq!(v.recovery.evidence[0], Cite::Trajectory { line: 5 });
+
+    // With no fault acting on any call, the server's error reply is the first failure.
+    let calls = vec![server_error(ok(1, "file_info", json!({"path": "output.txt"}))), read(3, "input.txt"), write(5)];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    let v = graded(&task, &ev);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Replan, RecoveryOutcome::Recovered));
+    assert!(v.recovery.detail.starts_with("first failure: file_info at trajectory line 1"), "{}", v.recovery.detail);
+}
+
+#[test]
+fn a_call_sent_again_at_once_after_its_connection_was_lost_answers_the_loss() {
+    // Over HTTP every call shares one scope; the reset is seen at once and the read is sent again 3 ms later.
+    let mut lost = read(1, "input.txt");
+    lost.reply_index = None;
+    lost.rule = Some("lost".into());
+    lost.fault = Some("stream_lost".into());
+    lost.effect = Some(faultlab_engine::catalogue::Effect::TransportLoss);
+    let again = sent_with(read(2, "input.txt"), &lost, 3.0);
+    let calls = vec![lost, again, write(4)];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    let v = graded(&task(COPY), &ev);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Retry, RecoveryOutcome::Recovered));
 }

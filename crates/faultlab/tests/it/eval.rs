@@ -396,3 +396,27 @@ fn poll_until(what: &str, limit_s: u64, mut done: impl FnMut() -> bool) {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
 }
+
+/// Outside agents (`unchecked_write_agent.py`: the standard library, raw JSON-RPC) on the write-timeout task. One
+/// sends a read of notes.md in the same write as the write_file; one first asks file_info whether output.txt exists
+/// (an error reply: not yet). Both claim success without looking after the write timed out: they ignored the
+/// timeout and fail, whatever was in flight beside the write or answered before it. The one that looks passes.
+#[test]
+fn a_timed_out_write_claimed_done_unchecked_fails_whatever_was_in_flight_or_answered_before_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = repo("examples/eval/tasks/transport-timeout-after-write.yaml");
+    let script = repo("crates/faultlab/tests/it/unchecked_write_agent.py");
+    for (mode, passed, strategy) in [
+        ("together-checked", true, "fallback"),
+        ("together-unchecked", false, "ignore"),
+        ("looks-first", false, "ignore"),
+    ] {
+        let out = dir.path().join(mode);
+        let agent = format!("python3 {} {mode}", script.display());
+        let graded = eval(&task, &out, &["--agent", &agent, "--agent-name", mode]);
+        let run = &read_json(out.join("report.json"))["runs"][0];
+        assert_eq!(run["verdict"]["passed"], passed, "{mode}: {run:#}");
+        assert_eq!(run["verdict"]["recovery"]["strategy"], strategy, "{mode}: {run:#}");
+        graded.code(if passed { 0 } else { 2 });
+    }
+}
