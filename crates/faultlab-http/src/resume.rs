@@ -86,11 +86,11 @@ impl std::fmt::Display for EventId {
 }
 
 /// What the first `GET` resuming a stream gets instead of its replay (once, the next resume is answered right;
-/// a refusal by status refuses every resume of the stream).
+/// a cut again cuts that many resumes in a row; a refusal by status refuses every resume of the stream).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResumeFault {
-    /// `200 text/event-stream` that closes before any id-bearing event.
-    CutAgain,
+    /// `200 text/event-stream` that closes before any id-bearing event, for this many resumes in a row (1 or more).
+    CutAgain(u32),
     /// The events the client already saw (from the first message to the one it named) are sent again, with
     /// their ids, before the missed ones.
     Duplicate,
@@ -128,7 +128,9 @@ impl Plan {
         };
         Some(match fault {
             FaultKind::StreamCut(c) => Self { ids: c.ids, ..cut(c.after_events, c.retry_ms) },
-            FaultKind::StreamCutAgain(c) => Self { on_resume: Some(ResumeFault::CutAgain), ..cut(0, c.retry_ms) },
+            FaultKind::StreamCutAgain(c) => {
+                Self { on_resume: Some(ResumeFault::CutAgain(c.resumes.unwrap_or(1))), ..cut(0, c.retry_ms) }
+            }
             // Absent means no `retry:` line here, not the default.
             FaultKind::StreamRetry(c) => Self { retry_ms: c.retry_ms, ..cut(0, None) },
             FaultKind::EmptyEventId(c) => Self { empty_id_before_cut: true, ..cut(1, c.retry_ms) },
@@ -344,6 +346,11 @@ impl Streams {
             match *armed {
                 // A server that refuses a resume refuses every one: it has lost the stream or cannot resume.
                 Some(ResumeFault::Status(status)) => Some(ResumeFault::Status(status)),
+                // Each resume of the run uses one; the one after the last replays.
+                Some(ResumeFault::CutAgain(left)) if left > 1 => {
+                    *armed = Some(ResumeFault::CutAgain(left - 1));
+                    Some(ResumeFault::CutAgain(left))
+                }
                 _ => armed.take(),
             }
         };
@@ -354,7 +361,7 @@ impl Streams {
                 return response;
             }
             Some(ResumeFault::Status(_)) => return not_found(),
-            Some(ResumeFault::CutAgain) => {
+            Some(ResumeFault::CutAgain(_)) => {
                 return sse_response(Body::from(Bytes::new()));
             }
             Some(ResumeFault::Duplicate) => Mode::Resume { prelude: Vec::new(), from_first: true },
@@ -718,6 +725,9 @@ mod tests {
         let foreign = read(r#"{"type": "stream_replay", "variant": "foreign"}"#);
         assert_eq!((foreign.on_resume, foreign.cut_after), (Some(ResumeFault::Foreign), Some(0)));
         assert!(read(r#"{"type": "empty_event_id"}"#).empty_id_before_cut);
+        assert_eq!(read(r#"{"type": "stream_cut_again"}"#).on_resume, Some(ResumeFault::CutAgain(1)), "absent: one");
+        let again = read(r#"{"type": "stream_cut_again", "resumes": 5}"#);
+        assert_eq!((again.on_resume, again.cut_after), (Some(ResumeFault::CutAgain(5)), Some(0)));
     }
 
     fn finished_log(streams: &Arc<Streams>, bytes: usize) -> Arc<Log> {

@@ -20,6 +20,7 @@ const LAST_EVENT_ID: &str = "last-event-id";
 
 /// The limits of the stream faults' parameters, the catalogue's (`stream_cut`).
 pub use faultlab_engine::catalogue::stream_cut::{MAX_EVENTS_BEFORE_CUT, MAX_RETRY_MS};
+pub use faultlab_engine::catalogue::stream_cut_again::MAX_EMPTY_RESUMES;
 
 /// The stream tools of `faultlab serve`, by name (each is offered in 2025-11-25 HTTP sessions only).
 pub const STREAM_TOOLS: &[&str] = &[
@@ -66,7 +67,13 @@ pub fn fault_of_tool(name: &str, args: &Value) -> Option<FaultKind> {
             retry_ms,
         }
         .into(),
-        "stream_cut_again" => StreamCutAgain { retry_ms }.into(),
+        "stream_cut_again" => {
+            let resumes = match args.get("resumes") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(u32::try_from(v.as_u64()?).ok()?),
+            };
+            StreamCutAgain { retry_ms, resumes }.into()
+        }
         "stream_retry" => StreamRetry { retry_ms }.into(),
         "empty_event_id" => EmptyEventId { retry_ms }.into(),
         "replay_duplicate" => StreamReplay { variant: ReplayVariant::Duplicate, retry_ms }.into(),

@@ -4,7 +4,7 @@
 //! which stays in the stream's log for a resuming `GET`.
 
 use super::{FaultServer, check_range, request_id, text_result, tool_error};
-use crate::http::stream::{MAX_EVENTS_BEFORE_CUT, MAX_RETRY_MS};
+use crate::http::stream::{MAX_EMPTY_RESUMES, MAX_EVENTS_BEFORE_CUT, MAX_RETRY_MS};
 use faultlab_engine::FaultKind;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{CallToolResult, ProgressNotificationParam};
@@ -37,6 +37,20 @@ pub struct RetryArgs {
     #[serde(default)]
     #[schemars(with = "u64")]
     pub retry_ms: Option<u64>,
+}
+
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct StreamCutAgainArgs {
+    /// The priming event's `retry:` in milliseconds (0 to 86400000; default 3000).
+    #[serde(default)]
+    #[schemars(with = "u64")]
+    pub retry_ms: Option<u64>,
+    /// How many resumes in a row are closed before any event with an id (1 to 1000; default 1); the next one
+    /// replays the result.
+    #[serde(default)]
+    #[schemars(with = "u64")]
+    pub resumes: Option<u64>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -79,13 +93,24 @@ impl FaultServer {
         Ok(text_result(format!("stream cut after {events} events, ids {}", args.ids.unwrap_or(true))))
     }
 
-    #[tool(description = "Close this response stream after its priming event; the first GET resuming it is \
-                          closed again before any event with an id. The next resume replays the result.")]
-    async fn stream_cut_again(&self, Parameters(args): Parameters<RetryArgs>) -> Result<CallToolResult, ErrorData> {
-        if let Err(message) = check_retry(args.retry_ms) {
+    #[tool(description = "Close this response stream after its priming event; the first `resumes` GETs \
+                          resuming it (1 to 1000, default 1) are each closed again before any event with an id. \
+                          The next resume replays the result.")]
+    async fn stream_cut_again(
+        &self,
+        Parameters(args): Parameters<StreamCutAgainArgs>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let resumes = args.resumes.unwrap_or(1);
+        if let Err(message) =
+            check_range("resumes", resumes, 1, u64::from(MAX_EMPTY_RESUMES)).and_then(|()| check_retry(args.retry_ms))
+        {
             return Ok(tool_error(message));
         }
-        Ok(text_result("stream cut, and its first resume cut again"))
+        Ok(text_result(if resumes == 1 {
+            "stream cut, and its first resume cut again".to_owned()
+        } else {
+            format!("stream cut, and its first {resumes} resumes cut again")
+        }))
     }
 
     #[tool(description = "Close this response stream after its priming event, whose retry: is `retryMs` \

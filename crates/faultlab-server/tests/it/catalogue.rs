@@ -52,7 +52,9 @@ fn tool_for(fault: &Value) -> Option<(&'static str, Value)> {
                 json!({"afterEvents": parameter("after_events"), "ids": ids, "retryMs": parameter("retry_ms")}),
             )
         }
-        "stream_cut_again" => ("stream_cut_again", json!({"retryMs": parameter("retry_ms")})),
+        "stream_cut_again" => {
+            ("stream_cut_again", json!({"retryMs": parameter("retry_ms"), "resumes": parameter("resumes")}))
+        }
         "stream_retry" => ("stream_retry", json!({"retryMs": parameter("retry_ms")})),
         "empty_event_id" => ("empty_event_id", json!({"retryMs": parameter("retry_ms")})),
         "stream_replay" if fault["variant"] == "foreign" => {

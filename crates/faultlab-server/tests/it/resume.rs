@@ -147,6 +147,24 @@ async fn stream_cut_again_closes_the_first_resume_before_any_id_and_the_next_res
 }
 
 #[tokio::test]
+async fn stream_cut_again_closes_as_many_resumes_as_asked_then_replays() {
+    let server = HttpServer::start().await;
+    let sid = server.open_session().await;
+    let (_, _, cut) = post_sse(&server, &sid, &call(2, "stream_cut_again", json!({"resumes": 3}), None)).await;
+    let priming = ids(&cut);
+    assert_eq!(priming.len(), 1, "only the priming event: {cut:?}");
+    for attempt in 1..=3 {
+        let (status, content_type, again) = resume(&server, &sid, &[&priming[0]]).await;
+        assert_eq!((status, content_type.as_str()), (200, "text/event-stream"), "resume {attempt}");
+        assert!(again.is_empty(), "resume {attempt} closed before any event: {again:?}");
+    }
+    let (status, _, replay) = resume(&server, &sid, &[&priming[0]]).await;
+    assert_eq!((status, result_events(&replay)), (200, 1), "the fourth resume replays the result: {replay:?}");
+    let (_, _, refused) = post_sse(&server, &sid, &call(3, "stream_cut_again", json!({"resumes": 0}), None)).await;
+    assert!(refused.contains("resumes must be an integer between 1 and 1000"), "{refused}");
+}
+
+#[tokio::test]
 async fn stream_retry_writes_the_asked_retry_or_none_on_the_priming_event() {
     let server = HttpServer::start().await;
     let sid = server.open_session().await;
