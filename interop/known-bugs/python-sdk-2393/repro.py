@@ -3,7 +3,7 @@
 `MAX_RECONNECTION_ATTEMPTS` never bounds the resumes and the client reconnects until its caller gives up.
 
 Starts `faultlab serve --transport http --port 0` (FAULTLAB_BIN), opens a 2025-11-25 session with the pinned SDK and
-calls the `stream_cut_again` tool with `resumes` 1000 and `retryMs` 50: the POST stream is cut after its priming event,
+calls the `stream_cut_again` tool with `resumes` 1000 and `retryMs` 25: the POST stream is cut after its priming event,
 and every GET resuming it is answered `200 text/event-stream` and closed before any event (as a server whose replay
 failed answers it; rust-sdk #958). Every GET carrying `Last-Event-ID` is logged from an httpx event hook.
 
@@ -28,8 +28,8 @@ from mcp.client.streamable_http import streamable_http_client
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
 from serve import COULD_NOT_RUN, FIXED, REPRODUCED, run  # noqa: E402  (the shared start-up, beside this folder)
 
-DEADLINE = 2.0  # seconds the caller waits for the call: 40 retry: intervals, far more than a bounded client needs
-RETRY_MS = 50  # the priming event's retry:, so that the resumes come quickly
+DEADLINE = 1.0  # seconds the caller waits for the call: 40 retry: intervals, far more than a bounded client needs
+RETRY_MS = 25  # the priming event's retry:, so that the resumes come quickly
 # The SDK's own bound on resumes (2 in 2.3.0); read from the SDK so that the verdict follows its setting.
 BOUND = getattr(transport, "MAX_RECONNECTION_ATTEMPTS", 2)
 
