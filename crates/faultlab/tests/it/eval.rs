@@ -516,6 +516,7 @@ fn runs_with_the_proxy_in_process_leave_no_task_and_no_open_file_behind() {
         }
     });
     assert_eq!(runtime.metrics().num_alive_tasks(), 0, "every task a run spawned has ended");
+    assert_eq!(faultlab_eval::in_process::alive_tasks(), 0, "every task of the runs' proxies has ended");
     let open: Vec<std::path::PathBuf> = std::fs::read_dir("/proc/self/fd")
         .unwrap()
         .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
