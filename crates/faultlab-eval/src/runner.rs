@@ -1,10 +1,11 @@
-//! One graded run: a fresh workspace seeded from the task, the agent started as its own process group with an
-//! `mcpServers` file naming `faultlab proxy` (which starts the real server), a deadline, then the evidence read
-//! back from files and graded.
+//! One graded run: a fresh workspace seeded from the task, the run's proxy on the run's socket (in this process for
+//! a task over stdio, see [`crate::in_process`]; else `faultlab proxy`, which starts the real server), the agent
+//! started as its own process group with an `mcpServers` file naming `faultlab connect` to that socket, a deadline,
+//! then the evidence read back from files and graded.
 //!
-//! Every process of a run (agent, proxy, server) is in one process group, so a hung agent is killed with
-//! everything it started. The eval process is the child subreaper (Linux), so processes orphaned by an agent's
-//! exit are reaped here, and a run is graded only after all of them have ended and written their last line.
+//! The agent's processes are in one process group, so a hung agent is killed with everything it started. The eval
+//! process is the child subreaper (Linux), so processes orphaned by an agent's exit are reaped here, and a run is
+//! graded only after all of them have ended and written their last line.
 
 use crate::agent::ControlAgent;
 use crate::contract::{self, Claim, McpConfig};
@@ -236,7 +237,8 @@ pub struct RunSettings {
     /// The report's folder, absolute: the agents run in their own scratch folders and find their files by it.
     pub out: PathBuf,
     pub keep_workspaces: bool,
-    /// The `faultlab` executable (for the proxy, the workspace server and the control agents).
+    /// The `faultlab` executable (for the sandbox, the control agents, and the proxy and workspace server when they
+    /// run as processes).
     pub faultlab: PathBuf,
     /// `(i, n)`, 0-based: run only the share whose number is i modulo n (a batch numbers its runs by task index +
     /// agent index + repeat, an exploration its variants).
