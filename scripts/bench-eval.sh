@@ -14,6 +14,7 @@
 #   FAULTLAB_BENCH_QUICK=1   one repeat (56 runs) on the debug build, only to prove it runs (the places compared
 #                            with one repeat of the controls and 20 of the trivial agent)
 #   FAULTLAB_BENCH_JSON      where the JSON report goes (default target/bench/eval.json)
+#   FAULTLAB_BENCH_EVAL_PLACES=only   only the comparison of the proxy's places (a new JSON report with only it)
 set -euo pipefail
 
 # shellcheck source=scripts/lib/common.sh
@@ -35,8 +36,13 @@ else
 fi
 bin="$TARGET_DIR/$profile/faultlab"
 [[ -x "$bin" ]] || die "no binary at $bin"
+places_only="${FAULTLAB_BENCH_EVAL_PLACES:-}"
+[[ -z "$places_only" || "$places_only" == only ]] || die "FAULTLAB_BENCH_EVAL_PLACES is \"only\" or unset"
 out="$TARGET_DIR/bench/eval-runs"
 rm -rf "$out"
+if [[ -n "$places_only" ]]; then
+    rm -f "$JSON_OUT"
+else
 log "faultlab eval --controls --repeat $repeat --jobs 2 ($profile)"
 start=$(date +%s.%N)
 status=0
@@ -65,6 +71,7 @@ result = {
 json.dump(result, open(json_out, "w"), indent=2)
 print(f"bench-eval: {runs} graded runs in {wall:.1f} s = {runs / wall:.2f} runs/s (oracle exit {status})")
 PY
+fi
 # The proxy in process against the proxy process, each place in turn.
 if [[ -n "${FAULTLAB_BENCH_QUICK:-}" ]]; then
     controls_repeat=1
@@ -106,7 +113,7 @@ for _ in 1 2 3; do
     done
 done
 python3 - "$places" "$JSON_OUT" "$profile" <<'PY'
-import json, statistics, sys
+import json, os, statistics, sys
 places_path, json_out, profile = sys.argv[1:]
 rows = [json.loads(l) for l in open(places_path)]
 def rate(r):
@@ -121,7 +128,7 @@ def of(agent):
             "process_cpu_ms_per_run": round(cpu(before), 1), "in_process_cpu_ms_per_run": round(cpu(after), 1),
             "ratios": [round(x, 3) for x in ratios], "median_ratio": round(statistics.median(ratios), 3),
             "errors": sum(r["errors"] for r in before + after)}
-result = json.load(open(json_out))
+result = json.load(open(json_out)) if os.path.exists(json_out) else {"profile": profile}
 result["places"] = {"profile": profile, "controls": of("controls"), "trivial": of("trivial"),
                     "goal": "graded runs/s with the proxy in process / as a process >= 1.3"}
 json.dump(result, open(json_out, "w"), indent=2)
@@ -134,7 +141,7 @@ PY
 # `faultlab explore`: one built-in task, one control agent, every fault class at every tool call, three repeats
 # (45 variant runs and 3 healthy runs), --jobs 2. Goal (the explore issue): about 50 single-fault variants in
 # under 30 s. Not in quick mode.
-if [[ -z "${FAULTLAB_BENCH_QUICK:-}" ]]; then
+if [[ -z "${FAULTLAB_BENCH_QUICK:-}" && -z "$places_only" ]]; then
     explore_out="$TARGET_DIR/bench/explore-runs"
     rm -rf "$explore_out"
     log "faultlab explore transport-timeout-after-write --agent good --repeat 3 --jobs 2 ($profile)"

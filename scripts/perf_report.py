@@ -142,7 +142,7 @@ def peer_rows(d):
 
 
 def eval_rows(d):
-    if d is None:
+    if d is None or "runs" not in d:
         return []
     agents = d["runs"] // (7 * d["repeat"]) if d.get("repeat") else "?"
     return [(f"graded eval runs ({d['runs']} runs: {agents} control agents × 7 tasks × {d['repeat']} seeds, --jobs 2, sealed)",

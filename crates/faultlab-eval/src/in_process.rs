@@ -8,8 +8,9 @@
 //!
 //! A server the task names by command, and the workspace server when a rule crashes and restarts it
 //! (`server_outage` with `restart`: only a process can be crashed), stay child processes behind the in-process
-//! proxy, started and stopped in order as the proxy process does. A panic anywhere in the proxy is caught at its
-//! task and becomes the run's set-up error.
+//! proxy, started and stopped in order as the proxy process does. Every run's proxy is a task of one runtime with
+//! threads of its own, so eval's own blocking work never delays a frame. A panic anywhere in the proxy is caught at
+//! its task and becomes the run's set-up error.
 
 use faultlab_engine::Recorder;
 use faultlab_engine::recording::Recording;
@@ -97,9 +98,9 @@ pub struct Proxy {
 const STOP_LIMIT: Duration = Duration::from_secs(7);
 
 impl Proxy {
-    /// Starts serving `listener` (bound and listening) on a task of this runtime; `connected` is notified at each
-    /// accepted connection. Fails, saying why, when the rules or the recording cannot be used or the trajectory
-    /// cannot be created, as the proxy process would have before serving.
+    /// Starts serving `listener` (bound and listening) on a task of the proxies' runtime ([`runtime`]); `connected` is
+    /// notified at each accepted connection. Fails, saying why, when the rules or the recording cannot be used or the
+    /// trajectory cannot be created, as the proxy process would have before serving.
     pub fn start(
         listener: std::os::unix::net::UnixListener,
         plan: Plan,
