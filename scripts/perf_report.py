@@ -6,6 +6,7 @@ every figure with its goal and whether it is met, the machine it came from, and 
 informational, faultlab proxy beside peer relays on the same workload ("faultlab proxy / peer")."""
 import json
 import os
+import statistics
 import sys
 from datetime import datetime, timezone
 
@@ -141,11 +142,30 @@ def peer_rows(d):
 
 
 def eval_rows(d):
-    if d is None:
+    if d is None or "runs" not in d:
         return []
     agents = d["runs"] // (7 * d["repeat"]) if d.get("repeat") else "?"
     return [(f"graded eval runs ({d['runs']} runs: {agents} control agents × 7 tasks × {d['repeat']} seeds, --jobs 2, sealed)",
              f"{fmt(d['wall_s'], 1)} s = {fmt(d['runs_per_s'])} runs/s", d["goal"], d["met"])]
+
+
+def places_rows(d):
+    """The proxy in eval's process against a proxy process per run: graded runs/s, the controls and a trivial agent."""
+    if d is None or "places" not in d:
+        return []
+    p = d["places"]
+    parts = []
+    for agent, what in (("controls", "the control agents"), ("trivial", "a trivial agent (`true`)")):
+        a = p[agent]
+        after, before = statistics.median(a["in_process_runs_per_s"]), statistics.median(a["process_runs_per_s"])
+        ratios = a["ratios"]
+        parts.append(f"{what}: {fmt(after)} vs {fmt(before)} runs/s = {fmt(a['median_ratio'])}× "
+                     f"({fmt(min(ratios))} / {fmt(a['median_ratio'])} / {fmt(max(ratios))}, {len(ratios)} rounds of "
+                     f"{a['runs']} runs), CPU {fmt(a['in_process_cpu_ms_per_run'], 0)} vs "
+                     f"{fmt(a['process_cpu_ms_per_run'], 0)} ms a run")
+    met = p["controls"]["median_ratio"] >= 1.3 and p["trivial"]["median_ratio"] >= 1.3
+    return [(f"graded eval runs/s with the proxy and the workspace server in eval's process / as processes "
+             f"(`FAULTLAB_EVAL_PROXY=process`), --jobs 2 ({p['profile']} build)", "; ".join(parts), ">= 1.3×", met)]
 
 
 def explore_rows(d):
@@ -175,7 +195,8 @@ def main():
     eval_path = os.path.join(bench_dir, "eval.json")
     explore_path = os.path.join(bench_dir, "explore.json")
     search_path = os.path.join(bench_dir, "explore-search.json")
-    rows = (serve_rows(serve) + proxy_rows(proxy) + eval_rows(load(eval_path) if os.path.exists(eval_path) else None)
+    eval_json = load(eval_path) if os.path.exists(eval_path) else None
+    rows = (serve_rows(serve) + proxy_rows(proxy) + eval_rows(eval_json) + places_rows(eval_json)
             + explore_rows(load(explore_path) if os.path.exists(explore_path) else None)
             + explore_search_rows(load(search_path) if os.path.exists(search_path) else None) + peer_rows(proxy))
     machine = serve["machine"]

@@ -7,7 +7,9 @@
 //!   ledger, workspace snapshots before and after, the agent's claim and how it ended.
 //! - [`grade`]: the five layers (outcome, safety, recovery, side effects, efficiency) and the verdict.
 //! - [`runner`]: one graded run: sandbox, processes, deadline, evidence, verdict; [`http_front`]: the run's proxy
-//!   as an HTTP endpoint (with OAuth when the task asks), reached from the sandbox through a relay.
+//!   as an HTTP endpoint (with OAuth when the task asks), reached from the sandbox through a relay;
+//!   [`in_process`]: the run's proxy for a task over stdio in eval's own process, in front of the workspace server
+//!   in process.
 //! - [`sandbox`]: the sealed agent process tree (`faultlab sandbox`), in `faultlab-proc` with every other piece
 //!   of process management (re-exported here for one more merge); [`guard`]: eval's helpers from its own
 //!   executable, files an agent could have planted read safely and up to a cap.
@@ -33,6 +35,7 @@ pub mod evidence;
 pub mod grade;
 pub mod guard;
 pub mod http_front;
+pub mod in_process;
 pub mod merge;
 /// 0-based indexes counted from 1 in reports (explore's call positions too).
 pub mod one_based;

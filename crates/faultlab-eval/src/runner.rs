@@ -1,15 +1,17 @@
-//! One graded run: a fresh workspace seeded from the task, the agent started as its own process group with an
-//! `mcpServers` file naming `faultlab proxy` (which starts the real server), a deadline, then the evidence read
-//! back from files and graded.
+//! One graded run: a fresh workspace seeded from the task, the run's proxy on the run's socket (in this process for
+//! a task over stdio, see [`crate::in_process`]; else `faultlab proxy`, which starts the real server), the agent
+//! started as its own process group with an `mcpServers` file naming `faultlab connect` to that socket, a deadline,
+//! then the evidence read back from files and graded.
 //!
-//! Every process of a run (agent, proxy, server) is in one process group, so a hung agent is killed with
-//! everything it started. The eval process is the child subreaper (Linux), so processes orphaned by an agent's
-//! exit are reaped here, and a run is graded only after all of them have ended and written their last line.
+//! The agent's processes are in one process group, so a hung agent is killed with everything it started. The eval
+//! process is the child subreaper (Linux), so processes orphaned by an agent's exit are reaped here, and a run is
+//! graded only after all of them have ended and written their last line.
 
 use crate::agent::ControlAgent;
 use crate::contract::{self, Claim, McpConfig};
 use crate::evidence::{self, AgentEnd, Evidence, Snapshot};
 use crate::grade::{self, Verdict};
+pub use crate::in_process::ProxyPlace;
 use crate::sandbox::Isolation;
 use crate::task::{AuthSetting, Category, NONCE, Task};
 use faultlab_engine::rules::RulesFile;
@@ -235,7 +237,8 @@ pub struct RunSettings {
     /// The report's folder, absolute: the agents run in their own scratch folders and find their files by it.
     pub out: PathBuf,
     pub keep_workspaces: bool,
-    /// The `faultlab` executable (for the proxy, the workspace server and the control agents).
+    /// The `faultlab` executable (for the sandbox, the control agents, and the proxy and workspace server when they
+    /// run as processes).
     pub faultlab: PathBuf,
     /// `(i, n)`, 0-based: run only the share whose number is i modulo n (a batch numbers its runs by task index +
     /// agent index + repeat, an exploration its variants).
@@ -252,6 +255,8 @@ pub struct RunSettings {
     /// The secret every nonce of the batch is derived from (random per batch unless given, so no agent can
     /// compute a nonce it was never shown; see [`nonce`]).
     pub nonce_key: String,
+    /// Where each run's proxy runs (in eval's process unless `FAULTLAB_EVAL_PROXY=process`).
+    pub proxy: ProxyPlace,
 }
 
 impl RunSettings {
@@ -272,6 +277,7 @@ impl RunSettings {
             nonce_key: random_key(),
             pass_env: Vec::new(),
             host_network: false,
+            proxy: ProxyPlace::from_env(),
         }
     }
 
@@ -303,6 +309,7 @@ impl RunSettings {
             pass_env: self.pass_env.clone(),
             host_network: self.host_network,
             hide: self.hide.clone(),
+            proxy: self.proxy,
         }
     }
 }
@@ -337,6 +344,8 @@ pub struct RunSpec {
     /// Folders and files the agent must not see besides the run's own evidence: the batch's runs folder and
     /// reports, the task files, the recording being replayed.
     pub hide: Vec<PathBuf>,
+    /// Where the run's proxy runs ([`RunSettings::proxy`]).
+    pub proxy: ProxyPlace,
 }
 
 /// A graded run, as reports show it.
@@ -551,6 +560,10 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
     let http = spec.task.server.transport == crate::task::Transport::Http;
     let sessions = match http {
         true => Sessions::http(&spec, proxy_command(&spec, &paths, &workspace), &paths).await?,
+        // A server at a URL keeps the proxy process (its remote's headers, credentials and TLS are read there).
+        false if spec.proxy == ProxyPlace::InProcess && spec.task.server.url.is_none() => {
+            Sessions::in_process(&spec, &paths, &workspace)?
+        }
         false => Sessions::listen(
             &paths.socket,
             proxy_command(&spec, &paths, &workspace),
@@ -762,20 +775,7 @@ fn proxy_command(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> (String,
             return (exe, args);
         }
         (Some(command), None) => command.iter().map(|a| a.replace("{workspace}", &text(workspace))).collect(),
-        (None, None) => {
-            let mut server = vec![
-                exe.clone(),
-                "workspace-server".into(),
-                "--root".into(),
-                text(workspace),
-                "--ledger".into(),
-                text(&paths.ledger),
-            ];
-            if spec.task.server.confirm_destructive {
-                server.push("--confirm-destructive".into());
-            }
-            server
-        }
+        (None, None) => workspace_server(spec, paths, workspace),
     };
     if let Some(cassette) = spec.cassette.as_ref().filter(|_| !http) {
         // The recording laid over the fresh server: its writes really happen, its replies come from the recording.
@@ -784,6 +784,17 @@ fn proxy_command(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> (String,
     args.push("--".into());
     args.extend(server);
     (exe, args)
+}
+
+/// `faultlab workspace-server` on the run's workspace and ledger, as a command line.
+fn workspace_server(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> Vec<String> {
+    let exe = text(&crate::guard::faultlab_program(&spec.faultlab));
+    let mut server = vec![exe, "workspace-server".into(), "--root".into(), text(workspace), "--ledger".into()];
+    server.push(text(&paths.ledger));
+    if spec.task.server.confirm_destructive {
+        server.push("--confirm-destructive".into());
+    }
+    server
 }
 
 /// The run's one proxy (`faultlab proxy --listen-fd`): it accepts every connection the agent makes to the run's
@@ -803,6 +814,8 @@ struct Sessions {
     port: Option<u16>,
     relay: Option<tokio::task::JoinHandle<()>>,
     log: Option<tokio::task::JoinHandle<()>>,
+    /// The proxy in eval's process (see [`crate::in_process`]), instead of `proxy`.
+    in_process: Option<crate::in_process::Proxy>,
 }
 
 /// How the proxy sessions ended.
@@ -874,7 +887,53 @@ impl Sessions {
         };
         // The proxy holds its own copy; this one would keep the socket open after the proxy ended.
         drop(listener);
-        Ok(Self { proxy, reader, failed, connected, url: None, port: None, relay: None, log: None })
+        Ok(Self { proxy, reader, failed, connected, url: None, port: None, relay: None, log: None, in_process: None })
+    }
+
+    /// The run's proxy in eval's process on the run's socket, bound here before the agent starts (see
+    /// [`crate::in_process`]): the task's rules and recording as [`proxy_command`] passes them, in front of the
+    /// workspace server in process, or of the task's server (or a restarting workspace server) as a child.
+    fn in_process(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> Result<Self, RunError> {
+        use crate::in_process::{Plan, Proxy, Server};
+        let listener = std::os::unix::net::UnixListener::bind(&paths.socket).map_err(io(&paths.socket))?;
+        let rules = RulesFile { seed: Some(spec.seed), rules: spec.task.faults.clone() };
+        let env = spec.task.server.env.clone();
+        let server = match &spec.task.server.command {
+            Some(command) => {
+                let command = command.iter().map(|a| a.replace("{workspace}", &text(workspace))).collect();
+                Server::Command { command, env }
+            }
+            // Only a process can be crashed and started again.
+            None if crate::in_process::restarts(&rules) => {
+                Server::Command { command: workspace_server(spec, paths, workspace), env }
+            }
+            None => Server::Workspace {
+                root: workspace.to_owned(),
+                ledger: paths.ledger.clone(),
+                confirm_destructive: spec.task.server.confirm_destructive,
+            },
+        };
+        let replay = spec.cassette.as_ref().map(|cassette| (cassette.clone(), paths.replay_log.clone()));
+        let plan = Plan { rules, server, trajectory: paths.trajectory.clone(), log: paths.proxy_log.clone(), replay };
+        let connected = Arc::new(tokio::sync::Notify::new());
+        let (in_process, failed) = match Proxy::start(listener, plan, connected.clone()) {
+            Ok(proxy) => (Some(proxy), None),
+            Err(e) => {
+                let _ = std::fs::write(&paths.proxy_log, format!("faultlab: error: {e}\n"));
+                (None, Some(format!("cannot start the proxy: {e}")))
+            }
+        };
+        Ok(Self {
+            proxy: None,
+            reader: None,
+            failed,
+            connected,
+            url: None,
+            port: None,
+            relay: None,
+            log: None,
+            in_process,
+        })
     }
 
     /// The run's proxy as an HTTP endpoint on loopback (see [`crate::http_front`]): started, its endpoint read from
@@ -890,6 +949,7 @@ impl Sessions {
             port: None,
             relay: None,
             log: None,
+            in_process: None,
         };
         if spec.cassette.is_some() {
             sessions.failed = Some("replay does not serve a task over HTTP (server.transport: http) yet".into());
@@ -927,6 +987,13 @@ impl Sessions {
     /// order, the trajectory written out), and every process of the run is waited for (killed after
     /// [`DRAIN_GRACE`]).
     async fn finish(mut self, dir: &Path) -> Proxies {
+        let mut codes = Vec::new();
+        // In process: ended first, so that its servers are stopped in order before the sweep below.
+        if let Some(proxy) = self.in_process.take() {
+            let (code, failed) = proxy.finish().await;
+            codes.push(code);
+            self.failed = self.failed.take().or(failed);
+        }
         let mut groups = Vec::new();
         if let Some(pid) = self.proxy.as_ref().and_then(tokio::process::Child::id) {
             let pid = pid as i32;
@@ -934,7 +1001,6 @@ impl Sessions {
             groups.push(pid);
         }
         drain(Members { groups, marker: dir.display().to_string() }, DRAIN_GRACE).await;
-        let mut codes = Vec::new();
         if let Some(proxy) = self.proxy.as_mut() {
             codes.push(proxy.wait().await.ok().and_then(|s| s.code()));
         }

@@ -67,6 +67,7 @@ pub fn run(args: ReplayArgs) -> Result<(), Failure> {
                 nonce_key: String::new(),
                 pass_env: Vec::new(),
                 host_network: false,
+                proxy: faultlab_eval::runner::ProxyPlace::from_env(),
                 // The recording (every run's replies) is the answer key.
                 hide: [base.join("runs"), args.report.clone()]
                     .iter()

@@ -66,7 +66,7 @@ where
         let stream = tokio::select! {
             () = stop.cancelled() => break,
             Some(ended) = sessions.join_next(), if !sessions.is_empty() => {
-                served.failures.extend(ended.ok().flatten());
+                served.failures.extend(joined(ended));
                 continue;
             }
             accepted = listener.accept() => match accepted {
@@ -101,9 +101,27 @@ where
         sessions.spawn(async move { failure(n, session.await) });
     }
     while let Some(ended) = sessions.join_next().await {
-        served.failures.extend(ended.ok().flatten());
+        served.failures.extend(joined(ended));
     }
     served
+}
+
+/// A connection's session as it ended: its failure, if any; a session that panicked is one, not a silent end
+/// (the connection's client sees its pipe close).
+fn joined(ended: Result<Option<String>, tokio::task::JoinError>) -> Option<String> {
+    match ended {
+        Ok(failure) => failure,
+        Err(e) if e.is_panic() => {
+            let payload = e.into_panic();
+            let text = payload
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| payload.downcast_ref::<&str>().copied())
+                .unwrap_or("no message");
+            Some(format!("a connection's session panicked: {text}"))
+        }
+        Err(_) => Some("a connection's session was cancelled".into()),
+    }
 }
 
 /// What went wrong with connection `n`'s environment, if anything: its upstream did not start, or died while

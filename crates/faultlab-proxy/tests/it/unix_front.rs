@@ -79,3 +79,41 @@ async fn a_client_that_reconnects_meets_the_rules_where_the_run_left_them() {
         .collect();
     assert!(!fired.is_empty() && fired.iter().all(|s| *s == "connection 1"), "{fired:?}");
 }
+
+/// An upstream whose start panics (a defect of the lab, not of the client).
+struct Panics;
+
+impl faultlab_proxy::relay::Connect for Panics {
+    type Upstream = faultlab_proxy::upstream::in_process::InProcessUpstream;
+
+    fn connect(
+        self,
+        _link: faultlab_proxy::relay::Link,
+    ) -> Result<std::sync::Arc<Self::Upstream>, faultlab_proxy::relay::ProxyError> {
+        panic!("the upstream could not be made");
+    }
+}
+
+/// A connection whose session panics is a failure of the run, named, not a connection that silently ended: its
+/// client sees the connection close, and the front goes on accepting.
+#[tokio::test]
+async fn a_session_that_panics_is_a_failure_of_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("mcp.sock");
+    let listener = tokio::net::UnixListener::bind(&socket).unwrap();
+    let rules = RuleSet::new(RulesFile::default()).shared();
+    let record = Record { recorder: Recorder::memory(), bodies: false, scrub: None };
+    let stop = CancellationToken::new();
+    let served =
+        tokio::spawn(unix::serve(listener, ProxyOptions::default(), |_| Panics, rules, record, |_| {}, stop.clone()));
+    for _ in 0..2 {
+        let stream = UnixStream::connect(&socket).await.unwrap();
+        let (read, _write) = stream.into_split();
+        assert_eq!(next(&mut BufReader::new(read).lines()).await, None, "the connection is closed");
+    }
+    stop.cancel();
+    let served = tokio::time::timeout(Duration::from_secs(10), served).await.unwrap().unwrap();
+    assert_eq!(served.connections, 2);
+    assert_eq!(served.failures.len(), 2, "{:?}", served.failures);
+    assert!(served.failures[0].contains("panicked: the upstream could not be made"), "{:?}", served.failures);
+}

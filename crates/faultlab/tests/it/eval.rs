@@ -420,3 +420,131 @@ fn a_timed_out_write_claimed_done_unchecked_fails_whatever_was_in_flight_or_answ
         graded.code(if passed { 0 } else { 2 });
     }
 }
+
+/// What a run's trajectory says, without its clock and without the stop of a child server (`shutdown`: only a
+/// process is stopped in steps): scope, event, direction, method, tool, id, action, rule, fault, effect, bodies.
+fn events(trajectory: &str) -> Vec<serde_json::Value> {
+    trajectory
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|e| e["event"] != "shutdown")
+        .map(|mut e| {
+            e.as_object_mut().unwrap().remove("tsMs");
+            e
+        })
+        .collect()
+}
+
+/// A run of `task` by the good agent with the proxy where `place` says (`FAULTLAB_EVAL_PROXY`), graded (exit 0
+/// or 2): its report entry and its folder.
+fn run_placed(task: &Path, out: &Path, place: &str) -> (serde_json::Value, std::path::PathBuf) {
+    let agent = control_agent("good");
+    let args = ["eval", "--agent", &agent, "--agent-name", "good", "--seed", "5", "--nonce-key", "k", "--out"];
+    let ran = faultlab().env("FAULTLAB_EVAL_PROXY", place).args(args).arg(out).arg(task).assert();
+    assert!(matches!(ran.get_output().status.code(), Some(0 | 2)), "{ran:?}");
+    let run = read_json(out.join("report.json"))["runs"][0].clone();
+    let folder = out.join(run["dir"].as_str().unwrap());
+    (run, folder)
+}
+
+/// The run's proxy in eval's own process, in front of the workspace server in process, leaves the evidence the
+/// proxy process and its server processes leave: the same verdict, calls, faults, trajectory events under the
+/// same scopes (two connections: the agent reconnects after a `disconnect`, and the rule state is the run's), and
+/// the same ledger. Only the process's stop steps (`shutdown`, naming its pid) are not there (no process is
+/// stopped), so the trajectory's line numbers differ by them.
+#[test]
+fn the_proxy_in_process_leaves_the_evidence_the_proxy_process_leaves() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("reconnect.yaml");
+    std::fs::write(&task, RECONNECT).unwrap();
+    let (apart, apart_dir) = run_placed(&task, &dir.path().join("process"), "process");
+    let (inside, inside_dir) = run_placed(&task, &dir.path().join("in-process"), "in-process");
+    let without_time = |run: &serde_json::Value| {
+        let mut run = run.clone();
+        for key in ["duration_ms", "evidence", "dir"] {
+            run.as_object_mut().unwrap().remove(key);
+        }
+        run["verdict"]["efficiency"]["duration_ms"] = serde_json::Value::Null;
+        // Trajectory line numbers: the process's stop steps are lines of their own.
+        for call in run["calls"].as_array_mut().unwrap() {
+            for key in ["at_ms", "index", "reply_index"] {
+                call[key] = serde_json::Value::Null;
+            }
+        }
+        for key in ["detail", "evidence"] {
+            run["verdict"]["recovery"][key] = serde_json::Value::Null;
+        }
+        run
+    };
+    assert_eq!(without_time(&apart), without_time(&inside));
+    assert_eq!(inside["faults_fired"], serde_json::json!(["disconnect"]), "{inside:#}");
+    let read = |folder: &Path, file: &str| std::fs::read_to_string(folder.join(file)).unwrap();
+    assert!(!read(&inside_dir, "ledger.jsonl").is_empty());
+    assert_eq!(read(&apart_dir, "ledger.jsonl"), read(&inside_dir, "ledger.jsonl"));
+    let (apart_trajectory, inside_trajectory) =
+        (read(&apart_dir, "trajectory.jsonl"), read(&inside_dir, "trajectory.jsonl"));
+    assert_eq!(events(&apart_trajectory), events(&inside_trajectory));
+    // Each path was the one asked for: the process stopped its server processes in steps; in process, none.
+    assert!(apart_trajectory.contains(r#""event":"shutdown""#), "{apart_trajectory}");
+    assert!(!inside_trajectory.contains(r#""event":"shutdown""#), "{inside_trajectory}");
+}
+
+/// A rule that crashes and restarts the server (`server_outage` with `restart`) needs a process to crash: in
+/// process, the proxy keeps the workspace server as a child for such a task, restarts it as the proxy process
+/// does, and the agent recovers the same way.
+#[test]
+fn a_restarting_outage_keeps_the_workspace_server_a_process_behind_the_proxy_in_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("restart.yaml");
+    let rule = "{name: crash, match: {tool: read_file, nth: 1}, \
+                fault: {type: server_outage, duration_ms: 50, restart: true}}";
+    std::fs::write(
+        &task,
+        RECONNECT.replace(
+            "{name: first-read-disconnects, match: {tool: read_file, nth: 1}, fault: {type: disconnect}}",
+            rule,
+        ),
+    )
+    .unwrap();
+    let (apart, _) = run_placed(&task, &dir.path().join("process"), "process");
+    let (inside, inside_dir) = run_placed(&task, &dir.path().join("in-process"), "in-process");
+    assert_eq!(apart["verdict"]["passed"], inside["verdict"]["passed"], "{apart:#}\n{inside:#}");
+    assert_eq!(apart["verdict"]["recovery"]["outcome"], inside["verdict"]["recovery"]["outcome"]);
+    assert_eq!(inside["faults_fired"], serde_json::json!(["server_outage"]), "{inside:#}");
+    let trajectory = std::fs::read_to_string(inside_dir.join("trajectory.jsonl")).unwrap();
+    let restarted =
+        trajectory.lines().any(|l| l.contains(r#""outcome":"retained""#) && l.contains("upstream restarted"));
+    assert!(restarted, "{trajectory}");
+}
+
+/// Explore runs hundreds of runs in one process: with the proxy and the workspace server in that process, a run
+/// must leave nothing behind. After runs in which the agent reconnects (two connections, two servers each), no
+/// task is alive on the runtime (the proxy's, its sessions', the servers', the flushers') and no descriptor of the
+/// process names a file of the runs (trajectory, ledger, log).
+#[test]
+fn runs_with_the_proxy_in_process_leave_no_task_and_no_open_file_behind() {
+    use faultlab_eval::runner::{AgentSpec, ProxyPlace, RunSettings};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let settings =
+        RunSettings { proxy: ProxyPlace::InProcess, ..RunSettings::new(out.clone(), crate::common::BIN.into()) };
+    let task = std::sync::Arc::new(faultlab_eval::task::Task::parse(RECONNECT, false).unwrap());
+    let agent = AgentSpec::Control(faultlab_eval::agent::ControlAgent::Good);
+    runtime.block_on(async {
+        for repeat in 0..4 {
+            let spec = settings.spec(&task, &agent, repeat, format!("runs/{repeat}"));
+            let record = faultlab_eval::runner::run(spec).await.unwrap();
+            assert_eq!((record.verdict.passed, &record.error), (true, &None), "{record:#?}");
+            assert_eq!(record.faults_fired, ["disconnect"]);
+        }
+    });
+    assert_eq!(runtime.metrics().num_alive_tasks(), 0, "every task a run spawned has ended");
+    assert_eq!(faultlab_eval::in_process::alive_tasks(), 0, "every task of the runs' proxies has ended");
+    let open: Vec<std::path::PathBuf> = std::fs::read_dir("/proc/self/fd")
+        .unwrap()
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter(|target| target.starts_with(dir.path()))
+        .collect();
+    assert!(open.is_empty(), "still open: {open:?}");
+}
