@@ -127,3 +127,11 @@ fn a_finding_on_an_eval_run_that_passed_says_why_it_disagrees() {
     std::fs::write(eval.path().join("report.json"), "[1, 2").unwrap();
     assert!(load().lab.is_none());
 }
+
+#[test]
+fn a_hedged_read_is_not_a_corrected_retry() {
+    // Recorded by `faultlab eval` on systemic-burst-read (tests/agents/backoff_agent.py hedged): reads of input.txt and mirror/input.txt sent together; the
+    // mirror's own not-found comes back, and the next call re-sends input.txt (a retry of the read beside it).
+    let d = diagnose("proxy/burst-read-hedged.jsonl");
+    assert!(d.findings.is_empty(), "{:#?}", d.findings);
+}
