@@ -8,8 +8,9 @@ use serde::Serialize;
 pub struct Thresholds {
     /// `tool_loop`: calls of one tool with the same arguments and the same outcome, in a row, that make a loop.
     pub loop_min_calls: usize,
-    /// `retry_storm`: retries in a row, each after a failure of the same tool, that make a storm. A budget of
-    /// two retries (three attempts) stays under it.
+    /// `retry_storm`: retries in a row, each after a failure of the same call, that make a storm when they do harm
+    /// (see `detect::harms`); also the bound of failed retries past which retrying has no end. A budget of two
+    /// retries (three attempts) stays under it.
     pub storm_min_retries: usize,
     /// `retry_without_backoff`: a retry that starts sooner than this after the failure it follows, in ms, is
     /// immediate. 100 ms is below the first step of any common backoff schedule, and above the time an automated

@@ -759,7 +759,7 @@ pub struct DiagnoseArgs {
     /// tool_loop: identical calls in a row (same arguments, same answer) that make a loop [default: 3].
     #[arg(long, value_name = "N")]
     pub loop_min_calls: Option<usize>,
-    /// retry_storm: how many times the same call (same tool, same arguments) sent again after failing makes a storm [default: 3].
+    /// retry_storm: how many times the same call (same tool, same arguments) sent again after failing makes a storm, when the retrying does harm (waits under --min-backoff-ms or not growing, this many retries failed, or an error that is not transient) [default: 3].
     #[arg(long, value_name = "N")]
     pub storm_min_retries: Option<usize>,
     /// retry_without_backoff: a retry sooner than this after the failure is immediate, in ms [default: 100].

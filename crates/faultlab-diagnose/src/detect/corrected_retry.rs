@@ -5,7 +5,12 @@
 //! added, removed and changed, and whether the corrected call worked. Not an error about the arguments, so never
 //! corrected: a timeout or a lost connection; an error that names a transient condition (a rate limit, 429, 503,
 //! "unavailable", "try again", …); an error a fault of the lab's proxy put in place of the server's reply (the
-//! trajectory names the fault: the server never judged the arguments).
+//! trajectory names the fault: the server never judged the arguments). Nor is a next call that repeats the
+//! arguments of an earlier call of the tool a correction: it is that call again. A hedged read (the same read sent
+//! to two places at once, say `input.txt` and `mirror/input.txt`) whose one place answers "not found" and whose
+//! other is then sent again is a retry of the other, not a correction of the first. (In a proxy trajectory a fault
+//! that answers at once writes its reply before the proxy has read the call sent beside it, so the lines alone do
+//! not show that the two were in flight together.)
 //!
 //! **Why it matters.** It is a hint about the tool more than the agent: when agents keep getting a call wrong the
 //! first time, the schema or description is unclear (a missing `enum`, an ambiguous name, an undocumented format).
@@ -36,13 +41,20 @@ pub fn detect(trace: &Trace) -> Vec<Finding> {
                 continue;
             }
             let (Some(before), Some(after)) = (&failed.arguments, &retry.arguments) else { continue };
-            if failed.arguments_key() == retry.arguments_key() {
+            if failed.arguments_key() == retry.arguments_key() || repeats_an_earlier_call(&calls, retry) {
                 continue;
             }
             findings.push(finding(trace, failed, retry, &changes(before, after)));
         }
     }
     findings
+}
+
+/// Whether `next` has the arguments of a call of its tool made before it: then it is that call again (a retry of
+/// it, or of one of a pair sent together), whatever failed just before it.
+fn repeats_an_earlier_call(calls: &[&Call], next: &Call) -> bool {
+    let key = next.arguments_key();
+    calls.iter().take_while(|c| c.at < next.at).any(|c| c.arguments_key() == key)
 }
 
 /// Whether `call` failed with an error that can be about its arguments: an error reply from the server itself

@@ -16,7 +16,7 @@ pub mod tool_loop;
 pub mod unhandled_tool_error;
 
 use crate::finding::{Finding, FindingKind, Need};
-use crate::model::{Call, Trace, TraceFormat, Unit};
+use crate::model::{Call, Outcome, Trace, TraceFormat, Unit};
 use crate::thresholds::Thresholds;
 use serde::Serialize;
 
@@ -143,6 +143,70 @@ fn is_retry_of(failed: &Call, next: &Call) -> bool {
     failed.failed() && failed.result.as_ref().is_some_and(|r| r.at < next.at)
 }
 
+/// A wait before a retry counts as growing when it is at least this many times the wait before the previous retry.
+/// Exponential backoff doubles its wait (×2), and ±25 % jitter on it still leaves ×1.2 at worst (150 ms after
+/// 125 ms); a fixed pause measured with a few milliseconds of scheduling noise does not reach it.
+pub const BACKOFF_GROWTH: f64 = 1.2;
+
+/// Errors a fault of the lab puts in the server's place that say the service will come back (a 503 or a 429), so
+/// a retry of the same call may work: the schedule presets and the status and rate-limit faults.
+const TRANSIENT_FAULTS: [&str; 5] =
+    ["burst_failure", "server_outage", "cascading_failure", "http_status", "rate_limit"];
+
+/// What makes a run of retries (from [`retry_runs`]) harmful, in words for a summary; empty for a bounded retry
+/// with backoff of a transient failure, which is what a robust client does. Any one of:
+///
+/// - **no backoff**: a wait (from a failure's answer to the retry of it) under `min_backoff_ms`, a wait less than
+///   [`BACKOFF_GROWTH`] times the one before it, or no times recorded to tell;
+/// - **no end**: `storm_min_retries` retries failed, so the retrying went past the bound without success;
+/// - **not transient**: a failure that says the call will not work (an error whose text names no transient
+///   condition, an error the server itself answered in a trajectory (no text to read), a refusal by the
+///   authorization, or an error of a lab fault other than [`TRANSIENT_FAULTS`]), then the same call again.
+pub(crate) fn harms(trace: &Trace, run: &[usize], thresholds: &Thresholds) -> Vec<String> {
+    let calls: Vec<&Call> = run.iter().map(|&i| &trace.calls[i]).collect();
+    let mut harms = Vec::new();
+    let waits: Option<Vec<f64>> =
+        calls.windows(2).map(|pair| Some(pair[1].ts_ms? - pair[0].result.as_ref()?.ts_ms?)).collect();
+    match waits {
+        None => harms.push("no times recorded to show a backoff".to_owned()),
+        Some(waits) => {
+            let shown = waits.iter().map(|w| ms(*w)).collect::<Vec<_>>().join(", ");
+            if waits.iter().any(|w| *w < thresholds.min_backoff_ms) {
+                harms.push(format!("waits of {shown} ms, some under {} ms", ms(thresholds.min_backoff_ms)));
+            } else if waits.windows(2).any(|w| w[1] < w[0] * BACKOFF_GROWTH) {
+                harms.push(format!("waits of {shown} ms: the waits do not grow"));
+            }
+        }
+    }
+    let failed_retries = calls[1..].iter().filter(|c| !c.succeeded()).count();
+    if failed_retries >= thresholds.storm_min_retries {
+        harms.push(format!("{failed_retries} failed retries (the bound is {})", thresholds.storm_min_retries));
+    }
+    // The last attempt's own failure was not retried: only the failures before a retry count.
+    if let Some(call) = calls[..calls.len() - 1].iter().find(|c| !transient(c)) {
+        let status = call.status().map_or("", |s| s.name());
+        harms.push(format!(
+            "retried after a failure that is not transient ({status} at {})",
+            positions(trace.unit, &[call.result.as_ref().map_or(call.at, |r| r.at)])
+        ));
+    }
+    harms
+}
+
+/// Whether `call`'s failure can pass if the same call is made again (see [`harms`]).
+fn transient(call: &Call) -> bool {
+    let Some(result) = &call.result else { return true };
+    match result.status {
+        Outcome::Ok | Outcome::Timeout | Outcome::Lost | Outcome::Faulted => true,
+        Outcome::Refused => false,
+        Outcome::Error => match (&result.text, &result.fault) {
+            (Some(text), _) => crate::language::is_transient(text),
+            (None, Some(fault)) => TRANSIENT_FAULTS.contains(&fault.as_str()),
+            (None, None) => false,
+        },
+    }
+}
+
 /// "messages 2, 4 and 6" / "line 7" / "messages 1–10" (three or more in a row become a range).
 pub fn positions(unit: Unit, positions: &[usize]) -> String {
     let mut parts: Vec<String> = Vec::new();
@@ -170,4 +234,53 @@ pub fn positions(unit: Unit, positions: &[usize]) -> String {
 /// Milliseconds for people: one decimal under 10 ms, whole numbers above.
 pub fn ms(value: f64) -> String {
     if value.abs() < 10.0 { format!("{value:.1}") } else { format!("{value:.0}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `get("x")` failing with `error` once per wait (the wait in ms after its answer), then succeeding.
+    fn run_with_waits(error: &str, waits: &[u64]) -> (Trace, Vec<usize>) {
+        let mut messages = Vec::new();
+        let mut t = 0;
+        for (i, wait) in waits.iter().map(Some).chain([None]).enumerate() {
+            messages.push(serde_json::json!({"role": "assistant", "content": null, "ts_ms": t, "tool_calls": [
+                {"id": format!("c{i}"), "type": "function", "function": {"name": "get", "arguments": "{\"k\":\"x\"}"}}]}));
+            t += 10; // answered in 10 ms
+            let content = if wait.is_some() { error } else { "x = 1" };
+            messages.push(serde_json::json!({"role": "tool", "tool_call_id": format!("c{i}"), "content": content,
+                "ts_ms": t}));
+            t += wait.copied().unwrap_or(0);
+        }
+        let trace = crate::parse(&serde_json::Value::Array(messages).to_string(), None).unwrap();
+        let runs = retry_runs(&trace);
+        assert_eq!(runs.len(), 1);
+        (trace, runs[0].clone())
+    }
+
+    fn harms_of(error: &str, waits: &[u64]) -> Vec<String> {
+        let (trace, run) = run_with_waits(error, waits);
+        harms(&trace, &run, &Thresholds::default())
+    }
+
+    #[test]
+    fn backoff_is_waits_above_the_floor_that_grow_by_a_fifth() {
+        let busy = "Error: 503 Service Unavailable";
+        assert!(harms_of(busy, &[100, 200, 400]).is_empty());
+        // ±25 % jitter on doubling: 125 ms then 150 ms is still growth (×1.2).
+        assert!(harms_of(busy, &[125, 150, 180]).is_empty());
+        // A fixed pause with noise is not.
+        assert_eq!(harms_of(busy, &[150, 160, 170]), ["waits of 150, 160, 170 ms: the waits do not grow"]);
+        assert_eq!(harms_of(busy, &[50, 100, 200]), ["waits of 50, 100, 200 ms, some under 100 ms"]);
+    }
+
+    #[test]
+    fn the_bound_and_a_non_transient_error_make_retrying_harmful() {
+        let busy = "Error: 503 Service Unavailable";
+        // Three failed retries (four failures) before the success: past the default bound of 3.
+        assert_eq!(harms_of(busy, &[100, 200, 400, 800]), ["3 failed retries (the bound is 3)"]);
+        let harms = harms_of("Error: no such key", &[100, 200, 400]);
+        assert!(harms.len() == 1 && harms[0].contains("not transient (error at message 1)"), "{harms:?}");
+    }
 }

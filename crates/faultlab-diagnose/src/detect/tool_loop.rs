@@ -11,11 +11,16 @@
 //! something: the arguments, the tool, or the plan, or it stops and reports.
 //!
 //! **False positives.** Polling: a status check repeated until a job finishes looks the same (raise
-//! `loop_min_calls`, or space the polls so the loop is visible as deliberate). A bounded retry of a failing call is
-//! also a loop of identical failures; `retry_storm` says how many. Needs arguments: it does not run on
-//! trajectories.
+//! `loop_min_calls`, or space the polls so the loop is visible as deliberate). Needs arguments (trajectories
+//! without them are not checked).
+//!
+//! **Not a loop.** Identical failures that are one bounded retry with backoff of a transient failure (a run of
+//! retries in which `retry_storm` finds no harm: growing waits above `min_backoff_ms`, fewer than
+//! `storm_min_retries` failed retries, every failure transient): that is what a robust client does through a
+//! burst of 503s. Identical failures retried without backoff, past the bound or after a non-transient error stay
+//! a loop.
 
-use super::positions;
+use super::{harms, positions, retry_runs};
 use crate::finding::{Finding, FindingKind};
 use crate::model::{Call, Trace, shorten};
 use crate::thresholds::Thresholds;
@@ -25,13 +30,18 @@ pub const ROBUST: &str =
 
 pub fn detect(trace: &Trace, thresholds: &Thresholds) -> Vec<Finding> {
     let mut findings = Vec::new();
+    let backed_off: Vec<Vec<usize>> =
+        retry_runs(trace).into_iter().filter(|run| harms(trace, run, thresholds).is_empty()).collect();
     for tool in trace.tools() {
-        let calls: Vec<&Call> = trace.calls_of(tool).map(|i| &trace.calls[i]).collect();
+        let indices: Vec<usize> = trace.calls_of(tool).collect();
+        let calls: Vec<&Call> = indices.iter().map(|&i| &trace.calls[i]).collect();
         let mut start = 0;
         while start < calls.len() {
             let key = same(calls[start]);
             let len = calls[start..].iter().take_while(|c| same(c) == key).count();
-            if len >= thresholds.loop_min_calls && key.is_some() {
+            let looped = &indices[start..start + len];
+            let retried_with_backoff = backed_off.iter().any(|run| looped.iter().all(|i| run.contains(i)));
+            if len >= thresholds.loop_min_calls && key.is_some() && !retried_with_backoff {
                 findings.push(finding(trace, &calls[start..start + len], thresholds.loop_min_calls));
             }
             start += len;

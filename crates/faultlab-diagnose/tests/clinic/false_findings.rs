@@ -127,3 +127,68 @@ fn a_finding_on_an_eval_run_that_passed_says_why_it_disagrees() {
     std::fs::write(eval.path().join("report.json"), "[1, 2").unwrap();
     assert!(load().lab.is_none());
 }
+
+#[test]
+fn a_read_retried_with_backoff_through_a_burst_is_neither_a_storm_nor_a_loop() {
+    // Recorded by `faultlab eval` on systemic-burst-read (tests/agents/backoff_agent.py backoff): three 503s from
+    // burst_failure, each retried after 101, 201 and 401 ms, then ok. What a robust client does.
+    let d = diagnose("proxy/burst-read-backoff.jsonl");
+    assert!(d.findings.is_empty(), "{:#?}", d.findings);
+}
+
+#[test]
+fn a_hedged_read_is_not_a_corrected_retry() {
+    // Recorded the same way (backoff_agent.py hedged): reads of input.txt and mirror/input.txt sent together; the
+    // mirror's own not-found comes back, and the next call re-sends input.txt (a retry of the read beside it).
+    let d = diagnose("proxy/burst-read-hedged.jsonl");
+    assert!(d.findings.is_empty(), "{:#?}", d.findings);
+}
+
+/// A `get_weather("Oslo")` story: each `(error text, wait in ms before the retry)` is a failed attempt and the wait
+/// after its answer; then a last attempt answered `last` (`None`: the trace ends at the last failure).
+fn retried(failures: &[(&str, u64)], last: Option<&str>) -> String {
+    let mut messages = vec![serde_json::json!({"role": "user", "content": "Weather in Oslo?"})];
+    let mut t = 0;
+    let call = |messages: &mut Vec<serde_json::Value>, t: &mut u64, answer: &str| {
+        let id = format!("c{}", messages.len());
+        messages.push(serde_json::json!({"role": "assistant", "content": null, "ts_ms": *t, "tool_calls": [{"id": id,
+            "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Oslo\"}"}}]}));
+        *t += 20; // the tool answers in 20 ms
+        messages.push(serde_json::json!({"role": "tool", "tool_call_id": id, "content": answer, "ts_ms": *t}));
+    };
+    for (error, wait) in failures {
+        call(&mut messages, &mut t, error);
+        t += wait;
+    }
+    if let Some(answer) = last {
+        call(&mut messages, &mut t, answer);
+        messages.push(serde_json::json!({"role": "assistant", "content": format!("Oslo: {answer}"), "ts_ms": t}));
+    }
+    serde_json::Value::Array(messages).to_string()
+}
+
+#[test]
+fn a_retry_storm_is_the_harmful_kind_of_retry() {
+    let storm = |failures: &[(&str, u64)], last: Option<&str>| {
+        let d = diagnose_text(&retried(failures, last), &Thresholds::default());
+        d.findings.into_iter().filter(|f| f.kind == FindingKind::RetryStorm).map(|f| f.summary).collect::<Vec<_>>()
+    };
+    let busy = "Error: 503 service unavailable";
+    // Growing waits (100, 200, 400 ms), a transient error, success on the third retry: no storm, and no loop.
+    let backed_off = retried(&[(busy, 100), (busy, 200), (busy, 400)], Some("Sunny"));
+    let d = diagnose_text(&backed_off, &Thresholds::default());
+    assert!(d.findings.is_empty(), "{:#?}", d.findings);
+    // The same with waits that do not grow: no backoff.
+    let found = storm(&[(busy, 150), (busy, 150), (busy, 150)], Some("Sunny"));
+    assert!(found.len() == 1 && found[0].contains("waits do not grow"), "{found:?}");
+    // Growing waits under the 100 ms floor.
+    let found = storm(&[(busy, 10), (busy, 20), (busy, 40)], Some("Sunny"));
+    assert!(found.len() == 1 && found[0].contains("under 100 ms"), "{found:?}");
+    // Growing waits, but three retries failed and no success came: past the bound.
+    let found = storm(&[(busy, 100), (busy, 200), (busy, 400), (busy, 800)], None);
+    assert!(found.len() == 1 && found[0].contains("3 failed retries"), "{found:?}");
+    // Growing waits, then success, but the server had said the call will not work.
+    let gone = "Error: city not found";
+    let found = storm(&[(gone, 100), (gone, 200), (gone, 400)], Some("Sunny"));
+    assert!(found.len() == 1 && found[0].contains("not transient"), "{found:?}");
+}
