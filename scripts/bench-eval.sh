@@ -5,7 +5,7 @@
 # Then, in the same run, the proxy where eval runs it (in its own process, in front of the workspace server in
 # process) against the proxy process per run that starts a server process per connection (FAULTLAB_EVAL_PROXY=process,
 # how eval ran before): graded runs per second of the control agents (every built-in task, 3 seeds) and of a
-# trivial agent (`true`, which never connects: a run is then the lab's own work; the 7 tasks × 40 seeds), each
+# trivial agent (`true`, which never connects: a run is then the lab's own work; the tasks of examples/eval/tasks × 40 seeds), each
 # place in turn, the trivial agent's three times (min / median / max of the ratios), and the CPU time per run
 # (eval and every process it waited for). Goal: at least 1.3× the runs per second.
 # A benchmark, not a test: it prints the figure and never fails on it (the oracle check is scripts/eval-oracle.sh).
@@ -60,6 +60,9 @@ result = {
     "machine": {"cores": os.cpu_count(), "cpu": cpu},
     "profile": profile,
     "runs": runs,
+    # What the runs were: counted from the report, so the row stays true as tasks and controls are added.
+    "tasks": len({r["task"] for r in report["runs"]}),
+    "agents": len({r["agent"] for r in report["runs"]}),
     "repeat": int(repeat),
     "jobs": 2,
     "wall_s": round(wall, 2),

@@ -144,8 +144,10 @@ def peer_rows(d):
 def eval_rows(d):
     if d is None or "runs" not in d:
         return []
-    agents = d["runs"] // (7 * d["repeat"]) if d.get("repeat") else "?"
-    return [(f"graded eval runs ({d['runs']} runs: {agents} control agents × 7 tasks × {d['repeat']} seeds, --jobs 2, sealed)",
+    # Reports measured before the bench counted its tasks and agents ran 7 tasks.
+    tasks = d.get("tasks", 7)
+    agents = d.get("agents") or (d["runs"] // (tasks * d["repeat"]) if d.get("repeat") else "?")
+    return [(f"graded eval runs ({d['runs']} runs: {agents} control agents × {tasks} tasks × {d['repeat']} seeds, --jobs 2, sealed)",
              f"{fmt(d['wall_s'], 1)} s = {fmt(d['runs_per_s'])} runs/s", d["goal"], d["met"])]
 
 
