@@ -239,7 +239,9 @@ mod tests {
         let (port, unix, _dir) = relay(Limits { idle, ..Limits::default() });
         let mut client = TcpStream::connect(("127.0.0.1", port)).unwrap();
         let (mut server, _) = unix.accept().unwrap();
-        // The server keeps talking while the client is silent for longer than `idle`: the connection stays.
+        // The server keeps talking while the client is silent for longer than `idle`: the connection stays. The
+        // pauses are the traffic under test (a byte every idle/5, 1.6 s in all), not a wait for an event: the relay
+        // measures idleness with OS socket timeouts on threads, which no paused clock reaches.
         for _ in 0..8 {
             server.write_all(b".").unwrap();
             let mut byte = [0u8; 1];

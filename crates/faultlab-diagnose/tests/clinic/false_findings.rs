@@ -130,8 +130,8 @@ fn a_finding_on_an_eval_run_that_passed_says_why_it_disagrees() {
 
 #[test]
 fn a_read_retried_with_backoff_through_a_burst_is_neither_a_storm_nor_a_loop() {
-    // Recorded by `faultlab eval` on systemic-burst-read (tests/agents/backoff_agent.py backoff): three 503s from
-    // burst_failure, each retried after 101, 201 and 401 ms, then ok. What a robust client does.
+    // Recorded by `faultlab eval` on systemic-burst-read (crates/faultlab/tests/it/backoff_agent.py backoff): three
+    // 503s from burst_failure, each retried after 101, 201 and 401 ms, then ok. What a robust client does.
     let d = diagnose("proxy/burst-read-backoff.jsonl");
     assert!(d.findings.is_empty(), "{:#?}", d.findings);
 }
