@@ -151,6 +151,12 @@ EXPECTATIONS: dict[str, tuple[set[str], str | None, bool | None, str]] = {
                          "error at once (no id: nothing to resume), never a wait for the deadline"),
     "stream_cut_again": ({"result"}, "<1s", True,
                          "result: resumed again with the same Last-Event-ID after an empty resume; next call ok"),
+    # Every resume closed empty (a server whose replay keeps failing): a robust client bounds its empty resumes
+    # and fails the call then, not at the caller's deadline (a timeout does not say whether the client kept
+    # resuming or stopped and waited: python-sdk-2393 in known-client-bugs.md counts the resumes).
+    "stream_cut_again:endless": (FAILURE, None, True,
+                                 "error after a bounded number of empty resumes, not a wait until the deadline; "
+                                 "next call ok"),
     "stream_retry:0": ({"result"}, "<1s", True, "result: resumed at once (retry: 0, no spin); next call ok"),
     "stream_retry:absent": ({"result"}, None, True,
                             "result: resumed after the client's own default delay (no retry:); next call ok"),
@@ -219,6 +225,8 @@ def expectation_key(tool: str, args: dict, transport: str, deadline_ms: int) -> 
         key = f"progress_stream:{args.get('shape', 'steady')}"
     elif tool == "input_rounds":
         key = f"input_required:{args.get('fault', 'none')}"
+    elif tool == "stream_cut_again" and args.get("resumes", 1) > 1:
+        key = "stream_cut_again:endless"
     elif tool == "stream_retry":
         key = "stream_retry:absent" if args.get("retryMs") is None else "stream_retry:0"
     else:

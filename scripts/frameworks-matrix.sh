@@ -6,7 +6,7 @@
 # TypeScript one runs one Node process per cell (interop/frameworks/ts/fw_<name>.mjs, node_framework.py);
 # interop/frameworks/report.py turns the records into docs/frameworks.json and the table in docs/frameworks.md.
 #
-#   scripts/frameworks-matrix.sh            # run all 1341 cells, compare with the committed docs/frameworks.{json,md}
+#   scripts/frameworks-matrix.sh            # run all 1350 cells, compare with the committed docs/frameworks.{json,md}
 #   scripts/frameworks-matrix.sh --record   # run all and rewrite them
 #   scripts/frameworks-matrix.sh --record-missing  # run only the cells docs/frameworks.json has none of (the cases
 #                                           # added since the last recording) and add them, keeping every other cell
