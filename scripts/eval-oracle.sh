@@ -45,7 +45,7 @@ done
 # examples/eval/explore-oracle.yaml names, at the tool calls and at the protocol's requests apart. Five classes of
 # fourteen, each by its representative fault alone (--quick), for the test command's time budget; most of the time
 # is over HTTP, where a cut stream's reply comes with its resume 3 s later: the agents are killed at the task's
-# 3 s deadline waiting for it at initialize, and ignores-timeout at each call. Those runs wait, they do not compute:
+# 2.5 s deadline waiting for it at initialize, and ignores-timeout at each call. Those runs wait, they do not compute:
 # three explorations run at a time (--jobs 3; about 21 s on a loaded debug build, where --jobs 2 took about 26 s).
 # The twelve stdio classes with --quick and --protocol-sites take about 75 s, and every catalogue fault of every
 # class, `faultlab explore --controls`, several minutes.
