@@ -27,7 +27,7 @@ impl Default for Thresholds {
         Self {
             loop_min_calls: 3,
             storm_min_retries: 3,
-            min_backoff_ms: 100.0,
+            min_backoff_ms: faultlab_engine::trajectory::backoff::MIN_WAIT_MS,
             quick_retries: 2,
             write_tools: Vec::new(),
         }

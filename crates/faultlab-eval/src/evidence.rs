@@ -27,6 +27,10 @@ pub struct ToolCall {
     pub at_ms: f64,
     /// Line of the reply in the trajectory, when one was written to the agent.
     pub reply_index: Option<usize>,
+    /// Milliseconds since the proxy started, when that reply was written to the agent. Not in the report: its
+    /// trajectory line says it.
+    #[serde(skip)]
+    pub reply_at_ms: Option<f64>,
     /// The upstream server executed the request (false when a rule answered instead or nothing came back).
     pub executed: bool,
     /// The rule and fault applied to the request or its reply.
@@ -65,6 +69,7 @@ impl ToolCall {
             arguments: exchange.arguments().cloned().unwrap_or(Value::Null),
             at_ms: exchange.request.ts_ms,
             reply_index: exchange.reply_line().map(|line| line - 1),
+            reply_at_ms: exchange.reply.filter(|_| exchange.reached()).map(|reply| reply.ts_ms),
             executed: exchange.executed().unwrap_or(false),
             rule,
             fault,

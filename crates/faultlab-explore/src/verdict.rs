@@ -130,6 +130,7 @@ pub(crate) mod tests {
             arguments: Value::Null,
             at_ms: 0.0,
             reply_index: Some(4),
+            reply_at_ms: Some(1.0),
             executed: true,
             rule: Some("explore".into()),
             fault: Some("disconnect".into()),

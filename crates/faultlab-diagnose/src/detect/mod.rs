@@ -18,6 +18,7 @@ pub mod unhandled_tool_error;
 use crate::finding::{Finding, FindingKind, Need};
 use crate::model::{Call, Outcome, Trace, TraceFormat, Unit};
 use crate::thresholds::Thresholds;
+use faultlab_engine::trajectory::backoff::{self, Waits};
 use serde::Serialize;
 
 /// A detector that did not run, and why.
@@ -143,11 +144,6 @@ fn is_retry_of(failed: &Call, next: &Call) -> bool {
     failed.failed() && failed.result.as_ref().is_some_and(|r| r.at < next.at)
 }
 
-/// A wait before a retry counts as growing when it is at least this many times the wait before the previous retry.
-/// Exponential backoff doubles its wait (×2), and ±25 % jitter on it still leaves ×1.2 at worst (150 ms after
-/// 125 ms); a fixed pause measured with a few milliseconds of scheduling noise does not reach it.
-pub const BACKOFF_GROWTH: f64 = 1.2;
-
 /// Errors a fault of the lab puts in the server's place that say the service will come back (a 503 or a 429), so
 /// a retry of the same call may work: the schedule presets and the status and rate-limit faults.
 const TRANSIENT_FAULTS: [&str; 5] =
@@ -157,7 +153,7 @@ const TRANSIENT_FAULTS: [&str; 5] =
 /// with backoff of a transient failure, which is what a robust client does. Any one of:
 ///
 /// - **no backoff**: a wait (from a failure's answer to the retry of it) under `min_backoff_ms`, a wait less than
-///   [`BACKOFF_GROWTH`] times the one before it, or no times recorded to tell;
+///   [`backoff::GROWTH`] times the one before it, or no times recorded to tell;
 /// - **no end**: `storm_min_retries` retries failed, so the retrying went past the bound without success;
 /// - **not transient**: a failure that says the call will not work (an error whose text names no transient
 ///   condition, an error the server itself answered in a trajectory (no text to read), a refusal by the
@@ -171,10 +167,12 @@ pub(crate) fn harms(trace: &Trace, run: &[usize], thresholds: &Thresholds) -> Ve
         None => harms.push("no times recorded to show a backoff".to_owned()),
         Some(waits) => {
             let shown = waits.iter().map(|w| ms(*w)).collect::<Vec<_>>().join(", ");
-            if waits.iter().any(|w| *w < thresholds.min_backoff_ms) {
-                harms.push(format!("waits of {shown} ms, some under {} ms", ms(thresholds.min_backoff_ms)));
-            } else if waits.windows(2).any(|w| w[1] < w[0] * BACKOFF_GROWTH) {
-                harms.push(format!("waits of {shown} ms: the waits do not grow"));
+            match backoff::judge(&waits, thresholds.min_backoff_ms) {
+                Waits::TooShort => {
+                    harms.push(format!("waits of {shown} ms, some under {} ms", ms(thresholds.min_backoff_ms)))
+                }
+                Waits::NotGrowing => harms.push(format!("waits of {shown} ms: the waits do not grow")),
+                Waits::Backoff => {}
             }
         }
     }

@@ -18,6 +18,7 @@ use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::io::{BufRead, Read as _};
 
+pub mod backoff;
 mod write;
 pub use write::{Scrub, Writer, frames_written};
 

@@ -6,6 +6,8 @@ use super::{Cite, Layer, Recovery, Run, dedup, key, list, name};
 use crate::contract::ClaimStatus;
 use crate::evidence::{AgentEnd, Evidence, ToolCall};
 use crate::task::{IntegrityAssertion, RecoveryOutcome, StateAssertion, Strategy, Witness};
+use faultlab_engine::catalogue::Effect;
+use faultlab_engine::trajectory::backoff::{self, Waits};
 use std::collections::{BTreeSet, HashMap, HashSet};
 
 pub(super) fn recovery_layer(run: &Run, outcome: &Layer, safety: &Layer, side_effects: &Layer) -> Recovery {
@@ -79,12 +81,16 @@ pub(super) fn recovery_layer(run: &Run, outcome: &Layer, safety: &Layer, side_ef
             name(&result)
         ));
         (strategy, result)
-    } else if let Some(found) = find_loop(run) {
-        // (b) Repeating one call past the retry budget is a loop, whatever came of it.
+    } else if let Some(found) = find_loop(run).filter(|found| !found.backed_off) {
+        // (b) Repeating one call past the retry budget without backing off, or without an end, is a loop.
         evidence.extend(found.lines.iter().map(|&line| Cite::Trajectory { line }));
         detail.push_str(&format!("; {} → retry, looped", found.words));
         (Strategy::Retry, RecoveryOutcome::Looped)
     } else {
+        // A run past the budget that backed off and ended in success is said, then graded as any retry.
+        if let Some(found) = find_loop(run) {
+            detail.push_str(&format!("; {}", found.words));
+        }
         // (c, d) How the agent answered the first failure, then (e) what came of it.
         let strategy = match first_failed {
             None => Strategy::NotApplicable,
@@ -237,6 +243,8 @@ struct Loop {
     /// Trajectory lines to cite: the first call, the first one past the budget, the last one.
     lines: Vec<usize>,
     words: String,
+    /// The run backed off and ended in success ([`backoff_words`]): no loop, said in the detail.
+    backed_off: bool,
 }
 
 /// (b) The longest run of identical consecutive calls, if longer than `max_attempts`; else, for an agent killed
@@ -258,12 +266,16 @@ fn find_loop(run: &Run) -> Option<Loop> {
     if length > budget {
         let positions = [start, start + budget, start + length - 1];
         let (first, last) = (calls[start].index, calls[start + length - 1].index);
-        let words = format!(
+        let lines = positions.iter().map(|&p| calls[p].index).collect();
+        let run_of = format!(
             "{} called {length} times in a row with the same arguments (trajectory lines {first}–{last}), more than \
              max_attempts {budget}",
             calls[start].tool
         );
-        return Some(Loop { lines: positions.iter().map(|&p| calls[p].index).collect(), words });
+        return Some(match backoff_words(run, start..start + length) {
+            Ok(backed_off) => Loop { lines, words: format!("{run_of}, {backed_off}"), backed_off: true },
+            Err(harm) => Loop { lines, words: format!("{run_of} ({harm})"), backed_off: false },
+        });
     }
     if run.ev.end != AgentEnd::KilledAtDeadline {
         return None;
@@ -296,7 +308,32 @@ fn find_loop(run: &Run) -> Option<Loop> {
          (first at trajectory line {}, last at {}), more than max_attempts {budget}",
         calls[positions[0]].tool, calls[positions[0]].index, calls[last].index
     );
-    Some(Loop { lines: positions.iter().map(|&p| calls[p].index).collect(), words })
+    Some(Loop { lines: positions.iter().map(|&p| calls[p].index).collect(), words, backed_off: false })
+}
+
+/// Whether a run of identical calls past the budget is a client's bounded retry policy rather than a loop: it waited
+/// before each retry, the waits grew ([`backoff::judge`], the trace clinic's definition), and the last call
+/// succeeded. `Ok` says so in words; `Err` names what made it a loop. A wait runs from the answer the agent got
+/// (a refusal or a lost connection: at once) to the next call; a call never answered leaves the wait unknown, and
+/// an unknown wait is no backoff.
+fn backoff_words(run: &Run, range: std::ops::Range<usize>) -> Result<String, String> {
+    let calls = &run.ev.calls[range];
+    let ended = |c: &ToolCall| match c.reply_at_ms {
+        Some(at) => Some(at),
+        None if c.refused.is_some() || c.effect == Some(Effect::TransportLoss) => Some(c.at_ms),
+        None => None,
+    };
+    let waits: Option<Vec<f64>> = calls.windows(2).map(|pair| Some(pair[1].at_ms - ended(&pair[0])?)).collect();
+    let Some(waits) = waits else { return Err("a call never answered: no wait to show a backoff".to_owned()) };
+    let shown = waits.iter().map(|w| format!("{w:.0}")).collect::<Vec<_>>().join(", ");
+    match backoff::judge(&waits, backoff::MIN_WAIT_MS) {
+        Waits::TooShort => Err(format!("waits of {shown} ms, some under {:.0} ms", backoff::MIN_WAIT_MS)),
+        Waits::NotGrowing => Err(format!("waits of {shown} ms: the waits do not grow")),
+        Waits::Backoff if calls.last().is_some_and(|c| c.failed()) => {
+            Err(format!("waits of {shown} ms, but no success at the end"))
+        }
+        Waits::Backoff => Ok(format!("with growing waits ({shown} ms) and a success at the end: backoff, not a loop")),
+    }
 }
 
 fn failure_words(call: &ToolCall) -> String {

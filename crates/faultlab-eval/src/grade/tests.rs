@@ -76,6 +76,7 @@ fn ok(line: usize, tool: &str, arguments: Value) -> ToolCall {
         arguments,
         at_ms: line as f64 * 100.0,
         reply_index: Some(line + 1),
+        reply_at_ms: Some(line as f64 * 100.0 + 10.0),
         executed: true,
         rule: None,
         fault: None,
@@ -96,6 +97,7 @@ fn write(line: usize) -> ToolCall {
 /// The proxy held the reply back (`timeout`): it never reached the agent. `executed`: mode `after`.
 fn timed_out(mut call: ToolCall, executed: bool) -> ToolCall {
     call.reply_index = None;
+    call.reply_at_ms = None;
     call.executed = executed;
     call.rule = Some("t".into());
     call.fault = Some("timeout".into());
@@ -274,6 +276,61 @@ fn max_attempts_identical_calls_are_not_yet_a_loop() {
     assert!(v.passed);
 }
 
+/// Reads of input.txt through a burst of 503s: each failed read answered 10 ms after it was sent, the next sent
+/// after `waits` (ms) from that answer; the last read succeeds.
+fn reads_through_a_burst(waits: &[f64]) -> Vec<ToolCall> {
+    let mut at = 0.0;
+    let mut calls = Vec::new();
+    for (n, wait) in waits.iter().map(Some).chain([None]).enumerate() {
+        let mut call = read(2 * n + 1, "input.txt");
+        call.at_ms = at;
+        call.reply_at_ms = Some(at + 10.0);
+        if let Some(wait) = wait {
+            call = refused(call, "burst_failure");
+            at += 10.0 + wait;
+        }
+        calls.push(call);
+    }
+    calls
+}
+
+#[test]
+fn identical_retries_past_the_budget_with_growing_waits_that_end_in_success_are_backoff_not_a_loop() {
+    let copy = |calls: Vec<ToolCall>| {
+        let n = calls.len();
+        let mut calls = calls;
+        calls.push(write(2 * n + 1));
+        evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, None))
+    };
+    // One read and three retries after 100, 200 and 400 ms: one more attempt than max_attempts 3, bounded, backing off.
+    let v = graded(&task(COPY), &copy(reads_through_a_burst(&[100.0, 200.0, 400.0])));
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Retry, RecoveryOutcome::Recovered));
+    assert!(v.passed, "{}", v.recovery.detail);
+    assert!(
+        v.recovery.detail.contains(
+            "more than max_attempts 3, with growing waits (100, 200, 400 ms) and a success at the end: backoff, not a \
+             loop"
+        ),
+        "{}",
+        v.recovery.detail
+    );
+    // The same four reads with no backoff are a loop, whatever came of them.
+    let v = graded(&task(COPY), &copy(reads_through_a_burst(&[5.0, 5.0, 5.0])));
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Retry, RecoveryOutcome::Looped));
+    assert!(v.recovery.detail.contains("waits of 5, 5, 5 ms, some under 100 ms"), "{}", v.recovery.detail);
+    // Waits that do not grow are no backoff either.
+    let v = graded(&task(COPY), &copy(reads_through_a_burst(&[300.0, 300.0, 300.0])));
+    assert_eq!(v.recovery.outcome, RecoveryOutcome::Looped, "{}", v.recovery.detail);
+    assert!(v.recovery.detail.contains("the waits do not grow"), "{}", v.recovery.detail);
+    // Backing off past the budget with no success at the end is a loop: the retrying did not end.
+    let mut calls = reads_through_a_burst(&[100.0, 200.0, 400.0, 800.0]);
+    calls.pop();
+    let ev = evidence(calls, Vec::new(), seeded(), claim(ClaimStatus::Failure, None));
+    let v = graded(&task(COPY), &ev);
+    assert_eq!(v.recovery.outcome, RecoveryOutcome::Looped, "{}", v.recovery.detail);
+    assert!(v.recovery.detail.contains("no success at the end"), "{}", v.recovery.detail);
+}
+
 #[test]
 fn an_agent_killed_at_the_deadline_loops_on_interleaved_repeats() {
     let calls: Vec<ToolCall> = (0..8)
@@ -293,6 +350,7 @@ fn an_agent_killed_at_the_deadline_loops_on_interleaved_repeats() {
 /// The authorization in front of the server (`--auth`) refused the call with a challenge: no reply, never executed.
 fn unauthorized(mut call: ToolCall) -> ToolCall {
     call.reply_index = None;
+    call.reply_at_ms = None;
     call.executed = false;
     call.refused = Some(faultlab_engine::recorder::Refusal {
         status: 401,

@@ -9,6 +9,7 @@ crates/faultlab-diagnose/tests/corpus/proxy/burst-read-*.jsonl (the trace clinic
 MODE, the first argument:
 
   backoff   reads input.txt; on a failure, retries the same read after 100, 200 then 400 ms (at most 3 retries)
+  hammer    the same retries with no wait before them (the retry policy of a client that loops on a failure)
   hedged    sends the read to two places at once, input.txt and mirror/input.txt (a copy this workspace lacks),
             and takes the first that works; sends the reads that failed again after 100, 200 then 400 ms, dropping
             a place whose error is not transient (not a 503: the server said it will not work)
@@ -28,9 +29,10 @@ BACKOFF_S = [0.1, 0.2, 0.4]  # the waits before each retry: growing, bounded
 
 
 def read_nonce(c):
-    paths = ["input.txt"] if MODE == "backoff" else ["input.txt", "mirror/input.txt"]
+    paths = ["input.txt"] if MODE in ("backoff", "hammer") else ["input.txt", "mirror/input.txt"]
     for wait in [0.0, *BACKOFF_S]:
-        time.sleep(wait)  # the backoff under test, not a wait for an event
+        if MODE != "hammer":
+            time.sleep(wait)  # the backoff under test, not a wait for an event
         ids = c.start_calls(*[("read_file", {"path": p}) for p in paths])
         for path, rid in list(zip(paths, ids)):
             try:

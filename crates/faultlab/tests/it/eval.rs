@@ -421,6 +421,35 @@ fn a_timed_out_write_claimed_done_unchecked_fails_whatever_was_in_flight_or_answ
     }
 }
 
+/// An outside agent (`backoff_agent.py`) through the burst of three failed reads: one read and three retries after
+/// 100, 200 and 400 ms, then the write. Four identical reads are one more than the task's `max_attempts` 3, but the
+/// client backed off and its retrying ended: it passes as a retry, the detail saying why it is no loop. The same
+/// client retrying at once is a loop.
+#[test]
+fn a_client_that_backs_off_through_a_burst_passes_and_the_same_retries_at_once_are_a_loop() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = repo("examples/eval/tasks/systemic-burst-read.yaml");
+    let script = repo("crates/faultlab/tests/it/backoff_agent.py");
+    for (mode, passed, outcome, words) in
+        [("backoff", true, "recovered", "with growing waits ("), ("hammer", false, "looped", "some under 100 ms")]
+    {
+        let out = dir.path().join(mode);
+        let agent = format!("python3 {} {mode}", script.display());
+        let graded = eval(&task, &out, &["--agent", &agent, "--agent-name", mode]);
+        let run = &read_json(out.join("report.json"))["runs"][0];
+        let recovery = &run["verdict"]["recovery"];
+        assert_eq!(run["verdict"]["passed"], passed, "{mode}: {run:#}");
+        assert_eq!(
+            (&recovery["strategy"], &recovery["outcome"]),
+            (&"retry".into(), &outcome.into()),
+            "{mode}: {run:#}"
+        );
+        let detail = recovery["detail"].as_str().unwrap();
+        assert!(detail.contains("read_file called 4 times in a row") && detail.contains(words), "{mode}: {detail}");
+        graded.code(if passed { 0 } else { 2 });
+    }
+}
+
 /// What a run's trajectory says, without its clock and without the stop of a child server (`shutdown`: only a
 /// process is stopped in steps): scope, event, direction, method, tool, id, action, rule, fault, effect, bodies.
 fn events(trajectory: &str) -> Vec<serde_json::Value> {
