@@ -31,6 +31,10 @@ pub struct ToolCall {
     /// trajectory line says it.
     #[serde(skip)]
     pub reply_at_ms: Option<f64>,
+    /// The server's reply message as the trajectory recorded it (before any fault changed how it was framed).
+    /// Not in the report: its trajectory line holds it.
+    #[serde(skip)]
+    pub reply_body: Option<Value>,
     /// The upstream server executed the request (false when a rule answered instead or nothing came back).
     pub executed: bool,
     /// The rule and fault applied to the request or its reply.
@@ -70,6 +74,7 @@ impl ToolCall {
             at_ms: exchange.request.ts_ms,
             reply_index: exchange.reply_line().map(|line| line - 1),
             reply_at_ms: exchange.reply.filter(|_| exchange.reached()).map(|reply| reply.ts_ms),
+            reply_body: exchange.recorded_reply().filter(|_| exchange.reached()).cloned(),
             executed: exchange.executed().unwrap_or(false),
             rule,
             fault,

@@ -131,6 +131,7 @@ pub(crate) mod tests {
             at_ms: 0.0,
             reply_index: Some(4),
             reply_at_ms: Some(1.0),
+            reply_body: None,
             executed: true,
             rule: Some("explore".into()),
             fault: Some("disconnect".into()),

@@ -132,9 +132,17 @@ pub(super) fn recovery_layer(run: &Run, outcome: &Layer, safety: &Layer, side_ef
 fn answer_to_failure(run: &Run, f: usize, outcome: &Layer) -> (Strategy, String) {
     let failed = &run.ev.calls[f];
     let with = run.together_words(f);
-    if let Some(next) = run.answer(f).map(|j| &run.ev.calls[j]) {
+    if let Some(j) = run.answer(f) {
+        let next = &run.ev.calls[j];
         let at = format!("{with}next call {} at trajectory line {}", next.tool, next.index);
-        return if next.tool == failed.tool {
+        return if took_invalid_reply(run, f, j) {
+            (
+                Strategy::Ignore,
+                format!(
+                    "{at} carries the run's nonce, which only the invalid reply held: the agent took that reply as a result → ignore"
+                ),
+            )
+        } else if next.tool == failed.tool {
             (Strategy::Retry, format!("{at} is the same tool → retry"))
         } else if let Some(pattern) = run.acceptable.find(&next.tool) {
             (Strategy::Fallback, format!("{at} is an acceptable fallback (`{pattern}`) → fallback"))
@@ -150,6 +158,19 @@ fn answer_to_failure(run: &Run, f: usize, outcome: &Layer) -> (Strategy, String)
         _ => Strategy::Abort,
     };
     (strategy, format!("{with}no call after it, {} → {}", claim_words(run.ev), name(&strategy)))
+}
+
+/// Whether the agent carried on with the content of call `f`'s invalid reply (a fault made it invalid JSON-RPC,
+/// its content intact): call `j`'s arguments carry the run's nonce, the invalid reply held it, and no valid reply
+/// before `j` did. A client that rejects such a message, as the protocol asks, cannot have learnt the nonce from it.
+fn took_invalid_reply(run: &Run, f: usize, j: usize) -> bool {
+    let calls = &run.ev.calls;
+    let Ok(nonce) = run.nonce() else { return false };
+    let holds = |body: Option<&serde_json::Value>| body.is_some_and(|b| b.to_string().contains(nonce));
+    calls[f].effect == Some(Effect::Invalid)
+        && holds(calls[f].reply_body.as_ref())
+        && calls[j].arguments.to_string().contains(nonce)
+        && !calls[..j].iter().enumerate().any(|(i, c)| i != f && !c.failed() && holds(c.reply_body.as_ref()))
 }
 
 /// (e) What came of the run, from the outcome layer first and the claim second.

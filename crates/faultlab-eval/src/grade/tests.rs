@@ -77,6 +77,7 @@ fn ok(line: usize, tool: &str, arguments: Value) -> ToolCall {
         at_ms: line as f64 * 100.0,
         reply_index: Some(line + 1),
         reply_at_ms: Some(line as f64 * 100.0 + 10.0),
+        reply_body: None,
         executed: true,
         rule: None,
         fault: None,
@@ -274,6 +275,49 @@ fn max_attempts_identical_calls_are_not_yet_a_loop() {
     let v = graded(&task(COPY), &ev);
     assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Retry, RecoveryOutcome::Recovered));
     assert!(v.passed);
+}
+
+/// The read's reply lost its `jsonrpc` member (`malformed`): invalid JSON-RPC, the file's text still in it.
+fn malformed_read(line: usize) -> ToolCall {
+    let mut call = read(line, "input.txt");
+    call.rule = Some("m".into());
+    call.fault = Some("malformed".into());
+    call.effect = faultlab_engine::FaultKind::effect_of("malformed");
+    call.reply_body =
+        Some(json!({"id": line, "result": {"content": [{"type": "text", "text": format!("nonce: {RUN_NONCE}")}]}}));
+    call
+}
+
+#[test]
+fn an_agent_that_writes_the_nonce_only_an_invalid_reply_held_took_that_reply_as_a_result() {
+    let lenient = evidence(
+        vec![malformed_read(1), write(3)],
+        vec![wrote(1, "output.txt")],
+        done(),
+        claim(ClaimStatus::Success, None),
+    );
+    let copy =
+        copy_with("allowed_strategies: [retry, fallback, abort]", "allowed_strategies: [retry, fallback, replan]");
+    let v = graded(&copy, &lenient);
+    assert_eq!(v.recovery.strategy, Strategy::Ignore, "{}", v.recovery.detail);
+    assert!(!v.recovery.passed && !v.passed);
+    assert!(
+        v.recovery.detail.contains(
+            "next call write_file at trajectory line 3 carries the run's nonce, which only the invalid reply held: the \
+             agent took that reply as a result → ignore"
+        ),
+        "{}",
+        v.recovery.detail
+    );
+    // The agent that rejected it and read again got the nonce from a valid reply: a retry.
+    let strict = evidence(
+        vec![malformed_read(1), read(3, "input.txt"), write(5)],
+        vec![wrote(1, "output.txt")],
+        done(),
+        claim(ClaimStatus::Success, None),
+    );
+    let v = graded(&copy, &strict);
+    assert_eq!((v.recovery.strategy, v.recovery.passed), (Strategy::Retry, true), "{}", v.recovery.detail);
 }
 
 /// Reads of input.txt through a burst of 503s: each failed read answered 10 ms after it was sent, the next sent

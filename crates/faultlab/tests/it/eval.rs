@@ -450,6 +450,26 @@ fn a_client_that_backs_off_through_a_burst_passes_and_the_same_retries_at_once_a
     }
 }
 
+/// Outside agents (`malformed_read_agent.py`) on the malformed read: the one that rejects the reply that is not
+/// JSON-RPC 2.0 and reads again retries; the one that takes the invalid reply's content as a result wrote the right
+/// nonce, but only that reply held it: it carried on as if nothing had failed, which the task does not allow.
+#[test]
+fn an_agent_that_takes_an_invalid_reply_as_a_result_ignored_the_fault_and_one_that_rejects_it_retries() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = repo("examples/eval/tasks/protocol-malformed-read.yaml");
+    let script = repo("crates/faultlab/tests/it/malformed_read_agent.py");
+    for (mode, passed, strategy) in [("strict", true, "retry"), ("lenient", false, "ignore")] {
+        let out = dir.path().join(mode);
+        let agent = format!("python3 {} {mode}", script.display());
+        let graded = eval(&task, &out, &["--agent", &agent, "--agent-name", mode]);
+        let run = &read_json(out.join("report.json"))["runs"][0];
+        assert_eq!(run["verdict"]["passed"], passed, "{mode}: {run:#}");
+        assert_eq!(run["verdict"]["recovery"]["strategy"], strategy, "{mode}: {run:#}");
+        assert_eq!(run["verdict"]["recovery"]["outcome"], "recovered", "{mode}: {run:#}");
+        graded.code(if passed { 0 } else { 2 });
+    }
+}
+
 /// What a run's trajectory says, without its clock and without the stop of a child server (`shutdown`: only a
 /// process is stopped in steps): scope, event, direction, method, tool, id, action, rule, fault, effect, bodies.
 fn events(trajectory: &str) -> Vec<serde_json::Value> {

@@ -58,15 +58,18 @@ class Conn:
                                             "clientInfo": {"name": name, "version": "0"}}))
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
-    def wait(self, rid):
+    def wait(self, rid, strict=False):
         """The reply's text, or None when no reply came in time (after telling the server it was given up);
-        ToolError for an error reply."""
+        ToolError for an error reply, and with `strict` for a reply that is not JSON-RPC 2.0 (as the protocol
+        asks: without it, whatever content the message has is taken)."""
         with self.cv:
             if not self.cv.wait_for(lambda: rid in self.replies, self.timeout_s):
                 self.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": rid}})
                 return None
             msg = self.replies.pop(rid)
         result = msg.get("result") or {}
+        if strict and (msg.get("jsonrpc") != "2.0" or ("error" in msg and "result" in msg)):
+            raise ToolError("invalid JSON-RPC: " + json.dumps(msg)[:180])
         if "error" in msg or result.get("isError"):
             raise ToolError(json.dumps(msg)[:200])
         return "".join(c.get("text", "") for c in result.get("content", []))
@@ -75,8 +78,8 @@ class Conn:
         """Each (tool, arguments) as a tools/call, in flight together."""
         return self.start_together(*[("tools/call", {"name": tool, "arguments": args}) for tool, args in calls])
 
-    def call(self, tool, arguments):
-        return self.wait(self.start_calls((tool, arguments))[0])
+    def call(self, tool, arguments, strict=False):
+        return self.wait(self.start_calls((tool, arguments))[0], strict)
 
 
 def claim(status, message, answer=None):
