@@ -159,8 +159,10 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// How long a `latency` rule of the task held the reply of this call (ms), when that is all that happened to
-    /// it: the reply reached the agent intact, late, and was not an error.
+    /// How long a rule of the task held the reply of this call (ms), when that is all that happened to it: the
+    /// reply reached the agent intact, late, and was not an error. A `latency` rule holds it `delay_ms`; an
+    /// `out_of_order` rule until another reply on the connection is written, at most `max_hold_ms`: an agent that
+    /// sent nothing else meanwhile gets it then (one that did may get it sooner, and is judged by the longest hold).
     fn held_ms(&self, call: &ToolCall) -> Option<u64> {
         if call.error || call.reply_index.is_none() || call.effect != Some(Effect::Result) {
             return None;
@@ -168,6 +170,7 @@ impl<'a> Run<'a> {
         let rule = self.task.faults.iter().find(|r| Some(&r.name) == call.rule.as_ref())?;
         match &rule.fault {
             FaultKind::Latency(latency) => Some(latency.delay_ms),
+            FaultKind::OutOfOrder(held) => Some(held.max_hold_ms),
             _ => None,
         }
     }

@@ -960,6 +960,38 @@ fn a_slow_read_the_agent_gave_up_on_is_a_failure_it_answered() {
     assert_eq!(v.recovery.strategy, Strategy::Abort);
 }
 
+#[test]
+fn a_reply_held_out_of_order_the_agent_waited_for_is_not_a_failure_and_one_it_gave_up_on_is() {
+    // `out_of_order` holds the first read's reply until another reply is written or 1000 ms passed: an agent that
+    // sent nothing else and waited got it intact at 1000 ms, then wrote.
+    let task = copy_with(
+        "recovery:",
+        "faults:\n  - name: held\n    match: {tool: read_file, nth: 1}\n    fault: {type: out_of_order, max_hold_ms: \
+         1000}\nrecovery:",
+    );
+    let held = |mut call: ToolCall| {
+        call.at_ms = 10.0;
+        call.rule = Some("held".into());
+        call.fault = Some("out_of_order".into());
+        call.effect = faultlab_engine::FaultKind::effect_of("out_of_order");
+        call
+    };
+    let mut next = write(3);
+    next.at_ms = 1015.0;
+    let calls = vec![held(read(1, "input.txt")), next];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    let v = graded(&task, &ev);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::NotApplicable, RecoveryOutcome::Recovered));
+    assert!(v.recovery.detail.contains("read_file at trajectory line 1 succeeded late"), "{}", v.recovery.detail);
+    // One that gave up at 300 ms and read again met the failure: a retry.
+    let mut again = read(3, "input.txt");
+    again.at_ms = 310.0;
+    let calls = vec![held(read(1, "input.txt")), again, write(5)];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    let v = graded(&task, &ev);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Retry, RecoveryOutcome::Recovered));
+}
+
 /// `call`, sent `after_ms` after `first`: an agent with two requests in flight writes them one after the other.
 fn sent_with(mut call: ToolCall, first: &ToolCall, after_ms: f64) -> ToolCall {
     call.at_ms = first.at_ms + after_ms;
