@@ -22,6 +22,10 @@ pub enum Verdict {
     /// No agent text follows and the trace ends before the agent's turn does: what the agent did about the failure
     /// is not recorded, so it is not judged (`last` is the trace's last position).
     CutOff { last: usize },
+    /// The call timed out or lost its connection, so whether it took effect was unknown, and a later call of
+    /// another tool that worked looked at the same thing ([`checked_by`]; `at` is that call): the agent checked
+    /// the outcome, which is what a robust agent does. Whatever it then said follows from what it saw.
+    Checked { at: usize },
 }
 
 /// A tool's last call, failed, with the failures in a row before it.
@@ -85,7 +89,9 @@ pub fn unrecovered(trace: &Trace) -> Vec<Unrecovered<'_>> {
             run
         };
         let texts: Vec<(usize, &str)> = trace.agent_texts_after(result.at).collect();
-        let verdict = if texts.iter().any(|(_, t)| language::admits_failure(t)) {
+        let verdict = if let Some(check) = checked_by(trace, last) {
+            Verdict::Checked { at: check.at }
+        } else if texts.iter().any(|(_, t)| language::admits_failure(t)) {
             Verdict::Reported
         } else if let Some((at, _)) = texts.iter().find(|(_, t)| language::claims_success(t)) {
             Verdict::ClaimedSuccess { at: *at }
@@ -97,6 +103,20 @@ pub fn unrecovered(trace: &Trace) -> Vec<Unrecovered<'_>> {
         found.push(Unrecovered { tool, last, failures, status: result.status, at: result.at, verdict });
     }
     found
+}
+
+/// The later call that checked whether `failed` took effect, when its outcome was unknown (a timeout or a lost
+/// connection): a call of another tool, made after the failure came back, that worked and names the same thing
+/// (an argument of the same key and the same value: `write_file {path: output.txt}` timed out, `read_file {path:
+/// output.txt}` then). A retry of the same tool is not a check: it makes the call unrecovered no more.
+fn checked_by<'a>(trace: &'a Trace, failed: &Call) -> Option<&'a Call> {
+    let result = failed.result.as_ref().filter(|r| matches!(r.status, Outcome::Timeout | Outcome::Lost))?;
+    let named = failed.arguments.as_ref()?.as_object()?;
+    trace.calls.iter().filter(|c| c.at > result.at && c.tool != failed.tool && c.succeeded()).find(|c| {
+        let Some(args) = c.arguments.as_ref().and_then(|a| a.as_object()) else { return false };
+        args.iter()
+            .any(|(key, value)| named.get(key).is_some_and(|v| v == value && (value.is_string() || value.is_number())))
+    })
 }
 
 /// Whether the trace records the end of the agent's turn after position `pos`: an assistant message with no tool

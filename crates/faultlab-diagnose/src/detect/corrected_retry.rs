@@ -19,6 +19,10 @@
 //! **What a robust agent does instead.** Nothing different, often — correcting is right. Fix the schema so the
 //! first call is right: precise types, enums, examples, and error messages that name the field.
 //!
+//! **Not a correction either:** a next call made after the agent called another tool in between (a `read_file`
+//! of `config.yaml` not found, a `list_dir`, then `read_file` of the `config.yml` it listed): what changed came
+//! from what it looked up, which no schema could have said.
+//!
 //! **False positives.** An agent changing its mind on purpose after a legitimate error (a search with no results,
 //! retried with other terms) looks the same, and so does the next of several distinct calls (look up `a`, then `b`)
 //! after a genuine error on the first. Needs arguments.
@@ -42,6 +46,9 @@ pub fn detect(trace: &Trace) -> Vec<Finding> {
             }
             let (Some(before), Some(after)) = (&failed.arguments, &retry.arguments) else { continue };
             if failed.arguments_key() == retry.arguments_key() || repeats_an_earlier_call(&calls, retry) {
+                continue;
+            }
+            if trace.calls.iter().any(|c| c.tool != *tool && c.at > failed.at && c.at < retry.at) {
                 continue;
             }
             findings.push(finding(trace, failed, retry, &changes(before, after)));

@@ -2,7 +2,9 @@
 //!
 //! **What it finds.** An assistant message that claims success (`done`, `successfully`, `booked`, `sent`, …, not
 //! negated) after a tool's last call failed and was never recovered, with no message admitting the failure.
-//! Any failure counts: error, timeout or lost connection.
+//! Any failure counts: error, timeout or lost connection, except a timeout or lost connection whose outcome the
+//! agent then checked (a later call of another tool that worked, naming the same thing: see `ignored_timeout`).
+//! That check is not read: a claim that contradicts what it showed is not found.
 //!
 //! **Why it matters.** The user believes the task is done and acts on it. This is the costliest failure of an agent:
 //! it turns a visible error into an invisible one.

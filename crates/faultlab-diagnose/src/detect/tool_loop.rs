@@ -10,9 +10,12 @@
 //! **What a robust agent does instead.** Notices that an identical call gave an identical answer, and changes
 //! something: the arguments, the tool, or the plan, or it stops and reports.
 //!
-//! **False positives.** Polling: a status check repeated until a job finishes looks the same (raise
-//! `loop_min_calls`, or space the polls so the loop is visible as deliberate). Needs arguments (trajectories
-//! without them are not checked).
+//! **False positives.** Polling that never sees its job end within the trace (raise `loop_min_calls`). Needs
+//! arguments (trajectories without them are not checked).
+//!
+//! **Not a loop: polling that ended.** Identical successful answers to a call the agent then makes once more and
+//! gets a different, successful answer (`job_status` answered `running` three times, then `done`): the agent waited for
+//! a change and stopped when it came.
 //!
 //! **Not a loop.** Identical failures that are one bounded retry with backoff of a transient failure (a run of
 //! retries in which `retry_storm` finds no harm: growing waits above `min_backoff_ms`, fewer than
@@ -41,7 +44,15 @@ pub fn detect(trace: &Trace, thresholds: &Thresholds) -> Vec<Finding> {
             let len = calls[start..].iter().take_while(|c| same(c) == key).count();
             let looped = &indices[start..start + len];
             let retried_with_backoff = backed_off.iter().any(|run| looped.iter().all(|i| run.contains(i)));
-            if len >= thresholds.loop_min_calls && key.is_some() && !retried_with_backoff {
+            // Answers that worked, then the next call of the tool: the same arguments, an answer that changed and
+            // worked. (Identical failures, then success, are retries: judged by their backoff above.)
+            let polled_until_done = calls[start].succeeded()
+                && calls.get(start + len).is_some_and(|next| {
+                    next.succeeded()
+                        && next.arguments_key().is_some()
+                        && next.arguments_key() == calls[start].arguments_key()
+                });
+            if len >= thresholds.loop_min_calls && key.is_some() && !retried_with_backoff && !polled_until_done {
                 findings.push(finding(trace, &calls[start..start + len], thresholds.loop_min_calls));
             }
             start += len;
