@@ -148,13 +148,17 @@ pub fn is_write(tool: &str, extra: &[String]) -> bool {
 }
 
 /// Phrases of an error about the moment, not the request: the same call can pass later (rate limits, overload,
-/// unavailability, HTTP 429/502/503/504). Such an error says nothing about the arguments.
+/// unavailability, HTTP 429/500/502/503/504). Such an error says nothing about the arguments. A 500 can also be a
+/// server's bug on these arguments, but the SDKs retry it with backoff as transient (AWS's standard retry mode,
+/// Google's API guidance), so a bounded retry of it is no harm.
 const TRANSIENT_PHRASES: &[&str] = &[
     "rate limit",
     "rate limited",
     "ratelimit",
     "too many requests",
     "429",
+    "500",
+    "internal server error",
     "502",
     "503",
     "504",
@@ -213,6 +217,7 @@ mod tests {
         assert_eq!(tool_status("No errors found"), Outcome::Ok);
         assert!(is_transient("Error: 429 Too Many Requests: rate limit exceeded"));
         assert!(is_transient("Error: HTTP 503: Service unavailable"));
+        assert!(is_transient("Error: 500 Internal Server Error"));
         assert!(!is_transient("Error: `date` must be YYYY-MM-DD, got 12/03"));
     }
 

@@ -3,7 +3,7 @@
 //! **What it finds.** A call that failed with an error that may be about its arguments, followed (after the error
 //! came back) by the next call of the same tool with different arguments. The finding names the argument keys
 //! added, removed and changed, and whether the corrected call worked. Not an error about the arguments, so never
-//! corrected: a timeout or a lost connection; an error that names a transient condition (a rate limit, 429, 503,
+//! corrected: a timeout or a lost connection; an error that names a transient condition (a rate limit, 429, 500, 503,
 //! "unavailable", "try again", …); an error a fault of the lab's proxy put in place of the server's reply (the
 //! trajectory names the fault: the server never judged the arguments). Nor is a next call that repeats the
 //! arguments of an earlier call of the tool a correction: it is that call again. A hedged read (the same read sent

@@ -10,6 +10,9 @@
 //! **What a robust agent does instead.** Notices that an identical call gave an identical answer, and changes
 //! something: the arguments, the tool, or the plan, or it stops and reports.
 //!
+//! **Not a loop: the user asked again.** Calls with a user message between them each answer the user (`And
+//! now?`): the run ends at the user's message.
+//!
 //! **False positives.** Polling that never sees its job end within the trace (raise `loop_min_calls`). Needs
 //! arguments (trajectories without them are not checked).
 //!
@@ -25,7 +28,7 @@
 
 use super::{harms, positions, retry_runs};
 use crate::finding::{Finding, FindingKind};
-use crate::model::{Call, Trace, shorten};
+use crate::model::{Call, Role, Trace, shorten};
 use crate::thresholds::Thresholds;
 
 pub const ROBUST: &str =
@@ -41,7 +44,11 @@ pub fn detect(trace: &Trace, thresholds: &Thresholds) -> Vec<Finding> {
         let mut start = 0;
         while start < calls.len() {
             let key = same(calls[start]);
-            let len = calls[start..].iter().take_while(|c| same(c) == key).count();
+            // A run ends at a call the user asked for again: a user message between two calls.
+            let len = 1 + calls[start..]
+                .windows(2)
+                .take_while(|pair| same(pair[1]) == key && !user_spoke_between(trace, pair[0], pair[1]))
+                .count();
             let looped = &indices[start..start + len];
             let retried_with_backoff = backed_off.iter().any(|run| looped.iter().all(|i| run.contains(i)));
             // Answers that worked, then the next call of the tool: the same arguments, an answer that changed and
@@ -59,6 +66,11 @@ pub fn detect(trace: &Trace, thresholds: &Thresholds) -> Vec<Finding> {
         }
     }
     findings
+}
+
+/// Whether the user spoke between two calls: the later one answers the user's new message, not the earlier answer.
+fn user_spoke_between(trace: &Trace, first: &Call, next: &Call) -> bool {
+    trace.entries.iter().any(|e| e.role == Role::User && e.pos > first.at && e.pos < next.at)
 }
 
 /// What makes two calls the same: arguments, status and result text with digits ignored.
