@@ -157,8 +157,11 @@ const TRANSIENT_PHRASES: &[&str] = &[
     "ratelimit",
     "too many requests",
     "429",
-    "500",
+    // A bare 500 is too common a number in errors about arguments ("at most 500 items").
     "internal server error",
+    "http 500",
+    "status 500",
+    "error 500",
     "502",
     "503",
     "504",
@@ -218,6 +221,8 @@ mod tests {
         assert!(is_transient("Error: 429 Too Many Requests: rate limit exceeded"));
         assert!(is_transient("Error: HTTP 503: Service unavailable"));
         assert!(is_transient("Error: 500 Internal Server Error"));
+        assert!(is_transient("Error: HTTP 500"));
+        assert!(!is_transient("Error: `limit` must be at most 500"));
         assert!(!is_transient("Error: `date` must be YYYY-MM-DD, got 12/03"));
     }
 
