@@ -4,6 +4,7 @@ reads (0 reproduced, 3 fixed upstream, 1 could not run)."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -18,8 +19,10 @@ URL_RE = re.compile(r"listening at (http://\S+)")
 
 
 @contextmanager
-def serve(*extra: str) -> Iterator[str]:
-    """`faultlab serve --transport http --port 0 *extra`, yielding its URL once it listens (15 s at most)."""
+def serve(*extra: str, auth_events: list[dict] | None = None) -> Iterator[str]:
+    """`faultlab serve --transport http --port 0 *extra`, yielding its URL once it listens (15 s at most). With
+    `--auth` among `extra`, `auth_events` (when given) receives each auth event the server prints (a JSON line with
+    an `auth` member: `authorization_started`, `token_issued` with its `grant`, `token_refused` with its reason)."""
     binary = os.environ.get("FAULTLAB_BIN")
     if not binary:
         raise RuntimeError("FAULTLAB_BIN is not set")
@@ -34,6 +37,13 @@ def serve(*extra: str) -> Iterator[str]:
             if not found and (m := URL_RE.search(line)):
                 found.append(m.group(1))
                 ready.set()
+            if auth_events is not None and line.startswith("{"):
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(event, dict) and "auth" in event:
+                    auth_events.append(event)
         ready.set()
 
     threading.Thread(target=pump, daemon=True).start()
@@ -46,10 +56,11 @@ def serve(*extra: str) -> Iterator[str]:
         proc.wait(timeout=5)
 
 
-def run(observe: Callable[[str], dict], judge: Callable[[dict], tuple[int, str]], *extra: str) -> int:
+def run(observe: Callable[[str], dict], judge: Callable[[dict], tuple[int, str]], *extra: str,
+        auth_events: list[dict] | None = None) -> int:
     """Serves, runs `observe(url)`, prints the verdict line `judge` gives and returns its exit code."""
     try:
-        with serve(*extra) as url:
+        with serve(*extra, auth_events=auth_events) as url:
             seen = observe(url)
     except Exception as exc:  # the check itself failed: never a verdict on the SDK
         print(f"could not run: {type(exc).__name__}: {exc}")
