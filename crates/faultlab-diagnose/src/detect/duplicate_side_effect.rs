@@ -2,8 +2,9 @@
 //!
 //! **What it finds.** A write (a tool whose name contains a write verb — `create`, `send`, `book`, `pay`, … — or one
 //! listed in `write_tools`) that failed in a way where its side effect may already have happened, then called
-//! again with the same arguments, with no successful read of another tool in between and no idempotency key in the
-//! arguments (`idempotency_key`, `request_id`, `client_token`, …). The side effect is taken to have happened when
+//! again with the same arguments, with no answered read of another tool in between (a server's error reply, "not
+//! found", is an answer) and no idempotency key in the arguments (`idempotency_key`, `request_id`, `client_token`,
+//! …). The side effect is taken to have happened when
 //! the failure was a timeout or a lost connection (the request reached the server; its outcome is unknown — the
 //! proxy's `timeout` fault in `after` mode lets the server execute), when the server is known to have executed it,
 //! or when an answer to the repeat says it exists already (`already`, `duplicate`, `conflict`). A plain tool error is
@@ -74,10 +75,26 @@ fn happened(first: &Call, repeats: &[&Call]) -> Option<String> {
     })
 }
 
-/// Whether a successful call of a read tool (not a write) sits between the failed write's answer and the repeat.
+/// Whether a call of a read tool (not a write) that got an answer sits between the failed write's answer and the
+/// repeat. An error the server answered is an answer too (`file_info` of the file the write made: "not found" says
+/// the write did not happen); a timeout, a lost connection, or an error about the moment (a 503, a rate limit) or
+/// one a fault of the lab put in the server's place says nothing.
 fn checked_between(trace: &Trace, first: &Call, next: &Call, writes: &[String]) -> bool {
     let after = first.result.as_ref().map_or(first.at, |r| r.at);
-    trace.calls.iter().any(|c| c.at > after && c.at < next.at && c.succeeded() && !language::is_write(&c.tool, writes))
+    trace.calls.iter().any(|c| c.at > after && c.at < next.at && answered(c) && !language::is_write(&c.tool, writes))
+}
+
+/// Whether `call` got an answer about the thing it asked of (see [`checked_between`]).
+fn answered(call: &Call) -> bool {
+    let Some(result) = &call.result else { return false };
+    match result.status {
+        Outcome::Ok => true,
+        Outcome::Error => match &result.text {
+            Some(text) => !language::is_transient(text),
+            None => result.fault.is_none(),
+        },
+        _ => false,
+    }
 }
 
 /// Whether the arguments carry an idempotency key (top level or one level down).
