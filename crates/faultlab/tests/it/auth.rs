@@ -71,13 +71,12 @@ async fn run_flow(http: &reqwest::Client, url: &str) -> Flow {
     let code = location.query_pairs().find(|(k, _)| k == "code").unwrap().1.into_owned();
     let token_endpoint = asm["token_endpoint"].as_str().unwrap();
     // application/x-www-form-urlencoded is a URL query's encoding.
-    let form = |pairs: &[(&str, &str)]| {
-        reqwest::Url::parse_with_params("http://form.invalid/", pairs).unwrap().query().unwrap().to_owned()
+    let token = async |pairs: &[(&str, &str)]| -> Value {
+        let body = reqwest::Url::parse_with_params("http://form.invalid/", pairs).unwrap().query().unwrap().to_owned();
+        let sent = http.post(token_endpoint).header("content-type", "application/x-www-form-urlencoded").body(body);
+        sent.send().await.unwrap().json().await.unwrap()
     };
-    let post_form = |body: String| {
-        http.post(token_endpoint).header("content-type", "application/x-www-form-urlencoded").body(body).send()
-    };
-    let tokens: Value = post_form(form(&[
+    let tokens = token(&[
         ("grant_type", "authorization_code"),
         ("code", &code),
         ("redirect_uri", REDIRECT),
@@ -85,24 +84,16 @@ async fn run_flow(http: &reqwest::Client, url: &str) -> Flow {
         ("client_secret", secret),
         ("code_verifier", verifier),
         ("resource", url),
-    ]))
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    ])
+    .await;
     let refresh = tokens["refresh_token"].as_str().unwrap();
-    let refreshed: Value = post_form(form(&[
+    let refreshed = token(&[
         ("grant_type", "refresh_token"),
         ("refresh_token", refresh),
         ("client_id", id),
         ("client_secret", secret),
-    ]))
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    ])
+    .await;
     let access = refreshed["access_token"].as_str().unwrap().to_owned();
     let first_access = tokens["access_token"].as_str().unwrap().to_owned();
     let answer = mcp_post(http, url, init.to_string()).bearer_auth(&access).send().await.unwrap();
