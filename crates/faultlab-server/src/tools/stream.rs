@@ -24,12 +24,12 @@ pub struct StreamCutArgs {
     #[serde(default)]
     #[schemars(with = "u64")]
     pub after_events: Option<u64>,
-    /// The priming event's `retry:` in milliseconds (0 to 86400000; default 3000).
-    #[serde(default)]
-    #[schemars(with = "u64")]
-    pub retry_ms: Option<u64>,
+    #[serde(flatten)]
+    pub retry: RetryArgs,
 }
 
+/// The priming event's `retry:`, which every stream tool but `stream_retry` (absent there: no `retry:` line)
+/// takes with the same range and default.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RetryArgs {
@@ -42,10 +42,8 @@ pub struct RetryArgs {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StreamCutAgainArgs {
-    /// The priming event's `retry:` in milliseconds (0 to 86400000; default 3000).
-    #[serde(default)]
-    #[schemars(with = "u64")]
-    pub retry_ms: Option<u64>,
+    #[serde(flatten)]
+    pub retry: RetryArgs,
     /// How many resumes in a row are closed before any event with an id (1 to 1000; default 1); the next one
     /// replays the result.
     #[serde(default)]
@@ -67,10 +65,8 @@ pub struct StreamRetryArgs {
 pub struct ResumeRefusedArgs {
     /// The status the resuming GET gets: 404 or 405.
     pub status: u16,
-    /// The priming event's `retry:` in milliseconds (0 to 86400000; default 3000).
-    #[serde(default)]
-    #[schemars(with = "u64")]
-    pub retry_ms: Option<u64>,
+    #[serde(flatten)]
+    pub retry: RetryArgs,
 }
 
 #[tool_router(router = stream_router, vis = "pub(super)")]
@@ -85,7 +81,7 @@ impl FaultServer {
     ) -> Result<CallToolResult, ErrorData> {
         let events = args.after_events.unwrap_or(0);
         if let Err(message) =
-            check_range("afterEvents", events, 0, MAX_EVENTS_BEFORE_CUT).and_then(|()| check_retry(args.retry_ms))
+            check_range("afterEvents", events, 0, MAX_EVENTS_BEFORE_CUT).and_then(|()| check_retry(args.retry.retry_ms))
         {
             return Ok(tool_error(message));
         }
@@ -101,8 +97,8 @@ impl FaultServer {
         Parameters(args): Parameters<StreamCutAgainArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let resumes = args.resumes.unwrap_or(1);
-        if let Err(message) =
-            check_range("resumes", resumes, 1, u64::from(MAX_EMPTY_RESUMES)).and_then(|()| check_retry(args.retry_ms))
+        if let Err(message) = check_range("resumes", resumes, 1, u64::from(MAX_EMPTY_RESUMES))
+            .and_then(|()| check_retry(args.retry.retry_ms))
         {
             return Ok(tool_error(message));
         }
@@ -172,7 +168,7 @@ impl FaultServer {
         &self,
         Parameters(args): Parameters<ResumeRefusedArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        if let Err(message) = check_retry(args.retry_ms) {
+        if let Err(message) = check_retry(args.retry.retry_ms) {
             return Ok(tool_error(message));
         }
         if args.status != 404 && args.status != 405 {
