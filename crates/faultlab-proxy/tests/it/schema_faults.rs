@@ -72,6 +72,14 @@ async fn start_upstream() -> (String, tokio::task::JoinHandle<std::io::Result<()
     (url, tokio::spawn(async move { axum::serve(listener, router).await }))
 }
 
+/// A client on the proxy's stdio front with the rules file `rules` (YAML), in front of the fake upstream: the
+/// client and the upstream's task.
+async fn stdio_client(rules: &str) -> (Client, tokio::task::JoinHandle<std::io::Result<()>>) {
+    let (url, server) = start_upstream().await;
+    let endpoint = Endpoint(faultlab_proxy::remote::Remote::new(&url).unwrap());
+    (Client::with_upstream(yaml_serde::from_str(rules).unwrap(), endpoint), server)
+}
+
 fn request(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
@@ -95,10 +103,7 @@ rules:
 
 #[tokio::test]
 async fn faults_keep_structured_content_valid_against_the_listed_output_schema() {
-    let (url, server) = start_upstream().await;
-
-    let endpoint = Endpoint(faultlab_proxy::remote::Remote::new(&url).unwrap());
-    let mut client = Client::with_upstream(yaml_serde::from_str(RULES).unwrap(), endpoint);
+    let (mut client, server) = stdio_client(RULES).await;
     // One request at a time, so each line read is the answer to the request just sent.
     let mut exchange = async |message: Value| -> String {
         client.send(&message).await;
@@ -231,9 +236,7 @@ rules:
 /// schema is skipped with its reason recorded.
 #[tokio::test]
 async fn structured_output_faults_break_or_keep_the_listed_output_schema() {
-    let (url, server) = start_upstream().await;
-    let endpoint = Endpoint(faultlab_proxy::remote::Remote::new(&url).unwrap());
-    let mut client = Client::with_upstream(yaml_serde::from_str(STRUCTURED_RULES).unwrap(), endpoint);
+    let (mut client, server) = stdio_client(STRUCTURED_RULES).await;
     let mut exchange = async |message: Value| -> Value { client.ask(&message).await };
     let validator = jsonschema::validator_for(&output_schema()).unwrap();
 
