@@ -112,10 +112,7 @@ impl FaultServer {
     #[tool(description = "Close this response stream after its priming event, whose retry: is `retryMs` \
                           (0 to 86400000) or absent.")]
     async fn stream_retry(&self, Parameters(args): Parameters<StreamRetryArgs>) -> Result<CallToolResult, ErrorData> {
-        if let Err(message) = check_retry(args.retry_ms) {
-            return Ok(tool_error(message));
-        }
-        Ok(text_result("stream cut after its priming event"))
+        Ok(cut(args.retry_ms, None, "stream cut after its priming event").await)
     }
 
     #[tool(description = "Send one progress notification with an explicit empty `id:` line, then close the \
@@ -125,11 +122,7 @@ impl FaultServer {
         Parameters(args): Parameters<RetryArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        if let Err(message) = check_retry(args.retry_ms) {
-            return Ok(tool_error(message));
-        }
-        progress(&ctx, 1).await;
-        Ok(text_result("stream cut after an event with an empty id"))
+        Ok(cut(args.retry_ms, Some(&ctx), "stream cut after an event with an empty id").await)
     }
 
     #[tool(description = "Close this stream after one progress notification (needs a progressToken); the first \
@@ -139,20 +132,13 @@ impl FaultServer {
         Parameters(args): Parameters<RetryArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        if let Err(message) = check_retry(args.retry_ms) {
-            return Ok(tool_error(message));
-        }
-        progress(&ctx, 1).await;
-        Ok(text_result("stream cut; its resume replays seen events"))
+        Ok(cut(args.retry_ms, Some(&ctx), "stream cut; its resume replays seen events").await)
     }
 
     #[tool(description = "Close this stream after its priming event; the first GET resuming it first sends the \
                           last message of another stream of this session.")]
     async fn replay_foreign(&self, Parameters(args): Parameters<RetryArgs>) -> Result<CallToolResult, ErrorData> {
-        if let Err(message) = check_retry(args.retry_ms) {
-            return Ok(tool_error(message));
-        }
-        Ok(text_result("stream cut; its resume replays another stream's event"))
+        Ok(cut(args.retry_ms, None, "stream cut; its resume replays another stream's event").await)
     }
 
     #[tool(description = "2026-07-28 (and any HTTP request): send one progress notification (needs a \
@@ -180,6 +166,19 @@ impl FaultServer {
 
 fn check_retry(retry_ms: Option<u64>) -> Result<(), String> {
     retry_ms.map_or(Ok(()), |ms| check_range("retryMs", ms, 0, MAX_RETRY_MS))
+}
+
+/// The result of a stream tool whose only argument is `retryMs` (the front cuts the stream as the tool's name
+/// says): an error for a `retryMs` out of range; else, after one progress notification when `progress_on` is the
+/// request, `done`.
+async fn cut(retry_ms: Option<u64>, progress_on: Option<&RequestContext<RoleServer>>, done: &str) -> CallToolResult {
+    if let Err(message) = check_retry(retry_ms) {
+        return tool_error(message);
+    }
+    if let Some(ctx) = progress_on {
+        progress(ctx, 1).await;
+    }
+    text_result(done)
 }
 
 impl FaultServer {
