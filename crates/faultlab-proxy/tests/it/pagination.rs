@@ -122,10 +122,7 @@ struct Session {
 
 impl Session {
     async fn start(file: Value) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        let router = axum::Router::new().route("/mcp", axum::routing::post(upstream));
-        let server = tokio::spawn(async move { axum::serve(listener, router).await });
+        let (url, server) = crate::harness::upstream_at(axum::routing::post(upstream)).await;
         let endpoint = Endpoint(faultlab_proxy::remote::Remote::new(&url).unwrap());
         Self { client: Client::with_upstream(serde_json::from_value(file).unwrap(), endpoint), server }
     }

@@ -66,10 +66,7 @@ async fn upstream(body: Bytes) -> Response {
 
 /// The fake upstream on a loopback port of its own: its URL and its task.
 async fn start_upstream() -> (String, tokio::task::JoinHandle<std::io::Result<()>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let router = axum::Router::new().route("/mcp", axum::routing::post(upstream));
-    (url, tokio::spawn(async move { axum::serve(listener, router).await }))
+    harness::upstream_at(axum::routing::post(upstream)).await
 }
 
 /// A client on the proxy's stdio front with the rules file `rules` (YAML), in front of the fake upstream: the
