@@ -14,6 +14,8 @@
 #   FAULTLAB_BENCH_QUICK=1   one repeat (56 runs) on the debug build, only to prove it runs (the places compared
 #                            with one repeat of the controls and 20 of the trivial agent)
 #   FAULTLAB_BENCH_JSON      where the JSON report goes (default target/bench/eval.json)
+#   FAULTLAB_BIN             the faultlab binary to measure (default: the release build, or the debug build with
+#                            FAULTLAB_BENCH_QUICK, built here)
 #   FAULTLAB_BENCH_EVAL_PLACES=only   only the comparison of the proxy's places (a new JSON report with only it)
 set -euo pipefail
 
@@ -24,18 +26,9 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib/common.sh"
 source "$ROOT/scripts/lib/bench-release.sh"
 bench_paths eval
 
-if [[ -n "${FAULTLAB_BENCH_QUICK:-}" ]]; then
-    repeat=1
-    profile=debug
-    cargo build -q -p faultlab </dev/null
-else
-    repeat=18
-    profile=release
-    log "building faultlab (release)"
-    cargo build -q --release -p faultlab </dev/null
-fi
-bin="$TARGET_DIR/$profile/faultlab"
-[[ -x "$bin" ]] || die "no binary at $bin"
+bench_binary
+repeat=18
+[[ -z "${FAULTLAB_BENCH_QUICK:-}" ]] || repeat=1
 places_only="${FAULTLAB_BENCH_EVAL_PLACES:-}"
 [[ -z "$places_only" || "$places_only" == only ]] || die "FAULTLAB_BENCH_EVAL_PLACES is \"only\" or unset"
 out="$TARGET_DIR/bench/eval-runs"

@@ -9,6 +9,8 @@
 #   FAULTLAB_BENCH_QUICK=1      the debug build, four classes (error, timeout, timeout-after, malformed)
 #   FAULTLAB_EXPLORE_CLASSES    the classes, comma-separated (default: every class; each by its representative)
 #   FAULTLAB_BENCH_JSON         where the JSON report goes (default target/bench/explore.json)
+#   FAULTLAB_BIN                the faultlab binary to measure (default: the release build, or the debug build with
+#                               FAULTLAB_BENCH_QUICK, built here)
 set -euo pipefail
 
 # shellcheck source=scripts/lib/common.sh
@@ -19,17 +21,8 @@ source "$ROOT/scripts/lib/bench-release.sh"
 bench_paths explore-search
 
 classes="${FAULTLAB_EXPLORE_CLASSES:-}"
-if [[ -n "${FAULTLAB_BENCH_QUICK:-}" ]]; then
-    profile=debug
-    classes="${classes:-error,timeout,timeout-after,malformed}"
-    cargo build -q -p faultlab </dev/null
-else
-    profile=release
-    log "building faultlab (release)"
-    cargo build -q --release -p faultlab </dev/null
-fi
-bin="$TARGET_DIR/$profile/faultlab"
-[[ -x "$bin" ]] || die "no binary at $bin"
+[[ -z "${FAULTLAB_BENCH_QUICK:-}" ]] || classes="${classes:-error,timeout,timeout-after,malformed}"
+bench_binary
 out="$TARGET_DIR/bench/explore-search"
 rm -rf "$out"
 mkdir -p "$out"

@@ -26,7 +26,7 @@ case "${1:-}" in
   *) die "usage: scripts/known-client-bugs.sh [--record]" ;;
 esac
 
-# Every folder but lib/ (what the reproductions share: starting `faultlab serve`, the exit codes).
+# Every folder but lib/ (what the reproductions share: starting `faultlab serve`, the exit codes, the client session).
 bugs=()
 for dir in interop/known-bugs/*/; do
   [[ "$dir" == interop/known-bugs/lib/ ]] || bugs+=("$dir")

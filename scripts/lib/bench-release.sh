@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # Shared by the benchmark scripts (sourced, not run). The sourcing script sets ROOT (the workspace root) and
-# CALLER_PWD (where it was started) and defines log.
+# CALLER_PWD (where it was started) and defines log, die and resolve_faultlab_bin (scripts/lib/common.sh).
 
 # Sets TARGET_DIR (cargo's target directory, absolute; exported as CARGO_TARGET_DIR when one was given) and
 # JSON_OUT (FAULTLAB_BENCH_JSON, or TARGET_DIR/bench/NAME.json; absolute, as the bench runs in its crate's folder)
@@ -31,4 +31,32 @@ bench_release() {
     env FAULTLAB_BENCH_BIN="$TARGET_DIR/release/faultlab" FAULTLAB_BENCH_JSON="$JSON_OUT" "$@" \
         cargo bench -p faultlab-bench --bench "$name" </dev/null
     log "cargo bench (including its build) took $((SECONDS - start)) s"
+}
+
+# Sets bin and profile for the benchmarks that run the binary themselves (bench-eval, bench-explore): FAULTLAB_BIN
+# when given, as every script takes it (resolve_faultlab_bin; nothing built), its profile read from its path
+# (target/release or target/debug, else "given"); otherwise the release build, or the debug build with
+# FAULTLAB_BENCH_QUICK, built here first.
+#   bench_binary
+bench_binary() {
+    if [[ -n "${FAULTLAB_BIN:-}" ]]; then
+        resolve_faultlab_bin
+        bin="$FAULTLAB_BIN"
+        case "$bin" in
+            */release/faultlab) profile=release ;;
+            */debug/faultlab) profile=debug ;;
+            *) profile=given ;;
+        esac
+        return
+    fi
+    local release=(--release)
+    profile=release
+    if [[ -n "${FAULTLAB_BENCH_QUICK:-}" ]]; then
+        release=()
+        profile=debug
+    fi
+    log "building faultlab ($profile)"
+    cargo build -q "${release[@]}" -p faultlab </dev/null
+    bin="$TARGET_DIR/$profile/faultlab"
+    [[ -x "$bin" ]] || die "no binary at $bin"
 }

@@ -161,12 +161,19 @@ fn assert_no_secret(lab: &Lab, connection: &Connection) {
     }
 }
 
+/// `n` calls on a connection with the default auth options to the healthy endpoint behind `fault`, each of which
+/// must succeed: the lab, the connection and what each call saw.
+async fn all_succeed(fault: &str, n: usize) -> (Lab, Connection, Vec<(Outcome, Option<u16>, AuthRecord)>) {
+    let lab = lab(Some(fault), Endpoint::Healthy).await;
+    let connection = connect(&lab, AuthOptions::default()).await;
+    let seen = calls(&connection, n).await;
+    assert!(seen.iter().all(|(o, _, _)| *o == Outcome::Success), "{seen:?}");
+    (lab, connection, seen)
+}
+
 #[tokio::test]
 async fn the_headless_flow_authorizes_once_and_an_expired_token_is_refreshed() {
-    let lab = lab(Some(r#"{"type": "token_expired", "after": 2}"#), Endpoint::Healthy).await;
-    let connection = connect(&lab, AuthOptions::default()).await;
-    let seen = calls(&connection, 3).await;
-    assert!(seen.iter().all(|(o, _, _)| *o == Outcome::Success), "{seen:?}");
+    let (lab, connection, seen) = all_succeed(r#"{"type": "token_expired", "after": 2}"#, 3).await;
     assert_eq!(kinds(&seen[0].2), [AuthEventKind::Authorized]);
     assert_eq!(seen[0].2.events[0].scope.as_deref(), Some("mcp:read"));
     assert_eq!((seen[0].2.registrations, seen[0].2.token_requests), (1, 1));
@@ -179,10 +186,7 @@ async fn the_headless_flow_authorizes_once_and_an_expired_token_is_refreshed() {
 
 #[tokio::test]
 async fn invalid_grant_on_refresh_drops_the_tokens_and_authorizes_again_once() {
-    let lab = lab(Some(r#"{"type": "refresh_invalid_grant", "times": 1}"#), Endpoint::Healthy).await;
-    let connection = connect(&lab, AuthOptions::default()).await;
-    let seen = calls(&connection, 3).await;
-    assert!(seen.iter().all(|(o, _, _)| *o == Outcome::Success), "{seen:?}");
+    let (lab, connection, seen) = all_succeed(r#"{"type": "refresh_invalid_grant", "times": 1}"#, 3).await;
     assert_eq!(kinds(&seen[1].2), [AuthEventKind::RefreshRefused, AuthEventKind::Reauthorized]);
     assert!(seen[1].2.events[0].detail.as_deref().unwrap().contains("invalid_grant"), "{:?}", seen[1].2);
     // The refused refresh token is never sent again: the next expiry refreshes the new grant's token.
@@ -192,20 +196,15 @@ async fn invalid_grant_on_refresh_drops_the_tokens_and_authorizes_again_once() {
 
 #[tokio::test]
 async fn a_busy_authorization_server_keeps_the_tokens() {
-    let lab = lab(Some(r#"{"type": "refresh_unavailable", "status": 503, "times": 1}"#), Endpoint::Healthy).await;
-    let connection = connect(&lab, AuthOptions::default()).await;
-    let seen = calls(&connection, 2).await;
-    assert!(seen.iter().all(|(o, _, _)| *o == Outcome::Success), "{seen:?}");
+    let (_lab, _connection, seen) =
+        all_succeed(r#"{"type": "refresh_unavailable", "status": 503, "times": 1}"#, 2).await;
     assert_eq!(kinds(&seen[1].2), [AuthEventKind::RefreshDeferred, AuthEventKind::Refreshed]);
     assert_eq!(seen[1].2.authorization_requests, 0, "no new authorization after a 503");
 }
 
 #[tokio::test]
 async fn insufficient_scope_steps_up_with_the_union_of_scopes() {
-    let lab = lab(Some(r#"{"type": "insufficient_scope", "after": 1}"#), Endpoint::Healthy).await;
-    let connection = connect(&lab, AuthOptions::default()).await;
-    let seen = calls(&connection, 3).await;
-    assert!(seen.iter().all(|(o, _, _)| *o == Outcome::Success), "{seen:?}");
+    let (_lab, _connection, seen) = all_succeed(r#"{"type": "insufficient_scope", "after": 1}"#, 3).await;
     assert_eq!(kinds(&seen[1].2), [AuthEventKind::StepUp]);
     assert_eq!(seen[1].2.events[0].scope.as_deref(), Some("mcp:read mcp:write"));
     assert!(kinds(&seen[2].2).is_empty(), "one step-up is enough");

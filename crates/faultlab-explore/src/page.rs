@@ -1,7 +1,6 @@
 //! The exploration report as one self-contained HTML page: the resilience map per (task, agent), the minimal
 //! failing sets, the breaking and the degrading variants apart with their evidence and reproducers.
 
-use super::VariantResult;
 use super::report::{ExploreReport, join, label, tried};
 use faultlab_diagnose::render::html::esc;
 use std::fmt::Write as _;
@@ -108,12 +107,11 @@ pub fn html(report: &ExploreReport) -> String {
         if !e.variants.iter().any(|v| v.broke) {
             out.push_str("<p>No variant broke the agent.</p>\n");
         }
-        for (title, chosen) in [("breaks", true), ("degrades", false)] {
-            let list: Vec<&VariantResult> =
-                e.variants.iter().filter(|v| if chosen { v.broke } else { v.degraded }).collect();
+        for (broke, list) in e.by_harm() {
             if list.is_empty() {
                 continue;
             }
+            let title = if broke { "breaks" } else { "degrades" };
             let _ = writeln!(out, "<h3>{title}</h3>\n<ul>");
             for v in list {
                 let _ = write!(

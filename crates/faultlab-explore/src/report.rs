@@ -195,6 +195,12 @@ impl Exploration {
         self.minimal().into_values().flatten().map(|v| v.faults.iter().map(name).collect()).collect()
     }
 
+    /// The variants that broke the agent (`true`), then those that degraded it, as the reports list them.
+    pub fn by_harm(&self) -> [(bool, Vec<&VariantResult>); 2] {
+        let of = |broke: bool| self.variants.iter().filter(|v| if broke { v.broke } else { v.degraded }).collect();
+        [(true, of(true)), (false, of(false))]
+    }
+
     /// Per failure mode, the breaking variants none of whose proper subsets broke the agent, smallest first.
     pub fn minimal(&self) -> BTreeMap<String, Vec<&VariantResult>> {
         let breaking: Vec<&VariantResult> = self.variants.iter().filter(|v| v.broke).collect();
@@ -516,12 +522,11 @@ pub fn markdown(report: &ExploreReport) -> String {
             }
             out.push('\n');
         }
-        for (title, chosen) in [("Breaking variants", true), ("Degrading variants", false)] {
-            let list: Vec<&VariantResult> =
-                e.variants.iter().filter(|v| if chosen { v.broke } else { v.degraded }).collect();
+        for (broke, list) in e.by_harm() {
             if list.is_empty() {
                 continue;
             }
+            let title = if broke { "Breaking variants" } else { "Degrading variants" };
             let _ = writeln!(out, "### {title}\n");
             for v in list {
                 let _ = writeln!(out, "- **{}** {}: {} ({}/{} passed)", v.id, label(v), v.verdict, v.passed, v.runs);

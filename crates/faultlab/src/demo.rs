@@ -61,14 +61,23 @@ const SUITE: &[(&str, &str)] = &[
     ("wrong-id.yaml", include_str!("../scenarios/wrong-id.yaml")),
 ];
 
+/// The demo stopped by `signal`.
+fn stopped(signal: &'static str) -> Failure {
+    crate::signals::interrupted("demo", signal, "the reports of the parts that ended are in --out")
+}
+
+/// One part of the demo run to its end on `runtime`: a signal stops the demo (`stopped`), a part that could not
+/// run ends it as such.
+fn part<T>(runtime: &tokio::runtime::Runtime, work: impl Future<Output = anyhow::Result<T>>) -> Result<T, Failure> {
+    runtime.block_on(crate::signals::until_signal(work)).map_err(stopped)?.map_err(Failure::runtime)
+}
+
 pub fn run(args: DemoArgs) -> Result<(), Failure> {
     let exe = std::env::current_exe().context("cannot find the faultlab executable").map_err(Failure::runtime)?;
     let exe = exe.to_string_lossy().into_owned();
     let runtime = tokio::runtime::Runtime::new().context("cannot start the async runtime").map_err(Failure::runtime)?;
     outln!("MCP Failure Lab — demo\n");
     outln!("The reference client (retries only tool errors, at most 5 attempts) against `faultlab serve`:\n");
-    let stopped =
-        |signal| crate::signals::interrupted("demo", signal, "the reports of the parts that ended are in --out");
     let results = runtime
         .block_on(crate::signals::until_signal(async {
             let mut results = Vec::new();
@@ -93,27 +102,18 @@ pub fn run(args: DemoArgs) -> Result<(), Failure> {
         .map(|(name, text)| Scenario::parse(text, false).map_err(|e| anyhow::anyhow!("built-in scenario {name}: {e}")))
         .collect::<Result<_, _>>()
         .map_err(Failure::runtime)?;
-    let reports = runtime
-        .block_on(crate::signals::until_signal(run_suite(&suite, &exe)))
-        .map_err(stopped)?
-        .map_err(Failure::runtime)?;
+    let reports = part(&runtime, run_suite(&suite, &exe))?;
     crate::run::write_outputs(&args.out.join("suite"), &reports).map_err(Failure::runtime)?;
     let suite_failed = reports.iter().filter(|r| !r.passed).count();
 
     outln!("\nAgents graded on a sandboxed task, through `faultlab proxy` to the workspace server: the first write is");
     outln!("executed, then its reply is held until the agent gives up (mode: after, timeout):\n");
-    let agreement = runtime
-        .block_on(crate::signals::until_signal(eval_slice(&args.out.join("eval"), &exe)))
-        .map_err(stopped)?
-        .map_err(Failure::runtime)?;
+    let agreement = part(&runtime, eval_slice(&args.out.join("eval"), &exe))?;
     let disagreements = agreement.checked - agreement.as_expected;
     outln!("\nThe faults the blind retrier does not survive, found by `faultlab explore` from its healthy run (an");
     outln!("error, a timeout after execution and a malformed reply at each of its tool calls). Its BREAKS are the");
     outln!("point: a retried write that had already been executed is written twice, which is its defect:\n");
-    let explored = runtime
-        .block_on(crate::signals::until_signal(explore_slice(&args.out.join("explore"), &exe)))
-        .map_err(stopped)?
-        .map_err(Failure::runtime)?;
+    let explored = part(&runtime, explore_slice(&args.out.join("explore"), &exe))?;
     // One line the whole demo comes to: each part against what it should show.
     let mut wrong = Vec::new();
     if passed < results.len() {

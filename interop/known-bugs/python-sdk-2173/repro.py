@@ -18,11 +18,10 @@ from pathlib import Path
 
 import anyio
 import httpx2
-from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
 from serve import COULD_NOT_RUN, FIXED, REPRODUCED, run  # noqa: E402  (the shared start-up, beside this folder)
+from session import listed_session  # noqa: E402
 
 DEADLINE = 3.0  # seconds for the call
 
@@ -36,16 +35,11 @@ async def observe(url: str) -> dict:
             answers.append((response.status_code, response.headers.get("content-type", "")))
 
     seen: dict = {"answers": answers, "error": None, "result": None}
-    http = httpx2.AsyncClient(event_hooks={"response": [on_response]}, timeout=DEADLINE)
-    with anyio.fail_after(20):
-        async with http, streamable_http_client(url, http_client=http, terminate_on_close=False) as (read, write):
-            async with ClientSession(read, write, read_timeout_seconds=DEADLINE) as session:
-                await session.initialize()
-                await session.list_tools()  # listed now, so the result check does not list again
-                try:
-                    seen["result"] = await session.call_tool("html_page", {"status": 502}, read_timeout_seconds=DEADLINE)
-                except Exception as exc:  # the failure the caller gets
-                    seen["error"] = str(exc)
+    async with listed_session(url, DEADLINE, on_response) as session:
+        try:
+            seen["result"] = await session.call_tool("html_page", {"status": 502}, read_timeout_seconds=DEADLINE)
+        except Exception as exc:  # the failure the caller gets
+            seen["error"] = str(exc)
     return seen
 
 

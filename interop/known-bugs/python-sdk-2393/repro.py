@@ -22,11 +22,10 @@ from pathlib import Path
 import anyio
 import httpx2
 import mcp.client.streamable_http as transport
-from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
 from serve import COULD_NOT_RUN, FIXED, REPRODUCED, run  # noqa: E402  (the shared start-up, beside this folder)
+from session import listed_session  # noqa: E402
 
 DEADLINE = 1.0  # seconds the caller waits for the call: 40 retry: intervals, far more than a bounded client needs
 RETRY_MS = 25  # the priming event's retry:, so that the resumes come quickly
@@ -44,22 +43,16 @@ async def observe(url: str) -> dict:
                             "at": round(time.monotonic() - started, 2)})
 
     seen: dict = {"resumes": resumes}
-    http = httpx2.AsyncClient(event_hooks={"response": [on_response]}, timeout=DEADLINE)
-    with anyio.fail_after(20):
-        async with http, streamable_http_client(url, http_client=http, terminate_on_close=False) as (read, write):
-            async with ClientSession(read, write, read_timeout_seconds=DEADLINE) as session:
-                await session.initialize()
-                # The SDK lists tools to validate a result; listed now, so that only the call below meets the cut.
-                await session.list_tools()
-                started = time.monotonic()
-                try:
-                    result = await session.call_tool("stream_cut_again", {"resumes": 1000, "retryMs": RETRY_MS},
-                                                     read_timeout_seconds=DEADLINE)
-                    seen["outcome"] = "tool_error" if getattr(result, "is_error", False) else "result"
-                except Exception as exc:  # the SDK surfaced the failure of this call
-                    seen["outcome"] = f"error: {str(exc)[:100]}"
-                seen["ended_after"] = round(time.monotonic() - started, 2)
-                seen["resumes_by_then"] = len(resumes)
+    async with listed_session(url, DEADLINE, on_response) as session:
+        started = time.monotonic()
+        try:
+            result = await session.call_tool("stream_cut_again", {"resumes": 1000, "retryMs": RETRY_MS},
+                                             read_timeout_seconds=DEADLINE)
+            seen["outcome"] = "tool_error" if getattr(result, "is_error", False) else "result"
+        except Exception as exc:  # the SDK surfaced the failure of this call
+            seen["outcome"] = f"error: {str(exc)[:100]}"
+        seen["ended_after"] = round(time.monotonic() - started, 2)
+        seen["resumes_by_then"] = len(resumes)
     return seen
 
 

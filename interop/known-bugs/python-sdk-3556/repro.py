@@ -19,11 +19,10 @@ from pathlib import Path
 
 import anyio
 import httpx2
-from mcp.client.session import ClientSession
-from mcp.client.streamable_http import streamable_http_client
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
 from serve import COULD_NOT_RUN, FIXED, REPRODUCED, run  # noqa: E402  (the shared start-up, beside this folder)
+from session import listed_session  # noqa: E402
 
 DEADLINE = 3.0  # seconds for one call; a correct client re-initialises well within it on loopback
 
@@ -44,20 +43,14 @@ async def observe(url: str) -> dict:
                       "status": response.status_code})
 
     seen: dict = {"posts": posts, "calls": []}
-    http = httpx2.AsyncClient(event_hooks={"response": [on_response]}, timeout=DEADLINE)
-    with anyio.fail_after(20):
-        async with http, streamable_http_client(url, http_client=http, terminate_on_close=False) as (read, write):
-            async with ClientSession(read, write, read_timeout_seconds=DEADLINE) as session:
-                await session.initialize()
-                # The SDK lists tools to validate a result; listed now, so that only the calls below meet the 404.
-                await session.list_tools()
-                await session.call_tool("session_loss", {"activation": "after_response"})
-                for _ in range(2):
-                    try:
-                        result = await session.call_tool("ping", {}, read_timeout_seconds=DEADLINE)
-                        seen["calls"].append("ok" if not getattr(result, "is_error", False) else "tool_error")
-                    except Exception as exc:  # the SDK surfaced the failure of this call
-                        seen["calls"].append(f"error: {str(exc)[:80]}")
+    async with listed_session(url, DEADLINE, on_response) as session:
+        await session.call_tool("session_loss", {"activation": "after_response"})
+        for _ in range(2):
+            try:
+                result = await session.call_tool("ping", {}, read_timeout_seconds=DEADLINE)
+                seen["calls"].append("ok" if not getattr(result, "is_error", False) else "tool_error")
+            except Exception as exc:  # the SDK surfaced the failure of this call
+                seen["calls"].append(f"error: {str(exc)[:80]}")
     return seen
 
 

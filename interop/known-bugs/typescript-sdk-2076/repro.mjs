@@ -8,8 +8,7 @@
 // recorded from the fetch it is given. A correct client sends a progressToken, so the notifications reset its timer
 // and the call returns the result (progress_done, sent 10).
 // Exit 0: the wrong behaviour was seen (still present); 3: the client behaved correctly; 1: the check could not run.
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { connectRecordingPosts } from '../lib/posts.mjs';
 import { COULD_NOT_RUN, FIXED, REPRODUCED, startServe } from '../lib/serve.mjs';
 
 // The base timeout, in ms: half the time the tool works (10 x 200 ms), so only a reset timer lets the call finish.
@@ -17,24 +16,9 @@ const TIMEOUT_MS = 1000;
 const { url, finish } = await startServe();
 
 const calls = []; // the tools/call requests the client POSTed, as sent
-const recording = async (input, init) => {
-  if (init?.method === 'POST' && typeof init.body === 'string') {
-    try {
-      const message = JSON.parse(init.body);
-      if (message.method === 'tools/call') calls.push(message);
-    } catch {
-      // not JSON: not a request of interest
-    }
-  }
-  return fetch(input, init);
-};
-const client = new Client({ name: 'known-bug-2076', version: '1' });
-client.onerror = () => {}; // observed through the call
-try {
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: recording }), { timeout: 5000 });
-} catch (e) {
-  finish(COULD_NOT_RUN, `could not run: connect failed: ${e.message}`);
-}
+const client = await connectRecordingPosts(url, 'known-bug-2076', finish, (message) => {
+  if (message.method === 'tools/call') calls.push(message);
+});
 const outcome = await client
   .callTool({ name: 'progress_stream', arguments: { everyMs: 200, count: 10 } }, undefined, {
     timeout: TIMEOUT_MS,

@@ -8,8 +8,7 @@
 // Every POST the client sends is recorded, with its time, from the fetch it is given. A correct client gives up at
 // the 500 ms cap: it POSTs notifications/cancelled for the call and rejects with -32001 (Request timeout).
 // Exit 0: the wrong behaviour was seen (still present); 3: the client behaved correctly; 1: the check could not run.
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { connectRecordingPosts } from '../lib/posts.mjs';
 import { COULD_NOT_RUN, FIXED, REPRODUCED, startServe } from '../lib/serve.mjs';
 
 // In ms: the cap asked for, the per-request timeout well above it, and how long the tool takes (between the two, so
@@ -21,24 +20,9 @@ const { url, finish } = await startServe();
 
 let started = 0;
 const posts = []; // { method, id, requestId, at } of each JSON-RPC message the client POSTed
-const recording = async (input, init) => {
-  if (init?.method === 'POST' && typeof init.body === 'string') {
-    try {
-      const message = JSON.parse(init.body);
-      posts.push({ method: message.method, id: message.id, requestId: message.params?.requestId, at: Date.now() - started });
-    } catch {
-      // not JSON: not a message of interest
-    }
-  }
-  return fetch(input, init);
-};
-const client = new Client({ name: 'known-bug-2695', version: '1' });
-client.onerror = () => {}; // observed through the call
-try {
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: recording }), { timeout: 5000 });
-} catch (e) {
-  finish(COULD_NOT_RUN, `could not run: connect failed: ${e.message}`);
-}
+const client = await connectRecordingPosts(url, 'known-bug-2695', finish, (message) => {
+  posts.push({ method: message.method, id: message.id, requestId: message.params?.requestId, at: Date.now() - started });
+});
 started = Date.now();
 const outcome = await client
   .callTool({ name: 'delay', arguments: { delayMs: DELAY_MS } }, undefined, {

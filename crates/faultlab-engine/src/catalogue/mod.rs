@@ -167,7 +167,7 @@ macro_rules! catalogue {
 /// Declares one fault in its file: the parameters struct (with the derives and strictness every fault has) and
 /// its [`Fault`] impl, from named keys, in this order: `category:` ([`Category`] arm), `effect:` ([`Effect`] arm),
 /// `serve_tool:` (the `faultlab serve` tool that arms it, or `None`), `examples:` (JSON strings, at least one), then
-/// the optional `serve_only:` (why only `faultlab serve` commits it), `category_of:` and `effect_of:` (closures,
+/// the optional `serve_only:` (why only `faultlab serve` commits it), `model_only:` (set by [`model_fault!`]), `category_of:` and `effect_of:` (closures,
 /// when the category or the effect depends on the parameters) and `validate:`, and `apply:` (returns [`Applied`] or the actions). Named keys, so a
 /// reader never counts commas to tell the effect from the category.
 macro_rules! fault {
@@ -179,6 +179,7 @@ macro_rules! fault {
         serve_tool: $tool:expr,
         examples: [$($example:literal),+ $(,)?],
         $(serve_only: $serve_only:expr,)?
+        $(model_only: $model_only:expr,)?
         $(category_of: |$cself:pat_param| $cbody:expr,)?
         $(effect_of: |$eself:pat_param| $ebody:expr,)?
         $(validate: |$vself:pat_param| $vbody:expr,)?
@@ -199,6 +200,7 @@ macro_rules! fault {
                 $tool
             };
             $(const SERVE_ONLY: Option<&'static str> = Some($serve_only);)?
+            $(const MODEL_ONLY: bool = $model_only;)?
             $(fn category(&self) -> $crate::catalogue::Category {
                 let $cself = self;
                 $cbody
@@ -236,28 +238,18 @@ macro_rules! model_fault {
         examples: [$($example:literal),+ $(,)?],
         $(validate: |$vself:pat_param| $vbody:expr $(,)?)?
     ) => {
-        $(#[$meta])*
-        #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
-        #[serde(deny_unknown_fields)]
-        pub struct $name $fields
-
-        impl $crate::catalogue::Fault for $name {
-            const EXAMPLES: &[&str] = &[$($example),+];
-            const CATEGORY: $crate::catalogue::Category = $crate::catalogue::Category::$category;
-            const EFFECT: $crate::catalogue::Effect = $crate::catalogue::Effect::$effect;
-            const SERVE_TOOL: Option<$crate::catalogue::ServeTool> = None;
-            const MODEL_ONLY: bool = true;
-            $(fn validate(&self) -> Result<(), String> {
-                let $vself = self;
-                $vbody
-            })?
-            fn apply(
-                &self,
-                reply: $crate::catalogue::Reply<'_>,
-                _earlier: &$crate::catalogue::Earlier,
-            ) -> $crate::catalogue::Applied {
+        fault! {
+            $(#[$meta])*
+            pub struct $name $fields
+            category: $category,
+            effect: $effect,
+            serve_tool: None,
+            examples: [$($example),+],
+            model_only: true,
+            $(validate: |$vself| $vbody,)?
+            apply: |_, reply, _| {
                 $crate::catalogue::Applied::skipped(reply, "a fault of the model hop only (faultlab model)".into())
-            }
+            },
         }
     };
 }

@@ -214,13 +214,23 @@ async fn each_shape(fault: &str) -> (Endpoint, Vec<(&'static str, bool, u16, Str
     (endpoint, answers)
 }
 
+/// [`each_shape`] for a fault that answers 200 in every shape: each answer as the client reads it, with where it
+/// came from (`PATH stream=BOOL`, for messages).
+async fn each_shape_read(fault: &str) -> (Endpoint, Vec<(&'static str, bool, Seen, String)>) {
+    let (endpoint, answers) = each_shape(fault).await;
+    let read = answers.into_iter().map(|(path, stream, status, text)| {
+        let at = format!("{path} stream={stream}");
+        assert_eq!(status, 200, "{at}");
+        (path, stream, read(path, stream, &text), at)
+    });
+    let read = read.collect();
+    (endpoint, read)
+}
+
 #[tokio::test]
 async fn tool_call_cut_ends_inside_the_arguments_at_the_token_limit_in_every_shape() {
-    let (_endpoint, answers) = each_shape("{type: tool_call_cut}").await;
-    for (path, stream, status, text) in answers {
-        assert_eq!(status, 200);
-        let seen = read(path, stream, &text);
-        let at = format!("{path} stream={stream}");
+    let (_endpoint, answers) = each_shape_read("{type: tool_call_cut}").await;
+    for (path, stream, seen, at) in answers {
         assert_eq!(seen.calls.len(), 1, "{at}: {seen:?}");
         let (_, name, arguments) = &seen.calls[0];
         assert_eq!(name, "echo", "{at}");
@@ -248,11 +258,8 @@ async fn tool_call_cut_ends_inside_the_arguments_at_the_token_limit_in_every_sha
 
 #[tokio::test]
 async fn tool_arguments_invalid_breaks_the_arguments_where_the_shape_carries_text() {
-    let (endpoint, answers) = each_shape("{type: tool_arguments_invalid}").await;
-    for (path, stream, status, text) in answers {
-        let at = format!("{path} stream={stream}");
-        assert_eq!(status, 200, "{at}");
-        let seen = read(path, stream, &text);
+    let (endpoint, answers) = each_shape_read("{type: tool_arguments_invalid}").await;
+    for (path, stream, seen, at) in answers {
         let stop = match path {
             "/v1/chat/completions" => "tool_calls",
             "/v1/responses" => "completed",
@@ -282,13 +289,11 @@ async fn tool_arguments_invalid_breaks_the_arguments_where_the_shape_carries_tex
 
 #[tokio::test]
 async fn unknown_tool_call_names_a_tool_the_request_did_not_declare_in_every_shape() {
-    let (_endpoint, answers) = each_shape("{type: unknown_tool_call, name: delete_everything}").await;
-    for (path, stream, status, text) in answers {
-        assert_eq!(status, 200);
-        let seen = read(path, stream, &text);
-        assert_eq!(seen.calls.len(), 1, "{path} stream={stream}");
+    let (_endpoint, answers) = each_shape_read("{type: unknown_tool_call, name: delete_everything}").await;
+    for (_, _, seen, at) in answers {
+        assert_eq!(seen.calls.len(), 1, "{at}");
         let (_, name, arguments) = &seen.calls[0];
-        assert_eq!((name.as_str(), arguments.as_str()), ("delete_everything", ARGUMENTS), "{path} stream={stream}");
+        assert_eq!((name.as_str(), arguments.as_str()), ("delete_everything", ARGUMENTS), "{at}");
     }
     // A text turn becomes a call of the unknown tool, with `{}`.
     let endpoint = Endpoint::start("answer: done\n", &every_request("{type: unknown_tool_call}")).await;
@@ -300,23 +305,18 @@ async fn unknown_tool_call_names_a_tool_the_request_did_not_declare_in_every_sha
 
 #[tokio::test]
 async fn duplicate_call_id_asks_for_two_calls_with_one_id_in_every_shape() {
-    let (_endpoint, answers) = each_shape("{type: duplicate_call_id}").await;
-    for (path, stream, status, text) in answers {
-        assert_eq!(status, 200);
-        let seen = read(path, stream, &text);
-        assert_eq!(seen.calls.len(), 2, "{path} stream={stream}: {seen:?}");
-        assert_eq!(seen.calls[0], seen.calls[1], "{path} stream={stream}: same id, name and arguments");
+    let (_endpoint, answers) = each_shape_read("{type: duplicate_call_id}").await;
+    for (_, _, seen, at) in answers {
+        assert_eq!(seen.calls.len(), 2, "{at}: {seen:?}");
+        assert_eq!(seen.calls[0], seen.calls[1], "{at}: same id, name and arguments");
         assert_eq!(seen.calls[0].2, ARGUMENTS);
     }
 }
 
 #[tokio::test]
 async fn refusal_answers_in_each_apis_refusal_shape() {
-    let (_endpoint, answers) = each_shape("{type: refusal}").await;
-    for (path, stream, status, text) in answers {
-        assert_eq!(status, 200);
-        let seen = read(path, stream, &text);
-        let at = format!("{path} stream={stream}");
+    let (_endpoint, answers) = each_shape_read("{type: refusal}").await;
+    for (path, _, seen, at) in answers {
         assert!(seen.calls.is_empty() && seen.text.is_empty(), "{at}: {seen:?}");
         match path {
             "/v1/chat/completions" => assert_eq!(seen.stop, "content_filter", "{at}"),

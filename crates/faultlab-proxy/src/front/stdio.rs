@@ -24,57 +24,29 @@ use tokio_util::task::AbortOnDropHandle;
 /// Runs the stdio front until the client leaves, the upstream ends, a fault disconnects the client, or `stop`
 /// fires (then the upstream gets its orderly end first: [`Upstream::stop`]). The upstream is started here, and
 /// stopped before this returns.
-pub async fn run<C, R, W>(
+pub async fn run(
     options: ProxyOptions,
-    upstream: C,
+    upstream: impl Connect,
     rules: SharedRules,
     trajectory: Arc<TrajectoryWriter>,
-    input: R,
-    output: W,
+    input: impl AsyncRead + Unpin + Send + 'static,
+    output: impl AsyncWrite + Unpin + Send + 'static,
     stop: CancellationToken,
-) -> Result<ProxyEnd, ProxyError>
-where
-    C: Connect,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    run_at(options, upstream, rules, trajectory, tokio::time::Instant::now(), (input, output), stop).await
-}
-
-/// [`run`] for one connection of several that share `rules` (the Unix-socket front): the rules' clock (windows,
-/// schedules) runs from `start`, the run's, not from this connection's.
-pub(crate) async fn run_at<C, R, W>(
-    options: ProxyOptions,
-    upstream: C,
-    rules: SharedRules,
-    trajectory: Arc<TrajectoryWriter>,
-    start: tokio::time::Instant,
-    (input, output): (R, W),
-    stop: CancellationToken,
-) -> Result<ProxyEnd, ProxyError>
-where
-    C: Connect,
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
-    let relay = Relay::starting_at(trajectory, start);
+) -> Result<ProxyEnd, ProxyError> {
+    let relay = Relay::starting_at(trajectory, tokio::time::Instant::now());
     relay_lines(relay, options, upstream, rules, input, output, stop).await
 }
 
 /// Serves one client on `input`/`output` from a server in process (`faultlab serve` on stdio): no rules; the faults
 /// are the ones the server's tools arm on `engine`, and only what went wrong (a frame dropped, the server's end)
 /// is recorded, to the engine's recorder. Ends when the client leaves or a fault disconnects it.
-pub async fn serve_in_process<R, W>(
+pub async fn serve_in_process(
     engine: Arc<Engine>,
     server: InProcess,
-    input: R,
-    output: W,
+    input: impl AsyncRead + Unpin + Send + 'static,
+    output: impl AsyncWrite + Unpin + Send + 'static,
     max_frame_bytes: usize,
-) -> Result<ProxyEnd, ProxyError>
-where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+) -> Result<ProxyEnd, ProxyError> {
     let trajectory = Arc::new(TrajectoryWriter::new(engine.recorder().clone()).diagnostics_only());
     let relay = Relay::with_engine(engine, trajectory);
     let options = ProxyOptions { max_frame_bytes, ..ProxyOptions::default() };
@@ -82,7 +54,10 @@ where
     relay_lines(relay, options, server, rules, input, output, CancellationToken::new()).await
 }
 
-async fn relay_lines(
+/// Relays lines between one client and `upstream` through `relay`: [`run`], and each connection of the Unix-socket
+/// front, whose `relay` keeps the rules' clock (windows, schedules) running from the run's start, not from the
+/// connection's.
+pub(crate) async fn relay_lines(
     relay: Arc<Relay>,
     options: ProxyOptions,
     upstream: impl Connect,

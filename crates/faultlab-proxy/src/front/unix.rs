@@ -9,7 +9,7 @@
 //! meets the rules where the run left them, not a fresh `nth: 1`.
 
 use super::stdio;
-use crate::relay::{Connect, ProxyEnd, ProxyError, ProxyOptions};
+use crate::relay::{Connect, ProxyEnd, ProxyError, ProxyOptions, Relay};
 use crate::rules::SharedRules;
 use crate::trajectory::TrajectoryWriter;
 use faultlab_engine::Recorder;
@@ -89,15 +89,9 @@ where
         if let Some(scrub) = &record.scrub {
             trajectory = trajectory.redacting(scrub.clone());
         }
-        let session = stdio::run_at(
-            options,
-            upstream(n),
-            rules.clone(),
-            Arc::new(trajectory),
-            start,
-            stream.into_split(),
-            stop.child_token(),
-        );
+        let relay = Relay::starting_at(Arc::new(trajectory), start);
+        let (input, output) = stream.into_split();
+        let session = stdio::relay_lines(relay, options, upstream(n), rules.clone(), input, output, stop.child_token());
         sessions.spawn(async move { failure(n, session.await) });
     }
     while let Some(ended) = sessions.join_next().await {

@@ -256,10 +256,7 @@ fn sse_data(body: &[u8]) -> Vec<Vec<u8>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_example_has_its_effect_on_both_proxy_fronts() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let router = axum::Router::new().route("/mcp", axum::routing::post(upstream));
-    let server = tokio::spawn(async move { axum::serve(listener, router).await });
+    let (url, server) = harness::upstream_at(axum::routing::post(upstream)).await;
 
     let client = faultlab_client::tls::client_builder().build().unwrap();
     let mut cells = Vec::new();
@@ -299,10 +296,7 @@ async fn every_example_has_its_effect_on_both_proxy_fronts() {
 /// through the HTTP front: a reverse proxy's page stays `text/html`, a gateway's JSON stays what it was.
 #[tokio::test]
 async fn status_answers_keep_their_media_type_and_bytes_through_the_http_front() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let router = axum::Router::new().route("/mcp", axum::routing::post(upstream));
-    let server = tokio::spawn(async move { axum::serve(listener, router).await });
+    let (url, server) = harness::upstream_at(axum::routing::post(upstream)).await;
     let client = faultlab_client::tls::client_builder().build().unwrap();
     let cases = [
         (r#"{"type": "html_page", "status": 503, "retry_after_sec": 5}"#, 503, "text/html; charset=utf-8", Some("5")),

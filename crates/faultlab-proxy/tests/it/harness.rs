@@ -38,6 +38,15 @@ pub fn lab_server() -> InProcess {
     })
 }
 
+/// A Streamable HTTP upstream written for a test: `route` answers `/mcp` on a free loopback port. Its URL
+/// (`http://ADDRESS/mcp`) and its task.
+pub async fn upstream_at(route: axum::routing::MethodRouter) -> (String, JoinHandle<std::io::Result<()>>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let router = axum::Router::new().route("/mcp", route);
+    (url, tokio::spawn(async move { axum::serve(listener, router).await }))
+}
+
 /// The proxy's HTTP front on a free loopback port, in front of `upstream` with `rules` until `stop`: its URL
 /// (`http://ADDRESS/mcp`) and its task.
 pub async fn http_front(

@@ -4,20 +4,12 @@
 //! without end, an error on page 2; on `tools/list`, `prompts/list` and `resources/list` alike. And list drift:
 //! the second listing lacks a tool, announced by `notifications/tools/list_changed`, and a call to it is refused.
 
+use crate::harness::Client;
 use axum::body::Bytes;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use faultlab_engine::Recorder;
-use faultlab_proxy::front::stdio;
-use faultlab_proxy::relay::ProxyOptions;
-use faultlab_proxy::rules::{RuleSet, RulesFile};
-use faultlab_proxy::trajectory::Trajectory;
 use faultlab_proxy::upstream::http::Endpoint;
 use serde_json::{Value, json};
-use std::sync::Arc;
-use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio_util::sync::CancellationToken;
 
 /// The most pages the test client fetches for one listing: its bound against a list that never ends.
 const MAX_PAGES: usize = 12;
@@ -63,22 +55,8 @@ enum End {
 
 /// Lists `method` through a proxy applying `fault` to every request for it, following cursors (`""` included).
 async fn list(method: &str, fault: Value) -> Listing {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let router = axum::Router::new().route("/mcp", axum::routing::post(upstream));
-    let server = tokio::spawn(async move { axum::serve(listener, router).await });
-    let file = json!({"seed": 1, "rules": [{"name": "pages", "match": {"method": method}, "fault": fault}]});
-    let rules = RuleSet::new(serde_json::from_value::<RulesFile>(file).unwrap()).shared();
-    let (client, proxy_side) = tokio::io::duplex(1 << 20);
-    let (input, output) = tokio::io::split(proxy_side);
-    let trajectory = Arc::new(Trajectory::new(Recorder::memory()));
-    let endpoint = Endpoint(faultlab_proxy::remote::Remote::new(&url).unwrap());
-    let stop = CancellationToken::new();
-    let proxy =
-        tokio::spawn(stdio::run(ProxyOptions::default(), endpoint, rules, trajectory, input, output, stop.clone()));
-    let (from_proxy, mut to_proxy) = tokio::io::split(client);
-    let mut lines = BufReader::new(from_proxy).lines();
-
+    let rules = json!({"seed": 1, "rules": [{"name": "pages", "match": {"method": method}, "fault": fault}]});
+    let mut session = Session::start(rules).await;
     let key = method.split('/').next().unwrap();
     let (mut names, mut cursor, mut pages) = (Vec::new(), None::<String>, 0);
     let end = loop {
@@ -87,11 +65,8 @@ async fn list(method: &str, fault: Value) -> Listing {
         }
         pages += 1;
         let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
-        let request = json!({"jsonrpc": "2.0", "id": pages, "method": method, "params": params});
-        to_proxy.write_all(format!("{request}\n").as_bytes()).await.unwrap();
-        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await;
-        let reply: Value = serde_json::from_str(&line.expect("a page in time").unwrap().unwrap()).unwrap();
-        assert_eq!(reply["id"], pages, "{reply}");
+        let read = session.exchange(pages as i64, method, params).await;
+        let [reply] = &read[..] else { panic!("one reply, nothing before it: {read:?}") };
         if let Some(code) = reply["error"]["code"].as_i64() {
             break End::Error(code);
         }
@@ -103,9 +78,7 @@ async fn list(method: &str, fault: Value) -> Listing {
             None => break End::Complete,
         }
     };
-    to_proxy.shutdown().await.unwrap();
-    tokio::time::timeout(Duration::from_secs(20), proxy).await.expect("the proxy finished in time").unwrap().unwrap();
-    server.abort();
+    session.close().await;
     Listing { names, pages, end }
 }
 
@@ -143,38 +116,23 @@ async fn prompts_and_resources_page_too_and_page_2_can_fail() {
 
 /// A client's session through the proxy's stdio front, with `file`'s rules, in front of [`upstream`].
 struct Session {
-    to_proxy: tokio::io::WriteHalf<tokio::io::DuplexStream>,
-    lines: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
-    proxy: tokio::task::JoinHandle<Result<faultlab_proxy::relay::ProxyEnd, faultlab_proxy::relay::ProxyError>>,
+    client: Client,
     server: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
 impl Session {
     async fn start(file: Value) -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-        let router = axum::Router::new().route("/mcp", axum::routing::post(upstream));
-        let server = tokio::spawn(async move { axum::serve(listener, router).await });
-        let rules = RuleSet::new(serde_json::from_value::<RulesFile>(file).unwrap()).shared();
-        let (client, proxy_side) = tokio::io::duplex(1 << 20);
-        let (input, output) = tokio::io::split(proxy_side);
+        let (url, server) = crate::harness::upstream_at(axum::routing::post(upstream)).await;
         let endpoint = Endpoint(faultlab_proxy::remote::Remote::new(&url).unwrap());
-        let trajectory = Arc::new(Trajectory::new(Recorder::memory()));
-        let options = ProxyOptions::default();
-        let proxy =
-            tokio::spawn(stdio::run(options, endpoint, rules, trajectory, input, output, CancellationToken::new()));
-        let (from_proxy, to_proxy) = tokio::io::split(client);
-        Self { to_proxy, lines: BufReader::new(from_proxy).lines(), proxy, server }
+        Self { client: Client::with_upstream(serde_json::from_value(file).unwrap(), endpoint), server }
     }
 
     /// Every line read until the reply to `id`.
     async fn exchange(&mut self, id: i64, method: &str, params: Value) -> Vec<Value> {
-        let request = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.to_proxy.write_all(format!("{request}\n").as_bytes()).await.unwrap();
+        self.client.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
         let mut read = Vec::new();
         loop {
-            let line = tokio::time::timeout(Duration::from_secs(20), self.lines.next_line()).await;
-            let message: Value = serde_json::from_str(&line.expect("a reply in time").unwrap().unwrap()).unwrap();
+            let message = self.client.recv().await;
             let done = message["id"] == id;
             read.push(message);
             if done {
@@ -190,10 +148,8 @@ impl Session {
     }
 
     /// Closes the client's side; the proxy must finish in time.
-    async fn close(mut self) {
-        self.to_proxy.shutdown().await.unwrap();
-        let finished = tokio::time::timeout(Duration::from_secs(20), self.proxy).await;
-        finished.expect("the proxy finished in time").unwrap().unwrap();
+    async fn close(self) {
+        self.client.finish().await;
         self.server.abort();
     }
 }

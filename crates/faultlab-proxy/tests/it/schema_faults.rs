@@ -7,19 +7,18 @@
 use axum::body::Bytes;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use faultlab_engine::recorder::Record;
 use faultlab_engine::{Event, Recorder};
-use faultlab_proxy::front::stdio;
-use faultlab_proxy::relay::{ProxyEnd, ProxyOptions};
+use faultlab_proxy::relay::ProxyEnd;
 use faultlab_proxy::rules::{RuleSet, RulesFile};
 use faultlab_proxy::trajectory::Trajectory;
 use faultlab_proxy::upstream::http::Endpoint;
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio_util::sync::CancellationToken;
 
-use crate::harness;
+use crate::harness::{self, Client};
 
 /// `count` is at its maximum, so `contradictory`'s usual +1 would make the copy invalid.
 fn output_schema() -> Value {
@@ -67,10 +66,15 @@ async fn upstream(body: Bytes) -> Response {
 
 /// The fake upstream on a loopback port of its own: its URL and its task.
 async fn start_upstream() -> (String, tokio::task::JoinHandle<std::io::Result<()>>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let router = axum::Router::new().route("/mcp", axum::routing::post(upstream));
-    (url, tokio::spawn(async move { axum::serve(listener, router).await }))
+    harness::upstream_at(axum::routing::post(upstream)).await
+}
+
+/// A client on the proxy's stdio front with the rules file `rules` (YAML), in front of the fake upstream: the
+/// client and the upstream's task.
+async fn stdio_client(rules: &str) -> (Client, tokio::task::JoinHandle<std::io::Result<()>>) {
+    let (url, server) = start_upstream().await;
+    let endpoint = Endpoint(faultlab_proxy::remote::Remote::new(&url).unwrap());
+    (Client::with_upstream(yaml_serde::from_str(rules).unwrap(), endpoint), server)
 }
 
 fn request(id: i64, method: &str, params: Value) -> Value {
@@ -96,37 +100,11 @@ rules:
 
 #[tokio::test]
 async fn faults_keep_structured_content_valid_against_the_listed_output_schema() {
-    let (url, server) = start_upstream().await;
-
-    let recorder = Recorder::memory();
-    let trajectory = Arc::new(Trajectory::new(recorder.clone()));
-    let rules = RuleSet::new(yaml_serde::from_str::<RulesFile>(RULES).unwrap()).shared();
-    let (client, proxy_side) = tokio::io::duplex(1 << 20);
-    let (input, output) = tokio::io::split(proxy_side);
-    let proxy = tokio::spawn({
-        let url = url.clone();
-        async move {
-            let stop = CancellationToken::new();
-            stdio::run(
-                ProxyOptions::default(),
-                Endpoint(faultlab_proxy::remote::Remote::new(&url).unwrap()),
-                rules,
-                trajectory,
-                input,
-                output,
-                stop,
-            )
-            .await
-        }
-    });
-    let (from_proxy, mut to_proxy) = tokio::io::split(client);
-    let mut lines = BufReader::new(from_proxy).lines();
-
+    let (mut client, server) = stdio_client(RULES).await;
     // One request at a time, so each line read is the answer to the request just sent.
     let mut exchange = async |message: Value| -> String {
-        to_proxy.write_all(format!("{message}\n").as_bytes()).await.unwrap();
-        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await;
-        line.expect("an answer in time").unwrap().expect("the proxy is still open")
+        client.send(&message).await;
+        client.recv_raw().await.expect("the proxy is still open")
     };
 
     let initialize = request(
@@ -157,22 +135,11 @@ async fn faults_keep_structured_content_valid_against_the_listed_output_schema()
     // wrong_value with a value the schema forbids: the reply goes through unchanged, and the reason is recorded.
     assert_eq!(exchange(call(5, "inventory")).await, answer(&call(5, "inventory")).unwrap());
 
-    to_proxy.shutdown().await.unwrap();
-    let end = tokio::time::timeout(Duration::from_secs(20), proxy).await.expect("the proxy finished in time");
-    assert_eq!(end.unwrap().unwrap(), ProxyEnd::Finished);
+    let (end, records) = client.finish().await;
+    assert_eq!(end, ProxyEnd::Finished);
     server.abort();
 
-    let events: Vec<Event> = recorder.records().into_iter().map(|r| r.event).collect();
-    let outcomes: Vec<(String, Value, Option<String>)> = events
-        .iter()
-        .filter_map(|event| match event {
-            Event::FaultActivated { fault, request_id } => Some((fault.clone(), request_id.clone(), None)),
-            Event::FaultSkipped { fault, request_id, reason } => {
-                Some((fault.clone(), request_id.clone(), Some(reason.clone())))
-            }
-            _ => None,
-        })
-        .collect();
+    let outcomes = outcomes(records);
     assert_eq!(outcomes.len(), 3, "{outcomes:?}");
     assert_eq!(outcomes[0], ("contradictory".into(), json!(2), None));
     assert_eq!(outcomes[1], ("wrong_value".into(), json!(4), None));
@@ -182,9 +149,8 @@ async fn faults_keep_structured_content_valid_against_the_listed_output_schema()
 }
 
 /// What the proxy recorded: each fault activated or skipped, with its request id and the reason it was skipped.
-fn outcomes(recorder: &Recorder) -> Vec<(String, Value, Option<String>)> {
-    recorder
-        .records()
+fn outcomes(records: Vec<Record>) -> Vec<(String, Value, Option<String>)> {
+    records
         .into_iter()
         .filter_map(|record| match record.event {
             Event::FaultActivated { fault, request_id } => Some((fault, request_id, None)),
@@ -234,7 +200,7 @@ async fn over_the_http_front_faults_build_on_replies_other_requests_brought() {
     tokio::time::timeout(Duration::from_secs(20), proxy).await.expect("the front stopped in time").unwrap().unwrap();
     server.abort();
 
-    let outcomes = outcomes(&recorder);
+    let outcomes = outcomes(recorder.records());
     assert_eq!(outcomes.len(), 4, "{outcomes:?}");
     assert_eq!(outcomes[0], ("contradictory".into(), json!(2), None));
     assert_eq!(outcomes[1], ("wrong_value".into(), json!(4), None));
@@ -267,23 +233,8 @@ rules:
 /// schema is skipped with its reason recorded.
 #[tokio::test]
 async fn structured_output_faults_break_or_keep_the_listed_output_schema() {
-    let (url, server) = start_upstream().await;
-    let recorder = Recorder::memory();
-    let trajectory = Arc::new(Trajectory::new(recorder.clone()));
-    let rules = RuleSet::new(yaml_serde::from_str::<RulesFile>(STRUCTURED_RULES).unwrap()).shared();
-    let (client, proxy_side) = tokio::io::duplex(1 << 20);
-    let (input, output) = tokio::io::split(proxy_side);
-    let endpoint = Endpoint(faultlab_proxy::remote::Remote::new(&url).unwrap());
-    let stop = CancellationToken::new();
-    let proxy =
-        tokio::spawn(stdio::run(ProxyOptions::default(), endpoint, rules, trajectory, input, output, stop.clone()));
-    let (from_proxy, mut to_proxy) = tokio::io::split(client);
-    let mut lines = BufReader::new(from_proxy).lines();
-    let mut exchange = async |message: Value| -> Value {
-        to_proxy.write_all(format!("{message}\n").as_bytes()).await.unwrap();
-        let line = tokio::time::timeout(Duration::from_secs(20), lines.next_line()).await;
-        serde_json::from_str(&line.expect("an answer in time").unwrap().expect("the proxy is still open")).unwrap()
-    };
+    let (mut client, server) = stdio_client(STRUCTURED_RULES).await;
+    let mut exchange = async |message: Value| -> Value { client.ask(&message).await };
     let validator = jsonschema::validator_for(&output_schema()).unwrap();
 
     exchange(request(1, "tools/list", json!({}))).await;
@@ -309,10 +260,9 @@ async fn structured_output_faults_break_or_keep_the_listed_output_schema() {
         serde_json::from_str::<Value>(&answer(&call(6, "plain")).unwrap()).unwrap()
     );
 
-    to_proxy.shutdown().await.unwrap();
-    tokio::time::timeout(Duration::from_secs(20), proxy).await.expect("the proxy finished in time").unwrap().unwrap();
+    let (_, records) = client.finish().await;
     server.abort();
-    let outcomes = outcomes(&recorder);
+    let outcomes = outcomes(records);
     let names: Vec<(&str, &Value)> = outcomes.iter().map(|(fault, id, _)| (fault.as_str(), id)).collect();
     assert_eq!(
         names,

@@ -60,16 +60,17 @@ struct Lab {
     url: String,
     client: reqwest::Client,
     stop: CancellationToken,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+    /// Taken when [`Lab::deliveries`] waits for it.
+    proxy: Option<tokio::task::JoinHandle<()>>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
     recorder: Recorder,
 }
 
 impl Drop for Lab {
     fn drop(&mut self) {
         self.stop.cancel();
-        for task in &self.tasks {
-            task.abort();
-        }
+        self.proxy.iter().for_each(tokio::task::JoinHandle::abort);
+        self.server.abort();
     }
 }
 
@@ -80,13 +81,8 @@ async fn start_lab(fault: Value) -> Lab {
 
 /// The proxy's HTTP front with one rule: the requests `matcher` matches get `fault`.
 async fn start_lab_matching(matcher: Value, fault: Value) -> Lab {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let upstream_url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let router = axum::Router::new()
-        .route("/mcp", axum::routing::post(upstream).get(|| async { StatusCode::METHOD_NOT_ALLOWED }));
-    let server = tokio::spawn(async move {
-        let _ = axum::serve(listener, router).await;
-    });
+    let route = axum::routing::post(upstream).get(|| async { StatusCode::METHOD_NOT_ALLOWED });
+    let (upstream_url, server) = crate::harness::upstream_at(route).await;
     let file = json!({"seed": 1, "rules": [{"name": "r", "match": matcher, "fault": fault}]});
     let rules = RuleSet::new(serde_json::from_value::<RulesFile>(file).unwrap()).shared();
     let backend = faultlab_proxy::front::http::Backend::url(upstream_url.parse().unwrap()).unwrap();
@@ -98,7 +94,7 @@ async fn start_lab_matching(matcher: Value, fault: Value) -> Lab {
         let _ = proxy.await;
     });
     let client = faultlab_client::tls::client_builder().build().unwrap();
-    Lab { url, client, stop, tasks: vec![proxy, server], recorder }
+    Lab { url, client, stop, proxy: Some(proxy), server, recorder }
 }
 
 struct Answer {
@@ -148,8 +144,7 @@ impl Lab {
     /// request id.
     async fn deliveries(mut self) -> Vec<(u64, Option<Delivery>)> {
         self.stop.cancel();
-        let proxy = self.tasks.remove(0);
-        proxy.await.unwrap();
+        self.proxy.take().expect("the proxy is waited for once").await.unwrap();
         let replies = self.recorder.records().into_iter().filter_map(|record| match record.event {
             Event::Frame(FrameEvent { direction: Direction::ServerToClient, id: Some(id), delivery, .. }) => {
                 Some((id.as_u64()?, delivery))

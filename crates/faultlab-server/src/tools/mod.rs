@@ -195,18 +195,9 @@ impl ServerHandler for FaultServer {
         _request: Option<rmcp::model::PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListToolsResult, ErrorData> {
-        let modern = is_modern(&context);
         let mut tools = self.router.list_all();
         tools.retain(|tool| !surface::UNLISTED.contains(&tool.name.as_ref()));
-        Ok(rmcp::model::ListToolsResult {
-            result_type: Some(rmcp::model::ResultType::COMPLETE),
-            tools,
-            meta: None,
-            next_cursor: None,
-            // As rmcp lists them: 2026-07-28 cache hints that say the list may change at any time.
-            ttl_ms: modern.then_some(0),
-            cache_scope: modern.then_some(rmcp::model::CacheScope::Public),
-        })
+        Ok(whole_list!(ListToolsResult, tools, &context))
     }
 
     /// The lab's resources, in one whole list (the standing pagination fault pages it on the wire).
@@ -215,15 +206,7 @@ impl ServerHandler for FaultServer {
         _request: Option<rmcp::model::PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListResourcesResult, ErrorData> {
-        let modern = is_modern(&context);
-        Ok(rmcp::model::ListResourcesResult {
-            result_type: Some(rmcp::model::ResultType::COMPLETE),
-            resources: offered::resources(),
-            meta: None,
-            next_cursor: None,
-            ttl_ms: modern.then_some(0),
-            cache_scope: modern.then_some(rmcp::model::CacheScope::Public),
-        })
+        Ok(whole_list!(ListResourcesResult, offered::resources(), &context))
     }
 
     /// A resource, unless `tool_list_drift {list: resources}` took it from the list.
@@ -252,15 +235,7 @@ impl ServerHandler for FaultServer {
         _request: Option<rmcp::model::PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<rmcp::model::ListPromptsResult, ErrorData> {
-        let modern = is_modern(&context);
-        Ok(rmcp::model::ListPromptsResult {
-            result_type: Some(rmcp::model::ResultType::COMPLETE),
-            prompts: offered::prompts(),
-            meta: None,
-            next_cursor: None,
-            ttl_ms: modern.then_some(0),
-            cache_scope: modern.then_some(rmcp::model::CacheScope::Public),
-        })
+        Ok(whole_list!(ListPromptsResult, offered::prompts(), &context))
     }
 
     /// A prompt, unless `tool_list_drift {list: prompts}` took it from the list or made an argument required.
@@ -276,6 +251,21 @@ impl ServerHandler for FaultServer {
         offered::get(&request).map(Into::into)
     }
 }
+
+/// `items` as one whole list result of rmcp's type `$result` (no cursor); to a connection that speaks 2026-07-28 or
+/// later with the cache hints rmcp lists with, which say the list may change at any time (fresh for 0 ms, public).
+/// A macro: each list result is a type of its own in rmcp, with the same inherent constructors.
+macro_rules! whole_list {
+    ($result:ident, $items:expr, $context:expr) => {{
+        let listed = rmcp::model::$result::with_all_items($items);
+        if is_modern($context) {
+            listed.with_ttl_ms(0).with_cache_scope(rmcp::model::CacheScope::Public)
+        } else {
+            listed
+        }
+    }};
+}
+use whole_list;
 
 /// Whether the connection speaks 2026-07-28 or later (its list results carry cache hints).
 fn is_modern(context: &RequestContext<RoleServer>) -> bool {

@@ -24,12 +24,12 @@ pub struct StreamCutArgs {
     #[serde(default)]
     #[schemars(with = "u64")]
     pub after_events: Option<u64>,
-    /// The priming event's `retry:` in milliseconds (0 to 86400000; default 3000).
-    #[serde(default)]
-    #[schemars(with = "u64")]
-    pub retry_ms: Option<u64>,
+    #[serde(flatten)]
+    pub retry: RetryArgs,
 }
 
+/// The priming event's `retry:`, which every stream tool but `stream_retry` (absent there: no `retry:` line)
+/// takes with the same range and default.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct RetryArgs {
@@ -42,10 +42,8 @@ pub struct RetryArgs {
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct StreamCutAgainArgs {
-    /// The priming event's `retry:` in milliseconds (0 to 86400000; default 3000).
-    #[serde(default)]
-    #[schemars(with = "u64")]
-    pub retry_ms: Option<u64>,
+    #[serde(flatten)]
+    pub retry: RetryArgs,
     /// How many resumes in a row are closed before any event with an id (1 to 1000; default 1); the next one
     /// replays the result.
     #[serde(default)]
@@ -67,10 +65,8 @@ pub struct StreamRetryArgs {
 pub struct ResumeRefusedArgs {
     /// The status the resuming GET gets: 404 or 405.
     pub status: u16,
-    /// The priming event's `retry:` in milliseconds (0 to 86400000; default 3000).
-    #[serde(default)]
-    #[schemars(with = "u64")]
-    pub retry_ms: Option<u64>,
+    #[serde(flatten)]
+    pub retry: RetryArgs,
 }
 
 #[tool_router(router = stream_router, vis = "pub(super)")]
@@ -85,7 +81,7 @@ impl FaultServer {
     ) -> Result<CallToolResult, ErrorData> {
         let events = args.after_events.unwrap_or(0);
         if let Err(message) =
-            check_range("afterEvents", events, 0, MAX_EVENTS_BEFORE_CUT).and_then(|()| check_retry(args.retry_ms))
+            check_range("afterEvents", events, 0, MAX_EVENTS_BEFORE_CUT).and_then(|()| check_retry(args.retry.retry_ms))
         {
             return Ok(tool_error(message));
         }
@@ -101,8 +97,8 @@ impl FaultServer {
         Parameters(args): Parameters<StreamCutAgainArgs>,
     ) -> Result<CallToolResult, ErrorData> {
         let resumes = args.resumes.unwrap_or(1);
-        if let Err(message) =
-            check_range("resumes", resumes, 1, u64::from(MAX_EMPTY_RESUMES)).and_then(|()| check_retry(args.retry_ms))
+        if let Err(message) = check_range("resumes", resumes, 1, u64::from(MAX_EMPTY_RESUMES))
+            .and_then(|()| check_retry(args.retry.retry_ms))
         {
             return Ok(tool_error(message));
         }
@@ -116,10 +112,7 @@ impl FaultServer {
     #[tool(description = "Close this response stream after its priming event, whose retry: is `retryMs` \
                           (0 to 86400000) or absent.")]
     async fn stream_retry(&self, Parameters(args): Parameters<StreamRetryArgs>) -> Result<CallToolResult, ErrorData> {
-        if let Err(message) = check_retry(args.retry_ms) {
-            return Ok(tool_error(message));
-        }
-        Ok(text_result("stream cut after its priming event"))
+        Ok(cut(args.retry_ms, None, "stream cut after its priming event").await)
     }
 
     #[tool(description = "Send one progress notification with an explicit empty `id:` line, then close the \
@@ -129,11 +122,7 @@ impl FaultServer {
         Parameters(args): Parameters<RetryArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        if let Err(message) = check_retry(args.retry_ms) {
-            return Ok(tool_error(message));
-        }
-        progress(&ctx, 1).await;
-        Ok(text_result("stream cut after an event with an empty id"))
+        Ok(cut(args.retry_ms, Some(&ctx), "stream cut after an event with an empty id").await)
     }
 
     #[tool(description = "Close this stream after one progress notification (needs a progressToken); the first \
@@ -143,20 +132,13 @@ impl FaultServer {
         Parameters(args): Parameters<RetryArgs>,
         ctx: RequestContext<RoleServer>,
     ) -> Result<CallToolResult, ErrorData> {
-        if let Err(message) = check_retry(args.retry_ms) {
-            return Ok(tool_error(message));
-        }
-        progress(&ctx, 1).await;
-        Ok(text_result("stream cut; its resume replays seen events"))
+        Ok(cut(args.retry_ms, Some(&ctx), "stream cut; its resume replays seen events").await)
     }
 
     #[tool(description = "Close this stream after its priming event; the first GET resuming it first sends the \
                           last message of another stream of this session.")]
     async fn replay_foreign(&self, Parameters(args): Parameters<RetryArgs>) -> Result<CallToolResult, ErrorData> {
-        if let Err(message) = check_retry(args.retry_ms) {
-            return Ok(tool_error(message));
-        }
-        Ok(text_result("stream cut; its resume replays another stream's event"))
+        Ok(cut(args.retry_ms, None, "stream cut; its resume replays another stream's event").await)
     }
 
     #[tool(description = "2026-07-28 (and any HTTP request): send one progress notification (needs a \
@@ -172,7 +154,7 @@ impl FaultServer {
         &self,
         Parameters(args): Parameters<ResumeRefusedArgs>,
     ) -> Result<CallToolResult, ErrorData> {
-        if let Err(message) = check_retry(args.retry_ms) {
+        if let Err(message) = check_retry(args.retry.retry_ms) {
             return Ok(tool_error(message));
         }
         if args.status != 404 && args.status != 405 {
@@ -184,6 +166,19 @@ impl FaultServer {
 
 fn check_retry(retry_ms: Option<u64>) -> Result<(), String> {
     retry_ms.map_or(Ok(()), |ms| check_range("retryMs", ms, 0, MAX_RETRY_MS))
+}
+
+/// The result of a stream tool whose only argument is `retryMs` (the front cuts the stream as the tool's name
+/// says): an error for a `retryMs` out of range; else, after one progress notification when `progress_on` is the
+/// request, `done`.
+async fn cut(retry_ms: Option<u64>, progress_on: Option<&RequestContext<RoleServer>>, done: &str) -> CallToolResult {
+    if let Err(message) = check_retry(retry_ms) {
+        return tool_error(message);
+    }
+    if let Some(ctx) = progress_on {
+        progress(ctx, 1).await;
+    }
+    text_result(done)
 }
 
 impl FaultServer {

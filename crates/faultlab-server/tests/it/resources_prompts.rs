@@ -2,7 +2,7 @@
 //! broken cursors on the bytes while the other lists stay whole, and `tool_list_drift {list: resources | prompts}`
 //! removing, renaming or changing the arguments of one item, announced by the list's own `list_changed` or not.
 
-use super::util::{HttpServer, StdioClient, exchange, messages, text_of};
+use super::util::{HttpServer, StdioClient, exchange, messages, modern_meta, text_of};
 use serde_json::{Value, json};
 
 /// Sends `method` with `params` as request `id`; returns the reply's raw line and its parsed value.
@@ -51,6 +51,24 @@ fn page(whole: &Value, key: &str, range: std::ops::Range<usize>, next: &str) -> 
     page[key] = Value::Array(whole[key].as_array().unwrap()[range].to_vec());
     page["nextCursor"] = json!(next);
     page
+}
+
+/// Each list is one whole page; a 2026-07-28 request gets it with the cache hints rmcp lists with (fresh for 0 ms,
+/// public: the list may change at any time), a 2025-11-25 session without them.
+#[tokio::test]
+async fn every_list_is_whole_with_cache_hints_for_2026_07_28_only() {
+    let mut legacy = StdioClient::start(Some("2025-11-25")).await;
+    let mut modern = StdioClient::start(None).await;
+    for (id, method) in [(2, "tools/list"), (3, "resources/list"), (4, "prompts/list")] {
+        let old = whole(&mut legacy, id, method).await;
+        let hints = |result: &Value| ["ttlMs", "cacheScope", "nextCursor"].map(|key| result.get(key).cloned());
+        assert_eq!(hints(&old), [None, None, None], "{method}: {old}");
+        let new = request(&mut modern, id, method, json!({"_meta": modern_meta()})).await.1["result"].clone();
+        assert_eq!(hints(&new), [Some(json!(0)), Some(json!("public")), None], "{method}: {new}");
+        assert_eq!(new["resultType"], "complete", "{method}");
+        let key = method.split('/').next().unwrap();
+        assert_eq!(new[key], old[key], "{method}: the same items in either era");
+    }
 }
 
 #[tokio::test]

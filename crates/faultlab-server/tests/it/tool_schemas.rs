@@ -3,26 +3,41 @@
 
 use super::util::{HttpServer, StdioClient, exchange, messages, modern_meta};
 use faultlab_engine::catalogue::Offered;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
-/// Every place in `schema` that admits `null`, as JSON pointers.
-fn nullable(schema: &Value, at: String, found: &mut Vec<String>) {
+/// Every object in `schema`, with its JSON pointer after `at`.
+fn each_object(schema: &Value, at: &str, visit: &mut dyn FnMut(&Map<String, Value>, &str)) {
     match schema {
         Value::Object(map) => {
-            let null = |t: &Value| t == "null";
-            if map.get("type").is_some_and(|t| null(t) || t.as_array().is_some_and(|all| all.iter().any(null))) {
-                found.push(at.clone());
-            }
+            visit(map, at);
             for (key, value) in map {
-                nullable(value, format!("{at}/{key}"), found);
+                each_object(value, &format!("{at}/{key}"), visit);
             }
         }
         Value::Array(items) => {
             for (i, item) in items.iter().enumerate() {
-                nullable(item, format!("{at}/{i}"), found);
+                each_object(item, &format!("{at}/{i}"), visit);
             }
         }
         _ => {}
+    }
+}
+
+/// What `find` reports of each object in the tools' input schemas, as `TOOL:POINTER`s.
+fn in_input_schemas(tools: &[Value], find: impl Fn(&Map<String, Value>, &str, &mut Vec<String>)) -> Vec<String> {
+    let mut found = Vec::new();
+    for tool in tools {
+        let at = format!("{}:", tool["name"].as_str().unwrap());
+        each_object(&tool["inputSchema"], &at, &mut |map, at| find(map, at, &mut found));
+    }
+    found
+}
+
+/// A place that admits `null`.
+fn nullable(map: &Map<String, Value>, at: &str, found: &mut Vec<String>) {
+    let null = |t: &Value| t == "null";
+    if map.get("type").is_some_and(|t| null(t) || t.as_array().is_some_and(|all| all.iter().any(null))) {
+        found.push(at.to_owned());
     }
 }
 
@@ -71,37 +86,21 @@ async fn tools_by_front() -> (Vec<Value>, Vec<Value>) {
 #[tokio::test]
 async fn no_input_schema_types_an_argument_as_null() {
     let tools = every_tool().await;
-    let mut found = Vec::new();
-    for tool in &tools {
-        nullable(&tool["inputSchema"], format!("{}:", tool["name"].as_str().unwrap()), &mut found);
-    }
+    let found = in_input_schemas(&tools, nullable);
     assert!(found.is_empty(), "arguments typed as null: {found:?}");
     let status = tools.iter().find(|t| t["name"] == "http_status").expect("the tool with an optional integer");
     assert_eq!(status["inputSchema"]["properties"]["retryAfterSec"]["type"], "integer");
     assert_eq!(status["inputSchema"]["required"], json!(["status"]));
 }
 
-/// Every `anyOf` branch in `schema` without a `type` of its own, as JSON pointers.
-fn untyped_any_of(schema: &Value, at: String, found: &mut Vec<String>) {
-    match schema {
-        Value::Object(map) => {
-            if let Some(branches) = map.get("anyOf").and_then(Value::as_array) {
-                for (i, branch) in branches.iter().enumerate() {
-                    if branch.get("type").is_none() {
-                        found.push(format!("{at}/anyOf/{i}"));
-                    }
-                }
-            }
-            for (key, value) in map {
-                untyped_any_of(value, format!("{at}/{key}"), found);
+/// An `anyOf` branch without a `type` of its own.
+fn untyped_any_of(map: &Map<String, Value>, at: &str, found: &mut Vec<String>) {
+    if let Some(branches) = map.get("anyOf").and_then(Value::as_array) {
+        for (i, branch) in branches.iter().enumerate() {
+            if branch.get("type").is_none() {
+                found.push(format!("{at}/anyOf/{i}"));
             }
         }
-        Value::Array(items) => {
-            for (i, item) in items.iter().enumerate() {
-                untyped_any_of(item, format!("{at}/{i}"), found);
-            }
-        }
-        _ => {}
     }
 }
 
@@ -111,10 +110,7 @@ fn untyped_any_of(schema: &Value, at: String, found: &mut Vec<String>) {
 #[tokio::test]
 async fn every_any_of_branch_in_an_input_schema_has_a_type() {
     let tools = every_tool().await;
-    let mut found = Vec::new();
-    for tool in &tools {
-        untyped_any_of(&tool["inputSchema"], format!("{}:", tool["name"].as_str().unwrap()), &mut found);
-    }
+    let found = in_input_schemas(&tools, untyped_any_of);
     assert!(found.is_empty(), "anyOf branches without a type: {found:?}");
     let paging = tools.iter().find(|t| t["name"] == "list_pagination").expect("list_pagination is offered");
     let names = paging["inputSchema"]["properties"]["variant"]["enum"].as_array().unwrap();

@@ -18,6 +18,11 @@ struct Flow {
     secrets: Vec<String>,
 }
 
+/// The JSON body of the answer to `request`.
+async fn json_of(request: reqwest::RequestBuilder) -> Value {
+    request.send().await.unwrap().json().await.unwrap()
+}
+
 /// Discovery from the 401, confidential registration, headless authorization, the code exchange and a refresh;
 /// the endpoint at `url`.
 async fn run_flow(http: &reqwest::Client, url: &str) -> Flow {
@@ -26,29 +31,15 @@ async fn run_flow(http: &reqwest::Client, url: &str) -> Flow {
     assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
     let www = refused.headers()["www-authenticate"].to_str().unwrap().to_owned();
     let prm_url = www.split("resource_metadata=\"").nth(1).unwrap().split('"').next().unwrap().to_owned();
-    let prm: Value = http.get(&prm_url).send().await.unwrap().json().await.unwrap();
+    let prm = json_of(http.get(&prm_url)).await;
     assert_eq!(prm["resource"], url);
     let issuer = prm["authorization_servers"][0].as_str().unwrap();
-    let asm: Value = http
-        .get(format!("{issuer}/.well-known/oauth-authorization-server"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let asm = json_of(http.get(format!("{issuer}/.well-known/oauth-authorization-server"))).await;
     assert_eq!(asm["issuer"], issuer);
     let registration = json!({"redirect_uris": [REDIRECT], "token_endpoint_auth_method": "client_secret_post", "grant_types": ["authorization_code", "refresh_token"]});
-    let client: Value = http
-        .post(asm["registration_endpoint"].as_str().unwrap())
-        .header("content-type", "application/json")
-        .body(registration.to_string())
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let registered =
+        http.post(asm["registration_endpoint"].as_str().unwrap()).header("content-type", "application/json");
+    let client = json_of(registered.body(registration.to_string())).await;
     let (id, secret) = (client["client_id"].as_str().unwrap(), client["client_secret"].as_str().unwrap());
     let verifier = "a-verifier-of-more-than-forty-three-characters-0123";
     let challenge = faultlab_auth::secret::challenge_s256(verifier);
@@ -71,13 +62,11 @@ async fn run_flow(http: &reqwest::Client, url: &str) -> Flow {
     let code = location.query_pairs().find(|(k, _)| k == "code").unwrap().1.into_owned();
     let token_endpoint = asm["token_endpoint"].as_str().unwrap();
     // application/x-www-form-urlencoded is a URL query's encoding.
-    let form = |pairs: &[(&str, &str)]| {
-        reqwest::Url::parse_with_params("http://form.invalid/", pairs).unwrap().query().unwrap().to_owned()
+    let token = async |pairs: &[(&str, &str)]| -> Value {
+        let body = reqwest::Url::parse_with_params("http://form.invalid/", pairs).unwrap().query().unwrap().to_owned();
+        json_of(http.post(token_endpoint).header("content-type", "application/x-www-form-urlencoded").body(body)).await
     };
-    let post_form = |body: String| {
-        http.post(token_endpoint).header("content-type", "application/x-www-form-urlencoded").body(body).send()
-    };
-    let tokens: Value = post_form(form(&[
+    let tokens = token(&[
         ("grant_type", "authorization_code"),
         ("code", &code),
         ("redirect_uri", REDIRECT),
@@ -85,24 +74,16 @@ async fn run_flow(http: &reqwest::Client, url: &str) -> Flow {
         ("client_secret", secret),
         ("code_verifier", verifier),
         ("resource", url),
-    ]))
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    ])
+    .await;
     let refresh = tokens["refresh_token"].as_str().unwrap();
-    let refreshed: Value = post_form(form(&[
+    let refreshed = token(&[
         ("grant_type", "refresh_token"),
         ("refresh_token", refresh),
         ("client_id", id),
         ("client_secret", secret),
-    ]))
-    .await
-    .unwrap()
-    .json()
-    .await
-    .unwrap();
+    ])
+    .await;
     let access = refreshed["access_token"].as_str().unwrap().to_owned();
     let first_access = tokens["access_token"].as_str().unwrap().to_owned();
     let answer = mcp_post(http, url, init.to_string()).bearer_auth(&access).send().await.unwrap();

@@ -250,6 +250,45 @@ fn an_agent_that_reconnects_after_a_disconnect_meets_the_runs_rule_state_and_rec
         .stdout(contains("PASS reconnect × good #1").and(contains(", 0 live")));
 }
 
+/// Two tasks in `tasks/` for a command to be stopped during: `quick`, whose agent ends at once, and `slow`, whose
+/// agent sleeps a minute under a command line of its own (`sleep MARKER`, found among the processes), with `tmp`
+/// as the command's TMPDIR and `out` its --out.
+struct Interrupted {
+    tasks: std::path::PathBuf,
+    tmp: std::path::PathBuf,
+    out: std::path::PathBuf,
+    marker: String,
+}
+
+impl Interrupted {
+    /// In `dir`; `tag` makes the marker this test's own.
+    fn new(dir: &std::path::Path, tag: i32) -> Self {
+        let (tasks, tmp, out) = (dir.join("tasks"), dir.join("tmp"), dir.join("out"));
+        std::fs::create_dir(&tasks).unwrap();
+        std::fs::create_dir(&tmp).unwrap();
+        std::fs::write(tasks.join("a-quick.yaml"), TASK.replace("id: hang", "id: quick")).unwrap();
+        let waits = TASK.replace("deadline_ms: 400\nstart_ms: 100\n", "deadline_ms: 60000\nstart_ms: 60000\n");
+        let slow = waits.replace("id: hang", "id: slow").replace("goal: copy", "goal: slow, copy");
+        std::fs::write(tasks.join("b-slow.yaml"), slow).unwrap();
+        Self { tasks, tmp, out, marker: format!("60.{}{tag}", std::process::id()) }
+    }
+
+    /// `faultlab COMMAND` (eval or explore) on `targets` with the sleeper agent, one job, its stdout and stderr
+    /// piped.
+    fn start(&self, command: &str, targets: &[std::path::PathBuf]) -> std::process::Child {
+        let agent = format!("sh -c 'case \"$FAULTLAB_GOAL\" in slow*) exec sleep {};; esac'", self.marker);
+        std::process::Command::new(crate::common::BIN)
+            .args([command, "--jobs", "1", "--agent", &agent, "--agent-name", "sleeper", "--out"])
+            .arg(&self.out)
+            .args(targets)
+            .env("TMPDIR", &self.tmp)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+}
+
 /// Ctrl-C (or SIGTERM) during a batch: no run starts after it, the run under way is stopped with every process
 /// it started and its folder removed, the run that ended is reported (marked incomplete), the temporary folders
 /// are gone, stderr says so, and the exit code is the shell's 130 (143).
@@ -257,24 +296,9 @@ fn an_agent_that_reconnects_after_a_disconnect_meets_the_runs_rule_state_and_rec
 fn a_signal_stops_the_batch_and_reports_the_runs_that_ended_as_incomplete() {
     for (signal, code) in [(rustix::process::Signal::INT, 130), (rustix::process::Signal::TERM, 143)] {
         let dir = tempfile::tempdir().unwrap();
-        let (quick, slow) = (dir.path().join("a-quick.yaml"), dir.path().join("b-slow.yaml"));
-        std::fs::write(&quick, TASK.replace("id: hang", "id: quick")).unwrap();
-        let waits = TASK.replace("deadline_ms: 400\nstart_ms: 100\n", "deadline_ms: 60000\nstart_ms: 60000\n");
-        std::fs::write(&slow, waits.replace("id: hang", "id: slow").replace("goal: copy", "goal: slow, copy")).unwrap();
-        let tmp = dir.path().join("tmp");
-        std::fs::create_dir(&tmp).unwrap();
-        let marker = format!("60.{}{code}", std::process::id());
-        let agent = format!("sh -c 'case \"$FAULTLAB_GOAL\" in slow*) exec sleep {marker};; esac'");
-        let out = dir.path().join("out");
-        let child = std::process::Command::new(crate::common::BIN)
-            .args(["eval", "--jobs", "1", "--agent", &agent, "--agent-name", "sleeper", "--out"])
-            .arg(&out)
-            .args([&quick, &slow])
-            .env("TMPDIR", &tmp)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
+        let batch = Interrupted::new(dir.path(), code);
+        let child = batch.start("eval", &[batch.tasks.join("a-quick.yaml"), batch.tasks.join("b-slow.yaml")]);
+        let (out, tmp, marker) = (&batch.out, &batch.tmp, &batch.marker);
         // The slow task's run starts once the quick one has ended: its folder appearing is the moment to stop.
         let second = out.join("runs/slow/sleeper/1");
         poll_until("the second run started", 60, || {
@@ -292,7 +316,7 @@ fn a_signal_stops_the_batch_and_reports_the_runs_that_ended_as_incomplete() {
         assert_eq!(runs, ["quick"]);
         assert!(std::fs::read_to_string(out.join("report.md")).unwrap().contains("**Incomplete: interrupted by SIG"));
         assert!(!second.exists(), "the stopped run's folder is left");
-        let left = left_in(&tmp);
+        let left = left_in(tmp);
         assert!(left.is_empty(), "temporary folders left: {left:?}");
         // The agent's PID namespace ends with its first process; the kernel may take a moment to reap the rest.
         poll_until("the stopped run's agent ended with eval", 10, || running(&format!("sleep\0{marker}")).is_empty());
@@ -305,31 +329,11 @@ fn a_signal_stops_the_batch_and_reports_the_runs_that_ended_as_incomplete() {
 #[test]
 fn a_signal_stops_an_exploration_and_says_what_was_kept() {
     let dir = tempfile::tempdir().unwrap();
-    let tasks = dir.path().join("tasks");
-    std::fs::create_dir(&tasks).unwrap();
-    std::fs::write(tasks.join("a-quick.yaml"), TASK.replace("id: hang", "id: quick")).unwrap();
-    let waits = TASK.replace("deadline_ms: 400\nstart_ms: 100\n", "deadline_ms: 60000\nstart_ms: 60000\n");
-    std::fs::write(
-        tasks.join("b-slow.yaml"),
-        waits.replace("id: hang", "id: slow").replace("goal: copy", "goal: slow, copy"),
-    )
-    .unwrap();
-    let tmp = dir.path().join("tmp");
-    std::fs::create_dir(&tmp).unwrap();
-    let marker = format!("60.{}7", std::process::id());
     // The quick task's agent ends at once (its healthy run fails: nothing to explore, the exploration ends); the
     // slow task's waits.
-    let agent = format!("sh -c 'case \"$FAULTLAB_GOAL\" in slow*) exec sleep {marker};; esac'");
-    let out = dir.path().join("out");
-    let child = std::process::Command::new(crate::common::BIN)
-        .args(["explore", "--jobs", "1", "--agent", &agent, "--agent-name", "sleeper", "--out"])
-        .arg(&out)
-        .arg(&tasks)
-        .env("TMPDIR", &tmp)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let batch = Interrupted::new(dir.path(), 7);
+    let child = batch.start("explore", std::slice::from_ref(&batch.tasks));
+    let (out, tmp, marker) = (&batch.out, &batch.tmp, &batch.marker);
     // With one job the explorations run in order: the slow task's agent running is the moment to stop.
     poll_until("the slow healthy run started", 60, || !running(&format!("sleep\0{marker}")).is_empty());
     let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
@@ -346,7 +350,7 @@ fn a_signal_stops_an_exploration_and_says_what_was_kept() {
     assert_eq!(explored, ["quick"]);
     let md = std::fs::read_to_string(out.join("report.md")).unwrap();
     assert!(md.contains("**Incomplete: interrupted by SIGINT"), "{md}");
-    let left = left_in(&tmp);
+    let left = left_in(tmp);
     assert!(left.is_empty(), "temporary folders left: {left:?}");
     poll_until("the healthy run's agent ended with explore", 10, || running(&format!("sleep\0{marker}")).is_empty());
 }

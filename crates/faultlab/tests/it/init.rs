@@ -10,6 +10,14 @@ fn installed_path() -> std::ffi::OsString {
     std::env::join_paths(std::iter::once(bin_dir).chain(std::env::split_paths(&path))).unwrap()
 }
 
+/// Runs `command` in `dir` with the binary installed on PATH: the starter's four scenarios must pass.
+fn passes_the_starter(mut command: std::process::Command, dir: &std::path::Path) {
+    let run = command.current_dir(dir).env("PATH", installed_path()).output().unwrap();
+    let report = String::from_utf8_lossy(&run.stdout);
+    assert!(run.status.success(), "{command:?}:\n{report}{}", String::from_utf8_lossy(&run.stderr));
+    assert!(report.contains("4 passed, 0 failed"), "{report}");
+}
+
 #[test]
 fn the_printed_next_command_passes_as_written() {
     let parent = tempfile::tempdir().unwrap();
@@ -19,15 +27,9 @@ fn the_printed_next_command_passes_as_written() {
     let next = printed.lines().last().unwrap().trim();
     assert!(next.starts_with("cd 'my lab' && faultlab run"), "{printed}");
 
-    let run = std::process::Command::new("sh")
-        .args(["-c", next])
-        .current_dir(parent.path())
-        .env("PATH", installed_path())
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&run.stdout);
-    assert!(run.status.success(), "{next}:\n{report}{}", String::from_utf8_lossy(&run.stderr));
-    assert!(report.contains("4 passed, 0 failed"), "{report}");
+    let mut run = std::process::Command::new("sh");
+    run.args(["-c", next]);
+    passes_the_starter(run, parent.path());
     // The proxy recorded the faults the rules fired, one per scenario after the first.
     let trajectory = std::fs::read_to_string(parent.path().join("my lab/trajectory.jsonl")).unwrap();
     for rule in ["second-call-duplicated", "third-call-rate-limited", "fourth-call-never-answered"] {
@@ -55,14 +57,8 @@ fn an_existing_file_is_never_overwritten() {
 fn the_starter_runs_from_the_parent_folder_as_its_target_file_names_paths_from_its_own() {
     let parent = tempfile::tempdir().unwrap();
     faultlab().current_dir(parent.path()).args(["init", "my-lab"]).assert().success();
-    let run = std::process::Command::new(BIN)
-        .args(["run", "my-lab/scenarios/", "--target", "my-lab/target.json"])
-        .current_dir(parent.path())
-        .env("PATH", installed_path())
-        .output()
-        .unwrap();
-    let report = String::from_utf8_lossy(&run.stdout);
-    assert!(run.status.success(), "{report}{}", String::from_utf8_lossy(&run.stderr));
-    assert!(report.contains("4 passed, 0 failed"), "{report}");
+    let mut run = std::process::Command::new(BIN);
+    run.args(["run", "my-lab/scenarios/", "--target", "my-lab/target.json"]);
+    passes_the_starter(run, parent.path());
     assert!(parent.path().join("my-lab/trajectory.jsonl").exists(), "the proxy records beside the target file");
 }

@@ -1,0 +1,29 @@
+"""What every Python reproduction's client shares: a 2025-11-25 session of the pinned SDK on the server's URL, with
+every HTTP response passed to an httpx event hook (how a check sees the wire), initialized and its tools listed
+first (the SDK lists tools to validate a result: listed now, only the check's own calls meet the fault)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import anyio
+import httpx2
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+WHOLE_CHECK = 20  # seconds the session may take from its first request to its close
+
+
+@asynccontextmanager
+async def listed_session(
+    url: str, deadline: float, on_response: Callable[[httpx2.Response], Awaitable[None]]
+) -> AsyncIterator[ClientSession]:
+    """The session, its requests each bounded by `deadline` seconds and the whole by `WHOLE_CHECK`."""
+    http = httpx2.AsyncClient(event_hooks={"response": [on_response]}, timeout=deadline)
+    with anyio.fail_after(WHOLE_CHECK):
+        async with http, streamable_http_client(url, http_client=http, terminate_on_close=False) as (read, write):
+            async with ClientSession(read, write, read_timeout_seconds=deadline) as session:
+                await session.initialize()
+                await session.list_tools()
+                yield session
