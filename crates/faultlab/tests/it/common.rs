@@ -43,6 +43,18 @@ pub fn exits_in<S: AsRef<std::ffi::OsStr>>(
 }
 
 /// A file or folder of this repository (`examples/...`), by its path from the root.
+/// Whether `python3` is on PATH, for the tests whose agent is a Python script (standard library only). Without it
+/// (an offline machine with no Python) such a test says so in one line and passes; `scripts/test.sh` checks for
+/// python3 before it builds, so its `rust` stage always runs them.
+pub fn python3(test: &str) -> bool {
+    let found =
+        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|dir| dir.join("python3").is_file());
+    if !found {
+        eprintln!("skipped {test}: no python3 on PATH; the `rust` stage of scripts/test.sh runs it");
+    }
+    found
+}
+
 pub fn repo(path: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
 }

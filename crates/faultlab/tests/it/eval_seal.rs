@@ -2,7 +2,7 @@
 //! binary, sealed and (where the attack is on eval rather than on the seal) with the seal off
 //! (`FAULTLAB_SANDBOX=subreaper`), which must not let it through either.
 
-use crate::common::{BIN, read_json};
+use crate::common::{BIN, python3, read_json};
 use std::path::Path;
 use std::time::Duration;
 
@@ -207,13 +207,8 @@ grader:\n  state_assertions: [{{type: command_succeeded, command: [sh, evil.sh]}
 /// `--network host` gives it the machine's, and the report says which applied.
 #[test]
 fn an_agent_reaches_no_port_of_the_machine_unless_given_the_host_network() {
-    // The agent is a python3 script (a listener on its own loopback needs more than a shell). Offline machines
-    // without Python skip it with one line; scripts/test.sh checks for python3 before it builds, so its `rust`
-    // stage always runs it.
-    let python =
-        std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default()).any(|dir| dir.join("python3").is_file());
-    if !python {
-        eprintln!("skipped: no python3 on PATH; the `rust` stage of scripts/test.sh runs this test");
+    // The agent is a python3 script (a listener on its own loopback needs more than a shell).
+    if !python3("an_agent_reaches_no_port_of_the_machine_unless_given_the_host_network") {
         return;
     }
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
