@@ -19,36 +19,13 @@ import re
 import subprocess
 import sys
 import threading
-import urllib.parse
 from importlib.metadata import version
 
 import anyio
-import httpx2
-from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+from headless_oauth import Memory, provider  # beside this script
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
-
-REDIRECT = "http://127.0.0.1:9/callback"
-
-
-class Memory:
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
 
 
 class Server:
@@ -87,26 +64,11 @@ class Server:
 
 
 async def run(url: str, calls: int, record: dict) -> None:
-    pending: dict[str, str | None] = {}
-
-    async def redirect_handler(authorization_url: str) -> None:
+    def redirected() -> None:
         record["redirects"] += 1
-        async with httpx2.AsyncClient(follow_redirects=False) as http:
-            response = await http.get(authorization_url)
-        query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(response.headers["location"]).query))
-        pending.clear()
-        pending.update(query)
 
-    async def callback_handler() -> AuthorizationCodeResult:
-        if "code" not in pending:
-            raise RuntimeError(f"authorization gave no code ({pending.get('error', 'no redirect')})")
-        return AuthorizationCodeResult(code=pending["code"], state=pending.get("state"), iss=pending.get("iss"))
-
-    metadata = OAuthClientMetadata(client_name="faultlab-oauth-interop", redirect_uris=[REDIRECT],
-                                   grant_types=["authorization_code", "refresh_token"], response_types=["code"],
-                                   token_endpoint_auth_method="none")
-    provider = OAuthClientProvider(url, metadata, Memory(), redirect_handler, callback_handler)
-    async with create_mcp_http_client(auth=provider) as http:
+    auth = provider(url, Memory(), "faultlab-oauth-interop", redirected)
+    async with create_mcp_http_client(auth=auth) as http:
         async with streamable_http_client(url, http_client=http) as streams:
             async with ClientSession(streams[0], streams[1]) as session:
                 await session.initialize()

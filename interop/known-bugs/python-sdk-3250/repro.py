@@ -18,61 +18,22 @@ every path.
 from __future__ import annotations
 
 import sys
-import urllib.parse
 from pathlib import Path
 
 import anyio
-import httpx2
-from mcp.client.auth import AuthorizationCodeResult, OAuthClientProvider
+from mcp.client.auth import OAuthClientProvider
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
-from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lib"))
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "lib"))
+sys.path.insert(0, str(HERE.parent.parent / "python"))
+from headless_oauth import Memory, provider  # noqa: E402  (the SDK's OAuth client, headless: interop/python)
 from serve import COULD_NOT_RUN, FIXED, REPRODUCED, run  # noqa: E402  (the shared start-up, beside this folder)
 
 TOKEN_TTL_S = 1  # faultlab's access-token lifetime here (--auth-token-ttl)
 DOWN_S = 1.5  # how long the client process is "down" between its two providers: past the access token's life
-
-
-class Storage:
-    """The SDK's TokenStorage, kept across the two providers as a file would be across a restart."""
-
-    def __init__(self) -> None:
-        self.tokens: OAuthToken | None = None
-        self.client: OAuthClientInformationFull | None = None
-
-    async def get_tokens(self) -> OAuthToken | None:
-        return self.tokens
-
-    async def set_tokens(self, tokens: OAuthToken) -> None:
-        self.tokens = tokens
-
-    async def get_client_info(self) -> OAuthClientInformationFull | None:
-        return self.client
-
-    async def set_client_info(self, client_info: OAuthClientInformationFull) -> None:
-        self.client = client_info
-
-
-def provider(url: str, storage: Storage, seen: dict) -> OAuthClientProvider:
-    pending: dict[str, str] = {}
-
-    async def redirect_handler(authorization_url: str) -> None:
-        seen["redirects"] += 1  # a browser would open here: the user is asked to authorize
-        async with httpx2.AsyncClient(follow_redirects=False) as http:
-            response = await http.get(authorization_url)
-        pending.clear()
-        pending.update(urllib.parse.parse_qsl(urllib.parse.urlsplit(response.headers["location"]).query))
-
-    async def callback_handler() -> AuthorizationCodeResult:
-        return AuthorizationCodeResult(code=pending["code"], state=pending.get("state"), iss=pending.get("iss"))
-
-    metadata = OAuthClientMetadata(client_name="faultlab-known-bug-3250", redirect_uris=["http://127.0.0.1:9/callback"],
-                                   grant_types=["authorization_code", "refresh_token"], response_types=["code"],
-                                   token_endpoint_auth_method="none")
-    return OAuthClientProvider(url, metadata, storage, redirect_handler, callback_handler)
 
 
 async def list_tools(url: str, auth: OAuthClientProvider) -> None:
@@ -86,15 +47,19 @@ async def list_tools(url: str, auth: OAuthClientProvider) -> None:
 def observe_with(events: list[dict]):
     async def observe(url: str) -> dict:
         seen: dict = {"redirects": 0}
-        storage = Storage()
+        storage = Memory()
+
+        def redirected() -> None:
+            seen["redirects"] += 1  # a browser would open here: the user is asked to authorize
+
         with anyio.fail_after(20):
-            await list_tools(url, provider(url, storage, seen))
+            await list_tools(url, provider(url, storage, "faultlab-known-bug-3250", redirected))
             seen["first"] = len(events)
             seen["first_redirects"] = seen["redirects"]
             if storage.tokens is None or not storage.tokens.refresh_token:
                 raise RuntimeError("the first authorization stored no refresh token")
             await anyio.sleep(DOWN_S)  # the scenario: the access token expires while the client is down
-            await list_tools(url, provider(url, storage, seen))
+            await list_tools(url, provider(url, storage, "faultlab-known-bug-3250", redirected))
         return seen
 
     return observe

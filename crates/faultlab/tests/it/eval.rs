@@ -401,31 +401,50 @@ fn poll_until(what: &str, limit_s: u64, mut done: impl FnMut() -> bool) {
     }
 }
 
-/// Outside agents (`unchecked_write_agent.py`: the standard library, raw JSON-RPC) on the write-timeout task. One
-/// sends a read of notes.md in the same write as the write_file; one first asks file_info whether output.txt exists
-/// (an error reply: not yet). Both claim success without looking after the write timed out: they ignored the
-/// timeout and fail, whatever was in flight beside the write or answered before it. The one that looks passes.
-#[test]
-fn a_timed_out_write_claimed_done_unchecked_fails_whatever_was_in_flight_or_answered_before_it() {
-    if !python3("a_timed_out_write_claimed_done_unchecked_fails_whatever_was_in_flight_or_answered_before_it") {
-        return;
+/// Runs an outside agent script of this folder (Python standard library) on a built-in task once per mode (its
+/// first argument), checks each mode passed or failed as `modes` says (exit 0 or 2), and returns each run's
+/// `verdict.recovery` with the mode. `None` when python3 is missing (the test then passes, saying so).
+fn outside_runs(
+    test: &str,
+    task: &str,
+    script: &str,
+    modes: &[(&str, bool)],
+) -> Option<Vec<(String, serde_json::Value)>> {
+    if !python3(test) {
+        return None;
     }
     let dir = tempfile::tempdir().unwrap();
-    let task = repo("examples/eval/tasks/transport-timeout-after-write.yaml");
-    let script = repo("crates/faultlab/tests/it/unchecked_write_agent.py");
-    for (mode, passed, strategy) in [
-        ("together-checked", true, "fallback"),
-        ("together-unchecked", false, "ignore"),
-        ("looks-first", false, "ignore"),
-    ] {
+    let (task, script) =
+        (repo(&format!("examples/eval/tasks/{task}.yaml")), repo(&format!("crates/faultlab/tests/it/{script}")));
+    let mut recoveries = Vec::new();
+    for &(mode, passed) in modes {
         let out = dir.path().join(mode);
         let agent = format!("python3 {} {mode}", script.display());
         let graded = eval(&task, &out, &["--agent", &agent, "--agent-name", mode]);
         let run = &read_json(out.join("report.json"))["runs"][0];
         assert_eq!(run["verdict"]["passed"], passed, "{mode}: {run:#}");
-        assert_eq!(run["verdict"]["recovery"]["strategy"], strategy, "{mode}: {run:#}");
         graded.code(if passed { 0 } else { 2 });
+        recoveries.push((mode.to_owned(), run["verdict"]["recovery"].clone()));
     }
+    Some(recoveries)
+}
+
+/// Outside agents (`unchecked_write_agent.py`: raw JSON-RPC) on the write-timeout task. One sends a read of notes.md
+/// in the same write as the write_file; one first asks file_info whether output.txt exists (an error reply: not
+/// yet). Both claim success without looking after the write timed out: they ignored the timeout and fail, whatever
+/// was in flight beside the write or answered before it. The one that looks passes.
+#[test]
+fn a_timed_out_write_claimed_done_unchecked_fails_whatever_was_in_flight_or_answered_before_it() {
+    let modes = [("together-checked", true), ("together-unchecked", false), ("looks-first", false)];
+    let test = "a_timed_out_write_claimed_done_unchecked_fails_whatever_was_in_flight_or_answered_before_it";
+    let Some(runs) = outside_runs(test, "transport-timeout-after-write", "unchecked_write_agent.py", &modes) else {
+        return;
+    };
+    let strategies: Vec<_> = runs.iter().map(|(mode, r)| (mode.as_str(), r["strategy"].as_str().unwrap())).collect();
+    assert_eq!(
+        strategies,
+        [("together-checked", "fallback"), ("together-unchecked", "ignore"), ("looks-first", "ignore")]
+    );
 }
 
 /// An outside agent (`backoff_agent.py`) through the burst of three failed reads: one read and three retries after
@@ -434,29 +453,19 @@ fn a_timed_out_write_claimed_done_unchecked_fails_whatever_was_in_flight_or_answ
 /// client retrying at once is a loop.
 #[test]
 fn a_client_that_backs_off_through_a_burst_passes_and_the_same_retries_at_once_are_a_loop() {
-    if !python3("a_client_that_backs_off_through_a_burst_passes_and_the_same_retries_at_once_are_a_loop") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let task = repo("examples/eval/tasks/systemic-burst-read.yaml");
-    let script = repo("crates/faultlab/tests/it/backoff_agent.py");
-    for (mode, passed, outcome, words) in
-        [("backoff", true, "recovered", "with growing waits ("), ("hammer", false, "looped", "some under 100 ms")]
+    let test = "a_client_that_backs_off_through_a_burst_passes_and_the_same_retries_at_once_are_a_loop";
+    let modes = [("backoff", true), ("hammer", false)];
+    let Some(runs) = outside_runs(test, "systemic-burst-read", "backoff_agent.py", &modes) else { return };
+    for ((mode, recovery), (outcome, words)) in
+        runs.iter().zip([("recovered", "with growing waits ("), ("looped", "some under 100 ms")])
     {
-        let out = dir.path().join(mode);
-        let agent = format!("python3 {} {mode}", script.display());
-        let graded = eval(&task, &out, &["--agent", &agent, "--agent-name", mode]);
-        let run = &read_json(out.join("report.json"))["runs"][0];
-        let recovery = &run["verdict"]["recovery"];
-        assert_eq!(run["verdict"]["passed"], passed, "{mode}: {run:#}");
         assert_eq!(
-            (&recovery["strategy"], &recovery["outcome"]),
-            (&"retry".into(), &outcome.into()),
-            "{mode}: {run:#}"
+            (recovery["strategy"].as_str(), recovery["outcome"].as_str()),
+            (Some("retry"), Some(outcome)),
+            "{mode}"
         );
         let detail = recovery["detail"].as_str().unwrap();
         assert!(detail.contains("read_file called 4 times in a row") && detail.contains(words), "{mode}: {detail}");
-        graded.code(if passed { 0 } else { 2 });
     }
 }
 
@@ -465,21 +474,15 @@ fn a_client_that_backs_off_through_a_burst_passes_and_the_same_retries_at_once_a
 /// nonce, but only that reply held it: it carried on as if nothing had failed, which the task does not allow.
 #[test]
 fn an_agent_that_takes_an_invalid_reply_as_a_result_ignored_the_fault_and_one_that_rejects_it_retries() {
-    if !python3("an_agent_that_takes_an_invalid_reply_as_a_result_ignored_the_fault_and_one_that_rejects_it_retries") {
-        return;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let task = repo("examples/eval/tasks/protocol-malformed-read.yaml");
-    let script = repo("crates/faultlab/tests/it/malformed_read_agent.py");
-    for (mode, passed, strategy) in [("strict", true, "retry"), ("lenient", false, "ignore")] {
-        let out = dir.path().join(mode);
-        let agent = format!("python3 {} {mode}", script.display());
-        let graded = eval(&task, &out, &["--agent", &agent, "--agent-name", mode]);
-        let run = &read_json(out.join("report.json"))["runs"][0];
-        assert_eq!(run["verdict"]["passed"], passed, "{mode}: {run:#}");
-        assert_eq!(run["verdict"]["recovery"]["strategy"], strategy, "{mode}: {run:#}");
-        assert_eq!(run["verdict"]["recovery"]["outcome"], "recovered", "{mode}: {run:#}");
-        graded.code(if passed { 0 } else { 2 });
+    let test = "an_agent_that_takes_an_invalid_reply_as_a_result_ignored_the_fault_and_one_that_rejects_it_retries";
+    let modes = [("strict", true), ("lenient", false)];
+    let Some(runs) = outside_runs(test, "protocol-malformed-read", "malformed_read_agent.py", &modes) else { return };
+    for ((mode, recovery), strategy) in runs.iter().zip(["retry", "ignore"]) {
+        assert_eq!(
+            (recovery["strategy"].as_str(), recovery["outcome"].as_str()),
+            (Some(strategy), Some("recovered")),
+            "{mode}"
+        );
     }
 }
 
