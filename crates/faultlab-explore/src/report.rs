@@ -166,13 +166,15 @@ impl Exploration {
         self.calls.iter().any(|site| site.method.is_some())
     }
 
-    /// The single-fault variants of a class's representative at the sites of one kind.
+    /// The single-fault variants of a class's representative at the sites of one kind (at each site, the fault that
+    /// stands for the class there: [`FaultClass::representative_at`]).
     fn representatives_at(&self, sites: Sites) -> impl Iterator<Item = &VariantResult> {
         self.variants.iter().filter(move |v| {
+            let site = self.calls.get(v.faults[0].call);
+            let method = site.and_then(|site| site.method.as_deref());
             v.faults.len() == 1
-                && v.faults[0].fault == v.faults[0].class.representative()
-                && self.calls.get(v.faults[0].call).is_some_and(|site| site.method.is_some())
-                    == (sites == Sites::Protocol)
+                && v.faults[0].fault == v.faults[0].class.representative_at(method)
+                && site.is_some_and(|site| site.method.is_some()) == (sites == Sites::Protocol)
         })
     }
 
@@ -580,8 +582,23 @@ fn tried_classes(e: &Exploration) -> String {
     }
     let classes: Vec<String> =
         e.classes.iter().map(|c| format!("{} ({})", c.name(), c.stands_for().join(", "))).collect();
-    let not_tried = super::class::not_tried(&e.classes);
+    // A fault that stood for its class at a site where the representative cannot act (`session_lifecycle` at
+    // initialize) was tried there: said so, not listed as untried.
+    let stand_ins: BTreeSet<(&str, String)> = e
+        .variants
+        .iter()
+        .flat_map(|v| &v.faults)
+        .filter(|f| f.fault != f.class.representative())
+        .map(|f| (f.fault.as_str(), f.class.name()))
+        .collect();
+    let not_tried: Vec<&str> = super::class::not_tried(&e.classes)
+        .into_iter()
+        .filter(|name| !stand_ins.iter().any(|(fault, _)| fault == name))
+        .collect();
     let mut text = format!("Tried, each class once per call, standing for the faults named: {}.", classes.join("; "));
+    for (fault, class) in &stand_ins {
+        text.push_str(&format!(" {fault} stood for {class} where its representative cannot act (at initialize)."));
+    }
     if !not_tried.is_empty() {
         text.push_str(&format!(
             " Not tried (no class does what they do on the wire; run them with `faultlab eval`): {}.",
