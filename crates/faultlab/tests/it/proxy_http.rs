@@ -472,3 +472,23 @@ async fn a_bridged_stdio_upstream_gives_each_initialize_a_session_and_a_server_o
     // first (forgotten), second and third (the restart), fourth (DELETE): each session's end is recorded.
     assert_eq!(ended, 4, "{trajectory}");
 }
+
+/// A 404 for a request made in a session, any request, tells a client the session is gone: it MUST start a new one
+/// (2025-11-25, Session Management). The reference client did so after a `tools/call` only; a `tools/list`
+/// answered 404 left it on the lost session, so every later listing failed too.
+#[tokio::test]
+async fn a_listing_answered_404_for_its_session_makes_the_reference_client_start_a_new_one() {
+    let expire = "{match: {method: tools/list, nth: 1}, fault: {type: session_expired_in_flight}}";
+    let (_proxy, url) = start(
+        &["proxy", "--listen", "127.0.0.1:0", "--fault", expire, "--", BIN, "serve"],
+        "faultlab: proxy listening at ",
+    )
+    .await;
+    let target = Target::Http { url, headers: Default::default() };
+    let connection = Connection::open(&target, Era::Legacy, SETUP).await.unwrap();
+    let lost = connection.request_result("tools/list", json!({}), DEADLINE).await;
+    assert!(lost.as_ref().is_err_and(|why| why.contains("404")), "{lost:?}");
+    let listed = connection.request_result("tools/list", json!({}), DEADLINE).await.expect("listed on a new session");
+    assert!(listed["tools"].as_array().is_some_and(|tools| !tools.is_empty()), "{listed}");
+    assert_eq!(connection.call_tool("ping", json!({}), DEADLINE).await.outcome, Outcome::Success);
+}
