@@ -124,13 +124,26 @@ impl ExploreReport {
     }
 }
 
-/// The two kinds of site a fault can be put at.
+/// The kinds of site a fault can be put at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sites {
     /// The task's `tools/call` requests.
     ToolCalls,
     /// The protocol's own requests (`initialize`, `tools/list`; `--protocol-sites`).
     Protocol,
+    /// The `tools/list` requests alone (protocol sites of an agent that lists the tools).
+    Listing,
+}
+
+impl Sites {
+    /// Whether a site whose request is `method` (`None`: a tool call) is of this kind.
+    fn holds(self, method: Option<&str>) -> bool {
+        match self {
+            Sites::ToolCalls => method.is_none(),
+            Sites::Protocol => method.is_some(),
+            Sites::Listing => method == Some("tools/list"),
+        }
+    }
 }
 
 impl Exploration {
@@ -166,6 +179,11 @@ impl Exploration {
         self.calls.iter().any(|site| site.method.is_some())
     }
 
+    /// Whether the healthy run listed the tools and that listing was a site (`--protocol-sites`).
+    pub fn has_listing_sites(&self) -> bool {
+        self.calls.iter().any(|site| site.method.as_deref() == Some("tools/list"))
+    }
+
     /// The single-fault variants of a class's representative at the sites of one kind (at each site, the fault that
     /// stands for the class there: [`FaultClass::representative_at`]).
     fn representatives_at(&self, sites: Sites) -> impl Iterator<Item = &VariantResult> {
@@ -174,7 +192,7 @@ impl Exploration {
             let method = site.and_then(|site| site.method.as_deref());
             v.faults.len() == 1
                 && v.faults[0].fault == v.faults[0].class.representative_at(method)
-                && site.is_some_and(|site| site.method.is_some()) == (sites == Sites::Protocol)
+                && sites.holds(method)
         })
     }
 
