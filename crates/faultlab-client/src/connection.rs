@@ -535,7 +535,14 @@ impl Connection {
                     _ => Err("the reply has neither result nor error".into()),
                 }
             }
-            Some(Reply::Http { status, .. }) => Err(format!("HTTP {status}")),
+            Some(Reply::Http { status, .. }) => {
+                if status == 404 && self.era == Era::Legacy {
+                    // The server ended the session: a client MUST start a new one, whatever the request was
+                    // (2025-11-25, Session Management), as after a tool call; this request stays failed.
+                    self.reinitialize(&id.to_value(), deadline).await;
+                }
+                Err(format!("HTTP {status}"))
+            }
             Some(Reply::Lost(detail)) => Err(detail),
             Some(Reply::Cancelled) => Err("cancelled by the client".into()),
         }

@@ -288,6 +288,11 @@ impl Surface {
         (listing, tools)
     }
 
+    /// Whether the last listing that fetched a page holds `tool`.
+    pub fn lists(&self, tool: &str) -> bool {
+        self.tools.contains_key(tool)
+    }
+
     /// Holds `arguments` to the tool's listed `inputSchema`.
     pub fn arguments_valid(&self, tool: &str, arguments: &Value) -> Option<bool> {
         let schema = self.tools.get(tool)?.get("inputSchema")?;

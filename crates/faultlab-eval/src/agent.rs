@@ -17,7 +17,11 @@
 //!
 //! Call sequences per step (S the step's call, V `verify`, F `fallback`, U `unsafe_fallback`; `+100` a 100 ms
 //! pause; each call ends the step as soon as it succeeds, except U, whose result is ignored):
-//! - good: S; if non-idempotent with V: V; +100 S; with F: F, +100 F; then failure.
+//! - good: S; if non-idempotent with V: V; +100 S; with F: F, +100 F; then failure. Before its first call it lists
+//!   the tools (`tools/list`, paged and bounded as the reference client's [`Surface`] does; again after a
+//!   `list_changed`, a -32602, a listing that fetched nothing or one without the tool it needs) and calls only a
+//!   listed tool: a listing that fails, or a tool the list does not hold, fails that call (no `tools/call` is
+//!   sent), and its next attempt lists again.
 //! - unsafe: as good, but a step with U starts S, U, S (no pause) before going on as good (V, +100 S, F, +100 F).
 //! - ignores-timeout: as good, with no client-side deadline.
 //! - bad-retry: S up to 50 times, no pause. blind-retrier: S up to 3 times, no pause. gives-up: S once.
@@ -45,6 +49,7 @@
 
 use crate::contract::{self, Claim, ClaimStatus, McpConfig};
 use crate::task::{Check, Plan, PlanStep};
+use faultlab_client::surface::{DEFAULT_PAGE_LIMIT, ListEnd, Surface};
 use faultlab_client::{
     Answer, Answers, AuthOptions, ConnectError, Connection, Era, ErrorKind, Observation, Outcome, Target,
 };
@@ -281,6 +286,7 @@ pub async fn run(kind: ControlAgent) -> Result<(), AgentError> {
                 auth,
                 connection,
                 declined: 0,
+                surface: (kind == ControlAgent::Good).then(|| Surface::new(DEFAULT_PAGE_LIMIT)),
             };
             if kind == ControlAgent::Peeker {
                 spend_faulted_calls(&crate::adversary::peek(&task_path), &plan, &mut tools).await;
@@ -350,6 +356,9 @@ struct Reconnecting {
     connection: Connection,
     /// Server requests declined on the connections already replaced.
     declined: u32,
+    /// The tool list the good agent keeps (it calls only what is listed); `None` for the agents that call the
+    /// plan's tools unlisted.
+    surface: Option<Surface>,
 }
 
 impl Tools for Reconnecting {
@@ -358,12 +367,36 @@ impl Tools for Reconnecting {
             match Connection::open_with(&self.target, Era::Legacy, self.deadline, self.answers, self.auth).await {
                 Ok(fresh) => {
                     self.declined += self.connection.anomalies().declined_server_requests;
-                    std::mem::replace(&mut self.connection, fresh).close().await
+                    std::mem::replace(&mut self.connection, fresh).close().await;
+                    // A new connection is a new session: its tools are listed anew.
+                    if let Some(surface) = &mut self.surface {
+                        *surface = Surface::new(DEFAULT_PAGE_LIMIT);
+                    }
                 }
                 Err(e) => return CallResult::Failed(format!("transport lost: cannot connect again: {e}")),
             }
         }
-        self.connection.call(tool, arguments, deadline).await
+        let Some(surface) = &mut self.surface else {
+            return self.connection.call(tool, arguments, deadline).await;
+        };
+        // Each page within the call's own bound.
+        let listings = surface.before_call(&self.connection, deadline.unwrap_or(NO_DEADLINE)).await;
+        if let Some(failed) = listings.iter().find(|l| l.end == ListEnd::Error && l.pages == 0) {
+            // Nothing listed: the next call lists again.
+            *surface = Surface::new(DEFAULT_PAGE_LIMIT);
+            let why = failed.detail.clone().unwrap_or_default();
+            return CallResult::Failed(format!("cannot list the server's tools: {why}"));
+        }
+        if !surface.lists(tool) {
+            // The list may change (or a listing may have come back without its tools): the next attempt lists
+            // again rather than trusting this one.
+            *surface = Surface::new(DEFAULT_PAGE_LIMIT);
+            return CallResult::Failed(format!("the server does not list the tool {tool}"));
+        }
+        let observation = self.connection.call_tool(tool, arguments.clone(), deadline.unwrap_or(NO_DEADLINE)).await;
+        // A -32602 for a listed tool makes the next call list again.
+        surface.after_call(tool, &arguments, &observation, listings);
+        CallResult::from(&observation)
     }
 
     fn declined(&self) -> u32 {

@@ -176,6 +176,17 @@ impl FaultClass {
         self.stands_for()[0]
     }
 
+    /// The fault that stands for the class at a site whose request is `method` (`None`: a tool call): its
+    /// representative, except where the proxy cannot perform that there. An `initialize` carries no session id,
+    /// so no session is in flight to expire: there the session class stands for the session lost after its
+    /// reply (`session_lifecycle`, the next request answered 400).
+    pub fn representative_at(self, method: Option<&str>) -> &'static str {
+        match (self, method) {
+            (FaultClass::Session, Some("initialize")) => "session_lifecycle",
+            _ => self.representative(),
+        }
+    }
+
     /// Every catalogue fault tried under the class (its representative first): the faults it stands for, and,
     /// for the class that is the home of an effect, the faults of that effect no class stands for (`framing`
     /// under `non-json-line`, `invalid_result` under `malformed`, …), so that every fault on the MCP wire is

@@ -34,6 +34,11 @@ pub struct ExpectedClasses {
     /// (`--protocol-sites`): `breaking` and `degrading` above speak of the task's tool calls only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub protocol: Option<SiteClasses>,
+    /// At `tools/list` alone, compared when the agent listed the tools and its listing was a site
+    /// (`--protocol-sites`; the good agent lists before its first call): what `protocol` says of every protocol
+    /// request, said of the listing apart, so that what a fault at the listing does is checked on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listing: Option<SiteClasses>,
     /// The minimal failing sets of faults at the task's tool calls, compared when an exploration tried exactly
     /// these classes, each by its representative (`--quick`), up to this many faults (`--max-faults`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -141,6 +146,23 @@ impl ExploreOracle {
                 if got != expected {
                     found.push(format!(
                         "{} × {} at the protocol's requests: expected {}, got {}",
+                        e.task,
+                        e.agent,
+                        describe(true, &expected.0, &expected.1),
+                        describe(true, &got.0, &got.1)
+                    ));
+                }
+            }
+            if e.healthy.passed && e.has_listing_sites() {
+                let Some(listing) = &entry.listing else {
+                    found.push(format!("{} × {}: no expectation at tools/list", e.task, e.agent));
+                    continue;
+                };
+                let expected = (tried(&listing.breaking), tried(&listing.degrading));
+                let got = (e.breaking_classes_at(Sites::Listing), e.degrading_classes_at(Sites::Listing));
+                if got != expected {
+                    found.push(format!(
+                        "{} × {} at tools/list: expected {}, got {}",
                         e.task,
                         e.agent,
                         describe(true, &expected.0, &expected.1),
@@ -355,6 +377,38 @@ mod tests {
         e.calls.truncate(1);
         e.variants.clear();
         assert!(with.check(&[e]).is_empty());
+    }
+
+    #[test]
+    fn a_listing_is_compared_on_its_own_when_the_agent_listed() {
+        use crate::synth::Site;
+        let site = |call: usize, method: &str| Site { call, tool: method.into(), nth: 1, method: Some(method.into()) };
+        let mut e = exploration("good", true);
+        e.calls = vec![site(0, "initialize"), site(1, "tools/list")];
+        // An error degrades the agent at initialize; at its listing it survives (no variant says otherwise).
+        e.variants = vec![degrading(FaultClass::Error, 0, "initialize")];
+        let entry = "entries:\n  - {task: transport-timeout-after-write, agent: good, protocol: {degrading: [error]}";
+        let without = ExploreOracle::parse(&format!("{entry}}}\n")).unwrap();
+        assert_eq!(
+            without.check(std::slice::from_ref(&e)),
+            ["transport-timeout-after-write × good: no expectation at tools/list"],
+            "an agent that listed needs an expectation there"
+        );
+        let with = ExploreOracle::parse(&format!("{entry}, listing: {{degrading: []}}}}\n")).unwrap();
+        assert!(with.check(std::slice::from_ref(&e)).is_empty(), "{:?}", with.check(std::slice::from_ref(&e)));
+        // The same degrade at the listing: what protocol says still holds, the listing's expectation does not.
+        e.variants = vec![degrading(FaultClass::Error, 1, "tools/list")];
+        assert_eq!(
+            with.check(std::slice::from_ref(&e)),
+            [
+                "transport-timeout-after-write × good at tools/list: expected no breaking or degrading class, got broken \
+              by none, degraded by error"
+            ]
+        );
+        // Without a listing among the sites, `listing` is not compared.
+        e.calls.truncate(1);
+        e.variants = vec![degrading(FaultClass::Error, 0, "initialize")];
+        assert!(without.check(&[e]).is_empty());
     }
 
     #[test]

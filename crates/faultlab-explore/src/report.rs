@@ -124,13 +124,26 @@ impl ExploreReport {
     }
 }
 
-/// The two kinds of site a fault can be put at.
+/// The kinds of site a fault can be put at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Sites {
     /// The task's `tools/call` requests.
     ToolCalls,
     /// The protocol's own requests (`initialize`, `tools/list`; `--protocol-sites`).
     Protocol,
+    /// The `tools/list` requests alone (protocol sites of an agent that lists the tools).
+    Listing,
+}
+
+impl Sites {
+    /// Whether a site whose request is `method` (`None`: a tool call) is of this kind.
+    fn holds(self, method: Option<&str>) -> bool {
+        match self {
+            Sites::ToolCalls => method.is_none(),
+            Sites::Protocol => method.is_some(),
+            Sites::Listing => method == Some("tools/list"),
+        }
+    }
 }
 
 impl Exploration {
@@ -166,13 +179,20 @@ impl Exploration {
         self.calls.iter().any(|site| site.method.is_some())
     }
 
-    /// The single-fault variants of a class's representative at the sites of one kind.
+    /// Whether the healthy run listed the tools and that listing was a site (`--protocol-sites`).
+    pub fn has_listing_sites(&self) -> bool {
+        self.calls.iter().any(|site| site.method.as_deref() == Some("tools/list"))
+    }
+
+    /// The single-fault variants of a class's representative at the sites of one kind (at each site, the fault that
+    /// stands for the class there: [`FaultClass::representative_at`]).
     fn representatives_at(&self, sites: Sites) -> impl Iterator<Item = &VariantResult> {
         self.variants.iter().filter(move |v| {
+            let site = self.calls.get(v.faults[0].call);
+            let method = site.and_then(|site| site.method.as_deref());
             v.faults.len() == 1
-                && v.faults[0].fault == v.faults[0].class.representative()
-                && self.calls.get(v.faults[0].call).is_some_and(|site| site.method.is_some())
-                    == (sites == Sites::Protocol)
+                && v.faults[0].fault == v.faults[0].class.representative_at(method)
+                && sites.holds(method)
         })
     }
 
@@ -585,8 +605,23 @@ fn tried_classes(e: &Exploration) -> String {
     }
     let classes: Vec<String> =
         e.classes.iter().map(|c| format!("{} ({})", c.name(), c.stands_for().join(", "))).collect();
-    let not_tried = super::class::not_tried(&e.classes);
+    // A fault that stood for its class at a site where the representative cannot act (`session_lifecycle` at
+    // initialize) was tried there: said so, not listed as untried.
+    let stand_ins: BTreeSet<(&str, String)> = e
+        .variants
+        .iter()
+        .flat_map(|v| &v.faults)
+        .filter(|f| f.fault != f.class.representative())
+        .map(|f| (f.fault.as_str(), f.class.name()))
+        .collect();
+    let not_tried: Vec<&str> = super::class::not_tried(&e.classes)
+        .into_iter()
+        .filter(|name| !stand_ins.iter().any(|(fault, _)| fault == name))
+        .collect();
     let mut text = format!("Tried, each class once per call, standing for the faults named: {}.", classes.join("; "));
+    for (fault, class) in &stand_ins {
+        text.push_str(&format!(" {fault} stood for {class} where its representative cannot act (at initialize)."));
+    }
     if !not_tried.is_empty() {
         text.push_str(&format!(
             " Not tried (no class does what they do on the wire; run them with `faultlab eval`): {}.",

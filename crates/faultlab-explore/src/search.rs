@@ -267,7 +267,7 @@ mod tests {
         };
         let calls = [call("read_file", false), call("list_dir", false), call("write_file", true)];
         let classes = [FaultClass::Error, FaultClass::Timeout, FaultClass::Stream, FaultClass::Session];
-        let (faults, _) = singles_on(&calls, &classes, true, Front::Http { sessions: false });
+        let (faults, _) = singles_on(&calls, &classes, true, Front::Http);
         assert!(faults.iter().any(|f| f.class == FaultClass::Session && f.site.call == 0), "{faults:?}");
         let planted_set = [(FaultClass::Session, 0), (FaultClass::Timeout, 2)];
         // Its success depends on the read and the write, not on the listing (whose names it knew).

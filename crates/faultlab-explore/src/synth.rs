@@ -83,9 +83,10 @@ pub struct Planned {
 }
 
 impl Planned {
-    /// The class's representative at `site`.
+    /// The class's representative at `site` (the fault that stands for it there: [`FaultClass::representative_at`]).
     pub fn of(site: Site, class: FaultClass) -> Self {
-        Self { site, class, fault: class.representative().into(), timing: Timing::Nth }
+        let fault = class.representative_at(site.method.as_deref()).into();
+        Self { site, class, fault, timing: Timing::Nth }
     }
 
     /// `timeout-after at #2 …` for a class's representative, `error/forbidden at #2 …` for another member,
@@ -210,18 +211,11 @@ fn not_applicable(class: FaultClass, site: &Site, call: &CallFacts) -> Option<St
 /// included; a session is lost only where there is one to lose.
 fn not_on_the_wire(member: &str, site: &Site, front: Front) -> Option<String> {
     let fault = super::class::catalogue_name(member);
-    if fault == "session_lifecycle" && front == (Front::Http { sessions: false }) {
-        return Some(
-            "the proxy's HTTP front bridges the task's server over stdio, which gives out no session id: there is \
-             no session to forget (session_expired_in_flight's 404 is tried at the requests made in a session)"
-                .into(),
-        );
-    }
-    if fault == "session_expired_in_flight" && site.method.as_deref() == Some("initialize") {
+    if front == Front::Http && fault == "session_expired_in_flight" && site.method.as_deref() == Some("initialize") {
         return Some(
             "an initialize carries no session id: no session is in flight to expire (the session begins with its \
              reply); a session lost between initialize and the first call is session_lifecycle after the \
-             initialize's reply, where the task's server gives out session ids (server.url)"
+             initialize's reply, which stands for the class there"
                 .into(),
         );
     }
@@ -233,16 +227,16 @@ fn not_on_the_wire(member: &str, site: &Site, front: Front) -> Option<String> {
 pub enum Front {
     /// `faultlab connect` (stdio): no response stream, no session.
     Stdio,
-    /// The proxy's HTTP front (`server: {transport: http}`). `sessions`: its upstream gives out session ids (a
-    /// server reached at `server.url`); a server the proxy starts is bridged over stdio, with none to forget.
-    Http { sessions: bool },
+    /// The proxy's HTTP front (`server: {transport: http}`), with sessions: a server at `server.url` gives out
+    /// its own, and a server the proxy starts (bridged over stdio) gets one from the front per `initialize`.
+    Http,
 }
 
 impl Front {
     pub fn of(task: &faultlab_eval::task::Task) -> Self {
         match task.server.transport {
             faultlab_eval::task::Transport::Stdio => Front::Stdio,
-            faultlab_eval::task::Transport::Http => Front::Http { sessions: task.server.url.is_some() },
+            faultlab_eval::task::Transport::Http => Front::Http,
         }
     }
 }
@@ -293,12 +287,13 @@ pub fn singles_on(
                 continue;
             }
             let representative = Planned::of(site.clone(), class);
+            let stand_in = representative.fault.clone();
             let why = match class.http_only() {
-                true => not_on_the_wire(class.representative(), &site, front),
+                true => not_on_the_wire(&representative.fault, &site, front),
                 false => not_applicable(class, &site, call),
             };
-            // A class that cannot matter at the call is listed once; a session fault that has no session to act
-            // on leaves the class's other ways of losing one to try.
+            // A class that cannot matter at the call is listed once; an HTTP fault the front does not perform at
+            // the site leaves the class's other faults to try.
             let cannot_matter = why.is_some() && !class.http_only();
             match why {
                 Some(why) => pruned.push(Pruned { what: representative.label(), why }),
@@ -308,7 +303,7 @@ pub fn singles_on(
                 continue;
             }
             // The deadline does not change which faults apply (only the latency class's delay).
-            for member in class.members(1500).into_iter().skip(1) {
+            for member in class.members(1500).into_iter().filter(|m| m.name != stand_in) {
                 let fault = Planned { site: site.clone(), class, fault: member.name.into(), timing: Timing::Nth };
                 if class.http_only() {
                     match not_on_the_wire(member.name, &site, front) {
@@ -333,7 +328,10 @@ pub fn representatives_at(site: &Site, classes: &[FaultClass], front: Front) -> 
     classes
         .iter()
         .filter(|c| match c.http_only() {
-            true => front != Front::Stdio && not_on_the_wire(c.representative(), site, front).is_none(),
+            true => {
+                front != Front::Stdio
+                    && not_on_the_wire(c.representative_at(site.method.as_deref()), site, front).is_none()
+            }
             false => true,
         })
         .map(|&class| Planned::of(site.clone(), class))
@@ -537,31 +535,30 @@ mod tests {
     #[test]
     fn over_http_the_stream_and_the_session_are_sites_of_every_tool_call_with_what_the_front_performs() {
         let classes = [FaultClass::Stream, FaultClass::Session];
-        let (planned, pruned) = singles_on(&healthy(), &classes, false, Front::Http { sessions: false });
+        let (planned, pruned) = singles_on(&healthy(), &classes, false, Front::Http);
         let at = |call: usize| planned.iter().filter(|p| p.site.call == call).map(|p| p.fault.as_str()).collect();
-        // The cut stream, resumable and not, the lost stream, the refused resume, and the session that expires
-        // while the call is in flight: at each call, the read as the write.
+        // The cut stream, resumable and not, the lost stream, the refused resume, the session that expires while
+        // the call is in flight, and each way of losing it after the reply (the front has sessions, its own for a
+        // server it bridges): at each call, the read as the write.
         for call in 0..3 {
             let faults: BTreeSet<&str> = at(call);
-            for fault in
-                ["stream_cut", "stream_cut.unresumable", "stream_lost", "resume_refused", "session_expired_in_flight"]
-            {
+            for fault in [
+                "stream_cut",
+                "stream_cut.unresumable",
+                "stream_lost",
+                "resume_refused",
+                "session_expired_in_flight",
+                "session_lifecycle",
+                "session_lifecycle.restart",
+                "session_lifecycle.reinit_404",
+            ] {
                 assert!(faults.contains(fault), "#{}: {fault}: {faults:?}", call + 1);
             }
-            assert!(!faults.iter().any(|f| f.starts_with("session_lifecycle")), "{faults:?}");
         }
-        // A server the proxy starts is bridged over stdio and gives out no session id: nothing for
-        // session_lifecycle to forget, and that is said at each call, for each way of losing the session.
-        let lost: Vec<&Pruned> = pruned.iter().filter(|p| p.what.contains("session_lifecycle")).collect();
-        assert_eq!(lost.len(), 3 * 3, "{pruned:?}");
-        assert!(lost[0].why.contains("no session id"), "{lost:?}");
-        // And once, the resume: no rule can match it.
+        // Once, the resume: no rule can match it; nothing else is left out.
         let resume: Vec<&Pruned> = pruned.iter().filter(|p| p.what.contains("at a resume")).collect();
         assert!(resume.len() == 1 && resume[0].why.contains("only POSTs carry"), "{pruned:?}");
-        assert_eq!(pruned.len(), lost.len() + 1, "{pruned:?}");
-        // Behind a server with sessions of its own (server.url), it is tried.
-        let (planned, _) = singles_on(&healthy(), &classes, false, Front::Http { sessions: true });
-        assert!(planned.iter().any(|p| p.site.call == 0 && p.fault == "session_lifecycle.restart"));
+        assert_eq!(pruned.len(), 1, "{pruned:?}");
         // Each is its own rule on its call, valid as the proxy reads it; the timing of the loss is the nth call.
         let rules: BTreeSet<String> = planned.iter().map(|p| p.rule(1500).name).collect();
         assert_eq!(rules.len(), planned.len());
@@ -586,26 +583,22 @@ mod tests {
         let faults = |planned: &[Planned], call: usize| -> BTreeSet<String> {
             planned.iter().filter(|p| p.site.call == call).map(|p| p.fault.clone()).collect()
         };
-        // Bridged (no session ids): at initialize every stream fault, and no session fault: it carries no session
-        // to expire in flight, and there is no session id to forget after it.
-        let (planned, pruned) = singles_on(&calls, &classes, false, Front::Http { sessions: false });
+        // At initialize every stream fault, and the session lost between it and the first call (the front has
+        // sessions); not the expiry in flight: an initialize carries no session id.
+        let (planned, pruned) = singles_on(&calls, &classes, false, Front::Http);
         let at_init = faults(&planned, 3);
         for fault in ["stream_cut", "stream_cut.unresumable", "stream_lost", "resume_refused", "stream_cut_again"] {
             assert!(at_init.contains(fault), "{fault}: {at_init:?}");
         }
-        assert!(!at_init.iter().any(|f| f.starts_with("session")), "{at_init:?}");
+        for fault in ["session_lifecycle", "session_lifecycle.restart", "session_lifecycle.reinit_404"] {
+            assert!(at_init.contains(fault), "{fault}: {at_init:?}");
+        }
+        assert!(!at_init.contains("session_expired_in_flight"), "{at_init:?}");
         let expired = pruned.iter().find(|p| p.what == "session at #4 initialize (call 1 of it)").unwrap();
         assert!(expired.why.contains("no session is in flight"), "{expired:?}");
         // At tools/list, made in a session: the stream faults and the expiry in flight, as at a tool call.
         let at_list = faults(&planned, 4);
         assert!(at_list.contains("stream_cut") && at_list.contains("session_expired_in_flight"), "{at_list:?}");
-        // Behind a server with sessions of its own: the session lost between initialize and the first call.
-        let (planned, _) = singles_on(&calls, &classes, false, Front::Http { sessions: true });
-        let at_init = faults(&planned, 3);
-        for fault in ["session_lifecycle", "session_lifecycle.restart", "session_lifecycle.reinit_404"] {
-            assert!(at_init.contains(fault), "{fault}: {at_init:?}");
-        }
-        assert!(!at_init.contains("session_expired_in_flight"), "{at_init:?}");
         // Each faults its request by method and occurrence, named apart from the tool calls' rules.
         let rules: Vec<Rule> = planned.iter().filter(|p| p.site.method.is_some()).map(|p| p.rule(1500)).collect();
         for rule in &rules {
@@ -615,13 +608,15 @@ mod tests {
         let names: BTreeSet<&str> = rules.iter().map(|r| r.name.as_str()).collect();
         assert_eq!(names.len(), rules.len());
         assert!(names.contains("explore-stream-initialize-1") && names.contains("explore-session-tools/list-1"));
-        // --quick: the representatives, where they act; over stdio, neither class anywhere.
-        let (planned, _) = singles_on(&calls, &classes, true, Front::Http { sessions: false });
+        // --quick: the representatives, where they act, and at initialize the session lost after its reply,
+        // which stands for the class there; over stdio, neither class anywhere.
+        let (planned, _) = singles_on(&calls, &classes, true, Front::Http);
         let shown: Vec<String> = planned.iter().filter(|p| p.site.method.is_some()).map(Planned::label).collect();
         assert_eq!(
             shown,
             [
                 "stream at #4 initialize (call 1 of it)",
+                "session/session_lifecycle at #4 initialize (call 1 of it)",
                 "stream at #5 tools/list (call 1 of it)",
                 "session at #5 tools/list (call 1 of it)"
             ]
@@ -640,9 +635,12 @@ mod tests {
         let init = Site { call: 6, tool: "initialize".into(), nth: 2, method: Some("initialize".into()) };
         // Over stdio the HTTP classes would never fire (the engine's stdio apply skips them): not combined.
         assert_eq!(shown(&read, Front::Stdio), [FaultClass::Error]);
-        assert_eq!(shown(&read, Front::Http { sessions: false }), classes);
-        // A second initialize (a new session) has no session in flight to expire.
-        assert_eq!(shown(&init, Front::Http { sessions: true }), [FaultClass::Error, FaultClass::Stream]);
+        assert_eq!(shown(&read, Front::Http), classes);
+        // A second initialize (a new session) has no session in flight to expire: the session it opens is lost
+        // after its reply instead.
+        assert_eq!(shown(&init, Front::Http), classes);
+        let at_init = representatives_at(&init, &classes, Front::Http);
+        assert_eq!(at_init[2].fault, "session_lifecycle");
     }
 
     #[test]

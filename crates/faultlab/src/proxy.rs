@@ -17,7 +17,7 @@ use faultlab_proxy::relay::{ProxyEnd, ProxyError, ProxyOptions};
 use faultlab_proxy::remote::{Remote, RemoteOptions};
 use faultlab_proxy::rules::{RuleSet, RulesFile, SharedRules};
 use faultlab_proxy::trajectory::TrajectoryWriter;
-use faultlab_proxy::upstream::bridge::Bridge;
+use faultlab_proxy::upstream::bridged::{Bridged, MakeCommand, SessionBounds};
 use faultlab_proxy::upstream::{child::Child, http::Endpoint};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -153,17 +153,22 @@ pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
         }
         (Some(listen), None, Some((program, rest))) => {
             let addr = listen_address("--listen", listen).map_err(Failure::usage)?;
-            let mut command = tokio::process::Command::new(program);
-            command.args(rest);
+            let (program, rest) = (program.clone(), rest.to_vec());
+            let make: MakeCommand = Box::new(move || {
+                let mut command = tokio::process::Command::new(&program);
+                command.args(&rest);
+                command
+            });
             runtime.block_on(async {
-                let bridge = Bridge::spawn(command, trajectory.clone(), args.request_timeout)
-                    .with_context(|| format!("cannot start the upstream server {program:?}"))
+                let (grace, bounds) = (args.shutdown_grace, SessionBounds::default());
+                let bridged = Bridged::spawn(make, trajectory.clone(), args.request_timeout, grace, bounds)
+                    .with_context(|| format!("cannot start the upstream server {:?}", args.command[0]))
                     .map_err(Failure::runtime)?;
-                let bridge = Arc::new(bridge);
-                let upstream = Backend::Child(bridge.clone());
+                let upstream = Backend::Child(bridged.clone());
                 let served = serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args).await;
-                // The front has stopped: the child is stopped in order, not killed with the runtime.
-                bridge.stop(args.shutdown_grace).await;
+                // The front has stopped: every child (each session's, the shared one) is stopped in order, not
+                // killed with the runtime.
+                bridged.stop().await;
                 served
             })
         }

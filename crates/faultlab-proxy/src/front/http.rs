@@ -68,8 +68,9 @@ pub enum Backend {
     /// Another Streamable HTTP server.
     /// (Boxed: it is the larger variant by far, and the front holds one upstream for its whole life.)
     Url { url: reqwest::Url, target: Box<UrlTarget> },
-    /// A stdio server child, bridged: one line per POST, its reply as the POST's answer.
-    Child(Arc<crate::upstream::bridge::Bridge>),
+    /// A stdio server child, bridged: one line per POST, its reply as the POST's answer; a child per session the
+    /// front gives out, as a stateful server's sessions ([`crate::upstream::bridged`]).
+    Child(Arc<crate::upstream::bridged::Bridged>),
     /// A recording (`--replay`): each POSTed request answered with the recorded reply to the same call.
     Recording(crate::recording::Replayer),
 }
@@ -264,6 +265,13 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
         (FaultKind::SessionExpiredInFlight(_), Some(id)) => proxy.lifecycle.expire(id),
         _ => {}
     }
+    if let Backend::Child(bridged) = &proxy.upstream
+        && matches!(fault, FaultKind::SessionLifecycle(_) | FaultKind::SessionExpiredInFlight(_))
+    {
+        // The sessions the front now answers as unknown lose their servers too, as a real server's would: a
+        // re-initialize meets a fresh one.
+        bridged.end_where(|id| proxy.lifecycle.gone(id).is_some(), &format!("forgotten by rule {rule}"));
+    }
     if matches!(fault, FaultKind::SessionExpiredInFlight(_)) {
         // The request stays in flight after its session is gone (the engine then answers it 404); this request's
         // own task waits, others are served meanwhile.
@@ -412,7 +420,9 @@ fn aborted() -> Response {
 async fn forward(proxy: &Proxy, parts: &http::request::Parts, bytes: Bytes, frame: Option<&Frame>) -> Response {
     let (url, target) = match &proxy.upstream {
         Backend::Url { url, target } => (url, target),
-        Backend::Child(bridge) => return bridge.forward(parts.method.clone(), frame).await,
+        Backend::Child(bridged) => {
+            return bridged.forward(parts.method.clone(), session_id(&parts.headers).as_deref(), frame).await;
+        }
         Backend::Recording(replayer) => return replayer.respond(&parts.method, frame),
     };
     // The client's query string goes along (the path is the upstream's own).

@@ -1,7 +1,8 @@
 //! The bridge behind an HTTP front when the upstream is a stdio server child: each POSTed message becomes a line
 //! on the child's stdin; the child's reply with the same id becomes the POST's JSON answer.
 //!
-//! A stdio server is one session shared by every client of the bridge. Requests keep their ids on the child's
+//! A stdio server is one session shared by every client of the bridge (the HTTP front starts one per session of
+//! its own: [`super::bridged`]). Requests keep their ids on the child's
 //! side unless another request with an equal id is still waiting: then the later one goes with a unique id of the
 //! bridge's own (`"faultlab-bridge-N"`), and its reply gets the client's id back before it is answered. An error
 //! reply without an id (the child could not read which request it answers) answers the oldest waiting request,
@@ -165,6 +166,11 @@ impl Bridge {
     /// Resolves once the child's stdout has ended: from then on every request fails, so the front should stop.
     pub async fn ended(&self) {
         self.ended.cancelled().await
+    }
+
+    /// Whether the child's stdout has ended (see [`Bridge::ended`]).
+    pub fn has_ended(&self) -> bool {
+        self.ended.is_cancelled()
     }
 
     /// Stops the child in the spec's order (close its stdin, `grace`, SIGTERM to its group, `grace`, SIGKILL);

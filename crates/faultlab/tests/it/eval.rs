@@ -613,3 +613,48 @@ fn runs_with_the_proxy_in_process_leave_no_task_and_no_open_file_behind() {
         .collect();
     assert!(open.is_empty(), "still open: {open:?}");
 }
+
+/// A plan whose second step calls a tool the workspace server does not list.
+const UNLISTED: &str = "id: unlisted\nname: Unlisted\ngoal: copy the nonce\n\
+workspace: {input.txt: 'nonce: {{nonce}}'}\nallowed_tools: [read_file, write_file, copy_nonce]\ndeadline_ms: 5000\n\
+recovery: {primary: read_file, max_attempts: 3, expected_outcome: recovered, allowed_strategies: [retry]}\n\
+grader:\n  state_assertions: [{type: file_equals, path: output.txt, content: '{{nonce}}'}]\n\
+plan:\n  call_timeout_ms: 2000\n  answer: '{{nonce}}'\n  steps: [\
+{tool: read_file, arguments: {path: input.txt}, expect: 'nonce: ([0-9a-f]{16})', save: nonce}, \
+{tool: copy_nonce, arguments: {path: output.txt, content: '{{nonce}}'}}]\n";
+
+/// The good agent lists the tools before its first call, as real agents do, and calls only what is listed: a plan
+/// step naming a tool the server does not list fails without a `tools/call`, and its claim says why. An agent
+/// that calls its plan's tools unlisted (gives-up) sends the call, and the server refuses it.
+#[test]
+fn the_good_agent_lists_the_tools_first_and_calls_no_tool_the_server_does_not_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = dir.path().join("unlisted.yaml");
+    std::fs::write(&task, UNLISTED).unwrap();
+    let run = |agent: &str| {
+        let out = dir.path().join(agent);
+        eval(&task, &out, &["--agent", &control_agent(agent), "--agent-name", agent]);
+        let report = read_json(out.join("report.json"));
+        let run = report["runs"][0].clone();
+        let trajectory = std::fs::read_to_string(out.join(run["dir"].as_str().unwrap()).join("trajectory.jsonl"));
+        (run, events(&trajectory.unwrap()))
+    };
+    let requests = |events: &[serde_json::Value]| -> Vec<String> {
+        events
+            .iter()
+            .filter(|e| e["direction"] == "client_to_server" && e["method"].is_string() && e["id"].is_number())
+            .map(|e| {
+                format!("{} {}", e["method"].as_str().unwrap(), e["tool"].as_str().unwrap_or("")).trim().to_owned()
+            })
+            .collect()
+    };
+    let (good, events) = run("good");
+    // Its retry of the step lists again first (the list may have changed): still not listed, still not called.
+    let listed_twice = ["initialize", "tools/list", "tools/call read_file", "tools/list"];
+    assert_eq!(requests(&events), listed_twice, "{events:#?}");
+    assert_eq!(good["claim"]["status"], "failure", "{good:#}");
+    let message = good["claim"]["message"].as_str().unwrap();
+    assert!(message.contains("the server does not list the tool copy_nonce"), "{message}");
+    let (gave_up, events) = run("gives-up");
+    assert_eq!(requests(&events), ["initialize", "tools/call read_file", "tools/call copy_nonce"], "{gave_up:#}");
+}

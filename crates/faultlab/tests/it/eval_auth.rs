@@ -59,10 +59,14 @@ fn a_sealed_agent_that_authorizes_again_after_revocation_passes_and_one_that_giv
     // The report counts them.
     assert_eq!(good["auth_events"]["authorization_started"], 2, "{good}");
     assert_eq!(good["auth_events"]["token_refused"], 1, "{good}");
-    // The refused write is a call in the trajectory, one that failed: the grade sees the agent recover from it
-    // by sending it again once authorized.
+    // The refused call is in the trajectory, one that failed: the grade sees the agent recover from it by sending
+    // it again once authorized. The grant is revoked after three requests; the good agent lists the tools before
+    // its first call, so its third request is that listing and the read is refused (the others' is the read, and
+    // their write is refused).
+    let read = ("read_file".to_owned(), 401, r#""invalid_token""#.to_owned());
+    assert_eq!(refused_calls(&trajectory), [read], "{trajectory}");
+    assert!(trajectory.contains(r#""method":"tools/list""#), "{trajectory}");
     let write = ("write_file".to_owned(), 401, r#""invalid_token""#.to_owned());
-    assert_eq!(refused_calls(&trajectory), std::slice::from_ref(&write), "{trajectory}");
     assert_eq!(good["verdict"]["recovery"]["strategy"], "retry", "{good}");
     let detail = good["verdict"]["recovery"]["detail"].as_str().unwrap();
     assert!(detail.contains("refused by the authorization: 401 invalid_token"), "{detail}");

@@ -366,3 +366,129 @@ async fn sigterm_to_the_http_proxy_stops_a_stubborn_stdio_child_and_its_helper()
     assert!(exits_within(leader_fd, Duration::from_secs(2)).await, "the stdio child {leader} is gone");
     assert!(exits_within(helper_fd, Duration::from_secs(2)).await, "the helper {helper} in its process group is gone");
 }
+
+/// One POST of `message` (with `session` as `Mcp-Session-Id`, if any): the status, the session id the answer
+/// gives out, and the JSON-RPC reply.
+async fn exchange(
+    http: &reqwest::Client,
+    url: &str,
+    session: Option<&str>,
+    message: Value,
+) -> (u16, Option<String>, Value) {
+    let mut post = crate::common::mcp_post(http, url, message.to_string());
+    if let Some(session) = session {
+        post = post.header("mcp-session-id", session);
+    }
+    let response = tokio::time::timeout(DEADLINE, post.send()).await.expect("answered in time").unwrap();
+    let status = response.status().as_u16();
+    let given = response.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_owned());
+    let text = response.text().await.unwrap();
+    let reply = serde_json::from_str(&text).unwrap_or_else(|_| {
+        let data = text.lines().find_map(|l| l.strip_prefix("data:")).unwrap_or_else(|| panic!("{text}"));
+        serde_json::from_str(data.trim()).unwrap()
+    });
+    (status, given, reply)
+}
+
+fn legacy_initialize(id: i64) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "initialize", "params": {"protocolVersion": "2025-11-25",
+        "capabilities": {}, "clientInfo": {"name": "sessions", "version": "1"}}})
+}
+
+fn tool_call(id: i64, tool: &str) -> Value {
+    let arguments = if tool == "delay" { json!({"delayMs": 1}) } else { json!({}) };
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+}
+
+/// A stdio server behind the HTTP front is a stateful Streamable HTTP server: each `initialize` gets a session id
+/// and a server of its own (a stdio server accepts one `initialize`: two clients sharing one, the second was
+/// refused), an id the front never gave out is 404, and a session `session_lifecycle` forgets is refused as the
+/// variant says while a re-initialize gets a fresh, working server.
+#[tokio::test]
+async fn a_bridged_stdio_upstream_gives_each_initialize_a_session_and_a_server_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("trajectory.jsonl");
+    let forget = "{name: forget, match: {tool: delay, nth: 1}, fault: {type: session_lifecycle, variant: unknown_400}}";
+    let restart = "{name: restart, match: {tool: delay, nth: 2}, fault: {type: session_lifecycle, variant: restart}}";
+    let args = ["proxy", "--listen", "127.0.0.1:0", "--record", record.to_str().unwrap(), "--fault", forget];
+    let mut args = args.to_vec();
+    args.extend(["--fault", restart, "--", BIN, "serve"]);
+    let (_proxy, url) = start(&args, "faultlab: proxy listening at ").await;
+    let http = http_client();
+
+    let (status, first, reply) = exchange(&http, &url, None, legacy_initialize(1)).await;
+    assert_eq!(status, 200, "{reply}");
+    let first = first.expect("the initialize's answer gives out a session id");
+    assert!(reply["result"]["protocolVersion"].is_string(), "{reply}");
+    let (status, second, reply) = exchange(&http, &url, None, legacy_initialize(1)).await;
+    assert_eq!(status, 200, "a second client's initialize meets a server of its own: {reply}");
+    let second = second.expect("a session id");
+    assert_ne!(first, second);
+    assert!(first.len() >= 32 && first.bytes().all(|b| b.is_ascii_graphic()), "{first}");
+    let (_, _, again) = exchange(&http, &url, Some(&first), legacy_initialize(2)).await;
+    assert!(again["error"].is_object(), "a session's own server was initialized once: {again}");
+
+    let (status, _, reply) = exchange(&http, &url, Some(&first), tool_call(3, "ping")).await;
+    assert_eq!((status, reply["id"].clone()), (200, json!(3)), "{reply}");
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    let (status, _, reply) = exchange(&http, &url, Some("no-such-session"), tool_call(4, "ping")).await;
+    assert_eq!((status, reply["error"]["code"].clone()), (404, json!(-32001)), "{reply}");
+
+    // The first delay's reply arrives; then the session is forgotten (unknown_400) and its server stopped.
+    let (status, _, reply) = exchange(&http, &url, Some(&first), tool_call(5, "delay")).await;
+    assert_eq!(status, 200, "the faulted call itself is answered: {reply}");
+    let (status, _, reply) = exchange(&http, &url, Some(&first), tool_call(6, "ping")).await;
+    assert_eq!(status, 400, "a forgotten session, as unknown_400 says: {reply}");
+    let (_, second_still, reply) = exchange(&http, &url, Some(&second), tool_call(7, "ping")).await;
+    assert_eq!((second_still, reply["result"]["isError"].clone()), (None, json!(false)), "other sessions stay");
+
+    let (status, third, reply) = exchange(&http, &url, None, legacy_initialize(8)).await;
+    assert_eq!(status, 200, "a re-initialize gets a fresh server: {reply}");
+    let third = third.expect("a new session id");
+    let (status, _, reply) = exchange(&http, &url, Some(&third), tool_call(9, "ping")).await;
+    assert_eq!((status, reply["result"]["isError"].clone()), (200, json!(false)), "{reply}");
+
+    // A restart forgets every session the front gave out: 404 for each, and again a re-initialize works.
+    let (status, _, _) = exchange(&http, &url, Some(&third), tool_call(10, "delay")).await;
+    assert_eq!(status, 200);
+    for session in [&second, &third] {
+        let (status, _, reply) = exchange(&http, &url, Some(session), tool_call(11, "ping")).await;
+        assert_eq!((status, reply["error"]["code"].clone()), (404, json!(-32001)), "{reply}");
+    }
+    let (status, fourth, _) = exchange(&http, &url, None, legacy_initialize(12)).await;
+    assert_eq!(status, 200);
+    let (status, _, reply) = exchange(&http, &url, fourth.as_deref(), tool_call(13, "ping")).await;
+    assert_eq!((status, reply["result"]["isError"].clone()), (200, json!(false)), "{reply}");
+
+    // A DELETE ends a session: its id is unknown from then on.
+    let fourth = fourth.unwrap();
+    let deleted = http.delete(&url).header("mcp-session-id", &fourth).send().await.unwrap();
+    assert!(deleted.status().is_success(), "{deleted:?}");
+    let (status, _, _) = exchange(&http, &url, Some(&fourth), tool_call(14, "ping")).await;
+    assert_eq!(status, 404);
+
+    let trajectory = std::fs::read_to_string(&record).unwrap();
+    let ended = trajectory.lines().filter(|l| l.contains("a bridged session ended")).count();
+    // first (forgotten), second and third (the restart), fourth (DELETE): each session's end is recorded.
+    assert_eq!(ended, 4, "{trajectory}");
+}
+
+/// A 404 for a request made in a session, any request, tells a client the session is gone: it MUST start a new one
+/// (2025-11-25, Session Management). The reference client did so after a `tools/call` only; a `tools/list`
+/// answered 404 left it on the lost session, so every later listing failed too.
+#[tokio::test]
+async fn a_listing_answered_404_for_its_session_makes_the_reference_client_start_a_new_one() {
+    let expire = "{match: {method: tools/list, nth: 1}, fault: {type: session_expired_in_flight}}";
+    let (_proxy, url) = start(
+        &["proxy", "--listen", "127.0.0.1:0", "--fault", expire, "--", BIN, "serve"],
+        "faultlab: proxy listening at ",
+    )
+    .await;
+    let target = Target::Http { url, headers: Default::default() };
+    let connection = Connection::open(&target, Era::Legacy, SETUP).await.unwrap();
+    let lost = connection.request_result("tools/list", json!({}), DEADLINE).await;
+    assert!(lost.as_ref().is_err_and(|why| why.contains("404")), "{lost:?}");
+    let listed = connection.request_result("tools/list", json!({}), DEADLINE).await.expect("listed on a new session");
+    assert!(listed["tools"].as_array().is_some_and(|tools| !tools.is_empty()), "{listed}");
+    assert_eq!(connection.call_tool("ping", json!({}), DEADLINE).await.outcome, Outcome::Success);
+}
