@@ -25,6 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use strum::IntoStaticStr;
 
+pub mod auth;
 pub mod docs;
 pub mod observe;
 mod schema;

@@ -31,5 +31,5 @@ pub struct InsufficientScope {
 }
 
 fn default_scope() -> String {
-    crate::WRITE_SCOPE.into()
+    super::WRITE_SCOPE.into()
 }
