@@ -10,7 +10,7 @@ macro_rules! auth_faults {
     ($($variant:ident($module:ident)),+ $(,)?) => {
         $(mod $module; pub use $module::$variant;)+
 
-        /// An auth fault, as `--auth-fault` takes it (`{"type": "<name>", ...}` or the bare name for its defaults).
+        /// An auth fault: `{"type": "<name>", ...}`, parameters left out at their defaults (`--auth-fault`: also a name).
         #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
         #[serde(tag = "type", rename_all = "snake_case")]
         pub enum AuthFault {
