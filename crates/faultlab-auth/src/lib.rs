@@ -62,6 +62,9 @@ pub struct Refused<'a> {
     /// The challenge's `error` code (`invalid_token`, `insufficient_scope`, `invalid_request`); `None` when the
     /// request carried no credentials (RFC 6750 §3).
     pub error: Option<&'static str>,
+    /// The auth fault that refused this very request (`token_expired`, `token_revoked`, `insufficient_scope`, by
+    /// its count or a rules file's `auth.match`); `None` for a refusal the token itself earned.
+    pub fault: Option<&'static str>,
     /// The request's HTTP method (`POST`, `GET`, `DELETE`).
     pub method: &'a str,
     /// The body as read (at most the endpoint's 4 MiB, and no more JSON elements than the endpoint parses, 200,000),
@@ -254,8 +257,8 @@ async fn endpoint(auth: &Auth, inner: axum::Router, request: Request) -> Respons
                 _ => "the body could not be read",
             }),
         };
-        let error = challenge.error;
-        hook(Refused { status: challenge.status.as_u16(), error, method: parts.method.as_str(), body });
+        let (error, fault) = (challenge.error, challenge.fault);
+        hook(Refused { status: challenge.status.as_u16(), error, fault, method: parts.method.as_str(), body });
     }
     challenge.response
 }

@@ -95,6 +95,8 @@ pub struct Challenge {
     pub status: StatusCode,
     /// The challenge's `error` code; `None` when the request carried no credentials (RFC 6750 §3).
     pub error: Option<&'static str>,
+    /// The auth fault that refused this very request (`token_expired`, ...), when one did.
+    pub fault: Option<&'static str>,
     pub response: Response,
 }
 
@@ -122,29 +124,52 @@ pub fn admit(auth: &Auth, request: &mut Request, frame: Option<&Frame>) -> Resul
         return Err(challenge(auth, StatusCode::UNAUTHORIZED, None, READ_SCOPE));
     };
     let digest = Digest::of(&token);
-    match check(auth, &digest, frame) {
+    let (checked, fault) = match check(auth, &digest, frame) {
         Ok(()) => {
             request.headers_mut().remove(header::AUTHORIZATION);
-            Ok(())
+            return Ok(());
         }
-        Err(Checked::Refused(refusal, client_id)) => {
-            auth.event("token_refused", json!({"reason": refusal.reason(), "client_id": client_id}));
-            Err(challenge(auth, StatusCode::UNAUTHORIZED, Some(("invalid_token", refusal.description())), READ_SCOPE))
+        Err(Checked::ByFault(checked, fault)) => (*checked, Some(fault)),
+        Err(checked) => (checked, None),
+    };
+    let mut challenge = match checked {
+        Checked::Refused(refusal, client_id) => {
+            let mut event = json!({"reason": refusal.reason(), "client_id": client_id});
+            if let Some(fault) = fault {
+                event["fault"] = fault.into();
+            }
+            auth.event("token_refused", event);
+            challenge(auth, StatusCode::UNAUTHORIZED, Some(("invalid_token", refusal.description())), READ_SCOPE)
         }
-        Err(Checked::Scope { needed, client_id }) => {
-            auth.event(
-                "token_refused",
-                json!({"reason": "insufficient_scope", "client_id": client_id, "scope": needed}),
-            );
+        Checked::Scope { needed, client_id } => {
+            let mut event = json!({"reason": "insufficient_scope", "client_id": client_id, "scope": needed});
+            if let Some(fault) = fault {
+                event["fault"] = fault.into();
+            }
+            auth.event("token_refused", event);
             let description = "the request needs more scope than the access token has";
-            Err(challenge(auth, StatusCode::FORBIDDEN, Some(("insufficient_scope", description)), &needed))
+            challenge(auth, StatusCode::FORBIDDEN, Some(("insufficient_scope", description)), &needed)
         }
-    }
+        Checked::ByFault(..) => unreachable!("check wraps a refusal once"),
+    };
+    challenge.fault = fault;
+    Err(challenge)
 }
 
 enum Checked {
     Refused(Refusal, Option<String>),
-    Scope { needed: String, client_id: String },
+    Scope {
+        needed: String,
+        client_id: String,
+    },
+    /// A refusal the auth fault (named) made at this very request, rather than one the token earned.
+    ByFault(Box<Checked>, &'static str),
+}
+
+impl Checked {
+    fn by(self, fault: &AuthFault) -> Self {
+        Self::ByFault(Box::new(self), fault.name())
+    }
 }
 
 fn check(auth: &Auth, digest: &Digest, frame: Option<&Frame>) -> Result<(), Checked> {
@@ -172,8 +197,13 @@ fn check(auth: &Auth, digest: &Digest, frame: Option<&Frame>) -> Result<(), Chec
     if access.revoked {
         return Err(Checked::Refused(Refusal::Revoked, client));
     }
-    if access.expires <= now || timed.and_then(AuthFault::uses_per_token).is_some_and(|n| access.uses >= n) {
+    if access.expires <= now {
         return Err(Checked::Refused(Refusal::Expired, client));
+    }
+    if let Some(fault) = timed
+        && fault.uses_per_token().is_some_and(|n| access.uses >= n)
+    {
+        return Err(Checked::Refused(Refusal::Expired, client).by(fault));
     }
     if access.not_before > now {
         return Err(Checked::Refused(Refusal::NotYetValid, client));
@@ -210,6 +240,7 @@ fn check(auth: &Auth, digest: &Digest, frame: Option<&Frame>) -> Result<(), Chec
             _ => None,
         };
         if let Some(refused) = refused {
+            let refused = refused.by(fault);
             drop(store);
             let mut event = json!({"fault": fault.name(), "count": count, "method": method, "client_id": client_id});
             if let Some(tool) = tool {
@@ -234,7 +265,8 @@ fn check(auth: &Auth, digest: &Digest, frame: Option<&Frame>) -> Result<(), Chec
         {
             let mut needed = access.scopes.clone();
             needed.push(f.scope.clone());
-            return Err(Checked::Scope { needed: needed.join(" "), client_id: access.client_id.clone() });
+            let scope = Checked::Scope { needed: needed.join(" "), client_id: access.client_id.clone() };
+            return Err(Checked::ByFault(Box::new(scope), "insufficient_scope"));
         }
         // Only the first grant is revoked, once: a client that authorizes again can go on.
         Some(AuthFault::TokenRevoked(f)) if !revoked_once && access.grant == 1 && access.uses >= f.after => {
@@ -243,7 +275,10 @@ fn check(auth: &Auth, digest: &Digest, frame: Option<&Frame>) -> Result<(), Chec
             store.revoke_grant(grant);
             drop(store);
             auth.event("grant_revoked", json!({"client_id": client_id, "fault": "token_revoked"}));
-            return Err(Checked::Refused(Refusal::Revoked, Some(client_id)));
+            return Err(Checked::ByFault(
+                Box::new(Checked::Refused(Refusal::Revoked, Some(client_id))),
+                "token_revoked",
+            ));
         }
         _ => {}
     }
@@ -279,5 +314,5 @@ fn challenge(auth: &Auth, status: StatusCode, error: Option<(&'static str, &str)
     if let Ok(value) = HeaderValue::from_str(&value) {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
     }
-    Challenge { status, error: error.map(|(error, _)| error), response }
+    Challenge { status, error: error.map(|(error, _)| error), fault: None, response }
 }

@@ -55,6 +55,7 @@ pub fn record_refusals(trajectory: Arc<TrajectoryWriter>) -> RefusalHook {
         let refusal = Refusal {
             status: refused.status,
             error: refused.error.map(str::to_owned),
+            fault: refused.fault.map(str::to_owned),
             http_method: refused.method.to_owned(),
             unread,
         };

@@ -222,7 +222,9 @@ async fn a_matched_token_expired_expires_the_token_at_the_first_write_only() {
         (&matched[0]["fault"], &matched[0]["tool"], &matched[0]["count"]),
         (&json!("token_expired"), &json!("write_file"), &json!(1))
     );
-    assert_eq!(lab.events("token_refused")[0]["reason"], "expired");
+    let refused = lab.events("token_refused");
+    assert_eq!((&refused[0]["reason"], &refused[0]["fault"]), (&json!("expired"), &json!("token_expired")));
+    assert!(refused[1].get("fault").is_none(), "the old token refused later earned it: {refused:?}");
 }
 
 #[tokio::test]

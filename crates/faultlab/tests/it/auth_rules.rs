@@ -39,27 +39,28 @@ async fn proxy(rules: &Path, root: &Path, record: &Path) -> (Lab, tokio::task::J
     (lab, rest, url)
 }
 
-/// The refused requests of a trajectory: method, tool, status and challenge error.
+/// The refused requests of a trajectory.
 fn refused(trajectory: &str) -> Vec<Refused> {
     let read = Trajectory::parse(trajectory).unwrap();
     read.exchanges()
         .iter()
         .filter_map(|e| {
             let r = e.refused()?;
-            Some((e.method().to_owned(), e.tool().map(str::to_owned), r.status, r.error.clone()))
+            Some((e.method().to_owned(), e.tool().map(str::to_owned), r.status, r.error.clone(), r.fault.clone()))
         })
         .collect()
 }
 
-type Refused = (String, Option<String>, u16, Option<String>);
+/// A refused request: method, tool, status, challenge error and the auth fault that refused it.
+type Refused = (String, Option<String>, u16, Option<String>, Option<String>);
 
 /// The client's first request, sent without credentials to discover the authorization server.
 fn discovery() -> Refused {
-    ("initialize".into(), None, 401, None)
+    ("initialize".into(), None, 401, None, None)
 }
 
 fn expired_write() -> Refused {
-    ("tools/call".into(), Some("write_file".into()), 401, Some("invalid_token".into()))
+    ("tools/call".into(), Some("write_file".into()), 401, Some("invalid_token".into()), Some("token_expired".into()))
 }
 
 #[tokio::test]
@@ -176,7 +177,13 @@ async fn insufficient_scope_at_a_matched_tool_makes_the_reference_client_step_up
     assert_eq!(report["scenarios"][0]["passed"], true, "{report:#}");
     assert!(root.join("a.txt").exists() && root.join("b.txt").exists());
     let trajectory = std::fs::read_to_string(&record).unwrap();
-    let step_up = ("tools/call".into(), Some("write_file".into()), 403, Some("insufficient_scope".into()));
+    let step_up = (
+        "tools/call".into(),
+        Some("write_file".into()),
+        403,
+        Some("insufficient_scope".into()),
+        Some("insufficient_scope".into()),
+    );
     assert_eq!(refused(&trajectory), [discovery(), step_up], "{trajectory}");
 }
 
