@@ -11,7 +11,8 @@
 //!   with PKCE S256 and a headless approval, refresh, RFC 7009 revocation).
 //! - [`store`]: clients, codes and tokens, held as digests, bounded.
 //! - [`secret`]: random secrets from the OS, digests, constant-time comparison, PKCE.
-//! - [`faults`]: the auth faults, one file each.
+//! - [`faults`]: the auth faults (their types, one file each, live in `faultlab_engine::catalogue::auth`, so that a
+//!   rules file can hold one).
 //!
 //! Auth events (no secret in any of them) go to the [`AuthConfig::events`] sink as JSON objects; each request to
 //! the MCP endpoint refused with a challenge goes to the [`AuthConfig::refusals`] hook with its body (the HTTP
@@ -20,7 +21,10 @@
 // A refusal here is the HTTP response itself, made once per refused request; boxing it would buy nothing.
 #![allow(clippy::result_large_err)]
 
-pub mod faults;
+/// The auth faults: their types and docs, from the engine's catalogue.
+pub mod faults {
+    pub use faultlab_engine::catalogue::auth::*;
+}
 pub mod resource;
 pub mod secret;
 pub mod server;
@@ -28,7 +32,9 @@ pub mod store;
 
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
+use faultlab_engine::rules::{AuthMatch, Matcher};
 use faultlab_http::guard::AllowedHosts;
+use faultlab_wire::Frame;
 use faultlab_wire::sync::lock;
 pub use faults::AuthFault;
 use serde_json::{Value, json};
@@ -36,12 +42,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tower::ServiceExt as _;
 
-/// The scope every token gets unless it asks for more: what the MCP endpoint needs.
-pub const READ_SCOPE: &str = "mcp:read";
-/// The scope `insufficient_scope` asks for by default.
-pub const WRITE_SCOPE: &str = "mcp:write";
-/// Every scope the authorization server knows.
-pub const SCOPES: [&str; 3] = [READ_SCOPE, WRITE_SCOPE, "mcp:admin"];
+pub use faults::{READ_SCOPE, SCOPES, WRITE_SCOPE};
 /// Default lifetime of an access token (1 hour; `--auth-token-ttl`).
 pub const TOKEN_TTL: Duration = Duration::from_secs(3600);
 /// Most of a refused request's body read before its challenge (4 MiB, the endpoint's own limit).
@@ -61,6 +62,9 @@ pub struct Refused<'a> {
     /// The challenge's `error` code (`invalid_token`, `insufficient_scope`, `invalid_request`); `None` when the
     /// request carried no credentials (RFC 6750 §3).
     pub error: Option<&'static str>,
+    /// The auth fault that refused this very request (`token_expired`, `token_revoked`, `insufficient_scope`, by
+    /// its count or a rules file's `auth.match`); `None` for a refusal the token itself earned.
+    pub fault: Option<&'static str>,
     /// The request's HTTP method (`POST`, `GET`, `DELETE`).
     pub method: &'a str,
     /// The body as read (at most the endpoint's 4 MiB, and no more JSON elements than the endpoint parses, 200,000),
@@ -78,6 +82,9 @@ pub struct AuthConfig {
     pub token_ttl: Duration,
     /// The auth fault in force, if any.
     pub fault: Option<AuthFault>,
+    /// The requests to the MCP endpoint the fault acts at (a rules file's `auth.match`; only `token_expired`,
+    /// `token_revoked` and `insufficient_scope`, checked when the file was read), instead of its own `after`.
+    pub matcher: Option<AuthMatch>,
     pub events: Option<EventSink>,
     /// Told of every refused request to the MCP endpoint (the HTTP proxy's trajectory).
     pub refusals: Option<RefusalHook>,
@@ -85,7 +92,7 @@ pub struct AuthConfig {
 
 impl Default for AuthConfig {
     fn default() -> Self {
-        Self { token_ttl: TOKEN_TTL, fault: None, events: None, refusals: None }
+        Self { token_ttl: TOKEN_TTL, fault: None, matcher: None, events: None, refusals: None }
     }
 }
 
@@ -96,6 +103,8 @@ pub enum SetupError {
         "--path {0:?}: with --auth the MCP endpoint may not be under /oauth/ or /.well-known/ (the authorization server's paths)"
     )]
     PathTaken(String),
+    #[error("auth.match: {0} acts {1}, not at a request to the MCP endpoint, so it cannot be matched to one")]
+    Unmatchable(&'static str, &'static str),
 }
 
 /// The authorization server and protected resource of one listener.
@@ -106,6 +115,8 @@ pub struct Auth {
     /// The MCP endpoint's path, e.g. `/mcp`.
     path: String,
     allowed: AllowedHosts,
+    /// `config.matcher`, compiled.
+    matcher: Option<Matcher>,
     store: Mutex<store::Store>,
     events: Mutex<std::collections::VecDeque<Value>>,
 }
@@ -116,7 +127,15 @@ impl Auth {
         if path.starts_with("/oauth/") || path.starts_with("/.well-known/") || path == "/oauth" {
             return Err(SetupError::PathTaken(path.into()));
         }
+        if config.matcher.is_some()
+            && let Some(fault) = &config.fault
+            && let Some(elsewhere) = fault.acts_elsewhere()
+        {
+            return Err(SetupError::Unmatchable(fault.name(), elsewhere));
+        }
+        let matcher = config.matcher.clone().map(|m| Matcher::new(m.into()));
         Ok(Arc::new(Self {
+            matcher,
             config,
             origin: origin.trim_end_matches('/').into(),
             path: path.into(),
@@ -182,39 +201,66 @@ async fn route(State((auth, inner)): State<(Arc<Auth>, axum::Router)>, request: 
         return refused;
     }
     if path == auth.path {
-        let mut request = request;
-        return match resource::admit(&auth, &mut request) {
-            Ok(()) => forward(inner, request).await,
-            Err(challenge) => {
-                // The refused request's body is read (bounded like the endpoint's) before the challenge: a body
-                // left unread makes hyper close the connection after the answer, and a client that reuses it for
-                // its retry meets a connection closed without a response.
-                let (parts, body) = request.into_parts();
-                let read = faultlab_http::read_body(&parts.headers, body, MAX_REFUSED_BODY_BYTES).await;
-                if let Some(hook) = &auth.config.refusals {
-                    let body = match &read {
-                        // What the endpoint itself would not parse is not parsed here either.
-                        Ok(bytes) if faultlab_http::cost::check_elements(bytes).is_some() => {
-                            Err("more JSON elements than the endpoint parses")
-                        }
-                        Ok(bytes) => Ok(bytes.as_ref()),
-                        Err(refused) => Err(match refused.status() {
-                            http::StatusCode::PAYLOAD_TOO_LARGE => "larger than the endpoint's 4 MiB",
-                            http::StatusCode::REQUEST_TIMEOUT => "the body did not arrive in time",
-                            _ => "the body could not be read",
-                        }),
-                    };
-                    let error = challenge.error;
-                    hook(Refused { status: challenge.status.as_u16(), error, method: parts.method.as_str(), body });
-                }
-                challenge.response
-            }
-        };
+        return endpoint(&auth, inner, request).await;
     }
     if let Some(response) = resource::metadata(&auth, &path, request.method()) {
         return response;
     }
     server::handle(&auth, &path, request).await
+}
+
+/// A request to the MCP endpoint: admitted with a valid token (and passed on), or refused with its challenge.
+async fn endpoint(auth: &Auth, inner: axum::Router, request: Request) -> Response {
+    // With an `auth.match` the body is read first (bounded like the endpoint's), since which request it is decides
+    // the answer; it is then passed on as read, or handed to the refusal hook: read once either way.
+    let (mut request, read) = if auth.matcher.is_some() {
+        let (parts, body) = request.into_parts();
+        let read = faultlab_http::read_body(&parts.headers, body, MAX_REFUSED_BODY_BYTES).await;
+        let passed = read.as_ref().map(|bytes| axum::body::Body::from(bytes.clone())).unwrap_or_default();
+        (Request::from_parts(parts, passed), Some(read))
+    } else {
+        (request, None)
+    };
+    let frame = match &read {
+        // What the endpoint itself would not parse is not parsed here either.
+        Some(Ok(bytes)) if faultlab_http::cost::check_elements(bytes).is_none() => Some(Frame::parse(bytes.clone())),
+        _ => None,
+    };
+    let challenge = match resource::admit(auth, &mut request, frame.as_ref()) {
+        Ok(()) => {
+            return match read {
+                // The body that could not be read is answered as the endpoint would have (413, 408, 400).
+                Some(Err(refused)) => refused,
+                _ => forward(inner, request).await,
+            };
+        }
+        Err(challenge) => challenge,
+    };
+    // The refused request's body is read (bounded like the endpoint's) before the challenge: a body left unread
+    // makes hyper close the connection after the answer, and a client that reuses it for its retry meets a
+    // connection closed without a response.
+    let (parts, body) = request.into_parts();
+    let read = match read {
+        Some(read) => read,
+        None => faultlab_http::read_body(&parts.headers, body, MAX_REFUSED_BODY_BYTES).await,
+    };
+    if let Some(hook) = &auth.config.refusals {
+        let body = match &read {
+            // What the endpoint itself would not parse is not parsed here either.
+            Ok(bytes) if faultlab_http::cost::check_elements(bytes).is_some() => {
+                Err("more JSON elements than the endpoint parses")
+            }
+            Ok(bytes) => Ok(bytes.as_ref()),
+            Err(refused) => Err(match refused.status() {
+                http::StatusCode::PAYLOAD_TOO_LARGE => "larger than the endpoint's 4 MiB",
+                http::StatusCode::REQUEST_TIMEOUT => "the body did not arrive in time",
+                _ => "the body could not be read",
+            }),
+        };
+        let (error, fault) = (challenge.error, challenge.fault);
+        hook(Refused { status: challenge.status.as_u16(), error, fault, method: parts.method.as_str(), body });
+    }
+    challenge.response
 }
 
 async fn forward(inner: axum::Router, request: Request) -> Response {

@@ -6,6 +6,7 @@ use crate::secret::Digest;
 use crate::{Auth, READ_SCOPE, SCOPES, json_response};
 use axum::extract::Request;
 use axum::response::{IntoResponse, Response};
+use faultlab_wire::Frame;
 use faultlab_wire::sync::lock;
 use http::{HeaderValue, Method, StatusCode, header};
 use serde_json::json;
@@ -94,12 +95,14 @@ pub struct Challenge {
     pub status: StatusCode,
     /// The challenge's `error` code; `None` when the request carried no credentials (RFC 6750 §3).
     pub error: Option<&'static str>,
+    /// The auth fault that refused this very request (`token_expired`, ...), when one did.
+    pub fault: Option<&'static str>,
     pub response: Response,
 }
 
 /// Admits a request to the MCP endpoint carrying a valid token for this resource, removing its `Authorization`
-/// header; otherwise the `401`, `403` or `400` challenge.
-pub fn admit(auth: &Auth, request: &mut Request) -> Result<(), Challenge> {
+/// header; otherwise the `401`, `403` or `400` challenge. `frame` is its body, read when an `auth.match` needs it.
+pub fn admit(auth: &Auth, request: &mut Request, frame: Option<&Frame>) -> Result<(), Challenge> {
     let values: Vec<&HeaderValue> = request.headers().get_all(header::AUTHORIZATION).iter().collect();
     let token = match values.as_slice() {
         [] => None,
@@ -121,37 +124,72 @@ pub fn admit(auth: &Auth, request: &mut Request) -> Result<(), Challenge> {
         return Err(challenge(auth, StatusCode::UNAUTHORIZED, None, READ_SCOPE));
     };
     let digest = Digest::of(&token);
-    match check(auth, &digest) {
+    let (checked, fault) = match check(auth, &digest, frame) {
         Ok(()) => {
             request.headers_mut().remove(header::AUTHORIZATION);
-            Ok(())
+            return Ok(());
         }
-        Err(Checked::Refused(refusal, client_id)) => {
-            auth.event("token_refused", json!({"reason": refusal.reason(), "client_id": client_id}));
-            Err(challenge(auth, StatusCode::UNAUTHORIZED, Some(("invalid_token", refusal.description())), READ_SCOPE))
+        Err(Checked::ByFault(checked, fault)) => (*checked, Some(fault)),
+        Err(checked) => (checked, None),
+    };
+    let mut challenge = match checked {
+        Checked::Refused(refusal, client_id) => {
+            let mut event = json!({"reason": refusal.reason(), "client_id": client_id});
+            if let Some(fault) = fault {
+                event["fault"] = fault.into();
+            }
+            auth.event("token_refused", event);
+            challenge(auth, StatusCode::UNAUTHORIZED, Some(("invalid_token", refusal.description())), READ_SCOPE)
         }
-        Err(Checked::Scope { needed, client_id }) => {
-            auth.event(
-                "token_refused",
-                json!({"reason": "insufficient_scope", "client_id": client_id, "scope": needed}),
-            );
+        Checked::Scope { needed, client_id } => {
+            let mut event = json!({"reason": "insufficient_scope", "client_id": client_id, "scope": needed});
+            if let Some(fault) = fault {
+                event["fault"] = fault.into();
+            }
+            auth.event("token_refused", event);
             let description = "the request needs more scope than the access token has";
-            Err(challenge(auth, StatusCode::FORBIDDEN, Some(("insufficient_scope", description)), &needed))
+            challenge(auth, StatusCode::FORBIDDEN, Some(("insufficient_scope", description)), &needed)
         }
-    }
+        Checked::ByFault(..) => unreachable!("check wraps a refusal once"),
+    };
+    challenge.fault = fault;
+    Err(challenge)
 }
 
 enum Checked {
     Refused(Refusal, Option<String>),
-    Scope { needed: String, client_id: String },
+    Scope {
+        needed: String,
+        client_id: String,
+    },
+    /// A refusal the auth fault (named) made at this very request, rather than one the token earned.
+    ByFault(Box<Checked>, &'static str),
 }
 
-fn check(auth: &Auth, digest: &Digest) -> Result<(), Checked> {
+impl Checked {
+    fn by(self, fault: &AuthFault) -> Self {
+        Self::ByFault(Box::new(self), fault.name())
+    }
+}
+
+fn check(auth: &Auth, digest: &Digest, frame: Option<&Frame>) -> Result<(), Checked> {
     let now = Instant::now();
     let fault = auth.fault().cloned();
+    // With an `auth.match` the fault acts at the matching requests only, not by its own count.
+    let counted = auth.matcher.is_none();
+    let timed = fault.as_ref().filter(|_| counted);
+    // A JSON-RPC request (method and id) meeting the match's method, tool and argument; counted below only if its
+    // token is otherwise valid, so a request refused anyway does not use up an `nth`.
+    let meets = match (&auth.matcher, frame) {
+        (Some(matcher), Some(frame)) => frame
+            .method()
+            .filter(|method| frame.id().is_some() && matcher.matches(frame, method))
+            .map(|method| (method.to_owned(), frame.tool_name().map(str::to_owned))),
+        _ => None,
+    };
     let resource = auth.resource();
     let mut store = lock(&auth.store);
-    let (authorized, revoked_once) = (store.authorized, store.revoked_once);
+    let (authorized, revoked_once, matched) = (store.authorized, store.revoked_once, store.matched);
     let Some(access) = store.access.get_mut(digest) else {
         return Err(Checked::Refused(Refusal::Unknown, None));
     };
@@ -159,8 +197,13 @@ fn check(auth: &Auth, digest: &Digest) -> Result<(), Checked> {
     if access.revoked {
         return Err(Checked::Refused(Refusal::Revoked, client));
     }
-    if access.expires <= now || fault.as_ref().and_then(AuthFault::uses_per_token).is_some_and(|n| access.uses >= n) {
+    if access.expires <= now {
         return Err(Checked::Refused(Refusal::Expired, client));
+    }
+    if let Some(fault) = timed
+        && fault.uses_per_token().is_some_and(|n| access.uses >= n)
+    {
+        return Err(Checked::Refused(Refusal::Expired, client).by(fault));
     }
     if access.not_before > now {
         return Err(Checked::Refused(Refusal::NotYetValid, client));
@@ -168,13 +211,62 @@ fn check(auth: &Auth, digest: &Digest) -> Result<(), Checked> {
     if access.resource != resource {
         return Err(Checked::Refused(Refusal::OtherResource, client));
     }
-    match &fault {
+    if let (Some((method, tool)), Some(matcher), Some(fault)) = (meets, &auth.matcher, &fault) {
+        let count = matched + 1;
+        let fires = matcher.counted(count);
+        let (grant, client_id) = (access.grant, access.client_id.clone());
+        let lacks = match fault {
+            AuthFault::InsufficientScope(f) if !access.scopes.contains(&f.scope) => {
+                let mut needed = access.scopes.clone();
+                needed.push(f.scope.clone());
+                Some(needed.join(" "))
+            }
+            _ => None,
+        };
+        if fires && matches!(fault, AuthFault::TokenExpired(_)) {
+            // Really expired: the token stays dead for every later request, as one that ran out would.
+            access.expires = now;
+        }
+        store.matched = count;
+        let refused = match fault {
+            AuthFault::TokenExpired(_) if fires => Some(Checked::Refused(Refusal::Expired, Some(client_id.clone()))),
+            AuthFault::TokenRevoked(_) if fires => {
+                store.revoke_grant(grant);
+                Some(Checked::Refused(Refusal::Revoked, Some(client_id.clone())))
+            }
+            AuthFault::InsufficientScope(_) if fires => {
+                lacks.map(|needed| Checked::Scope { needed, client_id: client_id.clone() })
+            }
+            _ => None,
+        };
+        if let Some(refused) = refused {
+            let refused = refused.by(fault);
+            drop(store);
+            let mut event = json!({"fault": fault.name(), "count": count, "method": method, "client_id": client_id});
+            if let Some(tool) = tool {
+                event["tool"] = tool.into();
+            }
+            auth.event("fault_matched", event);
+            if matches!(fault, AuthFault::TokenRevoked(_)) {
+                auth.event("grant_revoked", json!({"client_id": client_id, "fault": "token_revoked"}));
+            }
+            return Err(refused);
+        }
+        let Some(access) = store.access.get_mut(digest) else {
+            return Err(Checked::Refused(Refusal::Unknown, None));
+        };
+        access.uses += 1;
+        store.authorized += 1;
+        return Ok(());
+    }
+    match timed {
         Some(AuthFault::InsufficientScope(f))
             if authorized >= u64::from(f.after) && !access.scopes.contains(&f.scope) =>
         {
             let mut needed = access.scopes.clone();
             needed.push(f.scope.clone());
-            return Err(Checked::Scope { needed: needed.join(" "), client_id: access.client_id.clone() });
+            let scope = Checked::Scope { needed: needed.join(" "), client_id: access.client_id.clone() };
+            return Err(Checked::ByFault(Box::new(scope), "insufficient_scope"));
         }
         // Only the first grant is revoked, once: a client that authorizes again can go on.
         Some(AuthFault::TokenRevoked(f)) if !revoked_once && access.grant == 1 && access.uses >= f.after => {
@@ -183,7 +275,10 @@ fn check(auth: &Auth, digest: &Digest) -> Result<(), Checked> {
             store.revoke_grant(grant);
             drop(store);
             auth.event("grant_revoked", json!({"client_id": client_id, "fault": "token_revoked"}));
-            return Err(Checked::Refused(Refusal::Revoked, Some(client_id)));
+            return Err(Checked::ByFault(
+                Box::new(Checked::Refused(Refusal::Revoked, Some(client_id))),
+                "token_revoked",
+            ));
         }
         _ => {}
     }
@@ -219,5 +314,5 @@ fn challenge(auth: &Auth, status: StatusCode, error: Option<(&'static str, &str)
     if let Ok(value) = HeaderValue::from_str(&value) {
         response.headers_mut().insert(header::WWW_AUTHENTICATE, value);
     }
-    Challenge { status, error: error.map(|(error, _)| error), response }
+    Challenge { status, error: error.map(|(error, _)| error), fault: None, response }
 }

@@ -69,6 +69,8 @@ pub struct Store {
     pub authorized: u64,
     /// Whether `token_revoked` has fired.
     pub revoked_once: bool,
+    /// Requests that met the rules file's `auth.match` with an otherwise valid token (its `nth`, `after`, `every`).
+    pub matched: u64,
 }
 
 /// A map is full and nothing in it has expired.

@@ -6,7 +6,8 @@
 //! - [`engine`]: decides which message gets which fault. Today a fault is armed on a request id (the server's
 //!   tool handlers arm faults on their own response); the proxy's rules go through the same engine.
 //! - [`render`]: turns actions into bytes for a transport: stdio lines or SSE events.
-//! - [`rules`]: what a rules file says (which request, which mode, which fault); the proxy runs them.
+//! - [`rules`]: what a rules file says (which request, which mode, which fault; the run's auth fault, which
+//!   `faultlab-auth` plays); the proxy runs the rules. Its `Matcher` meets one request for both.
 //! - [`recorder`]: the documented diagnostics event schema, written as JSON lines.
 //! - [`recording`]: a trajectory's recorded replies matched to new requests (`faultlab proxy --replay`, eval's
 //!   replay).

@@ -126,6 +126,10 @@ pub struct Refusal {
     /// request carried no credentials (RFC 6750 §3: that challenge names no error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The auth fault that refused this very request (`token_expired`, `token_revoked`, `insufficient_scope`: by its
+    /// own count, or at a request a rules file's `auth.match` named); absent for a refusal the token itself earned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fault: Option<String>,
     /// The request's HTTP method (`POST` carries a JSON-RPC message; a `GET` opening a stream or a `DELETE`
     /// ending a session has none).
     pub http_method: String,

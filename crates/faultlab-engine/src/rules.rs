@@ -2,14 +2,20 @@
 //! keeps firing. The proxy's rule set (`faultlab_proxy::rules`) runs them: counters, the seeded generator, windows
 //! and the schedules' state.
 //! The types live here, next to [`FaultKind`], so that whatever only reads rules (eval's task files) does not
-//! need the proxy.
+//! need the proxy. So does [`Matcher`], a rule's conditions on one request (method, tool, argument) and its count
+//! (`nth`, `after`, `every`): the proxy's rules and `--auth`'s `auth.match` meet requests the same way.
+//!
+//! A rules file may also hold the run's auth fault ([`AuthRule`], its `auth` key), for `faultlab proxy --listen …
+//! --auth`: the object `--auth-fault` takes, aimed at requests by an `auth.match` when it acts at one.
 
 use crate::FaultKind;
+use crate::catalogue::auth::AuthFault;
 use crate::catalogue::{BurstFailure, CascadingFailure, ServerOutage, within};
-use faultlab_wire::nesting;
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use faultlab_wire::{Frame, nesting};
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::Value;
+use std::borrow::Cow;
 use std::path::Path;
 
 /// A rules file.
@@ -21,6 +27,154 @@ pub struct RulesFile {
     pub seed: Option<u64>,
     #[serde(default)]
     pub rules: Vec<Rule>,
+    /// The run's auth fault, for `faultlab proxy --listen … --auth` (in place of `--auth-fault`; see docs/auth.md).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth: Option<AuthRule>,
+}
+
+/// A rules file's `auth`: the auth fault `--auth-fault` would take, and, for the faults that act at a request to the
+/// MCP endpoint (`token_expired`, `token_revoked`, `insufficient_scope`), the requests it acts at.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct AuthRule {
+    /// The auth fault, as `--auth-fault` takes it: `{type: token_expired}`, `{type: refresh_slow, delay_ms: 3000}`.
+    pub fault: AuthFault,
+    /// The requests the fault acts at, instead of its own `after`: the token that presented a matching request is
+    /// expired or revoked there and then, or the request needs the fault's scope.
+    #[serde(rename = "match", default, skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<AuthMatch>,
+}
+
+/// An `auth.match`: a rule's `match` without `probability` and `window` (an auth fault's requests are counted,
+/// so that a run aims it at the same call every time).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AuthMatch {
+    /// The JSON-RPC method, exactly (e.g. `tools/call`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub method: Option<String>,
+    /// The tool name of a `tools/call`, as a glob (`write_*`); with `method: resources/read` the resource's URI,
+    /// with `method: prompts/get` the prompt's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+    /// A condition on the request's `params.arguments`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub argument: Option<ArgumentMatch>,
+    /// Only the n-th matching request (1-based).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nth: Option<u64>,
+    /// Only matching requests after the first N.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<u64>,
+    /// Only every K-th matching request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub every: Option<u64>,
+}
+
+impl From<AuthMatch> for Match {
+    fn from(m: AuthMatch) -> Self {
+        let AuthMatch { method, tool, argument, nth, after, every } = m;
+        Match { method, tool, argument, nth, after, every, probability: None, window: None }
+    }
+}
+
+/// The faults an `auth.match` can aim (the others act at the authorization server, not at a request).
+const AT_REQUEST: [&str; 3] = ["token_expired", "token_revoked", "insufficient_scope"];
+
+/// Why an `auth.match` key is not taken: the key, and the reason.
+const NOT_IN_AUTH_MATCH: [(&str, &str); 2] = [
+    ("probability", "an auth fault's requests are counted, not drawn; use nth, after or every"),
+    ("window", "an auth fault's requests are counted, not timed; use nth, after or every"),
+];
+
+impl<'de> Deserialize<'de> for AuthRule {
+    /// Read through the raw object first, so that a key whose presence matters is named: `auth.fault.after` (the
+    /// fault's own count, which `match` replaces) and the keys of a rule's `match` an `auth.match` does not take.
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Raw {
+            fault: Value,
+            #[serde(rename = "match", default)]
+            matcher: Option<Value>,
+        }
+        let raw = Raw::deserialize(deserializer)?;
+        if let Some(Value::Object(m)) = &raw.matcher
+            && let Some((key, why)) = NOT_IN_AUTH_MATCH.iter().find(|(key, _)| m.contains_key(*key))
+        {
+            return Err(D::Error::custom(format!("auth.match.{key} is not taken: {why}")));
+        }
+        let matcher = raw
+            .matcher
+            .map(AuthMatch::deserialize)
+            .transpose()
+            .map_err(|e| D::Error::custom(format!("auth.match: {e}")))?;
+        let fault =
+            AuthFault::deserialize(raw.fault.clone()).map_err(|e| D::Error::custom(format!("auth.fault: {e}")))?;
+        if matcher.is_some() {
+            if let Some(where_) = fault.acts_elsewhere() {
+                return Err(D::Error::custom(format!(
+                    "auth.match: {} acts {where_}, not at a request to the MCP endpoint, so it cannot be matched to \
+                     one; only {} take a match (drop `match`)",
+                    fault.name(),
+                    AT_REQUEST.join(", ")
+                )));
+            }
+            if raw.fault.get("after").is_some() {
+                return Err(D::Error::custom(format!(
+                    "auth.fault.after: with `match`, {} acts at the matching requests; count them with match.nth, \
+                     match.after or match.every (drop fault.after)",
+                    fault.name()
+                )));
+            }
+        }
+        Ok(Self { fault, matcher })
+    }
+}
+
+impl JsonSchema for AuthRule {
+    fn schema_name() -> Cow<'static, str> {
+        "AuthRule".into()
+    }
+
+    /// Written by hand for what derive cannot say: a `match` only with the three faults that act at a request,
+    /// and then without their own `after`.
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let fault = generator.subschema_for::<AuthFault>();
+        let matcher = generator.subschema_for::<AuthMatch>();
+        json_schema!({
+            "description": "The run's auth fault (`faultlab proxy --listen … --auth`): the object `--auth-fault` \
+                takes, and for token_expired, token_revoked and insufficient_scope the requests it acts at.",
+            "type": "object",
+            "properties": {
+                "fault": fault,
+                "match": matcher,
+            },
+            "required": ["fault"],
+            "additionalProperties": false,
+            "if": {"required": ["match"]},
+            "then": {
+                "properties": {
+                    "fault": {
+                        "properties": {"type": {"enum": AT_REQUEST}},
+                        "not": {"required": ["after"]},
+                    },
+                },
+            },
+        })
+    }
+}
+
+impl AuthRule {
+    /// Checks what serde cannot: the fault's limits, and the match's globs, regexes, pointers and counts.
+    pub fn check(&self) -> Result<(), String> {
+        self.fault.validate().map_err(|m| format!("auth.fault: {m}"))?;
+        if let Some(m) = &self.matcher {
+            check_match(&Match::from(m.clone()), "auth.match")?;
+        }
+        Ok(())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -176,6 +330,9 @@ impl RulesFile {
         for rule in &file.rules {
             rule.check().map_err(|message| RulesError::Invalid { path: shown.clone(), message })?;
         }
+        if let Some(auth) = &file.auth {
+            auth.check().map_err(|message| RulesError::Invalid { path: shown.clone(), message })?;
+        }
         Ok(file)
     }
 
@@ -210,30 +367,97 @@ impl Rule {
                 return Err(at(format!("fault {} brings its own schedule; drop `schedule`", self.fault.name())));
             }
         }
-        let m = &self.matcher;
-        if let Some(p) = m.probability
-            && !(0.0..=1.0).contains(&p)
-        {
-            return Err(at("match.probability must be between 0 and 1".into()));
-        }
-        if m.nth == Some(0) || m.every == Some(0) {
-            return Err(at("match.nth and match.every count from 1".into()));
-        }
-        if let Some(tool) = &m.tool {
-            glob::Pattern::new(tool).map_err(|e| at(format!("match.tool is not a valid glob: {e}")))?;
-        }
-        if let Some(arg) = &m.argument {
-            if let Some(re) = &arg.regex {
-                regex::Regex::new(re).map_err(|e| at(format!("match.argument.regex is invalid: {e}")))?;
-            }
-            if !arg.pointer.is_empty() && !arg.pointer.starts_with('/') {
-                return Err(at("match.argument.pointer must be a JSON pointer starting with '/'".into()));
-            }
-        }
+        check_match(&self.matcher, "match").map_err(at)?;
         if self.mode == Mode::Before && !matches!(self.fault, FaultKind::Latency(_) | FaultKind::Disconnect(_)) {
             return Err(at("mode before applies to latency and disconnect only".into()));
         }
         Ok(())
+    }
+}
+
+/// Checks a `match` (written at `key`: `match`, `auth.match`): its probability, counts, glob, regex and pointer.
+fn check_match(m: &Match, key: &str) -> Result<(), String> {
+    if let Some(p) = m.probability
+        && !(0.0..=1.0).contains(&p)
+    {
+        return Err(format!("{key}.probability must be between 0 and 1"));
+    }
+    if m.nth == Some(0) || m.every == Some(0) {
+        return Err(format!("{key}.nth and {key}.every count from 1"));
+    }
+    if let Some(tool) = &m.tool {
+        glob::Pattern::new(tool).map_err(|e| format!("{key}.tool is not a valid glob: {e}"))?;
+    }
+    if let Some(arg) = &m.argument {
+        if let Some(re) = &arg.regex {
+            regex::Regex::new(re).map_err(|e| format!("{key}.argument.regex is invalid: {e}"))?;
+        }
+        if !arg.pointer.is_empty() && !arg.pointer.starts_with('/') {
+            return Err(format!("{key}.argument.pointer must be a JSON pointer starting with '/'"));
+        }
+    }
+    Ok(())
+}
+
+/// A checked `match` ready to meet requests: its conditions on one request, and its count.
+#[derive(Debug, Clone)]
+pub struct Matcher {
+    matcher: Match,
+    glob: Option<glob::Pattern>,
+    re: Option<regex::Regex>,
+}
+
+impl Matcher {
+    /// Compiles a `match` that [`Rule::check`] or [`AuthRule::check`] passed (a pattern that does not compile
+    /// matches nothing).
+    pub fn new(matcher: Match) -> Self {
+        let glob = matcher.tool.as_deref().and_then(|t| glob::Pattern::new(t).ok());
+        let re = matcher.argument.as_ref().and_then(|a| a.regex.as_deref()).and_then(|x| regex::Regex::new(x).ok());
+        Self { matcher, glob, re }
+    }
+
+    pub fn get(&self) -> &Match {
+        &self.matcher
+    }
+
+    /// The conditions on the request itself (`method` is its method): method, tool glob, argument.
+    pub fn matches(&self, request: &Frame, method: &str) -> bool {
+        let m = &self.matcher;
+        if m.method.as_deref().is_some_and(|want| want != method) {
+            return false;
+        }
+        // A resource read or a prompt get named in `method` is matched by what it names, so that the item a
+        // drift removed can be refused on a real server; otherwise only a tool call has a name to match.
+        let named = match m.method.as_deref() {
+            Some("resources/read" | "prompts/get") => request.mcp_name(),
+            _ => request.tool_name(),
+        };
+        if let Some(glob) = &self.glob
+            && !named.is_some_and(|t| glob.matches(t))
+        {
+            return false;
+        }
+        if let Some(arg) = &m.argument {
+            let value = request.value().and_then(|v| v.pointer(&format!("/params/arguments{}", arg.pointer)));
+            let Some(value) = value else { return false };
+            if arg.equals.as_ref().is_some_and(|want| want != value) {
+                return false;
+            }
+            if let Some(re) = &self.re
+                && !value.as_str().is_some_and(|s| re.is_match(s))
+            {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Whether the `n`-th request that met [`Matcher::matches`] (1-based) is one `nth`, `after` and `every` take.
+    pub fn counted(&self, n: u64) -> bool {
+        let m = &self.matcher;
+        !(m.nth.is_some_and(|k| n != k)
+            || m.after.is_some_and(|k| n <= k)
+            || m.every.is_some_and(|k| !n.is_multiple_of(k)))
     }
 }
 
@@ -301,5 +525,75 @@ mod tests {
                 "missing_field"
             ]
         );
+    }
+
+    fn load_yaml(text: &str) -> Result<RulesFile, String> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rules.yaml");
+        std::fs::write(&path, text).unwrap();
+        RulesFile::load(&path).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_rules_file_holds_the_runs_auth_fault_with_a_match_for_the_faults_at_a_request() {
+        let file = load_yaml(
+            "rules: []\nauth:\n  fault: { type: token_expired }\n  match: { method: tools/call, tool: write_file, nth: 1 }\n",
+        )
+        .unwrap();
+        let auth = file.auth.unwrap();
+        assert_eq!(auth.fault.name(), "token_expired");
+        let matcher = Matcher::new(auth.matcher.unwrap().into());
+        let call = |tool: &str| {
+            Frame::from_value(
+                serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool}}),
+            )
+        };
+        assert!(
+            matcher.matches(&call("write_file"), "tools/call") && !matcher.matches(&call("read_file"), "tools/call")
+        );
+        assert!(matcher.counted(1) && !matcher.counted(2), "nth: 1");
+        // Without a match, any auth fault with its own parameters, as `--auth-fault` takes it.
+        let file = load_yaml("auth: { fault: { type: refresh_slow, delay_ms: 3000 } }\n").unwrap();
+        assert_eq!(file.auth.unwrap().fault.name(), "refresh_slow");
+    }
+
+    #[test]
+    fn an_auth_key_the_fault_cannot_take_is_refused_naming_it() {
+        let refused = |text: &str, wanted: &[&str]| {
+            let error = load_yaml(text).unwrap_err();
+            for want in wanted {
+                assert!(error.contains(want), "{want:?} not in {error}");
+            }
+        };
+        refused(
+            "auth: { fault: { type: refresh_slow }, match: { tool: write_file } }\n",
+            &[
+                "auth.match",
+                "refresh_slow acts at the token endpoint",
+                "token_expired, token_revoked, insufficient_scope",
+            ],
+        );
+        refused("auth: { fault: { type: clock_skew }, match: {} }\n", &["auth.match", "clock_skew"]);
+        refused(
+            "auth: { fault: { type: token_expired }, match: { tool: w, probability: 0.5 } }\n",
+            &["auth.match.probability", "counted, not drawn"],
+        );
+        refused(
+            "auth: { fault: { type: token_revoked }, match: { window: { from_ms: 5 } } }\n",
+            &["auth.match.window"],
+        );
+        refused("auth: { fault: { type: token_expired }, match: { colour: red } }\n", &["auth.match", "colour"]);
+        refused(
+            "auth: { fault: { type: token_expired, after: 2 }, match: { nth: 1 } }\n",
+            &["auth.fault.after", "match.nth"],
+        );
+        refused("auth: { fault: { type: token_expired }, when: soon }\n", &["when"]);
+        refused(
+            "auth: { fault: { type: token_expired, after: 0 } }\n",
+            &["auth.fault: token_expired.after", "1 to 1000000"],
+        );
+        refused("auth: { fault: { type: no_such_fault } }\n", &["auth.fault", "no_such_fault"]);
+        refused("auth: { fault: { type: token_expired }, match: { nth: 0 } }\n", &["auth.match.nth"]);
+        refused("auth: { fault: { type: token_expired }, match: { tool: \"[\" } }\n", &["auth.match.tool"]);
     }
 }

@@ -71,6 +71,7 @@ fn a_request_the_authorization_refused_reads_back_as_a_refused_call() {
     let refusal = |status, error: Option<&str>| Refusal {
         status,
         error: error.map(str::to_owned),
+        fault: None,
         http_method: "POST".into(),
         unread: None,
     };

@@ -548,7 +548,7 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
 
     let scratch = scratch_folder()?;
     let paths = RunPaths::new(dir, &scratch);
-    write_json(&paths.rules, &RulesFile { seed: Some(spec.seed), rules: spec.task.faults.clone() })?;
+    write_json(&paths.rules, &RulesFile { seed: Some(spec.seed), rules: spec.task.faults.clone(), auth: None })?;
     // The record keeps the whole task; the agent is told only what a user would tell it, with the deadline it
     // really has (an override included).
     let mut seen = spec.task.as_ref().clone();
@@ -896,7 +896,7 @@ impl Sessions {
     fn in_process(spec: &RunSpec, paths: &RunPaths, workspace: &Path) -> Result<Self, RunError> {
         use crate::in_process::{Plan, Proxy, Server};
         let listener = std::os::unix::net::UnixListener::bind(&paths.socket).map_err(io(&paths.socket))?;
-        let rules = RulesFile { seed: Some(spec.seed), rules: spec.task.faults.clone() };
+        let rules = RulesFile { seed: Some(spec.seed), rules: spec.task.faults.clone(), auth: None };
         let env = spec.task.server.env.clone();
         let server = match &spec.task.server.command {
             Some(command) => {

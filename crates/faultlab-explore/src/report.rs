@@ -61,7 +61,7 @@ pub fn reproducer(explore: &Explore, variant: &Variant) -> std::io::Result<Repro
     let task = explore.task_with(rules.clone());
     let task_file = dir.join("task.json");
     std::fs::write(&task_file, serde_json::to_string_pretty(task.as_ref()).expect("plain data serialises"))?;
-    let rules = RulesFile { seed: Some(explore.seed()), rules };
+    let rules = RulesFile { seed: Some(explore.seed()), rules, auth: None };
     let rules_file = dir.join("rules.json");
     std::fs::write(&rules_file, serde_json::to_string_pretty(&rules).expect("plain data serialises"))?;
     let faultlab = explore.settings.faultlab.display().to_string();

@@ -1,10 +1,11 @@
-//! Rules: which message gets which fault. Matching, counting, probability and time windows live here and only
-//! here; the rule types (what a rules file says) sit next to the catalogue in the engine, so that what reads them
-//! (eval's task files) needs no proxy.
+//! Rules: which message gets which fault. Counting, probability, time windows and schedules live here and only
+//! here; the rule types (what a rules file says) and a match's conditions on one request (`Matcher`, which `--auth`'s
+//! `auth.match` shares) sit next to the catalogue in the engine, so that what reads them (eval's task files) needs no
+//! proxy.
 
 use faultlab_engine::FaultKind;
 use faultlab_engine::catalogue::{BurstFailure, CascadingFailure, ServerOutage};
-pub use faultlab_engine::rules::{ArgumentMatch, Match, Mode, Rule, RulesError, RulesFile, Schedule, Window};
+pub use faultlab_engine::rules::{ArgumentMatch, Match, Matcher, Mode, Rule, RulesError, RulesFile, Schedule, Window};
 use faultlab_wire::Frame;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -92,55 +93,19 @@ pub enum ControlError {
     Invalid(String),
 }
 
-/// A rule with its compiled patterns and its counters.
+/// A rule with its compiled conditions and its counters.
 struct Compiled {
     rule: Rule,
     /// Requests that met the rule's method, tool and argument conditions so far.
     count: u64,
     /// Requests still to fail in a burst under way.
     burst_left: u32,
-    glob: Option<glob::Pattern>,
-    re: Option<regex::Regex>,
+    matcher: Matcher,
 }
 
 fn compile(rule: Rule) -> Compiled {
-    let glob = rule.matcher.tool.as_deref().and_then(|t| glob::Pattern::new(t).ok());
-    let re = rule.matcher.argument.as_ref().and_then(|a| a.regex.as_deref()).and_then(|x| regex::Regex::new(x).ok());
-    Compiled { rule, count: 0, burst_left: 0, glob, re }
-}
-
-impl Compiled {
-    /// The rule's static conditions: method, tool glob, argument.
-    fn matches(&self, request: &Frame, method: &str) -> bool {
-        let m = &self.rule.matcher;
-        if m.method.as_deref().is_some_and(|want| want != method) {
-            return false;
-        }
-        // A resource read or a prompt get named in `method` is matched by what it names, so that the item a
-        // drift removed can be refused on a real server; otherwise only a tool call has a name to match.
-        let named = match m.method.as_deref() {
-            Some("resources/read" | "prompts/get") => request.mcp_name(),
-            _ => request.tool_name(),
-        };
-        if let Some(glob) = &self.glob
-            && !named.is_some_and(|t| glob.matches(t))
-        {
-            return false;
-        }
-        if let Some(arg) = &m.argument {
-            let value = request.value().and_then(|v| v.pointer(&format!("/params/arguments{}", arg.pointer)));
-            let Some(value) = value else { return false };
-            if arg.equals.as_ref().is_some_and(|want| want != value) {
-                return false;
-            }
-            if let Some(re) = &self.re
-                && !value.as_str().is_some_and(|s| re.is_match(s))
-            {
-                return false;
-            }
-        }
-        true
-    }
+    let matcher = Matcher::new(rule.matcher.clone());
+    Compiled { rule, count: 0, burst_left: 0, matcher }
 }
 
 impl RuleSet {
@@ -167,6 +132,14 @@ impl RuleSet {
     /// The rules for `faultlab model` (which checks first which faults its hop carries): as [`RuleSet::for_front`],
     /// the faults of the model hop allowed.
     pub fn for_model(file: RulesFile, restarts: bool) -> Result<Self, RulesError> {
+        // The run's auth fault is not a rule: whoever carries it (the HTTP proxy with `--auth`) takes it out first.
+        if file.auth.is_some() {
+            return Err(RulesError::Unsupported(
+                "the rules file's `auth` needs an authorization server: only `faultlab proxy --listen ADDR --auth` \
+                 plays it"
+                    .into(),
+            ));
+        }
         if !restarts && let Some(message) = file.rules.iter().find_map(no_restart) {
             return Err(RulesError::Unsupported(message));
         }
@@ -182,7 +155,7 @@ impl RuleSet {
 
     /// The rules as they stand (for the control API).
     pub fn snapshot(&self) -> RulesFile {
-        RulesFile { seed: Some(self.seed), rules: self.rules.iter().map(|c| c.rule.clone()).collect() }
+        RulesFile { seed: Some(self.seed), rules: self.rules.iter().map(|c| c.rule.clone()).collect(), auth: None }
     }
 
     /// Adds a rule while traffic flows; names are unique.
@@ -266,7 +239,7 @@ impl RuleSet {
         }
         let mut fired = None;
         for c in &mut self.rules {
-            if !c.matches(request, method) {
+            if !c.matcher.matches(request, method) {
                 continue;
             }
             c.count += 1;
@@ -280,10 +253,8 @@ impl RuleSet {
                 fired = Some(Fired { rule: rule.name.clone(), mode: rule.mode, fault: rule.fault.clone() });
                 continue;
             }
-            let (m, n) = (&rule.matcher, c.count);
-            if m.nth.is_some_and(|k| n != k)
-                || m.after.is_some_and(|k| n <= k)
-                || m.every.is_some_and(|k| n % k != 0)
+            let m = &rule.matcher;
+            if !c.matcher.counted(c.count)
                 || m.window
                     .as_ref()
                     .is_some_and(|w| elapsed_ms < w.from_ms || w.until_ms.is_some_and(|u| elapsed_ms >= u))

@@ -506,7 +506,8 @@ pub struct AuthArgs {
     #[arg(long)]
     pub auth: bool,
     /// An auth fault (with --auth): a name for its defaults, or JSON such as '{"type": "token_expired", "after":
-    /// 2}'. `faultlab faults` lists them under "auth faults".
+    /// 2}'. `faultlab faults` lists them under "auth faults". On the proxy, a rules file's `auth:` can give it
+    /// instead, aimed at particular calls (docs/auth.md).
     #[arg(long, value_name = "FAULT", requires = "auth")]
     pub auth_fault: Option<String>,
     /// Lifetime of an access token (with --auth) [default: 3600].

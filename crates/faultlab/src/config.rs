@@ -3,7 +3,7 @@
 //! put it to stderr. The proxy's upstream is written as `--upstream-command`/`--upstream-arg`, never after `--`,
 //! which some hosts swallow.
 //!
-//! Exit codes: 0 printed; 2 bad input (an unreadable or invalid rules file, an invalid --fault).
+//! Exit codes: 0 printed; 2 bad input (an unreadable or invalid rules file, one with `auth`, an invalid --fault).
 
 use crate::exit::Failure;
 use anyhow::Context as _;
@@ -73,7 +73,16 @@ pub fn run(args: ConfigArgs) -> Result<(), Failure> {
 fn proxy_arguments(args: &ConfigArgs, program: &str) -> Result<Vec<String>, Failure> {
     let mut out = vec!["proxy".to_owned()];
     if let Some(rules) = &args.rules {
-        RulesFile::load(rules).map_err(Failure::usage)?;
+        let file = RulesFile::load(rules).map_err(Failure::usage)?;
+        // The entry runs the proxy over stdio, where no authorization server plays the file's auth fault.
+        if let Some(auth) = &file.auth {
+            return Err(Failure::usage(anyhow::anyhow!(
+                "rules file {}: `auth` ({}) needs `faultlab proxy --listen ADDR --auth` (an HTTP endpoint); the entry \
+                 this writes runs the proxy over stdio. Drop `auth`, or connect the host to the HTTP proxy by URL",
+                rules.display(),
+                auth.fault.name()
+            )));
+        }
         out.extend(["--rules".to_owned(), absolute(rules)?]);
     }
     for (i, spec) in args.faults.iter().enumerate() {

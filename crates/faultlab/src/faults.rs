@@ -55,7 +55,7 @@ fn auth_list() -> String {
     let width = names.iter().map(|n| n.len()).max().unwrap_or(0);
     let mut text = String::from(
         "\nAuth faults (`--auth --auth-fault NAME` or JSON, on `faultlab serve --transport http` and `faultlab proxy \
-         --listen`; see docs/auth.md):\n",
+         --listen`, or a rules file's `auth:` on `faultlab proxy --listen ADDR --auth`; see docs/auth.md):\n",
     );
     for name in names {
         let doc = faultlab_auth::faults::doc(name).unwrap_or_default();
@@ -74,13 +74,38 @@ fn explain_auth(doc: &str) -> String {
         None => first.to_owned(),
     };
     let mut text = format!(
-        "{first}\nan auth fault: `--auth --auth-fault` on `faultlab serve --transport http` and `faultlab proxy --listen`\n"
+        "{first}\nan auth fault: `--auth --auth-fault` on `faultlab serve --transport http` and `faultlab proxy \
+         --listen`, or a rules file's `auth:` on `faultlab proxy --listen ADDR --auth`\n"
     );
-    for section in lines.next().unwrap_or("").split("## ").filter(|s| !s.trim().is_empty()) {
+    let body = lines.next().unwrap_or("");
+    for section in body.split("## ").filter(|s| !s.trim().is_empty()) {
         let (title, body) = section.split_once('\n').unwrap_or((section, ""));
         text.push_str(&format!("\n{}\n{}", title.trim(), reflow(body.trim())));
     }
+    // The example's fault (`--auth-fault '{...}'`), as a rules file writes it.
+    let example = body.split("--auth-fault '").nth(1).and_then(|rest| rest.split('\'').next());
+    if let Some(fault) = example.and_then(|json| faultlab_auth::AuthFault::parse(json).ok()) {
+        text.push_str(&format!(
+            "\nIn a rules file (faultlab proxy --listen ADDR --auth --rules FILE)\n{}",
+            indent(&auth_rules_file(&fault))
+        ));
+    }
     text
+}
+
+/// The rules file (YAML) that plays `fault`: aimed at the first `write_file` call when it acts at a request,
+/// otherwise as the example gives it (a `match` would be refused, saying where the fault acts).
+fn auth_rules_file(fault: &faultlab_auth::AuthFault) -> String {
+    match fault.acts_elsewhere() {
+        None => format!(
+            "auth:\n  fault: {{ type: {} }}\n  match: {{ method: tools/call, tool: write_file, nth: 1 }}\n",
+            fault.name()
+        ),
+        Some(elsewhere) => {
+            let json = serde_json::to_string(fault).expect("plain data serialises");
+            format!("# {} acts {elsewhere}: no `match`\nauth:\n  fault: {json}\n", fault.name())
+        }
+    }
 }
 
 /// The inline rule (`--fault`) that arms `example` on every tool call.

@@ -7,6 +7,7 @@ use crate::signals::Signals;
 use anyhow::{Context as _, anyhow};
 use faultlab_engine::Recorder;
 use faultlab_engine::recording::Recording;
+use faultlab_engine::rules::AuthRule;
 use faultlab_engine::trajectory::Trajectory;
 use faultlab_http::guard::{self, AllowedHosts};
 use faultlab_proxy::control::ControlOptions;
@@ -44,6 +45,7 @@ pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
     if args.auth.auth && args.listen.is_none() {
         return Err(Failure::usage(anyhow!("--auth requires --listen (the HTTP front is the protected resource)")));
     }
+    let auth_rule = auth_of_rules(&mut file, &args)?;
     if args.listen.is_some() && args.max_frame_bytes.is_some() {
         return Err(Failure::usage(anyhow!("--max-frame-bytes applies to the stdio fronts only (without --listen)")));
     }
@@ -126,7 +128,15 @@ pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
             (Some(listen), None) => {
                 let addr = listen_address("--listen", listen).map_err(Failure::usage)?;
                 let upstream = Backend::Recording(recording::Replayer::new(recording));
-                return runtime.block_on(serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args));
+                return runtime.block_on(serve_http(
+                    addr,
+                    "/mcp".into(),
+                    upstream,
+                    rules,
+                    trajectory,
+                    &args,
+                    auth_rule,
+                ));
             }
         }
     }
@@ -149,7 +159,7 @@ pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
             let addr = listen_address("--listen", listen).map_err(Failure::usage)?;
             let path = remote.url().path().to_owned();
             let upstream = Backend::remote(remote).map_err(Failure::runtime)?;
-            runtime.block_on(serve_http(addr, path, upstream, rules, trajectory, &args))
+            runtime.block_on(serve_http(addr, path, upstream, rules, trajectory, &args, auth_rule))
         }
         (Some(listen), None, Some((program, rest))) => {
             let addr = listen_address("--listen", listen).map_err(Failure::usage)?;
@@ -165,7 +175,7 @@ pub fn run(mut args: ProxyArgs) -> Result<(), Failure> {
                     .with_context(|| format!("cannot start the upstream server {:?}", args.command[0]))
                     .map_err(Failure::runtime)?;
                 let upstream = Backend::Child(bridged.clone());
-                let served = serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args).await;
+                let served = serve_http(addr, "/mcp".into(), upstream, rules, trajectory, &args, auth_rule).await;
                 // The front has stopped: every child (each session's, the shared one) is stopped in order, not
                 // killed with the runtime.
                 bridged.stop().await;
@@ -250,6 +260,25 @@ fn remote(args: &ProxyArgs, url: &str) -> Result<Remote, Failure> {
     options.resolve(url, |name| std::env::var(name).ok()).map_err(|e| Failure::usage(anyhow::Error::from(e)))
 }
 
+/// The rules file's `auth` (taken out of it: it is not a rule), which only the HTTP front's `--auth` plays, and
+/// instead of `--auth-fault`: either mistake is a usage error naming the file and the key.
+fn auth_of_rules(file: &mut RulesFile, args: &ProxyArgs) -> Result<Option<AuthRule>, Failure> {
+    let Some(rule) = file.auth.take() else { return Ok(None) };
+    let path = args.rules.as_deref().map_or_else(|| "the rules file".into(), |p| p.display().to_string());
+    if !args.auth.auth {
+        return Err(Failure::usage(anyhow!(
+            "rules file {path}: `auth` ({}) is played by the proxy's authorization server: add --listen ADDR --auth",
+            rule.fault.name()
+        )));
+    }
+    if args.auth.auth_fault.is_some() {
+        return Err(Failure::usage(anyhow!(
+            "rules file {path} has `auth` and --auth-fault is given too: a run has one auth fault; keep one of them"
+        )));
+    }
+    Ok(Some(rule))
+}
+
 async fn serve_http(
     addr: SocketAddr,
     path: String,
@@ -257,8 +286,9 @@ async fn serve_http(
     rules: SharedRules,
     trajectory: Arc<TrajectoryWriter>,
     args: &ProxyArgs,
+    auth_rule: Option<AuthRule>,
 ) -> Result<(), Failure> {
-    let auth = crate::auth::config(&args.auth)?.map(|mut config| {
+    let auth = crate::auth::config(&args.auth, auth_rule)?.map(|mut config| {
         config.refusals = Some(crate::auth::record_refusals(trajectory.clone()));
         config
     });

@@ -181,6 +181,7 @@ fn auth_config(auth: &faultlab_run::scenario::ScenarioAuth) -> faultlab_auth::Au
     faultlab_auth::AuthConfig {
         token_ttl: auth.token_ttl_s.map_or(faultlab_auth::TOKEN_TTL, std::time::Duration::from_secs),
         fault: auth.fault.clone(),
+        matcher: None,
         events: None,
         refusals: None,
     }

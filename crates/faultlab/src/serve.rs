@@ -98,7 +98,7 @@ async fn serve_http(
     probe: Option<ProbeConfig>,
     args: &ServeArgs,
 ) -> Result<(), Failure> {
-    let auth = crate::auth::config(&args.auth)?;
+    let auth = crate::auth::config(&args.auth, None)?;
     let (listener, bound) = listen(addr).await?;
     let signals = Signals::install();
     errln!("faultlab: listening at {}{path}", origin(bound));

@@ -182,3 +182,86 @@ async fn no_event_carries_a_secret() {
     }
     assert!(events.contains("token_issued"));
 }
+
+/// A lab playing a rules file's `auth` (checked as `faultlab proxy --rules` checks it).
+fn matched_lab(rule: &str) -> Lab {
+    let rule: faultlab_engine::rules::AuthRule = serde_json::from_str(rule).unwrap();
+    rule.check().unwrap();
+    Lab::with(AuthConfig { fault: Some(rule.fault), matcher: rule.matcher, ..AuthConfig::default() })
+}
+
+#[tokio::test]
+async fn a_matched_token_expired_expires_the_token_at_the_first_write_only() {
+    let lab = matched_lab(
+        r#"{"fault": {"type": "token_expired"}, "match": {"method": "tools/call", "tool": "write_file", "nth": 1}}"#,
+    );
+    // A write with no token is refused for that, and does not use up the `nth: 1`.
+    assert_eq!(lab.call(None, "write_file", "a.txt").await.status, StatusCode::UNAUTHORIZED);
+    let tokens = healthy(&lab).await;
+    for _ in 0..3 {
+        // The fault's own count (a token lasting one request by default) is not in force: the match is.
+        let read = lab.call(Some(&tokens.access), "read_file", "a.txt").await;
+        assert_eq!(read.status, StatusCode::OK, "{}", read.text);
+        assert!(read.body["body"].as_str().unwrap().contains("\"read_file\""), "the body passes as read");
+    }
+    let write = lab.call(Some(&tokens.access), "write_file", "a.txt").await;
+    assert_eq!(write.status, StatusCode::UNAUTHORIZED);
+    let challenge = www(&write);
+    assert!(challenge.contains("error=\"invalid_token\"") && challenge.contains("resource_metadata="), "{challenge}");
+    assert!(challenge.contains("expired"), "{challenge}");
+    let after = lab.call(Some(&tokens.access), "read_file", "a.txt").await;
+    assert_eq!(after.status, StatusCode::UNAUTHORIZED, "the token is expired in the store, for every later request");
+    let refreshed = refresh(&lab, &tokens).await;
+    let access = refreshed.body["access_token"].as_str().unwrap();
+    let again = lab.call(Some(access), "write_file", "a.txt").await;
+    assert_eq!(again.status, StatusCode::OK, "only the first write: {}", again.text);
+    assert!(again.body["body"].as_str().unwrap().contains("\"write_file\""));
+    let matched = lab.events("fault_matched");
+    assert_eq!(matched.len(), 1, "{matched:?}");
+    assert_eq!(
+        (&matched[0]["fault"], &matched[0]["tool"], &matched[0]["count"]),
+        (&json!("token_expired"), &json!("write_file"), &json!(1))
+    );
+    let refused = lab.events("token_refused");
+    assert_eq!((&refused[0]["reason"], &refused[0]["fault"]), (&json!("expired"), &json!("token_expired")));
+    assert!(refused[1].get("fault").is_none(), "the old token refused later earned it: {refused:?}");
+}
+
+#[tokio::test]
+async fn a_matched_insufficient_scope_asks_for_the_scope_at_the_matched_tool_only() {
+    let lab = matched_lab(r#"{"fault": {"type": "insufficient_scope"}, "match": {"tool": "write_*"}}"#);
+    let tokens = healthy(&lab).await;
+    assert_eq!(lab.call(Some(&tokens.access), "read_file", "a.txt").await.status, StatusCode::OK);
+    let refused = lab.call(Some(&tokens.access), "write_file", "a.txt").await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    let challenge = www(&refused);
+    assert!(
+        challenge.contains("error=\"insufficient_scope\"") && challenge.contains("scope=\"mcp:read mcp:write\""),
+        "{challenge}"
+    );
+    assert_eq!(
+        lab.call(Some(&tokens.access), "read_file", "a.txt").await.status,
+        StatusCode::OK,
+        "the token still does what needs no more scope"
+    );
+    let stepped = authorize_as(&lab, &tokens.client_id, "mcp:read mcp:write").await.map_err(|a| a.text).unwrap();
+    for _ in 0..2 {
+        assert_eq!(lab.call(Some(&stepped.access), "write_file", "a.txt").await.status, StatusCode::OK);
+    }
+}
+
+#[tokio::test]
+async fn a_matched_token_revoked_revokes_the_grant_at_the_matching_argument() {
+    let lab = matched_lab(
+        r#"{"fault": {"type": "token_revoked"}, "match": {"tool": "delete_file", "argument": {"pointer": "/path", "regex": "^keep"}}}"#,
+    );
+    let tokens = healthy(&lab).await;
+    assert_eq!(lab.call(Some(&tokens.access), "delete_file", "scratch.txt").await.status, StatusCode::OK);
+    let revoked = lab.call(Some(&tokens.access), "delete_file", "keep.txt").await;
+    assert_eq!(revoked.status, StatusCode::UNAUTHORIZED);
+    assert!(www(&revoked).contains("revoked"), "{}", www(&revoked));
+    assert_eq!(refresh(&lab, &tokens).await.body["error"], "invalid_grant", "the whole grant is revoked");
+    let again = authorize_as(&lab, &tokens.client_id, "").await.map_err(|a| a.text).unwrap();
+    assert_eq!(lab.call(Some(&again.access), "delete_file", "scratch.txt").await.status, StatusCode::OK);
+    assert_eq!(lab.events("grant_revoked").len(), 1);
+}

@@ -47,7 +47,10 @@ impl Lab {
                 return (StatusCode::NOT_FOUND, "Not found".to_string());
             }
             let seen = request.headers().contains_key(header::AUTHORIZATION);
-            (StatusCode::OK, json!({"mcp": true, "authorization_seen": seen}).to_string())
+            // The body as it arrived, to show that one the authorization read (for `auth.match`) passes unchanged.
+            let body = request.into_body().collect().await.unwrap().to_bytes();
+            let body = String::from_utf8_lossy(&body).into_owned();
+            (StatusCode::OK, json!({"mcp": true, "authorization_seen": seen, "body": body}).to_string())
         });
         Self { app: auth.clone().wrap(inner), auth }
     }
@@ -91,6 +94,16 @@ impl Lab {
             request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
         }
         self.send(request.body(axum::body::Body::from(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)).unwrap()).await
+    }
+
+    /// A `tools/call` of `tool` on `path` with `token` (if any).
+    pub async fn call(&self, token: Option<&str>, tool: &str, path: &str) -> Answer {
+        let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": tool, "arguments": {"path": path}}});
+        let mut request = base("/mcp").method("POST").header(header::CONTENT_TYPE, "application/json");
+        if let Some(token) = token {
+            request = request.header(header::AUTHORIZATION, format!("Bearer {token}"));
+        }
+        self.send(request.body(axum::body::Body::from(body.to_string())).unwrap()).await
     }
 
     pub fn events(&self, name: &str) -> Vec<Value> {

@@ -14,6 +14,10 @@
 //! read as that fault, and written and recorded under that fault's name. The *schedule presets* (`burst_failure`,
 //! `server_outage`, `cascading_failure`) are `http_status` 503 on a rule [`Schedule`]: they keep their own name
 //! (written, recorded, and in the 503's `data.fault`), since the schedule is what tells them apart.
+//!
+//! The auth faults ([`auth`]) are not in [`FaultKind`]: they act on the authorization server and on admission to
+//! the endpoint, not on a reply, and `faultlab-auth` plays them. Their types live here, one file each with the same
+//! four sections, so that a rules file's `auth` key can hold one.
 
 use crate::rules::Schedule;
 use bytes::Bytes;
@@ -25,6 +29,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use strum::IntoStaticStr;
 
+pub mod auth;
 pub mod docs;
 pub mod observe;
 mod schema;

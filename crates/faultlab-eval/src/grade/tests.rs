@@ -399,6 +399,7 @@ fn unauthorized(mut call: ToolCall) -> ToolCall {
     call.refused = Some(faultlab_engine::recorder::Refusal {
         status: 401,
         error: Some("invalid_token".into()),
+        fault: None,
         http_method: "POST".into(),
         unread: None,
     });

@@ -149,12 +149,13 @@ fn faults_with_no_meaning_on_the_model_hop_are_refused_naming_the_rule() {
     let file: RulesFile = RulesFile {
         seed: None,
         rules: vec![RulesFile::parse_spec("{name: dup, fault: {type: duplicate}}", 0).unwrap()],
+        auth: None,
     };
     let error = rules(file).err().unwrap().to_string();
     assert!(error.contains("rule \"dup\"") && error.contains("model hop"), "{error}");
     let restart = RulesFile::parse_spec("{fault: {type: server_outage, duration_ms: 10, restart: true}}", 1).unwrap();
-    assert!(rules(RulesFile { seed: None, rules: vec![restart] }).is_err(), "nothing to restart");
+    assert!(rules(RulesFile { seed: None, rules: vec![restart], auth: None }).is_err(), "nothing to restart");
     let by_tool = RulesFile::parse_spec("{match: {tool: echo}, fault: {type: timeout}}", 2).unwrap();
-    let error = rules(RulesFile { seed: None, rules: vec![by_tool] }).err().unwrap().to_string();
+    let error = rules(RulesFile { seed: None, rules: vec![by_tool], auth: None }).err().unwrap().to_string();
     assert!(error.contains("match.tool"), "{error}");
 }

@@ -7,15 +7,17 @@ use serde_json::{Value, json};
 
 const REDIRECT: &str = "http://127.0.0.1:9/callback";
 
-fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     // Redirects are read, not followed: the headless approval's redirect carries the code.
     faultlab_client::tls::client_builder().redirect(reqwest::redirect::Policy::none()).build().unwrap()
 }
 
 /// The secrets a flow handled, to look for afterwards.
-struct Flow {
-    access: String,
-    secrets: Vec<String>,
+pub(crate) struct Flow {
+    pub access: String,
+    pub secrets: Vec<String>,
+    /// The session its `initialize` opened (2025-11-25), if the endpoint gave one.
+    pub session: Option<String>,
 }
 
 /// The JSON body of the answer to `request`.
@@ -25,7 +27,7 @@ async fn json_of(request: reqwest::RequestBuilder) -> Value {
 
 /// Discovery from the 401, confidential registration, headless authorization, the code exchange and a refresh;
 /// the endpoint at `url`.
-async fn run_flow(http: &reqwest::Client, url: &str) -> Flow {
+pub(crate) async fn run_flow(http: &reqwest::Client, url: &str) -> Flow {
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}});
     let refused = mcp_post(http, url, init.to_string()).send().await.unwrap();
     assert_eq!(refused.status(), StatusCode::UNAUTHORIZED);
@@ -88,12 +90,13 @@ async fn run_flow(http: &reqwest::Client, url: &str) -> Flow {
     let first_access = tokens["access_token"].as_str().unwrap().to_owned();
     let answer = mcp_post(http, url, init.to_string()).bearer_auth(&access).send().await.unwrap();
     assert_eq!(answer.status(), StatusCode::OK, "initialize with the token is answered");
+    let session = answer.headers().get("mcp-session-id").map(|v| v.to_str().unwrap().to_owned());
     let text = answer.text().await.unwrap();
     assert!(text.contains("\"result\""), "{text}");
-    Flow { secrets: vec![access.clone(), first_access, refresh.to_owned(), code, secret.to_owned()], access }
+    Flow { secrets: vec![access.clone(), first_access, refresh.to_owned(), code, secret.to_owned()], access, session }
 }
 
-async fn ended(lab: &mut Lab, rest: tokio::task::JoinHandle<String>) -> String {
+pub(crate) async fn ended(lab: &mut Lab, rest: tokio::task::JoinHandle<String>) -> String {
     lab.terminate();
     tokio::time::timeout(PATIENCE, lab.child.wait()).await.unwrap().unwrap();
     let mut all = lab.banner.join("\n");

@@ -128,6 +128,18 @@ fn the_auth_faults_are_listed_and_each_explained_with_its_sections() {
             assert!(text.lines().any(|l| l == title), "faults {name} has no {title:?} section:\n{text}");
         }
         assert!(text.contains("--auth-fault"), "{text}");
+        // The rules file it shows loads as written, with a `match` exactly for the faults that act at a request.
+        let (_, shown) = text.split_once("In a rules file").unwrap_or_else(|| panic!("no rules file:\n{text}"));
+        let file: String =
+            shown.lines().skip(1).map_while(|l| l.strip_prefix("  ")).map(|l| format!("{l}\n")).collect();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rules.yaml");
+        std::fs::write(&path, &file).unwrap();
+        let loaded = faultlab_engine::rules::RulesFile::load(&path).unwrap_or_else(|e| panic!("{e}\n{file}"));
+        let auth = loaded.auth.unwrap();
+        assert_eq!(auth.fault.name(), *name);
+        let at_request = ["token_expired", "token_revoked", "insufficient_scope"].contains(name);
+        assert_eq!(auth.matcher.is_some(), at_request, "{file}");
     }
 }
 

@@ -4,6 +4,7 @@
 //! a raw line client on stdio, the listening-line reader for `--port 0`, the binary's path.
 
 mod auth;
+mod auth_rules;
 mod auth_run;
 mod baseline;
 mod cli;

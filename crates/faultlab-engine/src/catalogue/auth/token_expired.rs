@@ -4,7 +4,8 @@
 //! The protected resource answers the request after a token's `after`-th with `401` and
 //! `WWW-Authenticate: Bearer resource_metadata="…", scope="mcp:read", error="invalid_token",
 //! error_description="the access token expired"`, although the token's `expires_in` has not run out. Refresh grants still work and issue a
-//! new access token that again lasts `after` requests.
+//! new access token that again lasts `after` requests. In a proxy rules file with `auth.match` (docs/auth.md), the
+//! token that presents a matching request expires there instead, and that request gets the `401`.
 //!
 //! ## What a robust client should do
 //! Use its refresh token (one refresh grant), retry the refused request once with the new access token, and go on

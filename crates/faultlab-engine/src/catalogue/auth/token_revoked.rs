@@ -4,7 +4,8 @@
 //! After the first grant's access token has authorized `after` requests, the authorization server revokes the
 //! grant: the resource answers `401` with `error="invalid_token"` and `resource_metadata`, and a refresh grant with
 //! the grant's refresh token gets `400 {"error": "invalid_grant"}`. Only the first grant is revoked; a new
-//! authorization works.
+//! authorization works. In a proxy rules file with `auth.match` (docs/auth.md), the grant of the token that presents
+//! a matching request is revoked there instead, whichever grant it is.
 //!
 //! ## What a robust client should do
 //! Try its refresh token once, and on `invalid_grant` drop its tokens and authorize again (a new authorization

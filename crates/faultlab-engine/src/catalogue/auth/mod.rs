@@ -1,6 +1,7 @@
 //! The auth faults: one file each (its parameters and its docs, printed by `faultlab faults NAME`), one line in
-//! the list below. What each does is decided where it acts, in [`crate::server`] (the authorization server) and
-//! [`crate::resource`] (the protected resource), by matching on [`AuthFault`].
+//! the list below. What each does is decided where it acts, in `faultlab-auth` (its authorization server and
+//! protected resource), by matching on [`AuthFault`]. The types live here, beside the wire faults, so that a rules
+//! file (`crate::rules::RulesFile::auth`) can hold one: the engine cannot depend on `faultlab-auth`.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -9,7 +10,7 @@ macro_rules! auth_faults {
     ($($variant:ident($module:ident)),+ $(,)?) => {
         $(mod $module; pub use $module::$variant;)+
 
-        /// An auth fault, as `--auth-fault` takes it (`{"type": "<name>", ...}` or the bare name for its defaults).
+        /// An auth fault: `{"type": "<name>", ...}`, parameters left out at their defaults (`--auth-fault`: also a name).
         #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
         #[serde(tag = "type", rename_all = "snake_case")]
         pub enum AuthFault {
@@ -39,6 +40,13 @@ auth_faults! {
 
 pub use metadata_missing::Document;
 
+/// The scope every token gets unless it asks for more: what the MCP endpoint needs.
+pub const READ_SCOPE: &str = "mcp:read";
+/// The scope `insufficient_scope` asks for by default.
+pub const WRITE_SCOPE: &str = "mcp:write";
+/// Every scope the authorization server knows.
+pub const SCOPES: [&str; 3] = [READ_SCOPE, WRITE_SCOPE, "mcp:admin"];
+
 fn one() -> u32 {
     1
 }
@@ -50,8 +58,8 @@ pub enum FaultError {
     Json(serde_json::Error),
     #[error("--auth-fault: unknown auth fault {0:?}; `faultlab faults` lists them (auth faults at the end)")]
     Unknown(String),
-    #[error("--auth-fault: {name}.{param} must be {range}, not {value}")]
-    Range { name: &'static str, param: &'static str, range: &'static str, value: String },
+    #[error("--auth-fault: {0}")]
+    Range(String),
 }
 
 impl AuthFault {
@@ -69,7 +77,7 @@ impl AuthFault {
             }
             serde_json::from_value(serde_json::json!({"type": text})).map_err(FaultError::Json)?
         };
-        fault.validate()?;
+        fault.validate().map_err(FaultError::Range)?;
         Ok(fault)
     }
 
@@ -91,10 +99,11 @@ impl AuthFault {
         }
     }
 
-    fn validate(&self) -> Result<(), FaultError> {
+    /// Checks the limits serde cannot; the message names the parameter (`token_expired.after`) and its range.
+    pub fn validate(&self) -> Result<(), String> {
         let name = self.name();
-        let range = |param, ok: bool, range, value: String| {
-            if ok { Ok(()) } else { Err(FaultError::Range { name, param, range, value }) }
+        let range = |param: &str, ok: bool, range: &str, value: String| {
+            if ok { Ok(()) } else { Err(format!("{name}.{param} must be {range}, not {value}")) }
         };
         match self {
             Self::TokenExpired(TokenExpired { after }) | Self::TokenRevoked(TokenRevoked { after }) => {
@@ -102,7 +111,7 @@ impl AuthFault {
             }
             Self::InsufficientScope(f) => {
                 range("after", f.after <= 1_000_000, "0 to 1000000", f.after.to_string())?;
-                let known = crate::SCOPES.contains(&f.scope.as_str()) && f.scope != crate::READ_SCOPE;
+                let known = SCOPES.contains(&f.scope.as_str()) && f.scope != READ_SCOPE;
                 range("scope", known, "\"mcp:write\" or \"mcp:admin\"", format!("{:?}", f.scope))
             }
             Self::RefreshInvalidGrant(RefreshInvalidGrant { times }) | Self::AccessDenied(AccessDenied { times }) => {
@@ -131,6 +140,24 @@ impl AuthFault {
             | Self::IssuerMismatch(_)
             | Self::ResourceMismatch(_)
             | Self::RegistrationRefused(_) => Ok(()),
+        }
+    }
+
+    /// Where a fault that acts at the authorization server acts (`None`: it acts at a request to the MCP endpoint,
+    /// `token_expired`, `token_revoked` and `insufficient_scope`, so a rules file's `auth.match` can aim it).
+    pub fn acts_elsewhere(&self) -> Option<&'static str> {
+        match self {
+            Self::TokenExpired(_) | Self::TokenRevoked(_) | Self::InsufficientScope(_) => None,
+            Self::RefreshInvalidGrant(_)
+            | Self::RefreshUnavailable(_)
+            | Self::RefreshSlow(_)
+            | Self::RefreshRotation(_) => Some("at the token endpoint's refresh grants"),
+            Self::MetadataMissing(_) => Some("at a metadata document"),
+            Self::IssuerMismatch(_) => Some("at the authorization server's metadata"),
+            Self::ResourceMismatch(_) => Some("at the protected resource's metadata"),
+            Self::RegistrationRefused(_) => Some("at dynamic client registration"),
+            Self::AccessDenied(_) => Some("at the authorization endpoint"),
+            Self::ClockSkew(_) => Some("when a token is issued"),
         }
     }
 

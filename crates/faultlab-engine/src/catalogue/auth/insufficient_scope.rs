@@ -3,6 +3,7 @@
 //! ## What it does on the wire
 //! Once `after` requests have been authorized, every request whose token lacks `scope` is answered `403` with
 //! `WWW-Authenticate: Bearer error="insufficient_scope", scope="<the scopes needed>", resource_metadata="…"`.
+//! In a proxy rules file with `auth.match` (docs/auth.md), only the matching requests need `scope`.
 //!
 //! ## What a robust client should do
 //! Authorize again asking for the union of the scopes it had and the ones named (step-up), then retry; bound the
@@ -31,5 +32,5 @@ pub struct InsufficientScope {
 }
 
 fn default_scope() -> String {
-    crate::WRITE_SCOPE.into()
+    super::WRITE_SCOPE.into()
 }
