@@ -3,7 +3,7 @@
 //! put it to stderr. The proxy's upstream is written as `--upstream-command`/`--upstream-arg`, never after `--`,
 //! which some hosts swallow.
 //!
-//! Exit codes: 0 printed; 2 bad input (an unreadable or invalid rules file, one with `auth`, an invalid --fault).
+//! Exit codes: 0 printed; 1 bad input (an unreadable or invalid rules file, one with `auth`, an invalid --fault).
 
 use crate::exit::Failure;
 use anyhow::Context as _;
@@ -26,7 +26,7 @@ pub enum Host {
 #[command(after_help = "Examples:\n  faultlab config --client cursor\n      faultlab serve, the faulty server, for \
 Cursor\n  faultlab config --client vscode --rules faults.yaml -- npx -y @modelcontextprotocol/server-everything\n      \
 the proxy with your rules in front of your server, for VS Code\n\
-Exit codes: 0 printed; 2 bad input (an unreadable or invalid rules file, an invalid --fault).")]
+Exit codes: 0 printed; 1 bad input (an unreadable or invalid rules file, one with `auth`, an invalid --fault).")]
 pub struct ConfigArgs {
     /// The MCP host the entry is for.
     #[arg(long, value_enum, value_name = "NAME")]

@@ -1,7 +1,7 @@
 //! `faultlab faults [NAME]`: the fault catalogue, listed or one fault explained, printed from the catalogue's
 //! own documentation (`faultlab_engine::catalogue::docs`) and data (category, effect, examples, serve tool).
 //!
-//! Exit codes: 0 printed; 2 an unknown NAME (the message names the closest ones).
+//! Exit codes: 0 printed; 1 an unknown NAME (the message names the closest ones).
 
 use crate::exit::Failure;
 use anyhow::anyhow;
@@ -11,7 +11,7 @@ use faultlab_engine::catalogue::docs::{self, Entry};
 #[command(after_help = "Examples:\n  faultlab faults               every fault: name, category, what the client \
 sees, one line\n  faultlab faults latency       one fault: what it does on the wire, what a robust client does, \
 an example rule, where it exists\n\
-Exit codes: 0 printed; 2 an unknown NAME (the message names the closest ones).")]
+Exit codes: 0 printed; 1 an unknown NAME (the message names the closest ones).")]
 pub struct FaultsArgs {
     /// A fault or preset name (as written in rules: `latency`, `auth_expired`, …). Without it, the whole list.
     pub name: Option<String>,

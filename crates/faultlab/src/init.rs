@@ -2,7 +2,7 @@
 //! behind the fault proxy), the proxy's rules file and a scenario set that expects exactly what those rules do,
 //! so that the command it prints passes as written. Nothing is ever overwritten.
 //!
-//! Exit codes: 0 written; 2 a file it would write exists already; 1 the folder cannot be written.
+//! Exit codes: 0 written; 1 a file it would write exists already, or the folder cannot be written.
 
 use crate::exit::Failure;
 use anyhow::{Context as _, anyhow};
@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 #[derive(Debug, clap::Args)]
 #[command(after_help = "Example: faultlab init my-lab && cd my-lab && faultlab run scenarios/ --target target.json\n\
-Exit codes: 0 written; 2 a file it would write exists already (nothing is written then); 1 the folder cannot be \
+Exit codes: 0 written; 1 a file it would write exists already (nothing is written then), or the folder cannot be \
 written.")]
 pub struct InitArgs {
     /// The folder to create (or an existing one without the starter's files).

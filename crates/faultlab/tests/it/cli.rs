@@ -262,6 +262,29 @@ async fn http_prints_its_address_serves_and_exits_0_on_sigterm() {
     assert_eq!(status.code(), Some(0));
 }
 
+/// A subcommand's own `Exit codes:` line (above the common table) says the code it really exits with: bad input is
+/// 1 for the commands that are checks (the table), and `faults`, `init` and `config` said 2.
+#[test]
+fn a_commands_own_exit_codes_line_says_the_code_it_exits_with() {
+    let dir = tempfile::tempdir().unwrap();
+    faultlab().args(["init"]).arg(dir.path().join("lab")).assert().success();
+    let lab = dir.path().join("lab").display().to_string();
+    let cases: [(&str, Vec<&str>, &str); 3] = [
+        ("faults", vec!["no_such_fault"], "an unknown NAME"),
+        ("init", vec![lab.as_str()], "a file it would write exists already"),
+        ("config", vec!["--client", "cursor", "--rules", "/no/such/rules.yaml"], "bad input"),
+    ];
+    for (command, args, case) in cases {
+        let code = faultlab().arg(command).args(&args).output().unwrap().status.code().unwrap();
+        let help = String::from_utf8(faultlab().args([command, "--help"]).output().unwrap().stdout).unwrap();
+        let own = help.lines().find(|l| l.starts_with("Exit codes: ")).unwrap_or_else(|| panic!("{command}: {help}"));
+        assert!(
+            own.contains(&format!("{code} {case}")),
+            "faultlab {command} exits {code} for {case}, its help says: {own}"
+        );
+    }
+}
+
 /// Every subcommand's `--help` as users read it: a change to a flag, its default or its wording shows in review.
 /// One vocabulary: every command with an output format takes `--format`; `--report`, its old name on run and eval,
 /// is accepted but not shown.
