@@ -45,7 +45,7 @@ pub struct Recovery {
     /// New sessions the client opened after the server answered the call 404 for its session.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reinitializations: u32,
-    /// `initialize` attempts after a 404 that the server refused too (at most 2 per loss).
+    /// `initialize` attempts after a 404 that the server refused too (at most [`MAX_REINITIALIZE_ATTEMPTS`] per loss).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub failed_reinitializations: u32,
     /// The protocol version the call was sent again with after `-32022` listed it in `data.supported`.
