@@ -17,7 +17,7 @@ use bytes::Bytes;
 use faultlab_engine::catalogue::{Latency, session_expired_in_flight};
 use faultlab_engine::engine::Shared;
 use faultlab_engine::recorder::TransportEventKind;
-use faultlab_engine::recorder::{Delivery, FrameAction};
+use faultlab_engine::recorder::{Delivery, Direction, FrameAction};
 use faultlab_engine::{Engine, FaultKind};
 use faultlab_http::body::{self, Exchange};
 use faultlab_http::guard::AllowedHosts;
@@ -203,7 +203,7 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     if let Some(answered) = answer_for_session(&proxy, &parts, session.as_deref(), Some(&frame)) {
         // Answered for a session a lifecycle fault forgot (or a refused initialize): the upstream never sees it.
         proxy.trajectory.client_frame(&frame, FrameAction::Consumed, None, None, 0);
-        return answered;
+        return recorded_answer(&proxy, &frame, answered).await;
     }
     let fired = lock(&proxy.rules).decide(&frame, proxy.start.elapsed());
     // One engine per exchange: over HTTP a reply always comes on the response of the POST that carried its
@@ -313,6 +313,19 @@ fn session_id(headers: &http::HeaderMap) -> Option<String> {
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const LAST_EVENT_ID: &str = "last-event-id";
+
+/// The proxy's own answer to a request (a JSON-RPC error it wrote in the upstream's place), recorded as the reply
+/// the client got: the call then has its error in the trajectory, like any other, instead of reading as never
+/// answered. The answer is a small JSON body ([`rpc_error`]), read whole (64 KiB at most) and sent as it was.
+async fn recorded_answer(proxy: &Proxy, request: &Frame, answered: Response) -> Response {
+    let (head, body) = answered.into_parts();
+    let bytes = axum::body::to_bytes(body, 64 * 1024).await.unwrap_or_default();
+    if request.id().is_some() {
+        let reply = Frame::parse(bytes.clone());
+        proxy.trajectory.injected_frame(Direction::ServerToClient, &reply, None, None, Some(false));
+    }
+    Response::from_parts(head, Body::from(bytes))
+}
 
 /// Remembers a session the upstream gave out (a `restart` forgets it with the others).
 fn saw_session(proxy: &Proxy, response: &Response) {

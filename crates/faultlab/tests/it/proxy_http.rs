@@ -471,6 +471,16 @@ async fn a_bridged_stdio_upstream_gives_each_initialize_a_session_and_a_server_o
     let ended = trajectory.lines().filter(|l| l.contains("a bridged session ended")).count();
     // first (forgotten), second and third (the restart), fourth (DELETE): each session's end is recorded.
     assert_eq!(ended, 4, "{trajectory}");
+    // Every refused request has the error the client got in the trajectory: nothing it saw is missing from the
+    // record. An unknown session's (4) is the bridged server's answer; a session a lifecycle rule forgot (6:
+    // unknown_400; 11: restart) the proxy answers in the upstream's place (`injected`). (The last exchanges'
+    // unchanged frames may still be in the writer's 5 ms batch: only earlier ones are looked at.)
+    let events: Vec<Value> = trajectory.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    for (id, action) in [(4, "forwarded"), (6, "injected"), (11, "injected")] {
+        let reply = events.iter().find(|e| e["direction"] == "server_to_client" && e["id"] == id);
+        let reply = reply.unwrap_or_else(|| panic!("no reply to request {id} recorded: {trajectory}"));
+        assert_eq!((&reply["action"], &reply["error"]), (&json!(action), &json!(true)), "{id}: {reply}");
+    }
 }
 
 /// A 404 for a request made in a session, any request, tells a client the session is gone: it MUST start a new one
