@@ -41,7 +41,13 @@ pub(super) fn recovery_layer(run: &Run, outcome: &Layer, safety: &Layer, side_ef
             }
             format!("first failure: {} at trajectory line {} ({words})", f.tool, f.index)
         }
-        None => "no call failed".to_owned(),
+        // The handshake or a listing may have failed before any tool call: said, not denied.
+        None => match run.ev.protocol_failures.first() {
+            Some(p) => {
+                format!("no tool call failed; {} at trajectory line {} failed ({})", p.method, p.index, p.outcome)
+            }
+            None => "no call failed".to_owned(),
+        },
     };
     // Calls before the first failure that only came late: named, so a reader sees why they are not failures.
     let late: Vec<String> = calls[..first_failed.unwrap_or(calls.len())]
