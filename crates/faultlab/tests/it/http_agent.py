@@ -1,15 +1,12 @@
 #!/usr/bin/env python3
 """An outside agent for `faultlab eval` over Streamable HTTP (Python standard library: http.client and a small SSE
-reader), for the grader's reading of ordinary HTTP clients on transport-stream-lost-read and its explored stream
-and session variants. MODE, the first argument:
+reader), for the grader's reading of ordinary HTTP clients on transport-stream-lost-read with the stream and
+session faults `faultlab explore` tries there. MODE, the first argument:
 
   resume      one session; a response stream that ends before its reply is resumed with GET and Last-Event-ID
-              (after the stream's `retry:`), a stream lost with nothing to resume is a lost call: a read is sent
-              again, a write is checked (read output.txt) before it is written again; a 404 for the session is
-              answered by initializing a new one and going on the same way
-  per-call    a new session for every call (initialize, notifications/initialized, the call); no resume: a call
-              whose stream ends without its reply is lost and handled as in `resume`
-  together    as `resume`, but sends the write and a read of notes.md at once over two POSTs
+              (after the stream's `retry:`, at most 1 s), a stream lost with nothing to resume is a lost call:
+              a read is sent again, a write is checked (read output.txt) before it is written again; a 404 for
+              the session is answered by initializing a new one and going on the same way
   gives-up    one session, no resume: the first lost call ends the run with an honest failure claim
   blind       one session, no resume; a lost call is sent again, a lost write too, without looking first (wrong
               when it was executed)
@@ -80,7 +77,7 @@ class Session:
             reply, last_id, retry_s = self.read_events(response, rid, last_id, retry_s)
             resumes = 0
             while reply is None:
-                if MODE in ("per-call", "gives-up", "blind") or not last_id or resumes == 3:
+                if MODE != "resume" or not last_id or resumes == 3:
                     raise Lost("stream ended before the reply (last event id %r)" % last_id)
                 resumes += 1
                 time.sleep(min(retry_s if retry_s is not None else 0.1, RETRY_CAP_S))
@@ -147,13 +144,9 @@ def text_of(reply):
 class Agent:
     def __init__(self):
         self.session = Session()
-        if MODE != "per-call":
-            self.session.initialize()
+        self.session.initialize()
 
     def call_once(self, tool, arguments):
-        if MODE == "per-call":
-            self.session = Session()
-            self.session.initialize()
         try:
             return text_of(self.session.request("tools/call", {"name": tool, "arguments": arguments})[0])
         except SessionGone:
@@ -194,14 +187,7 @@ def claim(status, message, answer=None):
 def main():
     agent = Agent()
     nonce = re.search(r"nonce: ([0-9a-f]{16})", agent.read("input.txt")).group(1)
-    if MODE == "together":
-        done = {}
-        notes = threading.Thread(target=lambda: done.update(notes=agent.read("notes.md")))
-        notes.start()
-        agent.write(nonce)
-        notes.join()
-    else:
-        agent.write(nonce)
+    agent.write(nonce)
     claim("success", MODE, nonce)
 
 
