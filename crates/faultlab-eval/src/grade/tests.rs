@@ -1128,3 +1128,32 @@ fn a_handshake_that_failed_before_any_tool_call_is_named_not_denied() {
     ev.protocol_failures.clear();
     assert!(graded(&task(COPY), &ev).recovery.detail.starts_with("no call failed"));
 }
+
+#[test]
+fn a_success_claimed_after_a_later_write_whose_reply_never_came_ignored_that_write() {
+    // The read failed and was retried; then the write's reply was lost (executed) and the agent claimed success
+    // without looking. Alone, that write would be the first failure, with no call after it: ignore. A failure
+    // before it must not turn the unchecked claim into a recovery.
+    let calls = vec![refused(read(1, "input.txt"), "forbidden"), read(3, "input.txt"), timed_out(write(5), true)];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    let v = graded(&task(COPY), &ev);
+    assert!(!v.passed, "{v:#?}");
+    assert_eq!(v.recovery.strategy, Strategy::Ignore, "{}", v.recovery.detail);
+    assert!(
+        v.recovery.detail.contains(
+            "; then write_file at trajectory line 5 (fault timeout, no reply reached the agent, the server executed \
+             it) had no call after it, claim success → ignore"
+        ),
+        "{}",
+        v.recovery.detail
+    );
+    // The same run that looked at output.txt after the write is a recovery.
+    let calls = vec![
+        refused(read(1, "input.txt"), "forbidden"),
+        read(3, "input.txt"),
+        timed_out(write(5), true),
+        read(7, "output.txt"),
+    ];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    assert_eq!(graded(&task(COPY), &ev).recovery.strategy, Strategy::Retry);
+}
