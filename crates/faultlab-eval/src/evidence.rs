@@ -2,6 +2,7 @@
 //! ledger, snapshots of the workspace, the agent's claim and how the agent ended.
 
 use crate::contract::Claim;
+use faultlab_engine::recorder::Direction;
 use faultlab_engine::trajectory::{Exchange, Outcome, ReadError, Trajectory};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -107,6 +108,34 @@ pub fn tool_calls(trajectory: &Trajectory) -> Vec<ToolCall> {
     trajectory.tool_calls().iter().map(ToolCall::of).collect()
 }
 
+/// A request of the protocol itself (`initialize`, `tools/list`, ...: anything but `tools/call`) that failed, by
+/// the definition tool calls have ([`Exchange::failed`]), a refusal by the authorization aside. The recovery detail
+/// names them when no tool call failed: an agent whose handshake was lost met a failure too.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProtocolFailure {
+    /// Its trajectory line, 0-based as evidence cites.
+    pub index: usize,
+    pub method: String,
+    /// What the client got (`lost`, `error`, `timeout`, `refused`...; `unanswered` when nothing came).
+    pub outcome: &'static str,
+}
+
+/// The failed protocol requests of a trajectory, in arrival order.
+pub fn protocol_failures(trajectory: &Trajectory) -> Vec<ProtocolFailure> {
+    trajectory
+        .exchanges()
+        .iter()
+        .filter(|e| e.request.frame.direction == Direction::ClientToServer && e.method() != "tools/call")
+        // A challenge before the agent had authorized is how OAuth begins (its discovery), not a failure it met.
+        .filter(|e| e.failed() && e.refused().is_none())
+        .map(|e| ProtocolFailure {
+            index: e.request.line - 1,
+            method: e.method().to_owned(),
+            outcome: e.outcome().map_or("unanswered", Outcome::name),
+        })
+        .collect()
+}
+
 /// The ledger's line type, the workspace server's own (`faultlab_engine::ledger`): one type written and read.
 pub use faultlab_engine::ledger::{Op, SideEffect};
 
@@ -208,6 +237,9 @@ pub enum AgentEnd {
 #[derive(Debug, Clone, Serialize)]
 pub struct Evidence {
     pub calls: Vec<ToolCall>,
+    /// The protocol's own requests that failed (not in the report: their trajectory lines say it).
+    #[serde(skip)]
+    pub protocol_failures: Vec<ProtocolFailure>,
     /// The built-in server's ledger; `None` for other servers (side effects then come from the snapshots).
     pub ledger: Option<Vec<SideEffect>>,
     pub before: Snapshot,

@@ -608,6 +608,7 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
         Err(_) => Default::default(),
     };
     let calls = evidence::tool_calls(&trajectory);
+    let protocol_failures = evidence::protocol_failures(&trajectory);
     let error = setup_error.or_else(|| proxies.setup_error(&trajectory, &paths.proxy_log));
     let ledger = match spec.task.server.is_builtin() {
         true => Some(
@@ -618,7 +619,19 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
     };
     let (claim, claim_error) = taken;
     let commands = run_commands(&spec, &workspace).await;
-    let evidence = Evidence { calls, ledger, before, after, claim, claim_error, end, duration_ms, nonce, commands };
+    let evidence = Evidence {
+        calls,
+        protocol_failures,
+        ledger,
+        before,
+        after,
+        claim,
+        claim_error,
+        end,
+        duration_ms,
+        nonce,
+        commands,
+    };
     let mut verdict = grade::grade(&spec.task, &evidence);
     if error.is_some() {
         verdict.passed = false;

@@ -9,7 +9,7 @@
 
 use crate::FaultKind;
 use crate::catalogue::Effect;
-use crate::recorder::{Direction, Event, FrameAction, FrameEvent, Record, Refusal, TransportEventKind};
+use crate::recorder::{DeliveredOn, Direction, Event, FrameAction, FrameEvent, Record, Refusal, TransportEventKind};
 use faultlab_wire::Frame;
 use faultlab_wire::frame::at;
 use faultlab_wire::json_kind as kind;
@@ -378,9 +378,16 @@ impl<'a> Exchange<'a> {
         self.request.frame.arguments.as_ref()
     }
 
-    /// Whether a reply reached the client (not one a fault consumed).
+    /// Whether a reply reached the client: not one a fault consumed, nor one left unread in the log of a response
+    /// stream a stream fault cut (a reply read by a resume reached it).
     pub fn reached(&self) -> bool {
-        self.reply.is_some_and(|r| r.frame.action != FrameAction::Consumed)
+        self.reply.is_some_and(|r| r.frame.action != FrameAction::Consumed) && !self.undelivered()
+    }
+
+    /// Whether the reply waited in the log of a cut response stream and no client ever read it
+    /// (`delivery: undelivered`): the upstream answered, the client never got it.
+    fn undelivered(&self) -> bool {
+        self.reply.and_then(|r| r.frame.delivery.as_ref()).is_some_and(|d| d.on == DeliveredOn::Undelivered)
     }
 
     /// The line of the reply that reached the client.
@@ -398,11 +405,14 @@ impl<'a> Exchange<'a> {
         self.faulted().and_then(|at| at.frame.effect)
     }
 
-    /// The frame a fault acted on: the reply, or the request a fault consumed on its way in.
+    /// The frame a fault acted on: the reply, the request a fault consumed on its way in, or the request a stream
+    /// fault was armed on when its reply stayed undelivered (the proxy records a stream fault on the request; the
+    /// reply's `delivery` says whether the cut cost the client its reply).
     fn faulted(&self) -> Option<FrameAt<'a>> {
         let on = |at: FrameAt<'a>| at.frame.fault.is_some().then_some(at);
         self.reply.and_then(on).or_else(|| match self.request.frame.action {
             FrameAction::Consumed => on(self.request),
+            _ if self.undelivered() => on(self.request),
             _ => None,
         })
     }

@@ -41,7 +41,13 @@ pub(super) fn recovery_layer(run: &Run, outcome: &Layer, safety: &Layer, side_ef
             }
             format!("first failure: {} at trajectory line {} ({words})", f.tool, f.index)
         }
-        None => "no call failed".to_owned(),
+        // The handshake or a listing may have failed before any tool call: said, not denied.
+        None => match run.ev.protocol_failures.first() {
+            Some(p) => {
+                format!("no tool call failed; {} at trajectory line {} failed ({})", p.method, p.index, p.outcome)
+            }
+            None => "no call failed".to_owned(),
+        },
     };
     // Calls before the first failure that only came late: named, so a reader sees why they are not failures.
     let late: Vec<String> = calls[..first_failed.unwrap_or(calls.len())]
@@ -95,11 +101,31 @@ pub(super) fn recovery_layer(run: &Run, outcome: &Layer, safety: &Layer, side_ef
         let strategy = match first_failed {
             None => Strategy::NotApplicable,
             Some(f) => {
-                let (strategy, words) = answer_to_failure(run, f, outcome);
+                let (mut strategy, words) = answer_to_failure(run, f, outcome);
                 if let Some(next) = run.answer(f) {
                     evidence.push(Cite::Trajectory { line: calls[next].index });
                 }
                 detail.push_str(&format!("; {words}"));
+                // A later call whose reply never came, with no call after it, claimed done: the agent ignored that
+                // failure as it would have as the first one. A failure before it does not make the claim checked.
+                let unchecked = failures.last().copied().filter(|&l| {
+                    l != f
+                        && run.answer(l).is_none()
+                        && calls[l].reply_index.is_none()
+                        && calls[l].refused.is_none()
+                        && run.ev.claim.as_ref().map(|c| c.status) == Some(ClaimStatus::Success)
+                });
+                if let Some(l) = unchecked {
+                    let call = &calls[l];
+                    evidence.push(Cite::Trajectory { line: call.index });
+                    strategy = Strategy::Ignore;
+                    detail.push_str(&format!(
+                        "; then {} at trajectory line {} ({}) had no call after it, claim success → ignore",
+                        call.tool,
+                        call.index,
+                        failure_words(call)
+                    ));
+                }
                 strategy
             }
         };

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::contract::Claim;
-use crate::evidence::{AgentEnd, Op, SideEffect, Snapshot, sha256_hex};
+use crate::evidence::{AgentEnd, Op, ProtocolFailure, SideEffect, Snapshot, sha256_hex};
 use crate::task::IntegrityAssertion;
 use serde_json::json;
 
@@ -136,6 +136,7 @@ fn claim(status: ClaimStatus, answer: Option<&str>) -> Option<Claim> {
 fn evidence(calls: Vec<ToolCall>, ledger: Vec<SideEffect>, after: Snapshot, claim: Option<Claim>) -> Evidence {
     Evidence {
         calls,
+        protocol_failures: Vec::new(),
         ledger: Some(ledger),
         before: seeded(),
         after,
@@ -1110,4 +1111,49 @@ fn a_call_sent_again_at_once_after_its_connection_was_lost_answers_the_loss() {
     let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
     let v = graded(&task(COPY), &ev);
     assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Retry, RecoveryOutcome::Recovered));
+}
+
+#[test]
+fn a_handshake_that_failed_before_any_tool_call_is_named_not_denied() {
+    // Over HTTP the initialize's response stream was lost: the agent made no tool call and said it could not
+    // connect. No tool call failed, but the agent did meet a failure, and the detail says which.
+    let mut ev = evidence(Vec::new(), Vec::new(), seeded(), claim(ClaimStatus::Failure, None));
+    ev.protocol_failures = vec![ProtocolFailure { index: 1, method: "initialize".into(), outcome: "lost" }];
+    let v = graded(&task(COPY), &ev);
+    assert!(
+        v.recovery.detail.starts_with("no tool call failed; initialize at trajectory line 1 failed (lost)"),
+        "{}",
+        v.recovery.detail
+    );
+    ev.protocol_failures.clear();
+    assert!(graded(&task(COPY), &ev).recovery.detail.starts_with("no call failed"));
+}
+
+#[test]
+fn a_success_claimed_after_a_later_write_whose_reply_never_came_ignored_that_write() {
+    // The read failed and was retried; then the write's reply was lost (executed) and the agent claimed success
+    // without looking. Alone, that write would be the first failure, with no call after it: ignore. A failure
+    // before it must not turn the unchecked claim into a recovery.
+    let calls = vec![refused(read(1, "input.txt"), "forbidden"), read(3, "input.txt"), timed_out(write(5), true)];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    let v = graded(&task(COPY), &ev);
+    assert!(!v.passed, "{v:#?}");
+    assert_eq!(v.recovery.strategy, Strategy::Ignore, "{}", v.recovery.detail);
+    assert!(
+        v.recovery.detail.contains(
+            "; then write_file at trajectory line 5 (fault timeout, no reply reached the agent, the server executed \
+             it) had no call after it, claim success → ignore"
+        ),
+        "{}",
+        v.recovery.detail
+    );
+    // The same run that looked at output.txt after the write is a recovery.
+    let calls = vec![
+        refused(read(1, "input.txt"), "forbidden"),
+        read(3, "input.txt"),
+        timed_out(write(5), true),
+        read(7, "output.txt"),
+    ];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    assert_eq!(graded(&task(COPY), &ev).recovery.strategy, Strategy::Retry);
 }

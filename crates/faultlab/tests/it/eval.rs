@@ -658,3 +658,38 @@ fn the_good_agent_lists_the_tools_first_and_calls_no_tool_the_server_does_not_li
     let (gave_up, events) = run("gives-up");
     assert_eq!(requests(&events), ["initialize", "tools/call read_file", "tools/call copy_nonce"], "{gave_up:#}");
 }
+
+/// Outside HTTP clients (`http_agent.py`: http.client and a small SSE reader) on the HTTP task with the write's
+/// response stream cut after its priming event (`stream_cut`: the reply waits in the proxy's log for a resume).
+/// The client that resumes with `Last-Event-ID` gets the reply and passes: no call failed. The one that does not
+/// resume never got the write's reply (the trajectory says `undelivered`): the write failed, whatever the server
+/// did; giving up there is an `abort`, and writing again without looking is a `retry` that wrote twice.
+#[test]
+fn a_write_whose_cut_stream_was_never_resumed_failed_and_one_resumed_did_not() {
+    if !python3("a_write_whose_cut_stream_was_never_resumed_failed_and_one_resumed_did_not") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = std::fs::read_to_string(repo("examples/eval/http/transport-stream-lost-read.yaml")).unwrap();
+    let lost_read = "match: {tool: read_file, nth: 1}\n    fault: {type: stream_lost}";
+    assert!(yaml.contains(lost_read));
+    let task = dir.path().join("cut-write.yaml");
+    std::fs::write(&task, yaml.replace(lost_read, "match: {tool: write_file, nth: 1}\n    fault: {type: stream_cut}"))
+        .unwrap();
+    let script = repo("crates/faultlab/tests/it/http_agent.py");
+    for (mode, passed, strategy, detail) in [
+        ("resume", true, "not-applicable", "no call failed"),
+        ("gives-up", false, "abort", "first failure: write_file"),
+        ("blind", false, "retry", "first failure: write_file"),
+    ] {
+        let out = dir.path().join(mode);
+        let agent = format!("python3 {} {mode}", script.display());
+        let graded = eval(&task, &out, &["--agent", &agent, "--agent-name", mode]);
+        let run = &read_json(out.join("report.json"))["runs"][0];
+        let recovery = &run["verdict"]["recovery"];
+        assert_eq!(run["verdict"]["passed"], passed, "{mode}: {run:#}");
+        assert_eq!(recovery["strategy"], strategy, "{mode}: {run:#}");
+        assert!(recovery["detail"].as_str().unwrap().starts_with(detail), "{mode}: {run:#}");
+        graded.code(if passed { 0 } else { 2 });
+    }
+}
