@@ -3,17 +3,13 @@
 //! of writing one are usage errors naming the file and the key.
 
 use crate::auth::{client, ended, run_flow};
-use crate::common::{Lab, faultlab, mcp_post};
+use crate::common::{Lab, faultlab, mcp_post, repo};
 use faultlab_engine::trajectory::Trajectory;
 use reqwest::StatusCode;
 use serde_json::{Value, json};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 const EXAMPLE: &str = "examples/rules/auth-token-expired-at-write.yaml";
-
-fn repo(path: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
-}
 
 /// `faultlab proxy --listen 127.0.0.1:0 --auth --rules RULES` in front of a workspace server on `root`, recording
 /// to `record`.

@@ -42,7 +42,6 @@ pub fn exits_in<S: AsRef<std::ffi::OsStr>>(
     faultlab().current_dir(dir).args(args).assert().code(code)
 }
 
-/// A file or folder of this repository (`examples/...`), by its path from the root.
 /// Whether `python3` is on PATH, for the tests whose agent is a Python script (standard library only). Without it
 /// (an offline machine with no Python) such a test says so in one line and passes; `scripts/test.sh` checks for
 /// python3 before it builds, so its `rust` stage always runs them.
@@ -55,6 +54,7 @@ pub fn python3(test: &str) -> bool {
     found
 }
 
+/// A file or folder of this repository (`examples/...`), by its path from the root.
 pub fn repo(path: &str) -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(path)
 }
