@@ -135,34 +135,25 @@ impl ExploreOracle {
                     describe(got.0, &got.1, &got.2)
                 ));
             }
-            // The protocol's requests, when they were sites (a failing healthy run explores none).
-            if e.healthy.passed && e.has_protocol_sites() {
-                let Some(protocol) = &entry.protocol else {
-                    found.push(format!("{} × {}: no expectation at the protocol's requests", e.task, e.agent));
+            // The protocol's requests and the tool listing, each when they were sites (a failing healthy run
+            // explores none): compared apart from the tool calls.
+            let apart = [
+                (Sites::Protocol, e.has_protocol_sites(), &entry.protocol, "the protocol's requests"),
+                (Sites::Listing, e.has_listing_sites(), &entry.listing, "tools/list"),
+            ];
+            for (sites, explored, expect, words) in apart {
+                if !(e.healthy.passed && explored) {
                     continue;
-                };
-                let expected = (tried(&protocol.breaking), tried(&protocol.degrading));
-                let got = (e.breaking_classes_at(Sites::Protocol), e.degrading_classes_at(Sites::Protocol));
-                if got != expected {
-                    found.push(format!(
-                        "{} × {} at the protocol's requests: expected {}, got {}",
-                        e.task,
-                        e.agent,
-                        describe(true, &expected.0, &expected.1),
-                        describe(true, &got.0, &got.1)
-                    ));
                 }
-            }
-            if e.healthy.passed && e.has_listing_sites() {
-                let Some(listing) = &entry.listing else {
-                    found.push(format!("{} × {}: no expectation at tools/list", e.task, e.agent));
+                let Some(expect) = expect else {
+                    found.push(format!("{} × {}: no expectation at {words}", e.task, e.agent));
                     continue;
                 };
-                let expected = (tried(&listing.breaking), tried(&listing.degrading));
-                let got = (e.breaking_classes_at(Sites::Listing), e.degrading_classes_at(Sites::Listing));
+                let expected = (tried(&expect.breaking), tried(&expect.degrading));
+                let got = (e.breaking_classes_at(sites), e.degrading_classes_at(sites));
                 if got != expected {
                     found.push(format!(
-                        "{} × {} at tools/list: expected {}, got {}",
+                        "{} × {} at {words}: expected {}, got {}",
                         e.task,
                         e.agent,
                         describe(true, &expected.0, &expected.1),
