@@ -96,6 +96,22 @@ pub(crate) async fn run_flow(http: &reqwest::Client, url: &str) -> Flow {
     Flow { secrets: vec![access.clone(), first_access, refresh.to_owned(), code, secret.to_owned()], access, session }
 }
 
+/// `faultlab proxy --listen 127.0.0.1:0 --auth`, recording to `record`, with `options` (a rules file, say) before
+/// `--` and the upstream's command after it: the lab, its stderr's rest, and the MCP endpoint's URL.
+pub(crate) async fn auth_proxy(
+    record: &std::path::Path,
+    options: &[&str],
+    upstream: &[&str],
+) -> (Lab, tokio::task::JoinHandle<String>, String) {
+    let mut args = vec!["proxy", "--listen", "127.0.0.1:0", "--auth", "--record", record.to_str().unwrap()];
+    args.extend(options);
+    args.push("--");
+    args.extend(upstream);
+    let (lab, rest) = Lab::start_capturing(&args, "faultlab: OAuth required").await;
+    let url = lab.after("faultlab: proxy listening at ");
+    (lab, rest, url)
+}
+
 pub(crate) async fn ended(lab: &mut Lab, rest: tokio::task::JoinHandle<String>) -> String {
     lab.terminate();
     tokio::time::timeout(PATIENCE, lab.child.wait()).await.unwrap().unwrap();
@@ -124,19 +140,7 @@ async fn the_proxy_with_auth_is_the_resource_and_neither_its_trajectory_nor_its_
     let dir = tempfile::tempdir().unwrap();
     let record = dir.path().join("trajectory.jsonl");
     let bin = crate::common::bin();
-    let args = [
-        "proxy",
-        "--listen",
-        "127.0.0.1:0",
-        "--auth",
-        "--record",
-        record.to_str().unwrap(),
-        "--",
-        bin.as_str(),
-        "serve",
-    ];
-    let (mut lab, rest) = Lab::start_capturing(&args, "faultlab: OAuth required").await;
-    let url = lab.after("faultlab: proxy listening at ");
+    let (mut lab, rest, url) = auth_proxy(&record, &[], &[bin.as_str(), "serve"]).await;
     let http = client();
     let mut flow = run_flow(&http, &url).await;
     // A call with a token the authorization server never issued: refused, and recorded as a refused call.

@@ -2,7 +2,7 @@
 //! requests its `match` names, on the wire and in the trajectory, and the reference client recovers; the mistakes
 //! of writing one are usage errors naming the file and the key.
 
-use crate::auth::{client, ended, run_flow};
+use crate::auth::{auth_proxy, client, ended, run_flow};
 use crate::common::{Lab, faultlab, mcp_post, repo};
 use faultlab_engine::trajectory::Trajectory;
 use reqwest::StatusCode;
@@ -15,24 +15,8 @@ const EXAMPLE: &str = "examples/rules/auth-token-expired-at-write.yaml";
 /// to `record`.
 async fn proxy(rules: &Path, root: &Path, record: &Path) -> (Lab, tokio::task::JoinHandle<String>, String) {
     let bin = crate::common::bin();
-    let args = [
-        "proxy",
-        "--listen",
-        "127.0.0.1:0",
-        "--auth",
-        "--rules",
-        rules.to_str().unwrap(),
-        "--record",
-        record.to_str().unwrap(),
-        "--",
-        bin.as_str(),
-        "workspace-server",
-        "--root",
-        root.to_str().unwrap(),
-    ];
-    let (lab, rest) = Lab::start_capturing(&args, "faultlab: OAuth required").await;
-    let url = lab.after("faultlab: proxy listening at ");
-    (lab, rest, url)
+    let upstream = [bin.as_str(), "workspace-server", "--root", root.to_str().unwrap()];
+    auth_proxy(record, &["--rules", rules.to_str().unwrap()], &upstream).await
 }
 
 /// The refused requests of a trajectory.
