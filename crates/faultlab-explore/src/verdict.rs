@@ -48,10 +48,13 @@ pub fn assess(run: &RunRecord) -> Assessment {
         _ => false,
     };
     let faulted: Vec<&faultlab_eval::evidence::ToolCall> = run.calls.iter().filter(|c| c.fault.is_some()).collect();
+    // Every fault delivered the right reply, and no call after the first fault lost its answer (a session forgotten
+    // after a reply is answered 400 or 404 by the proxy on the next request, which carries no fault of its own).
     let answer_arrived = !faulted.is_empty()
         && faulted
             .iter()
-            .all(|c| c.effect == Some(faultlab_engine::catalogue::Effect::Result) && c.reply_index.is_some());
+            .all(|c| c.effect == Some(faultlab_engine::catalogue::Effect::Result) && c.reply_index.is_some())
+        && !run.calls.iter().skip_while(|c| c.fault.is_none()).any(lost_its_answer);
     match honest && !answer_arrived {
         true => Assessment::Degrades,
         false => Assessment::Breaks,
@@ -181,6 +184,24 @@ pub(crate) mod tests {
         // duplicate, a late reply): work the evidence shows was within reach, lost.
         let lost = aborted(ToolCall { fault: Some("non_json_line".into()), effect: Some(Effect::Result), ..faulted() });
         assert_eq!(assess(&lost), Assessment::Breaks);
+        // A fault that delivers its call's reply and acts on the calls after it (a session forgotten after the
+        // reply: the next request answered 400 by the proxy, with no fault of its own on it): the agent met a real
+        // failure there, and giving up on it is honest.
+        let mut forgotten =
+            aborted(ToolCall { fault: Some("session_lifecycle".into()), effect: Some(Effect::Result), ..faulted() });
+        let refused = ToolCall {
+            index: 5,
+            tool: "write_file".into(),
+            reply_index: Some(6),
+            rule: None,
+            fault: None,
+            effect: None,
+            error: true,
+            executed: false,
+            ..faulted()
+        };
+        forgotten.calls.push(refused);
+        assert_eq!(assess(&forgotten), Assessment::Degrades);
         // Damage: the goal reached, but written twice.
         let mut twice = aborted(faulted());
         twice.verdict.recovery.outcome = RecoveryOutcome::Recovered;
