@@ -1,6 +1,7 @@
 """What every Python reproduction's client shares: a 2025-11-25 session of the pinned SDK on the server's URL, with
-every HTTP response passed to an httpx event hook (how a check sees the wire), initialized and its tools listed
-first (the SDK lists tools to validate a result: listed now, only the check's own calls meet the fault)."""
+every HTTP response passed to an httpx event hook (how a check sees the wire), initialized, and (`listed_session`)
+its tools listed first (the SDK lists tools to validate a result: listed now, only the check's own calls meet the
+fault)."""
 
 from __future__ import annotations
 
@@ -16,14 +17,24 @@ WHOLE_CHECK = 20  # seconds the session may take from its first request to its c
 
 
 @asynccontextmanager
-async def listed_session(
+async def initialized_session(
     url: str, deadline: float, on_response: Callable[[httpx2.Response], Awaitable[None]]
 ) -> AsyncIterator[ClientSession]:
-    """The session, its requests each bounded by `deadline` seconds and the whole by `WHOLE_CHECK`."""
+    """The session, initialized only (nothing listed: the SDK's own listings are part of what a check watches),
+    its requests each bounded by `deadline` seconds and the whole by `WHOLE_CHECK`."""
     http = httpx2.AsyncClient(event_hooks={"response": [on_response]}, timeout=deadline)
     with anyio.fail_after(WHOLE_CHECK):
         async with http, streamable_http_client(url, http_client=http, terminate_on_close=False) as (read, write):
             async with ClientSession(read, write, read_timeout_seconds=deadline) as session:
                 await session.initialize()
-                await session.list_tools()
                 yield session
+
+
+@asynccontextmanager
+async def listed_session(
+    url: str, deadline: float, on_response: Callable[[httpx2.Response], Awaitable[None]]
+) -> AsyncIterator[ClientSession]:
+    """`initialized_session` with its tools listed once, before the check's own calls."""
+    async with initialized_session(url, deadline, on_response) as session:
+        await session.list_tools()
+        yield session
