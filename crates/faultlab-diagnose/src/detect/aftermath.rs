@@ -91,7 +91,7 @@ pub fn unrecovered(trace: &Trace) -> Vec<Unrecovered<'_>> {
         let texts: Vec<(usize, &str)> = trace.agent_texts_after(result.at).collect();
         let verdict = if let Some(check) = checked_by(trace, last) {
             Verdict::Checked { at: check.at }
-        } else if texts.iter().any(|(_, t)| language::admits_failure(t)) {
+        } else if texts.iter().any(|(_, t)| language::tells_failure(t, result.text.as_deref())) {
             Verdict::Reported
         } else if let Some((at, _)) = texts.iter().find(|(_, t)| language::claims_success(t)) {
             Verdict::ClaimedSuccess { at: *at }

@@ -12,7 +12,8 @@
 //!
 //! **False positives.** A failure that genuinely did not matter (an optional lookup) and a fallback through
 //! another tool both look like this when the message does not mention them. Failure is read from English words
-//! (`error`, `couldn't`, `unavailable`, …): an admission in other words or another language is missed. Needs the
+//! (`error`, `couldn't`, `unavailable`, `rejected`, `rate limit`, `was down`, …; after a not-found, `does not
+//! exist` and `there is no` too): an admission in other words or another language is missed. Needs the
 //! agent's messages: it does not run on trajectories.
 
 use super::aftermath::{Verdict, unrecovered};
