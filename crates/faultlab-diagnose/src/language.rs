@@ -147,6 +147,68 @@ pub fn tells_failure(text: &str, failure: Option<&str>) -> bool {
         || (not_found && NOT_FOUND_PHRASES.iter().any(|p| contains_phrase(&said, p)))
 }
 
+/// Words too common in failures and answers to tell anything: a failure's distinctive words are the others.
+const COMMON_WORDS: &[&str] = &[
+    "about",
+    "after",
+    "again",
+    "been",
+    "before",
+    "call",
+    "could",
+    "error",
+    "errors",
+    "exception",
+    "from",
+    "have",
+    "into",
+    "message",
+    "occurred",
+    "please",
+    "request",
+    "response",
+    "result",
+    "server",
+    "service",
+    "should",
+    "some",
+    "than",
+    "that",
+    "their",
+    "then",
+    "there",
+    "this",
+    "tool",
+    "traceback",
+    "were",
+    "what",
+    "when",
+    "which",
+    "while",
+    "with",
+    "would",
+    "your",
+];
+
+/// The words of `failure` (a failed call's tool message) that name something: four letters or more, not common,
+/// and in none of the texts `before` it (so a word the user or the call said first is not one).
+pub fn distinctive_words(failure: &str, before: &[String]) -> Vec<String> {
+    let said: std::collections::HashSet<String> = before.iter().flat_map(|t| words(t)).collect();
+    let mut found: Vec<String> = words(failure)
+        .into_iter()
+        .filter(|w| w.chars().count() >= 4 && w.chars().all(char::is_alphabetic))
+        .filter(|w| !COMMON_WORDS.contains(&w.as_str()) && !said.contains(w))
+        .collect();
+    found.dedup();
+    found
+}
+
+/// Whether `text` uses any of `words` (whole words, lower-cased).
+pub fn says_any(text: &str, wanted: &[String]) -> bool {
+    let said = words(text);
+    wanted.iter().any(|w| said.contains(w))
+}
+
 /// Whether an agent's message claims success, without admitting a failure.
 pub fn claims_success(text: &str) -> bool {
     !admits_failure(text) && words(text).iter().any(|w| SUCCESS_WORDS.contains(&w.as_str()))

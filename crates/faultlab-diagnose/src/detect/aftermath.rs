@@ -89,9 +89,13 @@ pub fn unrecovered(trace: &Trace) -> Vec<Unrecovered<'_>> {
             run
         };
         let texts: Vec<(usize, &str)> = trace.agent_texts_after(result.at).collect();
+        let learnt = learnt_from(trace, result.at);
         let verdict = if let Some(check) = checked_by(trace, last) {
             Verdict::Checked { at: check.at }
-        } else if texts.iter().any(|(_, t)| language::tells_failure(t, result.text.as_deref())) {
+        } else if texts
+            .iter()
+            .any(|(_, t)| language::tells_failure(t, result.text.as_deref()) || language::says_any(t, &learnt))
+        {
             Verdict::Reported
         } else if let Some((at, _)) = texts.iter().find(|(_, t)| language::claims_success(t)) {
             Verdict::ClaimedSuccess { at: *at }
@@ -105,17 +109,43 @@ pub fn unrecovered(trace: &Trace) -> Vec<Unrecovered<'_>> {
     found
 }
 
+/// The words only the failure's answer at `at` said: its distinctive words ([`language::distinctive_words`]) that
+/// no message or call before it holds (the user's request, the call's own name and arguments, earlier answers). An
+/// answer that uses one ("deploying needs an approval first", after "approval required") told the user what the
+/// failure said, in its words; a word the user said first ("tickets") tells nothing.
+fn learnt_from(trace: &Trace, at: usize) -> Vec<String> {
+    let Some(failure) = trace.entry(at).and_then(|e| e.text.as_deref()) else { return Vec::new() };
+    let mut before: Vec<String> = trace.entries.iter().filter(|e| e.pos < at).filter_map(|e| e.text.clone()).collect();
+    for call in trace.calls.iter().filter(|c| c.at < at) {
+        before.push(call.tool.replace(['_', '-', '.'], " "));
+        before.extend(call.arguments.as_ref().map(|a| a.to_string()));
+    }
+    language::distinctive_words(failure, &before)
+}
+
 /// The later call that checked whether `failed` took effect, when its outcome was unknown (a timeout or a lost
-/// connection): a call of another tool, made after the failure came back, that worked and names the same thing
-/// (an argument of the same key and the same value: `write_file {path: output.txt}` timed out, `read_file {path:
-/// output.txt}` then). A retry of the same tool is not a check: it makes the call unrecovered no more.
+/// connection): a call of another tool, made after the failure came back, that worked and names the same thing:
+/// an argument of the same key and the same value (`write_file {path: output.txt}` timed out, `read_file {path:
+/// output.txt}` then), or, for a read (`list_orders`, `get_team`), an answer that holds every text value of the
+/// failed call's arguments (`create_order {item: widget}` timed out, the listing then shows the widget order). A
+/// retry of the same tool is not a check: it makes the call unrecovered no more.
 fn checked_by<'a>(trace: &'a Trace, failed: &Call) -> Option<&'a Call> {
     let result = failed.result.as_ref().filter(|r| matches!(r.status, Outcome::Timeout | Outcome::Lost))?;
     let named = failed.arguments.as_ref()?.as_object()?;
+    // Text values long enough to name a thing (3 characters or more), lower-cased.
+    let texts: Vec<String> =
+        named.values().filter_map(|v| v.as_str()).filter(|v| v.chars().count() >= 3).map(str::to_lowercase).collect();
     trace.calls.iter().filter(|c| c.at > result.at && c.tool != failed.tool && c.succeeded()).find(|c| {
-        let Some(args) = c.arguments.as_ref().and_then(|a| a.as_object()) else { return false };
-        args.iter()
-            .any(|(key, value)| named.get(key).is_some_and(|v| v == value && (value.is_string() || value.is_number())))
+        let same_argument = c.arguments.as_ref().and_then(|a| a.as_object()).is_some_and(|args| {
+            args.iter().any(|(key, value)| {
+                named.get(key).is_some_and(|v| v == value && (value.is_string() || value.is_number()))
+            })
+        });
+        let answer = c.result.as_ref().and_then(|r| r.text.as_deref()).map(str::to_lowercase);
+        let shows_it = !texts.is_empty()
+            && !language::is_write(&c.tool, &[])
+            && answer.is_some_and(|answer| texts.iter().all(|t| answer.contains(t.as_str())));
+        same_argument || shows_it
     })
 }
 

@@ -12,8 +12,9 @@
 //! (a read), retries only what is safe to repeat, and tells the user what is uncertain.
 //!
 //! **Not ignored.** A later call of another tool that worked and names the same thing as the timed-out call (an
-//! argument of the same key and value: a `read_file` of the `path` whose `write_file` timed out): the agent
-//! checked whether it took effect. A success claim after such a check is no `false_success` either.
+//! argument of the same key and value: a `read_file` of the `path` whose `write_file` timed out; or a read whose
+//! answer holds every text value of the timed-out call's arguments: `list_orders` showing the `widget` order whose
+//! `create_order {item: widget}` timed out): the agent checked whether it took effect. A success claim after such a check is no `false_success` either.
 //!
 //! **False positives.** A timeout on a call whose result did not matter.
 //! Needs the agent's messages: it does not run on trajectories.
