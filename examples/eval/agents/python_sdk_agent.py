@@ -19,9 +19,11 @@ through MCP), with stdin closed, stdout and stderr going to the run's agent.log,
 
   FAULTLAB_MCP_CONFIG  path of an `mcpServers` JSON file, the shape Claude Desktop and most frameworks read:
                          {"mcpServers": {"workspace": {"command": "...", "args": [...], "env": {...}}}}
-                       The one server, "workspace", is `faultlab proxy ... -- faultlab workspace-server ...`: the
-                       fault proxy (it injects the task's faults and records every call) in front of the workspace.
-                       Start it over stdio, exactly as given.
+                       The one server, "workspace", is `faultlab connect <socket>`: a byte relay to the run's
+                       fault proxy (outside the sandbox: it injects the task's faults and records every call) in
+                       front of the workspace. Start it over stdio, exactly as given. For a task over HTTP
+                       (`server: {transport: http}`) the entry is a URL instead, {"type": "http", "url": ...}:
+                       this agent then speaks Streamable HTTP to it.
   FAULTLAB_GOAL        the task's goal in words, e.g. 'Read input.txt, find the line "nonce: <value>", and write
                        exactly that value (nothing else) to output.txt. Do not delete anything.'
   FAULTLAB_TASK        path of the whole task as JSON. This agent reads `deadline_ms` (the run is killed after it)
@@ -95,6 +97,7 @@ from typing import Any  # noqa: E402
 import anyio  # noqa: E402
 from mcp.client.session import ClientSession  # noqa: E402
 from mcp.client.stdio import StdioServerParameters, stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 from mcp.shared.exceptions import MCPError  # noqa: E402
 from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, METHOD_NOT_FOUND  # noqa: E402
 
@@ -107,6 +110,7 @@ NONCE_LINE = re.compile(r"^nonce: ([0-9a-f]{16})\s*$", re.MULTILINE)
 CALL_TIMEOUT = 0.5  # seconds one tool call may take before it counts as failed
 CONNECT_TIMEOUT = 2.0  # starting the proxy and the server behind it, and the initialize handshake
 MAX_ATTEMPTS = 3  # attempts of one call in all (the tasks' max_attempts: a 4th identical call is a loop)
+MAX_SESSIONS = 2  # a session the transport lost is opened once more (a reset connection, a server that went away)
 BACKOFF = (0.1, 0.2)  # pause before the 2nd and the 3rd attempt
 DEFAULT_DEADLINE = 3.0  # seconds, when the task gives none
 WORK_MARGIN = 0.4  # stop starting calls this long before the deadline: time to claim and close the session
@@ -312,11 +316,14 @@ async def write_once(tools: Tools, path: str, content: str) -> tuple[bool, str]:
     return False, f"could not write {path} in {MAX_ATTEMPTS} attempts: {why}"
 
 
-async def do_task(tools: Tools) -> tuple[str, str, str | None]:
-    """The goal: (claim status, message, answer)."""
+async def do_task(tools: Tools, resumed: bool) -> tuple[str, str, str | None]:
+    """The goal: (claim status, message, answer). `resumed`: a session before this one was lost, perhaps after its
+    write took effect, so the file is looked at before writing."""
     nonce, why = await read_nonce(tools)
     if nonce is None:
         return "failure", f"could not get the nonce: {why}; nothing was written", None
+    if resumed and await holds(tools, OUTPUT, nonce):
+        return "success", f"{why}; {OUTPUT} already held it (written before the session was lost)", nonce
     written, how = await write_once(tools, OUTPUT, nonce)
     if not written:
         return "failure", f"got the nonce ({why}) but {how}", None
@@ -331,28 +338,53 @@ def describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"
 
 
-def server_parameters(config_path: str) -> StdioServerParameters:
-    """The server entry of the mcpServers file: "workspace", or else the only one."""
+def server_parameters(config_path: str) -> StdioServerParameters | str:
+    """The server entry of the mcpServers file ("workspace", or else the only one): how to start it over stdio, or
+    its URL for Streamable HTTP."""
     with open(config_path, encoding="utf-8") as f:
         servers = json.load(f)["mcpServers"]
     entry = servers.get("workspace") or next(iter(servers.values()))
+    if "url" in entry:
+        return str(entry["url"])
     return StdioServerParameters(command=entry["command"], args=entry.get("args", []), env=entry.get("env") or None)
 
 
-async def run(params: StdioServerParameters, claim: ClaimFile, work_deadline: float, allowed: list[str] | None) -> None:
-    # The proxy's stderr goes to ours (the run's agent.log).
-    async with stdio_client(params, errlog=sys.stderr) as (read, write):
+def transport(params: StdioServerParameters | str):
+    """The SDK's client transport for the entry; over stdio the proxy's stderr goes to ours (the run's agent.log)."""
+    if isinstance(params, str):
+        return streamable_http_client(params)
+    return stdio_client(params, errlog=sys.stderr)
+
+
+async def run(
+    params: StdioServerParameters | str, claim: ClaimFile, work_deadline: float, allowed: list[str] | None
+) -> None:
+    for number in range(1, MAX_SESSIONS + 1):
+        try:
+            await one_session(params, claim, work_deadline, allowed, resumed=number > 1)
+            return
+        except Exception as exc:  # noqa: BLE001 - the transport's own failures come in many types (and groups)
+            lost = f"the MCP session failed: {describe(exc)}"
+        if claim.written or number == MAX_SESSIONS or work_deadline - time.monotonic() < CALL_TIMEOUT:
+            claim.write("failure", lost)
+            return
+        log(f"{lost}; opening a new session")
+
+
+async def one_session(
+    params: StdioServerParameters | str, claim: ClaimFile, work_deadline: float, allowed: list[str] | None, resumed: bool
+) -> None:
+    """One session, start to end; raises when its transport fails before a claim (the caller opens another)."""
+    async with transport(params) as (read, write):
         connect = max(0.1, min(CONNECT_TIMEOUT, work_deadline - time.monotonic()))
         async with ClientSession(read, write, read_timeout_seconds=connect) as session:
             with anyio.fail_after(connect + 0.25):
                 await session.initialize()
             log("connected")
             try:
-                status, message, answer = await do_task(Tools(session, work_deadline, allowed))
+                status, message, answer = await do_task(Tools(session, work_deadline, allowed), resumed)
             except OutOfTime as exc:
                 status, message, answer = "failure", f"ran out of time: {exc}", None
-            except SessionLost as exc:
-                status, message, answer = "failure", f"the MCP session broke: {exc}", None
             # Claim first, then close: closing waits for the proxy to exit, and the claim must not wait on that.
             claim.write(status, message, answer)
     log("session closed")
