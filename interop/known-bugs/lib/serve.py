@@ -1,6 +1,7 @@
 """What every Python reproduction shares: `faultlab serve` (FAULTLAB_BIN) on a loopback port of its own, its URL read
-from its "listening at" line, killed on every path; and the verdict as the exit code scripts/known-client-bugs.sh
-reads (0 reproduced, 3 fixed upstream, 1 could not run)."""
+from its "listening at" line, killed on every path; `faultlab proxy` in front of it when a check needs faultlab's
+side of the wire (the proxy's trajectory: every frame it received and what it did with it); and the verdict as the
+exit code scripts/known-client-bugs.sh reads (0 reproduced, 3 fixed upstream, 1 could not run)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,17 @@ import json
 import os
 import re
 import subprocess
+import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 
 REPRODUCED = 0
 COULD_NOT_RUN = 1
 FIXED = 3
 URL_RE = re.compile(r"listening at (http://\S+)")
+PROXY_STOP_S = 5  # seconds the proxy gets to write its trajectory's last lines after SIGTERM
 
 
 @contextmanager
@@ -62,6 +66,65 @@ def run(observe: Callable[[str], dict], judge: Callable[[dict], tuple[int, str]]
     try:
         with serve(*extra, auth_events=auth_events) as url:
             seen = observe(url)
+    except Exception as exc:  # the check itself failed: never a verdict on the SDK
+        print(f"could not run: {type(exc).__name__}: {exc}")
+        return COULD_NOT_RUN
+    code, line = judge(seen)
+    print(line)
+    return code
+
+
+@contextmanager
+def proxied(*rules: str) -> Iterator[tuple[str, list[dict]]]:
+    """`faultlab serve --transport http` behind `faultlab proxy --listen 127.0.0.1:0 --upstream` with `rules` (each
+    one `--fault` spec), yielding the proxy's URL (15 s at most to listen) and a list that, once the block ends, holds
+    the proxy's trajectory (one dict an event, from `--record` in a temporary folder): the proxy is stopped with
+    SIGTERM first, so the trajectory is whole, and killed if it has not ended within `PROXY_STOP_S`."""
+    binary = os.environ.get("FAULTLAB_BIN")
+    if not binary:
+        raise RuntimeError("FAULTLAB_BIN is not set")
+    trajectory: list[dict] = []
+    with serve() as upstream, tempfile.TemporaryDirectory(prefix="faultlab-known-bug-") as tmp:
+        record = Path(tmp) / "trajectory.jsonl"
+        argv = [binary, "proxy", "--listen", "127.0.0.1:0", "--upstream", upstream, "--record", str(record)]
+        for rule in rules:
+            argv += ["--fault", rule]
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                text=True, errors="replace")
+        found: list[str] = []
+        ready = threading.Event()
+
+        def pump() -> None:
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                if not found and (m := URL_RE.search(line)):
+                    found.append(m.group(1))
+                    ready.set()
+            ready.set()
+
+        threading.Thread(target=pump, daemon=True).start()
+        try:
+            if not ready.wait(15) or not found:
+                raise RuntimeError("faultlab proxy printed no 'listening at' URL within 15 s")
+            yield found[0], trajectory
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=PROXY_STOP_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=5)
+            if record.exists():
+                trajectory.extend(json.loads(line) for line in record.read_text().splitlines() if line.strip())
+
+
+def run_proxied(observe: Callable[[str], dict], judge: Callable[[dict], tuple[int, str]], *rules: str) -> int:
+    """As `run`, with the client on `proxied(*rules)`'s URL; `judge` finds the proxy's trajectory in
+    `seen["trajectory"]`."""
+    try:
+        with proxied(*rules) as (url, trajectory):
+            seen = observe(url)
+        seen["trajectory"] = trajectory
     except Exception as exc:  # the check itself failed: never a verdict on the SDK
         print(f"could not run: {type(exc).__name__}: {exc}")
         return COULD_NOT_RUN
