@@ -197,7 +197,8 @@ pub struct ExploreArgs {
     /// files, only theirs too).
     #[arg(long, value_name = "NAME", requires = "controls")]
     pub control: Vec<String>,
-    /// The fault classes to try, comma-separated (default: all).
+    /// The fault classes to try, comma-separated (default: all; `model`, the model hop's, only for a task with a
+    /// model, where it is in the default too).
     #[arg(long, value_name = "CLASS,...", value_delimiter = ',')]
     pub classes: Vec<String>,
     /// Each class's representative fault only, not every catalogue fault of the class that applies at a call.

@@ -93,3 +93,53 @@ fn a_fault_on_the_wrong_hop_is_refused_naming_the_key() {
     std::fs::write(&unknown, text).unwrap();
     eval(&unknown, &out, &["--controls"]).code(1).stderr(contains("model").and(contains("seed")));
 }
+
+/// `faultlab explore` on the task with a model, model class only, its representative (`tool_call_cut`) at each
+/// model request of the healthy run: the agent that runs a cut call with `{}` and claims success breaks at the
+/// model requests that asked for a tool call, named as model sites after the tool calls; the careful one (it asks
+/// again) survives every one.
+#[test]
+fn explore_finds_the_agent_that_acts_on_a_cut_tool_call_at_its_model_request_and_the_careful_one_survives() {
+    if !python3(
+        "explore_finds_the_agent_that_acts_on_a_cut_tool_call_at_its_model_request_and_the_careful_one_survives",
+    ) {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let task = task(dir.path(), "[{name: busy, match: {nth: 1}, fault: {type: overloaded}}]");
+    let script = repo("crates/faultlab/tests/it/model_loop_agent.py");
+    let mut found = Vec::new();
+    for mode in ["trusting", "careful"] {
+        let out = dir.path().join(mode);
+        let agent = format!("python3 {} {mode}", script.display());
+        let args = ["explore", "--agent", &agent, "--agent-name", mode, "--quick", "--classes", "model", "--out"];
+        let explored = faultlab().args(args).arg(&out).arg(&task).assert();
+        let report = read_json(out.join("report.json"));
+        let e = &report["explorations"][0];
+        assert_eq!(e["healthy"]["passed"], true, "{mode}: {e:#}");
+        explored.code(if mode == "trusting" { 2 } else { 0 });
+        let calls = e["calls"].as_array().unwrap();
+        // Two tool calls, then the three model requests (read, write, answer).
+        let labels: Vec<String> = calls[2..].iter().map(|c| format!("{} {}", c["tool"], c["nth"])).collect();
+        assert_eq!(
+            labels,
+            [r#""model chat.completions" 1"#, r#""model chat.completions" 2"#, r#""model chat.completions" 3"#]
+        );
+        let variants = e["variants"].as_array().unwrap();
+        assert_eq!(variants.len(), 3, "{mode}: {variants:#?}");
+        for v in variants {
+            assert_eq!(
+                (v["faults"][0]["class"].as_str(), v["faults"][0]["fault"].as_str()),
+                (Some("model"), Some("tool_call_cut"))
+            );
+            assert_eq!(v["fired"], true, "{mode}: {v:#}");
+        }
+        let broke: Vec<u64> =
+            variants.iter().filter(|v| v["broke"] == true).map(|v| v["faults"][0]["call"].as_u64().unwrap()).collect();
+        found.push((mode, broke));
+        let md = std::fs::read_to_string(out.join("report.md")).unwrap();
+        assert!(md.contains("#3 model chat.completions (request 1)"), "{md}");
+        assert!(!md.contains("Never tried by explore: the model hop's faults"), "{md}");
+    }
+    assert_eq!(found, [("trusting", vec![3, 4]), ("careful", vec![])]);
+}
