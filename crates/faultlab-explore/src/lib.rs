@@ -7,6 +7,8 @@
 //!    each `initialize` and `tools/list`) × each [`FaultClass`] that applies to it × every catalogue fault of the
 //!    class whose own `apply` acts on the healthy reply there ([`class::FaultClass::members`]; `--quick`: the
 //!    class's representative alone); everything left out is listed with the reason;
+//!    For a task with a model, each request of the healthy run to it is a site too, with the model class
+//!    ([`model_sites`]), its variants' faults put in the run's model rules;
 //! 3. **beyond single faults** ([`search`]): sets of up to three faults, each a survived smaller set extended at
 //!    a call its own run depended on (recovery calls included), never past a failing set; `--exhaustive` as the
 //!    baseline; a budget;

@@ -184,6 +184,19 @@ mod tests {
         assert_eq!(FaultClass::Model.representative(), REPRESENTATIVE);
     }
 
+    /// docs/explore.md's row of the model class: its representative and its members, as the code has them.
+    #[test]
+    fn the_model_row_in_docs_explore_md_matches_the_class() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/explore.md");
+        let doc = std::fs::read_to_string(&path).unwrap();
+        let row = doc.lines().find(|l| l.starts_with("| `model` |")).expect("docs/explore.md has the model row");
+        let cells: Vec<&str> = row.trim_matches('|').split('|').map(str::trim).collect();
+        let names = |cell: &str| -> Vec<String> { cell.split('`').skip(1).step_by(2).map(str::to_owned).collect() };
+        assert_eq!(names(cells[1]), [REPRESENTATIVE]);
+        let members: Vec<String> = members().iter().map(|m| m.name.to_owned()).collect();
+        assert_eq!(names(cells[3]), members, "docs/explore.md's model row: write the members in this order");
+    }
+
     #[test]
     fn a_fault_a_text_answer_cannot_carry_is_pruned_with_the_endpoints_reason() {
         let requests = [
