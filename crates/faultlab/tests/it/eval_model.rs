@@ -143,3 +143,20 @@ fn explore_finds_the_agent_that_acts_on_a_cut_tool_call_at_its_model_request_and
     }
     assert_eq!(found, [("trusting", vec![3, 4]), ("careful", vec![])]);
 }
+
+/// The sandbox's relays come in pairs of a port and a socket, at most 4: a port without its socket, or a fifth
+/// pair, is refused before anything starts.
+#[test]
+fn the_sandbox_takes_its_relays_in_pairs_and_at_most_four() {
+    let dir = tempfile::tempdir().unwrap();
+    let scratch = dir.path().to_str().unwrap();
+    let pairs = |ports: u16, sockets: u16| {
+        let mut args: Vec<String> = ["sandbox", "--scratch", scratch, "--status-fd", "3"].map(String::from).to_vec();
+        args.extend((1..=ports).flat_map(|p| ["--relay-port".into(), (40000 + p).to_string()]));
+        args.extend((1..=sockets).flat_map(|s| ["--relay-socket".into(), format!("{scratch}/{s}.sock")]));
+        args.extend(["--".into(), "true".into()]);
+        faultlab().args(args).assert()
+    };
+    pairs(2, 1).code(2).stderr(contains("in pairs, at most 4 (2 ports, 1 sockets)"));
+    pairs(5, 5).code(2).stderr(contains("at most 4 (5 ports, 5 sockets)"));
+}
