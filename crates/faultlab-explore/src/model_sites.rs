@@ -197,6 +197,24 @@ mod tests {
         assert_eq!(names(cells[3]), members, "docs/explore.md's model row: write the members in this order");
     }
 
+    /// A model fault the run's `model.jsonl` records as skipped changed nothing: it did not fire.
+    #[test]
+    fn a_skipped_model_fault_did_not_fire() {
+        use faultlab_eval::model_hop::{ModelFault, ModelHop};
+        let mut run = faultlab_eval::runner::RunRecord::sample("t", "a", 0, faultlab_eval::task::Category::Data, true);
+        assert!(!fired(&run, "r"), "a run without a model");
+        let fault = |skipped: Option<&str>| ModelFault {
+            rule: "r".into(),
+            fault: "duplicate_call_id".into(),
+            request: 2,
+            skipped: skipped.map(str::to_owned),
+        };
+        run.model = Some(ModelHop { requests: 3, fired: vec![fault(Some("a text answer"))] });
+        assert!(!fired(&run, "r"));
+        run.model = Some(ModelHop { requests: 3, fired: vec![fault(None)] });
+        assert!(fired(&run, "r") && !fired(&run, "other"));
+    }
+
     #[test]
     fn a_fault_a_text_answer_cannot_carry_is_pruned_with_the_endpoints_reason() {
         let requests = [
