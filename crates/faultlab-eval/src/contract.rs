@@ -16,6 +16,8 @@ pub const ENV_MCP_CONFIG: &str = "FAULTLAB_MCP_CONFIG";
 pub const ENV_GOAL: &str = "FAULTLAB_GOAL";
 pub const ENV_TASK: &str = "FAULTLAB_TASK";
 pub const ENV_RESULT: &str = "FAULTLAB_RESULT";
+/// For a task with a `model`: the base URL of the run's model endpoint, ending in `/v1` (as OpenAI clients take it).
+pub const ENV_MODEL_URL: &str = "FAULTLAB_MODEL_URL";
 
 /// What an agent is told of its task (the file `FAULTLAB_TASK` names): what a user would tell it. Never the task's
 /// `faults` (which call fails, when), `grader`, `witness`, `recovery` or description: an agent that could read them

@@ -231,7 +231,7 @@ fn overlay(path: &Path, log: &Path) -> Result<SharedRecording, String> {
 /// The runtime every in-process proxy of this process runs on, on threads of its own (2, made at the first run):
 /// eval's own work beside the runs (snapshots, digests, the sweep of `/proc`, grading: file work that holds a
 /// thread of eval's runtime for milliseconds) never delays a frame, as it could not delay a proxy process.
-fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
+pub(crate) fn runtime() -> Result<&'static tokio::runtime::Runtime, String> {
     static RUNTIME: std::sync::OnceLock<Result<tokio::runtime::Runtime, String>> = std::sync::OnceLock::new();
     // Made once, whichever run comes first (the others wait for it): none is ever dropped in an async context.
     let made = RUNTIME.get_or_init(|| {

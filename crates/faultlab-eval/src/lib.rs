@@ -10,6 +10,8 @@
 //!   as an HTTP endpoint (with OAuth when the task asks), reached from the sandbox through a relay;
 //!   [`in_process`]: the run's proxy for a task over stdio in eval's own process, in front of the workspace server
 //!   in process.
+//! - [`model_hop`]: a task's model (`faultlab model` in eval's process, outside the sandbox, on the proxies'
+//!   runtime), reached from the sandbox through a relay of its own; its recording `model.jsonl` read back.
 //! - [`sandbox`]: the sealed agent process tree (`faultlab sandbox`), in `faultlab-proc` with every other piece
 //!   of process management (re-exported here for one more merge); [`guard`]: eval's helpers from its own
 //!   executable, files an agent could have planted read safely and up to a cap.
@@ -37,6 +39,7 @@ pub mod guard;
 pub mod http_front;
 pub mod in_process;
 pub mod merge;
+pub mod model_hop;
 /// 0-based indexes counted from 1 in reports (explore's call positions too).
 pub mod one_based;
 pub mod oracle;

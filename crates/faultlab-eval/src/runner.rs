@@ -393,6 +393,10 @@ pub struct RunRecord {
     /// (recorded there as `refused`) and its retry.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub auth_events: BTreeMap<String, u32>,
+    /// For a task with a `model`: how many requests the model endpoint got and which of its faults fired at which
+    /// (`model.jsonl` in `dir` holds every request and answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<crate::model_hop::ModelHop>,
     /// The run's environment failed (the agent program is missing, the server or proxy never started): not a
     /// verdict on the agent. Counted apart; `faultlab eval` exits 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -578,18 +582,36 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
     write_json(&paths.config, &config)?;
     write_json(&paths.agent_config, &config)?;
     let missing_env = spec.task.server.env_from.iter().find(|name| std::env::var_os(name).is_none()).cloned();
-    let (end, setup_error) = match (missing_env, &sessions.failed) {
-        (Some(name), _) => (
+    // The task's model, outside the sandbox; with the private network, reached through a relay of the sandbox's.
+    let model = spec.task.model.as_ref().map(|model| {
+        let socket = (!spec.host_network).then_some(paths.model_socket.as_path());
+        crate::model_hop::Hosted::start(model, spec.seed, &paths.model_record, socket)
+    });
+    let (model, model_failed) = match model {
+        Some(Ok(hosted)) => (Some(hosted), None),
+        Some(Err(why)) => (None, Some(why)),
+        None => (None, None),
+    };
+    let (end, setup_error) = match (missing_env, &sessions.failed, model_failed) {
+        (Some(name), _, _) => (
             AgentEnd::FailedToStart,
             Some(format!("the task's server.env_from names {name}, which is not set in faultlab's environment")),
         ),
         // No endpoint to give the agent.
-        (None, Some(failed)) if http => (AgentEnd::FailedToStart, Some(failed.clone())),
-        (None, _) => run_agent(&spec, &paths, deadline, &sessions.connected, sessions.port).await?,
+        (None, Some(failed), _) if http => (AgentEnd::FailedToStart, Some(failed.clone())),
+        (None, _, Some(failed)) => (AgentEnd::FailedToStart, Some(failed)),
+        (None, _, None) => {
+            let model_port = model.as_ref().map(|m| m.port);
+            run_agent(&spec, &paths, deadline, &sessions.connected, sessions.port, model_port).await?
+        }
     };
     let status = std::fs::read_to_string(&paths.status).unwrap_or_default();
     let duration_ms = started.elapsed().as_millis() as u64;
     let proxies = sessions.finish(&spec.dir).await;
+    let model_error = match model {
+        Some(model) => model.finish().await,
+        None => None,
+    };
 
     // The agent cannot reach these files (see `crate::sandbox`); they are sealed now, before anything reads them.
     // Its claim it could have made anything (a FIFO, a link, gigabytes): read as a regular file, up to a cap.
@@ -609,7 +631,8 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
     };
     let calls = evidence::tool_calls(&trajectory);
     let protocol_failures = evidence::protocol_failures(&trajectory);
-    let error = setup_error.or_else(|| proxies.setup_error(&trajectory, &paths.proxy_log));
+    let error = setup_error.or_else(|| proxies.setup_error(&trajectory, &paths.proxy_log)).or(model_error);
+    let model_hop = spec.task.model.as_ref().map(|_| crate::model_hop::summary(&paths.model_record));
     let ledger = match spec.task.server.is_builtin() {
         true => Some(
             evidence::ledger(&read_ledger(&paths.ledger))
@@ -640,7 +663,8 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
         let _ = std::fs::remove_dir_all(&workspace);
     }
     let mut faults_fired: Vec<String> = Vec::new();
-    for fault in evidence.calls.iter().filter_map(|c| c.fault.clone()) {
+    let model_fired = model_hop.iter().flat_map(crate::model_hop::ModelHop::fault_names);
+    for fault in evidence.calls.iter().filter_map(|c| c.fault.clone()).chain(model_fired) {
         if !faults_fired.contains(&fault) {
             faults_fired.push(fault);
         }
@@ -653,7 +677,9 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
         seed: spec.seed,
         categories: spec.task.categories(),
         faults: {
-            let mut names: Vec<String> = spec.task.faults.iter().map(|r| r.fault.name().to_owned()).collect();
+            let model = spec.task.model.iter().flat_map(|m| &m.faults);
+            let mut names: Vec<String> =
+                spec.task.faults.iter().chain(model).map(|r| r.fault.name().to_owned()).collect();
             names.dedup();
             // The authorization server's fault is the task's too, though no rule carries it.
             names.extend(spec.task.server.auth.as_ref().and_then(AuthSetting::fault_name).map(str::to_owned));
@@ -675,6 +701,7 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
             true => crate::http_front::auth_events(&paths.proxy_log),
             false => BTreeMap::new(),
         },
+        model: model_hop,
         error,
     })
 }
@@ -683,7 +710,8 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
 /// size; and the files whose digest could not be taken, with why.
 fn seal(paths: &RunPaths) -> (BTreeMap<String, String>, BTreeMap<String, String>) {
     let (mut digests, mut undigested) = (BTreeMap::new(), BTreeMap::new());
-    for path in [&paths.trajectory, &paths.ledger, &paths.claim, &paths.log, &paths.proxy_log, &paths.replay_log] {
+    let files = [&paths.trajectory, &paths.ledger, &paths.claim, &paths.log, &paths.proxy_log, &paths.replay_log];
+    for path in files.into_iter().chain([&paths.model_record]) {
         let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else { continue };
         match crate::guard::sha256_file(path) {
             Ok(digest) => {
@@ -729,6 +757,8 @@ struct RunPaths {
     log: PathBuf,
     proxy_log: PathBuf,
     replay_log: PathBuf,
+    /// Every request the task's model endpoint got (`faultlab model --record`'s format).
+    model_record: PathBuf,
     status: PathBuf,
     /// In the scratch folder, which the agent sees: its copies of the task and the `mcpServers` file, the socket
     /// to the proxy, and where it writes its claim.
@@ -737,6 +767,8 @@ struct RunPaths {
     agent_config: PathBuf,
     agent_claim: PathBuf,
     socket: PathBuf,
+    /// The Unix socket the sandbox's relay carries the agent's model connections over.
+    model_socket: PathBuf,
 }
 
 impl RunPaths {
@@ -751,12 +783,14 @@ impl RunPaths {
             log: dir.join("agent.log"),
             proxy_log: dir.join("proxy.log"),
             replay_log: dir.join("replay.jsonl"),
+            model_record: dir.join("model.jsonl"),
             status: dir.join("sandbox.jsonl"),
             scratch: scratch.to_owned(),
             agent_task: scratch.join("task.json"),
             agent_config: scratch.join("mcp.json"),
             agent_claim: scratch.join("claim.json"),
             socket: scratch.join("mcp.sock"),
+            model_socket: scratch.join("model.sock"),
         }
     }
 }
@@ -1040,6 +1074,7 @@ async fn run_agent(
     deadline: Duration,
     connected: &tokio::sync::Notify,
     http_port: Option<u16>,
+    model_port: Option<u16>,
 ) -> Result<(AgentEnd, Option<String>), RunError> {
     let Some((program, args)) = spec.agent.command_line(&spec.faultlab) else {
         return Ok((AgentEnd::FailedToStart, Some("the agent command is empty".into())));
@@ -1056,6 +1091,13 @@ async fn run_agent(
     // The proxy's port on the sandbox's own loopback, relayed to the run's socket (see `crate::http_front`).
     if let Some(port) = http_port.filter(|_| !spec.host_network) {
         command.arg("--relay-port").arg(port.to_string()).arg("--relay-socket").arg(&paths.socket);
+    }
+    // The model endpoint's port likewise, over a socket of its own (see `crate::model_hop`).
+    if let Some(port) = model_port {
+        if !spec.host_network {
+            command.arg("--relay-port").arg(port.to_string()).arg("--relay-socket").arg(&paths.model_socket);
+        }
+        command.env(contract::ENV_MODEL_URL, format!("http://127.0.0.1:{port}/v1"));
     }
     command
         .arg("--")

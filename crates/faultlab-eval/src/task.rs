@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The placeholder a run replaces with its nonce, in workspace contents and in assertion values.
 pub const NONCE: &str = "{{nonce}}";
@@ -47,6 +47,10 @@ pub struct Task {
     /// Proxy rules (the `faultlab proxy` rule format) applied between the agent and the server.
     #[serde(default)]
     pub faults: Vec<Rule>,
+    /// A scripted model endpoint (`faultlab model`) eval serves for each run, outside the sandbox, with faults of
+    /// its own; the agent reaches it at `FAULTLAB_MODEL_URL`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<Model>,
     /// Seed for the proxy's random choices and the nonce; `faultlab eval --seed` overrides it. Default 0.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seed: Option<u64>,
@@ -88,6 +92,20 @@ fn default_start_ms() -> u64 {
 
 fn is_default_start_ms(ms: &u64) -> bool {
     *ms == DEFAULT_START_MS
+}
+
+/// `model`: the script the endpoint answers from and the rules of the model hop.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Model {
+    /// The model script (the format of `faultlab model --script`, schemas/model-script.schema.json), relative to
+    /// the task file.
+    pub script: PathBuf,
+    /// Rules on the model hop (the rule format of `faultlab model --rules`): the model hop's own faults
+    /// (`overloaded`, `tool_call_cut`, …) and the wire's it carries (`latency`, `http_status`, `disconnect`, …),
+    /// matched by `method` (the API: `chat.completions`, `responses`, `messages`, `generate_content`), `nth`, ….
+    #[serde(default)]
+    pub faults: Vec<Rule>,
 }
 
 /// Where the agent's tools come from: the built-in workspace server when neither `command` nor `url` is given.
@@ -415,9 +433,21 @@ pub use faultlab_engine::catalogue::Category;
 pub type TaskError = config::FileError;
 
 impl Task {
-    /// Reads a task file: JSON by the `.json` extension, YAML otherwise.
+    /// Reads a task file: JSON by the `.json` extension, YAML otherwise. A model's script is read now, from the
+    /// task file's folder, and kept by its absolute path.
     pub fn load(path: &Path) -> Result<Self, TaskError> {
-        config::load(path, "task file", Self::parse)
+        let mut task = config::load(path, "task file", Self::parse)?;
+        if let Some(model) = &mut task.model {
+            let base = path.parent().unwrap_or(Path::new("."));
+            let script = base.join(&model.script);
+            model.script = std::path::absolute(&script).unwrap_or(script);
+            faultlab_model::script::Script::load(&model.script).map_err(|e| config::FileError::Invalid {
+                kind: "task file",
+                path: path.display().to_string(),
+                message: format!("model.script: {e}"),
+            })?;
+        }
+        Ok(task)
     }
 
     /// Parses and checks a task; the error names the key (and, from YAML, the line).
@@ -445,8 +475,8 @@ impl Task {
             rule.check().map_err(|m| format!("faults: {m}"))?;
             if rule.fault.model_only() {
                 return Err(format!(
-                    "faults: rule {:?}: fault {} exists only between an agent and its model; put it in the rules of \
-                     `faultlab model`",
+                    "faults: rule {:?}: fault {} exists only between an agent and its model; put it in the task's \
+                     model.faults (or the rules of `faultlab model`)",
                     rule.name,
                     rule.fault.name()
                 ));
@@ -458,6 +488,13 @@ impl Task {
                     rule.fault.name()
                 ));
             }
+        }
+        if let Some(model) = &self.model {
+            for rule in &model.faults {
+                rule.check().map_err(|m| format!("model.faults: {m}"))?;
+            }
+            let rules = faultlab_engine::rules::RulesFile { seed: None, rules: model.faults.clone(), auth: None };
+            faultlab_model::rules(rules).map_err(|e| format!("model.faults: {e}"))?;
         }
         if self.recovery.max_attempts == 0 {
             return Err("recovery.max_attempts: must be at least 1".into());
@@ -552,7 +589,8 @@ impl Task {
 
     /// The categories of the task's faults (for reports and the oracle).
     pub fn categories(&self) -> Vec<Category> {
-        let mut categories: Vec<Category> = self.faults.iter().map(|r| r.fault.category()).collect();
+        let model = self.model.iter().flat_map(|m| &m.faults);
+        let mut categories: Vec<Category> = self.faults.iter().chain(model).map(|r| r.fault.category()).collect();
         // An auth fault is the authorization server's, not a rule's; it is still an authorization fault.
         if self.server.auth.as_ref().and_then(AuthSetting::fault).is_some() {
             categories.push(Category::Authorization);

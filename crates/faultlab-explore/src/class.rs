@@ -50,6 +50,10 @@ pub enum FaultClass {
     /// the task's server gives out session ids, it is forgotten after the reply (`session_lifecycle`). Only over
     /// HTTP, as `stream`.
     Session,
+    /// A fault on the model hop, at the nth request to the task's model (`model:` in the task; not an MCP class,
+    /// so not among [`FaultClass::ALL`]): the model hop's own faults and the wire's faults the model endpoint
+    /// performs ([`crate::model_sites`]). Its representative is `tool_call_cut`.
+    Model,
 }
 
 /// The padding of the `oversized` class (128 KiB): past the 64 KiB default line limit of common stream readers
@@ -65,7 +69,23 @@ pub fn latency_ms(deadline_ms: u64) -> u64 {
 }
 
 impl FaultClass {
-    pub const ALL: &[FaultClass] = <FaultClass as strum::VariantArray>::VARIANTS;
+    /// The classes of the MCP hop, every exploration's default.
+    pub const ALL: &[FaultClass] = &[
+        FaultClass::Error,
+        FaultClass::RateLimit,
+        FaultClass::Timeout,
+        FaultClass::TimeoutAfter,
+        FaultClass::Latency,
+        FaultClass::TransportLoss,
+        FaultClass::Malformed,
+        FaultClass::NonJsonLine,
+        FaultClass::Duplicate,
+        FaultClass::WrongData,
+        FaultClass::Oversized,
+        FaultClass::Stale,
+        FaultClass::Stream,
+        FaultClass::Session,
+    ];
 
     /// The name users write (`--classes`) and reports show.
     pub fn name(self) -> String {
@@ -100,6 +120,7 @@ impl FaultClass {
             // Resumable (event ids, a priming event): the reply waits in the stream's log for a `GET` resume.
             FaultClass::Stream => (json!({"type": "stream_cut"}), Mode::After),
             FaultClass::Session => (json!({"type": "session_expired_in_flight"}), Mode::After),
+            FaultClass::Model => (json!({"type": "tool_call_cut"}), Mode::After),
         };
         (serde_json::from_value(json).expect("the classes' faults are catalogue faults within their limits"), mode)
     }
@@ -130,6 +151,8 @@ impl FaultClass {
             FaultClass::Stale => vec!["stale"],
             FaultClass::Stream => vec!["stream_cut", "stream_lost", "resume_refused"],
             FaultClass::Session => vec!["session_expired_in_flight"],
+            // The model hop's other faults do other things to an agent: tried as members, not stood for.
+            FaultClass::Model => vec![crate::model_sites::REPRESENTATIVE],
         }
     }
 
@@ -193,6 +216,9 @@ impl FaultClass {
     /// tried under exactly one class. A fault other than the representative takes the catalogue's first example
     /// and the class's mode (`before` only for the faults that allow it; `after` else).
     pub fn members(self, deadline_ms: u64) -> Vec<Member> {
+        if self == FaultClass::Model {
+            return crate::model_sites::members();
+        }
         let (fault, mode) = self.fault_for(deadline_ms);
         let mut members = vec![Member { name: self.representative(), fault, mode }];
         for (name, fault) in mcp_examples() {

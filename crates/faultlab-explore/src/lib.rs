@@ -7,6 +7,8 @@
 //!    each `initialize` and `tools/list`) × each [`FaultClass`] that applies to it × every catalogue fault of the
 //!    class whose own `apply` acts on the healthy reply there ([`class::FaultClass::members`]; `--quick`: the
 //!    class's representative alone); everything left out is listed with the reason;
+//!    For a task with a model, each request of the healthy run to it is a site too, with the model class
+//!    ([`model_sites`]), its variants' faults put in the run's model rules;
 //! 3. **beyond single faults** ([`search`]): sets of up to three faults, each a survived smaller set extended at
 //!    a call its own run depended on (recovery calls included), never past a failing set; `--exhaustive` as the
 //!    baseline; a budget;
@@ -26,6 +28,7 @@
 #![forbid(unsafe_code)]
 
 pub mod class;
+pub mod model_sites;
 pub mod oracle;
 mod page;
 pub mod report;
@@ -201,10 +204,29 @@ impl Explore {
     /// expected end. A task's `expected_outcome` is written for its own fault (a write always forbidden makes an
     /// honest abort the right end); without that fault, or under a variant's one-off fault, the goal is within
     /// reach, so these runs are graded on the goal and the policies (`recovered`).
+    /// A task's model keeps its script and loses its own faults too: the healthy run has none on either hop.
     pub(crate) fn task_with(&self, rules: Vec<faultlab_engine::rules::Rule>) -> Arc<Task> {
         let mut task = self.task.as_ref().clone();
         task.faults = rules;
         task.recovery.expected_outcome = faultlab_eval::task::RecoveryOutcome::Recovered;
+        if let Some(model) = &mut task.model {
+            model.faults.clear();
+        }
+        Arc::new(task)
+    }
+
+    /// The task as `variant` runs it: its MCP faults as the task's rules, its model faults (at model sites) as the
+    /// model's.
+    pub(crate) fn task_for(&self, variant: &Variant) -> Arc<Task> {
+        let task = self.task_with(variant.rules(self.deadline_ms()));
+        let model_rules = variant.model_rules(self.deadline_ms());
+        if model_rules.is_empty() {
+            return task;
+        }
+        let mut task = task.as_ref().clone();
+        if let Some(model) = &mut task.model {
+            model.faults = model_rules;
+        }
         Arc::new(task)
     }
 
@@ -286,10 +308,15 @@ impl Explore {
             self.shrink(recorded, &mut exploration, &mut progress).await?;
             return Ok(exploration);
         }
+        // The model class acts only at the model's requests (`model_sites`), the others only on the MCP wire.
+        let mcp_classes: Vec<FaultClass> = self.classes.iter().copied().filter(|c| *c != FaultClass::Model).collect();
         let (mut singles, mut pruned) =
-            synth::singles_on(&facts, &self.classes, self.quick, synth::Front::of(&self.task));
+            synth::singles_on(&facts, &mcp_classes, self.quick, synth::Front::of(&self.task));
         let (timed, why) = synth::after_first_write(&facts, &singles);
         singles.extend(timed);
+        pruned.extend(why);
+        let (model, why) = model_sites::explore_sites(self, &runs[0], &mut exploration)?;
+        singles.extend(model);
         pruned.extend(why);
         let sets = singles.into_iter().map(|p| vec![p]).collect();
         let variants = synth::number(sets, 0, self.budget, self.settings.repeat, &mut pruned);
@@ -325,7 +352,7 @@ impl Explore {
                         continue;
                     }
                     let new = search::site_of(site, exploration.calls.len());
-                    universe.extend(synth::representatives_at(&new, &self.classes, synth::Front::of(&self.task)));
+                    universe.extend(synth::representatives_at(&new, &mcp_classes, synth::Front::of(&self.task)));
                     exploration.calls.push(new);
                     exploration.lineage.push(true);
                 }
@@ -464,7 +491,7 @@ impl Explore {
             .collect();
         let mut specs = Vec::new();
         for variant in &mine {
-            specs.extend(self.specs(&self.task_with(variant.rules(self.deadline_ms())), &variant.id));
+            specs.extend(self.specs(&self.task_for(variant), &variant.id));
         }
         let total = specs.len();
         // Counts agree with their nouns ("1 run"), as everywhere the binary prints one.
@@ -514,6 +541,9 @@ impl Explore {
                 false => String::new(),
             };
             variant.faults.iter().all(|f| {
+                if model_sites::is_model(&f.site) {
+                    return model_sites::fired(r, &f.rule(self.deadline_ms()).name);
+                }
                 let rule = serde_json::to_string(&f.rule(self.deadline_ms()).name).unwrap_or_default();
                 // As the trajectory names it (`auth_expired` fires as `http_status`).
                 fired.iter().any(|name| name == f.member(self.deadline_ms()).fault.name())

@@ -58,7 +58,7 @@ pub fn reproducer(explore: &Explore, variant: &Variant) -> std::io::Result<Repro
     let dir = explore.settings.out.join("repro").join(&explore.task.id).join(explore.agent.label()).join(&variant.id);
     std::fs::create_dir_all(&dir)?;
     let rules = variant.rules(explore.deadline_ms());
-    let task = explore.task_with(rules.clone());
+    let task = explore.task_for(variant);
     let task_file = dir.join("task.json");
     std::fs::write(&task_file, serde_json::to_string_pretty(task.as_ref()).expect("plain data serialises"))?;
     let rules = RulesFile { seed: Some(explore.seed()), rules, auth: None };
@@ -480,7 +480,12 @@ pub fn markdown(report: &ExploreReport) -> String {
             let _ = writeln!(out, "The healthy run failed ({}): nothing to explore.\n", e.healthy.verdict);
             continue;
         }
-        let _ = writeln!(out, "Healthy run: {} ({} tool calls).\n", e.healthy.verdict, e.calls.len());
+        let model = e.calls.iter().filter(|c| super::model_sites::is_model(c)).count();
+        let requests = match model {
+            0 => String::new(),
+            n => format!(", {n} model requests"),
+        };
+        let _ = writeln!(out, "Healthy run: {} ({} tool calls{requests}).\n", e.healthy.verdict, e.calls.len() - model);
         let harden = e.harden_first();
         if !harden.is_empty() {
             out.push_str("### What to harden first\n\n");
@@ -574,13 +579,20 @@ pub fn markdown(report: &ExploreReport) -> String {
 /// What the classes tried stand for, the catalogue faults they do not, and those no exploration tries.
 pub(super) fn tried(e: &Exploration) -> String {
     let (model, serve) = super::class::beyond_the_proxy();
-    let beyond = format!(
-        " Never tried by explore: the model hop's faults ({}; explore faults the MCP wire, not the agent's model: \
-         run them with `faultlab model --rules`), and those only `faultlab serve` commits ({}; a proxy cannot make \
-         another server ask back or run a task: run them with `faultlab run`).",
-        model.join(", "),
+    let serve_only = format!(
+        "those only `faultlab serve` commits ({}; a proxy cannot make another server ask back or run a task: run \
+         them with `faultlab run`)",
         serve.join(", ")
     );
+    // A task with a model (`model:`) has the model hop's requests as sites.
+    let beyond = match e.calls.iter().any(super::model_sites::is_model) {
+        true => format!(" Never tried by explore: {serve_only}."),
+        false => format!(
+            " Never tried by explore: the model hop's faults ({}; the task has no model eval serves: give it one, \
+             `model: {{script, faults}}`, or run them with `faultlab model --rules`), and {serve_only}.",
+            model.join(", ")
+        ),
+    };
     let mut text = tried_classes(e);
     text.push_str(&beyond);
     text
@@ -628,6 +640,19 @@ fn tried_classes(e: &Exploration) -> String {
             not_tried.join(", ")
         ));
     }
+    if e.classes.contains(&super::FaultClass::Model) {
+        let others: Vec<&str> = super::FaultClass::Model
+            .members(1500)
+            .iter()
+            .map(|m| m.name)
+            .filter(|name| *name != super::model_sites::REPRESENTATIVE)
+            .collect();
+        text.push_str(&format!(
+            " Not tried at the model's requests (each does something else to an agent; explore without --quick \
+             tries them): {}.",
+            others.join(", ")
+        ));
+    }
     text
 }
 
@@ -644,7 +669,10 @@ pub fn label(v: &VariantResult) -> String {
                 true => "",
                 false => " after the first write,",
             };
-            format!("{name}{when} at #{} {} (call {} of it)", f.call + 1, f.tool, f.nth)
+            match super::model_sites::api_of(&f.tool) {
+                Some(_) => format!("{name}{when} at #{} {} (request {})", f.call + 1, f.tool, f.nth),
+                None => format!("{name}{when} at #{} {} (call {} of it)", f.call + 1, f.tool, f.nth),
+            }
         })
         .collect::<Vec<_>>()
         .join(" + ")

@@ -16,6 +16,10 @@ pub type CallKey = (String, u64);
 
 /// The key of a site (a protocol request's names its method, marked apart from any tool's name).
 pub fn key(site: &Site) -> CallKey {
+    // A model request's `tool` (`model chat.completions`) has a space: no tool's or protocol key's.
+    if crate::model_sites::is_model(site) {
+        return (site.tool.clone(), site.nth);
+    }
     match &site.method {
         Some(method) => (format!("{method}{PROTOCOL}"), site.nth),
         None => (site.tool.clone(), site.nth),
@@ -27,6 +31,9 @@ const PROTOCOL: &str = " (protocol)";
 
 /// The site a key names, at position `call`.
 pub fn site_of(key: &CallKey, call: usize) -> Site {
+    if let Some(api) = crate::model_sites::api_of(&key.0) {
+        return Site { call, tool: key.0.clone(), nth: key.1, method: Some(api.to_owned()) };
+    }
     match key.0.strip_suffix(PROTOCOL) {
         Some(method) => Site { call, tool: method.into(), nth: key.1, method: Some(method.into()) },
         None => Site { call, tool: key.0.clone(), nth: key.1, method: None },

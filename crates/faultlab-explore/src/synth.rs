@@ -29,7 +29,10 @@ pub struct Site {
 
 impl Site {
     pub fn label(&self) -> String {
-        format!("#{} {} (call {} of it)", self.call + 1, self.tool, self.nth)
+        match crate::model_sites::is_model(self) {
+            true => format!("#{} {} (request {})", self.call + 1, self.tool, self.nth),
+            false => format!("#{} {} (call {} of it)", self.call + 1, self.tool, self.nth),
+        }
     }
 }
 
@@ -117,9 +120,11 @@ impl Planned {
     /// The proxy rule that puts this fault on exactly this call, in a run whose deadline is `deadline_ms`.
     pub fn rule(&self, deadline_ms: u64) -> Rule {
         let Member { fault, mode, .. } = self.member(deadline_ms);
+        // A model site's tool is `model API`: the rule's name keeps to one word.
+        let tool = self.site.tool.replace(' ', "-");
         let mut name = match self.fault == self.class.representative() {
-            true => format!("explore-{}-{}-{}", self.class.name(), self.site.tool, self.site.nth),
-            false => format!("explore-{}-{}-{}-{}", self.class.name(), self.fault, self.site.tool, self.site.nth),
+            true => format!("explore-{}-{}-{}", self.class.name(), tool, self.site.nth),
+            false => format!("explore-{}-{}-{}-{}", self.class.name(), self.fault, tool, self.site.nth),
         };
         if self.timing == Timing::AfterFirstWrite {
             name.push_str("-after-first-write");
@@ -163,8 +168,14 @@ impl Variant {
         self.faults.iter().map(Planned::label).collect::<Vec<_>>().join(" + ")
     }
 
+    /// The rules of the MCP hop (the task's `faults`).
     pub fn rules(&self, deadline_ms: u64) -> Vec<Rule> {
-        self.faults.iter().map(|f| f.rule(deadline_ms)).collect()
+        self.faults.iter().filter(|f| !crate::model_sites::is_model(&f.site)).map(|f| f.rule(deadline_ms)).collect()
+    }
+
+    /// The rules of the model hop (the task's `model.faults`).
+    pub fn model_rules(&self, deadline_ms: u64) -> Vec<Rule> {
+        self.faults.iter().filter(|f| crate::model_sites::is_model(&f.site)).map(|f| f.rule(deadline_ms)).collect()
     }
 }
 

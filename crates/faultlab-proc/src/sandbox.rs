@@ -47,12 +47,17 @@ pub struct Spec {
     pub status: std::os::fd::RawFd,
     /// The network the agent gets: a namespace of its own with only loopback (default), or the machine's.
     pub network: Network,
-    /// With the private network: a loopback port inside whose connections go to a Unix socket (see
-    /// [`crate::relay`]), so the agent reaches an HTTP server outside at the same URL.
-    pub relay: Option<Relay>,
+    /// With the private network: loopback ports inside whose connections go to Unix sockets (see
+    /// [`crate::relay`]), so the agent reaches HTTP servers outside at the same URLs (the run's HTTP proxy, its
+    /// model endpoint). At most [`MAX_RELAYS`].
+    pub relays: Vec<Relay>,
     pub program: OsString,
     pub args: Vec<OsString>,
 }
+
+/// The most relays one sandbox runs (4: a run needs one for its HTTP proxy and one for its model endpoint; each is a
+/// process with up to 64 connections of its own).
+pub const MAX_RELAYS: usize = 4;
 
 /// `127.0.0.1:port` inside the sandbox's network namespace, relayed to the Unix socket `socket`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -172,8 +177,8 @@ pub fn run(spec: &Spec) -> i32 {
         Ok((isolation, network, why)) => {
             write_status(&mut status, &Status::Sealed { isolation, why, network: Some(network) });
             // The machine's network reaches the server directly: no relay.
-            let relay = spec.relay.as_ref().filter(|_| network == Network::Private);
-            namespaced(spec, relay, status)
+            let relays: &[Relay] = if network == Network::Private { &spec.relays } else { &[] };
+            namespaced(spec, relays, status)
         }
         Err(why) => {
             let sealed =
@@ -259,7 +264,7 @@ fn loopback_up() -> Result<(), Errno> {
 }
 
 /// This process stays outside the new PID namespace and waits; its child is the namespace's PID 1.
-fn namespaced(spec: &Spec, relay: Option<&Relay>, status: std::fs::File) -> i32 {
+fn namespaced(spec: &Spec, relays: &[Relay], status: std::fs::File) -> i32 {
     let alive = match nix::unistd::pipe() {
         Ok(pipe) => pipe,
         Err(e) => {
@@ -274,7 +279,7 @@ fn namespaced(spec: &Spec, relay: Option<&Relay>, status: std::fs::File) -> i32 
             125
         }
         Ok(ForkResult::Child) => {
-            let code = init(spec, relay, alive, status);
+            let code = init(spec, relays, alive, status);
             // SAFETY: exit without running the parent's destructors or flushing its buffers twice.
             unsafe { libc::_exit(code) }
         }
@@ -301,7 +306,7 @@ fn namespaced(spec: &Spec, relay: Option<&Relay>, status: std::fs::File) -> i32 
 
 /// PID 1 of the sandbox: hides what must not be seen, starts the agent, reaps every orphan, and exits with the
 /// agent (which ends every other process of the namespace).
-fn init(spec: &Spec, relay: Option<&Relay>, alive: (OwnedFd, OwnedFd), mut status: std::fs::File) -> i32 {
+fn init(spec: &Spec, relays: &[Relay], alive: (OwnedFd, OwnedFd), mut status: std::fs::File) -> i32 {
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     // The parent is outside this PID namespace (getppid() says 0 here, and its pid means nothing), so whether it
     // died before the line above is read from a pipe only it holds open: a hang-up means it is gone.
@@ -314,11 +319,16 @@ fn init(spec: &Spec, relay: Option<&Relay>, alive: (OwnedFd, OwnedFd), mut statu
         let _ = writeln!(std::io::stderr(), "faultlab sandbox: {e}");
         return 125;
     }
-    if let Some(relay) = relay
-        && let Err(e) = start_relay(relay, &mut status)
-    {
-        let _ = writeln!(std::io::stderr(), "faultlab sandbox: {e}");
+    if relays.len() > MAX_RELAYS {
+        let _ =
+            writeln!(std::io::stderr(), "faultlab sandbox: {} relays asked for; at most {MAX_RELAYS}", relays.len());
         return 125;
+    }
+    for relay in relays {
+        if let Err(e) = start_relay(relay, &mut status) {
+            let _ = writeln!(std::io::stderr(), "faultlab sandbox: {e}");
+            return 125;
+        }
     }
     // PID 1 reaps every orphan until the agent ends; SIGTERM comes only from outside, as SIGKILL to this process.
     reap_until_agent_ends(spec, status, false)

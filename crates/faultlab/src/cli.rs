@@ -103,12 +103,13 @@ pub struct SandboxArgs {
     #[arg(long)]
     pub host_network: bool,
     /// With the private network: listen on this port of the sandbox's loopback and relay each connection to
-    /// --relay-socket (how a sealed agent reaches an HTTP server at the same URL as outside).
+    /// the --relay-socket given in the same place (how a sealed agent reaches an HTTP server at the same URL as
+    /// outside). Repeatable, in pairs with --relay-socket, at most 4.
     #[arg(long, requires = "relay_socket", value_parser = clap::value_parser!(u16).range(1..))]
-    pub relay_port: Option<u16>,
-    /// The Unix socket --relay-port's connections are relayed to.
+    pub relay_port: Vec<u16>,
+    /// The Unix socket the --relay-port in the same place relays to.
     #[arg(long, requires = "relay_port")]
-    pub relay_socket: Option<std::path::PathBuf>,
+    pub relay_socket: Vec<std::path::PathBuf>,
     /// The agent's program and arguments.
     #[arg(last = true, required = true)]
     pub command: Vec<std::ffi::OsString>,
@@ -196,7 +197,8 @@ pub struct ExploreArgs {
     /// files, only theirs too).
     #[arg(long, value_name = "NAME", requires = "controls")]
     pub control: Vec<String>,
-    /// The fault classes to try, comma-separated (default: all).
+    /// The fault classes to try, comma-separated (default: all; `model`, the model hop's, only for a task with a
+    /// model, where it is in the default too).
     #[arg(long, value_name = "CLASS,...", value_delimiter = ',')]
     pub classes: Vec<String>,
     /// Each class's representative fault only, not every catalogue fault of the class that applies at a call.

@@ -121,9 +121,16 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
             (task, agent, http)
         })
         .map(|(task, agent, http)| Explore {
+            classes: {
+                let mut classes: Vec<FaultClass> = classes.iter().copied().filter(|c| !http || c.http_only()).collect();
+                // A task with a model has the model hop's sites too: by default its class is tried there.
+                if args.classes.is_empty() && task.model.is_some() {
+                    classes.push(FaultClass::Model);
+                }
+                classes
+            },
             task,
             agent,
-            classes: classes.iter().copied().filter(|c| !http || c.http_only()).collect(),
             quick: args.quick,
             protocol_sites: args.protocol_sites,
             recorded: recorded.clone(),
@@ -271,7 +278,8 @@ fn classes(names: &[String]) -> Result<Vec<FaultClass>, Failure> {
     let mut classes = Vec::new();
     for name in names {
         let class = FaultClass::parse(name.trim()).ok_or_else(|| {
-            let known: Vec<String> = FaultClass::ALL.iter().map(|c| c.name()).collect();
+            let all = FaultClass::ALL.iter().chain([&FaultClass::Model]);
+            let known: Vec<String> = all.map(|c| c.name()).collect();
             Failure::usage(anyhow!("--classes: unknown class {name:?}; the classes are {}", known.join(", ")))
         })?;
         if !classes.contains(&class) {

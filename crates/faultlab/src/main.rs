@@ -162,6 +162,14 @@ fn man(args: &cli::ManArgs) -> Result<(), Failure> {
 /// `faultlab sandbox`: exits with the agent's code (see `faultlab_proc::sandbox`).
 fn sandbox(args: &cli::SandboxArgs) -> ExitCode {
     let Some((program, rest)) = args.command.split_first() else { return ExitCode::from(2) };
+    let (ports, sockets) = (args.relay_port.len(), args.relay_socket.len());
+    if ports != sockets || ports > faultlab_proc::sandbox::MAX_RELAYS {
+        errln!(
+            "faultlab sandbox: give --relay-port and --relay-socket in pairs, at most {} ({ports} ports, {sockets} sockets)",
+            faultlab_proc::sandbox::MAX_RELAYS
+        );
+        return ExitCode::from(2);
+    }
     let spec = faultlab_proc::sandbox::Spec {
         scratch: args.scratch.clone(),
         hide: args.hide.clone(),
@@ -170,10 +178,13 @@ fn sandbox(args: &cli::SandboxArgs) -> ExitCode {
             true => faultlab_proc::sandbox::Network::Host,
             false => faultlab_proc::sandbox::Network::Private,
         },
-        relay: match (args.relay_port, &args.relay_socket) {
-            (Some(port), Some(socket)) => Some(faultlab_proc::sandbox::Relay { port, socket: socket.clone() }),
-            _ => None,
-        },
+        // Paired in order (checked above).
+        relays: args
+            .relay_port
+            .iter()
+            .zip(&args.relay_socket)
+            .map(|(port, socket)| faultlab_proc::sandbox::Relay { port: *port, socket: socket.clone() })
+            .collect(),
         program: program.clone(),
         args: rest.to_vec(),
     };

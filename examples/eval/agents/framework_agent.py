@@ -16,6 +16,10 @@ every time, and the model's recording (one line per model request, printed to th
 shows what the framework passed back after each fault. The child is ended when the agent exits, whatever
 happens (and by the kernel should the agent die first).
 
+When the task has a `model` (docs/eval.md), `faultlab eval` serves it outside the sandbox, with the task's model
+faults and its recording as the run's evidence, and gives its base URL as FAULTLAB_MODEL_URL: the agent uses that
+instead of starting its own.
+
 A real model instead: `--model-url URL` (an OpenAI-compatible base URL, e.g. https://api.openai.com/v1),
 `--model NAME`, and the API key in the variable `--api-key-env` names (default OPENAI_API_KEY). `faultlab eval`
 passes the agent only the variables it is told to: run it with `--pass-env OPENAI_API_KEY --network host`.
@@ -282,6 +286,9 @@ def main() -> int:
     model = None
     if args.model_url:
         model_url = args.model_url
+    elif os.environ.get("FAULTLAB_MODEL_URL"):
+        # The task has a model: eval serves it outside the sandbox, with the task's model faults, and records it.
+        model_url = os.environ["FAULTLAB_MODEL_URL"]
     else:
         try:
             model = ScriptedModel(faultlab_binary(server, args.faultlab), args.script, Path.cwd() / "model.jsonl")

@@ -121,5 +121,35 @@ pub fn markdown(report: &Report) -> String {
             }
         );
     }
+    model_hop(&mut md, report);
     md
+}
+
+/// For the runs of a task with a model: how many model requests each made and which model faults fired where.
+fn model_hop(md: &mut String, report: &Report) {
+    let runs: Vec<&RunRecord> = report.runs.iter().filter(|r| r.model.is_some()).collect();
+    if runs.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "\n## Model hop\n\nEvery request is in the run folder's `model.jsonl`.\n");
+    for run in runs {
+        let Some(hop) = &run.model else { continue };
+        let fired: Vec<String> = hop
+            .fired
+            .iter()
+            .map(|f| match &f.skipped {
+                None => format!("{} (rule {}) at request {}", f.fault, f.rule, f.request),
+                Some(why) => format!("{} (rule {}) at request {}, changed nothing: {why}", f.fault, f.rule, f.request),
+            })
+            .collect();
+        let faults = if fired.is_empty() { "no model fault fired".to_owned() } else { fired.join("; ") };
+        let _ = writeln!(
+            md,
+            "- {} × {} #{}: {} model requests; {faults}",
+            run.task,
+            run.agent,
+            run.repeat + 1,
+            hop.requests
+        );
+    }
 }

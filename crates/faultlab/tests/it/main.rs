@@ -13,6 +13,7 @@ mod config;
 mod diagnose;
 mod eval;
 mod eval_auth;
+mod eval_model;
 mod eval_report;
 mod eval_seal;
 mod exit_codes;
