@@ -608,6 +608,16 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
         Err(_) => Default::default(),
     };
     let calls = evidence::tool_calls(&trajectory);
+    // A fault a rule timed at a resume fired on a `GET`, not on a call's reply: its `resume_faulted` event is the
+    // evidence.
+    let at_resumes: Vec<String> = trajectory
+        .lines
+        .iter()
+        .filter_map(|line| match &line.record.event {
+            faultlab_engine::Event::ResumeFaulted { fault, .. } => Some(fault.clone()),
+            _ => None,
+        })
+        .collect();
     let protocol_failures = evidence::protocol_failures(&trajectory);
     let error = setup_error.or_else(|| proxies.setup_error(&trajectory, &paths.proxy_log));
     let ledger = match spec.task.server.is_builtin() {
@@ -640,7 +650,7 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
         let _ = std::fs::remove_dir_all(&workspace);
     }
     let mut faults_fired: Vec<String> = Vec::new();
-    for fault in evidence.calls.iter().filter_map(|c| c.fault.clone()) {
+    for fault in evidence.calls.iter().filter_map(|c| c.fault.clone()).chain(at_resumes) {
         if !faults_fired.contains(&fault) {
             faults_fired.push(fault);
         }

@@ -533,6 +533,23 @@ mod tests {
     }
 
     #[test]
+    fn every_example_rules_file_loads_and_the_http_front_takes_those_without_an_auth_fault() {
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/rules");
+        let mut loaded = 0;
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            let file = RulesFile::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            // The run's auth fault is the authorization server's (`--auth`), which takes it out first.
+            let file = RulesFile { auth: None, ..file };
+            RuleSet::for_front(file, false).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            loaded += 1;
+        }
+        assert!(loaded >= 2, "{loaded} files in {}", folder.display());
+        let resume = RulesFile::load(&folder.join("stream-resume-503.yaml")).unwrap();
+        assert_eq!(resume.rules[1].matcher.at, Some(At::Resume), "the example times its 503 at the resume");
+    }
+
+    #[test]
     fn probability_is_repeatable_under_a_seed() {
         let yaml = "seed: 42\nrules:\n  - name: p\n    match: { probability: 0.5 }\n    fault: { type: timeout }\n";
         let draws = |mut set: RuleSet| -> Vec<bool> {
