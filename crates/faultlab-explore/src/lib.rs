@@ -289,8 +289,11 @@ impl Explore {
         let (mut singles, mut pruned) =
             synth::singles_on(&facts, &self.classes, self.quick, synth::Front::of(&self.task));
         let (timed, why) = synth::after_first_write(&facts, &singles);
+        let (resuming, not_resumed) = synth::at_resume(&singles, self.quick);
         singles.extend(timed);
+        singles.extend(resuming);
         pruned.extend(why);
+        pruned.extend(not_resumed);
         let sets = singles.into_iter().map(|p| vec![p]).collect();
         let variants = synth::number(sets, 0, self.budget, self.settings.repeat, &mut pruned);
         let mut numbered = variants.len();
