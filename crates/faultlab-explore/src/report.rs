@@ -174,6 +174,34 @@ impl Exploration {
             .collect()
     }
 
+    /// The single faults tried at a cut stream's resume (timing `at-resume`) at the sites of one kind, by the fault's
+    /// name.
+    fn at_resume(&self, sites: Sites) -> impl Iterator<Item = &VariantResult> {
+        self.variants.iter().filter(move |v| {
+            let method = self.calls.get(v.faults[0].call).and_then(|site| site.method.as_deref());
+            v.faults.len() == 1 && v.faults[0].timing == crate::synth::Timing::AtResume && sites.holds(method)
+        })
+    }
+
+    /// The faults tried at a cut stream's resume at the sites of one kind.
+    pub fn resume_faults_tried(&self, sites: Sites) -> BTreeSet<String> {
+        self.at_resume(sites).map(|v| v.faults[0].fault.clone()).collect()
+    }
+
+    /// The faults at a cut stream's resume that broke the agent at a site of one kind.
+    pub fn breaking_at_resume(&self, sites: Sites) -> BTreeSet<String> {
+        self.at_resume(sites).filter(|v| v.broke).map(|v| v.faults[0].fault.clone()).collect()
+    }
+
+    /// The faults at a cut stream's resume that degraded the agent at a site of one kind, and broke it at none.
+    pub fn degrading_at_resume(&self, sites: Sites) -> BTreeSet<String> {
+        let breaking = self.breaking_at_resume(sites);
+        self.at_resume(sites)
+            .filter(|v| v.degraded && !breaking.contains(&v.faults[0].fault))
+            .map(|v| v.faults[0].fault.clone())
+            .collect()
+    }
+
     /// Whether any site of the healthy run is a protocol request (`--protocol-sites`).
     pub fn has_protocol_sites(&self) -> bool {
         self.calls.iter().any(|site| site.method.is_some())
