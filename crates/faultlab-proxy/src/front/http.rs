@@ -366,8 +366,8 @@ async fn resume_faulted(proxy: &Proxy, parts: &http::request::Parts, session: Op
         FaultKind::Timeout(_) => {
             streams.count_resume(last.as_bytes());
             record(ResumeAnswer::Held);
-            // No head is sent: the client waits until it gives up (its connection then goes, and this task with
-            // it) or the proxy ends.
+            // No head is sent: the client waits until it gives up; this task is held until the proxy ends (one
+            // per armed rule, which acts once), when the connection is aborted.
             proxy.shutdown.cancelled().await;
             aborted()
         }
