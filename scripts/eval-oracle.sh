@@ -42,7 +42,9 @@ done
 # of its tool calls and, with --protocol-sites, at its initialize; then the stream and session classes at each tool
 # call and at the initialize of the same read and write over HTTP (transport-stream-lost-read; on the stdio task
 # they are listed as not tried). The classes that break, and those that only degrade, each agent must be those
-# examples/eval/explore-oracle.yaml names, at the tool calls and at the protocol's requests apart. Five classes of
+# examples/eval/explore-oracle.yaml names, at the tool calls and at the protocol's requests apart; over HTTP also
+# what a 503 at the first resume of each cut stream does (the timing "while the stream resumes": 19 runs of about
+# a second, no measurable wall time, as they end while the cut streams' 3 s resumes are still waited on). Five classes of
 # fourteen, each by its representative fault alone (--quick), for the test command's time budget; most of the time
 # is over HTTP, where a cut stream's reply comes with its resume 3 s later: the agents are killed at the task's
 # 2.5 s deadline waiting for it at initialize, and ignores-timeout at each call. Those runs wait, they do not compute:

@@ -68,8 +68,41 @@ pub enum Event {
     RunStarted { seed: u64, rules: usize },
     /// One frame crossed the proxy (the trajectory).
     Frame(FrameEvent),
+    /// A rule with `match.at: resume` acted at the resume of a response stream (the proxy's HTTP front): the
+    /// stream the request `requestId` (`method`, `tool`) opened, which a stream fault had cut; the rule, its fault
+    /// and effect; the resume's `Last-Event-ID`; and what the client got instead of the replay (`answer`).
+    ResumeFaulted {
+        rule: String,
+        fault: String,
+        effect: crate::catalogue::Effect,
+        request_id: Value,
+        method: Option<String>,
+        tool: Option<String>,
+        last_event_id: String,
+        answer: ResumeAnswer,
+    },
     /// Totals at the end of a proxy run: frames in = frames out + frames consumed - frames injected.
     Ledger { frames_in: u64, frames_out: u64, consumed: u64, injected: u64 },
+}
+
+/// What a client got from a resume a rule acted at ([`Event::ResumeFaulted`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case", rename_all_fields = "camelCase")]
+pub enum ResumeAnswer {
+    /// An HTTP status instead of the replay (`http_status`; 404 for `session_expired_in_flight`, with
+    /// `sessionLost`: the session's every later request answered 404 too).
+    Status {
+        status: u16,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        session_lost: bool,
+    },
+    /// The connection closed before a byte of the answer (`disconnect`).
+    Reset,
+    /// The answer's headers never sent; the resume held open until the client gave up or the proxy ended
+    /// (`timeout`).
+    Held,
+    /// The replay, `delayMs` late (`latency`).
+    Delayed { delay_ms: u64 },
 }
 
 /// The members of a `frame` event: one frame that crossed the proxy, and what the proxy did with it.

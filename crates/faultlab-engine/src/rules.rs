@@ -74,7 +74,7 @@ pub struct AuthMatch {
 impl From<AuthMatch> for Match {
     fn from(m: AuthMatch) -> Self {
         let AuthMatch { method, tool, argument, nth, after, every } = m;
-        Match { method, tool, argument, nth, after, every, probability: None, window: None }
+        Match { method, tool, argument, nth, after, every, probability: None, window: None, at: None }
     }
 }
 
@@ -276,7 +276,25 @@ pub struct Match {
     /// Only while the proxy has run at least `from_ms` and less than `until_ms`.
     #[serde(default)]
     pub window: Option<Window>,
+    /// When the fault acts (absent: on the matched request's own answer). `resume`: not on the request's POST but
+    /// at the first resume (a `GET` with `Last-Event-ID`) of the response stream it opened, which another rule's
+    /// stream fault must cut (`stream_cut`, …); without one the rule never fires. Only faults a `GET`'s answer can
+    /// carry: `http_status` (and its presets `auth_expired`, `forbidden`), `disconnect`, `latency`, `timeout` and
+    /// `session_expired_in_flight` (the session lost at the resume). HTTP front only (over stdio nothing resumes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<At>,
 }
+
+/// When a rule's fault acts, other than on its request's own answer (`match.at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum At {
+    /// At the first resume of the response stream the matched request opened (the proxy's HTTP front).
+    Resume,
+}
+
+/// The faults a rule with `match.at: resume` takes: what the answer to a resuming `GET` can be.
+pub const AT_RESUME: [&str; 5] = ["http_status", "disconnect", "latency", "timeout", "session_expired_in_flight"];
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -368,8 +386,37 @@ impl Rule {
             }
         }
         check_match(&self.matcher, "match").map_err(at)?;
+        if self.matcher.at == Some(At::Resume) {
+            self.check_at_resume().map_err(at)?;
+        }
         if self.mode == Mode::Before && !matches!(self.fault, FaultKind::Latency(_) | FaultKind::Disconnect(_)) {
             return Err(at("mode before applies to latency and disconnect only".into()));
+        }
+        Ok(())
+    }
+}
+
+impl Rule {
+    /// What a rule acting at a resume cannot say: a fault no answer to a `GET` carries, a mode (the request itself
+    /// is forwarded untouched), a schedule (a resume is answered once, not counted among requests).
+    fn check_at_resume(&self) -> Result<(), String> {
+        let name = self.fault.name();
+        // A schedule preset (`burst_failure`, …) is an `http_status` by type but keeps its own name: refused too.
+        if !AT_RESUME.contains(&name) {
+            return Err(format!(
+                "fault: {name} cannot act at a resume (match.at: resume); a resuming GET's answer can only be {}",
+                AT_RESUME.join(", ")
+            ));
+        }
+        if self.mode != Mode::After {
+            return Err(
+                "mode: a rule with match.at: resume leaves its request alone and acts on the resume; drop mode".into(),
+            );
+        }
+        if self.schedule.is_some() {
+            return Err(
+                "schedule: a resume is answered once, it starts no schedule; drop schedule with match.at".into()
+            );
         }
         Ok(())
     }
@@ -555,6 +602,51 @@ mod tests {
         // Without a match, any auth fault with its own parameters, as `--auth-fault` takes it.
         let file = load_yaml("auth: { fault: { type: refresh_slow, delay_ms: 3000 } }\n").unwrap();
         assert_eq!(file.auth.unwrap().fault.name(), "refresh_slow");
+    }
+
+    #[test]
+    fn a_rule_at_a_resume_takes_only_what_a_gets_answer_can_carry_and_names_what_it_refuses() {
+        let file = load_yaml(
+            "rules:\n  - {name: cut, match: {tool: read_file, nth: 1}, fault: {type: stream_cut}}\n  - {name: gone, match: {tool: read_file, nth: 1, at: resume}, fault: {type: auth_expired}}\n",
+        )
+        .unwrap();
+        assert_eq!(file.rules[1].matcher.at, Some(At::Resume));
+        assert_eq!(file.rules[1].fault.name(), "http_status", "a preset of http_status is taken");
+        assert_eq!(file.rules[0].matcher.at, None);
+        for fault in [
+            "{type: disconnect}",
+            "{type: latency, delay_ms: 5}",
+            "{type: timeout}",
+            "{type: session_expired_in_flight}",
+        ] {
+            load_yaml(&format!("rules:\n  - {{name: r, match: {{at: resume}}, fault: {fault}}}\n")).unwrap();
+        }
+        let refused = |rule: &str, wanted: &[&str]| {
+            let error = load_yaml(&format!("rules:\n  - {rule}\n")).unwrap_err();
+            for want in wanted {
+                assert!(error.contains(want), "{want:?} not in {error}");
+            }
+        };
+        refused(
+            "{name: again, match: {at: resume}, fault: {type: stream_cut}}",
+            &["rule \"again\"", "fault: stream_cut cannot act at a resume", "http_status, disconnect"],
+        );
+        refused("{name: dup, match: {at: resume}, fault: {type: duplicate}}", &["\"dup\"", "fault: duplicate"]);
+        refused(
+            "{name: burst, match: {at: resume}, fault: {type: burst_failure, count: 2}}",
+            &["\"burst\"", "fault: burst_failure"],
+        );
+        refused(
+            "{name: early, match: {at: resume}, mode: before, fault: {type: latency, delay_ms: 5}}",
+            &["\"early\"", "mode:", "drop mode"],
+        );
+        refused(
+            "{name: sched, match: {at: resume}, schedule: {type: burst, count: 2}, fault: {type: timeout}}",
+            &["\"sched\"", "schedule:"],
+        );
+        refused("{name: when, match: {at: later}, fault: {type: timeout}}", &["at", "later"]);
+        let err = RulesFile::parse_spec("{match: {at: resume}, fault: {type: empty}}", 3).unwrap_err().to_string();
+        assert!(err.contains("cli-3") && err.contains("fault: empty cannot act at a resume"), "{err}");
     }
 
     #[test]

@@ -630,6 +630,16 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
         Err(_) => Default::default(),
     };
     let calls = evidence::tool_calls(&trajectory);
+    // A fault a rule timed at a resume fired on a `GET`, not on a call's reply: its `resume_faulted` event is the
+    // evidence.
+    let at_resumes: Vec<String> = trajectory
+        .lines
+        .iter()
+        .filter_map(|line| match &line.record.event {
+            faultlab_engine::Event::ResumeFaulted { fault, .. } => Some(fault.clone()),
+            _ => None,
+        })
+        .collect();
     let protocol_failures = evidence::protocol_failures(&trajectory);
     let error = setup_error.or_else(|| proxies.setup_error(&trajectory, &paths.proxy_log)).or(model_error);
     let model_hop = spec.task.model.as_ref().map(|_| crate::model_hop::summary(&paths.model_record));
@@ -664,7 +674,7 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
     }
     let mut faults_fired: Vec<String> = Vec::new();
     let model_fired = model_hop.iter().flat_map(crate::model_hop::ModelHop::fault_names);
-    for fault in evidence.calls.iter().filter_map(|c| c.fault.clone()).chain(model_fired) {
+    for fault in evidence.calls.iter().filter_map(|c| c.fault.clone()).chain(at_resumes).chain(model_fired) {
         if !faults_fired.contains(&fault) {
             faults_fired.push(fault);
         }

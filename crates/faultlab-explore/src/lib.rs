@@ -313,8 +313,11 @@ impl Explore {
         let (mut singles, mut pruned) =
             synth::singles_on(&facts, &mcp_classes, self.quick, synth::Front::of(&self.task));
         let (timed, why) = synth::after_first_write(&facts, &singles);
+        let (resuming, not_resumed) = synth::at_resume(&singles, self.quick);
         singles.extend(timed);
+        singles.extend(resuming);
         pruned.extend(why);
+        pruned.extend(not_resumed);
         let (model, why) = model_sites::explore_sites(self, &runs[0], &mut exploration)?;
         singles.extend(model);
         pruned.extend(why);

@@ -39,6 +39,11 @@ pub struct ExpectedClasses {
     /// request, said of the listing apart, so that what a fault at the listing does is checked on its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listing: Option<SiteClasses>,
+    /// While the stream resumes (a task over HTTP, the timing `at-resume`): which faults at a cut stream's first
+    /// resume break or degrade the agent, at the tool calls and (`protocol`) at the protocol's requests; compared
+    /// for the faults explored (`--quick`: `http_status` alone).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at_resume: Option<ResumeFaults>,
     /// The minimal failing sets of faults at the task's tool calls, compared when an exploration tried exactly
     /// these classes, each by its representative (`--quick`), up to this many faults (`--max-faults`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,6 +80,54 @@ pub struct SiteClasses {
     /// none.
     #[serde(default)]
     pub degrading: Vec<FaultClass>,
+    /// Why, in words.
+    #[serde(default)]
+    pub why: String,
+}
+
+/// A fault tried at a cut stream's resume ([`crate::synth::at_resume_members`]), as reports name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ResumeFault {
+    HttpStatus,
+    Disconnect,
+    Latency,
+    Timeout,
+    SessionExpiredInFlight,
+}
+
+impl ResumeFault {
+    fn name(self) -> String {
+        serde_json::to_value(self).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+    }
+}
+
+/// The faults at a cut stream's resume that break or degrade an agent.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeFaults {
+    /// Exactly the faults at the resume that break the agent at some tool call.
+    #[serde(default)]
+    pub breaking: Vec<ResumeFault>,
+    /// Exactly the faults at the resume that degrade the agent at some tool call, and break it at none.
+    #[serde(default)]
+    pub degrading: Vec<ResumeFault>,
+    /// The same at the protocol's own requests, compared when they were explored (`--protocol-sites`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<ResumeSites>,
+    /// Why, in words.
+    #[serde(default)]
+    pub why: String,
+}
+
+/// The faults at a cut stream's resume that break or degrade an agent at the sites of one kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeSites {
+    #[serde(default)]
+    pub breaking: Vec<ResumeFault>,
+    #[serde(default)]
+    pub degrading: Vec<ResumeFault>,
     /// Why, in words.
     #[serde(default)]
     pub why: String,
@@ -162,6 +215,12 @@ impl ExploreOracle {
                 }
             }
         }
+        for entry in &self.entries {
+            let Some(e) = explorations.iter().find(|e| e.task == entry.task && e.agent == entry.agent.name()) else {
+                continue;
+            };
+            found.extend(check_at_resume(entry, e));
+        }
         // The sets, where an exploration tried what the entry's sets speak of (a missing one is named above).
         for entry in &self.entries {
             let Some(sets) = &entry.sets else { continue };
@@ -204,6 +263,50 @@ impl ExploreOracle {
         }
         found
     }
+}
+
+/// The faults tried while the stream resumes, at the tool calls and at the protocol's requests, each compared when
+/// it was explored there; an exploration that tried them and an entry silent on them disagree.
+fn check_at_resume(entry: &ExpectedClasses, e: &Exploration) -> Vec<String> {
+    let mut found = Vec::new();
+    let kinds = [(Sites::ToolCalls, "the tool calls"), (Sites::Protocol, "the protocol's requests")];
+    for (sites, words) in kinds {
+        let tried = e.resume_faults_tried(sites);
+        if !e.healthy.passed || tried.is_empty() {
+            continue;
+        }
+        let lists = match (&entry.at_resume, sites) {
+            (Some(at), Sites::ToolCalls) => Some((&at.breaking, &at.degrading)),
+            (Some(at), _) => at.protocol.as_ref().map(|p| (&p.breaking, &p.degrading)),
+            (None, _) => None,
+        };
+        let Some((breaking, degrading)) = lists else {
+            found.push(format!("{} × {}: no expectation while the stream resumes at {words}", e.task, e.agent));
+            continue;
+        };
+        let names = |list: &[ResumeFault]| -> BTreeSet<String> {
+            list.iter().map(|f| f.name()).filter(|name| tried.contains(name)).collect()
+        };
+        let expected = (names(breaking), names(degrading));
+        let got = (e.breaking_at_resume(sites), e.degrading_at_resume(sites));
+        if got != expected {
+            let show = |(b, d): &(BTreeSet<String>, BTreeSet<String>)| {
+                let list = |set: &BTreeSet<String>| match set.is_empty() {
+                    true => "none".to_owned(),
+                    false => set.iter().cloned().collect::<Vec<_>>().join(", "),
+                };
+                format!("broken by {}, degraded by {}", list(b), list(d))
+            };
+            found.push(format!(
+                "{} × {} while the stream resumes at {words}: expected {}, got {}",
+                e.task,
+                e.agent,
+                show(&expected),
+                show(&got)
+            ));
+        }
+    }
+    found
 }
 
 fn describe(healthy: bool, breaking: &BTreeSet<FaultClass>, degrading: &BTreeSet<FaultClass>) -> String {
@@ -368,6 +471,42 @@ mod tests {
         e.calls.truncate(1);
         e.variants.clear();
         assert!(with.check(&[e]).is_empty());
+    }
+
+    #[test]
+    fn faults_while_the_stream_resumes_are_compared_by_name_for_those_explored() {
+        use crate::synth::{Site, Timing};
+        let mut e = exploration("bad-retry", true);
+        e.classes = vec![FaultClass::Stream];
+        e.calls = vec![Site { call: 0, tool: "write_file".into(), nth: 1, method: None }];
+        let mut resumed = degrading(FaultClass::Stream, 0, "write_file");
+        resumed.faults[0].fault = "http_status".into();
+        resumed.faults[0].timing = Timing::AtResume;
+        (resumed.broke, resumed.degraded) = (true, false);
+        e.variants = vec![resumed];
+        let oracle = |at_resume: &str| {
+            ExploreOracle::parse(&format!(
+                "entries:\n  - {{task: transport-timeout-after-write, agent: bad-retry{at_resume}}}\n"
+            ))
+            .unwrap()
+        };
+        assert_eq!(
+            oracle("").check(std::slice::from_ref(&e)),
+            ["transport-timeout-after-write × bad-retry: no expectation while the stream resumes at the tool calls"]
+        );
+        // Only what was explored is compared: the entry's disconnect was not tried (--quick).
+        let entry = ", at_resume: {breaking: [http_status, disconnect]}";
+        assert!(oracle(entry).check(std::slice::from_ref(&e)).is_empty());
+        assert_eq!(
+            oracle(", at_resume: {degrading: [http_status]}").check(std::slice::from_ref(&e)),
+            ["transport-timeout-after-write × bad-retry while the stream resumes at the tool calls: expected broken \
+              by none, degraded by http_status, got broken by http_status, degraded by none"]
+        );
+        // The class's own verdict is its representative's: the cut at the nth call was not explored here.
+        assert!(e.breaking_classes().is_empty());
+        assert!(
+            ExploreOracle::parse("entries: [{task: t, agent: good, at_resume: {breaking: [stream_cut]}}]").is_err()
+        );
     }
 
     #[test]

@@ -174,6 +174,34 @@ impl Exploration {
             .collect()
     }
 
+    /// The single faults tried at a cut stream's resume (timing `at-resume`) at the sites of one kind, by the fault's
+    /// name.
+    fn at_resume(&self, sites: Sites) -> impl Iterator<Item = &VariantResult> {
+        self.variants.iter().filter(move |v| {
+            let method = self.calls.get(v.faults[0].call).and_then(|site| site.method.as_deref());
+            v.faults.len() == 1 && v.faults[0].timing == crate::synth::Timing::AtResume && sites.holds(method)
+        })
+    }
+
+    /// The faults tried at a cut stream's resume at the sites of one kind.
+    pub fn resume_faults_tried(&self, sites: Sites) -> BTreeSet<String> {
+        self.at_resume(sites).map(|v| v.faults[0].fault.clone()).collect()
+    }
+
+    /// The faults at a cut stream's resume that broke the agent at a site of one kind.
+    pub fn breaking_at_resume(&self, sites: Sites) -> BTreeSet<String> {
+        self.at_resume(sites).filter(|v| v.broke).map(|v| v.faults[0].fault.clone()).collect()
+    }
+
+    /// The faults at a cut stream's resume that degraded the agent at a site of one kind, and broke it at none.
+    pub fn degrading_at_resume(&self, sites: Sites) -> BTreeSet<String> {
+        let breaking = self.breaking_at_resume(sites);
+        self.at_resume(sites)
+            .filter(|v| v.degraded && !breaking.contains(&v.faults[0].fault))
+            .map(|v| v.faults[0].fault.clone())
+            .collect()
+    }
+
     /// Whether any site of the healthy run is a protocol request (`--protocol-sites`).
     pub fn has_protocol_sites(&self) -> bool {
         self.calls.iter().any(|site| site.method.is_some())
@@ -205,12 +233,7 @@ impl Exploration {
                 true => f.class.name(),
                 false => format!("{}/{}", f.class.name(), f.fault),
             };
-            match f.timing {
-                crate::synth::Timing::Nth => format!("{class} at {} {}", f.tool, f.nth),
-                crate::synth::Timing::AfterFirstWrite => {
-                    format!("{class} at {} {} after the first write", f.tool, f.nth)
-                }
-            }
+            format!("{class} at {} {}{}", f.tool, f.nth, f.timing.phrase())
         };
         self.minimal().into_values().flatten().map(|v| v.faults.iter().map(name).collect()).collect()
     }
@@ -330,9 +353,7 @@ impl Exploration {
                 }
                 let name = super::Planned::of(site.clone(), f.class);
                 let mut name = super::Planned { fault: f.fault.clone(), ..name }.name();
-                if !f.timing.is_nth() {
-                    name.push_str(" after the first write");
-                }
+                name.push_str(f.timing.phrase());
                 if !entry.faults.contains(&name) {
                     entry.faults.push(name);
                 }
@@ -666,8 +687,8 @@ pub fn label(v: &VariantResult) -> String {
                 false => format!("{}/{}", f.class.name(), f.fault),
             };
             let when = match f.timing.is_nth() {
-                true => "",
-                false => " after the first write,",
+                true => String::new(),
+                false => format!("{},", f.timing.phrase()),
             };
             match super::model_sites::api_of(&f.tool) {
                 Some(_) => format!("{name}{when} at #{} {} (request {})", f.call + 1, f.tool, f.nth),
@@ -797,6 +818,24 @@ mod tests {
         // What explore never tries is said, not left to be assumed tried.
         assert!(md.contains("Never tried by explore: the model hop's faults ("), "{md}");
         assert!(md.contains("tool_call_cut") && md.contains("ask_back") && md.contains("task_lifecycle"), "{md}");
+    }
+
+    #[test]
+    fn a_fault_while_the_stream_resumes_is_named_so_in_the_sets_the_ranking_and_the_labels() {
+        let mut resuming = variant("v002", 1, FaultClass::Stream, true);
+        resuming.faults[0].fault = "http_status".into();
+        resuming.faults[0].timing = crate::synth::Timing::AtResume;
+        let report = shard(1, vec![variant("v001", 1, FaultClass::Stream, false), resuming]);
+        let e = &report.explorations[0];
+        assert_eq!(e.cell(&e.calls[1], FaultClass::Stream), "pass", "the map is of the cut at the nth call");
+        assert!(e.breaking_classes().is_empty(), "a class's verdict is its representative's");
+        assert_eq!(e.harden_first()[0].faults, ["stream/http_status while the stream resumes"]);
+        let sets: Vec<String> = e.minimal_failing_sets().into_iter().flatten().collect();
+        assert_eq!(sets, ["stream/http_status at t 2 while the stream resumes"]);
+        let md = markdown(&report);
+        assert!(md.contains("**v002** stream/http_status while the stream resumes, at #2 t (call 2 of it)"), "{md}");
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["explorations"][0]["variants"][1]["faults"][0]["timing"], "at-resume");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 
 use super::class::{FaultClass, Member};
 use faultlab_engine::catalogue::{Earlier, Reply};
-use faultlab_engine::rules::{Match, Rule};
+use faultlab_engine::rules::{At, Match, Rule};
 use faultlab_wire::frame::Frame;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -65,12 +65,50 @@ pub enum Timing {
     /// that make the agent call more or fewer times before it, this is a different call than the nth call to
     /// the site's tool, which is the point of the dimension (state already changed when the fault strikes).
     AfterFirstWrite,
+    /// While the stream resumes: the site's response stream cut (`stream_cut`, resumable, with a `retry:` of
+    /// [`AT_RESUME_RETRY_MS`]) and the fault at that stream's first resume (a rule with `match.at: resume`). HTTP
+    /// only; the fault is one of [`at_resume_members`].
+    AtResume,
 }
 
 impl Timing {
     pub fn is_nth(&self) -> bool {
         *self == Timing::Nth
     }
+
+    /// How reports say the timing after a fault's name: nothing for the nth call.
+    pub fn phrase(&self) -> &'static str {
+        match self {
+            Timing::Nth => "",
+            Timing::AfterFirstWrite => " after the first write",
+            Timing::AtResume => " while the stream resumes",
+        }
+    }
+}
+
+/// The `retry:` of the cut a fault at the resume follows, in ms: a client resumes that soon, inside a typical call
+/// timeout (the controls' 500 ms), so the resume happens and the fault acts; with the cut's default 3 s most
+/// clients give the call up first and the fault never fires.
+pub const AT_RESUME_RETRY_MS: u64 = 100;
+
+/// The faults tried at a cut stream's resume, named as reports name them, the representative (`--quick`) first:
+/// `http_status` 503 (what a resume most often meets in the wild, a load balancer whose backend restarts; a client
+/// must report the call lost or recover it, not hang or resume for ever), `disconnect` (the connection closed
+/// before a byte), `latency` (the replay half the run's deadline late), `timeout` (no answer at all) and
+/// `session_expired_in_flight` (the session lost at the resume: it and every later request 404).
+pub fn at_resume_members(deadline_ms: u64) -> Vec<Member> {
+    let member = |name: &'static str, json: Value| Member {
+        name,
+        fault: serde_json::from_value(json).expect("the faults at a resume are catalogue faults within their limits"),
+        mode: faultlab_engine::rules::Mode::After,
+    };
+    vec![
+        member("http_status", serde_json::json!({"type": "http_status", "status": 503})),
+        member("disconnect", serde_json::json!({"type": "disconnect"})),
+        member("latency", serde_json::json!({"type": "latency", "delay_ms": super::class::latency_ms(deadline_ms)})),
+        member("timeout", serde_json::json!({"type": "timeout"})),
+        member("session_expired_in_flight", serde_json::json!({"type": "session_expired_in_flight"})),
+    ]
 }
 
 /// One fault of a variant: a catalogue fault of a class at a site.
@@ -97,7 +135,7 @@ impl Planned {
     pub fn label(&self) -> String {
         match self.timing {
             Timing::Nth => format!("{} at {}", self.name(), self.site.label()),
-            Timing::AfterFirstWrite => format!("{} after the first write, at {}", self.name(), self.site.label()),
+            timing => format!("{}{}, at {}", self.name(), timing.phrase(), self.site.label()),
         }
     }
 
@@ -111,6 +149,11 @@ impl Planned {
 
     /// The fault and mode on the wire, in a run whose deadline is `deadline_ms`.
     pub fn member(&self, deadline_ms: u64) -> Member {
+        if self.timing == Timing::AtResume
+            && let Some(member) = at_resume_members(deadline_ms).into_iter().find(|m| m.name == self.fault)
+        {
+            return member;
+        }
         self.class.member(&self.fault, deadline_ms).unwrap_or_else(|| {
             let (fault, mode) = self.class.fault_for(deadline_ms);
             Member { name: self.class.representative(), fault, mode }
@@ -126,10 +169,12 @@ impl Planned {
             true => format!("explore-{}-{}-{}", self.class.name(), tool, self.site.nth),
             false => format!("explore-{}-{}-{}-{}", self.class.name(), self.fault, tool, self.site.nth),
         };
-        if self.timing == Timing::AfterFirstWrite {
-            name.push_str("-after-first-write");
+        match self.timing {
+            Timing::Nth => {}
+            Timing::AfterFirstWrite => name.push_str("-after-first-write"),
+            Timing::AtResume => name.push_str("-at-resume"),
         }
-        Rule {
+        let mut rule = Rule {
             name,
             matcher: match (&self.site.method, self.timing) {
                 (Some(method), _) => {
@@ -141,7 +186,7 @@ impl Planned {
                     nth: Some(self.site.call as u64 + 1),
                     ..Match::default()
                 },
-                (None, Timing::Nth) => Match {
+                (None, Timing::Nth | Timing::AtResume) => Match {
                     method: Some("tools/call".into()),
                     tool: Some(glob::Pattern::escape(&self.site.tool)),
                     nth: Some(self.site.nth),
@@ -151,7 +196,29 @@ impl Planned {
             mode,
             fault,
             schedule: None,
+        };
+        if self.timing == Timing::AtResume {
+            rule.matcher.at = Some(At::Resume);
         }
+        rule
+    }
+
+    /// Every rule the fault needs: its own ([`Planned::rule`]), after, for a fault while the stream resumes, the
+    /// cut of the site's stream it acts at the resume of (resumable, `retry:` [`AT_RESUME_RETRY_MS`]).
+    pub fn rules(&self, deadline_ms: u64) -> Vec<Rule> {
+        let own = self.rule(deadline_ms);
+        if self.timing != Timing::AtResume {
+            return vec![own];
+        }
+        let cut = serde_json::json!({"type": "stream_cut", "retry_ms": AT_RESUME_RETRY_MS});
+        let cut = Rule {
+            name: format!("{}-cut", own.name),
+            matcher: Match { at: None, ..own.matcher.clone() },
+            mode: faultlab_engine::rules::Mode::After,
+            fault: serde_json::from_value(cut).expect("a stream cut within its limits"),
+            schedule: None,
+        };
+        vec![cut, own]
     }
 }
 
@@ -170,12 +237,20 @@ impl Variant {
 
     /// The rules of the MCP hop (the task's `faults`).
     pub fn rules(&self, deadline_ms: u64) -> Vec<Rule> {
-        self.faults.iter().filter(|f| !crate::model_sites::is_model(&f.site)).map(|f| f.rule(deadline_ms)).collect()
+        self.faults
+            .iter()
+            .filter(|f| !crate::model_sites::is_model(&f.site))
+            .flat_map(|f| f.rules(deadline_ms))
+            .collect()
     }
 
     /// The rules of the model hop (the task's `model.faults`).
     pub fn model_rules(&self, deadline_ms: u64) -> Vec<Rule> {
-        self.faults.iter().filter(|f| crate::model_sites::is_model(&f.site)).map(|f| f.rule(deadline_ms)).collect()
+        self.faults
+            .iter()
+            .filter(|f| crate::model_sites::is_model(&f.site))
+            .flat_map(|f| f.rules(deadline_ms))
+            .collect()
     }
 }
 
@@ -281,13 +356,13 @@ pub fn singles_on(
             });
         }
     }
-    if front != Front::Stdio && classes.iter().any(|c| c.http_only()) {
+    if front != Front::Stdio && classes.contains(&FaultClass::Stream) {
         pruned.push(Pruned {
-            what: "stream and session faults at a resume (the GET with Last-Event-ID)".into(),
-            why: "the proxy's rules match JSON-RPC requests, which only POSTs carry: a resume carries none, and it \
-                  resends nothing, so there is no later occurrence of the request to match either; the stream \
-                  class's own faults act at the resume of the stream they cut (stream_cut_again cuts it again, \
-                  resume_refused refuses it, stream_replay replays the wrong events: tried without --quick)"
+            what: "faults at a resume other than the first resume of a cut stream".into(),
+            why: "a fault at a resume is tried at the first resume of each site's resumable stream_cut (the timing \
+                  \"while the stream resumes\"); a second resume, the resume of another stream fault's stream \
+                  (stream_cut_again, stream_replay, empty_event_id, stream_retry, resume_refused act at their own \
+                  resumes themselves, tried without --quick) and the standalone GET stream are not tried"
                 .into(),
         });
     }
@@ -369,6 +444,31 @@ pub fn after_first_write(calls: &[CallFacts], singles: &[Planned]) -> (Vec<Plann
         .map(|p| Planned { timing: Timing::AfterFirstWrite, ..p.clone() })
         .collect();
     (planned, Vec::new())
+}
+
+/// The timing dimension "while the stream resumes": at each site where the stream class's resumable cut
+/// (`stream_cut`) is planned, that cut and each fault at its resume ([`at_resume_members`]; `quick`: the
+/// representative, `http_status` 503, with the others listed as not tried). Only where a stream is cut: a task
+/// over stdio plans no cut, and gets nothing here.
+pub fn at_resume(singles: &[Planned], quick: bool) -> (Vec<Planned>, Vec<Pruned>) {
+    let cuts =
+        singles.iter().filter(|p| p.class == FaultClass::Stream && p.fault == "stream_cut" && p.timing == Timing::Nth);
+    let members = at_resume_members(1500);
+    let mut planned = Vec::new();
+    for cut in cuts {
+        for member in members.iter().take(if quick { 1 } else { members.len() }) {
+            planned.push(Planned { fault: member.name.into(), timing: Timing::AtResume, ..cut.clone() });
+        }
+    }
+    let mut pruned = Vec::new();
+    if quick && !planned.is_empty() {
+        let others: Vec<&str> = members.iter().skip(1).map(|m| m.name).collect();
+        pruned.push(Pruned {
+            what: format!("{} while the stream resumes (at every cut stream)", others.join(", ")),
+            why: "--quick tries http_status 503 alone at a resume, the answer a resume most often meets".into(),
+        });
+    }
+    (planned, pruned)
 }
 
 /// The healthy replies before call `index`, as the engine remembers them for `stale` and `replayed`.
@@ -566,9 +666,9 @@ mod tests {
                 assert!(faults.contains(fault), "#{}: {fault}: {faults:?}", call + 1);
             }
         }
-        // Once, the resume: no rule can match it; nothing else is left out.
+        // Once, the resumes not tried (the first resume of a cut stream is: `at_resume`); nothing else is left out.
         let resume: Vec<&Pruned> = pruned.iter().filter(|p| p.what.contains("at a resume")).collect();
-        assert!(resume.len() == 1 && resume[0].why.contains("only POSTs carry"), "{pruned:?}");
+        assert!(resume.len() == 1 && resume[0].why.contains("a second resume"), "{pruned:?}");
         assert_eq!(pruned.len(), 1, "{pruned:?}");
         // Each is its own rule on its call, valid as the proxy reads it; the timing of the loss is the nth call.
         let rules: BTreeSet<String> = planned.iter().map(|p| p.rule(1500).name).collect();
@@ -581,6 +681,44 @@ mod tests {
                 (Some(p.site.tool.as_str()), Some(p.site.nth))
             );
         }
+    }
+
+    #[test]
+    fn while_the_stream_resumes_each_resumable_cut_is_tried_with_each_fault_at_its_resume() {
+        let classes = [FaultClass::Stream, FaultClass::Session];
+        let (singles, _) = singles_on(&healthy(), &classes, false, Front::Http);
+        let (planned, pruned) = at_resume(&singles, false);
+        assert!(pruned.is_empty(), "{pruned:?}");
+        let faults = ["http_status", "disconnect", "latency", "timeout", "session_expired_in_flight"];
+        assert_eq!(planned.len(), 3 * faults.len(), "every call's cut, each fault: {planned:?}");
+        for p in &planned {
+            assert_eq!((p.class, p.timing), (FaultClass::Stream, Timing::AtResume));
+            assert!(faults.contains(&p.fault.as_str()), "{p:?}");
+            // Two rules: the site's resumable cut (resumed soon) and the fault at its resume, both on that call.
+            let rules = p.rules(1500);
+            assert_eq!(rules.len(), 2, "{rules:?}");
+            for rule in &rules {
+                rule.check().unwrap();
+                assert_eq!(
+                    (rule.matcher.tool.as_deref(), rule.matcher.nth),
+                    (Some(p.site.tool.as_str()), Some(p.site.nth))
+                );
+            }
+            assert_eq!((rules[0].fault.name(), rules[0].matcher.at), ("stream_cut", None));
+            assert_eq!(serde_json::to_value(&rules[0].fault).unwrap()["retry_ms"], AT_RESUME_RETRY_MS);
+            assert_eq!(rules[1].matcher.at, Some(At::Resume));
+            assert_eq!(rules[1].fault.name(), p.member(1500).fault.name());
+            assert_eq!(rules[1], p.rule(1500), "the rule whose name on the trajectory says it fired");
+            assert!(p.label().contains("while the stream resumes, at #"), "{}", p.label());
+        }
+        let latency = planned.iter().find(|p| p.fault == "latency").unwrap().member(3000).fault;
+        assert_eq!(serde_json::to_value(latency).unwrap()["delay_ms"], 1500, "half the deadline, as the latency class");
+        // --quick: the 503 alone, the others listed; nothing over stdio, where no cut is planned.
+        let (quick, pruned) = at_resume(&singles, true);
+        assert!(quick.len() == 3 && quick.iter().all(|p| p.fault == "http_status"), "{quick:?}");
+        assert!(pruned.len() == 1 && pruned[0].what.starts_with("disconnect, latency, timeout"), "{pruned:?}");
+        let (stdio, _) = singles_on(&healthy(), &classes, false, Front::Stdio);
+        assert_eq!(at_resume(&stdio, false), (Vec::new(), Vec::new()));
     }
 
     #[test]

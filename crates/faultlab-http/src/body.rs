@@ -594,7 +594,7 @@ async fn pump_step(pump: &mut Option<Pump>) -> bool {
 }
 
 /// The answer for a status fault (`http_status` and its presets, `html_page`, `not_jsonrpc`, `protocol_error`).
-fn status_response(status: u16, retry_after_sec: Option<u32>, body: Bytes, media: Media) -> Response {
+pub fn status_response(status: u16, retry_after_sec: Option<u32>, body: Bytes, media: Media) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut response = (status, body).into_response();
     let headers = response.headers_mut();

@@ -265,13 +265,25 @@ impl Streams {
         shutdown: &CancellationToken,
         on_reply: Option<OnReply>,
     ) -> Response {
+        self.record_numbered(response, plan, shutdown, on_reply).await.0
+    }
+
+    /// As [`Streams::record_watched`], with the stream's number (`None`: not SSE, returned unchanged), so that the
+    /// caller can tell a later resume of this stream from its `Last-Event-ID` ([`EventId::stream`]).
+    pub async fn record_numbered(
+        self: &Arc<Self>,
+        response: Response,
+        plan: Plan,
+        shutdown: &CancellationToken,
+        on_reply: Option<OnReply>,
+    ) -> (Response, Option<u64>) {
         let is_sse = response
             .headers()
             .get(header::CONTENT_TYPE)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.starts_with("text/event-stream"));
         if !is_sse {
-            return response;
+            return (response, None);
         }
         let stream = self.next.fetch_add(1, Ordering::SeqCst);
         let log = Arc::new(Log {
@@ -299,12 +311,23 @@ impl Streams {
         // instead of priming a stream that can never answer.
         if log.first_message_or_end().await == Some(End::Aborted) {
             let broken = futures::stream::once(async { Err::<Bytes, _>(aborted()) });
-            return Response::from_parts(parts, Body::from_stream(broken));
+            return (Response::from_parts(parts, Body::from_stream(broken)), Some(stream));
         }
         // The client reads the log; its length is not known, and intermediaries must not buffer it.
         parts.headers.remove(header::CONTENT_LENGTH);
         let reader = Reader::new(log, 1, Mode::First, Delivery::response());
-        Response::from_parts(parts, reader.into_body())
+        (Response::from_parts(parts, reader.into_body()), Some(stream))
+    }
+
+    /// Counts a resume of the stream `last_event_id` names that the caller answered itself instead of
+    /// [`Streams::resume`] (a proxy rule acting at the resume), so the resume that later carries the reply has the
+    /// number the client's count gives it ([`Delivery::resume`]).
+    pub fn count_resume(&self, last_event_id: &[u8]) {
+        self.resumes.fetch_add(1, Ordering::SeqCst);
+        let Some(id) = std::str::from_utf8(last_event_id).ok().and_then(EventId::parse) else { return };
+        if let Some(log) = lock(&self.logs).iter().find(|log| log.stream == id.stream) {
+            log.resumes.fetch_add(1, Ordering::SeqCst);
+        }
     }
 
     /// Whether `last_event_id` is written as this front writes its ids and names a stream number it has given out

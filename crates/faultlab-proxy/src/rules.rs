@@ -5,7 +5,9 @@
 
 use faultlab_engine::FaultKind;
 use faultlab_engine::catalogue::{BurstFailure, CascadingFailure, ServerOutage};
-pub use faultlab_engine::rules::{ArgumentMatch, Match, Matcher, Mode, Rule, RulesError, RulesFile, Schedule, Window};
+pub use faultlab_engine::rules::{
+    ArgumentMatch, At, Match, Matcher, Mode, Rule, RulesError, RulesFile, Schedule, Window,
+};
 use faultlab_wire::Frame;
 use rand::{RngExt, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -77,6 +79,9 @@ pub struct RuleSet {
     restarts: bool,
     /// A restarting outage `decide` has just started, for the front to act on ([`RuleSet::take_restart`]).
     restart: Option<Restart>,
+    /// The rules with `match.at: resume` the last [`RuleSet::decide`]'s request met, for the front to arm on the
+    /// stream it opens ([`RuleSet::take_at_resume`]).
+    at_resume: Vec<Fired>,
     /// Whether these are `faultlab model`'s rules, where the faults of the model hop apply (an MCP front refuses
     /// them, also through the control API).
     model_hop: bool,
@@ -115,7 +120,17 @@ impl RuleSet {
         let seed = file.seed.unwrap_or(0);
         let rules = file.rules.into_iter().map(compile).collect();
         let rng = ChaCha8Rng::seed_from_u64(seed);
-        Self { rules, rng, seed, outage: None, cascade: None, restarts: true, restart: None, model_hop: false }
+        Self {
+            rules,
+            rng,
+            seed,
+            outage: None,
+            cascade: None,
+            restarts: true,
+            restart: None,
+            at_resume: Vec::new(),
+            model_hop: false,
+        }
     }
 
     /// The rules for a front that can (`restarts`: the stdio front with a child upstream) or cannot restart its
@@ -194,6 +209,7 @@ impl RuleSet {
         self.outage = None;
         self.cascade = None;
         self.restart = None;
+        self.at_resume.clear();
         self.rng = ChaCha8Rng::seed_from_u64(self.seed);
     }
 
@@ -215,9 +231,17 @@ impl RuleSet {
         self.restart.take()
     }
 
+    /// The rules with `match.at: resume` that the last [`RuleSet::decide`]'s request met, in file order (taking
+    /// them clears them): they act at that request's stream's resumes, not on the request. A front with no
+    /// resumable streams (stdio) never takes them, and they never fire there.
+    pub fn take_at_resume(&mut self) -> Vec<Fired> {
+        std::mem::take(&mut self.at_resume)
+    }
+
     /// The first rule that fires for this client request, `elapsed` after the proxy started. Counters advance for
     /// every rule whose static conditions match, fired or not, so `nth` counts requests, not firings.
     pub fn decide(&mut self, request: &Frame, elapsed: Duration) -> Option<Fired> {
+        self.at_resume.clear();
         let method = request.method()?;
         request.id()?;
         let elapsed_ms = elapsed.as_millis() as u64;
@@ -243,7 +267,9 @@ impl RuleSet {
                 continue;
             }
             c.count += 1;
-            if fired.is_some() {
+            // A rule at a resume leaves the request to the others and is met whichever of them fires.
+            let at_resume = c.rule.matcher.at == Some(At::Resume);
+            if fired.is_some() && !at_resume {
                 continue;
             }
             let rule = &c.rule;
@@ -265,6 +291,11 @@ impl RuleSet {
             if let Some(p) = m.probability
                 && self.rng.random::<f64>() >= p
             {
+                continue;
+            }
+            if at_resume {
+                // No schedule (refused at load): it acts once, at the resume.
+                self.at_resume.push(Fired { rule: rule.name.clone(), mode: rule.mode, fault: rule.fault.clone() });
                 continue;
             }
             let mut mode = rule.mode;
@@ -481,6 +512,41 @@ mod tests {
         assert!(err.contains("\"twice\"") && err.contains("own schedule"), "{err}");
         let err = RulesFile::parse_spec("{schedule: {type: burst, count: 0}, fault: {type: timeout}}", 0).unwrap_err();
         assert!(err.to_string().contains("schedule: count must be between 1 and 10000"), "{err}");
+    }
+
+    #[test]
+    fn a_rule_at_a_resume_leaves_the_request_to_the_others_and_is_handed_to_the_front_once() {
+        let mut set = rules(
+            "rules:\n  - name: late\n    match: { tool: x, nth: 2, at: resume }\n    fault: { type: http_status, status: 503 }\n  - name: cut\n    match: { tool: x }\n    fault: { type: stream_cut }\n",
+        );
+        let t = Duration::ZERO;
+        assert_eq!(set.decide(&call(1, "x", Value::Null), t).unwrap().rule, "cut");
+        assert!(set.take_at_resume().is_empty(), "nth: 2 counts the requests, the first is not it");
+        let fired = set.decide(&call(2, "x", Value::Null), t).unwrap();
+        assert_eq!(fired.rule, "cut", "the resume rule listed first does not take the request");
+        let armed = set.take_at_resume();
+        assert_eq!(armed.iter().map(|f| f.rule.as_str()).collect::<Vec<_>>(), ["late"]);
+        assert_eq!(armed[0].fault.name(), "http_status");
+        assert!(set.take_at_resume().is_empty(), "handed over once");
+        assert!(set.decide(&call(3, "y", Value::Null), t).is_none());
+        assert!(set.take_at_resume().is_empty());
+    }
+
+    #[test]
+    fn every_example_rules_file_loads_and_the_http_front_takes_those_without_an_auth_fault() {
+        let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/rules");
+        let mut loaded = 0;
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            let file = RulesFile::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            // The run's auth fault is the authorization server's (`--auth`), which takes it out first.
+            let file = RulesFile { auth: None, ..file };
+            RuleSet::for_front(file, false).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+            loaded += 1;
+        }
+        assert!(loaded >= 2, "{loaded} files in {}", folder.display());
+        let resume = RulesFile::load(&folder.join("stream-resume-503.yaml")).unwrap();
+        assert_eq!(resume.rules[1].matcher.at, Some(At::Resume), "the example times its 503 at the resume");
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! server's, so a reply is faulted on the response of the POST that carried its request. A client that goes away
 //! drops the upstream request too.
 
-use super::http_sessions::{HeldReplies, Lifecycle, Resumable};
+use super::http_sessions::{AtResume, HeldReplies, Lifecycle, Opened, Resumable};
 use crate::remote::{HyperClient, Remote};
 use crate::rules::{Fired, Mode, SharedRules};
 use crate::trajectory::TrajectoryWriter;
@@ -17,11 +17,11 @@ use bytes::Bytes;
 use faultlab_engine::catalogue::{Latency, session_expired_in_flight};
 use faultlab_engine::engine::Shared;
 use faultlab_engine::recorder::TransportEventKind;
-use faultlab_engine::recorder::{Delivery, Direction, FrameAction};
-use faultlab_engine::{Engine, FaultKind};
+use faultlab_engine::recorder::{Delivery, Direction, FrameAction, ResumeAnswer};
+use faultlab_engine::{Engine, Event, FaultKind, WireAction};
 use faultlab_http::body::{self, Exchange};
 use faultlab_http::guard::AllowedHosts;
-use faultlab_http::resume::{OnReply, Plan};
+use faultlab_http::resume::{EventId, OnReply, Plan};
 use faultlab_http::rpc_error;
 use faultlab_http::server::Limits;
 use faultlab_wire::Frame;
@@ -129,6 +129,8 @@ struct Proxy {
     lifecycle: Lifecycle,
     /// The trajectory events of replies on faulted streams, until a client reads them.
     held: HeldReplies,
+    /// The rules armed at the resumes of faulted streams (`match.at: resume`).
+    at_resume: AtResume,
 }
 
 /// Serves until `shutdown` is cancelled.
@@ -155,6 +157,7 @@ pub async fn serve(
         resumable: Resumable::default(),
         lifecycle: Lifecycle::default(),
         held: HeldReplies::default(),
+        at_resume: AtResume::default(),
     });
     let limits = proxy.options.limits;
     let wrap = proxy.options.wrap.clone();
@@ -190,6 +193,9 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     };
     let session = session_id(&parts.headers);
     if parts.method != http::Method::POST {
+        if let Some(answered) = resume_faulted(&proxy, &parts, session.as_deref()).await {
+            return answered;
+        }
         if let Some(answered) = answer_for_session(&proxy, &parts, session.as_deref(), None) {
             return answered;
         }
@@ -205,7 +211,10 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
         proxy.trajectory.client_frame(&frame, FrameAction::Consumed, None, None, 0);
         return recorded_answer(&proxy, &frame, answered).await;
     }
-    let fired = lock(&proxy.rules).decide(&frame, proxy.start.elapsed());
+    let (fired, at_resume) = {
+        let mut rules = lock(&proxy.rules);
+        (rules.decide(&frame, proxy.start.elapsed()), rules.take_at_resume())
+    };
     // One engine per exchange: over HTTP a reply always comes on the response of the POST that carried its
     // request, so faults armed here fire there and cannot meet another client's equal id.
     let engine = Arc::new(Engine::sharing(proxy.trajectory.recorder().clone(), proxy.shared.clone()));
@@ -297,7 +306,96 @@ async fn handle(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
         return response;
     }
     let on_reply: OnReply = Arc::new(move |delivery| held.delivered(delivery));
-    proxy.resumable.streams(session.as_deref()).record_watched(response, plan, &proxy.shutdown, Some(on_reply)).await
+    let resumable = plan.ids;
+    let streams = proxy.resumable.streams(session.as_deref());
+    let (response, stream) = streams.record_numbered(response, plan, &proxy.shutdown, Some(on_reply)).await;
+    // Armed before the client has the stream's first id, so its first resume finds the rules. A stream without
+    // ids cannot be resumed: its rules never fire.
+    if let Some(stream) = stream.filter(|_| resumable) {
+        let opened = Opened {
+            session,
+            request_id: frame.id().map_or(serde_json::Value::Null, |id| id.to_value()),
+            method: frame.method().map(str::to_owned),
+            tool: frame.tool_name().map(str::to_owned),
+        };
+        proxy.at_resume.arm(stream, opened, at_resume);
+    }
+    response
+}
+
+/// A resume (`GET` with one of the proxy's `Last-Event-ID`s) that a rule with `match.at: resume` is armed on:
+/// answered as its fault says instead of from the log, and recorded (`resume_faulted`). `None` for any other
+/// request, and for a resume in a session the lifecycle faults already forgot (answered as forgotten).
+async fn resume_faulted(proxy: &Proxy, parts: &http::request::Parts, session: Option<&str>) -> Option<Response> {
+    if parts.method != http::Method::GET || session.is_some_and(|s| proxy.lifecycle.gone(s).is_some()) {
+        return None;
+    }
+    let mut ids = parts.headers.get_all(LAST_EVENT_ID).iter();
+    let (Some(last), None) = (ids.next(), ids.next()) else { return None };
+    let last = last.to_str().ok()?;
+    if !proxy.resumable.issued(last.as_bytes()) {
+        return None;
+    }
+    let stream = EventId::parse(last)?.stream;
+    let (opened, Fired { rule, fault, .. }) = proxy.at_resume.take(stream, session)?;
+    let streams = proxy.resumable.streams(session);
+    let record = |answer: ResumeAnswer| {
+        proxy.trajectory.record(Event::ResumeFaulted {
+            rule: rule.clone(),
+            fault: fault.name().into(),
+            effect: fault.effect(),
+            request_id: opened.request_id.clone(),
+            method: opened.method.clone(),
+            tool: opened.tool.clone(),
+            last_event_id: last.to_owned(),
+            answer,
+        });
+    };
+    Some(match &fault {
+        FaultKind::Latency(Latency { delay_ms }) => {
+            record(ResumeAnswer::Delayed { delay_ms: *delay_ms });
+            // This resume's own task waits; the stream's log fills on meanwhile.
+            faultlab_engine::clock::precise_sleep(Duration::from_millis(*delay_ms)).await;
+            streams.resume(last.as_bytes())
+        }
+        FaultKind::Disconnect(_) => {
+            streams.count_resume(last.as_bytes());
+            record(ResumeAnswer::Reset);
+            aborted()
+        }
+        FaultKind::Timeout(_) => {
+            streams.count_resume(last.as_bytes());
+            record(ResumeAnswer::Held);
+            // No head is sent: the client waits until it gives up; this task is held until the proxy ends (one
+            // per armed rule, which acts once), when the connection is aborted.
+            proxy.shutdown.cancelled().await;
+            aborted()
+        }
+        FaultKind::SessionExpiredInFlight(_) => {
+            streams.count_resume(last.as_bytes());
+            record(ResumeAnswer::Status { status: 404, session_lost: session.is_some() });
+            if let Some(id) = session {
+                proxy.lifecycle.expire(id);
+                if let Backend::Child(bridged) = &proxy.upstream {
+                    bridged.end_where(|known| known == id, &format!("forgotten at a resume by rule {rule}"));
+                }
+            }
+            rpc_error(StatusCode::NOT_FOUND, -32001, "Session not found", None)
+        }
+        // `http_status` and its presets (the only other faults a rule at a resume takes: checked at load).
+        _ => {
+            streams.count_resume(last.as_bytes());
+            let reply = Frame::from_value(json!({"jsonrpc": "2.0", "id": null, "result": {}}));
+            let actions = fault.apply(faultlab_engine::catalogue::Reply { frame: &reply, request: None });
+            let Some(WireAction::HttpStatus { status, retry_after_sec, body, media }) = actions.into_iter().next()
+            else {
+                record(ResumeAnswer::Reset);
+                return Some(aborted());
+            };
+            record(ResumeAnswer::Status { status, session_lost: false });
+            body::status_response(status, retry_after_sec, body, media)
+        }
+    })
 }
 
 fn is_event_stream(headers: &http::HeaderMap) -> bool {

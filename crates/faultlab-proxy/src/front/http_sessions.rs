@@ -16,11 +16,19 @@
 //! upstream (whose own session stays until it ends it: the proxy does not end it). Each list is a ring of
 //! [`MAX_REMEMBERED`] ids; a `restart` forgets every session id the proxy has seen answered, at most as many.
 //!
+//! **Faults at a resume.** A rule with `match.at: resume` that a request met is armed on the stream a stream fault
+//! made of that request's answer ([`AtResume`], by stream number, with the request's id, method and tool); the
+//! first `GET` resuming that stream in the same session takes it (a second such rule, the second resume), and
+//! the front answers that resume as the fault says instead of from the log. A request whose answer is not kept
+//! in a log (no stream fault, or a stream with no ids) arms nothing: its resume rules never fire. At most
+//! [`MAX_ARMED`] streams stay armed, the oldest forgotten first.
+//!
 //! **Where a reply went.** The reply on a stream a stream fault acted on has its trajectory event held
 //! ([`HeldReply`]) until a client reads it from the log, and is then written with `delivery`: the POST's own
 //! response, or the resume that carried it (its number and `Last-Event-ID`); never read, it is written as
 //! `undelivered` when its log is forgotten or the front ends.
 
+use crate::rules::Fired;
 use crate::trajectory::TrajectoryWriter;
 use faultlab_engine::Event;
 use faultlab_engine::catalogue::LifecycleVariant;
@@ -29,7 +37,8 @@ use faultlab_engine::recorder::Delivery;
 use faultlab_http::body::Budget;
 use faultlab_http::resume::{MAX_TOTAL_BYTES, Streams};
 use faultlab_wire::sync::lock;
-use std::collections::VecDeque;
+use serde_json::Value;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
@@ -78,6 +87,55 @@ impl Resumable {
     /// Bytes of events held for all sessions now.
     pub fn held_bytes(&self) -> usize {
         self.budget.held()
+    }
+}
+
+/// Streams with rules armed at their resume: as many as the logs the proxy keeps at most (128 sessions of 32).
+pub const MAX_ARMED: usize = MAX_SESSIONS * faultlab_http::resume::MAX_SESSION_STREAMS;
+
+/// The request whose stream a rule at a resume acts on, as the trajectory names it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Opened {
+    /// The session the stream belongs to (only a resume in it takes the rule).
+    pub session: Option<String>,
+    pub request_id: Value,
+    pub method: Option<String>,
+    pub tool: Option<String>,
+}
+
+/// The rules with `match.at: resume` armed on the streams they act at, by stream number.
+#[derive(Default)]
+pub struct AtResume {
+    armed: Mutex<BTreeMap<u64, (Opened, VecDeque<Fired>)>>,
+}
+
+impl AtResume {
+    /// Arms `rules` (in order, one per resume) on stream `stream`, which `opened` opened.
+    pub fn arm(&self, stream: u64, opened: Opened, rules: Vec<Fired>) {
+        if rules.is_empty() {
+            return;
+        }
+        let mut armed = lock(&self.armed);
+        armed.insert(stream, (opened, rules.into()));
+        // Stream numbers only grow: the first is the oldest.
+        while armed.len() > MAX_ARMED {
+            armed.pop_first();
+        }
+    }
+
+    /// The rule this resume of `stream` in `session` meets, if one is armed there (taking it).
+    pub fn take(&self, stream: u64, session: Option<&str>) -> Option<(Opened, Fired)> {
+        let mut armed = lock(&self.armed);
+        let (opened, rules) = armed.get_mut(&stream)?;
+        if opened.session.as_deref() != session {
+            return None;
+        }
+        let fired = rules.pop_front()?;
+        let opened = opened.clone();
+        if rules.is_empty() {
+            armed.remove(&stream);
+        }
+        Some((opened, fired))
     }
 }
 
@@ -256,6 +314,36 @@ mod tests {
         }
         assert_eq!(lock(&lifecycle.gone).len(), MAX_REMEMBERED);
         assert_eq!(lifecycle.gone("a"), None, "the oldest id left the ring");
+    }
+
+    #[test]
+    fn a_resume_rule_is_taken_once_by_a_resume_of_its_own_session_and_the_armed_streams_stay_bounded() {
+        let at = AtResume::default();
+        let opened = |session: &str| Opened {
+            session: Some(session.into()),
+            request_id: Value::from(2),
+            method: Some("tools/call".into()),
+            tool: Some("read_file".into()),
+        };
+        let fired = |rule: &str| Fired {
+            rule: rule.into(),
+            mode: crate::rules::Mode::After,
+            fault: faultlab_engine::catalogue::Timeout {}.into(),
+        };
+        at.arm(7, opened("a"), vec![fired("first"), fired("second")]);
+        assert_eq!(at.take(7, Some("b")), None, "another session's resume of the number takes nothing");
+        assert_eq!(at.take(7, None), None);
+        assert_eq!(
+            at.take(7, Some("a")).map(|(o, f)| (o.tool, f.rule)),
+            Some((Some("read_file".into()), "first".into()))
+        );
+        assert_eq!(at.take(7, Some("a")).map(|(_, f)| f.rule), Some("second".into()));
+        assert_eq!(at.take(7, Some("a")), None, "each rule acts once");
+        for stream in 0..MAX_ARMED as u64 + 5 {
+            at.arm(stream + 100, opened("a"), vec![fired("r")]);
+        }
+        assert_eq!(lock(&at.armed).len(), MAX_ARMED);
+        assert_eq!(at.take(100, Some("a")), None, "the oldest armed stream was forgotten");
     }
 
     #[test]

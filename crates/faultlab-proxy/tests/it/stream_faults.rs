@@ -7,7 +7,7 @@
 use axum::body::Bytes;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use faultlab_engine::recorder::{DeliveredOn, Delivery, Direction, FrameEvent};
+use faultlab_engine::recorder::{DeliveredOn, Delivery, Direction, FrameEvent, ResumeAnswer};
 use faultlab_engine::{Event, Recorder};
 use faultlab_proxy::rules::{RuleSet, RulesFile};
 use faultlab_proxy::trajectory::Trajectory;
@@ -81,9 +81,17 @@ async fn start_lab(fault: Value) -> Lab {
 
 /// The proxy's HTTP front with one rule: the requests `matcher` matches get `fault`.
 async fn start_lab_matching(matcher: Value, fault: Value) -> Lab {
+    start_lab_rules(json!([{"name": "r", "match": matcher, "fault": fault}])).await
+}
+
+/// The proxy's HTTP front with these rules.
+async fn start_lab_rules(rules: Value) -> Lab {
     let route = axum::routing::post(upstream).get(|| async { StatusCode::METHOD_NOT_ALLOWED });
     let (upstream_url, server) = crate::harness::upstream_at(route).await;
-    let file = json!({"seed": 1, "rules": [{"name": "r", "match": matcher, "fault": fault}]});
+    let file = json!({"seed": 1, "rules": rules});
+    for rule in file["rules"].as_array().unwrap() {
+        serde_json::from_value::<faultlab_proxy::rules::Rule>(rule.clone()).unwrap().check().unwrap();
+    }
     let rules = RuleSet::new(serde_json::from_value::<RulesFile>(file).unwrap()).shared();
     let backend = faultlab_proxy::front::http::Backend::url(upstream_url.parse().unwrap()).unwrap();
     let stop = CancellationToken::new();
@@ -409,4 +417,138 @@ async fn the_handshake_and_the_tool_list_are_faulted_by_method_a_stream_cut_resu
     let expired = lab.post(list(3), Some(&session)).await;
     assert_eq!(expired.status, 404);
     assert_eq!(serde_json::from_str::<Value>(&expired.body).unwrap()["error"]["code"], -32001, "{}", expired.body);
+}
+
+/// The cut of call `faulted` (after its progress event), and `fault` at that stream's first resume.
+async fn cut_then_at_resume(fault: Value) -> Lab {
+    start_lab_rules(json!([
+        {"name": "at-resume", "match": {"tool": "faulted", "nth": 1, "at": "resume"}, "fault": fault},
+        {"name": "cut", "match": {"tool": "faulted"}, "fault": {"type": "stream_cut", "after_events": 1}},
+    ]))
+    .await
+}
+
+/// The `resume_faulted` events of the lab's trajectory: (rule, fault, request id, tool, Last-Event-ID, answer).
+fn resumes_faulted(recorder: &Recorder) -> Vec<(String, String, Value, Option<String>, String, ResumeAnswer)> {
+    let faulted = recorder.records().into_iter().filter_map(|record| match record.event {
+        Event::ResumeFaulted { rule, fault, request_id, tool, last_event_id, answer, .. } => {
+            Some((rule, fault, request_id, tool, last_event_id, answer))
+        }
+        _ => None,
+    });
+    faulted.collect()
+}
+
+#[tokio::test]
+async fn a_rule_at_a_resume_answers_the_first_resume_503_and_the_next_one_replays() {
+    let lab = cut_then_at_resume(json!({"type": "http_status", "status": 503, "retry_after_sec": 2})).await;
+    let cut = lab.call(1, "faulted", None).await;
+    let primed = "id: 0-0\nretry: 3000\ndata: \n\n";
+    let expected = format!("{primed}{}", event(Some("id: 0-1"), &progress(&json!(1))));
+    assert_eq!(cut.body, expected, "the POST is the cut's alone: the resume rule leaves it alone");
+    let refused = lab.get(None, Some("0-1")).await;
+    assert_eq!((refused.status, refused.header("retry-after")), (503, Some("2")));
+    let error: Value = serde_json::from_str(&refused.body).unwrap();
+    assert_eq!(error["error"]["data"]["httpStatus"], 503, "{error}");
+    let resumed = lab.get(None, Some("0-1")).await;
+    assert_eq!((resumed.status, resumed.body), (200, event(Some("id: 0-2"), &reply(1))), "acts once");
+    assert_eq!(
+        resumes_faulted(&lab.recorder),
+        [(
+            "at-resume".into(),
+            "http_status".into(),
+            json!(1),
+            Some("faulted".into()),
+            "0-1".into(),
+            ResumeAnswer::Status { status: 503, session_lost: false }
+        )]
+    );
+    let deliveries = lab.deliveries().await;
+    assert_eq!(
+        deliveries,
+        [(1, Some(Delivery::resume(2, "0-1")))],
+        "the refused resume counts: the reply came on the 2nd"
+    );
+}
+
+#[tokio::test]
+async fn a_disconnect_at_a_resume_closes_the_connection_before_a_byte() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let lab = cut_then_at_resume(json!({"type": "disconnect"})).await;
+    lab.call(1, "faulted", None).await;
+    let authority = lab.url.trim_start_matches("http://").split('/').next().unwrap().to_owned();
+    let mut raw = tokio::net::TcpStream::connect(&authority).await.unwrap();
+    let request =
+        format!("GET /mcp HTTP/1.1\r\nhost: {authority}\r\naccept: text/event-stream\r\nlast-event-id: 0-1\r\n\r\n");
+    raw.write_all(request.as_bytes()).await.unwrap();
+    let mut got = Vec::new();
+    let _ = raw.read_to_end(&mut got).await;
+    assert_eq!(String::from_utf8_lossy(&got), "", "not a byte of an answer: the connection is closed");
+    assert_eq!(lab.get(None, Some("0-1")).await.body, event(Some("id: 0-2"), &reply(1)), "the next resume replays");
+    let faulted = resumes_faulted(&lab.recorder);
+    assert_eq!(faulted.len(), 1, "{faulted:?}");
+    assert_eq!((faulted[0].1.as_str(), &faulted[0].5), ("disconnect", &ResumeAnswer::Reset));
+}
+
+#[tokio::test]
+async fn a_session_lost_at_a_resume_answers_it_and_every_later_request_404() {
+    let lab = cut_then_at_resume(json!({"type": "session_expired_in_flight"})).await;
+    let session = session_of(&lab.initialize().await);
+    lab.call(1, "faulted", Some(&session)).await;
+    let lost = lab.get(Some(&session), Some("0-1")).await;
+    assert_eq!(lost.status, 404);
+    assert!(lost.body.contains("-32001"), "{}", lost.body);
+    assert_eq!(lab.get(Some(&session), Some("0-1")).await.status, 404, "the resume again: the session is gone");
+    let after = lab.call(2, "other", Some(&session)).await;
+    assert_eq!(after.status, 404, "every later request of the session: {}", after.body);
+    assert_eq!(lab.initialize().await.status, 200, "a new session is served");
+    let faulted = resumes_faulted(&lab.recorder);
+    assert_eq!(faulted.len(), 1, "{faulted:?}");
+    assert_eq!(faulted[0].5, ResumeAnswer::Status { status: 404, session_lost: true });
+    let deliveries = lab.deliveries().await;
+    assert_eq!(
+        deliveries,
+        [(0, None), (2, None), (0, None), (1, Some(Delivery::undelivered()))],
+        "the 404 is call 2's"
+    );
+}
+
+#[tokio::test]
+async fn latency_at_a_resume_delays_its_replay_and_timeout_holds_it_unanswered() {
+    let lab = cut_then_at_resume(json!({"type": "latency", "delay_ms": 150})).await;
+    lab.call(1, "faulted", None).await;
+    let start = std::time::Instant::now();
+    let resumed = lab.get(None, Some("0-1")).await;
+    assert!(start.elapsed() >= std::time::Duration::from_millis(150), "{:?}", start.elapsed());
+    assert_eq!((resumed.status, resumed.body), (200, event(Some("id: 0-2"), &reply(1))));
+    assert_eq!(resumes_faulted(&lab.recorder)[0].5, ResumeAnswer::Delayed { delay_ms: 150 });
+    assert_eq!(lab.deliveries().await, [(1, Some(Delivery::resume(1, "0-1")))]);
+
+    let lab = cut_then_at_resume(json!({"type": "timeout"})).await;
+    lab.call(1, "faulted", None).await;
+    let held = lab
+        .client
+        .get(&lab.url)
+        .header("accept", "text/event-stream")
+        .header("last-event-id", "0-1")
+        .timeout(std::time::Duration::from_millis(300))
+        .send()
+        .await;
+    assert!(held.as_ref().is_err_and(reqwest::Error::is_timeout), "no head within 300 ms: {held:?}");
+    assert_eq!(resumes_faulted(&lab.recorder)[0].5, ResumeAnswer::Held);
+    assert_eq!(lab.get(None, Some("0-1")).await.body, event(Some("id: 0-2"), &reply(1)), "the next resume replays");
+}
+
+#[tokio::test]
+async fn a_rule_at_a_resume_without_a_cut_of_that_stream_never_fires() {
+    let lab = start_lab_rules(json!([
+        {"name": "at-resume", "match": {"tool": "faulted", "at": "resume"}, "fault": {"type": "http_status", "status": 500}},
+        {"name": "cut", "match": {"tool": "other"}, "fault": {"type": "stream_cut", "after_events": 1}},
+    ]))
+    .await;
+    let untouched = lab.call(1, "faulted", None).await;
+    assert_eq!(untouched.body, format!("{}{}", event(None, &progress(&json!(1))), event(None, &reply(1))));
+    lab.call(2, "other", None).await;
+    assert_eq!(lab.get(None, Some("0-1")).await.status, 200, "another request's stream: not the rule's");
+    assert!(resumes_faulted(&lab.recorder).is_empty());
 }

@@ -693,3 +693,25 @@ fn a_write_whose_cut_stream_was_never_resumed_failed_and_one_resumed_did_not() {
         graded.code(if passed { 0 } else { 2 });
     }
 }
+
+/// A task over HTTP whose read's stream is cut and whose first resume is answered 503: the good agent's client
+/// resumes, meets the 503, and the agent reads again; both faults count as fired (the 503 from the trajectory's
+/// `resume_faulted` event: it acted on a `GET`, not on a call's reply).
+#[test]
+fn a_fault_at_a_resume_counts_as_fired_in_the_runs_record() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = std::fs::read_to_string(repo("examples/eval/http/transport-stream-lost-read.yaml")).unwrap();
+    let faults = "faults:\n  - {name: cut, match: {tool: read_file, nth: 1}, fault: {type: stream_cut, retry_ms: 50}}\n  \
+                  - {name: refused, match: {tool: read_file, nth: 1, at: resume}, fault: {type: http_status, status: 503}}\n";
+    let (before, rest) = task.split_once("faults:\n").unwrap();
+    let (_, after) = rest.split_once("recovery:").unwrap();
+    let path = dir.path().join("resume-503.yaml");
+    std::fs::write(&path, format!("{before}{faults}recovery:{after}")).unwrap();
+    let out = dir.path().join("out");
+    let graded = eval(&path, &out, &["--agent", &control_agent("good"), "--agent-name", "good"]);
+    let report = read_json(out.join("report.json"));
+    let run = &report["runs"][0];
+    assert_eq!(run["faults_fired"], serde_json::json!(["stream_cut", "http_status"]), "{run:#}");
+    assert_eq!(run["verdict"]["passed"], true, "{run:#}");
+    graded.code(0);
+}

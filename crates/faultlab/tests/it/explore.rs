@@ -225,6 +225,10 @@ fn a_recorded_failing_run_is_reproduced_by_its_smallest_fault_set() {
         .stderr(contains("--from-trajectory").and(contains("nothing to reproduce")));
 }
 
+fn md_of(out: &Path) -> String {
+    std::fs::read_to_string(out.join("report.md")).unwrap()
+}
+
 /// A task over HTTP: the response stream and the session of each tool call are sites, run through the proxy's HTTP
 /// front; the agent that gives up at a lost stream or session degrades there (the map's `stream` and `session`
 /// columns), the good agent survives them. Over stdio the same classes are listed as not tried, with why.
@@ -242,11 +246,28 @@ fn over_http_the_stream_and_the_session_are_sites_and_over_stdio_they_are_listed
         .stdout(contains("DEGRADES v001 stream at #1 read_file").and(contains("session at #1 read_file")));
     let e = &read_json(gave_up.join("report.json"))["explorations"][0];
     let variants = e["variants"].as_array().unwrap();
-    assert_eq!(variants.len(), 4, "two calls × two classes: {variants:#?}");
+    assert_eq!(variants.len(), 6, "two calls × two classes, and a 503 while each call's stream resumes: {variants:#?}");
     assert!(variants.iter().all(|v| v["degraded"] == true), "{variants:#?}");
+    let resuming: Vec<&serde_json::Value> =
+        variants.iter().filter(|v| v["faults"][0]["timing"] == "at-resume").collect();
+    assert_eq!(resuming.len(), 2, "{variants:#?}");
+    for v in &resuming {
+        assert_eq!((&v["faults"][0]["class"], &v["faults"][0]["fault"]), (&"stream".into(), &"http_status".into()));
+        assert_eq!(v["fired"], true, "its client resumed after the 100 ms retry and met the 503: {v:#}");
+    }
+    let pruned = e["pruned"].as_array().unwrap();
+    assert!(
+        pruned.iter().any(|p| p["what"].as_str().unwrap().starts_with("disconnect, latency, timeout")),
+        "--quick says which faults at a resume it left out: {pruned:#?}"
+    );
+    let rules = read_json(resuming[0]["reproducer"]["rules_file"].as_str().unwrap());
+    let rules = rules["rules"].as_array().unwrap();
+    assert_eq!(rules.len(), 2, "the cut and the fault at its resume: {rules:#?}");
+    assert_eq!((&rules[0]["fault"]["type"], &rules[1]["match"]["at"]), (&"stream_cut".into(), &"resume".into()));
+    assert!(md_of(&gave_up).contains("stream/http_status while the stream resumes, at #1 read_file"));
     let session = variants.iter().find(|v| v["faults"][0]["class"] == "session").unwrap();
     assert_eq!(session["faults"][0]["fault"], "session_expired_in_flight");
-    let md = std::fs::read_to_string(gave_up.join("report.md")).unwrap();
+    let md = md_of(&gave_up);
     assert!(md.contains("| call | stream | session |"), "{md}");
     assert!(md.contains("| #1 read_file (call 1 of it) | degrades | degrades |"), "{md}");
 

@@ -502,3 +502,53 @@ async fn a_listing_answered_404_for_its_session_makes_the_reference_client_start
     assert!(listed["tools"].as_array().is_some_and(|tools| !tools.is_empty()), "{listed}");
     assert_eq!(connection.call_tool("ping", json!({}), DEADLINE).await.outcome, Outcome::Success);
 }
+
+/// A rule timed at a resume, on the binary's HTTP front with a bridged stdio server: the call's stream is cut, its
+/// first resume finds the session lost (404), as does every later request of it (the session's server stopped),
+/// a new session is served, and the trajectory names the resume, the rule and the call.
+#[tokio::test]
+async fn a_session_lost_while_a_cut_stream_resumes_is_404_from_then_on_and_recorded() {
+    let dir = tempfile::tempdir().unwrap();
+    let record = dir.path().join("trajectory.jsonl");
+    let cut = "{name: cut, match: {tool: ping, nth: 1}, fault: {type: stream_cut, retry_ms: 0}}";
+    let lost = "{name: lost, match: {tool: ping, nth: 1, at: resume}, fault: {type: session_expired_in_flight}}";
+    let args = ["proxy", "--listen", "127.0.0.1:0", "--record", record.to_str().unwrap(), "--fault", cut];
+    let mut args = args.to_vec();
+    args.extend(["--fault", lost, "--", BIN, "serve"]);
+    let (proxy, url) = start(&args, "faultlab: proxy listening at ").await;
+    let http = http_client();
+    let (_, session, _) = exchange(&http, &url, None, legacy_initialize(1)).await;
+    let session = session.expect("a session id");
+    let post =
+        crate::common::mcp_post(&http, &url, tool_call(2, "ping").to_string()).header("mcp-session-id", &session);
+    let cut = post.send().await.unwrap().text().await.unwrap();
+    assert_eq!(cut, "id: 0-0\nretry: 0\ndata: \n\n", "primed, then cut before the reply");
+    let resume = || {
+        let get = http.get(&url).header("accept", "text/event-stream").header("mcp-session-id", &session);
+        get.header("last-event-id", "0-0").send()
+    };
+    for attempt in ["the resume", "the resume again"] {
+        let answer = resume().await.unwrap();
+        assert_eq!(answer.status().as_u16(), 404, "{attempt}");
+    }
+    let (status, _, reply) = exchange(&http, &url, Some(&session), tool_call(3, "ping")).await;
+    assert_eq!((status, reply["error"]["code"].clone()), (404, json!(-32001)), "{reply}");
+    let (status, fresh, _) = exchange(&http, &url, None, legacy_initialize(4)).await;
+    let (_, _, reply) = exchange(&http, &url, fresh.as_deref(), tool_call(5, "ping")).await;
+    assert_eq!((status, reply["result"]["isError"].clone()), (200, json!(false)), "a new session is served");
+    drop(proxy);
+    let trajectory = std::fs::read_to_string(&record).unwrap();
+    let faulted: Vec<Value> = trajectory
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .filter(|e| e["event"] == "resume_faulted")
+        .collect();
+    assert_eq!(faulted.len(), 1, "{trajectory}");
+    let e = &faulted[0];
+    assert_eq!(
+        (&e["rule"], &e["fault"], &e["requestId"], &e["tool"], &e["lastEventId"]),
+        (&json!("lost"), &json!("session_expired_in_flight"), &json!(2), &json!("ping"), &json!("0-0"))
+    );
+    assert_eq!(e["answer"], json!({"kind": "status", "status": 404, "sessionLost": true}));
+    assert!(trajectory.contains("forgotten at a resume by rule lost"), "its server stopped: {trajectory}");
+}
