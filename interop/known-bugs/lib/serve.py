@@ -22,16 +22,21 @@ URL_RE = re.compile(r"listening at (http://\S+)")
 PROXY_STOP_S = 5  # seconds the proxy gets to write its trajectory's last lines after SIGTERM
 
 
-@contextmanager
-def serve(*extra: str, auth_events: list[dict] | None = None) -> Iterator[str]:
-    """`faultlab serve --transport http --port 0 *extra`, yielding its URL once it listens (15 s at most). With
-    `--auth` among `extra`, `auth_events` (when given) receives each auth event the server prints (a JSON line with
-    an `auth` member: `authorization_started`, `token_issued` with its `grant`, `token_refused` with its reason)."""
+def _binary() -> str:
     binary = os.environ.get("FAULTLAB_BIN")
     if not binary:
         raise RuntimeError("FAULTLAB_BIN is not set")
-    proc = subprocess.Popen([binary, "serve", "--transport", "http", "--port", "0", *extra], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, errors="replace")
+    return binary
+
+
+@contextmanager
+def _listening(argv: list[str], what: str, on_line: Callable[[str], None] | None = None,
+               stop_s: float = 0) -> Iterator[str]:
+    """Starts `argv` (a faultlab command that prints "listening at URL" on stderr) and yields the URL (15 s at most);
+    every stderr line also goes to `on_line`. At the end it is stopped: SIGTERM and `stop_s` seconds to end (so it
+    can write what it records), else killed."""
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, errors="replace")
     found: list[str] = []
     ready = threading.Event()
 
@@ -41,32 +46,65 @@ def serve(*extra: str, auth_events: list[dict] | None = None) -> Iterator[str]:
             if not found and (m := URL_RE.search(line)):
                 found.append(m.group(1))
                 ready.set()
-            if auth_events is not None and line.startswith("{"):
-                try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if isinstance(event, dict) and "auth" in event:
-                    auth_events.append(event)
+            if on_line is not None:
+                on_line(line)
         ready.set()
 
     threading.Thread(target=pump, daemon=True).start()
     try:
         if not ready.wait(15) or not found:
-            raise RuntimeError("faultlab serve printed no 'listening at' URL within 15 s")
+            raise RuntimeError(f"faultlab {what} printed no 'listening at' URL within 15 s")
         yield found[0]
     finally:
-        proc.kill()
+        if stop_s > 0:
+            proc.terminate()
+            try:
+                proc.wait(timeout=stop_s)
+            except subprocess.TimeoutExpired:
+                pass
+        if proc.poll() is None:
+            proc.kill()
         proc.wait(timeout=5)
+
+
+@contextmanager
+def serve(*extra: str, auth_events: list[dict] | None = None) -> Iterator[str]:
+    """`faultlab serve --transport http --port 0 *extra`, yielding its URL once it listens (15 s at most). With
+    `--auth` among `extra`, `auth_events` (when given) receives each auth event the server prints (a JSON line with
+    an `auth` member: `authorization_started`, `token_issued` with its `grant`, `token_refused` with its reason)."""
+
+    def auth_event(line: str) -> None:
+        if auth_events is None or not line.startswith("{"):
+            return
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return
+        if isinstance(event, dict) and "auth" in event:
+            auth_events.append(event)
+
+    argv = [_binary(), "serve", "--transport", "http", "--port", "0", *extra]
+    with _listening(argv, "serve", auth_event) as url:
+        yield url
 
 
 def run(observe: Callable[[str], dict], judge: Callable[[dict], tuple[int, str]], *extra: str,
         auth_events: list[dict] | None = None) -> int:
     """Serves, runs `observe(url)`, prints the verdict line `judge` gives and returns its exit code."""
-    try:
+
+    def observed() -> dict:
         with serve(*extra, auth_events=auth_events) as url:
-            seen = observe(url)
-    except Exception as exc:  # the check itself failed: never a verdict on the SDK
+            return observe(url)
+
+    return _verdict(observed, judge)
+
+
+def _verdict(observed: Callable[[], dict], judge: Callable[[dict], tuple[int, str]]) -> int:
+    """What `observed()` saw, judged: the verdict line printed and its exit code; a check that failed itself is
+    never a verdict on the SDK."""
+    try:
+        seen = observed()
+    except Exception as exc:
         print(f"could not run: {type(exc).__name__}: {exc}")
         return COULD_NOT_RUN
     code, line = judge(seen)
@@ -80,40 +118,17 @@ def proxied(*rules: str) -> Iterator[tuple[str, list[dict]]]:
     one `--fault` spec), yielding the proxy's URL (15 s at most to listen) and a list that, once the block ends, holds
     the proxy's trajectory (one dict an event, from `--record` in a temporary folder): the proxy is stopped with
     SIGTERM first, so the trajectory is whole, and killed if it has not ended within `PROXY_STOP_S`."""
-    binary = os.environ.get("FAULTLAB_BIN")
-    if not binary:
-        raise RuntimeError("FAULTLAB_BIN is not set")
+    binary = _binary()
     trajectory: list[dict] = []
     with serve() as upstream, tempfile.TemporaryDirectory(prefix="faultlab-known-bug-") as tmp:
         record = Path(tmp) / "trajectory.jsonl"
         argv = [binary, "proxy", "--listen", "127.0.0.1:0", "--upstream", upstream, "--record", str(record)]
         for rule in rules:
             argv += ["--fault", rule]
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                text=True, errors="replace")
-        found: list[str] = []
-        ready = threading.Event()
-
-        def pump() -> None:
-            assert proc.stderr is not None
-            for line in proc.stderr:
-                if not found and (m := URL_RE.search(line)):
-                    found.append(m.group(1))
-                    ready.set()
-            ready.set()
-
-        threading.Thread(target=pump, daemon=True).start()
         try:
-            if not ready.wait(15) or not found:
-                raise RuntimeError("faultlab proxy printed no 'listening at' URL within 15 s")
-            yield found[0], trajectory
+            with _listening(argv, "proxy", stop_s=PROXY_STOP_S) as url:
+                yield url, trajectory
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=PROXY_STOP_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=5)
             if record.exists():
                 trajectory.extend(json.loads(line) for line in record.read_text().splitlines() if line.strip())
 
@@ -121,13 +136,11 @@ def proxied(*rules: str) -> Iterator[tuple[str, list[dict]]]:
 def run_proxied(observe: Callable[[str], dict], judge: Callable[[dict], tuple[int, str]], *rules: str) -> int:
     """As `run`, with the client on `proxied(*rules)`'s URL; `judge` finds the proxy's trajectory in
     `seen["trajectory"]`."""
-    try:
+
+    def observed() -> dict:
         with proxied(*rules) as (url, trajectory):
             seen = observe(url)
         seen["trajectory"] = trajectory
-    except Exception as exc:  # the check itself failed: never a verdict on the SDK
-        print(f"could not run: {type(exc).__name__}: {exc}")
-        return COULD_NOT_RUN
-    code, line = judge(seen)
-    print(line)
-    return code
+        return seen
+
+    return _verdict(observed, judge)
