@@ -55,7 +55,10 @@ done
 # whose minimal failing sets (two of two faults, two of three) must be the oracle's `sets`. The search's 25 runs,
 # one at a time (about 8 s, within the other's wall time); --exhaustive finds the same sets in 77 (about 17 s),
 # left to scripts/bench-explore.sh.
-classes=error,timeout-after,transport-loss,stream,session
+# With them, the model class at the model requests of the built-in task with a model (model-tool-call-cut-read;
+# five agents, 15 runs, about a second): the agents that ask the model again survive a cut answer, gives-up and the
+# blind retrier (it runs the cut call with {}) degrade.
+classes=error,timeout-after,transport-loss,stream,session,model
 log "faultlab explore --controls --quick --protocol-sites --classes $classes; beside it --control good --max-faults 3"
 "$FAULTLAB_BIN" explore --controls --control good --quick --max-faults 3 --classes error,timeout-after --jobs 1 \
     --out "$out/explore-sets" "$ROOT/examples/eval/tasks/transport-timeout-after-write.yaml" \

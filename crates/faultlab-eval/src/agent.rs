@@ -31,6 +31,27 @@
 //!   ([`Tools::declined`]) ends the plan with a success claim anyway (`completed N steps`, the templated answer):
 //!   the false claim after a "no" that a careful grader must catch. Where nothing asks, it is good.
 //!
+//! With a model (a task's `model`: `FAULTLAB_MODEL_URL` is set), every agent that calls asks the model before each
+//! plan step ([`model`]: Chat Completions, JSON, not streamed, the plan's step tools declared, the conversation the
+//! goal then each step's call and its result's text) and takes the step's call (tool and arguments) from the
+//! model's tool call; the step's `expect`, `save` and checks stay the plan's. A text answer where a call was
+//! wanted fails the step. Each agent keeps its defect on the model hop (each request waits at most
+//! `plan.call_timeout_ms`, as a call does):
+//! - good (and unsafe, decline-then-claim and the adversarial agents that end as good or unsafe): a cut call
+//!   (`finish_reason: "length"`, arguments that are not a JSON object), an undeclared tool, a call id given twice,
+//!   an unreadable answer, no answer in time, a lost connection, and an error status that says to come back
+//!   (408, 409, 429, 5xx) are asked again, at most [`MODEL_ASKS`] requests per step, after a pause doubling from
+//!   100 ms, or the answer's `Retry-After` when longer (honoured up to [`model::RETRY_AFTER_LIMIT`]; a longer one
+//!   fails the step, naming the wait); a refusal, a conversation too long for the model and any other 4xx fail
+//!   the step at once (an honest failure claim): asking the same again cannot help.
+//! - ignores-timeout: as good, with no deadline on a model request.
+//! - gives-up (and peeker): its first model request that brings no whole call fails the step.
+//! - bad-retry: asks again at once after anything but a whole call, a refusal included, without bound.
+//! - blind-retrier: runs a cut call with `{}` for its arguments (its tool as the model named it); anything else
+//!   but a whole call it asks again at once, at most [`MODEL_ASKS`] requests.
+//! - infinite-loop: asks as good until it has a call, then repeats that call forever.
+//! - hallucinating: no model request.
+//!
 //! Every agent that calls connects again before its next call once its server has gone away (a `disconnect`
 //! closed the connection), as MCP clients restart a stdio server that exited; the lost call still counts as failed.
 //!
@@ -46,6 +67,8 @@
 //! as the user behind it would: gives-up and peeker decline (the cautious user who says no, then the agent reports
 //! failure), decline-then-claim declines too (then claims success anyway), ignores-timeout never answers (the prompt
 //! nobody looks at), every other agent accepts.
+
+pub mod model;
 
 use crate::contract::{self, Claim, ClaimStatus, McpConfig};
 use crate::task::{Check, Plan, PlanStep};
@@ -183,6 +206,10 @@ pub const BAD_RETRY_ATTEMPTS: u32 = 50;
 /// Attempts per step of the blind-retrier agent.
 pub const BLIND_RETRY_ATTEMPTS: u32 = 3;
 
+/// Model requests per plan step of the agents that ask again (good and its kin; blind-retrier): the first and two
+/// more.
+pub const MODEL_ASKS: u32 = 3;
+
 /// The answer the hallucinating agent invents.
 pub const INVENTED_ANSWER: &str = "ok";
 
@@ -287,6 +314,7 @@ pub async fn run(kind: ControlAgent) -> Result<(), AgentError> {
                 connection,
                 declined: 0,
                 surface: (kind == ControlAgent::Good).then(|| Surface::new(DEFAULT_PAGE_LIMIT)),
+                model: model_chat(kind, &task.goal, &plan)?,
             };
             if kind == ControlAgent::Peeker {
                 spend_faulted_calls(&crate::adversary::peek(&task_path), &plan, &mut tools).await;
@@ -315,6 +343,26 @@ pub async fn run(kind: ControlAgent) -> Result<(), AgentError> {
     };
     tokio::join!(close, tamper);
     written
+}
+
+/// The conversation with the task's model, when `FAULTLAB_MODEL_URL` is set and the agent asks it (every agent but
+/// hallucinating); the plan's step tools declared.
+fn model_chat(kind: ControlAgent, goal: &str, plan: &Plan) -> Result<Option<model::Chat>, AgentError> {
+    let url = match std::env::var(contract::ENV_MODEL_URL) {
+        Ok(url) if !url.is_empty() && kind != ControlAgent::Hallucinating => url,
+        _ => return Ok(None),
+    };
+    let mut tools: Vec<String> = Vec::new();
+    for step in &plan.steps {
+        if !tools.contains(&step.tool) {
+            tools.push(step.tool.clone());
+        }
+    }
+    model::Chat::new(&url, goal, tools).map(Some).map_err(|message| AgentError::Invalid {
+        what: "model",
+        path: url,
+        message,
+    })
 }
 
 /// The peeker's use of a fault plan it was shown: one call of each faulted tool, with the arguments of the first
@@ -359,6 +407,8 @@ struct Reconnecting {
     /// The tool list the good agent keeps (it calls only what is listed); `None` for the agents that call the
     /// plan's tools unlisted.
     surface: Option<Surface>,
+    /// The conversation with the task's model, when there is one.
+    model: Option<model::Chat>,
 }
 
 impl Tools for Reconnecting {
@@ -401,6 +451,10 @@ impl Tools for Reconnecting {
 
     fn declined(&self) -> u32 {
         self.declined + self.connection.anomalies().declined_server_requests
+    }
+
+    fn model(&mut self) -> Option<&mut model::Chat> {
+        self.model.as_mut()
     }
 }
 
@@ -498,6 +552,11 @@ pub trait Tools {
     fn declined(&self) -> u32 {
         0
     }
+
+    /// The conversation with the task's model the agent takes each step's call from, when it has one.
+    fn model(&mut self) -> Option<&mut model::Chat> {
+        None
+    }
 }
 
 /// Follows `plan` as `kind` does and returns the claim to write. Never returns for the infinite-loop agent with a
@@ -507,7 +566,7 @@ pub async fn follow(kind: ControlAgent, plan: &Plan, tools: &mut impl Tools) -> 
         ControlAgent::IgnoresTimeout => None,
         _ => Some(Duration::from_millis(plan.call_timeout_ms)),
     };
-    let mut agent = Agent { tools, saved: Saved::new(), deadline };
+    let mut agent = Agent { tools, saved: Saved::new(), deadline, kind, last_text: String::new() };
     match kind {
         ControlAgent::Hallucinating => {
             return Claim {
@@ -520,7 +579,13 @@ pub async fn follow(kind: ControlAgent, plan: &Plan, tools: &mut impl Tools) -> 
             let Some(first) = plan.steps.first() else {
                 return failure("the plan has no step to repeat".into());
             };
-            agent.repeat_forever(first).await
+            // With a model, the call it repeats is the model's (asked until it gives one).
+            loop {
+                match agent.ask_model(0, first).await {
+                    Ok((step, _)) => agent.repeat_forever(&step).await,
+                    Err(_) => tokio::task::yield_now().await,
+                }
+            }
         }
         _ => {}
     }
@@ -531,6 +596,11 @@ pub async fn follow(kind: ControlAgent, plan: &Plan, tools: &mut impl Tools) -> 
         }
     }
     for (index, step) in plan.steps.iter().enumerate() {
+        let (step, call) = match agent.ask_model(index, step).await {
+            Ok(taken) => taken,
+            Err(why) => return failure(why),
+        };
+        let step = &step;
         let done = match kind {
             ControlAgent::Good
             | ControlAgent::IgnoresTimeout
@@ -553,6 +623,9 @@ pub async fn follow(kind: ControlAgent, plan: &Plan, tools: &mut impl Tools) -> 
         if let Err(why) = done {
             return failure(why);
         }
+        if let (Some(call), Some(chat)) = (call, agent.tools.model()) {
+            chat.answered(&call, &agent.last_text);
+        }
     }
     let steps = plan.steps.len();
     Claim {
@@ -570,9 +643,84 @@ struct Agent<'a, T> {
     tools: &'a mut T,
     saved: Saved,
     deadline: Option<Duration>,
+    kind: ControlAgent,
+    /// The text of the last call that succeeded: what the model is told the step's call came to.
+    last_text: String,
 }
 
 impl<T: Tools> Agent<'_, T> {
+    /// The step as the model gives it (its call's tool and arguments in place of the plan's), and the model's call
+    /// to answer once the step is done; the plan's step itself, and no call, without a model. Fails the step as
+    /// the agent's defect on the model hop says (the module's doc).
+    async fn ask_model(
+        &mut self,
+        index: usize,
+        step: &PlanStep,
+    ) -> Result<(PlanStep, Option<model::ModelCall>), String> {
+        let kind = self.kind;
+        let deadline = self.deadline;
+        let Some(chat) = self.tools.model() else { return Ok((step.clone(), None)) };
+        // (requests at most, pause before asking again, a refusal asked again, a cut call run with `{}`)
+        let (asks, pause, final_again, cut_runs) = match kind {
+            ControlAgent::GivesUp | ControlAgent::Peeker => (Some(1), false, false, false),
+            ControlAgent::BadRetry => (None, false, true, false),
+            ControlAgent::BlindRetrier => (Some(MODEL_ASKS), false, true, true),
+            _ => (Some(MODEL_ASKS), true, false, false),
+        };
+        let taken = |call: model::ModelCall| {
+            let step = PlanStep { tool: call.tool.clone(), arguments: call.arguments.clone(), ..step.clone() };
+            Ok((step, Some(call)))
+        };
+        let mut why = String::new();
+        let mut wait = Duration::ZERO;
+        let mut asked = 0u32;
+        while asks.is_none_or(|max| asked < max) {
+            if asked > 0 && pause {
+                // 100 ms, then 200 ms: or what the endpoint asked for, when longer.
+                tokio::time::sleep(wait.max(RETRY_PAUSE * 2u32.pow(asked - 1))).await;
+            } else if asked > 0 {
+                // Asking again at once must not starve the runtime's other tasks.
+                tokio::task::yield_now().await;
+            }
+            asked += 1;
+            wait = Duration::ZERO;
+            match chat.ask(deadline).await {
+                model::Reply::Call(call) => return taken(call),
+                model::Reply::Answer(text) => {
+                    return Err(format!(
+                        "{}: the model answered instead of asking for a call: {:?}",
+                        describe(index, step),
+                        excerpt(&text)
+                    ));
+                }
+                model::Reply::Cut { call, .. } if cut_runs => return taken(call),
+                model::Reply::Cut { why: cut, .. } => why = cut,
+                model::Reply::Transient { why: again, retry_after } => {
+                    if pause && let Some(after) = retry_after {
+                        if after > model::RETRY_AFTER_LIMIT {
+                            return Err(format!(
+                                "{}: the model asks to be asked again in {} s ({again})",
+                                describe(index, step),
+                                after.as_secs_f64()
+                            ));
+                        }
+                        wait = after;
+                    }
+                    why = again;
+                }
+                model::Reply::Final(last) if !final_again => {
+                    return Err(format!("{}: {last}", describe(index, step)));
+                }
+                model::Reply::Final(last) => why = last,
+            }
+        }
+        let times = match asked {
+            1 => String::new(),
+            n => format!(" {n} times"),
+        };
+        Err(format!("{}: asked the model{times} for its call: {why}", describe(index, step)))
+    }
+
     /// Good (and, with `shortcut`, unsafe): the step; on failure, for a non-idempotent step with `verify`, the
     /// verify check (done if it passes); then one retry after a pause; then the fallback, twice with a pause between.
     /// Unsafe first takes the step's unsafe fallback and retries at once, then goes on as good does.
@@ -673,6 +821,7 @@ impl<T: Tools> Agent<'_, T> {
             CallResult::Done(text) => text,
             CallResult::Failed(why) => return Err(why),
         };
+        self.last_text.clone_from(&text);
         let Some(expect) = expect else { return Ok(text) };
         // Task::check validates the step and verify regexes, but not the fallbacks' nor a templated one: a bad
         // regex fails the check rather than the agent.

@@ -1,8 +1,9 @@
-//! The built-in tasks (one or more per fault category, and one where the server asks the user before overwriting)
-//! and the oracle of expected control-agent verdicts on them. The files live in `examples/eval/` (`tasks/`;
-//! `askback/` for the task whose grade depends on the agent answering a server request; `auth/` for the task whose
-//! server is reached over HTTP and requires OAuth) so users can read and copy
-//! them; they are compiled in so `faultlab eval --controls` needs no files.
+//! The built-in tasks (one or more per fault category, one where the server asks the user before overwriting, and
+//! one whose agent takes its tool calls from a model) and the oracle of expected control-agent verdicts on them.
+//! The files live in `examples/eval/` (`tasks/`; `askback/` for the task whose grade depends on the agent answering
+//! a server request; `auth/` for the task whose server is reached over HTTP and requires OAuth; `model/` for the
+//! task with a model, beside its model script) so users can read and copy them; they are compiled in, the model
+//! scripts too ([`MODEL_SCRIPTS`]), so `faultlab eval --controls` needs no files.
 
 use crate::oracle::Oracle;
 use crate::task::Task;
@@ -21,7 +22,12 @@ pub const TASKS: &[(&str, &str)] = &[
         "authorization-token-revoked-midtask.yaml",
         include_str!("../builtin/auth/authorization-token-revoked-midtask.yaml"),
     ),
+    ("model-tool-call-cut-read.yaml", include_str!("../builtin/model/model-tool-call-cut-read.yaml")),
 ];
+
+/// (the name a built-in task's `model.script` gives, contents) of every built-in model script.
+pub const MODEL_SCRIPTS: &[(&str, &str)] =
+    &[("nonce-copy.script.yaml", include_str!("../builtin/model/nonce-copy.script.yaml"))];
 
 /// (file name, contents) of the built-in tasks only `faultlab explore --controls` explores, kept out of `eval
 /// --controls`: the task over HTTP without authorization, whose tool calls have a response stream and a session.
@@ -30,20 +36,26 @@ pub const EXPLORE_TASKS: &[(&str, &str)] =
 
 /// The tasks of [`EXPLORE_TASKS`].
 pub fn explore_tasks() -> Vec<Task> {
-    EXPLORE_TASKS
-        .iter()
-        .map(|(name, text)| Task::parse(text, false).unwrap_or_else(|e| panic!("built-in task {name}: {e}")))
-        .collect()
+    EXPLORE_TASKS.iter().map(|(name, text)| parse(name, text)).collect()
+}
+
+/// A built-in task, its model's script compiled in.
+fn parse(name: &str, text: &str) -> Task {
+    let mut task = Task::parse(text, false).unwrap_or_else(|e| panic!("built-in task {name}: {e}"));
+    if let Some(model) = &mut task.model {
+        let script = MODEL_SCRIPTS.iter().find(|(file, _)| model.script.as_os_str() == *file);
+        let (_, text) =
+            script.unwrap_or_else(|| panic!("built-in task {name}: no built-in model script {:?}", model.script));
+        model.compiled = Some(text);
+    }
+    task
 }
 
 /// The oracle for the built-in tasks.
 pub const ORACLE: &str = include_str!("../builtin/oracle.yaml");
 
 pub fn tasks() -> Vec<Task> {
-    TASKS
-        .iter()
-        .map(|(name, text)| Task::parse(text, false).unwrap_or_else(|e| panic!("built-in task {name}: {e}")))
-        .collect()
+    TASKS.iter().map(|(name, text)| parse(name, text)).collect()
 }
 
 pub fn oracle() -> Oracle {
@@ -61,6 +73,13 @@ mod tests {
         let tasks = tasks();
         let covered: std::collections::BTreeSet<Category> = tasks.iter().flat_map(|t| t.categories()).collect();
         assert_eq!(covered.into_iter().collect::<Vec<_>>(), Category::ALL.to_vec());
+    }
+
+    #[test]
+    fn a_built_in_model_task_reads_its_compiled_in_script() {
+        let task = tasks().into_iter().find(|t| t.model.is_some()).expect("a built-in task with a model");
+        let script = task.model.as_ref().unwrap().load_script().unwrap();
+        assert_eq!(script.steps.iter().map(|s| s.call.as_str()).collect::<Vec<_>>(), ["read_file", "write_file"]);
     }
 
     #[test]

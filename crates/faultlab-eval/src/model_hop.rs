@@ -38,8 +38,7 @@ impl Hosted {
     /// with `socket`, also relays each connection made to that Unix socket (the sandbox's relay) to it. Says why
     /// it could not start.
     pub fn start(model: &Model, seed: u64, record: &Path, socket: Option<&Path>) -> Result<Self, String> {
-        let script =
-            faultlab_model::script::Script::load(&model.script).map_err(|e| format!("the task's model: {e}"))?;
+        let script = model.load_script().map_err(|e| format!("the task's model: {e}"))?;
         let rules = RulesFile { seed: Some(seed), rules: model.faults.clone(), auth: None };
         let rules = faultlab_model::rules(rules).map_err(|e| format!("the task's model.faults: {e}"))?;
         let file = std::fs::File::create(record)

@@ -106,6 +106,22 @@ pub struct Model {
     /// matched by `method` (the API: `chat.completions`, `responses`, `messages`, `generate_content`), `nth`, ….
     #[serde(default)]
     pub faults: Vec<Rule>,
+    /// A built-in task's script, compiled in (`builtin::MODEL_SCRIPTS`): read in place of the file `script`
+    /// names, so `faultlab eval --controls` needs no files. Never in a task file.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub compiled: Option<&'static str>,
+}
+
+impl Model {
+    /// The script the endpoint answers from: the compiled-in text of a built-in task, else the file.
+    pub fn load_script(&self) -> Result<faultlab_model::script::Script, String> {
+        match self.compiled {
+            Some(text) => faultlab_model::script::Script::parse(text, false)
+                .map_err(|e| format!("the built-in model script {}: {e}", self.script.display())),
+            None => faultlab_model::script::Script::load(&self.script).map_err(|e| e.to_string()),
+        }
+    }
 }
 
 /// Where the agent's tools come from: the built-in workspace server when neither `command` nor `url` is given.

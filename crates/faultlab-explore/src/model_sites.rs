@@ -49,6 +49,12 @@ pub fn api_of(tool: &str) -> Option<&str> {
     tool.strip_prefix(PREFIX)
 }
 
+/// Whether a site's request `method` is a model API's (`chat.completions`, `messages`, …): a model site, not one
+/// of the protocol's requests.
+pub fn is_api(method: &str) -> bool {
+    [Api::ChatCompletions, Api::Responses, Api::Messages, Api::Gemini].iter().any(|api| api.name() == method)
+}
+
 /// Whether a run's model endpoint fired the rule `rule` and it changed the answer (a fault recorded `skipped`
 /// changed nothing: not fired).
 pub fn fired(run: &faultlab_eval::runner::RunRecord, rule: &str) -> bool {

@@ -39,6 +39,10 @@ pub struct ExpectedClasses {
     /// request, said of the listing apart, so that what a fault at the listing does is checked on its own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub listing: Option<SiteClasses>,
+    /// At the requests to the task's model (a task with a `model`; its class, `model`, explored there): compared
+    /// when they were sites. `breaking` and `degrading` above speak of the task's tool calls only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<SiteClasses>,
     /// While the stream resumes (a task over HTTP, the timing `at-resume`): which faults at a cut stream's first
     /// resume break or degrade the agent, at the tool calls and (`protocol`) at the protocol's requests; compared
     /// for the faults explored (`--quick`: `http_status` alone).
@@ -193,6 +197,7 @@ impl ExploreOracle {
             let apart = [
                 (Sites::Protocol, e.has_protocol_sites(), &entry.protocol, "the protocol's requests"),
                 (Sites::Listing, e.has_listing_sites(), &entry.listing, "tools/list"),
+                (Sites::Model, e.has_model_sites(), &entry.model, "the model's requests"),
             ];
             for (sites, explored, expect, words) in apart {
                 if !(e.healthy.passed && explored) {
@@ -539,6 +544,36 @@ mod tests {
         e.calls.truncate(1);
         e.variants = vec![degrading(FaultClass::Error, 0, "initialize")];
         assert!(without.check(&[e]).is_empty());
+    }
+
+    #[test]
+    fn the_model_requests_are_compared_on_their_own_not_as_the_protocols() {
+        use crate::synth::Site;
+        let mut e = exploration("gives-up", true);
+        e.classes = vec![FaultClass::Model];
+        let model = |call: usize| Site {
+            call,
+            tool: "model chat.completions".into(),
+            nth: call as u64 + 1,
+            method: Some("chat.completions".into()),
+        };
+        e.calls = vec![model(0), model(1)];
+        e.variants = vec![degrading(FaultClass::Model, 0, "model chat.completions")];
+        let entry = "entries:\n  - {task: transport-timeout-after-write, agent: gives-up";
+        let without = ExploreOracle::parse(&format!("{entry}}}\n")).unwrap();
+        assert_eq!(
+            without.check(std::slice::from_ref(&e)),
+            ["transport-timeout-after-write × gives-up: no expectation at the model's requests"],
+            "model requests are not the protocol's: no `protocol` is asked for"
+        );
+        let survives = ExploreOracle::parse(&format!("{entry}, model: {{degrading: []}}}}\n")).unwrap();
+        assert_eq!(
+            survives.check(std::slice::from_ref(&e)),
+            ["transport-timeout-after-write × gives-up at the model's requests: expected no breaking or degrading \
+                 class, got broken by none, degraded by model"]
+        );
+        let degrades = ExploreOracle::parse(&format!("{entry}, model: {{degrading: [model]}}}}\n")).unwrap();
+        assert!(degrades.check(std::slice::from_ref(&e)).is_empty(), "{:?}", degrades.check(&[e]));
     }
 
     #[test]

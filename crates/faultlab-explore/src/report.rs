@@ -133,6 +133,8 @@ pub enum Sites {
     Protocol,
     /// The `tools/list` requests alone (protocol sites of an agent that lists the tools).
     Listing,
+    /// The requests to the task's model (a task with a `model`: [`crate::model_sites`]).
+    Model,
 }
 
 impl Sites {
@@ -140,8 +142,9 @@ impl Sites {
     fn holds(self, method: Option<&str>) -> bool {
         match self {
             Sites::ToolCalls => method.is_none(),
-            Sites::Protocol => method.is_some(),
+            Sites::Protocol => method.is_some_and(|m| !crate::model_sites::is_api(m)),
             Sites::Listing => method == Some("tools/list"),
+            Sites::Model => method.is_some_and(crate::model_sites::is_api),
         }
     }
 }
@@ -204,7 +207,12 @@ impl Exploration {
 
     /// Whether any site of the healthy run is a protocol request (`--protocol-sites`).
     pub fn has_protocol_sites(&self) -> bool {
-        self.calls.iter().any(|site| site.method.is_some())
+        self.calls.iter().any(|site| site.method.as_deref().is_some_and(|m| Sites::Protocol.holds(Some(m))))
+    }
+
+    /// Whether the healthy run's model requests were sites (a task with a `model`, its class explored).
+    pub fn has_model_sites(&self) -> bool {
+        self.calls.iter().any(|site| site.method.as_deref().is_some_and(crate::model_sites::is_api))
     }
 
     /// Whether the healthy run listed the tools and that listing was a site (`--protocol-sites`).

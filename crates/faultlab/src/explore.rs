@@ -20,6 +20,10 @@ use std::time::Instant;
 /// act there as on the stdio task.
 const CONTROLS_TASK: &str = "transport-timeout-after-write";
 
+/// The built-in task with a model `--controls` also explores, at its model requests only (the `model` class): its
+/// tool calls are the same read and write as [`CONTROLS_TASK`]'s, and every other class acts there as it does there.
+const CONTROLS_MODEL_TASK: &str = "model-tool-call-cut-read";
+
 pub fn run(args: ExploreArgs) -> Result<(), Failure> {
     let classes = classes(&args.classes)?;
     args.runs.check()?;
@@ -44,7 +48,7 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
         }
         (true, true) => builtin::tasks()
             .into_iter()
-            .filter(|t| t.id == CONTROLS_TASK)
+            .filter(|t| t.id == CONTROLS_TASK || t.id == CONTROLS_MODEL_TASK)
             .chain(builtin::explore_tasks())
             .map(Arc::new)
             .collect(),
@@ -118,11 +122,18 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
         .map(|(task, agent)| {
             // The controls' task over HTTP is there for its streams and sessions (see CONTROLS_TASK).
             let http = args.controls && task.server.transport == faultlab_eval::task::Transport::Http;
-            (task, agent, http)
+            // The controls' task with a model is there for its model requests (see CONTROLS_MODEL_TASK).
+            let model_only = args.controls && task.id == CONTROLS_MODEL_TASK;
+            (task, agent, http, model_only)
         })
-        .map(|(task, agent, http)| Explore {
+        .map(|(task, agent, http, model_only)| Explore {
             classes: {
-                let mut classes: Vec<FaultClass> = classes.iter().copied().filter(|c| !http || c.http_only()).collect();
+                let mut classes: Vec<FaultClass> = classes
+                    .iter()
+                    .copied()
+                    .filter(|c| !http || c.http_only())
+                    .filter(|c| !model_only || *c == FaultClass::Model)
+                    .collect();
                 // A task with a model has the model hop's sites too: by default its class is tried there.
                 if args.classes.is_empty() && task.model.is_some() {
                     classes.push(FaultClass::Model);
@@ -132,7 +143,8 @@ pub fn run(args: ExploreArgs) -> Result<(), Failure> {
             task,
             agent,
             quick: args.quick,
-            protocol_sites: args.protocol_sites,
+            // The model task's initialize is the stdio task's: its model requests alone are explored there.
+            protocol_sites: args.protocol_sites && !model_only,
             recorded: recorded.clone(),
             max_faults: args.max_faults,
             exhaustive: args.exhaustive,

@@ -69,7 +69,7 @@ fn two_shards_merge_into_every_pair_once_pass_the_oracle_and_compare() {
         .stdout(contains("oracle: all 30 verdicts as expected"))
         .stdout(contains(
             "oracle: not checked, no runs in the merged report: authorization-token-revoked-midtask, \
-             elicitation-confirm-overwrite, protocol-malformed-read",
+             elicitation-confirm-overwrite, model-tool-call-cut-read, protocol-malformed-read",
         ));
     let merged = read(&root.join("merged/report.json"));
     let html = std::fs::read_to_string(root.join("merged/report.html")).unwrap();
