@@ -27,7 +27,7 @@ pub const TASKS: &[(&str, &str)] = &[
 
 /// (the name a built-in task's `model.script` gives, contents) of every built-in model script.
 pub const MODEL_SCRIPTS: &[(&str, &str)] =
-    &[("nonce-copy.script.yaml", include_str!("../builtin/model/nonce-copy.script.yaml"))];
+    &[("scripts/nonce-copy.yaml", include_str!("../builtin/model/scripts/nonce-copy.yaml"))];
 
 /// (file name, contents) of the built-in tasks only `faultlab explore --controls` explores, kept out of `eval
 /// --controls`: the task over HTTP without authorization, whose tool calls have a response stream and a session.

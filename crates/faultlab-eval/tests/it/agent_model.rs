@@ -14,7 +14,7 @@ use std::time::Duration;
 use tokio_util::sync::CancellationToken;
 
 /// The built-in task's model script: read input.txt and keep its nonce, write it to output.txt, answer with it.
-const SCRIPT: &str = include_str!("../../builtin/model/nonce-copy.script.yaml");
+const SCRIPT: &str = include_str!("../../builtin/model/scripts/nonce-copy.yaml");
 const NONCE: &str = "0123456789abcdef";
 
 /// The run's model endpoint, with `rules` (YAML, the `faultlab model --rules` format), recording to a tempdir.

@@ -160,3 +160,20 @@ fn the_sandbox_takes_its_relays_in_pairs_and_at_most_four() {
     pairs(2, 1).code(2).stderr(contains("in pairs, at most 4 (2 ports, 1 sockets)"));
     pairs(5, 5).code(2).stderr(contains("at most 4 (5 ports, 5 sockets)"));
 }
+
+/// The example folder of the built-in task with a model is a folder of tasks as users give one: its script lies
+/// below it, so `faultlab eval examples/eval/model/` runs the one task (it once read the script as a second task and
+/// refused it), and the good control, asking its model again after the cut call, passes.
+#[test]
+fn the_example_folder_with_a_model_evaluates_as_its_one_task() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let agent = crate::common::control_agent("good");
+    eval(&repo("examples/eval/model"), &out, &["--agent", &agent, "--agent-name", "good"]).code(0);
+    let report = read_json(out.join("report.json"));
+    let runs = report["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 1, "{report:#}");
+    assert_eq!(runs[0]["task"], "model-tool-call-cut-read", "{report:#}");
+    assert_eq!(runs[0]["verdict"]["passed"], true, "{report:#}");
+    assert_eq!(runs[0]["model"]["fired"][0]["fault"], "tool_call_cut", "{report:#}");
+}
