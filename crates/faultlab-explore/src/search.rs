@@ -116,15 +116,44 @@ pub fn minimal(tried: &[Tried]) -> Vec<Vec<Planned>> {
 }
 
 /// The faults a recorded trajectory shows acting on tool calls (`--from-trajectory`), each as the class member of
-/// its name at the nth call of its tool; a fault no class holds (a model-hop fault) is an error naming it.
+/// its name at the nth call of its tool, and a fault at the resume of a call's stream as the stream class's
+/// `AtResume` timing of it at that call; a fault no class holds (a model-hop fault) is an error naming it.
 pub fn recorded(trajectory: &faultlab_engine::trajectory::Trajectory) -> Result<Vec<(CallKey, Planned)>, String> {
     let mut seen: std::collections::BTreeMap<String, u64> = Default::default();
     let mut out = Vec::new();
+    // A fault a rule timed at a resume (`match.at: resume`) acted on the resume `GET` of the stream a call's
+    // request opened, which a stream fault had cut: its `resume_faulted` event names that request. The explorer
+    // performs it as the `AtResume` timing at the call (the cut, then the fault at the first resume).
+    let at_resume: std::collections::BTreeMap<String, &str> = trajectory
+        .lines
+        .iter()
+        .filter_map(|line| match &line.record.event {
+            faultlab_engine::Event::ResumeFaulted { fault, request_id, .. } => {
+                Some((request_id.to_string(), fault.as_str()))
+            }
+            _ => None,
+        })
+        .collect();
     // A call the authorization refused (`--auth`) never reached the rules, which count a tool's calls: not counted.
     for exchange in trajectory.tool_calls().into_iter().filter(|e| e.refused().is_none()) {
         let tool = exchange.tool().unwrap_or_default().to_owned();
         let nth = seen.entry(tool.clone()).or_default();
         *nth += 1;
+        let resumed = exchange.request.frame.id.as_ref().and_then(|id| at_resume.get(&id.to_string()));
+        if let Some(resume_fault) = resumed {
+            let members = crate::synth::at_resume_members(1500);
+            if !members.iter().any(|m| m.name == *resume_fault) {
+                return Err(format!(
+                    "fault {resume_fault:?} at a resume of {tool} call {nth}: explore does not try it there"
+                ));
+            }
+            let site = Site { call: 0, tool: tool.clone(), nth: *nth, method: None };
+            let timing = crate::synth::Timing::AtResume;
+            let planned =
+                Planned { site, class: crate::class::FaultClass::Stream, fault: (*resume_fault).into(), timing };
+            out.push(((tool, *nth), planned));
+            continue;
+        }
         let Some((_, fault)) = exchange.fault() else { continue };
         // The class whose member has the fault's name and, of those, the one whose mode agrees with whether the
         // server executed the call (`timeout` after executing it is `timeout-after`).
@@ -237,6 +266,34 @@ mod tests {
         let found = recorded(&trajectory).unwrap();
         let keys: Vec<&CallKey> = found.iter().map(|(key, _)| key).collect();
         assert_eq!(keys, [&("write_file".to_owned(), 1)]);
+    }
+
+    /// A recorded run whose read's stream was cut and whose resume a rule answered 503: the fault the explorer
+    /// replays is that 503 while the stream resumes at the read, not the bare cut (which a client resuming
+    /// survives), and a call whose cut stream resumed cleanly is the cut alone.
+    #[test]
+    fn a_fault_at_a_resume_is_replayed_at_the_resume_of_its_calls_stream() {
+        let request = |id: u32, tool: &str| {
+            format!(
+                r#"{{"tsMs":{id},"scope":"","event":"frame","direction":"client_to_server","action":"forwarded","id":{id},"method":"tools/call","tool":"{tool}","bytes":9}}"#
+            )
+        };
+        let cut = r#"{"tsMs":3,"scope":"","event":"frame","direction":"server_to_client","action":"forwarded","id":1,"bytes":9,"rule":"cut","fault":"stream_cut","effect":"transport_loss"}"#;
+        let resumed = r#"{"tsMs":5,"scope":"","event":"resume_faulted","rule":"busy","fault":"http_status","effect":"error","requestId":2,"method":"tools/call","tool":"read_file","lastEventId":"s1-3","answer":{"kind":"status","status":503}}"#;
+        let text = [request(1, "list_dir"), cut.to_owned(), request(2, "read_file"), resumed.to_owned()].join("\n");
+        let trajectory = faultlab_engine::trajectory::Trajectory::parse(&text).unwrap();
+        let found = recorded(&trajectory).unwrap();
+        let faults: Vec<(&str, &str, crate::synth::Timing)> =
+            found.iter().map(|(key, p)| (key.0.as_str(), p.fault.as_str(), p.timing)).collect();
+        assert_eq!(
+            faults,
+            [
+                ("list_dir", "stream_cut", crate::synth::Timing::Nth),
+                ("read_file", "http_status", crate::synth::Timing::AtResume)
+            ]
+        );
+        assert_eq!(found[1].1.class, FaultClass::Stream);
+        assert_eq!(found[1].1.label(), "stream/http_status while the stream resumes, at #1 read_file (call 1 of it)");
     }
 
     fn calls_of(sets: &[Vec<Planned>]) -> Vec<Vec<usize>> {
