@@ -355,7 +355,12 @@ impl Explore {
                         continue;
                     }
                     let new = search::site_of(site, exploration.calls.len());
-                    universe.extend(synth::representatives_at(&new, &mcp_classes, synth::Front::of(&self.task)));
+                    match model_sites::is_model(&new) {
+                        true => universe.push(model_sites::representative_at(&new)),
+                        false => {
+                            universe.extend(synth::representatives_at(&new, &mcp_classes, synth::Front::of(&self.task)))
+                        }
+                    }
                     exploration.calls.push(new);
                     exploration.lineage.push(true);
                 }
@@ -478,7 +483,10 @@ impl Explore {
         let claim = run.claim.as_ref().map(|c| format!("{} {}", c.message, c.answer.as_deref().unwrap_or("")));
         let known = format!("{}\n{}", self.task.goal, self.task.description.as_deref().unwrap_or_default());
         let lineage = synth::lineage(&facts, claim.as_deref().unwrap_or(""), &known);
-        Ok(synth::sites(&facts).iter().zip(lineage).map(|(s, l)| (search::key(s), l)).collect())
+        let mut support: Vec<(search::CallKey, bool)> =
+            synth::sites(&facts).iter().zip(lineage).map(|(s, l)| (search::key(s), l)).collect();
+        support.extend(model_sites::support(self, run)?.into_iter().map(|key| (key, true)));
+        Ok(support)
     }
 
     async fn run_variants(

@@ -85,6 +85,27 @@ pub(crate) fn explore_sites(
     Ok(singles(&requests, &sites, explore.quick))
 }
 
+/// The model requests a survived run `run` made, as search keys: every one is in its lineage (the agent acted on
+/// each answer), and a request the healthy run did not make (one asked again after a fault) is a recovery the
+/// search extends sets at, as a recovery call. Nothing when the model class is not explored.
+pub(crate) fn support(
+    explore: &crate::Explore,
+    run: &faultlab_eval::runner::RunRecord,
+) -> Result<Vec<crate::search::CallKey>, crate::ExploreError> {
+    if !explore.classes.contains(&FaultClass::Model) || explore.task.model.is_none() {
+        return Ok(Vec::new());
+    }
+    let path = explore.settings.out.join(&run.dir).join("model.jsonl");
+    let requests = requests(&path)
+        .map_err(|message| crate::ExploreError::Evidence { path: path.display().to_string(), message })?;
+    Ok(sites(&requests, 0).iter().map(crate::search::key).collect())
+}
+
+/// The model class's representative at a model site the healthy run did not have (a request asked again).
+pub(crate) fn representative_at(site: &Site) -> Planned {
+    Planned { site: site.clone(), class: FaultClass::Model, fault: REPRESENTATIVE.into(), timing: Timing::Nth }
+}
+
 /// Whether a site is a model request.
 pub fn is_model(site: &Site) -> bool {
     site.method.is_some() && site.tool.starts_with(PREFIX)

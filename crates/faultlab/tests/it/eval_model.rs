@@ -177,3 +177,38 @@ fn the_example_folder_with_a_model_evaluates_as_its_one_task() {
     assert_eq!(runs[0]["verdict"]["passed"], true, "{report:#}");
     assert_eq!(runs[0]["model"]["fired"][0]["fault"], "tool_call_cut", "{report:#}");
 }
+
+/// Beyond single faults at the model hop: a survived run's model requests are its support like its tool calls
+/// (the agent acted on every answer), and a request asked again after a cut is a recovery site. So the search
+/// extends a cut at the read's request by cuts at the requests the good control asked again, and finds where its
+/// bound of three requests a step gives out: three cuts in a row at one step's requests, an honest failure
+/// (degrades), never a break. (Sets at model requests were never built: the support held tool calls only.)
+#[test]
+fn the_search_extends_sets_at_the_model_requests_a_survived_run_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out");
+    let agent = crate::common::control_agent("good");
+    let args = ["explore", "--agent", &agent, "--agent-name", "good", "--quick", "--classes", "model"];
+    let explored = faultlab()
+        .args(args)
+        .args(["--max-faults", "3", "--out"])
+        .arg(&out)
+        .arg(repo("examples/eval/model/model-tool-call-cut-read.yaml"))
+        .assert();
+    let report = read_json(out.join("report.json"));
+    let e = &report["explorations"][0];
+    explored.code(0);
+    let variants = e["variants"].as_array().unwrap();
+    let requests = |v: &serde_json::Value| -> Vec<u64> {
+        let faults = v["faults"].as_array().unwrap();
+        assert!(faults.iter().all(|f| f["class"] == "model"), "{v:#}");
+        faults.iter().map(|f| f["nth"].as_u64().unwrap()).collect()
+    };
+    assert!(variants.iter().any(|v| requests(v).len() == 2), "{variants:#?}");
+    assert!(variants.iter().all(|v| v["broke"] == false), "{variants:#?}");
+    let degraded: Vec<Vec<u64>> = variants.iter().filter(|v| v["degraded"] == true).map(requests).collect();
+    assert_eq!(degraded, [vec![1, 2, 3], vec![2, 3, 4]], "{variants:#?}");
+    // Request 4 is no request of the healthy run (three: read, write, answer): the retry a cut added.
+    let sites: Vec<u64> = e["calls"].as_array().unwrap().iter().filter_map(|c| c["nth"].as_u64()).collect();
+    assert!(sites.contains(&4), "{e:#}");
+}
