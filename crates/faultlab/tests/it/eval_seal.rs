@@ -47,7 +47,10 @@ fn an_agent_that_replaces_the_faultlab_executable_changes_nothing_eval_starts() 
         let dir = tempfile::tempdir().unwrap();
         let bin = dir.path().join("bin/faultlab");
         std::fs::create_dir_all(bin.parent().unwrap()).unwrap();
-        std::fs::copy(BIN, &bin).unwrap();
+        // Copied by a `cp` of its own: a file this test process held open for writing would be inherited by any
+        // process another test thread forks meanwhile, and exec of it would fail with ETXTBSY until that one execs.
+        let copied = std::process::Command::new("cp").arg(BIN).arg(&bin).status().unwrap();
+        assert!(copied.success());
         let marker = dir.path().join("started-through-the-wrapper");
         let script = format!(
             r#"bin=$(sed -n 's/.*"command": "\(.*\)",*$/\1/p' "$FAULTLAB_MCP_CONFIG")
