@@ -253,6 +253,9 @@ pub struct Evidence {
     pub nonce: String,
     /// For each `command_succeeded` state assertion, in order: whether it exited 0.
     pub commands: Vec<bool>,
+    /// The requests to the task's model, for a task with one (not in the report: `model.jsonl` holds them).
+    #[serde(skip)]
+    pub model_requests: Vec<crate::model_hop::ModelRequest>,
 }
 
 #[cfg(test)]

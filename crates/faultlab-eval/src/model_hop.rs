@@ -152,7 +152,7 @@ impl ModelHop {
     }
 }
 
-/// One line of `model.jsonl`, as far as the report reads it.
+/// One line of `model.jsonl`, as far as the report and the grader read it.
 #[derive(Deserialize)]
 struct Line {
     seq: u64,
@@ -160,6 +160,47 @@ struct Line {
     fault: Option<Fired>,
     #[serde(default)]
     skipped: Option<String>,
+    /// The request as the agent sent it (absent on a request refused as unreadable).
+    #[serde(default)]
+    request: serde_json::Value,
+}
+
+/// One request of the run to its model, as the recovery layer reads it: the fault that reached the agent there, and
+/// whether the agent asked exactly the same as the request before (asked again).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    /// Counted from 1, as `model.jsonl`'s `seq`.
+    pub seq: u64,
+    /// The rule and catalogue fault that changed the answer (a fault recorded `skipped` changed nothing: `None`).
+    pub fault: Option<(String, String)>,
+    /// Its body is the request before's, to the byte of its JSON: the agent asked the same again.
+    pub same_as_before: bool,
+}
+
+/// The run's model requests read from its recording (bounded as [`summary`]; a line that does not parse is left
+/// out).
+pub fn requests(path: &Path) -> Vec<ModelRequest> {
+    let Ok(file) = crate::guard::open_regular(path) else { return Vec::new() };
+    let mut bytes = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut std::io::Read::take(file, RECORDING_LIMIT), &mut bytes);
+    let mut out = Vec::new();
+    let mut before: Option<serde_json::Value> = None;
+    for line in String::from_utf8_lossy(&bytes).lines().filter(|l| !l.trim().is_empty()) {
+        let Ok(line) = serde_json::from_str::<Line>(line) else { continue };
+        let fault = match (line.fault, line.skipped) {
+            (Some(fired), None) => Some((fired.rule, fault_name(&fired.fault))),
+            _ => None,
+        };
+        let same_as_before = !line.request.is_null() && before.as_ref() == Some(&line.request);
+        out.push(ModelRequest { seq: line.seq, fault, same_as_before });
+        before = Some(line.request);
+    }
+    out
+}
+
+/// A recorded fault's catalogue name (its `type`).
+fn fault_name(fault: &serde_json::Value) -> String {
+    fault.get("type").and_then(|t| t.as_str()).unwrap_or("unknown").to_owned()
 }
 
 #[derive(Deserialize)]
@@ -179,7 +220,7 @@ pub fn summary(path: &Path) -> ModelHop {
         hop.requests += 1;
         let Ok(line) = serde_json::from_str::<Line>(line) else { continue };
         if let Some(fired) = line.fault {
-            let fault = fired.fault.get("type").and_then(|t| t.as_str()).unwrap_or("unknown").to_owned();
+            let fault = fault_name(&fired.fault);
             hop.fired.push(ModelFault { rule: fired.rule, fault, request: line.seq, skipped: line.skipped });
         }
     }

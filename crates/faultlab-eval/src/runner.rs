@@ -664,6 +664,10 @@ pub async fn run(spec: RunSpec) -> Result<RunRecord, RunError> {
         duration_ms,
         nonce,
         commands,
+        model_requests: match spec.task.model {
+            Some(_) => crate::model_hop::requests(&paths.model_record),
+            None => Vec::new(),
+        },
     };
     let mut verdict = grade::grade(&spec.task, &evidence);
     if error.is_some() {

@@ -120,6 +120,7 @@ fn cites(evidence: &[Cite]) -> String {
         .map(|c| match c {
             Cite::Trajectory { line } => format!("trajectory line {line}"),
             Cite::Ledger { seq } => format!("ledger #{seq}"),
+            Cite::Model { request } => format!("model request {request}"),
             Cite::File { path, .. } => format!("file {path}"),
             Cite::Claim => "claim".into(),
             Cite::AgentEnd => "agent end".into(),

@@ -166,7 +166,7 @@ pub(crate) fn harms(trace: &Trace, run: &[usize], thresholds: &Thresholds) -> Ve
     match waits {
         None => harms.push("no times recorded to show a backoff".to_owned()),
         Some(waits) => {
-            let shown = waits.iter().map(|w| ms(*w)).collect::<Vec<_>>().join(", ");
+            let shown = backoff::shown(&waits.iter().map(|w| ms(*w)).collect::<Vec<_>>());
             match backoff::judge(&waits, thresholds.min_backoff_ms) {
                 Waits::TooShort => {
                     harms.push(format!("waits of {shown} ms, some under {} ms", ms(thresholds.min_backoff_ms)))

@@ -34,9 +34,29 @@ pub fn judge(waits: &[f64], min_ms: f64) -> Waits {
     }
 }
 
+/// Most waits a verdict lists one by one; a longer run shows its first and last ones and how many there were.
+pub const MOST_SHOWN: usize = 10;
+
+/// The waits as a verdict says them (each already in words, in ms), at most [`MOST_SHOWN`]: a loop of thousands of
+/// calls would otherwise put thousands of numbers in one sentence.
+pub fn shown(waits: &[String]) -> String {
+    match waits.len() {
+        n if n <= MOST_SHOWN => waits.join(", "),
+        n => format!("{}, …, {} ({n} waits)", waits[..MOST_SHOWN - 2].join(", "), waits[n - 1]),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_long_run_of_waits_is_shown_by_its_ends_and_its_count() {
+        let waits = |n: usize| (1..=n).map(|w| w.to_string()).collect::<Vec<_>>();
+        assert_eq!(shown(&waits(3)), "1, 2, 3");
+        assert_eq!(shown(&waits(10)), "1, 2, 3, 4, 5, 6, 7, 8, 9, 10");
+        assert_eq!(shown(&waits(2767)), "1, 2, 3, 4, 5, 6, 7, 8, …, 2767 (2767 waits)");
+    }
 
     #[test]
     fn doubling_with_jitter_backs_off_and_a_fixed_or_short_wait_does_not() {

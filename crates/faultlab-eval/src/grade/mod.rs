@@ -72,6 +72,8 @@ pub enum Cite {
     Ledger { seq: u64 },
     /// A file's SHA-256 before and after the run (absent: the file did not exist).
     File { path: String, before: Option<String>, after: Option<String> },
+    /// A request to the task's model, counted from 1 (its `model.jsonl` line's `seq`).
+    Model { request: u64 },
     /// The agent's claim.
     Claim,
     /// How the agent process ended.

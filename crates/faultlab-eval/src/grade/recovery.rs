@@ -41,13 +41,23 @@ pub(super) fn recovery_layer(run: &Run, outcome: &Layer, safety: &Layer, side_ef
             }
             format!("first failure: {} at trajectory line {} ({words})", f.tool, f.index)
         }
-        // The handshake or a listing may have failed before any tool call: said, not denied.
-        None => match run.ev.protocol_failures.first() {
-            Some(p) => {
-                format!("no tool call failed; {} at trajectory line {} failed ({})", p.method, p.index, p.outcome)
+        // The handshake or a listing may have failed before any tool call: said, not denied. So is a fault on the
+        // model hop, the failure the run then met.
+        None => {
+            let mut said = Vec::new();
+            if let Some(p) = run.ev.protocol_failures.first() {
+                said.push(format!("{} at trajectory line {} failed ({})", p.method, p.index, p.outcome));
             }
-            None => "no call failed".to_owned(),
-        },
+            if let Some(m) = model_failure(run) {
+                evidence.push(Cite::Model { request: m.seq });
+                let (rule, fault) = m.fault.as_ref().expect("a model failure has its fault");
+                said.push(format!("first failure: the model's answer to request {} ({fault}, rule {rule})", m.seq));
+            }
+            match said.is_empty() {
+                true => "no call failed".to_owned(),
+                false => format!("no tool call failed; {}", said.join("; ")),
+            }
+        }
     };
     // Calls before the first failure that only came late: named, so a reader sees why they are not failures.
     let late: Vec<String> = calls[..first_failed.unwrap_or(calls.len())]
@@ -99,7 +109,15 @@ pub(super) fn recovery_layer(run: &Run, outcome: &Layer, safety: &Layer, side_ef
         }
         // (c, d) How the agent answered the first failure, then (e) what came of it.
         let strategy = match first_failed {
-            None => Strategy::NotApplicable,
+            None => match model_failure(run) {
+                None => Strategy::NotApplicable,
+                Some(m) => {
+                    let (strategy, words, next) = answer_to_model_failure(run, m, outcome);
+                    evidence.extend(next.map(|request| Cite::Model { request }));
+                    detail.push_str(&format!("; {words}"));
+                    strategy
+                }
+            },
             Some(f) => {
                 let (mut strategy, words) = answer_to_failure(run, f, outcome);
                 if let Some(next) = run.answer(f) {
@@ -176,14 +194,53 @@ fn answer_to_failure(run: &Run, f: usize, outcome: &Layer) -> (Strategy, String)
             (Strategy::Replan, format!("{at} is another tool → replan"))
         };
     }
+    let strategy = by_claim(run, outcome);
+    (strategy, format!("{with}no call after it, {} → {}", claim_words(run.ev), name(&strategy)))
+}
+
+/// With no call after a failure, the claim names the strategy: success claimed is ignoring it, less than asked and
+/// said so (with some of the end state met) degrading, anything else aborting.
+fn by_claim(run: &Run, outcome: &Layer) -> Strategy {
     let met = outcome.checks.iter().filter(|c| c.passed).count();
     let partly_met = met > 0 && met < outcome.checks.len();
-    let strategy = match run.ev.claim.as_ref().map(|c| c.status) {
+    match run.ev.claim.as_ref().map(|c| c.status) {
         Some(ClaimStatus::Success) => Strategy::Ignore,
         Some(ClaimStatus::Partial) if partly_met => Strategy::Degrade,
         _ => Strategy::Abort,
-    };
-    (strategy, format!("{with}no call after it, {} → {}", claim_words(run.ev), name(&strategy)))
+    }
+}
+
+/// The first model request whose answer a fault changed in a way the agent meets as a failure: an error status, a
+/// cut or invalid answer, none in time. A fault whose answer still arrives whole (`latency`, `slow_drip`: the
+/// catalogue's `result` effect) is no failure, as a delayed tool reply the agent waited for is none.
+fn model_failure<'r>(run: &Run<'r>) -> Option<&'r crate::model_hop::ModelRequest> {
+    run.ev.model_requests.iter().find(|r| {
+        r.fault.as_ref().is_some_and(|(_, fault)| {
+            faultlab_engine::FaultKind::effect_of(fault).is_none_or(|effect| effect != Effect::Result)
+        })
+    })
+}
+
+/// (d) on the model hop: the agent's next model request names the strategy (the same request again: retry;
+/// another: replan); with none, the claim does. Also the next request's number, cited.
+fn answer_to_model_failure(
+    run: &Run,
+    failed: &crate::model_hop::ModelRequest,
+    outcome: &Layer,
+) -> (Strategy, String, Option<u64>) {
+    match run.ev.model_requests.iter().find(|r| r.seq == failed.seq + 1) {
+        Some(next) if next.same_as_before => {
+            (Strategy::Retry, format!("model request {} asks the same again → retry", next.seq), Some(next.seq))
+        }
+        Some(next) => {
+            (Strategy::Replan, format!("model request {} asks something else → replan", next.seq), Some(next.seq))
+        }
+        None => {
+            let strategy = by_claim(run, outcome);
+            let words = format!("no model request after it, {} → {}", claim_words(run.ev), name(&strategy));
+            (strategy, words, None)
+        }
+    }
 }
 
 /// Whether the agent carried on with the content of call `f`'s invalid reply (a fault made it invalid JSON-RPC,
@@ -372,7 +429,7 @@ fn backoff_words(run: &Run, range: std::ops::Range<usize>) -> Result<String, Str
     };
     let waits: Option<Vec<f64>> = calls.windows(2).map(|pair| Some(pair[1].at_ms - ended(&pair[0])?)).collect();
     let Some(waits) = waits else { return Err("a call never answered: no wait to show a backoff".to_owned()) };
-    let shown = waits.iter().map(|w| format!("{w:.0}")).collect::<Vec<_>>().join(", ");
+    let shown = backoff::shown(&waits.iter().map(|w| format!("{w:.0}")).collect::<Vec<_>>());
     match backoff::judge(&waits, backoff::MIN_WAIT_MS) {
         Waits::TooShort => Err(format!("waits of {shown} ms, some under {:.0} ms", backoff::MIN_WAIT_MS)),
         Waits::NotGrowing => Err(format!("waits of {shown} ms: the waits do not grow")),

@@ -146,6 +146,7 @@ fn evidence(calls: Vec<ToolCall>, ledger: Vec<SideEffect>, after: Snapshot, clai
         duration_ms: 1200,
         nonce: RUN_NONCE.into(),
         commands: Vec::new(),
+        model_requests: Vec::new(),
     }
 }
 
@@ -1156,4 +1157,41 @@ fn a_success_claimed_after_a_later_write_whose_reply_never_came_ignored_that_wri
     ];
     let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
     assert_eq!(graded(&task(COPY), &ev).recovery.strategy, Strategy::Retry);
+}
+
+/// With no tool call failed, a fault on the model hop is the failure the agent met: asking the model the same again
+/// is a retry, asking nothing more and reporting failure an abort, and a delay alone (the answer came whole) no
+/// failure at all. Both were "not-applicable" ("no failure reached the agent"), which the model's cut answer
+/// contradicts.
+#[test]
+fn a_fault_on_the_model_hop_is_the_first_failure_when_no_tool_call_failed() {
+    use crate::model_hop::ModelRequest;
+    let request = |seq: u64, fault: Option<&str>, same_as_before: bool| ModelRequest {
+        seq,
+        fault: fault.map(|f| ("cut".to_owned(), f.to_owned())),
+        same_as_before,
+    };
+    let wrote_it = claim(ClaimStatus::Success, Some(RUN_NONCE));
+    let mut ev = evidence(vec![read(1, "input.txt"), write(3)], vec![wrote(1, "output.txt")], done(), wrote_it);
+    ev.model_requests = vec![request(1, Some("tool_call_cut"), false), request(2, None, true), request(3, None, false)];
+    let v = graded(&task(COPY), &ev);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Retry, RecoveryOutcome::Recovered));
+    assert!(
+        v.recovery.detail.starts_with(
+            "no tool call failed; first failure: the model's answer to request 1 (tool_call_cut, rule cut); model \
+             request 2 asks the same again → retry"
+        ),
+        "{}",
+        v.recovery.detail
+    );
+    assert_eq!(&v.recovery.evidence[..2], [Cite::Model { request: 1 }, Cite::Model { request: 2 }]);
+
+    let mut gave_up = evidence(Vec::new(), Vec::new(), seeded(), claim(ClaimStatus::Failure, None));
+    gave_up.model_requests = vec![request(1, Some("tool_call_cut"), false)];
+    let v = graded(&task(COPY), &gave_up);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Abort, RecoveryOutcome::AbortedSafely));
+    assert!(v.recovery.detail.contains("no model request after it, claim failure → abort"), "{}", v.recovery.detail);
+
+    ev.model_requests[0].fault = Some(("slow".into(), "latency".into()));
+    assert_eq!(graded(&task(COPY), &ev).recovery.strategy, Strategy::NotApplicable);
 }

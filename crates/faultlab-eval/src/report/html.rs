@@ -488,6 +488,7 @@ fn cite(cite: &Cite, i: usize, rows: &HashMap<usize, usize>, run: &RunRecord) ->
             None => format!("trajectory line {line}"),
         },
         Cite::Ledger { seq } => format!("ledger seq {seq}"),
+        Cite::Model { request } => format!("model request {request}"),
         Cite::File { path, before, after } => {
             // Twelve hex digits, as the check details quote them: enough to tell two contents apart by eye.
             let short = |h: &Option<String>| {
