@@ -462,6 +462,9 @@ impl Connection {
             let stream = http.stream_recovery(&id);
             recovery.reconnects = stream.reconnects;
             recovery.duplicate_events = stream.duplicate_events;
+            // A stream whose resume found the session gone (404) ended the call with that status, not as lost:
+            // its transport says the response was lost all the same.
+            recovery.lost_responses = recovery.lost_responses.max(stream.lost_responses);
         }
         recovery
     }

@@ -345,7 +345,8 @@ async fn read_answer_body(
             .headers(resume.headers.clone())
             .header("accept", "text/event-stream")
             .header("last-event-id", &last_event_id);
-        if let Some(session) = lock(&session).clone() {
+        let in_session = lock(&session).clone();
+        if let Some(session) = &in_session {
             get = get.header("mcp-session-id", session);
         }
         if let Some(version) = &resume.protocol {
@@ -358,6 +359,17 @@ async fn read_answer_body(
         resume.note(&id, |r| r.reconnects.push(Reconnect { last_event_id, waited_ms, status }));
         let response = match answer {
             Ok(response) if response.status().is_success() => response,
+            // A 404 to a request that carried the session's id says the session is gone, a resume's as a POST's:
+            // the client MUST start a new session (2025-11-25, Session Management). Passed on as the request's
+            // status, so the connection opens a new one as after a POST's 404; the call stays failed (never sent
+            // again blindly). Taken for a lost call alone, the next request met the forgotten session too.
+            Ok(response) if response.status().as_u16() == 404 && in_session.is_some() => {
+                // The response is lost all the same: the stream broke before the reply and will not be resumed.
+                resume.note(&id, |r| r.lost_responses = 1);
+                let body = response.bytes().await.unwrap_or_default();
+                let _ = incoming.send(Incoming::HttpStatus { id, status: 404, retry_after: None, body });
+                return;
+            }
             Ok(response) => {
                 lost(format!("{why}, and resuming it was answered HTTP {}", response.status().as_u16()));
                 return;

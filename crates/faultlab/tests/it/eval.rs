@@ -715,3 +715,27 @@ fn a_fault_at_a_resume_counts_as_fired_in_the_runs_record() {
     assert_eq!(run["verdict"]["passed"], true, "{run:#}");
     graded.code(0);
 }
+
+/// The write's stream is cut and its session lost at the first resume (404 on the `GET` that carried the session
+/// id). The spec's client MUST then start a new session; the good agent's client does, so its check of output.txt
+/// before writing again goes to the new session, finds the write done, and it writes once and passes. (Its client
+/// took the 404 for a lost call only: the check met the forgotten session too, failed, and it wrote twice.)
+#[test]
+fn a_session_lost_at_a_resume_is_a_new_session_for_the_good_agent_and_its_write_is_not_repeated() {
+    let dir = tempfile::tempdir().unwrap();
+    let task = std::fs::read_to_string(repo("examples/eval/http/transport-stream-lost-read.yaml")).unwrap();
+    let faults = "faults:\n  - {name: cut, match: {tool: write_file, nth: 1}, fault: {type: stream_cut, retry_ms: 50}}\n  \
+                  - {name: gone, match: {tool: write_file, nth: 1, at: resume}, fault: {type: session_expired_in_flight}}\n";
+    let (before, rest) = task.split_once("faults:\n").unwrap();
+    let (_, after) = rest.split_once("recovery:").unwrap();
+    let path = dir.path().join("resume-gone.yaml");
+    std::fs::write(&path, format!("{before}{faults}recovery:{after}")).unwrap();
+    let out = dir.path().join("out");
+    let graded = eval(&path, &out, &["--agent", &control_agent("good"), "--agent-name", "good"]);
+    let report = read_json(out.join("report.json"));
+    let run = &report["runs"][0];
+    assert_eq!(run["faults_fired"], serde_json::json!(["stream_cut", "session_expired_in_flight"]), "{run:#}");
+    let writes = run["verdict"]["side_effects"]["checks"].to_string();
+    assert_eq!(run["verdict"]["passed"], true, "{writes} {run:#}");
+    graded.code(0);
+}
