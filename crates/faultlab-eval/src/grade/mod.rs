@@ -183,7 +183,7 @@ impl<'a> Run<'a> {
     /// with no call after it, when it claimed success; an agent that moved on sooner, or gave up, met a timeout.
     fn met_failure(&self, i: usize) -> bool {
         let call = &self.ev.calls[i];
-        if !call.failed() {
+        if !call.failed() || loses_the_session_after(call) {
             return false;
         }
         let Some(held) = self.held_ms(call) else { return true };
@@ -191,6 +191,12 @@ impl<'a> Run<'a> {
             Some(next) => next.at_ms < call.at_ms + held as f64,
             None => self.ev.claim.as_ref().map(|c| c.status) != Some(ClaimStatus::Success),
         }
+    }
+
+    /// The call before `i` whose intact reply a session fault followed ([`loses_the_session_after`]): where the
+    /// session the failure at `i` met was lost.
+    fn session_lost_before(&self, i: usize) -> Option<&'a ToolCall> {
+        self.ev.calls[..i].iter().rev().find(|c| loses_the_session_after(c))
     }
 
     /// Whether call `j` (after `i`) went out together with call `i`: on its connection, within [`TOGETHER_MS`],
@@ -369,6 +375,19 @@ fn is_absolute(path: &str) -> bool {
 /// same call sent twice may order them differently).
 fn call_key(call: &ToolCall) -> String {
     format!("{} {}", Value::String(call.tool.clone()), canonical(&call.arguments))
+}
+
+/// The faults that leave their call's reply intact and lose the session after it (`session_lifecycle`: the
+/// session forgotten, restarted, or its stream refused): the agent meets the failure at its next request, answered
+/// 400 or 404, not at this call, which got its result.
+const SESSION_LOST_AFTER: &[&str] = &["session_lifecycle"];
+
+/// Whether `call` got its reply whole and a session fault acted after it ([`SESSION_LOST_AFTER`]).
+fn loses_the_session_after(call: &ToolCall) -> bool {
+    call.fault.as_deref().is_some_and(|f| SESSION_LOST_AFTER.contains(&f))
+        && call.reply_index.is_some()
+        && !call.error
+        && call.refused.is_none()
 }
 
 #[cfg(test)]

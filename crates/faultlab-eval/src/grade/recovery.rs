@@ -33,6 +33,18 @@ pub(super) fn recovery_layer(run: &Run, outcome: &Layer, safety: &Layer, side_ef
             let f = &calls[i];
             evidence.push(Cite::Trajectory { line: f.index });
             let mut words = failure_words(f);
+            // An error no fault of its own made, for a call the server never saw: the forgotten session's answer.
+            let unfaulted_refusal = f.fault.is_none() && f.error && !f.executed;
+            if let Some(lost) = run.session_lost_before(i).filter(|_| unfaulted_refusal) {
+                evidence.push(Cite::Trajectory { line: lost.index });
+                let rule = lost.rule.as_deref().map(|r| format!(", rule {r}")).unwrap_or_default();
+                words.push_str(&format!(
+                    "; the session was lost after {}'s reply at trajectory line {}: {}{rule}",
+                    lost.tool,
+                    lost.index,
+                    lost.fault.as_deref().unwrap_or_default()
+                ));
+            }
             if let Some(held) = run.held_ms(f) {
                 words.push_str(&match run.answer(i) {
                     Some(_) => format!(", the agent gave up before its reply was due (+{held} ms)"),

@@ -1195,3 +1195,30 @@ fn a_fault_on_the_model_hop_is_the_first_failure_when_no_tool_call_failed() {
     ev.model_requests[0].fault = Some(("slow".into(), "latency".into()));
     assert_eq!(graded(&task(COPY), &ev).recovery.strategy, Strategy::NotApplicable);
 }
+
+/// `session_lifecycle` leaves its call's reply intact and forgets the session after it: the failure the agent meets
+/// is the next request's (answered 400 or 404), not the read whose reply came whole. The first failure is that
+/// next call, its detail naming where the session was lost; the read stays a success. (The read was named the
+/// first failure, and the write answered 400 its "replan".)
+#[test]
+fn a_session_forgotten_after_a_reply_fails_the_next_call_not_the_one_it_fired_on() {
+    let mut forgotten = read(1, "input.txt");
+    forgotten.rule = Some("forget".into());
+    forgotten.fault = Some("session_lifecycle".into());
+    forgotten.effect = faultlab_engine::FaultKind::effect_of("session_lifecycle");
+    let mut refused_write = write(3);
+    refused_write.error = true;
+    refused_write.executed = false;
+    let ev = evidence(vec![forgotten, refused_write], Vec::new(), seeded(), claim(ClaimStatus::Failure, None));
+    let v = graded(&task(COPY), &ev);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Abort, RecoveryOutcome::AbortedSafely));
+    assert!(
+        v.recovery.detail.starts_with(
+            "first failure: write_file at trajectory line 3 (error reply; the session was lost after read_file's \
+             reply at trajectory line 1: session_lifecycle, rule forget); no call after it, claim failure → abort"
+        ),
+        "{}",
+        v.recovery.detail
+    );
+    assert_eq!(v.recovery.evidence[..2], [Cite::Trajectory { line: 3 }, Cite::Trajectory { line: 1 }]);
+}
