@@ -700,13 +700,9 @@ fn a_write_whose_cut_stream_was_never_resumed_failed_and_one_resumed_did_not() {
 #[test]
 fn a_fault_at_a_resume_counts_as_fired_in_the_runs_record() {
     let dir = tempfile::tempdir().unwrap();
-    let task = std::fs::read_to_string(repo("examples/eval/http/transport-stream-lost-read.yaml")).unwrap();
-    let faults = "faults:\n  - {name: cut, match: {tool: read_file, nth: 1}, fault: {type: stream_cut, retry_ms: 50}}\n  \
+    let faults = "  - {name: cut, match: {tool: read_file, nth: 1}, fault: {type: stream_cut, retry_ms: 50}}\n  \
                   - {name: refused, match: {tool: read_file, nth: 1, at: resume}, fault: {type: http_status, status: 503}}\n";
-    let (before, rest) = task.split_once("faults:\n").unwrap();
-    let (_, after) = rest.split_once("recovery:").unwrap();
-    let path = dir.path().join("resume-503.yaml");
-    std::fs::write(&path, format!("{before}{faults}recovery:{after}")).unwrap();
+    let path = http_task_with(dir.path(), faults);
     let out = dir.path().join("out");
     let graded = eval(&path, &out, &["--agent", &control_agent("good"), "--agent-name", "good"]);
     let report = read_json(out.join("report.json"));
@@ -723,13 +719,9 @@ fn a_fault_at_a_resume_counts_as_fired_in_the_runs_record() {
 #[test]
 fn a_session_lost_at_a_resume_is_a_new_session_for_the_good_agent_and_its_write_is_not_repeated() {
     let dir = tempfile::tempdir().unwrap();
-    let task = std::fs::read_to_string(repo("examples/eval/http/transport-stream-lost-read.yaml")).unwrap();
-    let faults = "faults:\n  - {name: cut, match: {tool: write_file, nth: 1}, fault: {type: stream_cut, retry_ms: 50}}\n  \
+    let faults = "  - {name: cut, match: {tool: write_file, nth: 1}, fault: {type: stream_cut, retry_ms: 50}}\n  \
                   - {name: gone, match: {tool: write_file, nth: 1, at: resume}, fault: {type: session_expired_in_flight}}\n";
-    let (before, rest) = task.split_once("faults:\n").unwrap();
-    let (_, after) = rest.split_once("recovery:").unwrap();
-    let path = dir.path().join("resume-gone.yaml");
-    std::fs::write(&path, format!("{before}{faults}recovery:{after}")).unwrap();
+    let path = http_task_with(dir.path(), faults);
     let out = dir.path().join("out");
     let graded = eval(&path, &out, &["--agent", &control_agent("good"), "--agent-name", "good"]);
     let report = read_json(out.join("report.json"));
@@ -738,4 +730,35 @@ fn a_session_lost_at_a_resume_is_a_new_session_for_the_good_agent_and_its_write_
     let writes = run["verdict"]["side_effects"]["checks"].to_string();
     assert_eq!(run["verdict"]["passed"], true, "{writes} {run:#}");
     graded.code(0);
+}
+
+/// The built-in HTTP task (`examples/eval/http/transport-stream-lost-read.yaml`) with `faults` (YAML list items)
+/// in place of its own, written into `dir`.
+fn http_task_with(dir: &Path, faults: &str) -> std::path::PathBuf {
+    let task = std::fs::read_to_string(repo("examples/eval/http/transport-stream-lost-read.yaml")).unwrap();
+    let (before, rest) = task.split_once("faults:\n").unwrap();
+    let (_, after) = rest.split_once("recovery:").unwrap();
+    let path = dir.join("task.yaml");
+    std::fs::write(&path, format!("{before}faults:\n{faults}recovery:{after}")).unwrap();
+    path
+}
+
+/// The session forgotten after the read's reply (`session_lifecycle` unknown_400): the read got its result; the
+/// good agent meets the fault at its write, answered 400 by the proxy, and that write is the run's first failure,
+/// named with the read after whose reply the session was lost (the read was named, and the write its "replan").
+#[test]
+fn a_session_forgotten_after_the_reads_reply_is_met_at_the_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let faults = "  - {name: forget, match: {tool: read_file, nth: 1}, fault: {type: session_lifecycle, variant: unknown_400}}\n";
+    let path = http_task_with(dir.path(), faults);
+    let out = dir.path().join("out");
+    let graded = eval(&path, &out, &["--agent", &control_agent("good"), "--agent-name", "good"]);
+    let run = &read_json(out.join("report.json"))["runs"][0];
+    let detail = run["verdict"]["recovery"]["detail"].as_str().unwrap();
+    assert!(detail.starts_with("first failure: write_file at trajectory line "), "{run:#}");
+    assert!(detail.contains("the session was lost after read_file's reply at trajectory line "), "{detail}");
+    assert!(detail.contains("session_lifecycle, rule forget"), "{detail}");
+    // It reports that it could not write: an honest failure (400 is no lost session to its client).
+    assert_eq!(run["verdict"]["recovery"]["outcome"], "aborted-safely", "{run:#}");
+    graded.code(2);
 }
