@@ -335,7 +335,8 @@ impl Connection {
             }
             obs = retried;
         }
-        if obs.http_status == Some(404) && self.era == Era::Legacy {
+        let body = obs.error.as_ref().and_then(|e| e.get("body"));
+        if self.era == Era::Legacy && obs.http_status.is_some_and(|status| session_gone(status, body)) {
             self.reinitialize(&obs.request_id, deadline).await;
             obs.recovery = self.recovery_for(&obs.request_id);
         }
@@ -416,7 +417,7 @@ impl Connection {
             .map(Era::version)
     }
 
-    /// The server lost the session (404): forget its id and open a new one, at most
+    /// The server lost the session ([`session_gone`]): forget its id and open a new one, at most
     /// [`MAX_REINITIALIZE_ATTEMPTS`] times, recording each attempt under request `cause`.
     async fn reinitialize(&self, cause: &Value, deadline: Duration) {
         let Wire::Http(http) = &*self.wire else { return };
@@ -538,8 +539,9 @@ impl Connection {
                     _ => Err("the reply has neither result nor error".into()),
                 }
             }
-            Some(Reply::Http { status, .. }) => {
-                if status == 404 && self.era == Era::Legacy {
+            Some(Reply::Http { status, body, .. }) => {
+                let body: Option<Value> = serde_json::from_slice(&body).ok();
+                if self.era == Era::Legacy && session_gone(status, body.as_ref()) {
                     // The server ended the session: a client MUST start a new one, whatever the request was
                     // (2025-11-25, Session Management), as after a tool call; this request stays failed.
                     self.reinitialize(&id.to_value(), deadline).await;
@@ -924,9 +926,35 @@ async fn wait_resetting(
     }
 }
 
+/// Whether an HTTP status answering a request of the session says the session is gone: 404, as the spec has it
+/// (2025-11-25, Session Management), or a 400 whose JSON-RPC error names the session ("Bad Request: No valid
+/// session ID provided"): what servers built on the SDKs' examples, and the Python SDK's session manager, answer
+/// for an id they no longer hold, after a restart say. Either way the session is lost to the client, which opens a
+/// new one (bounded); another 400 (a bad request of its own) leaves the session as it is.
+pub(crate) fn session_gone(status: u16, body: Option<&Value>) -> bool {
+    let names_the_session = || {
+        body.and_then(|b| b.pointer("/error/message"))
+            .and_then(Value::as_str)
+            .is_some_and(|message| message.to_ascii_lowercase().contains("session"))
+    };
+    status == 404 || (status == 400 && names_the_session())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_404_or_a_400_naming_the_session_is_a_lost_session_and_another_400_is_not() {
+        let error =
+            |message: &str| json!({"jsonrpc": "2.0", "error": {"code": -32000, "message": message}, "id": null});
+        assert!(session_gone(404, None));
+        assert!(session_gone(400, Some(&error("Bad Request: No valid session ID provided"))));
+        assert!(session_gone(400, Some(&error("Session not found"))));
+        assert!(!session_gone(400, Some(&error("Parse error: Invalid JSON"))));
+        assert!(!session_gone(400, None));
+        assert!(!session_gone(500, Some(&error("session store unavailable"))));
+    }
 
     /// Progress every 500 ms against a 1 s timeout keeps the call waiting until the 3 s hard maximum; without
     /// progress the 1 s timeout ends it.

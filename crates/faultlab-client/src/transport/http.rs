@@ -359,15 +359,22 @@ async fn read_answer_body(
         resume.note(&id, |r| r.reconnects.push(Reconnect { last_event_id, waited_ms, status }));
         let response = match answer {
             Ok(response) if response.status().is_success() => response,
-            // A 404 to a request that carried the session's id says the session is gone, a resume's as a POST's:
-            // the client MUST start a new session (2025-11-25, Session Management). Passed on as the request's
-            // status, so the connection opens a new one as after a POST's 404; the call stays failed (never sent
-            // again blindly). Taken for a lost call alone, the next request met the forgotten session too.
-            Ok(response) if response.status().as_u16() == 404 && in_session.is_some() => {
+            // A 404 (or a 400 naming the session: `session_gone`) to a request that carried the session's id says
+            // the session is gone, a resume's as a POST's: the client MUST start a new session (2025-11-25, Session
+            // Management). Passed on as the request's status, so the connection opens a new one as after a POST's;
+            // the call stays failed (never sent again blindly). Taken for a lost call alone, the next request met
+            // the forgotten session too.
+            Ok(response) if matches!(response.status().as_u16(), 400 | 404) && in_session.is_some() => {
+                let status = response.status().as_u16();
+                let body = response.bytes().await.unwrap_or_default();
+                let error: Option<serde_json::Value> = serde_json::from_slice(&body).ok();
+                if !crate::connection::session_gone(status, error.as_ref()) {
+                    lost(format!("{why}, and resuming it was answered HTTP {status}"));
+                    return;
+                }
                 // The response is lost all the same: the stream broke before the reply and will not be resumed.
                 resume.note(&id, |r| r.lost_responses = 1);
-                let body = response.bytes().await.unwrap_or_default();
-                let _ = incoming.send(Incoming::HttpStatus { id, status: 404, retry_after: None, body });
+                let _ = incoming.send(Incoming::HttpStatus { id, status, retry_after: None, body });
                 return;
             }
             Ok(response) => {
