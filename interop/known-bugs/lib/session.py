@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import httpx2
@@ -22,17 +23,19 @@ async def initialized_session(
     deadline: float,
     on_response: Callable[[httpx2.Response], Awaitable[None]],
     on_request: Callable[[httpx2.Request], Awaitable[None]] | None = None,
+    **callbacks: Any,
 ) -> AsyncIterator[ClientSession]:
     """The session, initialized only (nothing listed: the SDK's own listings are part of what a check watches),
     its requests each bounded by `deadline` seconds and the whole by `WHOLE_CHECK`. `on_request` sees each request
-    as it is sent, one that never gets a response included."""
+    as it is sent, one that never gets a response included. `callbacks` go to `ClientSession` as given (e.g.
+    `elicitation_callback`: the SDK declares a capability for each callback it is given)."""
     hooks: dict = {"response": [on_response]}
     if on_request is not None:
         hooks["request"] = [on_request]
     http = httpx2.AsyncClient(event_hooks=hooks, timeout=deadline)
     with anyio.fail_after(WHOLE_CHECK):
         async with http, streamable_http_client(url, http_client=http, terminate_on_close=False) as (read, write):
-            async with ClientSession(read, write, read_timeout_seconds=deadline) as session:
+            async with ClientSession(read, write, read_timeout_seconds=deadline, **callbacks) as session:
                 await session.initialize()
                 yield session
 
