@@ -94,7 +94,8 @@ EXPECTATIONS: dict[str, tuple[set[str], str | None, bool | None, str]] = {
     "ask_client:roots:none": ({"result"}, "<1s", True, "result: the roots listed during the call; next call ok"),
     "ask_client:sampling:undeclared": ({"tool_error"}, "<1s", True,
                                        "tool error at once: the sampling request the client never declared is "
-                                       "refused (-32601), not left unanswered until the server gives up; next "
+                                       "refused (-32601, or -32600 from the Python SDK), not left unanswered until the "
+                                       "server gives up; next "
                                        "call ok"),
     # Tasks (docs/ask-back.md): task_work. task_required's client declares nothing; the task_lifecycle cells' client
     # declares the tasks extension, so the reply is a task handle a robust client polls (tasks/get) to its end.
