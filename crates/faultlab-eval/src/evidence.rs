@@ -50,6 +50,11 @@ pub struct ToolCall {
     /// saw it, and the agent met a failure.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub refused: Option<faultlab_engine::recorder::Refusal>,
+    /// The agent cancelled the call (`notifications/cancelled`) before its next request on the connection: it gave
+    /// up waiting, however late its next call came. Read from the order of frames, since a notification's
+    /// `requestId` is not in the trajectory: the call is the connection's last request before the cancel.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub cancelled: bool,
 }
 
 impl ToolCall {
@@ -82,6 +87,7 @@ impl ToolCall {
             effect: exchange.effect(),
             error: exchange.error(),
             refused: exchange.refused().cloned(),
+            cancelled: false,
         }
     }
 }
@@ -105,7 +111,29 @@ pub fn read_trajectory(input: impl std::io::BufRead) -> Result<Trajectory, Traje
 
 /// The tool calls of a trajectory, in arrival order.
 pub fn tool_calls(trajectory: &Trajectory) -> Vec<ToolCall> {
-    trajectory.tool_calls().iter().map(ToolCall::of).collect()
+    let mut calls: Vec<ToolCall> = trajectory.tool_calls().iter().map(ToolCall::of).collect();
+    // Each connection's last request so far (its line, 0-based), and whether it was a tool call: a cancel that
+    // follows a tool call with no other request between cancels that call.
+    let mut last: std::collections::HashMap<&str, usize> = Default::default();
+    for line in &trajectory.lines {
+        let faultlab_engine::Event::Frame(frame) = &line.record.event else { continue };
+        if frame.direction != Direction::ClientToServer {
+            continue;
+        }
+        let scope = line.record.scope.as_str();
+        match (frame.method.as_deref(), &frame.id) {
+            (Some("notifications/cancelled"), _) => {
+                if let Some(call) = last.remove(scope).and_then(|at| calls.iter_mut().find(|c| c.index == at)) {
+                    call.cancelled = true;
+                }
+            }
+            (Some(_), Some(id)) if !id.is_null() => {
+                last.insert(scope, line.number - 1);
+            }
+            _ => {}
+        }
+    }
+    calls
 }
 
 /// A request of the protocol itself (`initialize`, `tools/list`, ...: anything but `tools/call`) that failed, by
@@ -261,6 +289,33 @@ pub struct Evidence {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A `notifications/cancelled` marks the connection's last request as cancelled when that was a tool call; a
+    /// request between them (a listing) takes it, and another connection's cancel is not this one's.
+    #[test]
+    fn a_cancel_marks_the_connections_last_tool_call() {
+        let frame = |ts: u32, scope: &str, id: Option<u32>, method: &str| {
+            let id = id.map_or("null".to_owned(), |i| i.to_string());
+            let tool = if method == "tools/call" { r#""tool":"read_file","arguments":{"path":"a"},"# } else { "" };
+            format!(
+                r#"{{"tsMs":{ts},"scope":"{scope}","event":"frame","direction":"client_to_server","action":"forwarded","id":{id},"method":"{method}",{tool}"bytes":9}}"#
+            )
+        };
+        let text = [
+            frame(1, "c1", Some(1), "tools/call"),
+            frame(2, "c1", None, "notifications/cancelled"),
+            frame(3, "c1", Some(2), "tools/call"),
+            frame(4, "c1", Some(3), "tools/list"),
+            frame(5, "c1", None, "notifications/cancelled"),
+            frame(6, "c2", Some(1), "tools/call"),
+            frame(7, "c1", Some(4), "tools/call"),
+            frame(8, "c2", None, "notifications/cancelled"),
+        ]
+        .join("\n");
+        let calls = tool_calls(&Trajectory::parse(&text).unwrap());
+        let cancelled: Vec<(usize, bool)> = calls.iter().map(|c| (c.index, c.cancelled)).collect();
+        assert_eq!(cancelled, [(0, true), (2, false), (5, true), (6, false)]);
+    }
 
     #[test]
     fn calls_pair_requests_with_replies_and_keep_the_fault() {

@@ -161,6 +161,7 @@ pub(crate) mod tests {
             effect: Some(Effect::TransportLoss),
             error: false,
             refused: None,
+            cancelled: false,
         }
     }
 

@@ -180,13 +180,19 @@ impl<'a> Run<'a> {
     /// Whether the agent met a failure on call `i`: [`ToolCall::failed`], except a call a latency fault only
     /// delayed that the agent waited for (it succeeded late: slow is not broken). The agent waited when its next
     /// call (not one sent together with it: [`Run::answer`]) came once the reply was due (request + hold), or,
-    /// with no call after it, when it claimed success; an agent that moved on sooner, or gave up, met a timeout.
+    /// with no call after it, when it claimed success; an agent that moved on sooner, or gave up (it cancelled the
+    /// call: [`ToolCall::cancelled`]), met a timeout.
     fn met_failure(&self, i: usize) -> bool {
         let call = &self.ev.calls[i];
         if !call.failed() || loses_the_session_after(call) {
             return false;
         }
         let Some(held) = self.held_ms(call) else { return true };
+        // A cancel says the agent gave up, whatever the clock says (an agent slowed down by a loaded machine sends
+        // its retry after the reply was due, yet it did not wait).
+        if call.cancelled {
+            return true;
+        }
         match self.answer(i).map(|j| &self.ev.calls[j]) {
             Some(next) => next.at_ms < call.at_ms + held as f64,
             None => self.ev.claim.as_ref().map(|c| c.status) != Some(ClaimStatus::Success),

@@ -47,6 +47,7 @@ pub(super) fn recovery_layer(run: &Run, outcome: &Layer, safety: &Layer, side_ef
             }
             if let Some(held) = run.held_ms(f) {
                 words.push_str(&match run.answer(i) {
+                    Some(_) if f.cancelled => format!(", the agent cancelled it before its reply (due +{held} ms)"),
                     Some(_) => format!(", the agent gave up before its reply was due (+{held} ms)"),
                     None => format!(", held {held} ms, and no success claim after it: the agent did not wait"),
                 });

@@ -84,6 +84,7 @@ fn ok(line: usize, tool: &str, arguments: Value) -> ToolCall {
         effect: None,
         error: false,
         refused: None,
+        cancelled: false,
     }
 }
 
@@ -944,6 +945,26 @@ fn a_slow_read_the_agent_waited_for_is_not_a_failure() {
     assert!(v.passed, "{v:#?}");
     assert!(v.recovery.detail.starts_with("no call failed"), "{}", v.recovery.detail);
     assert!(v.recovery.detail.contains("read_file at trajectory line 1 succeeded late"), "{}", v.recovery.detail);
+}
+
+/// An agent slowed down by a loaded machine: it cancelled the held read at its timeout, but its retry reached the
+/// proxy only after the reply was due. The cancel says it gave up: a retry, not a wait (graded by the clock alone it
+/// was "no call failed", the flake the oracle's slow read met under load).
+#[test]
+fn a_slow_read_the_agent_cancelled_is_a_failure_however_late_its_next_call() {
+    let mut cancelled = slow(read(1, "input.txt"), 10.0);
+    cancelled.cancelled = true;
+    let mut again = read(3, "input.txt");
+    again.at_ms = 1200.0;
+    let calls = vec![cancelled, again, write(5)];
+    let ev = evidence(calls, vec![wrote(1, "output.txt")], done(), claim(ClaimStatus::Success, Some(RUN_NONCE)));
+    let v = graded(&slow_read_task(), &ev);
+    assert_eq!((v.recovery.strategy, v.recovery.outcome), (Strategy::Retry, RecoveryOutcome::Recovered));
+    assert!(
+        v.recovery.detail.contains("the agent cancelled it before its reply (due +1000 ms)"),
+        "{}",
+        v.recovery.detail
+    );
 }
 
 #[test]
