@@ -180,12 +180,10 @@ pub struct ModelRequest {
 /// The run's model requests read from its recording (bounded as [`summary`]; a line that does not parse is left
 /// out).
 pub fn requests(path: &Path) -> Vec<ModelRequest> {
-    let Ok(file) = crate::guard::open_regular(path) else { return Vec::new() };
-    let mut bytes = Vec::new();
-    let _ = std::io::Read::read_to_end(&mut std::io::Read::take(file, RECORDING_LIMIT), &mut bytes);
+    let Some(text) = recording(path) else { return Vec::new() };
     let mut out = Vec::new();
     let mut before: Option<serde_json::Value> = None;
-    for line in String::from_utf8_lossy(&bytes).lines().filter(|l| !l.trim().is_empty()) {
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
         let Ok(line) = serde_json::from_str::<Line>(line) else { continue };
         let fault = match (line.fault, line.skipped) {
             (Some(fired), None) => Some((fired.rule, fault_name(&fired.fault))),
@@ -196,6 +194,15 @@ pub fn requests(path: &Path) -> Vec<ModelRequest> {
         before = Some(line.request);
     }
     out
+}
+
+/// The recording's first [`RECORDING_LIMIT`] bytes as text (a regular file only: no link, no FIFO); `None` when
+/// there is none.
+fn recording(path: &Path) -> Option<String> {
+    let file = crate::guard::open_regular(path).ok()?;
+    let mut bytes = Vec::new();
+    let _ = std::io::Read::read_to_end(&mut std::io::Read::take(file, RECORDING_LIMIT), &mut bytes);
+    Some(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// A recorded fault's catalogue name (its `type`).
@@ -212,11 +219,9 @@ struct Fired {
 /// The run's model hop read from its recording (up to [`RECORDING_LIMIT`]; a line that does not parse is left out
 /// of the fired faults but still counted as a request).
 pub fn summary(path: &Path) -> ModelHop {
-    let Ok(file) = crate::guard::open_regular(path) else { return ModelHop::default() };
-    let mut bytes = Vec::new();
-    let _ = std::io::Read::read_to_end(&mut std::io::Read::take(file, RECORDING_LIMIT), &mut bytes);
+    let Some(text) = recording(path) else { return ModelHop::default() };
     let mut hop = ModelHop::default();
-    for line in String::from_utf8_lossy(&bytes).lines().filter(|l| !l.trim().is_empty()) {
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
         hop.requests += 1;
         let Ok(line) = serde_json::from_str::<Line>(line) else { continue };
         if let Some(fired) = line.fault {
