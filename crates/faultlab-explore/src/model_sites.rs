@@ -76,9 +76,7 @@ pub(crate) fn explore_sites(
         let why = "the task has no model: its agent's model is not one eval serves (model: {script, faults})";
         return Ok((Vec::new(), vec![Pruned { what: "model faults".into(), why: why.into() }]));
     }
-    let path = explore.settings.out.join(&run.dir).join("model.jsonl");
-    let requests = requests(&path)
-        .map_err(|message| crate::ExploreError::Evidence { path: path.display().to_string(), message })?;
+    let requests = run_requests(explore, run)?;
     let sites = sites(&requests, exploration.calls.len());
     exploration.calls.extend(sites.iter().cloned());
     exploration.lineage.extend(sites.iter().map(|_| true));
@@ -95,15 +93,23 @@ pub(crate) fn support(
     if !explore.classes.contains(&FaultClass::Model) || explore.task.model.is_none() {
         return Ok(Vec::new());
     }
-    let path = explore.settings.out.join(&run.dir).join("model.jsonl");
-    let requests = requests(&path)
-        .map_err(|message| crate::ExploreError::Evidence { path: path.display().to_string(), message })?;
+    let requests = run_requests(explore, run)?;
     Ok(sites(&requests, 0).iter().map(crate::search::key).collect())
 }
 
 /// The model class's representative at a model site the healthy run did not have (a request asked again).
 pub(crate) fn representative_at(site: &Site) -> Planned {
     Planned { site: site.clone(), class: FaultClass::Model, fault: REPRESENTATIVE.into(), timing: Timing::Nth }
+}
+
+/// The requests run `run` made to the model, read from its `model.jsonl` (an unreadable one is an evidence error
+/// naming the file).
+fn run_requests(
+    explore: &crate::Explore,
+    run: &faultlab_eval::runner::RunRecord,
+) -> Result<Vec<Request>, crate::ExploreError> {
+    let path = explore.settings.out.join(&run.dir).join("model.jsonl");
+    requests(&path).map_err(|message| crate::ExploreError::Evidence { path: path.display().to_string(), message })
 }
 
 /// Whether a site is a model request.
